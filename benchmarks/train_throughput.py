@@ -1,0 +1,135 @@
+"""Training throughput of our Transformer against torch.nn.Transformer at the same sizes and precision.
+
+Both models see the same synthetic batches (about 4,000 target tokens of
+Multi30K-like lengths), run forward, backward and an Adam step, and alternate
+in one process so machine noise hits both alike. Prints JSON last:
+{"ours_tokens_per_s", "reference_tokens_per_s", "ratio", ...}.
+
+    python benchmarks/train_throughput.py --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from transformer.config import ModelConfig  # noqa: E402
+from transformer.model import Transformer, causal_mask, sinusoidal_table  # noqa: E402
+from transformer.train import TrainConfig, token_loss, use_bf16  # noqa: E402
+
+
+class ReferenceModel(nn.Module):
+    """torch.nn.Transformer with the same embedding, positions and tied output as ours."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.src_vocab_size, config.d_model, padding_idx=config.pad_id)
+        self.register_buffer("positions", sinusoidal_table(config.max_len, config.d_model), persistent=False)
+        self.dropout = nn.Dropout(config.dropout)
+        self.transformer = nn.Transformer(config.d_model, config.n_heads, config.n_encoder_layers,
+                                          config.n_decoder_layers, config.d_ff, config.dropout, batch_first=True)
+
+    def _embed(self, tokens):
+        return self.dropout(self.embed(tokens) * math.sqrt(self.config.d_model) + self.positions[: tokens.size(1)])
+
+    def forward(self, src, tgt):
+        src_pad, tgt_pad = src == self.config.pad_id, tgt == self.config.pad_id
+        tgt_mask = ~causal_mask(tgt.size(1), tgt.device)
+        hidden = self.transformer(self._embed(src), self._embed(tgt), tgt_mask=tgt_mask,
+                                  src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad,
+                                  memory_key_padding_mask=src_pad)
+        return F.linear(hidden, self.embed.weight)
+
+
+def make_batches(vocab: int, target_tokens: int, count: int, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Batches of similar-length pairs (lengths 8-30, like Multi30K), padded to about ``target_tokens``."""
+    generator = torch.Generator().manual_seed(seed)
+    batches = []
+    for _ in range(count):
+        length = int(torch.randint(8, 31, (1,), generator=generator))
+        rows = max(1, target_tokens // length)
+        src_lengths = (length + torch.randint(-3, 4, (rows,), generator=generator)).clamp(4, length + 3)
+        tgt_lengths = torch.randint(max(4, length - 3), length + 1, (rows,), generator=generator)
+        src = torch.zeros(rows, int(src_lengths.max()), dtype=torch.long)
+        tgt = torch.zeros(rows, length, dtype=torch.long)
+        for i in range(rows):
+            src[i, : src_lengths[i]] = torch.randint(4, vocab, (int(src_lengths[i]),), generator=generator)
+            tgt[i, : tgt_lengths[i]] = torch.randint(4, vocab, (int(tgt_lengths[i]),), generator=generator)
+        batches.append((src, tgt))
+    return batches
+
+
+def train_steps(model, optimizer, batches, bf16: bool, device) -> tuple[int, float]:
+    tokens, started = 0, time.perf_counter()
+    for src, tgt in batches:
+        src, tgt = src.to(device), tgt.to(device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            out = model(src[:, :], tgt[:, :-1])
+            logits = out.logits if hasattr(out, "logits") else out
+        loss = token_loss(logits, tgt[:, 1:], 0.1) / max(1, int((tgt[:, 1:] != 0).sum()))
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        tokens += int((tgt[:, 1:] != 0).sum())
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return tokens, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--d-model", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=3)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--d-ff", type=int, default=1024)
+    parser.add_argument("--vocab", type=int, default=8000)
+    parser.add_argument("--tokens", type=int, default=4000, help="target tokens per batch")
+    parser.add_argument("--rounds", type=int, default=4, help="alternations of the two models")
+    parser.add_argument("--steps", type=int, default=8, help="steps per model per round")
+    parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])
+    parser.add_argument("--json", action="store_true", help="print only the JSON result")
+    args = parser.parse_args()
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    bf16 = use_bf16(TrainConfig(precision=args.precision), device)
+    config = ModelConfig(args.vocab, args.vocab, d_model=args.d_model, n_heads=args.heads,
+                         n_encoder_layers=args.layers, n_decoder_layers=args.layers, d_ff=args.d_ff, dropout=0.1)
+    torch.manual_seed(0)
+    models = {"ours": Transformer(config).to(device), "reference": ReferenceModel(config).to(device)}
+    optimizers = {name: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98)) for name, m in models.items()}
+    for model in models.values():
+        model.train()
+    batches = make_batches(args.vocab, args.tokens, args.steps)
+    for name in models:  # warm-up: allocator, kernels
+        train_steps(models[name], optimizers[name], batches[:2], bf16, device)
+    totals = {name: [0, 0.0] for name in models}
+    for _ in range(args.rounds):
+        for name in models:
+            tokens, seconds = train_steps(models[name], optimizers[name], batches, bf16, device)
+            totals[name][0] += tokens
+            totals[name][1] += seconds
+    ours = totals["ours"][0] / totals["ours"][1]
+    reference = totals["reference"][0] / totals["reference"][1]
+    result = {"ours_tokens_per_s": round(ours, 1), "reference_tokens_per_s": round(reference, 1),
+              "ratio": round(ours / reference, 3), "precision": "bf16" if bf16 else "fp32",
+              "device": torch.cuda.get_device_name() if device.type == "cuda" else platform.processor() or "cpu",
+              "threads": torch.get_num_threads(), "d_model": args.d_model, "layers": args.layers}
+    if not args.json:
+        print(f"ours {ours:.0f} tokens/s, torch.nn.Transformer {reference:.0f} tokens/s, ratio {ours / reference:.2f}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

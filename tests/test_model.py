@@ -1,0 +1,222 @@
+"""The model is the paper's Transformer: checked against PyTorch's own implementation and against itself."""
+
+import pytest
+import torch
+from torch import nn
+
+from transformer.config import ModelConfig
+from transformer.decoding import pad_batch
+from transformer.model import DecoderCache, HeadMask, MultiHeadAttention, Transformer, sinusoidal_table
+
+PAD = 0
+
+
+def tiny_config(**overrides) -> ModelConfig:
+    values = dict(src_vocab_size=40, tgt_vocab_size=40, d_model=32, n_heads=4, n_encoder_layers=2,
+                  n_decoder_layers=2, d_ff=64, dropout=0.0, max_len=64)
+    values.update(overrides)
+    return ModelConfig(**values)
+
+
+def padded_batch(lengths, vocab=40, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return pad_batch([torch.randint(4, vocab, (n,), generator=generator).tolist() for n in lengths])
+
+
+def copy_into_reference(ours: Transformer) -> nn.Transformer:
+    """A torch.nn.Transformer with our weights (post-norm, ReLU, no final stack norms as in the paper)."""
+    c = ours.config
+    ref = nn.Transformer(c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff, dropout=0.0,
+                         batch_first=True)
+    ref.encoder.norm = None
+    ref.decoder.norm = None
+
+    def copy_attention(theirs: nn.MultiheadAttention, mine: MultiHeadAttention):
+        theirs.in_proj_weight.copy_(mine.in_proj.weight)
+        theirs.in_proj_bias.copy_(mine.in_proj.bias)
+        theirs.out_proj.weight.copy_(mine.out_proj.weight)
+        theirs.out_proj.bias.copy_(mine.out_proj.bias)
+
+    def copy_linear(theirs, mine):
+        theirs.weight.copy_(mine.weight)
+        theirs.bias.copy_(mine.bias)
+
+    with torch.no_grad():
+        for theirs, mine in zip(ref.encoder.layers, ours.encoder.layers):
+            copy_attention(theirs.self_attn, mine.self_attn)
+            copy_linear(theirs.linear1, mine.feed_forward.linear1)
+            copy_linear(theirs.linear2, mine.feed_forward.linear2)
+            copy_linear(theirs.norm1, mine.self_attn_norm.norm)
+            copy_linear(theirs.norm2, mine.feed_forward_norm.norm)
+        for theirs, mine in zip(ref.decoder.layers, ours.decoder.layers):
+            copy_attention(theirs.self_attn, mine.self_attn)
+            copy_attention(theirs.multihead_attn, mine.cross_attn)
+            copy_linear(theirs.linear1, mine.feed_forward.linear1)
+            copy_linear(theirs.linear2, mine.feed_forward.linear2)
+            copy_linear(theirs.norm1, mine.self_attn_norm.norm)
+            copy_linear(theirs.norm2, mine.cross_attn_norm.norm)
+            copy_linear(theirs.norm3, mine.feed_forward_norm.norm)
+    return ref
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_matches_torch_nn_transformer_on_padded_batches(seed):
+    torch.manual_seed(seed)
+    ours = Transformer(tiny_config()).eval()
+    ref = copy_into_reference(ours).train()  # train mode with dropout 0: the plain (non-fast-path) kernels
+    src = padded_batch([7, 3, 5], seed=seed)
+    tgt = padded_batch([4, 6, 2], seed=seed + 10)
+    with torch.no_grad():
+        logits = ours(src, tgt).logits
+        hidden = ref(ours._embed(ours.src_embed, src), ours._embed(ours.tgt_embed, tgt),
+                     tgt_mask=~torch.ones(tgt.size(1), tgt.size(1), dtype=torch.bool).tril(),
+                     src_key_padding_mask=src == PAD, tgt_key_padding_mask=tgt == PAD,
+                     memory_key_padding_mask=src == PAD)
+        expected = ours.project(hidden)
+    real = tgt != PAD
+    assert torch.allclose(logits[real], expected[real], atol=1e-5), (logits[real] - expected[real]).abs().max()
+
+
+def test_multi_head_attention_matches_torch_including_weights():
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(32, 4).eval()
+    theirs = nn.MultiheadAttention(32, 4, batch_first=True).eval()
+    with torch.no_grad():
+        theirs.in_proj_weight.copy_(ours.in_proj.weight)
+        theirs.in_proj_bias.copy_(ours.in_proj.bias)
+        theirs.out_proj.weight.copy_(ours.out_proj.weight)
+        theirs.out_proj.bias.copy_(ours.out_proj.bias)
+    x, memory = torch.randn(2, 5, 32), torch.randn(2, 7, 32)
+    key_padding = torch.tensor([[False] * 7, [False] * 4 + [True] * 3])
+    with torch.no_grad():
+        out, weights, _ = ours(x, memory, ~key_padding[:, None, None, :], need_weights=True)
+        expected, expected_weights = theirs(x, memory, memory, key_padding_mask=key_padding,
+                                            average_attn_weights=False)
+        self_out, self_weights, _ = ours(x, need_weights=True)
+        expected_self, expected_self_weights = theirs(x, x, x, average_attn_weights=False)
+    assert torch.allclose(out, expected, atol=1e-6)
+    assert torch.allclose(weights, expected_weights, atol=1e-6)
+    assert torch.allclose(self_out, expected_self, atol=1e-6)
+    assert torch.allclose(self_weights, expected_self_weights, atol=1e-6)
+
+
+def test_attention_maps_have_documented_shapes_and_are_probabilities():
+    torch.manual_seed(0)
+    config = tiny_config(n_encoder_layers=3, n_decoder_layers=2)
+    model = Transformer(config).eval()
+    src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
+    out = model(src, tgt, output_attentions=True)
+    assert len(out.encoder_attentions) == 3 and len(out.decoder_attentions) == 2 and len(out.cross_attentions) == 2
+    assert out.encoder_attentions[0].shape == (2, 4, 6, 6)
+    assert out.decoder_attentions[0].shape == (2, 4, 5, 5)
+    assert out.cross_attentions[0].shape == (2, 4, 5, 6)
+    for maps in (out.encoder_attentions, out.decoder_attentions, out.cross_attentions):
+        for weights in maps:
+            assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5)
+    src_pad = (src == PAD)[:, None, None, :]
+    for weights in out.encoder_attentions + out.cross_attentions:
+        assert (weights.masked_select(src_pad.expand_as(weights)) == 0).all(), "padded source keys get exactly 0"
+    above_diagonal = ~torch.ones(5, 5, dtype=torch.bool).tril()
+    tgt_pad = (tgt == PAD)[:, None, None, :]
+    for weights in out.decoder_attentions:
+        assert (weights[..., above_diagonal] == 0).all(), "no position sees the future"
+        assert (weights.masked_select(tgt_pad.expand_as(weights)) == 0).all(), "padded target keys get exactly 0"
+
+
+def test_attentions_are_not_computed_unless_requested():
+    model = Transformer(tiny_config()).eval()
+    out = model(padded_batch([4]), padded_batch([3]))
+    assert out.encoder_attentions == [] and out.decoder_attentions == [] and out.cross_attentions == []
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_fused_and_explicit_attention_paths_agree(norm_first):
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(norm_first=norm_first)).eval()
+    src, tgt = padded_batch([6, 2, 4]), padded_batch([3, 5, 1], seed=4)
+    with torch.no_grad():
+        fused = model(src, tgt).logits
+        explicit = model(src, tgt, output_attentions=True).logits
+    assert torch.allclose(fused, explicit, atol=1e-5)
+
+
+def test_incremental_decoding_with_cache_equals_full_forward_pass():
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(n_decoder_layers=3)).eval()
+    src, tgt = padded_batch([6, 4]), padded_batch([5, 5], seed=5)
+    with torch.no_grad():
+        full = model(src, tgt, output_attentions=True)
+        encoded = model.encode(src)
+        cache = DecoderCache()
+        steps = [model.decode(tgt[:, t:t + 1], encoded, cache, need_weights=True) for t in range(tgt.size(1))]
+    step_logits = torch.cat([s.logits for s in steps], dim=1)
+    assert torch.allclose(step_logits, full.logits, atol=1e-5)
+    for layer in range(3):
+        for t, step in enumerate(steps):
+            assert torch.allclose(step.self_attentions[layer][:, :, 0], full.decoder_attentions[layer][:, :, t, :t + 1],
+                                  atol=1e-6)
+            assert torch.allclose(step.cross_attentions[layer][:, :, 0], full.cross_attentions[layer][:, :, t],
+                                  atol=1e-6)
+    assert cache.length == tgt.size(1)
+
+
+def test_cache_reorder_follows_selected_hypotheses():
+    torch.manual_seed(0)
+    model = Transformer(tiny_config()).eval()
+    src, tgt = padded_batch([5, 3]), padded_batch([4, 4], seed=6)
+    with torch.no_grad():
+        encoded = model.encode(src)
+        cache = DecoderCache()
+        model.decode(tgt[:, :2], encoded, cache)
+        cache.reorder(torch.tensor([1, 1]))
+        swapped = type(encoded)(encoded.memory[[1, 1]], encoded.source_mask[[1, 1]])
+        step = model.decode(tgt[[1, 1], 2:3], swapped, cache).logits
+        expected = model(src[[1, 1]], tgt[[1, 1], :3]).logits[:, -1:]
+    assert torch.allclose(step, expected, atol=1e-5)
+
+
+def test_sinusoidal_table_follows_the_paper():
+    table = sinusoidal_table(50, 16)
+    pos, i = 7, 3
+    assert table[pos, 2 * i] == pytest.approx(torch.sin(torch.tensor(pos / 10000 ** (2 * i / 16))).item(), abs=1e-6)
+    assert table[pos, 2 * i + 1] == pytest.approx(torch.cos(torch.tensor(pos / 10000 ** (2 * i / 16))).item(), abs=1e-6)
+
+
+def test_switched_off_head_contributes_nothing():
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(32, 4).eval()
+    x = torch.randn(1, 5, 32)
+    mask = torch.tensor([1.0, 0.0, 1.0, 1.0])
+    with torch.no_grad():
+        out, _, _ = attention(x, head_mask=mask)
+        heads_out = attention.out_proj.weight[:, 8:16]  # columns fed by head 1
+        perturbed = attention.in_proj.weight.clone()
+        attention.in_proj.weight[8:16] += 5.0  # change head 1's queries: output must not move
+        out_again, _, _ = attention(x, head_mask=mask)
+        attention.in_proj.weight.copy_(perturbed)
+    assert heads_out.shape == (32, 8)
+    assert torch.allclose(out, out_again, atol=1e-6)
+
+
+def test_head_mask_of_ones_changes_nothing():
+    torch.manual_seed(0)
+    model = Transformer(tiny_config()).eval()
+    src, tgt = padded_batch([5]), padded_batch([4], seed=2)
+    ones = torch.ones(2, 4)
+    with torch.no_grad():
+        plain = model(src, tgt).logits
+        masked = model(src, tgt, head_mask=HeadMask(ones, ones, ones)).logits
+    assert torch.allclose(plain, masked, atol=1e-6)
+
+
+def test_max_len_is_enforced_with_a_clear_error():
+    model = Transformer(tiny_config(max_len=8)).eval()
+    with pytest.raises(ValueError, match="max_len"):
+        model(padded_batch([9]), padded_batch([3]))
+
+
+def test_config_rejects_inconsistent_sizes():
+    with pytest.raises(ValueError, match="divisible"):
+        tiny_config(d_model=30)
+    with pytest.raises(ValueError, match="joint vocabulary"):
+        tiny_config(tgt_vocab_size=41)

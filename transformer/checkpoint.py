@@ -1,0 +1,247 @@
+"""Checkpoints as directories of plain files: config.json, safetensors weights, sentencepiece models.
+
+Nothing is ever unpickled, so a downloaded checkpoint cannot run code. A
+directory is written next to its destination and renamed into place, so a
+process killed while saving leaves the previous checkpoint whole.
+
+Layout of a checkpoint directory::
+
+    config.json                 {"model": ModelConfig, "source_tokenizer": ..., "target_tokenizer": ..., ...}
+    model.safetensors           weights (or model-0000i-of-0000n.safetensors + model.safetensors.index.json)
+    tokenizer.model             joint sentencepiece model (or one file per side)
+    README.md, metrics.json     model card, when there is one
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from .config import ModelConfig
+from .model import Transformer
+from .tokenizer import Tokenizer
+
+log = logging.getLogger(__name__)
+
+WEIGHTS = "model.safetensors"
+WEIGHTS_INDEX = "model.safetensors.index.json"
+CONFIG = "config.json"
+# Hugging Face Spaces refuse files over 10 MB without Git LFS.
+DEFAULT_MAX_SHARD_BYTES = 9 * 1024 * 1024
+
+
+class CheckpointError(Exception):
+    """A checkpoint is missing, corrupt, or does not fit its own config."""
+
+
+@dataclass
+class Checkpoint:
+    """A model ready to translate, with its tokenizers and what its directory says about it."""
+
+    model: Transformer
+    source_tokenizer: Tokenizer
+    target_tokenizer: Tokenizer
+    path: Path | None = None
+    info: dict = field(default_factory=dict)
+    card: str = ""
+    metrics: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.path.name if self.path else "unsaved"
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The state dict without aliases (a shared embedding is stored once)."""
+    seen, unique = set(), {}
+    for name, tensor in model.state_dict().items():
+        key = (tensor.data_ptr(), tensor.shape, tensor.dtype)
+        if key not in seen:
+            seen.add(key)
+            unique[name] = tensor
+    return unique
+
+
+def _write_weights(directory: Path, tensors: dict[str, torch.Tensor], max_shard_bytes: int) -> None:
+    total = sum(t.numel() * t.element_size() for t in tensors.values())
+    if total <= max_shard_bytes:
+        save_file(tensors, str(directory / WEIGHTS), metadata={"format": "pt"})
+        return
+    shards, current, size = [], {}, 0
+    for name, tensor in tensors.items():
+        nbytes = tensor.numel() * tensor.element_size()
+        if current and size + nbytes > max_shard_bytes:
+            shards.append(current)
+            current, size = {}, 0
+        current[name] = tensor
+        size += nbytes
+    shards.append(current)
+    weight_map = {}
+    for i, shard in enumerate(shards, start=1):
+        filename = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
+        save_file(shard, str(directory / filename), metadata={"format": "pt"})
+        weight_map.update({name: filename for name in shard})
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    (directory / WEIGHTS_INDEX).write_text(json.dumps(index, indent=2) + "\n")
+
+
+def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
+    index_path = directory / WEIGHTS_INDEX
+    try:
+        if index_path.is_file():
+            weight_map = json.loads(index_path.read_text())["weight_map"]
+            tensors = {}
+            for filename in sorted(set(weight_map.values())):
+                tensors.update(load_file(str(directory / Path(filename).name)))
+            return tensors
+        if not (directory / WEIGHTS).is_file():
+            if any(directory.glob("*.pt")) or any(directory.glob("*.bin")) or any(directory.glob("*.pth")):
+                raise CheckpointError(f"{directory} holds pickle weights (.pt/.bin/.pth); only safetensors are "
+                                      "loaded, because unpickling a file can run arbitrary code")
+            raise CheckpointError(f"no {WEIGHTS} in {directory}")
+        return load_file(str(directory / WEIGHTS))
+    except CheckpointError:
+        raise
+    except (SafetensorError, OSError, ValueError, KeyError) as error:
+        raise CheckpointError(f"weights in {directory} are unreadable or truncated ({error})") from None
+
+
+def write_directory_atomically(destination: Path, write) -> None:
+    """Call ``write(tmp_dir)`` then move tmp_dir to ``destination``, replacing it in two renames."""
+    destination = Path(destination)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    tmp = destination.with_name(destination.name + ".tmp")
+    old = destination.with_name(destination.name + ".old")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    write(tmp)
+    for path in tmp.iterdir():
+        with open(path, "rb") as handle:
+            os.fsync(handle.fileno())
+    if destination.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        destination.rename(old)
+    tmp.rename(destination)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def resolve(path: str | Path) -> Path:
+    """The directory to read: ``path``, or its ``.old`` twin if a save was cut off between its two renames."""
+    path = Path(path)
+    old = path.with_name(path.name + ".old")
+    if not path.exists() and old.is_dir():
+        log.warning("recovering %s from %s (an earlier save was interrupted)", path, old)
+        return old
+    return path
+
+
+def save_checkpoint(directory: str | Path, model: Transformer, source_tokenizer: Tokenizer,
+                    target_tokenizer: Tokenizer, info: dict | None = None, dtype: torch.dtype | None = None,
+                    card: str | None = None, metrics: dict | None = None,
+                    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES, extra_files: dict[str, bytes] | None = None) -> Path:
+    """Write a complete checkpoint directory atomically; ``dtype`` (e.g. float16) shrinks stored weights."""
+    tensors = {name: t.detach().to("cpu", dtype=dtype if dtype and t.is_floating_point() else t.dtype).contiguous()
+               for name, t in unique_state_dict(model).items()}
+    joint = source_tokenizer.model_proto == target_tokenizer.model_proto
+    config = {"model": model.config.to_dict(),
+              "source_tokenizer": "tokenizer.model" if joint else "source.model",
+              "target_tokenizer": "tokenizer.model" if joint else "target.model",
+              **(info or {})}
+
+    def write(tmp: Path) -> None:
+        (tmp / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
+        _write_weights(tmp, tensors, max_shard_bytes)
+        source_tokenizer.save(tmp / config["source_tokenizer"])
+        target_tokenizer.save(tmp / config["target_tokenizer"])
+        if card is not None:
+            (tmp / "README.md").write_text(card)
+        if metrics is not None:
+            (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        for name, data in (extra_files or {}).items():
+            (tmp / name).write_bytes(data)
+
+    write_directory_atomically(Path(directory), write)
+    return Path(directory)
+
+
+def read_config(directory: str | Path) -> dict:
+    directory = resolve(directory)
+    config_path = directory / CONFIG
+    if not config_path.is_file():
+        raise CheckpointError(f"not a checkpoint: {directory} has no {CONFIG}")
+    try:
+        config = json.loads(config_path.read_text())
+        ModelConfig.from_dict(config["model"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(f"{config_path} is not a valid model config ({error})") from None
+    return config
+
+
+def load_checkpoint(directory: str | Path, device: str | torch.device | None = None) -> Checkpoint:
+    """Load a checkpoint directory for inference (eval mode) onto ``device`` (CUDA when available)."""
+    directory = resolve(directory)
+    if not directory.is_dir():
+        raise CheckpointError(f"checkpoint directory not found: {directory}")
+    config = read_config(directory)
+    model_config = ModelConfig.from_dict(config["model"])
+    try:
+        source_tokenizer = Tokenizer.load(directory / Path(config.get("source_tokenizer", "tokenizer.model")).name)
+        target_tokenizer = Tokenizer.load(directory / Path(config.get("target_tokenizer", "tokenizer.model")).name)
+    except (FileNotFoundError, ValueError) as error:
+        raise CheckpointError(f"tokenizer of {directory} is missing or invalid: {error}") from None
+    for side, tokenizer, size in (("source", source_tokenizer, model_config.src_vocab_size),
+                                  ("target", target_tokenizer, model_config.tgt_vocab_size)):
+        if tokenizer.vocab_size != size:
+            raise CheckpointError(f"{side} tokenizer of {directory} has {tokenizer.vocab_size} pieces "
+                                  f"but the model expects {size}")
+    model = Transformer(model_config)
+    load_weights(model, _read_weights(directory), directory)
+    model.to(device or default_device()).eval()
+    card_path, metrics_path = directory / "README.md", directory / "metrics.json"
+    card = card_path.read_text() if card_path.is_file() else ""
+    try:
+        metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
+    except json.JSONDecodeError:
+        metrics = {}
+    info = {k: v for k, v in config.items() if k not in ("model", "source_tokenizer", "target_tokenizer")}
+    return Checkpoint(model, source_tokenizer, target_tokenizer, directory, info, card, metrics)
+
+
+def load_weights(model: Transformer, tensors: dict[str, torch.Tensor], origin: Path | str = "weights") -> None:
+    """Copy stored tensors into ``model``, refusing anything that does not fit it exactly."""
+    expected = unique_state_dict(model)
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(model.state_dict()))
+    if missing or unexpected:
+        raise CheckpointError(f"weights in {origin} do not match config.json: missing {missing[:5]}, "
+                              f"unexpected {unexpected[:5]}")
+    for name, tensor in expected.items():
+        if tensors[name].shape != tensor.shape:
+            raise CheckpointError(f"weights in {origin} do not match config.json: {name} has shape "
+                                  f"{tuple(tensors[name].shape)}, expected {tuple(tensor.shape)}")
+    with torch.no_grad():
+        for name, tensor in expected.items():
+            tensor.copy_(tensors[name])
+
+
+def list_checkpoints(*roots: str | Path) -> list[Path]:
+    """Checkpoint directories (those with a config.json) directly under each root, sorted by name."""
+    found = []
+    for root in roots:
+        root = Path(root)
+        if root.is_dir():
+            found += sorted(p for p in root.iterdir() if p.is_dir() and (p / CONFIG).is_file()
+                            and not p.name.endswith((".tmp", ".old")))
+    return found

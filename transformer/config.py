@@ -1,0 +1,91 @@
+"""Model configuration: one dataclass, named presets, and a JSON round-trip.
+
+The config is written as ``config.json`` beside every checkpoint, so a model can
+always be rebuilt from its directory alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class ModelConfig:
+    """Sizes and switches of an encoder-decoder Transformer (paper, section 3)."""
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 512
+    n_heads: int = 8
+    n_encoder_layers: int = 6
+    n_decoder_layers: int = 6
+    d_ff: int = 2048
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    max_len: int = 256
+    # One embedding matrix for source, target and the output projection
+    # (section 3.4). Needs a joint vocabulary.
+    share_embeddings: bool = True
+    # Output projection reuses the target embedding (section 3.4).
+    tie_output_projection: bool = True
+    # False: the paper's post-norm, LayerNorm(x + Sublayer(x)).
+    # True: pre-norm, x + Sublayer(LayerNorm(x)), which trains more stably when deep.
+    norm_first: bool = False
+    layer_norm_eps: float = 1e-5
+    pad_id: int = 0
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError("share_embeddings needs one joint vocabulary (src_vocab_size == tgt_vocab_size)")
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not (0.0 <= self.dropout < 1.0 and 0.0 <= self.attention_dropout < 1.0):
+            raise ValueError("dropout rates must lie in [0, 1)")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "ModelConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown model config keys: {', '.join(unknown)}")
+        return cls(**values)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ModelConfig":
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+
+# Sizes by name; vocabulary sizes come from the tokenizer at training time.
+PRESETS: dict[str, dict] = {
+    # Seconds on a CPU: synthetic tasks, tests, the app's Train tab.
+    "tiny": dict(d_model=64, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=256, dropout=0.1, max_len=128),
+    # Multi30K on a laptop CPU in about an hour.
+    "small": dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024, dropout=0.3,
+                  attention_dropout=0.1, max_len=256),
+    # The paper's base model (Table 3, row "base").
+    "base": dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048, dropout=0.1, max_len=256),
+}
+
+
+def preset(name: str, src_vocab_size: int, tgt_vocab_size: int, **overrides) -> ModelConfig:
+    """Build a config from a preset name, overriding any field by keyword."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+    values = {**PRESETS[name], **{k: v for k, v in overrides.items() if v is not None}}
+    return ModelConfig(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, **values)

@@ -1,0 +1,261 @@
+"""Parallel text in, token batches out: Multi30K, your own corpus, synthetic tasks, and token-bucketed batching."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import logging
+import os
+import random
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{name}"
+MULTI30K_SPLITS = ("train", "val", "test_2016_flickr")
+MULTI30K_LANGS = ("en", "de", "fr", "cs")
+# SHA-256 of the task-1 files as published by the dataset's repository.
+MULTI30K_SHA256 = {
+    "test_2016_flickr.cs.gz": "200a4a74cc9560f051924abb9803be008d1908d77f747e9141aeb86dfd2797f1",
+    "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+    "test_2016_flickr.fr.gz": "6d326e188d259fb1d04ac19eae3af956559b3a0b93d7635e56c90987c40c8b90",
+    "train.cs.gz": "a65adb8b32e3bc664f21ecba7a6e7f6950fd1f405e135f7c312faabdb6255077",
+    "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+    "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+    "train.fr.gz": "622e75069e9f4c577425c4f277116ce66e63a2401c0a2312d90073cb12379a3c",
+    "val.cs.gz": "b63226e05c4bd5dd6a42897d74b86a1b9d2c31498252c572b1ea7f7996927fcc",
+    "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+    "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+    "val.fr.gz": "ca3106f1a72390591d25f6c45cb4cd39dec4cd3f123e099748a3ce5256c160e9",
+}
+
+
+class DataError(Exception):
+    """Input data that cannot be used, with a message meant for the person who supplied it."""
+
+
+@dataclass
+class ParallelCorpus:
+    """Aligned sentence pairs, plus what was skipped on the way in and why."""
+
+    sources: list[str]
+    targets: list[str]
+    skipped: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+
+# --- files ---------------------------------------------------------------------------------------
+
+def sha256_of(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """Lines of a UTF-8 text file, gzip-compressed or plain, without line endings."""
+    path = Path(path)
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    if b"\x00" in raw[:8192]:
+        raise DataError(f"{path.name} looks like a binary file, not text")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise DataError(f"{path.name} is not UTF-8 text (byte {error.start})") from None
+    return text.splitlines()
+
+
+# --- Multi30K ------------------------------------------------------------------------------------
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "transformer-explorer" / "multi30k"
+
+
+def _split_file(directory: Path, split: str, lang: str) -> Path | None:
+    for name in (f"{split}.{lang}.gz", f"{split}.{lang}"):
+        if (directory / name).is_file():
+            return directory / name
+    return None
+
+
+def download_multi30k(cache_dir: str | Path | None = None, splits=MULTI30K_SPLITS, langs=("en", "de")) -> Path:
+    """Fetch Multi30K task-1 files into ``cache_dir`` and check their SHA-256; skips files already verified."""
+    cache_dir = Path(cache_dir or default_cache_dir())
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    for split in splits:
+        for lang in langs:
+            name = f"{split}.{lang}.gz"
+            target = cache_dir / name
+            if target.is_file() and sha256_of(target) == MULTI30K_SHA256[name]:
+                continue
+            url = MULTI30K_URL.format(name=name)
+            log.info("downloading %s", url)
+            try:
+                with urllib.request.urlopen(url, timeout=30) as response:
+                    data = response.read()
+            except (urllib.error.URLError, OSError) as error:
+                raise DataError(f"could not download Multi30K ({error}); if you have the files, point "
+                                f"--data-dir (or MULTI30K_DIR) at the directory that holds {name}") from None
+            if hashlib.sha256(data).hexdigest() != MULTI30K_SHA256[name]:
+                raise DataError(f"downloaded {name} does not match its published SHA-256; not using it")
+            tmp = target.with_suffix(".part")
+            tmp.write_bytes(data)
+            tmp.replace(target)
+    return cache_dir
+
+
+def multi30k_dir(data_dir: str | Path | None = None, download: bool = True) -> Path:
+    """The directory holding Multi30K: ``data_dir``, else $MULTI30K_DIR, else the download cache."""
+    chosen = data_dir or os.environ.get("MULTI30K_DIR")
+    if chosen:
+        path = Path(chosen).expanduser()
+        if not path.is_dir():
+            raise DataError(f"Multi30K directory {path} does not exist (set by --data-dir or MULTI30K_DIR)")
+        return path
+    if download:
+        return download_multi30k()
+    raise DataError("Multi30K not found: pass --data-dir DIR or set MULTI30K_DIR")
+
+
+def load_multi30k(split: str, src_lang: str = "en", tgt_lang: str = "de",
+                  data_dir: str | Path | None = None) -> ParallelCorpus:
+    """One Multi30K split as a parallel corpus (reading .gz or plain text)."""
+    if split not in MULTI30K_SPLITS:
+        raise DataError(f"unknown Multi30K split {split!r}; choose one of {', '.join(MULTI30K_SPLITS)}")
+    directory = multi30k_dir(data_dir)
+    paths = [_split_file(directory, split, lang) for lang in (src_lang, tgt_lang)]
+    if None in paths:
+        if data_dir or os.environ.get("MULTI30K_DIR"):
+            missing = [f"{split}.{lang}.gz" for lang, p in zip((src_lang, tgt_lang), paths) if p is None]
+            raise DataError(f"{directory} lacks {', '.join(missing)}")
+        directory = download_multi30k(splits=(split,), langs=(src_lang, tgt_lang))
+        paths = [_split_file(directory, split, lang) for lang in (src_lang, tgt_lang)]
+    return load_parallel_files(*paths)
+
+
+# --- your own data -------------------------------------------------------------------------------
+
+def _check_pairs(rows: list[tuple[int, str, str]], origin: str) -> ParallelCorpus:
+    corpus = ParallelCorpus([], [])
+    for line_number, source, target in rows:
+        source, target = source.strip(), target.strip()
+        if not source or not target:
+            corpus.skipped += 1
+            if len(corpus.problems) < 10:
+                corpus.problems.append(f"{origin} line {line_number}: empty source or target")
+            continue
+        corpus.sources.append(source)
+        corpus.targets.append(target)
+    if not corpus.sources:
+        raise DataError(f"{origin} holds no usable sentence pairs")
+    return corpus
+
+
+def load_parallel_tsv(path: str | Path) -> ParallelCorpus:
+    """source<TAB>target per line (Tatoeba/Anki format; further columns such as attribution are ignored)."""
+    path = Path(path)
+    lines = read_lines(path)
+    if not any(line.strip() for line in lines):
+        raise DataError(f"{path.name} is empty")
+    rows, bad, problems = [], 0, []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        columns = line.split("\t")
+        if len(columns) < 2:
+            bad += 1
+            if len(problems) < 10:
+                problems.append(f"{path.name} line {number}: no tab between source and target")
+            continue
+        rows.append((number, columns[0], columns[1]))
+    if not rows:
+        raise DataError(f"{path.name} has no tab-separated pairs (expected source<TAB>target per line)")
+    corpus = _check_pairs(rows, path.name)
+    corpus.skipped += bad
+    corpus.problems = problems + corpus.problems
+    return corpus
+
+
+def load_parallel_files(source_path: str | Path, target_path: str | Path) -> ParallelCorpus:
+    """Two aligned text files, one sentence per line."""
+    sources, targets = read_lines(source_path), read_lines(target_path)
+    if len(sources) != len(targets):
+        raise DataError(f"{Path(source_path).name} has {len(sources)} lines but {Path(target_path).name} "
+                        f"has {len(targets)}: the files are not aligned")
+    return _check_pairs([(i + 1, s, t) for i, (s, t) in enumerate(zip(sources, targets))], Path(source_path).name)
+
+
+# --- synthetic tasks -----------------------------------------------------------------------------
+
+SYNTHETIC_TASKS = ("copy", "reverse", "sort")
+SYNTHETIC_ALPHABET = "0123456789"
+
+
+def synthetic_pair(task: str, rng: random.Random, min_length: int = 3, max_length: int = 10) -> tuple[str, str]:
+    """One example: a random digit sequence and its copy, reversal or sorted version (space-separated)."""
+    symbols = [rng.choice(SYNTHETIC_ALPHABET) for _ in range(rng.randint(min_length, max_length))]
+    if task == "copy":
+        target = symbols
+    elif task == "reverse":
+        target = symbols[::-1]
+    elif task == "sort":
+        target = sorted(symbols)
+    else:
+        raise DataError(f"unknown synthetic task {task!r}; choose one of {', '.join(SYNTHETIC_TASKS)}")
+    return " ".join(symbols), " ".join(target)
+
+
+def synthetic_corpus(task: str, size: int, seed: int = 0, min_length: int = 3, max_length: int = 10) -> ParallelCorpus:
+    rng = random.Random(seed)
+    pairs = [synthetic_pair(task, rng, min_length, max_length) for _ in range(size)]
+    return ParallelCorpus([s for s, _ in pairs], [t for _, t in pairs])
+
+
+# --- batching ------------------------------------------------------------------------------------
+
+Example = tuple[list[int], list[int]]
+
+
+def filter_by_length(examples: list[Example], max_length: int) -> tuple[list[Example], int]:
+    """Drop pairs whose source or target (with bos/eos) would not fit ``max_length`` positions."""
+    kept = [ex for ex in examples if 1 < len(ex[0]) <= max_length and 1 < len(ex[1]) + 1 <= max_length]
+    return kept, len(examples) - len(kept)
+
+
+def token_batches(examples: list[Example], max_tokens: int, seed: int = 0, epoch: int = 0,
+                  shuffle: bool = True) -> list[list[int]]:
+    """Indices of examples grouped so each batch holds at most ``max_tokens`` padded tokens.
+
+    Similar lengths go together (sorted by target then source length, after a
+    seeded shuffle that breaks ties differently each epoch), so little compute
+    is spent on padding; the batch order is shuffled too.
+    """
+    rng = random.Random(seed * 1_000_003 + epoch)
+    order = list(range(len(examples)))
+    if shuffle:
+        rng.shuffle(order)
+    order.sort(key=lambda i: (len(examples[i][1]), len(examples[i][0])))
+    batches, current, longest = [], [], 0
+    for i in order:
+        length = max(len(examples[i][0]), len(examples[i][1]) + 1)
+        if current and (len(current) + 1) * max(longest, length) > max_tokens:
+            batches.append(current)
+            current, longest = [], 0
+        current.append(i)
+        longest = max(longest, length)
+    if current:
+        batches.append(current)
+    if shuffle:
+        rng.shuffle(batches)
+    return batches

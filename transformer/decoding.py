@@ -1,0 +1,347 @@
+"""Turning a trained model into translations: greedy and beam search, step by step, and forced decoding.
+
+Search runs incrementally: the source is encoded once and each step feeds only
+the newest token through the decoder's key/value cache. Inspection goes through
+one path, ``forced_decode``: one teacher-forced pass over a finished target
+returns, for every position, the probability of the chosen token, the top-k
+alternatives and every attention map. Its numbers equal those of the
+incremental steps (the tests check this), so whatever search produced a
+translation, the picture the app shows of it is exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from .model import DecoderCache, EncoderOutput, HeadMask, Transformer
+from .tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+
+
+def pad_batch(sequences: list[list[int]], pad_id: int = PAD_ID, device: torch.device | None = None) -> Tensor:
+    """Right-pad token lists into a (B, longest) LongTensor."""
+    longest = max(len(s) for s in sequences)
+    batch = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
+    for i, seq in enumerate(sequences):
+        batch[i, : len(seq)] = torch.as_tensor(seq, dtype=torch.long)
+    return batch.to(device) if device is not None else batch
+
+
+def default_max_length(model: Transformer, source_length: int) -> int:
+    """Generated tokens allowed for a source of this length: 1.5x + 10, within the model's positions."""
+    return max(1, min(model.config.max_len - 1, int(1.5 * source_length) + 10))
+
+
+def _repeat_encoded(encoded: EncoderOutput, times: int) -> EncoderOutput:
+    return EncoderOutput(encoded.memory.repeat_interleave(times, dim=0),
+                         encoded.source_mask.repeat_interleave(times, dim=0))
+
+
+def _strip(tokens: list[int]) -> list[int]:
+    """Generated ids up to (excluding) the first eos."""
+    return tokens[: tokens.index(EOS_ID)] if EOS_ID in tokens else tokens
+
+
+@torch.no_grad()
+def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None,
+                  head_mask: HeadMask | None = None) -> list[list[int]]:
+    """Batched greedy decoding of padded sources (B, S); returns generated ids without bos/eos."""
+    max_length = max_length or default_max_length(model, src.size(1))
+    encoded = model.encode(src, head_mask=head_mask)
+    cache = DecoderCache()
+    last = torch.full((src.size(0), 1), BOS_ID, dtype=torch.long, device=src.device)
+    finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+    generated = []
+    for _ in range(max_length):
+        logits = model.decode(last, encoded, cache, head_mask=head_mask).logits[:, -1]
+        next_token = logits.argmax(dim=-1).masked_fill(finished, PAD_ID)
+        generated.append(next_token)
+        finished |= next_token == EOS_ID
+        if finished.all():
+            break
+        last = next_token.unsqueeze(1)
+    rows = torch.stack(generated, dim=1).tolist()
+    return [_strip(row) for row in rows]
+
+
+@dataclass
+class BeamHypothesis:
+    """A finished hypothesis: ids without bos/eos, summed log-probability, length-normalised score."""
+
+    tokens: list[int]
+    log_prob: float
+    score: float
+
+
+@dataclass
+class BeamStep:
+    """One step of beam search for one sentence, for drawing the beam as a tree."""
+
+    parents: list[int]        # index into the previous step's beams
+    tokens: list[int]
+    log_probs: list[float]    # cumulative
+    finished: list[bool]      # this candidate ended the hypothesis (eos)
+
+
+@torch.no_grad()
+def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_penalty: float = 1.0,
+                max_length: int | None = None, return_steps: bool = False,
+                head_mask: HeadMask | None = None) -> list[list[BeamHypothesis]] | tuple[list, list]:
+    """Batched beam search in the manner of fairseq.
+
+    Each step ranks the 2k best continuations of the k live beams. Those that
+    end in eos (within the top k) become finished hypotheses, scored as
+    log P / length^``length_penalty`` (length counts the eos); the best k of the
+    others live on. A sentence is done when it has k finished hypotheses.
+    Returns, per sentence, its hypotheses sorted best first (and, with
+    ``return_steps``, the per-step beams of each sentence for visualisation).
+    """
+    batch, k = src.size(0), beam_size
+    max_length = max_length or default_max_length(model, src.size(1))
+    encoded = _repeat_encoded(model.encode(src, head_mask=head_mask), k)
+    cache = DecoderCache()
+    device = src.device
+    scores = torch.full((batch, k), float("-inf"), device=device)
+    scores[:, 0] = 0.0  # all beams start identical: keep one alive
+    tokens = torch.full((batch * k, 1), BOS_ID, dtype=torch.long, device=device)
+    finished: list[list[BeamHypothesis]] = [[] for _ in range(batch)]
+    done = [False] * batch
+    steps: list[list[BeamStep]] = [[] for _ in range(batch)]
+    batch_offsets = (torch.arange(batch, device=device) * k).unsqueeze(1)
+
+    for step in range(max_length):
+        logits = model.decode(tokens[:, -1:], encoded, cache, head_mask=head_mask).logits[:, -1].float()
+        log_probs = torch.log_softmax(logits, dim=-1)
+        log_probs[:, PAD_ID] = float("-inf")
+        if step == max_length - 1:  # out of room: every live beam must end here
+            log_probs[:, :EOS_ID] = float("-inf")
+            log_probs[:, EOS_ID + 1:] = float("-inf")
+        vocab = log_probs.size(-1)
+        candidates = (scores.unsqueeze(-1) + log_probs.view(batch, k, vocab)).view(batch, -1)
+        top_scores, top_index = candidates.topk(min(2 * k, candidates.size(1)), dim=1)
+        top_beams, top_tokens = top_index // vocab, top_index % vocab
+        is_eos = top_tokens == EOS_ID
+
+        eos_rows, eos_cols = (is_eos[:, :k] & torch.isfinite(top_scores[:, :k])).nonzero(as_tuple=True)
+        if len(eos_rows):
+            prefixes = tokens.view(batch, k, -1)[eos_rows, top_beams[eos_rows, eos_cols], 1:].tolist()
+            for b, col, prefix in zip(eos_rows.tolist(), eos_cols.tolist(), prefixes):
+                if done[b] or len(finished[b]) >= k:
+                    continue
+                log_prob = top_scores[b, col].item()
+                finished[b].append(BeamHypothesis(prefix, log_prob, log_prob / (len(prefix) + 1) ** length_penalty))
+        if return_steps:
+            for b in range(batch):
+                if not done[b]:
+                    live = torch.isfinite(top_scores[b])
+                    steps[b].append(BeamStep(top_beams[b][live].tolist(), top_tokens[b][live].tolist(),
+                                             top_scores[b][live].tolist(), is_eos[b][live].tolist()))
+        for b in range(batch):
+            if len(finished[b]) >= k:
+                done[b] = True
+        if all(done):
+            break
+
+        live_scores = top_scores.masked_fill(is_eos, float("-inf"))
+        scores, keep = live_scores.topk(k, dim=1)
+        chosen_beams = top_beams.gather(1, keep)
+        chosen_tokens = top_tokens.gather(1, keep)
+        reorder = (batch_offsets + chosen_beams).view(-1)
+        cache.reorder(reorder)
+        tokens = torch.cat([tokens.index_select(0, reorder), chosen_tokens.view(-1, 1)], dim=1)
+
+    results = [sorted(hyps, key=lambda h: h.score, reverse=True) for hyps in finished]
+    return (results, steps) if return_steps else results
+
+
+def translate_batch(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
+                    sentences: list[str], beam_size: int = 1, length_penalty: float = 1.0,
+                    max_tokens: int = 8000, max_length: int | None = None) -> list[str]:
+    """Translate many sentences: sorted by length, batched up to ``max_tokens`` source tokens, in order back."""
+    if not sentences:
+        return []
+    model.eval()
+    limit = model.config.max_len
+    encoded = [ids[: limit - 1] + [EOS_ID] if len(ids) > limit else ids
+               for ids in source_tokenizer.encode_batch(sentences)]
+    order = sorted(range(len(sentences)), key=lambda i: len(encoded[i]))
+    outputs: list[str] = [""] * len(sentences)
+    start = 0
+    while start < len(order):
+        longest, end = 0, start
+        while end < len(order):
+            longest = max(longest, len(encoded[order[end]]))
+            if (end - start + 1) * longest * beam_size > max_tokens and end > start:
+                break
+            end += 1
+        chunk = order[start:end]
+        src = pad_batch([encoded[i] for i in chunk], device=model.device)
+        if beam_size <= 1:
+            results = greedy_search(model, src, max_length)
+        else:
+            results = [hyps[0].tokens for hyps in beam_search(model, src, beam_size, length_penalty, max_length)]
+        for i, ids in zip(chunk, results):
+            outputs[i] = target_tokenizer.decode(ids)
+        start = end
+    return outputs
+
+
+@dataclass
+class Translation:
+    """A source and target pair with every number the model computed about it.
+
+    ``source_ids`` end with eos; ``target_ids`` are the decoder's inputs (bos
+    first) and ``predicted_ids`` what each position predicts (the target
+    shifted left, ending with eos), so row i of a decoder or cross-attention
+    map is the step that produced ``predicted_ids[i]``. Attention tensors are
+    (layers, heads, queries, keys) on the CPU in float32.
+    """
+
+    source_ids: list[int]
+    source_pieces: list[str]
+    target_ids: list[int]
+    target_pieces: list[str]
+    predicted_ids: list[int]
+    predicted_pieces: list[str]
+    text: str
+    token_probs: list[float]
+    top_ids: list[list[int]]
+    top_pieces: list[list[str]]
+    top_probs: list[list[float]]
+    encoder_attention: Tensor
+    decoder_attention: Tensor
+    cross_attention: Tensor
+    source_text: str = ""
+    truncated: bool = False
+    log_prob: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.predicted_ids)
+
+    def to_json(self) -> dict:
+        """The ``--json`` contract of ``python -m transformer.translate``."""
+        return {
+            "source": self.source_text,
+            "translation": self.text,
+            "source_tokens": self.source_pieces,
+            "target_tokens": self.target_pieces,
+            "attention": {
+                "encoder": _rounded(self.encoder_attention),
+                "decoder": _rounded(self.decoder_attention),
+                "cross": _rounded(self.cross_attention),
+            },
+        }
+
+
+def _rounded(tensor: Tensor, digits: int = 6) -> list:
+    return torch.round(tensor, decimals=digits).tolist()
+
+
+def encode_source(model: Transformer, tokenizer: Tokenizer, text: str) -> tuple[list[int], bool]:
+    """Source ids ending in eos, cut to the model's positions; also whether it had to be cut."""
+    ids = tokenizer.encode(text)
+    if len(ids) > model.config.max_len:
+        return ids[: model.config.max_len - 1] + [EOS_ID], True
+    return ids, False
+
+
+@torch.no_grad()
+def forced_decode(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
+                  source: str | list[int], target: str | list[int], top_k: int = 5,
+                  head_mask: HeadMask | None = None) -> Translation:
+    """Score a given target (text or generated ids without bos/eos) and capture every attention map."""
+    model.eval()
+    truncated = False
+    if isinstance(source, str):
+        source_text = source
+        source_ids, truncated = encode_source(model, source_tokenizer, source)
+    else:
+        source_ids, source_text = list(source), source_tokenizer.decode(source)
+    target_body = target_tokenizer.encode(target, add_eos=False) if isinstance(target, str) else list(target)
+    target_body = target_body[: model.config.max_len - 1]
+    target_ids = [BOS_ID] + target_body
+    predicted_ids = target_body + [EOS_ID]
+    src = torch.tensor([source_ids], device=model.device)
+    tgt = torch.tensor([target_ids], device=model.device)
+    out = model(src, tgt, output_attentions=True, head_mask=head_mask)
+    probs = out.logits[0].float().softmax(dim=-1)
+    token_probs = probs.gather(1, torch.tensor(predicted_ids, device=probs.device).unsqueeze(1)).squeeze(1)
+    top_probs, top_ids = probs.topk(min(top_k, probs.size(-1)), dim=-1)
+    stack = lambda maps: torch.stack([m[0].float() for m in maps]).cpu()  # noqa: E731
+    return Translation(
+        source_ids=source_ids, source_pieces=source_tokenizer.pieces(source_ids),
+        target_ids=target_ids, target_pieces=target_tokenizer.pieces(target_ids),
+        predicted_ids=predicted_ids, predicted_pieces=target_tokenizer.pieces(predicted_ids),
+        text=target_tokenizer.decode(target_body), token_probs=token_probs.tolist(),
+        top_ids=top_ids.tolist(), top_pieces=[target_tokenizer.pieces(row) for row in top_ids.tolist()],
+        top_probs=top_probs.tolist(), encoder_attention=stack(out.encoder_attentions),
+        decoder_attention=stack(out.decoder_attentions), cross_attention=stack(out.cross_attentions),
+        source_text=source_text, truncated=truncated, log_prob=float(token_probs.clamp_min(1e-30).log().sum()))
+
+
+def translate(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, text: str,
+              beam_size: int = 1, length_penalty: float = 1.0, max_length: int | None = None,
+              top_k: int = 5, head_mask: HeadMask | None = None) -> Translation:
+    """Translate one sentence (greedy or beam) and return it fully inspected."""
+    model.eval()
+    source_ids, truncated = encode_source(model, source_tokenizer, text)
+    src = torch.tensor([source_ids], device=model.device)
+    if max_length is not None:
+        max_length = max(1, min(max_length, model.config.max_len - 1))
+    if beam_size <= 1:
+        generated = greedy_search(model, src, max_length, head_mask=head_mask)[0]
+    else:
+        generated = beam_search(model, src, beam_size, length_penalty, max_length, head_mask=head_mask)[0][0].tokens
+    result = forced_decode(model, source_tokenizer, target_tokenizer, source_ids, generated, top_k, head_mask)
+    result.source_text, result.truncated = text, truncated
+    return result
+
+
+@dataclass
+class DecodingStep:
+    """One greedy step as it happens: the chosen token, the alternatives, and where the model looked.
+
+    ``self_attention`` is (layers, heads, step + 1) over the decoder inputs so
+    far; ``cross_attention`` is (layers, heads, source length).
+    """
+
+    index: int
+    token_id: int
+    piece: str
+    probability: float
+    top_ids: list[int]
+    top_pieces: list[str]
+    top_probs: list[float]
+    self_attention: Tensor
+    cross_attention: Tensor
+
+
+@torch.no_grad()
+def decode_steps(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, text: str,
+                 max_length: int | None = None, top_k: int = 5) -> Iterator[DecodingStep]:
+    """Greedy decoding as a generator: yields each token with its alternatives and attention as it is made."""
+    model.eval()
+    source_ids, _ = encode_source(model, source_tokenizer, text)
+    src = torch.tensor([source_ids], device=model.device)
+    encoded = model.encode(src)
+    cache = DecoderCache()
+    last = torch.tensor([[BOS_ID]], device=model.device)
+    for index in range(max_length or default_max_length(model, len(source_ids))):
+        out = model.decode(last, encoded, cache, need_weights=True)
+        probs = out.logits[0, -1].float().softmax(dim=-1)
+        top_probs, top_ids = probs.topk(min(top_k, probs.size(-1)))
+        token = int(top_ids[0])
+        yield DecodingStep(
+            index=index, token_id=token, piece=target_tokenizer.piece(token), probability=float(probs[token]),
+            top_ids=top_ids.tolist(), top_pieces=target_tokenizer.pieces(top_ids.tolist()),
+            top_probs=top_probs.tolist(),
+            self_attention=torch.stack([a[0, :, -1].float() for a in out.self_attentions]).cpu(),
+            cross_attention=torch.stack([a[0, :, -1].float() for a in out.cross_attentions]).cpu())
+        if token == EOS_ID:
+            return
+        last = torch.tensor([[token]], device=model.device)

@@ -1,0 +1,462 @@
+"""The Transformer of "Attention Is All You Need" (Vaswani et al., 2017), built to be read and inspected.
+
+Every block is a small module named after the idea it implements in the paper.
+Any forward pass can hand back every attention probability it computed
+(``need_weights=True``), and the decoder can run one token at a time from a
+key/value cache, so decoding an n-token sentence costs n small steps rather
+than n growing ones.
+
+Shapes: B batch, S source length, T target length, H heads, D d_model.
+Masks are boolean and True where attention is allowed, as in
+``torch.nn.functional.scaled_dot_product_attention``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from .config import ModelConfig
+
+
+def sinusoidal_table(length: int, d_model: int) -> Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...) (section 3.5)."""
+    position = torch.arange(length, dtype=torch.float32).unsqueeze(1)
+    inverse_frequency = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    angles = position * inverse_frequency
+    table = torch.zeros(length, d_model)
+    table[:, 0::2] = torch.sin(angles)
+    table[:, 1::2] = torch.cos(angles[:, : d_model // 2])
+    return table
+
+
+class PositionalEncoding(nn.Module):
+    """Adds fixed sinusoidal position signals to token embeddings (section 3.5).
+
+    The table is a non-persistent buffer: it moves with the module to any device
+    and is rebuilt from the config, so it never needs to be stored in a checkpoint.
+    """
+
+    def __init__(self, d_model: int, max_len: int):
+        super().__init__()
+        self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        length = x.size(1)
+        if offset + length > self.table.size(0):
+            raise ValueError(f"sequence of {offset + length} positions exceeds max_len {self.table.size(0)}")
+        return x + self.table[offset : offset + length].to(x.dtype)
+
+
+class TokenEmbedding(nn.Embedding):
+    """Token embedding multiplied by sqrt(d_model) (section 3.4), so it is not drowned by the positional signal."""
+
+    def __init__(self, vocab_size: int, d_model: int, pad_id: int):
+        super().__init__(vocab_size, d_model, padding_idx=pad_id)
+        self.scale = math.sqrt(d_model)
+        nn.init.normal_(self.weight, mean=0.0, std=d_model**-0.5)
+        with torch.no_grad():
+            self.weight[pad_id].zero_()
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        return super().forward(tokens) * self.scale
+
+
+class ScaledDotProductAttention(nn.Module):
+    """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V (equation 1).
+
+    Two paths, one result: the fused PyTorch kernel when nobody needs the
+    probabilities, and the explicit formula when they are to be returned.
+    Masked keys get probability exactly 0 (their scores are -inf).
+    """
+
+    def __init__(self, dropout: float = 0.0):
+        super().__init__()
+        self.dropout = dropout
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
+                need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        dropout = self.dropout if self.training else 0.0
+        if not need_weights:
+            if q.device.type == "cpu" and q.dtype == torch.bfloat16:
+                # PyTorch's CPU flash kernel is about 3x slower than its math kernel for
+                # bf16 training on sentence-length sequences (benchmarks/train_throughput.py).
+                with sdpa_kernel(SDPBackend.MATH):
+                    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout), None
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout), None
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = scores.softmax(dim=-1)
+        return F.dropout(weights, dropout, self.training).to(v.dtype) @ v, weights
+
+
+@dataclass
+class KeyValue:
+    """Projected keys and values of one attention block, shaped (B, H, length, head_dim)."""
+
+    k: Tensor
+    v: Tensor
+
+
+class MultiHeadAttention(nn.Module):
+    """H attention heads over learned projections of Q, K and V, concatenated and projected (section 3.2.2).
+
+    The Q, K and V projections are one (3D, D) matrix, laid out like
+    ``torch.nn.MultiheadAttention.in_proj_weight``: self-attention projects
+    once, cross-attention splits it into the query part and the key/value part.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
+        super().__init__()
+        self.n_heads = n_heads
+        self.d_model = d_model
+        self.in_proj = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        self.attention = ScaledDotProductAttention(dropout)
+        nn.init.xavier_uniform_(self.in_proj.weight)
+        nn.init.zeros_(self.in_proj.bias)
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        nn.init.zeros_(self.out_proj.bias)
+
+    def _split_heads(self, x: Tensor) -> Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.n_heads, -1).transpose(1, 2)
+
+    def forward(self, x: Tensor, memory: Tensor | None = None, mask: Tensor | None = None, *,
+                past: KeyValue | None = None, need_weights: bool = False,
+                head_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None, KeyValue]:
+        """Attend from ``x`` to itself (``memory`` None) or to ``memory`` (cross-attention).
+
+        ``past`` holds keys/values computed earlier: for self-attention the new
+        ones are appended to it; for cross-attention it is reused as it is.
+        ``head_mask`` (H,) scales each head's output before the heads are merged;
+        0 switches a head off. Returns the output, the attention probabilities
+        (B, H, queries, keys) when asked for, and the keys/values to cache.
+        """
+        d = self.d_model
+        weight, bias = self.in_proj.weight, self.in_proj.bias
+        if memory is None:
+            q, k, v = F.linear(x, weight, bias).split(d, dim=-1)
+            q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
+            if past is not None:
+                k, v = torch.cat([past.k, k], dim=2), torch.cat([past.v, v], dim=2)
+        else:
+            q = self._split_heads(F.linear(x, weight[:d], bias[:d]))
+            if past is not None:
+                k, v = past.k, past.v
+            else:
+                k, v = F.linear(memory, weight[d:], bias[d:]).split(d, dim=-1)
+                k, v = self._split_heads(k), self._split_heads(v)
+        heads, weights = self.attention(q, k, v, mask, need_weights)
+        if head_mask is not None:
+            heads = heads * head_mask.to(heads.dtype).view(1, -1, 1, 1)
+        merged = heads.transpose(1, 2).reshape(x.size(0), x.size(1), d)
+        return self.out_proj(merged), weights, KeyValue(k, v)
+
+
+class LayerNorm(nn.LayerNorm):
+    """Layer normalisation (Ba et al., 2016), applied around every sublayer (section 3.1)."""
+
+
+class PositionwiseFeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, the same at every position (equation 2)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+        for linear in (self.linear1, self.linear2):
+            nn.init.xavier_uniform_(linear.weight)
+            nn.init.zeros_(linear.bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.linear2(self.dropout(F.relu(self.linear1(x))))
+
+
+class AddAndNorm(nn.Module):
+    """The paper's "Add & Norm": LayerNorm(x + Dropout(Sublayer(x))) (sections 3.1 and 5.4).
+
+    With ``norm_first`` the norm moves to the sublayer's input instead
+    (pre-norm): x + Dropout(Sublayer(LayerNorm(x))). A layer calls ``input``
+    before its sublayer and ``output`` after it.
+    """
+
+    def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float):
+        super().__init__()
+        self.norm = LayerNorm(d_model, eps=eps)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def input(self, x: Tensor) -> Tensor:
+        return self.norm(x) if self.norm_first else x
+
+    def output(self, x: Tensor, sublayer_output: Tensor) -> Tensor:
+        # Under autocast the sublayer returns bf16 while the residual stream stays float32;
+        # casting first avoids PyTorch's slow mixed-dtype add (about 4x on a CPU).
+        y = x + self.dropout(sublayer_output).to(x.dtype)
+        return y if self.norm_first else self.norm(y)
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention, then a feed-forward network, each wrapped in Add & Norm (section 3.1)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        args = (config.d_model, config.dropout, config.norm_first, config.layer_norm_eps)
+        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.attention_dropout)
+        self.self_attn_norm = AddAndNorm(*args)
+        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.dropout)
+        self.feed_forward_norm = AddAndNorm(*args)
+
+    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False,
+                head_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        h, weights, _ = self.self_attn(self.self_attn_norm.input(x), mask=mask, need_weights=need_weights,
+                                       head_mask=head_mask)
+        x = self.self_attn_norm.output(x, h)
+        x = self.feed_forward_norm.output(x, self.feed_forward(self.feed_forward_norm.input(x)))
+        return x, weights
+
+
+@dataclass
+class LayerCache:
+    """What one decoder layer keeps between steps: its own past keys/values and the encoder's."""
+
+    self_attn: KeyValue | None = None
+    cross_attn: KeyValue | None = None
+
+
+@dataclass
+class DecoderCache:
+    """Incremental decoding state (fairseq's "incremental state"): one entry per decoder layer.
+
+    Created empty, filled by the first ``Transformer.decode`` call, grown by one
+    position per step. ``reorder`` follows beam search when it keeps, drops or
+    duplicates hypotheses.
+    """
+
+    layers: list[LayerCache] = field(default_factory=list)
+
+    @property
+    def length(self) -> int:
+        """Number of target positions already decoded."""
+        if not self.layers or self.layers[0].self_attn is None:
+            return 0
+        return self.layers[0].self_attn.k.size(2)
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows ``index`` (a LongTensor), in that order, in every cached tensor."""
+        for layer in self.layers:
+            for name in ("self_attn", "cross_attn"):
+                kv = getattr(layer, name)
+                if kv is not None:
+                    setattr(layer, name, KeyValue(kv.k.index_select(0, index), kv.v.index_select(0, index)))
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the encoder output, feed-forward (section 3.1)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        args = (config.d_model, config.dropout, config.norm_first, config.layer_norm_eps)
+        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.attention_dropout)
+        self.self_attn_norm = AddAndNorm(*args)
+        self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads, config.attention_dropout)
+        self.cross_attn_norm = AddAndNorm(*args)
+        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.dropout)
+        self.feed_forward_norm = AddAndNorm(*args)
+
+    def forward(self, y: Tensor, memory: Tensor, self_mask: Tensor | None, memory_mask: Tensor | None,
+                cache: LayerCache | None = None, need_weights: bool = False,
+                self_head_mask: Tensor | None = None,
+                cross_head_mask: Tensor | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        h, self_weights, self_kv = self.self_attn(
+            self.self_attn_norm.input(y), mask=self_mask, past=cache.self_attn if cache else None,
+            need_weights=need_weights, head_mask=self_head_mask)
+        y = self.self_attn_norm.output(y, h)
+        h, cross_weights, cross_kv = self.cross_attn(
+            self.cross_attn_norm.input(y), memory, memory_mask, past=cache.cross_attn if cache else None,
+            need_weights=need_weights, head_mask=cross_head_mask)
+        y = self.cross_attn_norm.output(y, h)
+        y = self.feed_forward_norm.output(y, self.feed_forward(self.feed_forward_norm.input(y)))
+        if cache is not None:
+            cache.self_attn, cache.cross_attn = self_kv, cross_kv
+        return y, self_weights, cross_weights
+
+
+class Encoder(nn.Module):
+    """A stack of N identical encoder layers (section 3.1); pre-norm adds a final LayerNorm."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
+        self.final_norm = LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
+
+    def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False,
+                head_mask: Tensor | None = None) -> tuple[Tensor, list[Tensor]]:
+        attentions = []
+        for i, layer in enumerate(self.layers):
+            x, weights = layer(x, mask, need_weights, None if head_mask is None else head_mask[i])
+            if need_weights:
+                attentions.append(weights)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        return x, attentions
+
+
+class Decoder(nn.Module):
+    """A stack of N identical decoder layers (section 3.1); pre-norm adds a final LayerNorm."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.n_decoder_layers))
+        self.final_norm = LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
+
+    def forward(self, y: Tensor, memory: Tensor, self_mask: Tensor | None, memory_mask: Tensor | None,
+                cache: DecoderCache | None = None, need_weights: bool = False,
+                self_head_mask: Tensor | None = None,
+                cross_head_mask: Tensor | None = None) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        if cache is not None and not cache.layers:
+            cache.layers = [LayerCache() for _ in self.layers]
+        self_attentions, cross_attentions = [], []
+        for i, layer in enumerate(self.layers):
+            y, self_weights, cross_weights = layer(
+                y, memory, self_mask, memory_mask, cache.layers[i] if cache is not None else None, need_weights,
+                None if self_head_mask is None else self_head_mask[i],
+                None if cross_head_mask is None else cross_head_mask[i])
+            if need_weights:
+                self_attentions.append(self_weights)
+                cross_attentions.append(cross_weights)
+        if self.final_norm is not None:
+            y = self.final_norm(y)
+        return y, self_attentions, cross_attentions
+
+
+@dataclass
+class EncoderOutput:
+    """The encoded source ("memory"), its key mask (B, 1, 1, S) and, on request, encoder self-attention."""
+
+    memory: Tensor
+    source_mask: Tensor
+    attentions: list[Tensor] = field(default_factory=list)
+
+
+@dataclass
+class DecoderOutput:
+    """Next-token logits (B, T, V) and, on request, decoder self- and cross-attention per layer."""
+
+    logits: Tensor
+    self_attentions: list[Tensor] = field(default_factory=list)
+    cross_attentions: list[Tensor] = field(default_factory=list)
+
+
+@dataclass
+class Seq2SeqOutput:
+    """Everything one forward pass computed.
+
+    Attention lists have one tensor per layer: ``encoder_attentions`` (B, H, S, S),
+    ``decoder_attentions`` (B, H, T, T), ``cross_attentions`` (B, H, T, S); rows
+    are queries, columns keys. They are empty unless ``output_attentions=True``.
+    """
+
+    logits: Tensor
+    encoder_output: Tensor
+    encoder_attentions: list[Tensor] = field(default_factory=list)
+    decoder_attentions: list[Tensor] = field(default_factory=list)
+    cross_attentions: list[Tensor] = field(default_factory=list)
+
+
+@dataclass
+class HeadMask:
+    """Per-head output multipliers, one (layers, heads) tensor per attention type; 0 switches a head off."""
+
+    encoder: Tensor | None = None
+    decoder: Tensor | None = None
+    cross: Tensor | None = None
+
+
+def causal_mask(length: int, device: torch.device | None = None) -> Tensor:
+    """(length, length), True on and below the diagonal: position i may see positions <= i (section 3.2.3)."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).tril()
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer (figure 1 of the paper)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.src_embed = TokenEmbedding(config.src_vocab_size, config.d_model, config.pad_id)
+        self.tgt_embed = (self.src_embed if config.share_embeddings
+                          else TokenEmbedding(config.tgt_vocab_size, config.d_model, config.pad_id))
+        self.positional_encoding = PositionalEncoding(config.d_model, config.max_len)
+        self.embed_dropout = nn.Dropout(config.dropout)
+        self.encoder = Encoder(config)
+        self.decoder = Decoder(config)
+        self.output_proj = (None if config.tie_output_projection
+                            else nn.Linear(config.d_model, config.tgt_vocab_size, bias=False))
+        # Interventions (switch positions off) are flags on the model, not copies of it.
+        self.use_positional_encoding = True
+
+    @property
+    def device(self) -> torch.device:
+        return self.src_embed.weight.device
+
+    def _embed(self, embedding: TokenEmbedding, tokens: Tensor, offset: int = 0) -> Tensor:
+        x = embedding(tokens)
+        if self.use_positional_encoding:
+            x = self.positional_encoding(x, offset)
+        elif offset + tokens.size(1) > self.config.max_len:
+            raise ValueError(f"sequence of {offset + tokens.size(1)} positions exceeds max_len {self.config.max_len}")
+        return self.embed_dropout(x)
+
+    def encode(self, src: Tensor, need_weights: bool = False, head_mask: HeadMask | None = None) -> EncoderOutput:
+        """Encode source tokens (B, S); padding positions are masked out as keys."""
+        source_mask = (src != self.config.pad_id)[:, None, None, :]
+        memory, attentions = self.encoder(self._embed(self.src_embed, src), source_mask, need_weights,
+                                          head_mask.encoder if head_mask else None)
+        return EncoderOutput(memory, source_mask, attentions)
+
+    def decode(self, tgt: Tensor, encoded: EncoderOutput, cache: DecoderCache | None = None,
+               need_weights: bool = False, head_mask: HeadMask | None = None) -> DecoderOutput:
+        """Next-token logits for target prefix tokens (B, T).
+
+        Without a cache, all T positions are decoded at once under a causal mask
+        (training, forced decoding). With a cache, ``tgt`` holds only the new
+        positions; earlier ones come from the cache, which is then extended.
+        """
+        offset = cache.length if cache is not None else 0
+        y = self._embed(self.tgt_embed, tgt, offset)
+        if cache is None:
+            self_mask = causal_mask(tgt.size(1), tgt.device) & (tgt != self.config.pad_id)[:, None, None, :]
+        elif tgt.size(1) > 1:
+            self_mask = causal_mask(offset + tgt.size(1), tgt.device)[offset:]
+        else:
+            self_mask = None  # one new position may see every cached one
+        hidden, self_attentions, cross_attentions = self.decoder(
+            y, encoded.memory, self_mask, encoded.source_mask, cache, need_weights,
+            head_mask.decoder if head_mask else None, head_mask.cross if head_mask else None)
+        return DecoderOutput(self.project(hidden), self_attentions, cross_attentions)
+
+    def project(self, hidden: Tensor) -> Tensor:
+        """Hidden states to vocabulary logits, through the (tied) output projection."""
+        if self.output_proj is None:
+            return F.linear(hidden, self.tgt_embed.weight)
+        return self.output_proj(hidden)
+
+    def forward(self, src: Tensor, tgt: Tensor, output_attentions: bool = False,
+                head_mask: HeadMask | None = None) -> Seq2SeqOutput:
+        """Teacher-forced pass: logits for every target position (B, T, V) given the whole prefix."""
+        encoded = self.encode(src, output_attentions, head_mask)
+        decoded = self.decode(tgt, encoded, need_weights=output_attentions, head_mask=head_mask)
+        return Seq2SeqOutput(decoded.logits, encoded.memory, encoded.attentions,
+                             decoded.self_attentions, decoded.cross_attentions)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

@@ -1,0 +1,618 @@
+"""Training: one loop, used by the command line, torchrun and the app's Train tab alike.
+
+    python -m transformer.train --data reverse --preset tiny --steps 600
+    python -m transformer.train --data multi30k --data-dir ../shared/data/multi30k --preset small --steps 5000
+    torchrun --nproc_per_node 2 -m transformer.train --data multi30k ...
+
+A run directory holds ``last/`` (resumable), ``best/`` (best validation score),
+``step-NNNNNN/`` (the last few, for averaging), ``log.jsonl`` (metrics) and
+``probes.jsonl`` (attention of fixed probe sentences at every evaluation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import math
+import os
+import random
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from safetensors.torch import load as load_tensors
+from safetensors.torch import save as save_tensors
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
+
+from . import data as datasets
+from .checkpoint import load_checkpoint, read_config, save_checkpoint, unique_state_dict, load_weights, resolve
+from .config import PRESETS, ModelConfig, preset
+from .decoding import forced_decode, greedy_search, pad_batch, translate_batch
+from .metrics import corpus_scores
+from .model import Transformer
+from .tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+
+log = logging.getLogger(__name__)
+
+STATE_TENSORS = "trainer_state.safetensors"
+STATE_JSON = "trainer_state.json"
+
+
+@dataclass
+class TrainConfig:
+    """Everything a run needs; written into each checkpoint's config.json so the run can be repeated."""
+
+    data: str = "reverse"                 # copy | reverse | sort | multi30k | a .tsv file
+    data_dir: str | None = None           # Multi30K directory (else $MULTI30K_DIR, else download)
+    src_lang: str = "en"
+    tgt_lang: str = "de"
+    preset: str = "tiny"
+    model: dict = field(default_factory=dict)   # overrides of the preset, e.g. {"d_model": 128}
+    vocab_size: int = 8000
+    max_tokens: int = 4000                # padded tokens per batch (per process)
+    steps: int = 1000                     # optimizer updates
+    max_minutes: float | None = None      # wall-clock budget; stops early, keeps the last checkpoint
+    lr: float = 1e-3                      # peak learning rate
+    warmup_steps: int = 400
+    schedule: str = "noam"                # noam | cosine | linear | plateau | constant
+    label_smoothing: float = 0.1
+    clip_norm: float = 1.0
+    accumulate: int = 1                   # micro-batches per update
+    weight_decay: float = 0.0
+    seed: int = 0
+    eval_every: int = 500
+    eval_sentences: int | None = None     # cap on validation sentences decoded for BLEU
+    out_dir: str = "runs/reverse-tiny"
+    precision: str = "auto"               # auto | bf16 | fp32
+    keep_checkpoints: int = 5             # step-NNNNNN/ directories kept for averaging
+    average_last: int = 0                 # at the end, average this many step checkpoints into averaged/
+    synthetic_size: int = 20000           # fresh synthetic examples per epoch
+    probe_sentences: list[str] = field(default_factory=list)
+    threads: int | None = None
+
+    def validate(self) -> None:
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
+        if self.schedule not in ("noam", "cosine", "linear", "plateau", "constant"):
+            raise ValueError(f"unknown schedule {self.schedule!r}")
+        if self.precision not in ("auto", "bf16", "fp32"):
+            raise ValueError(f"unknown precision {self.precision!r}")
+        if self.steps < 1 or self.max_tokens < 8 or self.accumulate < 1 or self.eval_every < 1:
+            raise ValueError("steps, accumulate and eval_every must be positive, max_tokens at least 8")
+
+
+# --- schedule ------------------------------------------------------------------------------------
+
+def learning_rate(config: TrainConfig, step: int) -> float:
+    """Learning rate for update ``step`` (1-based), before any plateau reduction."""
+    warmup = max(1, config.warmup_steps)
+    if step <= warmup:
+        return config.lr * step / warmup
+    if config.schedule == "noam":  # section 5.3: decays with the inverse square root of the step
+        return config.lr * math.sqrt(warmup / step)
+    if config.schedule == "cosine":
+        progress = min(1.0, (step - warmup) / max(1, config.steps - warmup))
+        return config.lr * 0.5 * (1 + math.cos(math.pi * progress))
+    if config.schedule == "linear":
+        return config.lr * max(0.0, (config.steps - step) / max(1, config.steps - warmup))
+    return config.lr  # constant, or plateau (reduced at evaluations)
+
+
+def use_bf16(config: TrainConfig, device: torch.device) -> bool:
+    if config.precision != "auto":
+        return config.precision == "bf16"
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:  # on CPUs with native bf16 arithmetic, autocast roughly doubles throughput
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+# --- data ----------------------------------------------------------------------------------------
+
+@dataclass
+class Datasets:
+    train: datasets.ParallelCorpus | None   # None for synthetic tasks: generated fresh each epoch
+    val: datasets.ParallelCorpus
+    description: str
+    files: dict[str, str] = field(default_factory=dict)   # name -> sha256
+
+
+def load_datasets(config: TrainConfig) -> Datasets:
+    if config.data in datasets.SYNTHETIC_TASKS:
+        val = datasets.synthetic_corpus(config.data, 200, seed=10_000 + config.seed)
+        return Datasets(None, val, f"synthetic {config.data} task (digits, length 3-10)")
+    if config.data == "multi30k":
+        train = datasets.load_multi30k("train", config.src_lang, config.tgt_lang, config.data_dir)
+        val = datasets.load_multi30k("val", config.src_lang, config.tgt_lang, config.data_dir)
+        directory = datasets.multi30k_dir(config.data_dir)
+        files = {}
+        for lang in (config.src_lang, config.tgt_lang):
+            for split in ("train", "val"):
+                path = datasets._split_file(directory, split, lang)
+                files[path.name] = datasets.sha256_of(path)
+        return Datasets(train, val, f"Multi30K task 1, {config.src_lang}->{config.tgt_lang}", files)
+    path = Path(config.data)
+    if not path.is_file():
+        raise datasets.DataError(f"--data must be copy, reverse, sort, multi30k or an existing .tsv file; "
+                                 f"{config.data!r} is none of these")
+    corpus = datasets.load_parallel_tsv(path)
+    if corpus.skipped:
+        log.warning("skipped %d malformed rows of %s: %s", corpus.skipped, path.name, "; ".join(corpus.problems[:3]))
+    if len(corpus) < 20:
+        raise datasets.DataError(f"{path.name} has only {len(corpus)} usable pairs; at least 20 are needed")
+    rng = random.Random(config.seed)
+    order = list(range(len(corpus)))
+    rng.shuffle(order)
+    n_val = max(10, min(1000, len(corpus) // 20))
+    pick = lambda idx: datasets.ParallelCorpus([corpus.sources[i] for i in idx], [corpus.targets[i] for i in idx])  # noqa: E731
+    train, val = pick(order[n_val:]), pick(order[:n_val])
+    train.skipped, train.problems = corpus.skipped, corpus.problems
+    return Datasets(train, val, f"{path.name} ({len(corpus)} pairs, {corpus.skipped} malformed rows skipped)",
+                    {path.name: datasets.sha256_of(path)})
+
+
+def encode_corpus(corpus: datasets.ParallelCorpus, source_tokenizer: Tokenizer,
+                  target_tokenizer: Tokenizer) -> list[datasets.Example]:
+    """(source ids + eos, target ids + eos) pairs; bos is added when batching."""
+    return list(zip(source_tokenizer.encode_batch(corpus.sources), target_tokenizer.encode_batch(corpus.targets)))
+
+
+def collate(examples: list[datasets.Example], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Source (B, S), decoder input (bos + target) and the labels it must predict (target + eos)."""
+    src = pad_batch([s for s, _ in examples], device=device)
+    tgt_in = pad_batch([[BOS_ID] + t[:-1] for _, t in examples], device=device)
+    tgt_out = pad_batch([t for _, t in examples], device=device)
+    return src, tgt_in, tgt_out
+
+
+def token_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: float) -> torch.Tensor:
+    """Summed cross-entropy over non-pad labels, with label smoothing (section 5.4), computed in float32.
+
+    Flattening to (tokens, vocab) keeps the softmax over contiguous memory,
+    several times faster than the (B, V, T) layout on a CPU.
+    """
+    return F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=PAD_ID,
+                           label_smoothing=label_smoothing, reduction="sum")
+
+
+# --- evaluation ----------------------------------------------------------------------------------
+
+@torch.no_grad()
+def validation_loss(model: Transformer, examples: list[datasets.Example], max_tokens: int,
+                    device: torch.device, bf16: bool) -> float:
+    """Mean token cross-entropy (no label smoothing) under teacher forcing."""
+    model.eval()
+    total, count = 0.0, 0
+    for batch in datasets.token_batches(examples, max_tokens, shuffle=False):
+        src, tgt_in, tgt_out = collate([examples[i] for i in batch], device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            logits = model(src, tgt_in).logits
+        total += token_loss(logits, tgt_out, 0.0).item()
+        count += int((tgt_out != PAD_ID).sum())
+    return total / max(1, count)
+
+
+def evaluate_translation(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
+                         corpus: datasets.ParallelCorpus, limit: int | None, bf16: bool) -> dict:
+    """Real greedy decoding of the validation sources, scored against references (never teacher-forced)."""
+    sources, references = corpus.sources[:limit], corpus.targets[:limit]
+    with torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16):
+        hypotheses = translate_batch(model, source_tokenizer, target_tokenizer, sources, beam_size=1)
+    scores = corpus_scores(hypotheses, references)
+    exact = sum(h.strip() == r.strip() for h, r in zip(hypotheses, references)) / max(1, len(references))
+    return {"bleu": scores["bleu"], "chrf": scores["chrf"], "exact_match": exact,
+            "sample": {"source": sources[0], "reference": references[0], "hypothesis": hypotheses[0]}}
+
+
+# --- resumable state (no pickle: tensors in safetensors, the rest in JSON) -------------------------
+
+def _flatten(value, prefix: str, tensors: dict):
+    if isinstance(value, torch.Tensor):
+        tensors[prefix] = value.detach().cpu().contiguous()
+        return {"__tensor__": prefix}
+    if isinstance(value, dict):
+        return {"__dict__": [[_flatten(k, f"{prefix}.k{i}", tensors), _flatten(v, f"{prefix}.{i}", tensors)]
+                             for i, (k, v) in enumerate(value.items())]}
+    if isinstance(value, (list, tuple)):
+        return {"__list__": [_flatten(v, f"{prefix}.{i}", tensors) for i, v in enumerate(value)]}
+    return value
+
+
+def _unflatten(value, tensors: dict):
+    if isinstance(value, dict):
+        if "__tensor__" in value:
+            return tensors[value["__tensor__"]]
+        if "__dict__" in value:
+            return {_unflatten(k, tensors): _unflatten(v, tensors) for k, v in value["__dict__"]}
+        if "__list__" in value:
+            return [_unflatten(v, tensors) for v in value["__list__"]]
+    return value
+
+
+def encode_state(state: dict) -> dict[str, bytes]:
+    tensors: dict = {}
+    structure = _flatten(state, "s", tensors)
+    return {STATE_JSON: json.dumps(structure).encode(), STATE_TENSORS: save_tensors(tensors)}
+
+
+def decode_state(directory: Path) -> dict:
+    tensors = load_tensors((directory / STATE_TENSORS).read_bytes())
+    return _unflatten(json.loads((directory / STATE_JSON).read_text()), tensors)
+
+
+# --- the trainer ---------------------------------------------------------------------------------
+
+StepCallback = Callable[[dict], None]
+
+
+class Trainer:
+    """Owns one run: data, tokenizer, model, optimizer, schedule; ``run()`` trains until done or cancelled.
+
+    ``on_step(metrics)`` is called after every update and ``on_eval(metrics)``
+    after every evaluation (metrics include ``probe``, the attention of the
+    first probe sentence); setting ``cancel`` (a threading.Event) stops the run
+    cleanly after the current update, with ``last/`` saved.
+    """
+
+    def __init__(self, config: TrainConfig, resume: str | Path | None = None,
+                 on_step: StepCallback | None = None, on_eval: StepCallback | None = None,
+                 cancel: threading.Event | None = None, show_progress: bool = True):
+        config.validate()
+        self.config = config
+        self.on_step, self.on_eval = on_step, on_eval
+        self.cancel = cancel or threading.Event()
+        self.show_progress = show_progress
+        self.distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
+        if self.distributed and not dist.is_initialized():
+            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        self.rank = dist.get_rank() if self.distributed else 0
+        self.world_size = dist.get_world_size() if self.distributed else 1
+        if torch.cuda.is_available():
+            local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+            torch.cuda.set_device(local_rank)
+            self.device = torch.device("cuda", local_rank)
+        else:
+            self.device = torch.device("cpu")
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        self.bf16 = use_bf16(config, self.device)
+        self.out_dir = Path(config.out_dir)
+        self.data = load_datasets(config)
+        self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
+        self.best_score: float | None = None
+        self.history: list[dict] = []
+
+        resume_dir = resolve(Path(resume) / "last") if resume else None
+        if resume_dir is not None:
+            if not (resume_dir / STATE_JSON).is_file():
+                raise ValueError(f"{resume_dir} is not a resumable checkpoint (no {STATE_JSON})")
+            loaded = load_checkpoint(resume_dir, device="cpu")
+            self.source_tokenizer, self.target_tokenizer = loaded.source_tokenizer, loaded.target_tokenizer
+            model_config = loaded.model.config
+        else:
+            torch.manual_seed(config.seed)
+            self.source_tokenizer = self.target_tokenizer = self._train_tokenizer()
+            vocab = self.source_tokenizer.vocab_size
+            model_config = preset(config.preset, vocab, vocab, **config.model)
+        torch.manual_seed(config.seed)
+        self.model = Transformer(model_config).to(self.device)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.lr, betas=(0.9, 0.98), eps=1e-9,
+                                           weight_decay=config.weight_decay)
+        self.plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(self.optimizer, factor=0.5, patience=2)
+        if resume_dir is not None:
+            self._load_state(resume_dir, loaded)
+        self.train_model = (DistributedDataParallel(self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+                            if self.distributed else self.model)
+        self.val_examples = self._filter(encode_corpus(self.data.val, self.source_tokenizer, self.target_tokenizer))
+        self.train_examples = (None if self.data.train is None else
+                               self._filter(encode_corpus(self.data.train, self.source_tokenizer, self.target_tokenizer)))
+        self.probes = config.probe_sentences or [self.data.val.sources[0]]
+
+    # -- setup helpers --
+    def _train_tokenizer(self) -> Tokenizer:
+        if self.data.train is None:  # synthetic: one piece per digit
+            sample = datasets.synthetic_corpus(self.config.data, 2000, seed=self.config.seed)
+            return Tokenizer.train(sample.sources + sample.targets, vocab_size=64, model_type="word")
+        return Tokenizer.train(self.data.train.sources + self.data.train.targets, vocab_size=self.config.vocab_size)
+
+    def _filter(self, examples: list[datasets.Example]) -> list[datasets.Example]:
+        kept, dropped = datasets.filter_by_length(examples, self.model.config.max_len)
+        if dropped:
+            log.info("dropped %d pairs longer than %d tokens", dropped, self.model.config.max_len)
+        return kept
+
+    def _epoch_examples(self, epoch: int) -> list[datasets.Example]:
+        if self.train_examples is not None:
+            return self.train_examples
+        corpus = datasets.synthetic_corpus(self.config.data, self.config.synthetic_size,
+                                           seed=self.config.seed * 7919 + epoch + 1)
+        return encode_corpus(corpus, self.source_tokenizer, self.target_tokenizer)
+
+    def _epoch_batches(self, epoch: int) -> tuple[list[datasets.Example], list[list[int]]]:
+        examples = self._epoch_examples(epoch)
+        batches = datasets.token_batches(examples, self.config.max_tokens, self.config.seed, epoch)
+        if self.distributed:  # every rank gets the same number of batches, so updates stay in lockstep
+            per_rank = len(batches) // self.world_size
+            batches = batches[self.rank * per_rank:(self.rank + 1) * per_rank]
+        return examples, batches
+
+    # -- state --
+    def _state(self) -> dict:
+        state = {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
+                 "best_score": self.best_score, "optimizer": self.optimizer.state_dict(),
+                 "plateau": self.plateau.state_dict(), "torch_rng": torch.get_rng_state(),
+                 "history": self.history}
+        if torch.cuda.is_available():
+            state["cuda_rng"] = torch.cuda.get_rng_state()
+        return state
+
+    def _load_state(self, directory: Path, loaded) -> None:
+        state = decode_state(directory)
+        load_weights(self.model, {k: v for k, v in unique_state_dict(loaded.model).items()}, directory)
+        optimizer_state = state["optimizer"]
+        optimizer_state["state"] = {int(k): v for k, v in optimizer_state["state"].items()}
+        self.optimizer.load_state_dict(optimizer_state)
+        self.plateau.load_state_dict(state["plateau"])
+        self.step, self.epoch, self.batch_in_epoch = state["step"], state["epoch"], state["batch_in_epoch"]
+        self.best_score, self.history = state["best_score"], state["history"]
+        torch.set_rng_state(state["torch_rng"])
+        if "cuda_rng" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state(state["cuda_rng"])
+
+    def _info(self) -> dict:
+        return {"training": dataclasses.asdict(self.config), "data": self.data.description,
+                "data_files_sha256": self.data.files, "step": self.step,
+                "source_lang": self.config.src_lang if self.config.data not in datasets.SYNTHETIC_TASKS else "digits",
+                "target_lang": self.config.tgt_lang if self.config.data not in datasets.SYNTHETIC_TASKS else "digits"}
+
+    def save(self, name: str, with_state: bool = False) -> Path | None:
+        if self.rank != 0:
+            return None
+        extra = encode_state(self._state()) if with_state else None
+        return save_checkpoint(self.out_dir / name, self.model, self.source_tokenizer, self.target_tokenizer,
+                               info=self._info(), extra_files=extra)
+
+    # -- the loop --
+    def _log(self, record: dict) -> None:
+        if self.rank == 0:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            with open(self.out_dir / "log.jsonl", "a") as handle:
+                handle.write(json.dumps(record) + "\n")
+
+    def _set_lr(self) -> float:
+        if self.config.schedule == "plateau" and self.step > self.config.warmup_steps:
+            return self.optimizer.param_groups[0]["lr"]
+        lr = learning_rate(self.config, self.step + 1)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        return lr
+
+    def train_step(self, examples: list[datasets.Example], micro_batches: list[list[int]]) -> dict:
+        """One optimizer update over ``micro_batches`` (gradient accumulation); returns its metrics."""
+        self.model.train()
+        lr = self._set_lr()
+        total_loss, total_tokens = 0.0, 0
+        for batch in micro_batches:
+            src, tgt_in, tgt_out = collate([examples[i] for i in batch], self.device)
+            n_tokens = int((tgt_out != PAD_ID).sum())
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                logits = self.train_model(src, tgt_in).logits
+            loss = token_loss(logits, tgt_out, self.config.label_smoothing)
+            (loss / max(1, n_tokens) / len(micro_batches)).backward()
+            total_loss += loss.item()
+            total_tokens += n_tokens
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm or float("inf"))
+        loss_value = total_loss / max(1, total_tokens)
+        if not math.isfinite(loss_value):
+            raise FloatingPointError(f"loss became {loss_value} at step {self.step + 1}; lower the learning rate")
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        return {"step": self.step, "loss": loss_value, "lr": lr, "grad_norm": float(grad_norm),
+                "tokens": total_tokens}
+
+    def evaluate(self) -> dict:
+        metrics = {"step": self.step, "epoch": self.epoch,
+                   "val_loss": validation_loss(self.model, self.val_examples, self.config.max_tokens,
+                                               self.device, self.bf16)}
+        metrics.update(evaluate_translation(self.model, self.source_tokenizer, self.target_tokenizer,
+                                            self.data.val, self.config.eval_sentences, self.bf16))
+        probe = forced_decode(self.model, self.source_tokenizer, self.target_tokenizer, self.probes[0],
+                              translate_batch(self.model, self.source_tokenizer, self.target_tokenizer,
+                                              [self.probes[0]])[0])
+        metrics["probe"] = {"step": self.step, "source_tokens": probe.source_pieces,
+                            "target_tokens": probe.predicted_pieces, "translation": probe.text,
+                            "cross": torch.round(probe.cross_attention, decimals=4).tolist()}
+        return metrics
+
+    def _after_eval(self, metrics: dict) -> None:
+        if self.config.schedule == "plateau":
+            self.plateau.step(metrics["val_loss"])
+        probe = metrics.pop("probe")
+        if self.rank == 0:
+            with open(self.out_dir / "probes.jsonl", "a") as handle:
+                handle.write(json.dumps(probe) + "\n")
+        self.history.append({k: v for k, v in metrics.items() if k != "sample"})
+        score = metrics["bleu"]
+        if self.best_score is None or score > self.best_score:
+            self.best_score = score
+            self.save("best")
+        self.save(f"step-{self.step:06d}")
+        self._prune_step_checkpoints()
+        self.save("last", with_state=True)
+        self._log({"event": "eval", **metrics})
+        if self.on_eval:
+            self.on_eval({**metrics, "probe": probe})
+
+    def _prune_step_checkpoints(self) -> None:
+        if self.rank != 0:
+            return
+        steps = sorted(self.out_dir.glob("step-*[0-9]"))
+        for old in steps[: max(0, len(steps) - max(self.config.keep_checkpoints, self.config.average_last))]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def run(self) -> dict:
+        """Train to ``config.steps`` (or the time budget, or cancel); returns the final metrics."""
+        config = self.config
+        if self.rank == 0:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            log.info("%s; model %s with %.2fM parameters; %s on %s", self.data.description, config.preset,
+                     self.model.num_parameters() / 1e6, "bf16 autocast" if self.bf16 else "fp32", self.device)
+        started = time.monotonic()
+        progress = tqdm(total=config.steps, initial=self.step, disable=not self.show_progress or self.rank != 0,
+                        dynamic_ncols=True, desc="train")
+        stopped_by = "steps"
+        window_tokens, window_start = 0, time.monotonic()
+        final = {}
+        while self.step < config.steps:
+            examples, batches = self._epoch_batches(self.epoch)
+            while self.batch_in_epoch + config.accumulate <= len(batches) and self.step < config.steps:
+                micro = batches[self.batch_in_epoch:self.batch_in_epoch + config.accumulate]
+                self.batch_in_epoch += config.accumulate
+                metrics = self.train_step(examples, micro)
+                window_tokens += metrics["tokens"]
+                elapsed = time.monotonic() - window_start
+                metrics["tokens_per_s"] = window_tokens * self.world_size / elapsed if elapsed > 0 else 0.0
+                metrics["elapsed_s"] = time.monotonic() - started
+                if elapsed > 10:
+                    window_tokens, window_start = 0, time.monotonic()
+                progress.update(1)
+                progress.set_postfix(loss=f"{metrics['loss']:.3f}", lr=f"{metrics['lr']:.2e}",
+                                     tok_s=f"{metrics['tokens_per_s']:.0f}")
+                if self.step % 50 == 0 or self.step == 1:
+                    self._log({"event": "step", **metrics})
+                if self.on_step:
+                    self.on_step(metrics)
+                out_of_time = config.max_minutes is not None and metrics["elapsed_s"] > 60 * config.max_minutes
+                if self.cancel.is_set() or out_of_time:
+                    stopped_by = "cancel" if self.cancel.is_set() else "time"
+                    break
+                if self.step % config.eval_every == 0 and self.step < config.steps:
+                    self._after_eval(self.evaluate())
+            if stopped_by != "steps":
+                break
+            if self.step < config.steps:
+                self.epoch, self.batch_in_epoch = self.epoch + 1, 0
+        progress.close()
+        final = self.evaluate()
+        final["stopped_by"] = stopped_by
+        self._after_eval(final)
+        if config.average_last > 1 and self.rank == 0:
+            paths = sorted(self.out_dir.glob("step-*[0-9]"))[-config.average_last:]
+            if len(paths) > 1:
+                average_checkpoints(paths, self.out_dir / "averaged")
+        return final
+
+
+def average_checkpoints(paths: list[Path], output: Path) -> Path:
+    """Average the weights of several checkpoints of one run (Vaswani et al., section 6.1)."""
+    first = load_checkpoint(paths[0], device="cpu")
+    total = {k: v.detach().clone().double() for k, v in unique_state_dict(first.model).items()}
+    for path in paths[1:]:
+        other = load_checkpoint(path, device="cpu")
+        for name, tensor in unique_state_dict(other.model).items():
+            total[name] += tensor.double()
+    load_weights(first.model, {k: (v / len(paths)).float() for k, v in total.items()}, output)
+    info = {k: v for k, v in read_config(paths[0]).items()
+            if k not in ("model", "source_tokenizer", "target_tokenizer")}
+    info["averaged_from"] = [p.name for p in paths]
+    return save_checkpoint(output, first.model, first.source_tokenizer, first.target_tokenizer, info=info)
+
+
+# --- command line --------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m transformer.train", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    defaults = TrainConfig()
+    add = parser.add_argument
+    add("--data", default=defaults.data, help="copy, reverse, sort, multi30k, or a source<TAB>target .tsv file")
+    add("--data-dir", help="directory with Multi30K's {split}.{lang}.gz (default: $MULTI30K_DIR, else download)")
+    add("--src-lang", default="en")
+    add("--tgt-lang", default="de")
+    add("--preset", default=defaults.preset, choices=sorted(PRESETS))
+    for name, kind in (("d_model", int), ("n_heads", int), ("n_encoder_layers", int), ("n_decoder_layers", int),
+                       ("d_ff", int), ("dropout", float), ("attention_dropout", float), ("max_len", int)):
+        add("--" + name.replace("_", "-"), type=kind, help=f"override the preset's {name}")
+    add("--norm-first", action="store_true", default=None, help="pre-norm instead of the paper's post-norm")
+    add("--separate-embeddings", action="store_true", help="do not share source/target/output embeddings")
+    add("--vocab-size", type=int, default=defaults.vocab_size)
+    add("--max-tokens", type=int, default=defaults.max_tokens, help="padded tokens per batch")
+    add("--steps", type=int, default=defaults.steps)
+    add("--max-minutes", type=float)
+    add("--lr", type=float, default=defaults.lr)
+    add("--warmup-steps", type=int, default=defaults.warmup_steps)
+    add("--schedule", default=defaults.schedule, choices=["noam", "cosine", "linear", "plateau", "constant"])
+    add("--label-smoothing", type=float, default=defaults.label_smoothing)
+    add("--clip-norm", type=float, default=defaults.clip_norm)
+    add("--accumulate", type=int, default=defaults.accumulate)
+    add("--weight-decay", type=float, default=defaults.weight_decay)
+    add("--seed", type=int, default=defaults.seed)
+    add("--eval-every", type=int, default=defaults.eval_every)
+    add("--eval-sentences", type=int)
+    add("--out", default=None, help="run directory (default runs/<data>-<preset>)")
+    add("--resume", metavar="RUN_DIR", help="continue the run saved in RUN_DIR/last")
+    add("--precision", default="auto", choices=["auto", "bf16", "fp32"])
+    add("--keep-checkpoints", type=int, default=defaults.keep_checkpoints)
+    add("--average-last", type=int, default=0)
+    add("--probe", action="append", default=[], help="sentence whose attention is saved at every evaluation")
+    add("--threads", type=int)
+    add("--no-progress", action="store_true")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    model = {name: getattr(args, name) for name in ("d_model", "n_heads", "n_encoder_layers", "n_decoder_layers",
+                                                     "d_ff", "dropout", "attention_dropout", "max_len", "norm_first")
+             if getattr(args, name) is not None}
+    if args.separate_embeddings:
+        model.update(share_embeddings=False, tie_output_projection=True)
+    data_name = Path(args.data).stem if args.data.endswith(".tsv") else args.data
+    return TrainConfig(
+        data=args.data, data_dir=args.data_dir, src_lang=args.src_lang, tgt_lang=args.tgt_lang, preset=args.preset,
+        model=model, vocab_size=args.vocab_size, max_tokens=args.max_tokens, steps=args.steps,
+        max_minutes=args.max_minutes, lr=args.lr, warmup_steps=args.warmup_steps, schedule=args.schedule,
+        label_smoothing=args.label_smoothing, clip_norm=args.clip_norm, accumulate=args.accumulate,
+        weight_decay=args.weight_decay, seed=args.seed, eval_every=args.eval_every,
+        eval_sentences=args.eval_sentences, out_dir=args.out or f"runs/{data_name}-{args.preset}",
+        precision=args.precision, keep_checkpoints=args.keep_checkpoints, average_last=args.average_last,
+        probe_sentences=args.probe, threads=args.threads)
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        if args.resume:
+            saved = read_config(resolve(Path(args.resume) / "last"))
+            config = TrainConfig(**saved["training"])
+            if args.steps != TrainConfig.steps:
+                config.steps = args.steps
+        else:
+            config = config_from_args(args)
+        trainer = Trainer(config, resume=args.resume, show_progress=not args.no_progress)
+        final = trainer.run()
+    except (datasets.DataError, ValueError, FloatingPointError) as error:
+        logging.error("%s", error)
+        return 2
+    if trainer.rank == 0:
+        print(json.dumps({k: v for k, v in final.items() if k != "probe"}))
+    if trainer.distributed:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
