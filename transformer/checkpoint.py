@@ -245,3 +245,7 @@ def list_checkpoints(*roots: str | Path) -> list[Path]:
             found += sorted(p for p in root.iterdir() if p.is_dir() and (p / CONFIG).is_file()
                             and not p.name.endswith((".tmp", ".old")))
     return found
+
+
+REPOSITORY_CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
+DEFAULT_CHECKPOINT = REPOSITORY_CHECKPOINTS / "multi30k-en-de"

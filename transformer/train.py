@@ -18,7 +18,9 @@ import logging
 import math
 import os
 import random
+import shlex
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -58,18 +60,18 @@ class TrainConfig:
     preset: str = "tiny"
     model: dict = field(default_factory=dict)   # overrides of the preset, e.g. {"d_model": 128}
     vocab_size: int = 8000
-    max_tokens: int = 4000                # padded tokens per batch (per process)
-    steps: int = 1000                     # optimizer updates
+    max_tokens: int = 2000                # padded tokens per batch (per process)
+    steps: int = 500                      # optimizer updates
     max_minutes: float | None = None      # wall-clock budget; stops early, keeps the last checkpoint
-    lr: float = 1e-3                      # peak learning rate
-    warmup_steps: int = 400
-    schedule: str = "noam"                # noam | cosine | linear | plateau | constant
+    lr: float = 3e-3                      # peak learning rate
+    warmup_steps: int = 100
+    schedule: str = "cosine"               # noam | cosine | linear | plateau | constant
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
     accumulate: int = 1                   # micro-batches per update
     weight_decay: float = 0.0
     seed: int = 0
-    eval_every: int = 500
+    eval_every: int = 100
     eval_sentences: int | None = None     # cap on validation sentences decoded for BLEU
     out_dir: str = "runs/reverse-tiny"
     precision: str = "auto"               # auto | bf16 | fp32
@@ -603,6 +605,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             config = config_from_args(args)
         trainer = Trainer(config, resume=args.resume, show_progress=not args.no_progress)
+        if trainer.rank == 0:
+            trainer.out_dir.mkdir(parents=True, exist_ok=True)
+            command = "python -m transformer.train " + shlex.join(argv if argv is not None else sys.argv[1:])
+            with open(trainer.out_dir / "command.txt", "a") as handle:
+                handle.write(command + "\n")
         final = trainer.run()
     except (datasets.DataError, ValueError, FloatingPointError) as error:
         logging.error("%s", error)

@@ -1,0 +1,92 @@
+"""Score a checkpoint by really decoding a test set: sacreBLEU and chrF, with their signatures.
+
+    python -m transformer.evaluate --checkpoint checkpoints/multi30k-en-de --split test_2016_flickr --beam 5
+    python -m transformer.evaluate --checkpoint DIR --source test.en --reference test.de --json
+
+The last line of ``--json`` output is {"bleu", "chrf", "signature", "sentences", "seconds", ...}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from . import data as datasets
+from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
+from .decoding import translate_batch
+from .metrics import corpus_scores
+
+
+def evaluate_checkpoint(checkpoint, sources: list[str], references: list[str], beam_size: int = 5,
+                        length_penalty: float = 1.0, max_tokens: int = 8000, bf16: bool = False) -> dict:
+    """Translate ``sources`` with the checkpoint's model and score against ``references``."""
+    started = time.perf_counter()
+    with torch.autocast(checkpoint.model.device.type, dtype=torch.bfloat16, enabled=bf16):
+        hypotheses = translate_batch(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer,
+                                     sources, beam_size=beam_size, length_penalty=length_penalty,
+                                     max_tokens=max_tokens)
+    seconds = time.perf_counter() - started
+    scores = corpus_scores(hypotheses, references)
+    return {"bleu": scores["bleu"], "chrf": scores["chrf"], "signature": scores["bleu_signature"],
+            "chrf_signature": scores["chrf_signature"], "sentences": len(sources), "seconds": round(seconds, 2),
+            "beam": beam_size, "length_penalty": length_penalty, "hypotheses": hypotheses}
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    parser = argparse.ArgumentParser(prog="python -m transformer.evaluate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
+    parser.add_argument("--split", default="test_2016_flickr", choices=datasets.MULTI30K_SPLITS)
+    parser.add_argument("--data-dir", help="Multi30K directory (default: $MULTI30K_DIR, else download)")
+    parser.add_argument("--src-lang", default=None, help="default: the checkpoint's source language")
+    parser.add_argument("--tgt-lang", default=None, help="default: the checkpoint's target language")
+    parser.add_argument("--source", help="a text file of source sentences (instead of a Multi30K split)")
+    parser.add_argument("--reference", help="the aligned reference translations for --source")
+    parser.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
+    parser.add_argument("--length-penalty", type=float, default=1.0)
+    parser.add_argument("--max-tokens", type=int, default=8000, help="source tokens x beam per batch")
+    parser.add_argument("--limit", type=int, help="score only the first N sentences")
+    parser.add_argument("--bf16", action="store_true", help="decode under bf16 autocast (faster, may differ slightly)")
+    parser.add_argument("--output", help="file for the hypotheses (default runs/hypotheses/<checkpoint>.<split>.txt)")
+    parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON on the last line")
+    args = parser.parse_args(argv)
+    try:
+        checkpoint = load_checkpoint(args.checkpoint, device=args.device)
+        if args.source or args.reference:
+            if not (args.source and args.reference):
+                parser.error("--source and --reference go together")
+            corpus = datasets.load_parallel_files(args.source, args.reference)
+            split = Path(args.source).stem
+        else:
+            corpus = datasets.load_multi30k(args.split, args.src_lang or checkpoint.info.get("source_lang", "en"),
+                                            args.tgt_lang or checkpoint.info.get("target_lang", "de"),
+                                            args.data_dir)
+            split = args.split
+    except (CheckpointError, datasets.DataError) as error:
+        logging.error("%s", error)
+        return 2
+    sources, references = corpus.sources[: args.limit], corpus.targets[: args.limit]
+    result = evaluate_checkpoint(checkpoint, sources, references, args.beam, args.length_penalty,
+                                 args.max_tokens, args.bf16)
+    output = Path(args.output or f"runs/hypotheses/{checkpoint.name}.{split}.beam{args.beam}.txt")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text("\n".join(result.pop("hypotheses")) + "\n")
+    if not args.json:
+        print(f"BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  ({result['sentences']} sentences, "
+              f"{result['seconds']:.1f} s, beam {args.beam})", file=sys.stderr)
+        print(result["signature"], file=sys.stderr)
+        print(f"hypotheses written to {output}", file=sys.stderr)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,184 @@
+"""Pure figure builders: numbers and labels in, a Plotly figure out. No model, no I/O, no gradio.
+
+Axes use integer positions with the token pieces as tick labels, so a
+sentence with a repeated word ("the ... the") keeps one column per token;
+Plotly would merge repeated category labels. Attention colour scales run
+from 0 to 1 so maps are comparable across heads and layers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+ATTENTION_COLORSCALE = "Blues"
+FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
+
+
+def _layout(fig: go.Figure, title: str, height: int | None = None, width: int | None = None) -> go.Figure:
+    fig.update_layout(title=dict(text=title, x=0.01, font=dict(size=15)), font=FONT, template="plotly_white",
+                      margin=dict(l=10, r=10, t=60, b=10), height=height, width=width)
+    return fig
+
+
+def _ticks(labels: Sequence[str]) -> dict:
+    return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=list(labels))
+
+
+def _matrix(values) -> list[list[float]]:
+    """A nested list from a tensor, array or list (figures stay independent of torch)."""
+    return values.tolist() if hasattr(values, "tolist") else [list(row) for row in values]
+
+
+def _hover_text(matrix: list[list[float]], query_labels: Sequence[str], key_labels: Sequence[str]) -> list[list[str]]:
+    return [[f"query {i} {query_labels[i]!s} → key {j} {key_labels[j]!s}<br>weight {value:.4f}"
+             for j, value in enumerate(row)] for i, row in enumerate(matrix)]
+
+
+def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str = "Attention",
+                      query_title: str = "query", key_title: str = "key") -> go.Figure:
+    """One attention map (queries x keys) as a heatmap; rows are queries, columns keys."""
+    matrix = _matrix(weights)
+    if len(matrix) != len(query_labels) or (matrix and len(matrix[0]) != len(key_labels)):
+        raise ValueError(f"attention of shape {len(matrix)}x{len(matrix[0]) if matrix else 0} does not match "
+                         f"{len(query_labels)} query and {len(key_labels)} key labels")
+    fig = go.Figure(go.Heatmap(
+        z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=1,
+        colorscale=ATTENTION_COLORSCALE, text=_hover_text(matrix, query_labels, key_labels),
+        hovertemplate="%{text}<extra></extra>", colorbar=dict(title="weight", thickness=12)))
+    fig.update_xaxes(title=f"{key_title} (keys)", side="top", tickangle=-45, **_ticks(key_labels))
+    fig.update_yaxes(title=f"{query_title} (queries)", autorange="reversed", **_ticks(query_labels))
+    cell = 28
+    return _layout(fig, title, height=max(320, 150 + cell * len(query_labels)),
+                   width=max(420, 180 + cell * len(key_labels)))
+
+
+def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str,
+                   row_names: Sequence[str], column_names: Sequence[str], show_ticks: bool = True,
+                   query_title: str = "query", key_title: str = "key") -> go.Figure:
+    """Small multiples: ``weights`` nested [row][column][query][key], e.g. heads of one layer or layers x heads."""
+    rows, columns = len(row_names), len(column_names)
+    titles = [f"{r} · {c}" if r else c for r in row_names for c in column_names]
+    fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.02 + 0.04 / columns,
+                        vertical_spacing=min(0.08, 0.3 / rows))
+    for r in range(rows):
+        for c in range(columns):
+            matrix = _matrix(weights[r][c])
+            fig.add_trace(go.Heatmap(
+                z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=1,
+                colorscale=ATTENTION_COLORSCALE, showscale=(r == 0 and c == 0),
+                colorbar=dict(title="weight", thickness=10), text=_hover_text(matrix, query_labels, key_labels),
+                hovertemplate=f"{titles[r * columns + c]}<br>%{{text}}<extra></extra>"), row=r + 1, col=c + 1)
+    tick_font = dict(size=9 if show_ticks else 1)
+    fig.update_xaxes(showticklabels=show_ticks, tickangle=-60, tickfont=tick_font, **_ticks(key_labels))
+    fig.update_yaxes(showticklabels=show_ticks, autorange="reversed", tickfont=tick_font, **_ticks(query_labels))
+    fig.update_annotations(font_size=11)
+    panel = 230 if show_ticks else 150
+    _layout(fig, f"{title}<br><sup>rows: {query_title} (queries) · columns: {key_title} (keys)</sup>",
+            height=90 + panel * rows)
+    return fig
+
+
+def top_k_bar(pieces: Sequence[str], probabilities: Sequence[float], chosen: str | None = None,
+              title: str = "Next-token candidates") -> go.Figure:
+    """Horizontal bars of the top-k next tokens; the chosen one is highlighted."""
+    colors = ["#d62728" if piece == chosen else "#1f77b4" for piece in pieces]
+    positions = list(range(len(pieces)))
+    fig = go.Figure(go.Bar(x=list(probabilities), y=positions, orientation="h", marker_color=colors,
+                           text=[f"{p:.1%}" for p in probabilities], textposition="auto",
+                           customdata=list(pieces), hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", **_ticks(pieces))
+    fig.update_xaxes(range=[0, 1], title="probability")
+    return _layout(fig, title, height=120 + 34 * len(pieces))
+
+
+def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str], title: str) -> go.Figure:
+    """Where one decoding step looked in the source: one bar per source token."""
+    values = list(_matrix(weights)) if hasattr(weights, "tolist") else list(weights)
+    positions = list(range(len(source_labels)))
+    fig = go.Figure(go.Bar(x=positions, y=values, marker=dict(color=values, colorscale=ATTENTION_COLORSCALE,
+                                                              cmin=0, cmax=1, line=dict(color="#444", width=0.5)),
+                           customdata=list(source_labels),
+                           hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
+    fig.update_xaxes(tickangle=-45, **_ticks(source_labels))
+    fig.update_yaxes(range=[0, 1], title="attention")
+    return _layout(fig, title, height=320)
+
+
+def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float], title: str) -> go.Figure:
+    """The probability the model gave each token of a (forced) target."""
+    positions = list(range(len(pieces)))
+    fig = go.Figure(go.Bar(x=positions, y=list(probabilities), marker_color="#2ca02c", customdata=list(pieces),
+                           hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
+    fig.update_xaxes(tickangle=-45, **_ticks(pieces))
+    fig.update_yaxes(range=[0, 1], title="probability")
+    return _layout(fig, title, height=320)
+
+
+# --- positional encoding ----------------------------------------------------------------------------
+
+def positional_encoding_heatmap(table, title: str = "Sinusoidal positional encoding") -> go.Figure:
+    """positions x dimensions, values in [-1, 1]."""
+    matrix = _matrix(table)
+    fig = go.Figure(go.Heatmap(z=matrix, zmin=-1, zmax=1, colorscale="RdBu", reversescale=True,
+                               hovertemplate="position %{y}, dimension %{x}<br>value %{z:.4f}<extra></extra>",
+                               colorbar=dict(thickness=12)))
+    fig.update_xaxes(title="dimension i")
+    fig.update_yaxes(title="position", autorange="reversed")
+    return _layout(fig, title, height=420)
+
+
+def positional_encoding_lines(table, dimensions: Sequence[int], title: str = "Chosen dimensions across positions") -> go.Figure:
+    matrix = _matrix(table)
+    fig = go.Figure()
+    for d in dimensions:
+        if 0 <= d < (len(matrix[0]) if matrix else 0):
+            fig.add_trace(go.Scatter(x=list(range(len(matrix))), y=[row[d] for row in matrix], mode="lines",
+                                     name=f"dim {d} ({'sin' if d % 2 == 0 else 'cos'})"))
+    fig.update_xaxes(title="position")
+    fig.update_yaxes(title="value", range=[-1.1, 1.1])
+    return _layout(fig, title, height=360)
+
+
+def position_similarity(table, title: str = "Dot products between positions") -> go.Figure:
+    matrix = _matrix(table)
+    dots = [[sum(a * b for a, b in zip(row_i, row_j)) for row_j in matrix] for row_i in matrix]
+    fig = go.Figure(go.Heatmap(z=dots, colorscale="Viridis",
+                               hovertemplate="PE(%{y}) · PE(%{x}) = %{z:.2f}<extra></extra>",
+                               colorbar=dict(thickness=12)))
+    fig.update_xaxes(title="position")
+    fig.update_yaxes(title="position", autorange="reversed")
+    return _layout(fig, title, height=420)
+
+
+# --- training -----------------------------------------------------------------------------------------
+
+def training_curves(steps: Sequence[dict], evals: Sequence[dict], title: str = "Training") -> go.Figure:
+    """Loss (training and validation), learning rate, and validation BLEU / exact match over updates."""
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("loss (nats/token)", "learning rate",
+                                                        "validation score"), horizontal_spacing=0.08)
+    if steps:
+        fig.add_trace(go.Scatter(x=[s["step"] for s in steps], y=[s["loss"] for s in steps], mode="lines",
+                                 name="train loss (smoothed labels)", line=dict(color="#1f77b4")), row=1, col=1)
+        fig.add_trace(go.Scatter(x=[s["step"] for s in steps], y=[s["lr"] for s in steps], mode="lines",
+                                 name="learning rate", line=dict(color="#9467bd")), row=1, col=2)
+    if evals:
+        x = [e["step"] for e in evals]
+        fig.add_trace(go.Scatter(x=x, y=[e["val_loss"] for e in evals], mode="lines+markers",
+                                 name="validation loss", line=dict(color="#ff7f0e")), row=1, col=1)
+        fig.add_trace(go.Scatter(x=x, y=[e["bleu"] for e in evals], mode="lines+markers",
+                                 name="val BLEU (greedy)", line=dict(color="#2ca02c")), row=1, col=3)
+        if any("exact_match" in e for e in evals):
+            fig.add_trace(go.Scatter(x=x, y=[100 * e.get("exact_match", 0) for e in evals], mode="lines+markers",
+                                     name="val exact match %", line=dict(color="#d62728", dash="dot")), row=1, col=3)
+    fig.update_xaxes(title="update")
+    fig.update_layout(legend=dict(orientation="h", y=-0.25))
+    return _layout(fig, title, height=380)
+
+
+def grid_shape(count: int, max_columns: int = 4) -> tuple[int, int]:
+    columns = min(max_columns, count)
+    return math.ceil(count / columns), columns

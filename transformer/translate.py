@@ -1,0 +1,57 @@
+"""Translate from the command line.
+
+    python -m transformer.translate "A dog runs across the grass."
+    echo "Two children play football." | python -m transformer.translate --beam 5
+    python -m transformer.translate --json "A man rides a bike."
+
+Without TEXT, each line of standard input is translated (one output line per
+input line, batched). ``--json`` prints one JSON object per input:
+``source``, ``translation``, ``source_tokens``, ``target_tokens`` and
+``attention`` = {"encoder", "decoder", "cross"}, each nested as
+[layer][head][query][key]. ``source_tokens`` are the encoder positions (ending
+with ``</s>``); ``target_tokens`` are the decoder input positions (starting with
+``<s>``): decoder attention is target x target, cross-attention target x source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
+from .decoding import translate, translate_batch
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    parser = argparse.ArgumentParser(prog="python -m transformer.translate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("text", nargs="*", help="sentences to translate (default: lines of standard input)")
+    parser.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
+    parser.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
+    parser.add_argument("--length-penalty", type=float, default=1.0)
+    parser.add_argument("--json", action="store_true", help="one JSON object per input, with all attention")
+    parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    args = parser.parse_args(argv)
+    try:
+        checkpoint = load_checkpoint(args.checkpoint, device=args.device)
+    except CheckpointError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    lines = args.text or [line.rstrip("\n") for line in sys.stdin]
+    model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
+    if args.json:
+        for line in lines:
+            result = translate(model, src_tok, tgt_tok, line, beam_size=args.beam, length_penalty=args.length_penalty)
+            print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
+        return 0
+    for translation in translate_batch(model, src_tok, tgt_tok, lines, beam_size=args.beam,
+                                       length_penalty=args.length_penalty):
+        print(translation)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
