@@ -18,9 +18,9 @@ ATTENTION_COLORSCALE = "Blues"
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 
 
-def _layout(fig: go.Figure, title: str, height: int | None = None, width: int | None = None) -> go.Figure:
+def _layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
     fig.update_layout(title=dict(text=title, x=0.01, font=dict(size=15)), font=FONT, template="plotly_white",
-                      margin=dict(l=10, r=10, t=60, b=10), height=height, width=width)
+                      margin=dict(l=10, r=10, t=60, b=10), height=height)
     return fig
 
 
@@ -49,11 +49,14 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
         z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=1,
         colorscale=ATTENTION_COLORSCALE, text=_hover_text(matrix, query_labels, key_labels),
         hovertemplate="%{text}<extra></extra>", colorbar=dict(title="weight", thickness=12)))
-    fig.update_xaxes(title=f"{key_title} (keys)", side="top", tickangle=-45, **_ticks(key_labels))
-    fig.update_yaxes(title=f"{query_title} (queries)", autorange="reversed", **_ticks(query_labels))
-    cell = 28
-    return _layout(fig, title, height=max(320, 150 + cell * len(query_labels)),
-                   width=max(420, 180 + cell * len(key_labels)))
+    fig.update_xaxes(title=f"{key_title} (keys)", side="top", tickangle=-45, constrain="domain",
+                     **_ticks(key_labels))
+    # Square cells: a sharp diagonal looks diagonal whatever the sentence lengths.
+    fig.update_yaxes(title=f"{query_title} (queries)", autorange="reversed", scaleanchor="x", constrain="domain",
+                     **_ticks(query_labels))
+    fig = _layout(fig, title, height=min(900, max(380, 190 + 30 * max(len(query_labels), len(key_labels) / 2))))
+    fig.update_layout(margin=dict(l=90, r=10, t=130, b=10))
+    return fig
 
 
 def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str,

@@ -1,0 +1,274 @@
+"""Transformer attention explorer: the Gradio app. Layout and event wiring only.
+
+Everything shown is computed by tested functions in ``transformer.explorer``
+and ``transformer.figures``. Run ``python app.py`` and open http://127.0.0.1:7860.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import os
+from pathlib import Path
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+import gradio as gr  # noqa: E402
+
+from transformer import explorer  # noqa: E402
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError  # noqa: E402
+from transformer.data import DataError  # noqa: E402
+
+log = logging.getLogger("app")
+
+# Written for this project; not taken from the training data.
+EXAMPLES = [
+    "A young girl is playing with a red ball in the park.",
+    "Two men are sitting on a bench and reading the newspaper.",
+    "The dog jumps over the fence to catch the ball.",
+    "A woman in a blue dress sings on a small stage.",
+    "Three children are building a sandcastle on the beach.",
+]
+REVERSE_EXAMPLES = ["3 1 4 1 5 9 2 6", "1 2 3 4 5 6 7", "9 8 7 0 0 1"]
+
+INTRO = """# Transformer attention explorer
+Type an English sentence and watch a Transformer (Vaswani et al., 2017) trained from scratch by this project
+translate it into German **one token at a time**. Then look inside: every head of every layer of the encoder
+self-attention, the decoder's masked self-attention and the encoder-decoder (cross) attention."""
+
+PE_NOTES = {
+    "matrix": "Each row is the vector added to the token embedding at that position. Left columns (low dimensions) "
+              "oscillate fast, right columns slowly: together they act like the hands of a clock with many speeds, "
+              "so every position gets a unique pattern (section 3.5 of the paper).",
+    "lines": "Even dimensions are sines, odd ones cosines, with wavelengths growing geometrically from 2π to "
+             "10000·2π. Pick dimensions far apart to see the difference in frequency.",
+    "dots": "The dot product of two position vectors depends only on their distance, and falls off as positions "
+            "move apart: a bright band along the diagonal. This is what lets attention learn relative offsets.",
+}
+
+
+def user_errors(fn):
+    """Show problems as a clear message in the UI, never as a stack trace."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (explorer.InputError, CheckpointError, DataError) as error:
+            raise gr.Error(str(error), print_exception=False) from None
+        except gr.Error:
+            raise
+        except Exception:  # a bug or a resource problem: log it, tell the user plainly
+            log.exception("unexpected error in %s", fn.__name__)
+            raise gr.Error("Something went wrong while computing this view; the server log has details. "
+                           "Try again, or try a shorter sentence.", print_exception=False) from None
+
+    return wrapper
+
+
+def build_app(registry: explorer.ModelRegistry | None = None, default_model: str | None = None) -> gr.Blocks:
+    registry = registry or explorer.ModelRegistry()
+    names = registry.names()
+    default_model = default_model if default_model in names else registry.default_name()
+    if default_model is None:
+        raise SystemExit(f"no checkpoints found under {', '.join(map(str, registry.roots))}")
+    examples = REVERSE_EXAMPLES if default_model.startswith("reverse") else EXAMPLES
+
+    with gr.Blocks(title="Transformer attention explorer") as demo:
+        translation_state = gr.State(None)
+        gr.Markdown(INTRO)
+        with gr.Row():
+            model_name = gr.Dropdown(names, value=default_model, label="Model", scale=2,
+                                     info="Bundled checkpoints and those trained in this app")
+            model_status = gr.Markdown(elem_id="model-status")
+
+        with gr.Tabs():
+            with gr.Tab("Translate", id="translate"):
+                with gr.Row():
+                    with gr.Column(scale=3):
+                        text = gr.Textbox(label="English sentence", value=examples[0], lines=2,
+                                          max_length=explorer.MAX_INPUT_CHARS, elem_id="source-text")
+                        gr.Examples(examples, inputs=text, label="Examples")
+                    with gr.Column(scale=2):
+                        decoding = gr.Radio(["greedy", "beam"], value="beam", label="Decoding")
+                        beam_size = gr.Slider(2, explorer.MAX_BEAM, value=5, step=1, label="Beam size")
+                        max_length = gr.Slider(5, 200, value=60, step=1, label="Maximum target tokens")
+                        translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button")
+                translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation")
+                notes = gr.Markdown()
+                source_tokens = gr.HighlightedText(label="Source pieces the encoder saw",
+                                                   color_map={"special": "#cccccc"})
+
+                gr.Markdown("## Step through the decoding\nMove the slider to replay the translation token by "
+                            "token: the candidates the model weighed, and where in the source it looked.")
+                with gr.Row():
+                    previous_step = gr.Button("◀ previous", size="sm", scale=0)
+                    step = gr.Slider(1, 2, value=1, step=1, label="Step", elem_id="step-slider", scale=4)
+                    next_step = gr.Button("next ▶", size="sm", scale=0)
+                step_caption = gr.Markdown(elem_id="step-caption")
+                revealed = gr.HighlightedText(label="Translation so far", color_map={"current": "#ff7f0e"})
+                with gr.Row():
+                    top_k_plot = gr.Plot(label="Top-k candidates", elem_id="topk-plot")
+                    step_attention_plot = gr.Plot(label="Cross-attention of this step", elem_id="step-attention")
+
+                gr.Markdown("## Attention heatmaps\nRows are queries (the position that looks), columns are keys "
+                            "(the positions looked at); each row sums to 1. Hover for the exact weight.")
+                with gr.Row():
+                    kind = gr.Radio(list(explorer.ATTENTION_KINDS.values()),
+                                    value=explorer.ATTENTION_KINDS["cross"], label="Attention", scale=3)
+                    view = gr.Radio(list(explorer.VIEWS), value=explorer.VIEWS[0], label="View", scale=3)
+                with gr.Row():
+                    layer = gr.Slider(1, 6, value=1, step=1, label="Layer")
+                    head = gr.Slider(1, 8, value=1, step=1, label="Head")
+                    average = gr.Checkbox(False, label="Average over heads")
+                attention_plot = gr.Plot(label="Attention", elem_id="attention-plot")
+                attention_download = gr.DownloadButton("Download raw attention (JSON)", visible=False)
+
+                gr.Markdown("## Forced decoding: your own translation\nType a German translation and see how "
+                            "probable the model finds each token, and where it looks while reading it.")
+                own_translation = gr.Textbox(label="Your translation", lines=1,
+                                             max_length=explorer.MAX_INPUT_CHARS)
+                forced_button = gr.Button("Score my translation")
+                with gr.Row():
+                    forced_probability_plot = gr.Plot(label="Per-token probability")
+                    forced_attention_plot = gr.Plot(label="Cross-attention")
+
+            with gr.Tab("Positional encoding", id="positions"):
+                gr.Markdown("The Transformer has no recurrence, so word order enters only through these vectors, "
+                            "added to the embeddings: PE(pos, 2i) = sin(pos / 10000^(2i/d)), "
+                            "PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).")
+                with gr.Row():
+                    pe_d_model = gr.Slider(8, 512, value=128, step=2, label="d_model")
+                    pe_length = gr.Slider(8, 256, value=64, step=1, label="positions")
+                    pe_dimensions = gr.Textbox("0, 1, 10, 11, 60", label="dimensions to plot (comma-separated)")
+                pe_matrix = gr.Plot()
+                gr.Markdown(PE_NOTES["matrix"])
+                pe_lines = gr.Plot()
+                gr.Markdown(PE_NOTES["lines"])
+                pe_dots = gr.Plot()
+                gr.Markdown(PE_NOTES["dots"])
+
+            with gr.Tab("Model", id="model"):
+                model_metrics = gr.Markdown()
+                with gr.Row():
+                    model_config = gr.Dataframe(headers=["setting", "value"], label="Config", interactive=False)
+                    model_parameters = gr.Dataframe(headers=["module", "parameters", "share"],
+                                                    label="Parameters per module", interactive=False)
+                with gr.Accordion("Model card", open=False):
+                    model_card = gr.Markdown()
+
+        # --- handlers: thin adapters from widget values to explorer functions ---
+        @user_errors
+        def on_model(name, current_text):
+            checkpoint = registry.get(name)
+            config = checkpoint.model.config
+            status = (f"**{name}**: {checkpoint.model.num_parameters() / 1e6:.2f}M parameters, "
+                      f"{config.n_encoder_layers}+{config.n_decoder_layers} layers, {config.n_heads} heads, "
+                      f"on {checkpoint.model.device}.")
+            card = "\n".join(line for line in checkpoint.card.splitlines() if not line.startswith("!["))
+            layers = max(config.n_encoder_layers, config.n_decoder_layers)
+            return (status, explorer.metrics_markdown(checkpoint), explorer.config_rows(checkpoint),
+                    explorer.parameter_table(checkpoint), card or "No model card.",
+                    gr.Slider(1, layers, value=min(layers, 1), step=1, label="Layer"),
+                    gr.Slider(1, config.n_heads, value=1, step=1, label="Head"),
+                    explorer.suitable_text(checkpoint, current_text, {"digits": REVERSE_EXAMPLES[0], "text": EXAMPLES[0]}))
+
+        @user_errors
+        def on_translate(name, sentence, decoding_mode, beam, max_tokens):
+            checkpoint = registry.get(name)
+            result = explorer.run_translation(checkpoint, sentence, decoding_mode, beam, max_tokens)
+            tr = result.translation
+            return (tr, tr.text, "\n".join(f"- {n}" for n in result.notes), explorer.source_tokens_view(tr),
+                    gr.Slider(1, max(2, tr.num_steps), value=tr.num_steps, step=1, label="Step",
+                              interactive=tr.num_steps > 1),
+                    gr.DownloadButton(value=explorer.attention_json_file(tr), visible=True))
+
+        @user_errors
+        def on_step(tr, step_value, layer_value, head_value, average_heads):
+            if tr is None:
+                return [], None, None, "Translate a sentence to step through it."
+            return explorer.step_view(tr, step_value, layer_value, None if average_heads else head_value)
+
+        @user_errors
+        def on_attention(tr, kind_value, view_value, layer_value, head_value, average_heads):
+            if tr is None:
+                return None
+            return explorer.attention_figure(tr, kind_value, view_value, layer_value, head_value, average_heads)
+
+        def move_step(tr, step_value, delta):
+            if tr is None:
+                return step_value
+            return max(1, min(tr.num_steps, int(step_value) + delta))
+
+        @user_errors
+        def on_forced(name, sentence, target):
+            result = explorer.run_forced(registry.get(name), sentence, target)
+            return explorer.forced_figures(result.translation)
+
+        model_outputs = [model_status, model_metrics, model_config, model_parameters, model_card, layer, head, text]
+        translate_inputs = [model_name, text, decoding, beam_size, max_length]
+        translate_outputs = [translation_state, translation, notes, source_tokens, step, attention_download]
+        step_inputs = [translation_state, step, layer, head, average]
+        step_outputs = [revealed, top_k_plot, step_attention_plot, step_caption]
+        attention_inputs = [translation_state, kind, view, layer, head, average]
+
+        def translate_then_render(trigger, api_name):
+            (trigger(on_translate, translate_inputs, translate_outputs, api_name=api_name)
+             .then(on_step, step_inputs, step_outputs, api_name=False)
+             .then(on_attention, attention_inputs, attention_plot, api_name=False))
+
+        translate_then_render(translate_button.click, "translate")
+        translate_then_render(text.submit, False)
+        step.change(on_step, step_inputs, step_outputs, api_name="step")
+        previous_step.click(lambda tr, s: move_step(tr, s, -1), [translation_state, step], step, api_name=False)
+        next_step.click(lambda tr, s: move_step(tr, s, +1), [translation_state, step], step, api_name=False)
+        for control in (kind, view, layer, head, average):
+            control.change(on_attention, attention_inputs, attention_plot, api_name=False)
+        for control in (layer, head, average):
+            control.change(on_step, step_inputs, step_outputs, api_name=False)
+        forced_button.click(on_forced, [model_name, text, own_translation],
+                            [forced_probability_plot, forced_attention_plot], api_name="forced")
+        (model_name.change(on_model, [model_name, text], model_outputs, api_name="select_model")
+         .then(lambda: None, None, translation_state, api_name=False)
+         .then(on_translate, translate_inputs, translate_outputs, api_name=False)
+         .then(on_step, step_inputs, step_outputs, api_name=False)
+         .then(on_attention, attention_inputs, attention_plot, api_name=False))
+
+        pe_inputs = [pe_d_model, pe_length, pe_dimensions]
+        for control in pe_inputs:
+            control.change(user_errors(explorer.positional_views), pe_inputs, [pe_matrix, pe_lines, pe_dots],
+                           api_name=False)
+
+        # Open on a working example.
+        (demo.load(on_model, [model_name, text], model_outputs, api_name=False)
+         .then(on_translate, translate_inputs, translate_outputs, api_name=False)
+         .then(on_step, step_inputs, step_outputs, api_name=False)
+         .then(on_attention, attention_inputs, attention_plot, api_name=False))
+        demo.load(user_errors(explorer.positional_views), pe_inputs, [pe_matrix, pe_lines, pe_dots], api_name=False)
+    demo.queue(max_size=64, default_concurrency_limit=2)
+    return demo
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    parser = argparse.ArgumentParser(description="Transformer attention explorer")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (GRADIO_SERVER_NAME, set by Hugging Face Spaces, wins when set)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
+    parser.add_argument("--share", action="store_true", help="also open a temporary public gradio.live link")
+    parser.add_argument("--checkpoint", help="checkpoint directory to open (its folder's checkpoints are listed too)")
+    args = parser.parse_args(argv)
+    roots = [REPOSITORY_CHECKPOINTS]
+    default = None
+    if args.checkpoint:
+        path = Path(args.checkpoint).resolve()
+        roots.insert(0, path.parent)
+        default = path.name
+    demo = build_app(explorer.ModelRegistry(roots), default)
+    demo.launch(server_name=os.environ.get("GRADIO_SERVER_NAME") or args.host, server_port=args.port,
+                share=args.share, footer_links=["api", "settings"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""End to end in a real browser (Debian's chromium driven by Playwright): what a student sees and does."""
+
+import os
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+
+from app import build_app
+from transformer import explorer
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+SCREENSHOT = Path(__file__).resolve().parents[1] / "assets" / "screenshot.png"
+
+playwright = pytest.importorskip("playwright.sync_api")
+if not shutil.which(CHROMIUM):
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    registry = explorer.ModelRegistry([REPOSITORY_CHECKPOINTS])
+    demo = build_app(registry)
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
+    yield demo.local_url, registry.default_name()
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield browser
+        browser.close()
+
+
+def plot_title(page, elem_id: str) -> str:
+    return page.locator(f"#{elem_id} .js-plotly-plot .gtitle").first.text_content()
+
+
+def test_translate_step_through_and_see_the_heatmaps(app_url, browser, tmp_path):
+    url, model = app_url
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)  # opens on a working example
+    sentence = "2 7 1 8 2 8" if model.startswith("reverse") else "A small dog runs through the snow."
+    page.locator("#source-text textarea").fill(sentence)
+    page.locator("#translate-button").click()
+    page.wait_for_function(
+        "text => document.querySelector('#translation textarea, #translation input').value.length > 0 && "
+        "document.querySelector('#source-text textarea').value === text", arg=sentence, timeout=60_000)
+    page.wait_for_timeout(1500)
+    translation = page.locator("#translation textarea, #translation input").first.input_value()
+    if model.startswith("reverse"):
+        assert translation == "8 2 8 1 7 2"
+    heatmap_cells = page.locator("#attention-plot .js-plotly-plot .heatmaplayer, #attention-plot .js-plotly-plot image")
+    assert heatmap_cells.count() >= 1
+
+    last_title = plot_title(page, "topk-plot")
+    steps = int(page.locator("#step-slider input[type=number]").input_value())
+    assert f"Step {steps}:" in last_title
+    number = page.locator("#step-slider input[type=number]")
+    number.fill("2")
+    number.press("Enter")
+    page.wait_for_function("() => document.querySelector('#topk-plot .gtitle').textContent.startsWith('Step 2:')",
+                           timeout=30_000)
+    assert plot_title(page, "topk-plot") != last_title
+    assert plot_title(page, "step-attention").startswith("Step 2:")
+    page.screenshot(path=str(tmp_path / "app.png"), full_page=True)
+    if os.environ.get("UPDATE_SCREENSHOT"):
+        page.set_viewport_size({"width": 1400, "height": 1000})
+        page.screenshot(path=str(SCREENSHOT), full_page=True)
+    page.close()
+
+
+def test_html_in_the_input_is_shown_as_text_never_run(app_url, browser):
+    url, _ = app_url
+    page = browser.new_page()
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(url)
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page.locator("#source-text textarea").fill("<img src=x onerror=alert(1)> <script>alert(2)</script>")
+    page.locator("#translate-button").click()
+    page.wait_for_timeout(4000)
+    assert dialogs == []
+    assert page.locator("img[src=x]").count() == 0
+    page.close()

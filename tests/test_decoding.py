@@ -1,0 +1,111 @@
+"""Decoding: search finds what the model prefers, and every inspection path reports the same numbers."""
+
+import pytest
+import torch
+
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.decoding import (beam_search, decode_steps, forced_decode, greedy_search, pad_batch, translate,
+                                  translate_batch)
+from transformer.tokenizer import BOS_ID, EOS_ID
+
+
+@pytest.fixture(scope="module")
+def reverse():
+    """The bundled reverse-task model: small, real, and right about every sequence."""
+    return load_checkpoint(REPOSITORY_CHECKPOINTS / "reverse-tiny", device="cpu")
+
+
+def test_bundled_reverse_model_reverses_unseen_sequences(reverse):
+    sources = ["1 2 3 4", "9 0 9 1 1 5", "7 3 8 2 6 4 5 0 1"]
+    translations = translate_batch(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, sources)
+    assert translations == [" ".join(reversed(s.split())) for s in sources]
+
+
+def test_batched_greedy_equals_one_sentence_at_a_time(reverse):
+    tok = reverse.source_tokenizer
+    sentences = ["5 4 3", "1 1 2 2 3 3 4 4", "8 6"]
+    batch = pad_batch([tok.encode(s) for s in sentences])
+    together = greedy_search(reverse.model, batch)
+    alone = [greedy_search(reverse.model, torch.tensor([tok.encode(s)]))[0] for s in sentences]
+    assert together == alone
+
+
+def test_beam_of_one_equals_greedy(reverse):
+    src = pad_batch([reverse.source_tokenizer.encode(s) for s in ["3 1 4 1 5", "2 7 1 8"]])
+    greedy = greedy_search(reverse.model, src)
+    beams = beam_search(reverse.model, src, beam_size=1)
+    assert [hyps[0].tokens for hyps in beams] == greedy
+
+
+def test_beam_hypotheses_are_sorted_and_scored_consistently(reverse):
+    src = torch.tensor([reverse.source_tokenizer.encode("3 1 4 1 5 9")])
+    hypotheses = beam_search(reverse.model, src, beam_size=4, length_penalty=1.0)[0]
+    assert len(hypotheses) == 4
+    scores = [h.score for h in hypotheses]
+    assert scores == sorted(scores, reverse=True)
+    for hypothesis in hypotheses:
+        # the reported log-probability is the model's own for that token sequence
+        forced = forced_decode(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer,
+                               src[0].tolist(), hypothesis.tokens)
+        assert hypothesis.log_prob == pytest.approx(forced.log_prob, abs=1e-3)
+        assert hypothesis.score == pytest.approx(hypothesis.log_prob / (len(hypothesis.tokens) + 1), abs=1e-6)
+
+
+def test_beam_search_never_scores_worse_than_greedy(reverse):
+    src = torch.tensor([reverse.source_tokenizer.encode("6 6 1 0 2")])
+    greedy = greedy_search(reverse.model, src)[0]
+    best = beam_search(reverse.model, src, beam_size=5, length_penalty=0.0)[0][0]
+    greedy_log_prob = forced_decode(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer,
+                                    src[0].tolist(), greedy).log_prob
+    assert best.log_prob >= greedy_log_prob - 1e-4
+
+
+def test_step_by_step_decoding_matches_the_forced_pass(reverse):
+    steps = list(decode_steps(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, "2 7 1 8 2 8"))
+    assert steps[-1].token_id == EOS_ID
+    produced = [s.token_id for s in steps[:-1]]
+    forced = forced_decode(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, "2 7 1 8 2 8", produced)
+    assert forced.predicted_ids == [s.token_id for s in steps]
+    for i, step in enumerate(steps):
+        assert step.probability == pytest.approx(forced.token_probs[i], abs=1e-5)
+        assert step.top_ids == forced.top_ids[i]
+        assert torch.allclose(step.cross_attention, forced.cross_attention[:, :, i], atol=1e-5)
+        assert torch.allclose(step.self_attention, forced.decoder_attention[:, :, i, : i + 1], atol=1e-5)
+
+
+def test_translation_carries_every_attention_map_with_matching_labels(reverse):
+    result = translate(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, "4 5 6", beam_size=3)
+    layers, heads = reverse.model.config.n_encoder_layers, reverse.model.config.n_heads
+    source, target = len(result.source_pieces), len(result.target_pieces)
+    assert result.source_ids[-1] == EOS_ID and result.target_ids[0] == BOS_ID
+    assert result.encoder_attention.shape == (layers, heads, source, source)
+    assert result.decoder_attention.shape == (reverse.model.config.n_decoder_layers, heads, target, target)
+    assert result.cross_attention.shape == (reverse.model.config.n_decoder_layers, heads, target, source)
+    assert result.text == "6 5 4"
+    assert len(result.top_pieces) == target and all(len(row) == 5 for row in result.top_pieces)
+
+
+def test_json_contract_of_a_translation(reverse):
+    result = translate(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, "1 2")
+    payload = result.to_json()
+    assert set(payload) == {"source", "translation", "source_tokens", "target_tokens", "attention"}
+    assert payload["source"] == "1 2" and payload["translation"] == "2 1"
+    assert payload["source_tokens"][-1] == "</s>" and payload["target_tokens"][0] == "<s>"
+    cross = payload["attention"]["cross"]
+    assert len(cross[0][0]) == len(payload["target_tokens"]) and len(cross[0][0][0]) == len(payload["source_tokens"])
+
+
+def test_overlong_input_is_cut_to_the_model_positions_and_flagged(reverse):
+    text = " ".join(["7"] * (reverse.model.config.max_len + 20))
+    result = translate(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, text, max_length=5)
+    assert result.truncated
+    assert len(result.source_ids) == reverse.model.config.max_len
+    assert len(result.predicted_ids) <= 5 + 1
+
+
+def test_translate_batch_keeps_input_order_and_handles_empty_lists(reverse):
+    sources = ["1 2 3 4 5 6 7 8", "9 0 3", "4 4 5"]
+    out = translate_batch(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, sources, beam_size=3,
+                          max_tokens=16)
+    assert out == ["8 7 6 5 4 3 2 1", "3 0 9", "5 4 4"]
+    assert translate_batch(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, []) == []

@@ -1,0 +1,146 @@
+"""The explorer's logic, as the app uses it: input checks, views of a translation, the model registry."""
+
+import json
+import shutil
+
+import pytest
+
+from transformer import explorer
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return explorer.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")
+
+
+@pytest.fixture(scope="module")
+def reverse(registry):
+    return registry.get("reverse-tiny")
+
+
+@pytest.fixture(scope="module")
+def result(reverse):
+    return explorer.run_translation(reverse, "3 1 4 1 5 9", "beam", 4)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t", None])
+def test_empty_input_gets_a_clear_message(text):
+    with pytest.raises(explorer.InputError, match="empty"):
+        explorer.clean_text(text)
+
+
+def test_control_characters_are_replaced_and_noted():
+    cleaned, notes = explorer.clean_text("3 1\x00 4\x07")
+    assert cleaned == "3 1 4" and notes
+
+
+def test_very_long_input_is_cut_with_a_note():
+    cleaned, notes = explorer.clean_text("a" * 5000)
+    assert len(cleaned) == explorer.MAX_INPUT_CHARS and "cut" in notes[0]
+
+
+@pytest.mark.parametrize("text", ["😀 🚀", "مرحبا بالعالم", "<img src=x onerror=alert(1)>", "日本語のテキスト"])
+def test_unusual_scripts_get_a_translation_or_a_note(reverse, text):
+    outcome = explorer.run_translation(reverse, text, "greedy")
+    assert outcome.translation.num_steps >= 1
+    assert all(isinstance(piece, str) for piece in outcome.translation.source_pieces)
+
+
+def test_attention_views_cover_every_kind_and_view(result):
+    tr = result.translation
+    for kind in explorer.ATTENTION_KINDS.values():
+        for view in explorer.VIEWS:
+            for average in (False, True):
+                fig = explorer.attention_figure(tr, kind, view, layer=2, head=3, average_heads=average)
+                assert fig.data, (kind, view, average)
+    model_view = explorer.attention_figure(tr, "cross", explorer.VIEWS[2])
+    assert len(model_view.data) == tr.cross_attention.shape[0] * tr.cross_attention.shape[1]
+
+
+def test_cross_attention_rows_are_labelled_by_the_token_being_produced(result):
+    tr = result.translation
+    fig = explorer.attention_figure(tr, "cross", explorer.VIEWS[0], 1, 1)
+    assert list(fig.layout.yaxis.ticktext) == tr.predicted_pieces
+    assert list(fig.layout.xaxis.ticktext) == tr.source_pieces
+
+
+def test_layer_and_head_selectors_are_clamped_to_the_model(result):
+    fig = explorer.attention_figure(result.translation, "encoder", explorer.VIEWS[0], layer=99, head=-3)
+    assert "layer 2, head 1" in fig.layout.title.text
+
+
+def test_reverse_model_attends_anti_diagonally(result):
+    """The textbook picture: producing the i-th output, the model looks at the i-th source token from the end."""
+    tr = result.translation
+    cross = tr.cross_attention.mean(dim=(0, 1))  # mean over layers and heads: (target, source)
+    source_length = len(tr.source_pieces) - 1  # without </s>
+    hits = sum(int(cross[i, :source_length].argmax()) == source_length - 1 - i for i in range(source_length))
+    assert hits >= source_length - 1
+
+
+def test_step_view_reveals_tokens_up_to_the_step(result):
+    tr = result.translation
+    highlighted, top, attention, caption = explorer.step_view(tr, 2)
+    assert [piece.strip() for piece, _ in highlighted[:2]] == tr.predicted_pieces[:2]
+    assert highlighted[1][1] == "current" and highlighted[-1][0] == "…"
+    assert list(top.data[0].y) == list(range(len(tr.top_pieces[1])))
+    assert len(attention.data[0].y) == len(tr.source_pieces)
+    assert "Step 2 of" in caption
+    moved = explorer.step_view(tr, 3)
+    assert list(moved[1].layout.yaxis.ticktext) == tr.top_pieces[2]
+
+
+def test_step_view_clamps_out_of_range_steps(result):
+    tr = result.translation
+    highlighted, *_ , caption = explorer.step_view(tr, 999)
+    assert f"Step {tr.num_steps} of {tr.num_steps}" in caption
+    assert highlighted[-1][0] != "…"
+
+
+def test_forced_decoding_scores_a_user_translation(reverse):
+    good = explorer.run_forced(reverse, "1 2 3", "3 2 1").translation
+    bad = explorer.run_forced(reverse, "1 2 3", "1 2 3").translation
+    assert good.log_prob > bad.log_prob
+    probabilities, attention = explorer.forced_figures(good)
+    assert len(probabilities.data[0].y) == len(good.predicted_pieces)
+    with pytest.raises(explorer.InputError, match="own translation"):
+        explorer.run_forced(reverse, "1 2 3", "  ")
+
+
+def test_attention_download_is_the_json_contract(result, tmp_path):
+    path = explorer.attention_json_file(result.translation, str(tmp_path))
+    payload = json.loads(open(path).read())
+    assert {"source", "translation", "source_tokens", "target_tokens", "attention"} <= set(payload)
+    assert set(payload["attention"]) == {"encoder", "decoder", "cross"}
+
+
+def test_registry_lists_bundled_models_and_refuses_other_names(registry):
+    assert "reverse-tiny" in registry.names()
+    for name in ["../../etc/passwd", "/tmp", "nonexistent"]:
+        with pytest.raises(CheckpointError, match="no checkpoint named"):
+            registry.get(name)
+
+
+def test_registry_keeps_serving_when_a_listed_checkpoint_is_broken(tmp_path):
+    shutil.copytree(REPOSITORY_CHECKPOINTS / "reverse-tiny", tmp_path / "good")
+    shutil.copytree(REPOSITORY_CHECKPOINTS / "reverse-tiny", tmp_path / "broken")
+    weights = tmp_path / "broken" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    registry = explorer.ModelRegistry([tmp_path], device="cpu")
+    good = registry.get("good")
+    with pytest.raises(CheckpointError, match="unreadable or truncated"):
+        registry.get("broken")
+    assert registry.get("good") is good
+
+
+def test_parameter_table_adds_up(reverse):
+    rows = explorer.parameter_table(reverse)
+    assert rows[-1][0] == "total"
+    assert sum(row[1] for row in rows[:-1]) == rows[-1][1] == reverse.model.num_parameters()
+
+
+def test_positional_views_accept_odd_and_out_of_range_values():
+    matrix, lines, dots = explorer.positional_views(31, 10_000, "0, 3, x, 999")
+    assert len(matrix.data[0].z[0]) == 32 and len(matrix.data[0].z) == 512
+    assert [trace.name for trace in lines.data] == ["dim 0 (sin)", "dim 3 (cos)"]

@@ -1,0 +1,68 @@
+"""Figure builders: right shapes, right labels, repeated tokens kept apart, a fixed 0-1 colour scale."""
+
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from transformer import figures
+from transformer.model import sinusoidal_table
+
+
+def test_attention_heatmap_keeps_repeated_tokens_as_separate_columns():
+    labels = ["▁the", "▁dog", "▁sees", "▁the", "▁cat", "</s>"]
+    weights = torch.softmax(torch.randn(6, 6), dim=-1)
+    fig = figures.attention_heatmap(weights, labels, labels, "Encoder")
+    heatmap = fig.data[0]
+    assert list(heatmap.x) == list(range(6)) and list(heatmap.y) == list(range(6))
+    assert list(fig.layout.xaxis.ticktext) == labels and list(fig.layout.yaxis.ticktext) == labels
+    assert (heatmap.zmin, heatmap.zmax) == (0, 1)
+    assert heatmap.z[3][0] == pytest.approx(weights[3, 0].item())
+
+
+def test_attention_heatmap_titles_rows_as_queries_and_columns_as_keys():
+    fig = figures.attention_heatmap([[1.0, 0.0]], ["▁Hund"], ["▁dog", "</s>"], "Cross", "producing", "source")
+    assert "queries" in fig.layout.yaxis.title.text and "keys" in fig.layout.xaxis.title.text
+    assert "weight 1.0000" in fig.data[0].text[0][0] and "▁Hund" in fig.data[0].text[0][0]
+
+
+def test_attention_heatmap_rejects_labels_that_do_not_fit():
+    with pytest.raises(ValueError, match="does not match"):
+        figures.attention_heatmap([[0.5, 0.5]], ["a", "b"], ["x", "y"])
+
+
+def test_attention_grid_has_one_panel_per_layer_and_head():
+    weights = torch.softmax(torch.randn(3, 4, 5, 6), dim=-1)
+    fig = figures.attention_grid(weights, list("abcde"), list("uvwxyz"), "Model view",
+                                 [f"layer {i}" for i in range(3)], [f"head {h}" for h in range(4)])
+    assert len(fig.data) == 12
+    assert all(trace.zmin == 0 and trace.zmax == 1 for trace in fig.data)
+    assert sum(trace.showscale for trace in fig.data) == 1
+
+
+def test_top_k_bar_highlights_the_chosen_token():
+    fig = figures.top_k_bar(["▁Hund", "▁Katze", "▁Maus"], [0.7, 0.2, 0.1], chosen="▁Katze")
+    colors = list(fig.data[0].marker.color)
+    assert colors[1] != colors[0] and colors[0] == colors[2]
+    assert list(fig.layout.yaxis.ticktext) == ["▁Hund", "▁Katze", "▁Maus"]
+
+
+def test_positional_encoding_figures_describe_the_table():
+    table = sinusoidal_table(20, 16)
+    heatmap = figures.positional_encoding_heatmap(table)
+    assert len(heatmap.data[0].z) == 20 and len(heatmap.data[0].z[0]) == 16
+    lines = figures.positional_encoding_lines(table, [0, 3, 99])
+    assert [trace.name for trace in lines.data] == ["dim 0 (sin)", "dim 3 (cos)"]
+    dots = figures.position_similarity(table)
+    z = dots.data[0].z
+    assert z[4][4] == pytest.approx(float(table[4] @ table[4]), rel=1e-5)
+    assert z[2][7] == pytest.approx(z[7][2])
+
+
+def test_training_curves_plot_loss_learning_rate_and_score():
+    steps = [{"step": s, "loss": 5 - s / 100, "lr": 1e-3} for s in range(1, 101, 10)]
+    evals = [{"step": 50, "val_loss": 3.0, "bleu": 10.0, "exact_match": 0.1},
+             {"step": 100, "val_loss": 2.0, "bleu": 20.0, "exact_match": 0.3}]
+    fig = figures.training_curves(steps, evals)
+    names = {trace.name for trace in fig.data}
+    assert {"validation loss", "learning rate", "val BLEU (greedy)"} <= names
+    assert isinstance(fig, go.Figure)
