@@ -7,18 +7,21 @@ and ``transformer.figures``. Run ``python app.py`` and open http://127.0.0.1:786
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import inspect
 import logging
 import os
+import time
 from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from transformer import explorer  # noqa: E402
+from transformer import explorer, jobs as training_jobs  # noqa: E402
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError  # noqa: E402
-from transformer.data import DataError  # noqa: E402
+from transformer.data import SYNTHETIC_TASKS, DataError, multi30k_dir  # noqa: E402
 
 log = logging.getLogger("app")
 
@@ -48,27 +51,60 @@ PE_NOTES = {
 }
 
 
+@contextlib.contextmanager
+def _as_user_message(name: str):
+    try:
+        yield
+    except (explorer.InputError, CheckpointError, DataError, training_jobs.JobError) as error:
+        raise gr.Error(str(error), print_exception=False) from None
+    except gr.Error:
+        raise
+    except Exception:  # a bug or a resource problem: log it, tell the user plainly
+        log.exception("unexpected error in %s", name)
+        raise gr.Error("Something went wrong while computing this view; the server log has details. "
+                       "Try again, or try a shorter sentence.", print_exception=False) from None
+
+
 def user_errors(fn):
-    """Show problems as a clear message in the UI, never as a stack trace."""
+    """Show problems as a clear message in the UI, never as a stack trace (generators included)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def streaming(*args, **kwargs):
+            with _as_user_message(fn.__name__):
+                yield from fn(*args, **kwargs)
+        return streaming
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        try:
+        with _as_user_message(fn.__name__):
             return fn(*args, **kwargs)
-        except (explorer.InputError, CheckpointError, DataError) as error:
-            raise gr.Error(str(error), print_exception=False) from None
-        except gr.Error:
-            raise
-        except Exception:  # a bug or a resource problem: log it, tell the user plainly
-            log.exception("unexpected error in %s", fn.__name__)
-            raise gr.Error("Something went wrong while computing this view; the server log has details. "
-                           "Try again, or try a shorter sentence.", print_exception=False) from None
-
     return wrapper
 
 
-def build_app(registry: explorer.ModelRegistry | None = None, default_model: str | None = None) -> gr.Blocks:
-    registry = registry or explorer.ModelRegistry()
+TRAIN_INTRO = """Train a small Transformer yourself and watch it learn. Synthetic tasks (copy, reverse, sort) need no
+download and reach near-perfect accuracy in about a minute; watch the cross-attention below turn from noise into a
+clean diagonal (copy) or anti-diagonal (reverse). One job runs at a time on this server; finished models appear in
+the model list at the top."""
+
+
+def multi30k_available() -> bool:
+    try:
+        multi30k_dir(download=False)
+        return True
+    except DataError:
+        return False
+
+
+def progress_html(job) -> str:
+    percent = round(100 * explorer.job_progress(job))
+    return (f'<div style="display:flex;gap:.6em;align-items:center"><progress value="{percent}" max="100" '
+            f'style="width:100%;height:1.2em"></progress><span>{percent}%</span></div>')
+
+
+def build_app(registry: explorer.ModelRegistry | None = None, default_model: str | None = None,
+              jobs: training_jobs.JobManager | None = None) -> gr.Blocks:
+    jobs = jobs or training_jobs.JobManager()
+    registry = registry or explorer.ModelRegistry([REPOSITORY_CHECKPOINTS, jobs.published_dir])
     names = registry.names()
     default_model = default_model if default_model in names else registry.default_name()
     if default_model is None:
@@ -158,6 +194,38 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 with gr.Accordion("Model card", open=False):
                     model_card = gr.Markdown()
 
+            with gr.Tab("Train", id="train"):
+                if training_jobs.training_disabled():
+                    gr.Markdown(f"Training is turned off on this server (`{training_jobs.DISABLE_VARIABLE}` is set), "
+                                "as is usual for a public demo. Run the app on your own machine to train models.")
+                    train_controls = None
+                else:
+                    gr.Markdown(TRAIN_INTRO)
+                    data_choices = list(SYNTHETIC_TASKS) + (["multi30k"] if multi30k_available() else []) + ["upload"]
+                    with gr.Row():
+                        train_data = gr.Radio(data_choices, value="reverse", label="Data",
+                                              info="upload: your own parallel TSV (source<TAB>target per line)")
+                        train_upload = gr.File(label=f"Parallel TSV, at most {training_jobs.MAX_UPLOAD_BYTES // 10**6} MB",
+                                               file_types=[".tsv", ".txt"], type="filepath")
+                    with gr.Row():
+                        train_preset = gr.Radio(list(training_jobs.APP_PRESETS), value="tiny", label="Model size")
+                        train_steps = gr.Slider(20, training_jobs.MAX_STEPS, value=400, step=10, label="Updates")
+                        train_minutes = gr.Slider(0.5, training_jobs.MAX_MINUTES, value=3, step=0.5,
+                                                  label="Time limit (minutes)")
+                    preset_info = gr.Markdown(elem_id="preset-info")
+                    with gr.Row():
+                        start_button = gr.Button("Start training", variant="primary", elem_id="start-training")
+                        stop_button = gr.Button("Stop", elem_id="stop-training")
+                    train_status = gr.Markdown(elem_id="train-status")
+                    train_progress = gr.HTML(progress_html(None))
+                    train_curves = gr.Plot(label="Curves", elem_id="train-curves")
+                    gr.Markdown("### Attention as it forms\nAt every evaluation the cross-attention of a fixed "
+                                "sentence is captured; slide to replay how the pattern emerged.")
+                    replay = gr.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="replay-slider")
+                    replay_plot = gr.Plot(label="Probe attention", elem_id="replay-plot")
+                    trained_download = gr.DownloadButton("Download the trained checkpoint (zip)", visible=False)
+                    train_controls = True
+
         # --- handlers: thin adapters from widget values to explorer functions ---
         @user_errors
         def on_model(name, current_text):
@@ -235,6 +303,45 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
          .then(on_step, step_inputs, step_outputs, api_name=False)
          .then(on_attention, attention_inputs, attention_plot, api_name=False))
 
+        if train_controls:
+            def job_outputs(job):
+                probes = job.probes if job else []
+                finished = job is not None and job.checkpoint is not None
+                return (explorer.job_status_markdown(job), progress_html(job), explorer.job_curves(job),
+                        gr.Slider(1, max(2, len(probes)), value=max(1, len(probes)), step=1, label="Evaluation",
+                                  interactive=len(probes) > 1),
+                        explorer.probe_figure(probes, len(probes)),
+                        gr.DownloadButton(value=jobs.archive(job.checkpoint) if finished else None,
+                                          visible=finished),
+                        gr.Dropdown(choices=registry.names()))
+
+            @user_errors
+            def on_start(data, upload, preset_name, steps, minutes):
+                jobs.start(training_jobs.JobRequest(data=data, preset=preset_name, steps=steps, minutes=minutes,
+                                                    upload=upload))
+                while True:  # stream the job's progress to whoever started it
+                    job = jobs.current
+                    yield job_outputs(job)
+                    if job.status != "running":
+                        return
+                    time.sleep(1.0)
+
+            def on_preset(data, preset_name):
+                count = training_jobs.parameter_count(preset_name, data if data in SYNTHETIC_TASKS else "text")
+                return f"**{preset_name}**: {count:,} parameters."
+
+            train_outputs = [train_status, train_progress, train_curves, replay, replay_plot, trained_download,
+                             model_name]
+            start_button.click(on_start, [train_data, train_upload, train_preset, train_steps, train_minutes],
+                               train_outputs, api_name="train", concurrency_id="train", concurrency_limit=4)
+            stop_button.click(jobs.stop, None, None, api_name="stop_training")
+            replay.change(lambda index: explorer.probe_figure(jobs.current.probes if jobs.current else [], index),
+                          replay, replay_plot, api_name=False)
+            for control in (train_data, train_preset):
+                control.change(on_preset, [train_data, train_preset], preset_info, api_name=False)
+            demo.load(on_preset, [train_data, train_preset], preset_info, api_name=False)
+            demo.load(lambda: job_outputs(jobs.current), None, train_outputs, api_name=False)
+
         pe_inputs = [pe_d_model, pe_length, pe_dimensions]
         for control in pe_inputs:
             control.change(user_errors(explorer.positional_views), pe_inputs, [pe_matrix, pe_lines, pe_dots],
@@ -259,13 +366,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--share", action="store_true", help="also open a temporary public gradio.live link")
     parser.add_argument("--checkpoint", help="checkpoint directory to open (its folder's checkpoints are listed too)")
     args = parser.parse_args(argv)
-    roots = [REPOSITORY_CHECKPOINTS]
+    jobs = training_jobs.JobManager()
+    roots = [REPOSITORY_CHECKPOINTS, jobs.published_dir]
     default = None
     if args.checkpoint:
         path = Path(args.checkpoint).resolve()
         roots.insert(0, path.parent)
         default = path.name
-    demo = build_app(explorer.ModelRegistry(roots), default)
+    demo = build_app(explorer.ModelRegistry(roots), default, jobs)
     demo.launch(server_name=os.environ.get("GRADIO_SERVER_NAME") or args.host, server_port=args.port,
                 share=args.share, footer_links=["api", "settings"])
 

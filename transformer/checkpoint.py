@@ -97,6 +97,13 @@ def _write_weights(directory: Path, tensors: dict[str, torch.Tensor], max_shard_
     (directory / WEIGHTS_INDEX).write_text(json.dumps(index, indent=2) + "\n")
 
 
+def _refuse_pickle(directory: Path) -> None:
+    """Explain, rather than report a missing file, when a directory holds pickle weights instead."""
+    if any(directory.glob("*.pt")) or any(directory.glob("*.bin")) or any(directory.glob("*.pth")):
+        raise CheckpointError(f"{directory} holds pickle weights (.pt/.bin/.pth); only safetensors are "
+                              "loaded, because unpickling a file can run arbitrary code")
+
+
 def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
     index_path = directory / WEIGHTS_INDEX
     try:
@@ -107,9 +114,7 @@ def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
                 tensors.update(load_file(str(directory / Path(filename).name)))
             return tensors
         if not (directory / WEIGHTS).is_file():
-            if any(directory.glob("*.pt")) or any(directory.glob("*.bin")) or any(directory.glob("*.pth")):
-                raise CheckpointError(f"{directory} holds pickle weights (.pt/.bin/.pth); only safetensors are "
-                                      "loaded, because unpickling a file can run arbitrary code")
+            _refuse_pickle(directory)
             raise CheckpointError(f"no {WEIGHTS} in {directory}")
         return load_file(str(directory / WEIGHTS))
     except CheckpointError:
@@ -180,6 +185,7 @@ def read_config(directory: str | Path) -> dict:
     directory = resolve(directory)
     config_path = directory / CONFIG
     if not config_path.is_file():
+        _refuse_pickle(directory)
         raise CheckpointError(f"not a checkpoint: {directory} has no {CONFIG}")
     try:
         config = json.loads(config_path.read_text())

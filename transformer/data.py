@@ -9,6 +9,7 @@ import os
 import random
 import urllib.error
 import urllib.request
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,7 +67,10 @@ def read_lines(path: str | Path) -> list[str]:
     path = Path(path)
     raw = path.read_bytes()
     if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as error:
+            raise DataError(f"{path.name} is a damaged or truncated gzip file ({error})") from None
     if b"\x00" in raw[:8192]:
         raise DataError(f"{path.name} looks like a binary file, not text")
     try:
@@ -228,8 +232,9 @@ Example = tuple[list[int], list[int]]
 
 
 def filter_by_length(examples: list[Example], max_length: int) -> tuple[list[Example], int]:
-    """Drop pairs whose source or target (with bos/eos) would not fit ``max_length`` positions."""
-    kept = [ex for ex in examples if 1 < len(ex[0]) <= max_length and 1 < len(ex[1]) + 1 <= max_length]
+    """Drop pairs whose source or target (with bos/eos) would not fit ``max_length`` positions, or is empty."""
+    kept = [ex for ex in examples
+            if 1 < len(ex[0]) <= max_length and 1 < len(ex[1]) and len(ex[1]) + 1 <= max_length]
     return kept, len(examples) - len(kept)
 
 

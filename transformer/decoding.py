@@ -47,21 +47,30 @@ def _strip(tokens: list[int]) -> list[int]:
 
 @torch.no_grad()
 def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None,
-                  head_mask: HeadMask | None = None) -> list[list[int]]:
-    """Batched greedy decoding of padded sources (B, S); returns generated ids without bos/eos."""
+                  head_mask: HeadMask | None = None, positions: bool = True,
+                  prefix: Tensor | None = None) -> list[list[int]]:
+    """Batched greedy decoding of padded sources (B, S); returns generated ids without bos/eos.
+
+    ``prefix`` (B, P) forces the first P target tokens (for "what if the model
+    had chosen this word?"); they are included in the result.
+    """
     max_length = max_length or default_max_length(model, src.size(1))
-    encoded = model.encode(src, head_mask=head_mask)
+    encoded = model.encode(src, head_mask=head_mask, positions=positions)
     cache = DecoderCache()
     last = torch.full((src.size(0), 1), BOS_ID, dtype=torch.long, device=src.device)
     finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
     generated = []
-    for _ in range(max_length):
-        logits = model.decode(last, encoded, cache, head_mask=head_mask).logits[:, -1]
+    if prefix is not None and prefix.size(1):
+        last = torch.cat([last, prefix.to(src.device)], dim=1)
+        generated = list(prefix.to(src.device).unbind(dim=1))
+        finished |= (prefix.to(src.device) == EOS_ID).any(dim=1)
+    for _ in range(max(0, max_length - len(generated))):
+        if finished.all():
+            break
+        logits = model.decode(last, encoded, cache, head_mask=head_mask, positions=positions).logits[:, -1]
         next_token = logits.argmax(dim=-1).masked_fill(finished, PAD_ID)
         generated.append(next_token)
         finished |= next_token == EOS_ID
-        if finished.all():
-            break
         last = next_token.unsqueeze(1)
     rows = torch.stack(generated, dim=1).tolist()
     return [_strip(row) for row in rows]
@@ -89,7 +98,8 @@ class BeamStep:
 @torch.no_grad()
 def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_penalty: float = 1.0,
                 max_length: int | None = None, return_steps: bool = False,
-                head_mask: HeadMask | None = None) -> list[list[BeamHypothesis]] | tuple[list, list]:
+                head_mask: HeadMask | None = None, positions: bool = True
+                ) -> list[list[BeamHypothesis]] | tuple[list, list]:
     """Batched beam search in the manner of fairseq.
 
     Each step ranks the 2k best continuations of the k live beams. Those that
@@ -101,7 +111,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     """
     batch, k = src.size(0), beam_size
     max_length = max_length or default_max_length(model, src.size(1))
-    encoded = _repeat_encoded(model.encode(src, head_mask=head_mask), k)
+    encoded = _repeat_encoded(model.encode(src, head_mask=head_mask, positions=positions), k)
     cache = DecoderCache()
     device = src.device
     scores = torch.full((batch, k), float("-inf"), device=device)
@@ -113,7 +123,8 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     batch_offsets = (torch.arange(batch, device=device) * k).unsqueeze(1)
 
     for step in range(max_length):
-        logits = model.decode(tokens[:, -1:], encoded, cache, head_mask=head_mask).logits[:, -1].float()
+        logits = model.decode(tokens[:, -1:], encoded, cache, head_mask=head_mask,
+                              positions=positions).logits[:, -1].float()
         log_probs = torch.log_softmax(logits, dim=-1)
         log_probs[:, PAD_ID] = float("-inf")
         if step == max_length - 1:  # out of room: every live beam must end here
@@ -253,7 +264,7 @@ def encode_source(model: Transformer, tokenizer: Tokenizer, text: str) -> tuple[
 @torch.no_grad()
 def forced_decode(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
                   source: str | list[int], target: str | list[int], top_k: int = 5,
-                  head_mask: HeadMask | None = None) -> Translation:
+                  head_mask: HeadMask | None = None, positions: bool = True) -> Translation:
     """Score a given target (text or generated ids without bos/eos) and capture every attention map."""
     model.eval()
     truncated = False
@@ -268,7 +279,7 @@ def forced_decode(model: Transformer, source_tokenizer: Tokenizer, target_tokeni
     predicted_ids = target_body + [EOS_ID]
     src = torch.tensor([source_ids], device=model.device)
     tgt = torch.tensor([target_ids], device=model.device)
-    out = model(src, tgt, output_attentions=True, head_mask=head_mask)
+    out = model(src, tgt, output_attentions=True, head_mask=head_mask, positions=positions)
     probs = out.logits[0].float().softmax(dim=-1)
     token_probs = probs.gather(1, torch.tensor(predicted_ids, device=probs.device).unsqueeze(1)).squeeze(1)
     top_probs, top_ids = probs.topk(min(top_k, probs.size(-1)), dim=-1)
@@ -286,7 +297,7 @@ def forced_decode(model: Transformer, source_tokenizer: Tokenizer, target_tokeni
 
 def translate(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, text: str,
               beam_size: int = 1, length_penalty: float = 1.0, max_length: int | None = None,
-              top_k: int = 5, head_mask: HeadMask | None = None) -> Translation:
+              top_k: int = 5, head_mask: HeadMask | None = None, positions: bool = True) -> Translation:
     """Translate one sentence (greedy or beam) and return it fully inspected."""
     model.eval()
     source_ids, truncated = encode_source(model, source_tokenizer, text)
@@ -294,10 +305,12 @@ def translate(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer:
     if max_length is not None:
         max_length = max(1, min(max_length, model.config.max_len - 1))
     if beam_size <= 1:
-        generated = greedy_search(model, src, max_length, head_mask=head_mask)[0]
+        generated = greedy_search(model, src, max_length, head_mask=head_mask, positions=positions)[0]
     else:
-        generated = beam_search(model, src, beam_size, length_penalty, max_length, head_mask=head_mask)[0][0].tokens
-    result = forced_decode(model, source_tokenizer, target_tokenizer, source_ids, generated, top_k, head_mask)
+        generated = beam_search(model, src, beam_size, length_penalty, max_length, head_mask=head_mask,
+                                positions=positions)[0][0].tokens
+    result = forced_decode(model, source_tokenizer, target_tokenizer, source_ids, generated, top_k, head_mask,
+                           positions)
     result.source_text, result.truncated = text, truncated
     return result
 

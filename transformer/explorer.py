@@ -349,3 +349,48 @@ def suitable_text(checkpoint: Checkpoint, current: str, examples: dict[str, str]
 
 def is_hosted() -> bool:
     return bool(os.environ.get("SPACE_ID"))
+
+
+# --- train tab -----------------------------------------------------------------------------------
+
+def job_status_markdown(job) -> str:
+    """A line or two on the current job: progress, time left, outcome."""
+    if job is None:
+        return "No training job has run on this server yet."
+    line = f"**{job.name}**: {job.status}, update {job.step} of {job.total_steps}"
+    left = job.seconds_left()
+    if left is not None:
+        line += f", about {left:.0f} s left"
+    if job.evals:
+        last = job.evals[-1]
+        line += f" · validation loss {last['val_loss']:.3f}, BLEU {last['bleu']:.1f}"
+        if "exact_match" in last:
+            line += f", exact match {last['exact_match']:.0%}"
+    if job.message:
+        line += f"\n\n{job.message}"
+    return line
+
+
+def job_progress(job) -> float:
+    return 0.0 if job is None else min(1.0, job.step / max(1, job.total_steps))
+
+
+def job_curves(job) -> go.Figure:
+    steps = job.steps if job else []
+    # Thin out long step lists: the curve needs a few hundred points at most.
+    stride = max(1, len(steps) // 300)
+    return figures.training_curves(steps[::stride] + steps[-1:] if steps else [], job.evals if job else [],
+                                   title="Training, live")
+
+
+def probe_figure(probes: list[dict], index: int) -> go.Figure | None:
+    """Cross-attention of the fixed probe sentence at evaluation ``index`` (1-based), last layer, mean of heads."""
+    if not probes:
+        return None
+    index = max(1, min(len(probes), int(index)))
+    probe = probes[index - 1]
+    cross = torch.tensor(probe["cross"])  # (layers, heads, target, source)
+    return figures.attention_heatmap(
+        cross[-1].mean(dim=0), probe["target_tokens"], probe["source_tokens"],
+        f"Cross-attention at update {probe['step']} (evaluation {index} of {len(probes)}): "
+        f"“{probe['translation'][:60]}”", "producing", "source")

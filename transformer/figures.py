@@ -182,6 +182,49 @@ def training_curves(steps: Sequence[dict], evals: Sequence[dict], title: str = "
     return _layout(fig, title, height=380)
 
 
-def grid_shape(count: int, max_columns: int = 4) -> tuple[int, int]:
-    columns = min(max_columns, count)
-    return math.ceil(count / columns), columns
+
+
+# --- experiments --------------------------------------------------------------------------------------
+
+def head_importance_heatmaps(importance: dict, title: str = "Head importance") -> go.Figure:
+    """One layer x head panel per attention type: drop in log-probability when that head alone is off."""
+    kinds = list(importance)
+    fig = make_subplots(rows=1, cols=len(kinds), subplot_titles=[f"{kind}" for kind in kinds],
+                        horizontal_spacing=0.08)
+    largest = max(1e-6, max(float(abs(_tensor_max(v))) for v in importance.values()))
+    for i, kind in enumerate(kinds):
+        matrix = _matrix(importance[kind])
+        layers, heads = len(matrix), len(matrix[0])
+        fig.add_trace(go.Heatmap(
+            z=matrix, x=list(range(heads)), y=list(range(layers)), zmid=0, zmin=-largest, zmax=largest,
+            colorscale="RdBu", reversescale=True, showscale=(i == 0), colorbar=dict(title="nats", thickness=10),
+            text=[[f"{kind} layer {l + 1} head {h + 1}: {matrix[l][h]:+.3f} nats" for h in range(heads)]
+                  for l in range(layers)],
+            hovertemplate="%{text}<extra></extra>"), row=1, col=i + 1)
+        fig.update_xaxes(tickvals=list(range(heads)), ticktext=[f"H{h + 1}" for h in range(heads)], row=1, col=i + 1)
+        fig.update_yaxes(tickvals=list(range(layers)), ticktext=[f"L{l + 1}" for l in range(layers)],
+                         autorange="reversed", row=1, col=i + 1)
+    return _layout(fig, f"{title}<br><sup>drop in log-probability of the translation when one head is switched "
+                        f"off; red = the head helped</sup>", height=360)
+
+
+def _tensor_max(values) -> float:
+    flat = [abs(x) for row in _matrix(values) for x in row]
+    return max(flat) if flat else 0.0
+
+
+def probability_comparison(changes: Sequence[tuple[str, float, float]], title: str) -> go.Figure:
+    """Grouped bars: each token of the original translation, its probability before and after an intervention."""
+    positions = list(range(len(changes)))
+    pieces = [piece for piece, _, _ in changes]
+    fig = go.Figure([
+        go.Bar(x=positions, y=[before for _, before, _ in changes], name="unmodified", marker_color="#1f77b4",
+               customdata=pieces, hovertemplate="%{customdata}: %{y:.4f}<extra>unmodified</extra>"),
+        go.Bar(x=positions, y=[after for _, _, after in changes], name="with the intervention",
+               marker_color="#d62728", customdata=pieces,
+               hovertemplate="%{customdata}: %{y:.4f}<extra>intervention</extra>"),
+    ])
+    fig.update_xaxes(tickangle=-45, **_ticks(pieces))
+    fig.update_yaxes(range=[0, 1], title="probability")
+    fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12))
+    return _layout(fig, title, height=340)

@@ -135,8 +135,8 @@ class MultiHeadAttention(nn.Module):
 
         ``past`` holds keys/values computed earlier: for self-attention the new
         ones are appended to it; for cross-attention it is reused as it is.
-        ``head_mask`` (H,) scales each head's output before the heads are merged;
-        0 switches a head off. Returns the output, the attention probabilities
+        ``head_mask`` (H,) or (B, H) scales each head's output before the heads
+        are merged; 0 switches a head off. Returns the output, the attention probabilities
         (B, H, queries, keys) when asked for, and the keys/values to cache.
         """
         d = self.d_model
@@ -155,7 +155,7 @@ class MultiHeadAttention(nn.Module):
                 k, v = self._split_heads(k), self._split_heads(v)
         heads, weights = self.attention(q, k, v, mask, need_weights)
         if head_mask is not None:
-            heads = heads * head_mask.to(heads.dtype).view(1, -1, 1, 1)
+            heads = heads * head_mask.to(heads.dtype).view(-1, self.n_heads, 1, 1)
         merged = heads.transpose(1, 2).reshape(x.size(0), x.size(1), d)
         return self.out_proj(merged), weights, KeyValue(k, v)
 
@@ -302,7 +302,7 @@ class Encoder(nn.Module):
                 head_mask: Tensor | None = None) -> tuple[Tensor, list[Tensor]]:
         attentions = []
         for i, layer in enumerate(self.layers):
-            x, weights = layer(x, mask, need_weights, None if head_mask is None else head_mask[i])
+            x, weights = layer(x, mask, need_weights, None if head_mask is None else head_mask[..., i, :])
             if need_weights:
                 attentions.append(weights)
         if self.final_norm is not None:
@@ -328,8 +328,8 @@ class Decoder(nn.Module):
         for i, layer in enumerate(self.layers):
             y, self_weights, cross_weights = layer(
                 y, memory, self_mask, memory_mask, cache.layers[i] if cache is not None else None, need_weights,
-                None if self_head_mask is None else self_head_mask[i],
-                None if cross_head_mask is None else cross_head_mask[i])
+                None if self_head_mask is None else self_head_mask[..., i, :],
+                None if cross_head_mask is None else cross_head_mask[..., i, :])
             if need_weights:
                 self_attentions.append(self_weights)
                 cross_attentions.append(cross_weights)
@@ -374,7 +374,11 @@ class Seq2SeqOutput:
 
 @dataclass
 class HeadMask:
-    """Per-head output multipliers, one (layers, heads) tensor per attention type; 0 switches a head off."""
+    """Per-head output multipliers, one tensor per attention type; 0 switches a head off.
+
+    Each is (layers, heads) for the whole batch, or (batch, layers, heads) to
+    give every sentence of a batch its own mask (one ablation per row).
+    """
 
     encoder: Tensor | None = None
     decoder: Tensor | None = None
@@ -401,30 +405,34 @@ class Transformer(nn.Module):
         self.decoder = Decoder(config)
         self.output_proj = (None if config.tie_output_projection
                             else nn.Linear(config.d_model, config.tgt_vocab_size, bias=False))
-        # Interventions (switch positions off) are flags on the model, not copies of it.
-        self.use_positional_encoding = True
 
     @property
     def device(self) -> torch.device:
         return self.src_embed.weight.device
 
-    def _embed(self, embedding: TokenEmbedding, tokens: Tensor, offset: int = 0) -> Tensor:
+    def _embed(self, embedding: TokenEmbedding, tokens: Tensor, offset: int = 0, positions: bool = True) -> Tensor:
         x = embedding(tokens)
-        if self.use_positional_encoding:
+        if positions:
             x = self.positional_encoding(x, offset)
         elif offset + tokens.size(1) > self.config.max_len:
             raise ValueError(f"sequence of {offset + tokens.size(1)} positions exceeds max_len {self.config.max_len}")
         return self.embed_dropout(x)
 
-    def encode(self, src: Tensor, need_weights: bool = False, head_mask: HeadMask | None = None) -> EncoderOutput:
-        """Encode source tokens (B, S); padding positions are masked out as keys."""
+    def encode(self, src: Tensor, need_weights: bool = False, head_mask: HeadMask | None = None,
+               positions: bool = True) -> EncoderOutput:
+        """Encode source tokens (B, S); padding positions are masked out as keys.
+
+        ``positions=False`` leaves out the positional encoding, so the encoder
+        sees a bag of words (a classroom experiment on why positions matter).
+        """
         source_mask = (src != self.config.pad_id)[:, None, None, :]
-        memory, attentions = self.encoder(self._embed(self.src_embed, src), source_mask, need_weights,
+        memory, attentions = self.encoder(self._embed(self.src_embed, src, positions=positions), source_mask,
+                                          need_weights,
                                           head_mask.encoder if head_mask else None)
         return EncoderOutput(memory, source_mask, attentions)
 
     def decode(self, tgt: Tensor, encoded: EncoderOutput, cache: DecoderCache | None = None,
-               need_weights: bool = False, head_mask: HeadMask | None = None) -> DecoderOutput:
+               need_weights: bool = False, head_mask: HeadMask | None = None, positions: bool = True) -> DecoderOutput:
         """Next-token logits for target prefix tokens (B, T).
 
         Without a cache, all T positions are decoded at once under a causal mask
@@ -432,7 +440,7 @@ class Transformer(nn.Module):
         positions; earlier ones come from the cache, which is then extended.
         """
         offset = cache.length if cache is not None else 0
-        y = self._embed(self.tgt_embed, tgt, offset)
+        y = self._embed(self.tgt_embed, tgt, offset, positions)
         if cache is None:
             self_mask = causal_mask(tgt.size(1), tgt.device) & (tgt != self.config.pad_id)[:, None, None, :]
         elif tgt.size(1) > 1:
@@ -451,10 +459,10 @@ class Transformer(nn.Module):
         return self.output_proj(hidden)
 
     def forward(self, src: Tensor, tgt: Tensor, output_attentions: bool = False,
-                head_mask: HeadMask | None = None) -> Seq2SeqOutput:
+                head_mask: HeadMask | None = None, positions: bool = True) -> Seq2SeqOutput:
         """Teacher-forced pass: logits for every target position (B, T, V) given the whole prefix."""
-        encoded = self.encode(src, output_attentions, head_mask)
-        decoded = self.decode(tgt, encoded, need_weights=output_attentions, head_mask=head_mask)
+        encoded = self.encode(src, output_attentions, head_mask, positions)
+        decoded = self.decode(tgt, encoded, need_weights=output_attentions, head_mask=head_mask, positions=positions)
         return Seq2SeqOutput(decoded.logits, encoded.memory, encoded.attentions,
                              decoded.self_attentions, decoded.cross_attentions)
 

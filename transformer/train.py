@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import logging
 import math
@@ -458,6 +459,18 @@ class Trainer:
         if self.on_eval:
             self.on_eval({**metrics, "probe": probe})
 
+    def _ranks_identical(self) -> bool:
+        """Whether every process ends with bit-identical weights, as DDP promises; logs an error if not."""
+        digest = hashlib.sha256()
+        for tensor in unique_state_dict(self.model).values():
+            digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+        digests = [None] * self.world_size
+        dist.all_gather_object(digests, digest.hexdigest())
+        if len(set(digests)) > 1:
+            log.error("the weights of the %d processes differ at step %d: %s", self.world_size, self.step,
+                      ", ".join(d[:12] for d in digests))
+        return len(set(digests)) == 1
+
     def _prune_step_checkpoints(self) -> None:
         if self.rank != 0:
             return
@@ -511,6 +524,8 @@ class Trainer:
         final = self.evaluate()
         final["stopped_by"] = stopped_by
         self._after_eval(final)
+        if self.distributed:
+            final["ranks_identical"] = self._ranks_identical()
         if config.average_last > 1 and self.rank == 0:
             paths = sorted(self.out_dir.glob("step-*[0-9]"))[-config.average_last:]
             if len(paths) > 1:

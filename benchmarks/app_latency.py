@@ -1,0 +1,84 @@
+"""Server-side latency of one Translate click, and the app's start-up time to its first served page.
+
+A Translate click decodes (beam 5), then builds the step view and the
+attention heatmap exactly as the app's handlers do. Start-up is measured by
+launching ``python app.py`` on a free port and polling until the page answers.
+Prints JSON last: {"translate_median_ms", "translate_p95_ms", "startup_s"}.
+
+    python benchmarks/app_latency.py --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+from common import ROOT, machine
+
+from transformer import explorer
+
+SENTENCE = "A young man in a green jacket is carrying a heavy box up the old stairs."  # 15 words
+
+
+def one_click(checkpoint) -> None:
+    result = explorer.run_translation(checkpoint, SENTENCE, "beam", 5)
+    tr = result.translation
+    explorer.source_tokens_view(tr)
+    explorer.step_view(tr, tr.num_steps)
+    explorer.attention_figure(tr, "cross", explorer.VIEWS[0], 1, 1).to_json()
+    explorer.attention_json_file(tr)
+
+
+def startup_seconds() -> float:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while time.perf_counter() - started < 120:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1) as response:
+                    if response.status == 200:
+                        return time.perf_counter() - started
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("the app did not answer within 120 s")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    registry = explorer.ModelRegistry(device="cpu")
+    checkpoint = registry.get(registry.default_name())
+    one_click(checkpoint)  # warm-up
+    times = []
+    for _ in range(args.repeats):
+        started = time.perf_counter()
+        one_click(checkpoint)
+        times.append(1000 * (time.perf_counter() - started))
+    times.sort()
+    startup = startup_seconds()
+    result = {"translate_median_ms": round(statistics.median(times), 1),
+              "translate_p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 1),
+              "startup_s": round(startup, 2), "model": checkpoint.name, "machine": machine()}
+    if not args.json:
+        print(f"Translate: median {result['translate_median_ms']} ms, p95 {result['translate_p95_ms']} ms; "
+              f"start-up {startup:.2f} s")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""Shared by the benchmark scripts: which model to measure, and a description of the machine."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from transformer.checkpoint import DEFAULT_CHECKPOINT, Checkpoint, load_checkpoint  # noqa: E402
+from transformer.config import preset  # noqa: E402
+from transformer.model import Transformer  # noqa: E402
+from transformer.tokenizer import Tokenizer  # noqa: E402
+
+
+def bundled_or_random(device: str = "cpu") -> tuple[Checkpoint | None, Transformer]:
+    """The bundled English-German model if present, else a randomly initialised one of the same ("small") size."""
+    if DEFAULT_CHECKPOINT.is_dir():
+        checkpoint = load_checkpoint(DEFAULT_CHECKPOINT, device=device)
+        return checkpoint, checkpoint.model
+    torch.manual_seed(0)
+    return None, Transformer(preset("small", 8000, 8000)).to(device).eval()
+
+
+def machine() -> str:
+    name = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{name}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
+
+
+__all__ = ["ROOT", "Tokenizer", "bundled_or_random", "machine"]

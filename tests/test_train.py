@@ -1,0 +1,251 @@
+"""Training: a tiny model learns a task, runs resume exactly, stop when asked, fail loudly, and scale to DDP."""
+
+import json
+import logging
+import math
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import sacrebleu
+import torch
+
+from transformer import train
+from transformer.checkpoint import load_checkpoint
+from transformer.metrics import corpus_scores
+from transformer.train import TrainConfig, Trainer, learning_rate
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One intra-op thread: tiny models gain nothing from more, and on a busy machine more threads spin-wait."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def quick_config(tmp_path: Path, name: str, **overrides) -> TrainConfig:
+    """A run of seconds: the copy task, small epochs, small batches."""
+    values = dict(data="copy", preset="tiny", steps=40, eval_every=20, synthetic_size=2000, max_tokens=500,
+                  eval_sentences=20, out_dir=str(tmp_path / name))
+    values.update(overrides)
+    return TrainConfig(**values)
+
+
+def weights(run_dir: Path, name: str = "last") -> dict[str, torch.Tensor]:
+    return dict(load_checkpoint(run_dir / name, device="cpu").model.state_dict())
+
+
+# --- learning ------------------------------------------------------------------------------------
+
+def test_tiny_model_learns_to_reverse_digit_sequences(tmp_path):
+    config = TrainConfig(data="reverse", preset="tiny", steps=450, model={"dropout": 0.0},
+                         out_dir=str(tmp_path / "run"), eval_every=450)
+    final = Trainer(config, show_progress=False).run()
+    assert final["exact_match"] >= 0.95, final["sample"]
+    assert final["stopped_by"] == "steps" and final["step"] == 450
+    run = tmp_path / "run"
+    for name in ("last", "best", "step-000450"):
+        assert (run / name / "config.json").is_file(), name
+    records = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert records[-1]["event"] == "eval" and records[-1]["exact_match"] == final["exact_match"]
+    losses = [r["loss"] for r in records if r["event"] == "step"]
+    assert losses[-1] < losses[0] / 3
+    saved = load_checkpoint(run / "last", device="cpu")
+    assert saved.info["training"]["data"] == "reverse" and saved.info["step"] == 450
+
+
+# --- resuming ------------------------------------------------------------------------------------
+
+def test_resumed_run_ends_with_exactly_the_weights_of_an_uninterrupted_one(tmp_path):
+    # 300 examples make epochs of a few batches, so the run is cut mid-epoch and crosses epochs after resuming;
+    # the tiny preset's dropout makes the result depend on the restored random state too.
+    small = dict(synthetic_size=300)
+    straight = Trainer(quick_config(tmp_path, "a", steps=40, **small), show_progress=False).run()
+    Trainer(quick_config(tmp_path, "b", steps=20, **small), show_progress=False).run()
+    cut = train.decode_state(tmp_path / "b" / "last")
+    assert cut["step"] == 20 and cut["epoch"] >= 1 and cut["batch_in_epoch"] > 0
+    resumed = Trainer(quick_config(tmp_path, "b", steps=40, **small), resume=tmp_path / "b",
+                      show_progress=False).run()
+    assert resumed["step"] == straight["step"] == 40
+    a, b = weights(tmp_path / "a"), weights(tmp_path / "b")
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+    state_a, state_b = train.decode_state(tmp_path / "a" / "last"), train.decode_state(tmp_path / "b" / "last")
+    assert (state_a["step"], state_a["epoch"], state_a["batch_in_epoch"]) == \
+           (state_b["step"], state_b["epoch"], state_b["batch_in_epoch"])
+    assert torch.equal(state_a["torch_rng"], state_b["torch_rng"])
+
+
+def test_resume_refuses_a_directory_without_trainer_state(tmp_path):
+    Trainer(quick_config(tmp_path, "run", steps=2, eval_every=2), show_progress=False).run()
+    for name in ("trainer_state.json", "trainer_state.safetensors"):
+        assert (tmp_path / "run" / "last" / name).is_file()
+    (tmp_path / "run" / "last" / "trainer_state.json").unlink()
+    with pytest.raises(ValueError, match="not a resumable checkpoint"):
+        Trainer(quick_config(tmp_path, "run", steps=4), resume=tmp_path / "run", show_progress=False)
+
+
+# --- stopping ------------------------------------------------------------------------------------
+
+def test_cancel_stops_after_the_current_update_and_saves_last(tmp_path):
+    cancel = threading.Event()
+    seen = []
+
+    def on_step(metrics):
+        seen.append(metrics["step"])
+        if metrics["step"] == 5:
+            cancel.set()
+
+    config = quick_config(tmp_path, "run", steps=1000, eval_every=1000)
+    final = Trainer(config, on_step=on_step, cancel=cancel, show_progress=False).run()
+    assert seen == [1, 2, 3, 4, 5]
+    assert final["stopped_by"] == "cancel" and final["step"] == 5
+    state = train.decode_state(tmp_path / "run" / "last")
+    assert state["step"] == 5
+    assert load_checkpoint(tmp_path / "run" / "last", device="cpu").info["step"] == 5
+
+
+def test_a_nan_loss_stops_training_with_a_clear_error(tmp_path, monkeypatch):
+    real_loss = train.token_loss
+
+    def poisoned(logits, labels, label_smoothing):
+        loss = real_loss(logits, labels, label_smoothing)
+        return loss * float("nan") if poisoned.calls >= 2 else loss
+
+    poisoned.calls = 0
+
+    def count(metrics):
+        poisoned.calls += 1
+
+    monkeypatch.setattr(train, "token_loss", poisoned)
+    trainer = Trainer(quick_config(tmp_path, "run", steps=10), on_step=count, show_progress=False)
+    with pytest.raises(FloatingPointError, match=r"loss became nan at step 3; lower the learning rate"):
+        trainer.run()
+    assert trainer.step == 2
+
+
+# --- schedules -----------------------------------------------------------------------------------
+
+def schedule(name: str, steps: int = 1000, warmup: int = 100) -> list[float]:
+    config = TrainConfig(schedule=name, lr=2.0, steps=steps, warmup_steps=warmup)
+    return [learning_rate(config, step) for step in range(1, steps + 1)]
+
+
+@pytest.mark.parametrize("name", ["noam", "cosine", "linear", "constant"])
+def test_every_schedule_warms_up_linearly_to_the_peak(name):
+    rates = schedule(name)
+    assert rates[0] == pytest.approx(2.0 / 100)
+    assert rates[49] == pytest.approx(1.0)
+    assert rates[99] == pytest.approx(2.0) and max(rates) == pytest.approx(2.0)
+
+
+def test_noam_peaks_at_warmup_then_decays_with_the_inverse_square_root():
+    rates = schedule("noam")
+    assert max(range(len(rates)), key=rates.__getitem__) + 1 == 100
+    for step in (100, 400, 900):
+        assert rates[step - 1] == pytest.approx(2.0 * math.sqrt(100 / step))
+    assert rates[399] == pytest.approx(rates[99] / 2)
+
+
+def test_cosine_decays_to_zero_at_the_last_step():
+    rates = schedule("cosine")
+    assert rates[549] == pytest.approx(1.0)  # halfway through the decay
+    assert rates[-1] == pytest.approx(0.0, abs=1e-12)
+    assert all(a >= b for a, b in zip(rates[99:], rates[100:]))
+
+
+def test_linear_decays_to_zero_at_the_last_step():
+    rates = schedule("linear")
+    assert rates[549] == pytest.approx(1.0)
+    assert rates[-1] == 0.0
+    diffs = [a - b for a, b in zip(rates[100:], rates[101:])]
+    assert all(d == pytest.approx(diffs[0]) for d in diffs)
+
+
+def test_constant_schedule_stays_at_the_peak():
+    assert set(schedule("constant")[99:]) == {2.0}
+
+
+def test_unknown_schedule_and_bad_sizes_are_refused():
+    with pytest.raises(ValueError, match="unknown schedule 'exp'"):
+        TrainConfig(schedule="exp").validate()
+    with pytest.raises(ValueError, match="must be positive"):
+        TrainConfig(steps=0).validate()
+
+
+# --- metrics -------------------------------------------------------------------------------------
+
+def test_bleu_and_chrf_are_sacrebleus():
+    hypotheses = ["A man is riding a bicycle down the street.", "Two dogs play in the snow.",
+                  "The girl eats an apple"]
+    references = ["A man rides a bike down the street.", "Two dogs are playing in the snow.",
+                  "A girl is eating an apple."]
+    scores = corpus_scores(hypotheses, references)
+    assert scores["bleu"] == round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)
+    assert scores["chrf"] == round(sacrebleu.corpus_chrf(hypotheses, [references]).score, 2)
+    assert 0 < scores["bleu"] < 100
+    assert scores["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    assert corpus_scores(references, references)["bleu"] == 100.0
+    with pytest.raises(ValueError, match="2 hypotheses for 3 references"):
+        corpus_scores(hypotheses[:2], references)
+
+
+# --- command line and DDP ------------------------------------------------------------------------
+
+def test_cli_reports_bad_data_with_exit_code_2_and_no_traceback(tmp_path, caplog, capsys):
+    with caplog.at_level(logging.ERROR):
+        code = train.main(["--data", "no-such-corpus.tsv", "--out", str(tmp_path / "run"), "--no-progress"])
+    assert code == 2
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].exc_info is None
+    assert "--data must be copy, reverse, sort, multi30k or an existing .tsv file" in errors[0].getMessage()
+    assert "'no-such-corpus.tsv'" in errors[0].getMessage()
+    assert "Traceback" not in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_reports_a_malformed_tsv_with_exit_code_2(tmp_path, caplog):
+    path = tmp_path / "few.tsv"
+    path.write_text("one\teins\ntwo\tzwei\n")
+    with caplog.at_level(logging.ERROR):
+        assert train.main(["--data", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    assert "few.tsv has only 2 usable pairs; at least 20 are needed" in caplog.text
+
+
+def test_cli_rejects_an_unknown_preset_as_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train.main(["--preset", "huge"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'huge'" in capsys.readouterr().err
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_ddp_with_two_processes_trains_in_lockstep(tmp_path):
+    out = tmp_path / "ddp"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+               "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
+               "-m", "transformer.train", "--data", "copy", "--steps", "6", "--eval-every", "6",
+               "--max-tokens", "400", "--eval-sentences", "20", "--out", str(out), "--no-progress"]
+    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:]
+    final = json.loads(result.stdout.strip().splitlines()[-1])
+    assert final["step"] == 6 and final["stopped_by"] == "steps"
+    assert final["ranks_identical"] is True
+    assert train.decode_state(out / "last")["step"] == 6
+    assert load_checkpoint(out / "last", device="cpu").info["step"] == 6
+    assert len((out / "command.txt").read_text().splitlines()) == 1  # written by rank 0 only

@@ -1,0 +1,105 @@
+"""The Train tab: a student starts a job, watches it stream, stops it, and translates with the result."""
+
+import socket
+import time
+
+import pytest
+from gradio_client import Client, handle_file
+from gradio_client.exceptions import AppError
+
+from app import build_app
+from transformer import explorer, jobs
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from transformer.data import DataError
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def served(tmp_path):
+    manager = jobs.JobManager(tmp_path / "runs")
+    registry = explorer.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir], device="cpu")
+    demo = build_app(registry, "reverse-tiny", manager)
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
+    yield Client(demo.local_url, verbose=False), manager
+    manager.stop()
+    manager.wait(60)
+    demo.close()
+
+
+def test_a_job_streams_progress_and_its_checkpoint_translates(served):
+    client, manager = served
+    job = client.submit("reverse", None, "tiny", 40, 3, api_name="/train")
+    updates = list(job)
+    assert len(updates) >= 3, "progress is streamed while the job runs"
+    status, progress, curves, replay, probe, download, model_choices = job.outputs()[-1]
+    assert "finished" in status
+    assert curves["type"] == "plotly" and download["visible"] is True
+    published = manager.current.checkpoint
+    assert [published, published] in model_choices["choices"]
+    translation = client.predict(published, "1 2 3 4", "greedy", 2, 20, api_name="/translate")[0]
+    assert isinstance(translation, str) and translation
+    assert not (REPOSITORY_CHECKPOINTS / published).exists(), "bundled checkpoints are never written"
+
+
+def test_stop_ends_a_job_cleanly_and_keeps_its_model(served):
+    client, manager = served
+    job = client.submit("copy", None, "tiny", 3000, 10, api_name="/train")
+    deadline = time.time() + 60
+    while (manager.current is None or manager.current.step < 3) and time.time() < deadline:
+        time.sleep(0.2)
+    client.predict(api_name="/stop_training")
+    manager.wait(120)
+    assert manager.current.status == "stopped"
+    assert manager.current.step < 3000
+    assert (manager.published_dir / manager.current.checkpoint / "config.json").is_file()
+    job.cancel()
+
+
+def test_only_one_job_runs_at_a_time(served):
+    client, manager = served
+    manager.start(jobs.JobRequest(data="sort", steps=3000, minutes=5))
+    with pytest.raises(AppError, match="already running"):
+        client.predict("reverse", None, "tiny", 40, 1, api_name="/train")
+    manager.stop()
+    manager.wait(120)
+
+
+def test_a_bad_upload_is_reported_and_translation_keeps_working(served, tmp_path):
+    client, manager = served
+    bad = tmp_path / "pairs.tsv"
+    bad.write_bytes(b"\x00\x01binary junk" * 100)
+    with pytest.raises(AppError, match="binary"):
+        client.predict("upload", handle_file(str(bad)), "tiny", 40, 1, api_name="/train")
+    assert client.predict("reverse-tiny", "1 2 3", "greedy", 2, 20, api_name="/translate")[0] == "3 2 1"
+
+
+def test_uploads_over_the_size_limit_are_refused(tmp_path):
+    big = tmp_path / "big.tsv"
+    big.write_text("a\tb\n" * 20, encoding="utf-8")
+    with pytest.raises(DataError, match="limit"):
+        jobs.read_upload(big, limit=10)
+
+
+def test_training_can_be_turned_off_for_public_hosting(monkeypatch, tmp_path):
+    monkeypatch.setenv(jobs.DISABLE_VARIABLE, "1")
+    with pytest.raises(jobs.JobError, match="turned off"):
+        jobs.JobManager(tmp_path).start(jobs.JobRequest())
+    manager = jobs.JobManager(tmp_path)
+    demo = build_app(explorer.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"), "reverse-tiny", manager)
+    endpoints = demo.get_api_info()["named_endpoints"]
+    assert "/train" not in endpoints
+    assert "/translate" in endpoints
+
+
+def test_job_views_describe_progress():
+    assert "No training job" in explorer.job_status_markdown(None)
+    assert explorer.probe_figure([], 1) is None
+    probe = {"step": 10, "source_tokens": ["▁1", "▁2", "</s>"], "target_tokens": ["▁2", "▁1", "</s>"],
+             "translation": "2 1", "cross": [[[[0.1, 0.8, 0.1], [0.8, 0.1, 0.1], [0.1, 0.1, 0.8]]]]}
+    fig = explorer.probe_figure([probe, probe], 5)
+    assert "evaluation 2 of 2" in fig.layout.title.text

@@ -1,0 +1,180 @@
+"""Experiments on a trained model: switch heads off, force a different word, take word order away.
+
+Each intervention is a call argument (a ``HeadMask``, a forced prefix,
+``positions=False``), never a hook or a modified copy of the model, so the
+unmodified model is untouched afterwards and concurrent users never see each
+other's experiments.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import torch
+
+from .checkpoint import Checkpoint
+from .decoding import Translation, forced_decode, greedy_search, translate
+from .model import HeadMask
+from .tokenizer import BOS_ID
+
+KINDS = ("encoder", "decoder", "cross")
+
+
+def head_count(checkpoint: Checkpoint) -> dict[str, tuple[int, int]]:
+    """(layers, heads) of each attention type."""
+    config = checkpoint.model.config
+    return {"encoder": (config.n_encoder_layers, config.n_heads), "decoder": (config.n_decoder_layers, config.n_heads),
+            "cross": (config.n_decoder_layers, config.n_heads)}
+
+
+def head_label(layer: int, head: int) -> str:
+    """How one head is named in the UI: 1-based layer and head."""
+    return f"L{layer + 1}H{head + 1}"
+
+
+def parse_head_label(label: str) -> tuple[int, int]:
+    layer, head = label.upper().lstrip("L").split("H")
+    return int(layer) - 1, int(head) - 1
+
+
+def make_head_mask(checkpoint: Checkpoint, switched_off: dict[str, list[str]]) -> HeadMask | None:
+    """A HeadMask with 0 for each listed head ({"cross": ["L1H2", ...]}), or None if nothing is switched off."""
+    if not any(switched_off.get(kind) for kind in KINDS):
+        return None
+    device = checkpoint.model.device
+    masks = {}
+    for kind, (layers, heads) in head_count(checkpoint).items():
+        mask = torch.ones(layers, heads, device=device)
+        for label in switched_off.get(kind, []):
+            layer, head = parse_head_label(label)
+            if not (0 <= layer < layers and 0 <= head < heads):
+                raise ValueError(f"{kind} head {label} does not exist in this model ({layers} layers x {heads} heads)")
+            mask[layer, head] = 0.0
+        masks[kind] = mask
+    return HeadMask(**masks)
+
+
+@dataclass
+class Comparison:
+    """The same sentence with and without an intervention.
+
+    ``rescored`` is the original translation read by the intervened model
+    (forced decoding), so per-token probabilities can be compared position by
+    position even when the new translation differs.
+    """
+
+    before: Translation
+    after: Translation
+    description: str
+    rescored: Translation | None = None
+
+    def probability_changes(self) -> list[tuple[str, float, float]]:
+        """(token of the original translation, P before, P under the intervention)."""
+        if self.rescored is None:
+            return []
+        return list(zip(self.before.predicted_pieces, self.before.token_probs, self.rescored.token_probs))
+
+
+def ablate_heads(checkpoint: Checkpoint, text: str, switched_off: dict[str, list[str]], beam_size: int = 1) -> Comparison:
+    model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
+    mask = make_head_mask(checkpoint, switched_off)
+    before = translate(model, src_tok, tgt_tok, text, beam_size=beam_size)
+    after = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, head_mask=mask)
+    rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], head_mask=mask)
+    count = sum(len(switched_off.get(kind, [])) for kind in KINDS)
+    return Comparison(before, after, f"{count} head(s) switched off", rescored)
+
+
+@torch.no_grad()
+def head_importance(checkpoint: Checkpoint, translation: Translation) -> dict[str, torch.Tensor]:
+    """For every head: how much the log-probability of ``translation`` drops when that head alone is off.
+
+    One batched forward pass: row 0 is the unmodified model, each further row
+    switches one head of one attention type off. Returns, per attention type,
+    a (layers, heads) tensor of drops in nats (positive: the head helped).
+    """
+    model = checkpoint.model
+    counts = head_count(checkpoint)
+    rows = [(None, None, None)] + [(kind, layer, head) for kind, (layers, heads) in counts.items()
+                                   for layer in range(layers) for head in range(heads)]
+    device = model.device
+    masks = {kind: torch.ones(len(rows), layers, heads, device=device) for kind, (layers, heads) in counts.items()}
+    for row, (kind, layer, head) in enumerate(rows):
+        if kind is not None:
+            masks[kind][row, layer, head] = 0.0
+    src = torch.tensor([translation.source_ids], device=device).expand(len(rows), -1)
+    tgt = torch.tensor([translation.target_ids], device=device).expand(len(rows), -1)
+    logits = model(src, tgt, head_mask=HeadMask(**masks)).logits.float()
+    labels = torch.tensor(translation.predicted_ids, device=device)
+    log_probs = logits.log_softmax(-1).gather(2, labels.view(1, -1, 1).expand(len(rows), -1, 1)).squeeze(2).sum(1)
+    drops = (log_probs[0] - log_probs[1:]).cpu()
+    result, start = {}, 0
+    for kind, (layers, heads) in counts.items():
+        result[kind] = drops[start:start + layers * heads].view(layers, heads)
+        start += layers * heads
+    return result
+
+
+def mean_head_importance(checkpoint: Checkpoint, sentences: list[str]) -> dict[str, torch.Tensor]:
+    """Head importance averaged over sentences, each scored against the model's own greedy translation."""
+    totals: dict[str, torch.Tensor] = {}
+    for sentence in sentences:
+        tr = translate(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, sentence)
+        for kind, drops in head_importance(checkpoint, tr).items():
+            totals[kind] = totals.get(kind, 0) + drops
+    return {kind: total / max(1, len(sentences)) for kind, total in totals.items()}
+
+
+def ranked_heads(importance: dict[str, torch.Tensor]) -> list[tuple[str, str, float]]:
+    """(attention type, head label, drop) from most to least important."""
+    ranked = [(kind, head_label(layer, head), float(drops[layer, head]))
+              for kind, drops in importance.items()
+              for layer in range(drops.shape[0]) for head in range(drops.shape[1])]
+    return sorted(ranked, key=lambda item: item[2], reverse=True)
+
+
+def override_token(checkpoint: Checkpoint, translation: Translation, step: int, token: str | int,
+                   max_length: int | None = None) -> Comparison:
+    """Force ``token`` at decoding ``step`` (1-based) and let the model continue greedily from there."""
+    model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
+    step = max(1, min(translation.num_steps, int(step)))
+    token_id = token if isinstance(token, int) else tgt_tok.id_of(token)
+    if token_id == BOS_ID or token_id == tgt_tok.pad_id:
+        raise ValueError("choose a word piece, not <s> or <pad>")
+    prefix = translation.predicted_ids[: step - 1] + [token_id]
+    src = torch.tensor([translation.source_ids], device=model.device)
+    continued = greedy_search(model, src, max_length, prefix=torch.tensor([prefix], device=model.device))[0]
+    after = forced_decode(model, src_tok, tgt_tok, translation.source_ids, continued)
+    after.source_text = translation.source_text
+    return Comparison(translation, after, f"step {step} forced to {tgt_tok.piece(token_id)}")
+
+
+def without_positions(checkpoint: Checkpoint, text: str, beam_size: int = 1) -> Comparison:
+    """Translate with the positional encoding left out of encoder and decoder: word order becomes invisible."""
+    model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
+    before = translate(model, src_tok, tgt_tok, text, beam_size=beam_size)
+    after = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, positions=False)
+    rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], positions=False)
+    return Comparison(before, after, "positional encoding removed", rescored)
+
+
+def shuffle_words(text: str, seed: int = 0) -> str:
+    words = text.split()
+    rng = random.Random(seed)
+    for _ in range(10):  # a shuffle that changes something, when anything can change
+        rng.shuffle(words)
+        if words != text.split() or len(set(text.split())) < 2:
+            break
+    return " ".join(words)
+
+
+def shuffled_source(checkpoint: Checkpoint, text: str, seed: int = 0, beam_size: int = 1) -> Comparison:
+    model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
+    before = translate(model, src_tok, tgt_tok, text, beam_size=beam_size)
+    shuffled = shuffle_words(text, seed)
+    after = translate(model, src_tok, tgt_tok, shuffled, beam_size=beam_size)
+    rescored = forced_decode(model, src_tok, tgt_tok, shuffled, before.predicted_ids[:-1])
+    return Comparison(before, after, f"source words shuffled: “{shuffled}”", rescored)
+
+

@@ -1,0 +1,232 @@
+"""Background training jobs for the app's Train tab: one at a time per server, observable, stoppable.
+
+A job runs ``transformer.train.Trainer`` (the same code as the command line)
+in a thread, records every update and evaluation for live curves, and when it
+ends publishes its model as a new checkpoint directory the app can list. It
+never writes into the bundled ``checkpoints/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import data as datasets
+from .checkpoint import save_checkpoint
+from .config import PRESETS, preset
+from .model import Transformer
+from .train import TrainConfig, Trainer
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RUNS_DIR = Path(__file__).resolve().parents[1] / "runs"
+MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+MAX_STEPS = 3000
+MAX_MINUTES = 15.0
+APP_PRESETS = ("tiny", "small")
+DISABLE_VARIABLE = "EXPLORER_DISABLE_TRAINING"
+SYNTHETIC_PROBE = "3 1 4 1 5 9 2 6"
+
+
+class JobError(Exception):
+    """Why a job could not start, phrased for the user."""
+
+
+def training_disabled() -> bool:
+    return os.environ.get(DISABLE_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def parameter_count(preset_name: str, data: str) -> int:
+    """Parameters of a preset for a data choice (vocabulary: about 16 pieces for digits, 8,000 for text)."""
+    vocab = 16 if data in datasets.SYNTHETIC_TASKS else 8000
+    return Transformer(preset(preset_name, vocab, vocab)).num_parameters()
+
+
+def read_upload(path: str | Path, limit: int = MAX_UPLOAD_BYTES) -> datasets.ParallelCorpus:
+    """Check an uploaded parallel TSV: size first, then text and rows (errors name the problem)."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size > limit:
+        raise datasets.DataError(f"{path.name} is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB")
+    corpus = datasets.load_parallel_tsv(path)
+    if len(corpus) < 20:
+        raise datasets.DataError(f"{path.name} has only {len(corpus)} usable pairs; at least 20 are needed")
+    return corpus
+
+
+@dataclass
+class JobRequest:
+    data: str = "reverse"            # copy | reverse | sort | multi30k | upload
+    preset: str = "tiny"
+    steps: int = 400
+    minutes: float = 5.0
+    upload: str | None = None        # path of an uploaded TSV
+    data_dir: str | None = None      # Multi30K directory
+
+
+@dataclass
+class JobState:
+    """What observers see; replaced as a whole under the manager's lock, never mutated by readers."""
+
+    name: str
+    status: str                      # running | finished | stopped | failed
+    request: JobRequest
+    started: float
+    total_steps: int
+    steps: list[dict] = field(default_factory=list)
+    evals: list[dict] = field(default_factory=list)
+    probes: list[dict] = field(default_factory=list)
+    message: str = ""
+    checkpoint: str | None = None    # name of the published checkpoint
+    ended: float | None = None
+
+    @property
+    def step(self) -> int:
+        return self.steps[-1]["step"] if self.steps else 0
+
+    def seconds_left(self) -> float | None:
+        if self.status != "running" or not self.steps:
+            return None
+        elapsed = time.time() - self.started
+        by_steps = elapsed / max(1, self.step) * (self.total_steps - self.step)
+        by_time = self.request.minutes * 60 - elapsed
+        return max(0.0, min(by_steps, by_time))
+
+
+class JobManager:
+    """Runs at most one training job at a time and publishes finished models under ``published_dir``."""
+
+    def __init__(self, runs_dir: str | Path | None = None):
+        self.runs_dir = Path(runs_dir or os.environ.get("EXPLORER_RUNS_DIR", DEFAULT_RUNS_DIR))
+        self.published_dir = self.runs_dir / "app"
+        self.work_dir = self.runs_dir / "app-jobs"
+        self._lock = threading.Lock()
+        self._job: JobState | None = None
+        self._cancel: threading.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def current(self) -> JobState | None:
+        return self._job
+
+    def busy(self) -> bool:
+        return self._job is not None and self._job.status == "running"
+
+    def start(self, request: JobRequest) -> JobState:
+        if training_disabled():
+            raise JobError(f"Training is turned off on this server ({DISABLE_VARIABLE} is set).")
+        if request.preset not in APP_PRESETS:
+            raise JobError(f"choose a model size among {', '.join(APP_PRESETS)}")
+        request.steps = max(10, min(MAX_STEPS, int(request.steps)))
+        request.minutes = max(0.2, min(MAX_MINUTES, float(request.minutes)))
+        config = self._config(request)
+        with self._lock:
+            if self.busy():
+                left = self._job.seconds_left()
+                raise JobError(f"A training job ({self._job.name}) is already running on this server"
+                               + (f"; about {left / 60:.1f} minutes left." if left is not None else ".")
+                               + " Wait for it to finish, or stop it first.")
+            name = config.out_dir.rsplit("/", 1)[-1]
+            self._cancel = threading.Event()
+            self._job = JobState(name, "running", request, time.time(), request.steps)
+            self._thread = threading.Thread(target=self._run, args=(config, self._cancel), daemon=True,
+                                            name=f"train-{name}")
+            self._thread.start()
+            return self._job
+
+    def stop(self) -> None:
+        if self._cancel is not None:
+            self._cancel.set()
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _config(self, request: JobRequest) -> TrainConfig:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        if request.data in datasets.SYNTHETIC_TASKS:
+            data, label, probe = request.data, request.data, [SYNTHETIC_PROBE]
+            extra = dict(lr=3e-3, warmup_steps=min(100, request.steps // 5), max_tokens=2000,
+                         eval_every=max(10, request.steps // 10), model={"dropout": 0.0})
+        elif request.data == "multi30k":
+            datasets.multi30k_dir(request.data_dir, download=False)
+            data, label, probe = "multi30k", "multi30k", ["A young girl is playing with a red ball in the park."]
+            extra = dict(lr=1e-3, warmup_steps=min(400, request.steps // 5), max_tokens=4000,
+                         eval_every=max(50, request.steps // 8), eval_sentences=200, data_dir=request.data_dir)
+        elif request.data == "upload":
+            if not request.upload:
+                raise JobError("Upload a parallel TSV file first (source<TAB>target per line).")
+            corpus = read_upload(request.upload)
+            kept = self.work_dir / f"upload-{stamp}.tsv"
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.write_text("".join(f"{s}\t{t}\n" for s, t in zip(corpus.sources, corpus.targets)))
+            data, label, probe = str(kept), "upload", [corpus.sources[0]]
+            extra = dict(lr=1e-3, warmup_steps=min(200, request.steps // 5), max_tokens=3000,
+                         eval_every=max(20, request.steps // 8), eval_sentences=200,
+                         vocab_size=min(8000, max(200, len(corpus) // 2)))
+        else:
+            raise JobError(f"unknown data choice {request.data!r}")
+        name = re.sub(r"[^a-z0-9-]", "", f"{label}-{request.preset}-{stamp}")
+        return TrainConfig(data=data, preset=request.preset, steps=request.steps, max_minutes=request.minutes,
+                           schedule="cosine", out_dir=str(self.work_dir / name), probe_sentences=probe,
+                           keep_checkpoints=1, **extra)
+
+    def _update(self, **changes) -> None:
+        with self._lock:
+            job = self._job
+            self._job = JobState(**{**job.__dict__, **changes})
+
+    def _run(self, config: TrainConfig, cancel: threading.Event) -> None:
+        def on_step(metrics: dict) -> None:
+            self._update(steps=self._job.steps + [{k: metrics[k] for k in ("step", "loss", "lr", "tokens_per_s")}])
+
+        def on_eval(metrics: dict) -> None:
+            record = {k: v for k, v in metrics.items() if k not in ("probe", "sample")}
+            self._update(evals=self._job.evals + [record], probes=self._job.probes + [metrics["probe"]])
+
+        try:
+            trainer = Trainer(config, on_step=on_step, on_eval=on_eval, cancel=cancel, show_progress=False)
+            final = trainer.run()
+            name = Path(config.out_dir).name
+            save_checkpoint(self.published_dir / name, trainer.model, trainer.source_tokenizer,
+                            trainer.target_tokenizer, info=trainer._info())
+            status = "stopped" if final.get("stopped_by") == "cancel" else "finished"
+            summary = (f"exact match {final['exact_match']:.0%}" if config.data in datasets.SYNTHETIC_TASKS
+                       else f"validation BLEU {final['bleu']:.1f}")
+            self._update(status=status, checkpoint=name, ended=time.time(),
+                         message=f"{status.capitalize()} after {trainer.step} updates: {summary}. "
+                                 f"The model is now in the model list as {name}.")
+        except datasets.DataError as error:
+            self._update(status="failed", ended=time.time(), message=f"Training could not start: {error}")
+        except FloatingPointError as error:
+            self._update(status="failed", ended=time.time(), message=f"Training diverged: {error}")
+        except (RuntimeError, MemoryError) as error:
+            problem = "ran out of memory" if "out of memory" in str(error).lower() or isinstance(
+                error, MemoryError) else f"failed ({error})"
+            log.exception("training job failed")
+            self._update(status="failed", ended=time.time(), message=f"Training {problem}.")
+        except Exception as error:  # keep the server serving whatever a job does
+            log.exception("training job crashed")
+            self._update(status="failed", ended=time.time(), message=f"Training crashed: {error}")
+        finally:
+            if config.data.endswith(".tsv") and Path(config.data).parent == self.work_dir:
+                Path(config.data).unlink(missing_ok=True)
+
+    def archive(self, name: str) -> str:
+        """A zip of a published checkpoint, for download."""
+        directory = self.published_dir / name
+        if not name or "/" in name or not directory.is_dir():
+            raise JobError("no finished checkpoint to download yet")
+        target = Path(tempfile.mkdtemp(prefix="checkpoint-")) / name
+        return shutil.make_archive(str(target), "zip", root_dir=directory)
+
+
+def presets_for_app() -> dict[str, dict]:
+    return {name: PRESETS[name] for name in APP_PRESETS}
