@@ -19,7 +19,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from transformer import explorer, jobs as training_jobs  # noqa: E402
+from transformer import analysis, explorer, figures, interventions, jobs as training_jobs  # noqa: E402
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError  # noqa: E402
 from transformer.data import SYNTHETIC_TASKS, DataError, multi30k_dir  # noqa: E402
 
@@ -102,7 +102,7 @@ def progress_html(job) -> str:
 
 
 def build_app(registry: explorer.ModelRegistry | None = None, default_model: str | None = None,
-              jobs: training_jobs.JobManager | None = None) -> gr.Blocks:
+              jobs: training_jobs.JobManager | None = None, queue_size: int = 64) -> gr.Blocks:
     jobs = jobs or training_jobs.JobManager()
     registry = registry or explorer.ModelRegistry([REPOSITORY_CHECKPOINTS, jobs.published_dir])
     names = registry.names()
@@ -170,6 +170,85 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     forced_probability_plot = gr.Plot(label="Per-token probability")
                     forced_attention_plot = gr.Plot(label="Cross-attention")
 
+            with gr.Tab("Experiments", id="experiments"):
+                gr.Markdown("Change the model and see what follows, on the sentence of the Translate tab. Every "
+                            "result is shown beside the unmodified run.")
+                with gr.Accordion("Switch heads off", open=True):
+                    with gr.Row():
+                        ablate_encoder = gr.CheckboxGroup([], label="Encoder self-attention heads")
+                        ablate_decoder = gr.CheckboxGroup([], label="Decoder self-attention heads")
+                        ablate_cross = gr.CheckboxGroup([], label="Cross-attention heads")
+                    with gr.Row():
+                        ablate_button = gr.Button("Translate with these heads off", variant="primary")
+                        importance_button = gr.Button("Rank every head (this sentence)")
+                        importance_sample_button = gr.Button("Rank every head (20 validation sentences)")
+                    importance_plot = gr.Plot(label="Head importance")
+                    importance_summary = gr.Markdown()
+                with gr.Accordion("Override a token", open=False):
+                    gr.Markdown("Pick a decoding step and force another token there; the model continues from it.")
+                    with gr.Row():
+                        override_step = gr.Slider(1, 2, value=1, step=1, label="Step")
+                        override_choice = gr.Dropdown([], label="Candidate from the top-k", allow_custom_value=True)
+                        override_button = gr.Button("Continue from this token")
+                with gr.Accordion("Take word order away", open=False):
+                    gr.Markdown("Without positional encodings the model sees a bag of words; shuffling the source "
+                                "shows what word order carries.")
+                    with gr.Row():
+                        no_positions_button = gr.Button("Remove the positional encoding")
+                        shuffle_button = gr.Button("Shuffle the source words")
+                gr.Markdown("### Result")
+                with gr.Row():
+                    experiment_before = gr.Textbox(label="Unmodified translation", interactive=False)
+                    experiment_after = gr.Textbox(label="With the intervention", interactive=False,
+                                                  elem_id="experiment-after")
+                experiment_diff = gr.HighlightedText(label="What changed (words)",
+                                                     color_map={"removed": "#f4a6a6", "added": "#a6e3a6"})
+                experiment_probability = gr.Plot(label="Per-token probability")
+                experiment_kind = gr.Radio(list(explorer.ATTENTION_KINDS.values()),
+                                           value=explorer.ATTENTION_KINDS["cross"], label="Attention to compare")
+                with gr.Row():
+                    experiment_attention_before = gr.Plot(label="Attention, unmodified")
+                    experiment_attention_after = gr.Plot(label="Attention, with the intervention")
+                last_comparison = gr.State(None)
+
+            with gr.Tab("Analysis", id="analysis"):
+                with gr.Accordion("Beam search as a tree", open=True):
+                    with gr.Row():
+                        tree_beam = gr.Slider(2, explorer.MAX_BEAM, value=4, step=1, label="Beam size")
+                        tree_penalty = gr.Slider(0.0, 2.0, value=1.0, step=0.1, label="Length penalty α")
+                        tree_button = gr.Button("Show the beam", variant="primary")
+                    tree_plot = gr.Plot(label="Beam tree", elem_id="beam-tree")
+                    gr.Markdown("Final hypotheses, best first (score = log P / length^α). Click one to see its "
+                                "cross-attention.")
+                    hypotheses_table = gr.Dataframe(headers=["rank", "translation", "log P", "length", "score"],
+                                                    interactive=False)
+                    hypothesis_plot = gr.Plot(label="Cross-attention of the chosen hypothesis")
+                    hypotheses_state = gr.State([])
+                with gr.Accordion("Word alignment", open=True):
+                    with gr.Row():
+                        alignment_layer = gr.Slider(1, 6, value=6, step=1, label="Layer")
+                        alignment_head = gr.Dropdown(["mean of heads"], value="mean of heads", label="Head")
+                    alignment_plot = gr.Plot(label="Alignment", elem_id="alignment-plot")
+                with gr.Accordion("Head statistics", open=True):
+                    gr.Markdown("Entropy (low: focused), mean distance attended in positions, share of attention "
+                                "on <s>/</s> (a common 'no-op' sink) and diagonality (1: each query looks at its "
+                                "own position, or the stretched diagonal for cross-attention). Click a column to "
+                                "sort, a row to open that head's heatmap.")
+                    with gr.Row():
+                        statistics_button = gr.Button("Statistics for this sentence")
+                        statistics_sample_button = gr.Button("Statistics over 20 validation sentences")
+                    statistics_table = gr.Dataframe(headers=explorer.STATISTICS_HEADERS, interactive=False,
+                                                    elem_id="statistics-table")
+                    statistics_head_plot = gr.Plot(label="Heatmap of the chosen head")
+                with gr.Accordion("Export and share", open=True):
+                    with gr.Row():
+                        csv_button = gr.Button("Raw attention as CSV")
+                        npz_button = gr.Button("Raw attention as NPZ")
+                        svg_button = gr.Button("Attention heatmap as SVG")
+                        share_button = gr.Button("Link to this sentence and view")
+                    export_file = gr.File(label="Download", interactive=False)
+                    share_link = gr.Textbox(label="Link", interactive=False, buttons=["copy"])
+
             with gr.Tab("Positional encoding", id="positions"):
                 gr.Markdown("The Transformer has no recurrence, so word order enters only through these vectors, "
                             "added to the embeddings: PE(pos, 2i) = sin(pos / 10000^(2i/d)), "
@@ -191,6 +270,13 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     model_config = gr.Dataframe(headers=["setting", "value"], label="Config", interactive=False)
                     model_parameters = gr.Dataframe(headers=["module", "parameters", "share"],
                                                     label="Parameters per module", interactive=False)
+                with gr.Accordion("How this model learned", open=True):
+                    history_curves = gr.Plot(label="Training curves")
+                    gr.Markdown("At every evaluation during training, the cross-attention of a fixed probe sentence "
+                                "was saved. Slide to watch the alignment emerge from noise.")
+                    history_step = gr.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="history-slider")
+                    history_plot = gr.Plot(label="Probe attention", elem_id="history-plot")
+                    history_state = gr.State([])
                 with gr.Accordion("Model card", open=False):
                     model_card = gr.Markdown()
 
@@ -238,8 +324,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             layers = max(config.n_encoder_layers, config.n_decoder_layers)
             return (status, explorer.metrics_markdown(checkpoint), explorer.config_rows(checkpoint),
                     explorer.parameter_table(checkpoint), card or "No model card.",
-                    gr.Slider(1, layers, value=min(layers, 1), step=1, label="Layer"),
-                    gr.Slider(1, config.n_heads, value=1, step=1, label="Head"),
+                    gr.Slider(1, layers, step=1, label="Layer"),
+                    gr.Slider(1, config.n_heads, step=1, label="Head"),
                     explorer.suitable_text(checkpoint, current_text, {"digits": REVERSE_EXAMPLES[0], "text": EXAMPLES[0]}))
 
         @user_errors
@@ -274,6 +360,181 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             result = explorer.run_forced(registry.get(name), sentence, target)
             return explorer.forced_figures(result.translation)
 
+        def on_model_heads(name):
+            choices = explorer.head_choices(registry.get(name))
+            return tuple(gr.CheckboxGroup(choices[kind], value=[]) for kind in interventions.KINDS)
+
+        @user_errors
+        def on_ablate(name, sentence, encoder_heads, decoder_heads, cross_heads, kind_value):
+            comparison = interventions.ablate_heads(registry.get(name), explorer.clean_text(sentence)[0],
+                                                    {"encoder": encoder_heads, "decoder": decoder_heads,
+                                                     "cross": cross_heads})
+            return (comparison, *explorer.comparison_views(comparison, kind_value))
+
+        @user_errors
+        def on_importance(name, tr):
+            if tr is None:
+                raise explorer.InputError("Translate a sentence first.")
+            return explorer.importance_views(interventions.head_importance(registry.get(name), tr),
+                                             "Head importance for this sentence")
+
+        @user_errors
+        def on_importance_sample(name):
+            checkpoint = registry.get(name)
+            sentences = explorer.importance_sample(checkpoint)
+            return explorer.importance_views(interventions.mean_head_importance(checkpoint, sentences),
+                                             f"Head importance, mean over {len(sentences)} sentences")
+
+        def on_override_step(tr, step_value):
+            if tr is None:
+                return gr.Dropdown([])
+            index = max(1, min(tr.num_steps, int(step_value))) - 1
+            alternatives = [piece for piece in tr.top_pieces[index] if piece != tr.predicted_pieces[index]]
+            return gr.Dropdown(alternatives, value=alternatives[0] if alternatives else None)
+
+        @user_errors
+        def on_override(name, tr, step_value, token, kind_value):
+            if tr is None:
+                raise explorer.InputError("Translate a sentence first.")
+            if not token:
+                raise explorer.InputError("Choose or type the token to force.")
+            comparison = interventions.override_token(registry.get(name), tr, step_value, token)
+            return (comparison, *explorer.comparison_views(comparison, kind_value))
+
+        @user_errors
+        def on_positions(name, sentence, kind_value):
+            comparison = interventions.without_positions(registry.get(name), explorer.clean_text(sentence)[0])
+            return (comparison, *explorer.comparison_views(comparison, kind_value))
+
+        @user_errors
+        def on_shuffle(name, sentence, kind_value):
+            comparison = interventions.shuffled_source(registry.get(name), explorer.clean_text(sentence)[0])
+            return (comparison, *explorer.comparison_views(comparison, kind_value))
+
+        @user_errors
+        def on_experiment_kind(comparison, kind_value):
+            if comparison is None:
+                return None, None
+            return explorer.comparison_views(comparison, kind_value)[4:]
+
+        experiment_outputs = [last_comparison, experiment_before, experiment_after, experiment_diff,
+                              experiment_probability, experiment_attention_before, experiment_attention_after]
+        ablate_button.click(on_ablate, [model_name, text, ablate_encoder, ablate_decoder, ablate_cross,
+                                        experiment_kind], experiment_outputs, api_name="ablate")
+        importance_button.click(on_importance, [model_name, translation_state], [importance_plot, importance_summary],
+                                api_name=False)
+        importance_sample_button.click(on_importance_sample, model_name, [importance_plot, importance_summary],
+                                       api_name=False)
+        override_step.change(on_override_step, [translation_state, override_step], override_choice, api_name=False)
+        override_button.click(on_override, [model_name, translation_state, override_step, override_choice,
+                                            experiment_kind], experiment_outputs, api_name=False)
+        no_positions_button.click(on_positions, [model_name, text, experiment_kind], experiment_outputs,
+                                  api_name=False)
+        shuffle_button.click(on_shuffle, [model_name, text, experiment_kind], experiment_outputs, api_name=False)
+        experiment_kind.change(on_experiment_kind, [last_comparison, experiment_kind],
+                               [experiment_attention_before, experiment_attention_after], api_name=False)
+        translation_state.change(
+            lambda tr: gr.Slider(1, max(2, tr.num_steps if tr else 2), value=1, step=1, label="Step"),
+            translation_state, override_step, api_name=False)
+
+        @user_errors
+        def on_tree(name, sentence, beam, penalty):
+            figure, rows, hypotheses = explorer.beam_view(registry.get(name), sentence, beam, penalty)
+            return figure, rows, hypotheses
+
+        @user_errors
+        def on_hypothesis(name, sentence, hypotheses, event: gr.SelectData):
+            if not hypotheses:
+                return None
+            return explorer.hypothesis_attention(registry.get(name), sentence, hypotheses[event.index[0]])
+
+        @user_errors
+        def on_alignment(tr, layer_value, head_value):
+            if tr is None:
+                return None
+            return explorer.alignment_view(tr, layer_value, None if head_value == "mean of heads" else int(head_value))
+
+        def alignment_controls(tr):
+            if tr is None:
+                return gr.Slider(), gr.Dropdown()
+            layers, heads = tr.cross_attention.shape[:2]
+            return (gr.Slider(1, layers, value=layers, step=1, label="Layer"),
+                    gr.Dropdown(["mean of heads"] + [str(h + 1) for h in range(heads)], value="mean of heads"))
+
+        @user_errors
+        def on_statistics(tr):
+            if tr is None:
+                raise explorer.InputError("Translate a sentence first.")
+            return explorer.statistics_rows(analysis.head_statistics(tr))
+
+        @user_errors
+        def on_statistics_sample(name):
+            checkpoint = registry.get(name)
+            return explorer.statistics_rows(explorer.sample_statistics(checkpoint, explorer.importance_sample(checkpoint)))
+
+        @user_errors
+        def on_statistics_row(tr, rows, event: gr.SelectData):
+            if tr is None or rows is None or len(rows) == 0:
+                return None
+            row = rows.iloc[event.index[0]] if hasattr(rows, "iloc") else rows[event.index[0]]
+            kind_value, layer_value, head_value = row[0], int(row[1]), int(row[2])
+            return explorer.attention_figure(tr, kind_value, explorer.VIEWS[0], layer_value, head_value)
+
+        def require(tr):
+            if tr is None:
+                raise explorer.InputError("Translate a sentence first.")
+            return tr
+
+        @user_errors
+        def on_share(name, sentence, kind_value, view_value, layer_value, head_value, request: gr.Request):
+            base = str(request.url).split("?")[0].split("gradio_api")[0] if request else ""
+            return base + "?" + explorer.share_query(name, sentence, kind_value, view_value, layer_value, head_value)
+
+        def on_shared_link(request: gr.Request):
+            values = explorer.parse_share_query(dict(request.query_params) if request else {}, registry.names())
+            return (gr.Dropdown(value=values["model"]) if "model" in values else gr.Dropdown(),
+                    gr.Textbox(value=values["text"]) if "text" in values else gr.Textbox(),
+                    gr.Radio(value=values["kind"]) if "kind" in values else gr.Radio(),
+                    gr.Radio(value=values["view"]) if "view" in values else gr.Radio(),
+                    gr.Slider(value=values["layer"]) if "layer" in values else gr.Slider(),
+                    gr.Slider(value=values["head"]) if "head" in values else gr.Slider())
+
+        tree_button.click(on_tree, [model_name, text, tree_beam, tree_penalty],
+                          [tree_plot, hypotheses_table, hypotheses_state], api_name="beam_tree")
+        hypotheses_table.select(on_hypothesis, [model_name, text, hypotheses_state], hypothesis_plot, api_name=False)
+        (translation_state.change(alignment_controls, translation_state, [alignment_layer, alignment_head],
+                                  api_name=False)
+         .then(on_alignment, [translation_state, alignment_layer, alignment_head], alignment_plot, api_name=False))
+        for control in (alignment_layer, alignment_head):
+            control.change(on_alignment, [translation_state, alignment_layer, alignment_head], alignment_plot,
+                           api_name=False)
+        statistics_button.click(on_statistics, translation_state, statistics_table, api_name=False)
+        statistics_sample_button.click(on_statistics_sample, model_name, statistics_table, api_name=False)
+        statistics_table.select(on_statistics_row, [translation_state, statistics_table], statistics_head_plot,
+                                api_name=False)
+        csv_button.click(user_errors(lambda tr: explorer.attention_csv_file(require(tr))), translation_state,
+                         export_file, api_name=False)
+        npz_button.click(user_errors(lambda tr: explorer.attention_npz_file(require(tr))), translation_state,
+                         export_file, api_name=False)
+        svg_button.click(user_errors(lambda *args: explorer.figure_svg_file(
+            explorer.attention_figure(require(args[0]), *args[1:]), "attention")),
+            [translation_state, kind, view, layer, head, average], export_file, api_name=False)
+        share_button.click(on_share, [model_name, text, kind, view, layer, head], share_link, api_name=False)
+
+        def on_history(name):
+            steps, evals, probes = explorer.checkpoint_history(registry.get(name))
+            curves = figures.training_curves(steps, evals, "Training") if (steps or evals) else None
+            return (curves, gr.Slider(1, max(2, len(probes)), value=max(1, len(probes)), step=1, label="Evaluation",
+                                      interactive=len(probes) > 1),
+                    explorer.probe_figure(probes, len(probes)), probes)
+
+        model_name.change(user_errors(on_history), model_name, [history_curves, history_step, history_plot,
+                                                                history_state], api_name=False)
+        demo.load(user_errors(on_history), model_name, [history_curves, history_step, history_plot, history_state],
+                  api_name=False)
+        history_step.change(lambda probes, index: explorer.probe_figure(probes, index), [history_state, history_step],
+                            history_plot, api_name=False)
+
         model_outputs = [model_status, model_metrics, model_config, model_parameters, model_card, layer, head, text]
         translate_inputs = [model_name, text, decoding, beam_size, max_length]
         translate_outputs = [translation_state, translation, notes, source_tokens, step, attention_download]
@@ -297,6 +558,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             control.change(on_step, step_inputs, step_outputs, api_name=False)
         forced_button.click(on_forced, [model_name, text, own_translation],
                             [forced_probability_plot, forced_attention_plot], api_name="forced")
+        model_name.change(on_model_heads, model_name, [ablate_encoder, ablate_decoder, ablate_cross], api_name=False)
+        demo.load(on_model_heads, model_name, [ablate_encoder, ablate_decoder, ablate_cross], api_name=False)
         (model_name.change(on_model, [model_name, text], model_outputs, api_name="select_model")
          .then(lambda: None, None, translation_state, api_name=False)
          .then(on_translate, translate_inputs, translate_outputs, api_name=False)
@@ -347,13 +610,14 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             control.change(user_errors(explorer.positional_views), pe_inputs, [pe_matrix, pe_lines, pe_dots],
                            api_name=False)
 
-        # Open on a working example.
-        (demo.load(on_model, [model_name, text], model_outputs, api_name=False)
+        # Open on a working example, or on the sentence and view of a shared link.
+        (demo.load(on_shared_link, None, [model_name, text, kind, view, layer, head], api_name=False)
+         .then(on_model, [model_name, text], model_outputs, api_name=False)
          .then(on_translate, translate_inputs, translate_outputs, api_name=False)
          .then(on_step, step_inputs, step_outputs, api_name=False)
          .then(on_attention, attention_inputs, attention_plot, api_name=False))
         demo.load(user_errors(explorer.positional_views), pe_inputs, [pe_matrix, pe_lines, pe_dots], api_name=False)
-    demo.queue(max_size=64, default_concurrency_limit=2)
+    demo.queue(max_size=queue_size, default_concurrency_limit=2)
     return demo
 
 

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from transformer import explorer
+from transformer import explorer, figures
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
 
 
@@ -61,8 +61,8 @@ def test_attention_views_cover_every_kind_and_view(result):
 def test_cross_attention_rows_are_labelled_by_the_token_being_produced(result):
     tr = result.translation
     fig = explorer.attention_figure(tr, "cross", explorer.VIEWS[0], 1, 1)
-    assert list(fig.layout.yaxis.ticktext) == tr.predicted_pieces
-    assert list(fig.layout.xaxis.ticktext) == tr.source_pieces
+    assert list(fig.layout.yaxis.ticktext) == [figures.escape(p) for p in tr.predicted_pieces]
+    assert list(fig.layout.xaxis.ticktext) == [figures.escape(p) for p in tr.source_pieces]
 
 
 def test_layer_and_head_selectors_are_clamped_to_the_model(result):
@@ -88,7 +88,7 @@ def test_step_view_reveals_tokens_up_to_the_step(result):
     assert len(attention.data[0].y) == len(tr.source_pieces)
     assert "Step 2 of" in caption
     moved = explorer.step_view(tr, 3)
-    assert list(moved[1].layout.yaxis.ticktext) == tr.top_pieces[2]
+    assert list(moved[1].layout.yaxis.ticktext) == [figures.escape(p) for p in tr.top_pieces[2]]
 
 
 def test_step_view_clamps_out_of_range_steps(result):

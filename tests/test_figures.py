@@ -14,7 +14,9 @@ def test_attention_heatmap_keeps_repeated_tokens_as_separate_columns():
     fig = figures.attention_heatmap(weights, labels, labels, "Encoder")
     heatmap = fig.data[0]
     assert list(heatmap.x) == list(range(6)) and list(heatmap.y) == list(range(6))
-    assert list(fig.layout.xaxis.ticktext) == labels and list(fig.layout.yaxis.ticktext) == labels
+    shown = [figures.escape(label) for label in labels]
+    assert list(fig.layout.xaxis.ticktext) == shown and list(fig.layout.yaxis.ticktext) == shown
+    assert shown[-1] == "&lt;/s&gt;", "Plotly would read </s> as markup and show nothing"
     assert (heatmap.zmin, heatmap.zmax) == (0, 1)
     assert heatmap.z[3][0] == pytest.approx(weights[3, 0].item())
 

@@ -205,7 +205,7 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
     try:
         source_tokenizer = Tokenizer.load(directory / Path(config.get("source_tokenizer", "tokenizer.model")).name)
         target_tokenizer = Tokenizer.load(directory / Path(config.get("target_tokenizer", "tokenizer.model")).name)
-    except (FileNotFoundError, ValueError) as error:
+    except (FileNotFoundError, ValueError, TypeError) as error:  # TypeError: a config naming it by a non-string
         raise CheckpointError(f"tokenizer of {directory} is missing or invalid: {error}") from None
     for side, tokenizer, size in (("source", source_tokenizer, model_config.src_vocab_size),
                                   ("target", target_tokenizer, model_config.tgt_vocab_size)):
@@ -243,13 +243,27 @@ def load_weights(model: Transformer, tensors: dict[str, torch.Tensor], origin: P
 
 
 def list_checkpoints(*roots: str | Path) -> list[Path]:
-    """Checkpoint directories (those with a config.json) directly under each root, sorted by name."""
+    """Checkpoint directories (those with a config.json) directly under each root, sorted by name.
+
+    A save cut off between its two renames leaves only ``NAME.old``; it is listed as ``NAME`` (which
+    ``resolve`` reads from the twin), so the checkpoint does not vanish from the app's list.
+    """
     found = []
     for root in roots:
         root = Path(root)
         if root.is_dir():
-            found += sorted(p for p in root.iterdir() if p.is_dir() and (p / CONFIG).is_file()
-                            and not p.name.endswith((".tmp", ".old")))
+            paths = set()
+            for p in root.iterdir():
+                if not p.is_dir() or p.name.endswith(".tmp") or not (p / CONFIG).is_file():
+                    continue
+                if p.name.endswith(".old"):
+                    if p.name == ".old":
+                        continue
+                    p = p.with_name(p.name[: -len(".old")])
+                    if p.exists():
+                        continue
+                paths.add(p)
+            found += sorted(paths)
     return found
 
 

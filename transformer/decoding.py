@@ -89,10 +89,11 @@ class BeamHypothesis:
 class BeamStep:
     """One step of beam search for one sentence, for drawing the beam as a tree."""
 
-    parents: list[int]        # index into the previous step's beams
+    parents: list[int]        # which live beam of the previous step each candidate extends
     tokens: list[int]
     log_probs: list[float]    # cumulative
-    finished: list[bool]      # this candidate ended the hypothesis (eos)
+    finished: list[bool]      # this candidate ended a hypothesis (eos) and was kept as finished
+    kept: list[int]           # candidate indices that became the live beams 0..k-1 of this step
 
 
 @torch.no_grad()
@@ -137,6 +138,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
         is_eos = top_tokens == EOS_ID
 
         eos_rows, eos_cols = (is_eos[:, :k] & torch.isfinite(top_scores[:, :k])).nonzero(as_tuple=True)
+        added: set[tuple[int, int]] = set()
         if len(eos_rows):
             prefixes = tokens.view(batch, k, -1)[eos_rows, top_beams[eos_rows, eos_cols], 1:].tolist()
             for b, col, prefix in zip(eos_rows.tolist(), eos_cols.tolist(), prefixes):
@@ -144,20 +146,21 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
                     continue
                 log_prob = top_scores[b, col].item()
                 finished[b].append(BeamHypothesis(prefix, log_prob, log_prob / (len(prefix) + 1) ** length_penalty))
+                added.add((b, col))
+        live_scores = top_scores.masked_fill(is_eos, float("-inf"))
+        scores, keep = live_scores.topk(k, dim=1)
         if return_steps:
             for b in range(batch):
                 if not done[b]:
-                    live = torch.isfinite(top_scores[b])
-                    steps[b].append(BeamStep(top_beams[b][live].tolist(), top_tokens[b][live].tolist(),
-                                             top_scores[b][live].tolist(), is_eos[b][live].tolist()))
+                    finals = [(b, c) in added for c in range(top_scores.size(1))]
+                    steps[b].append(BeamStep(top_beams[b].tolist(), top_tokens[b].tolist(), top_scores[b].tolist(),
+                                             finals, keep[b].tolist()))
         for b in range(batch):
             if len(finished[b]) >= k:
                 done[b] = True
         if all(done):
             break
 
-        live_scores = top_scores.masked_fill(is_eos, float("-inf"))
-        scores, keep = live_scores.topk(k, dim=1)
         chosen_beams = top_beams.gather(1, keep)
         chosen_tokens = top_tokens.gather(1, keep)
         reorder = (batch_offsets + chosen_beams).view(-1)

@@ -7,12 +7,16 @@ plain values or Plotly figures, so each is tested without a browser.
 
 from __future__ import annotations
 
+import csv
+import difflib
+import itertools
 import json
 import logging
 import os
 import tempfile
 import threading
 import unicodedata
+import urllib.parse
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +24,9 @@ from pathlib import Path
 import plotly.graph_objects as go
 import torch
 
-from . import figures
+from . import analysis, figures, interventions
 from .checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
-from .decoding import Translation, forced_decode, translate
+from .decoding import Translation, beam_search, forced_decode, translate
 from .model import sinusoidal_table
 
 log = logging.getLogger(__name__)
@@ -44,6 +48,10 @@ def clean_text(text: str | None, limit: int = MAX_INPUT_CHARS) -> tuple[str, lis
     """Text fit to translate, and notes about what was changed. Raises InputError for nothing to translate."""
     notes = []
     text = text if isinstance(text, str) else ""
+    # Unpaired surrogates (JSON allows "\ud800") are not text: UTF-8 cannot encode them, and the tokenizer fails.
+    if any(unicodedata.category(ch) == "Cs" for ch in text):
+        text = "".join("\ufffd" if unicodedata.category(ch) == "Cs" else ch for ch in text)
+        notes.append("Invalid characters (unpaired surrogates) were replaced by \ufffd.")
     # Control characters (other than whitespace) have no meaning to the tokenizer and would display badly.
     cleaned = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
     cleaned = " ".join(cleaned.split())
@@ -393,4 +401,207 @@ def probe_figure(probes: list[dict], index: int) -> go.Figure | None:
     return figures.attention_heatmap(
         cross[-1].mean(dim=0), probe["target_tokens"], probe["source_tokens"],
         f"Cross-attention at update {probe['step']} (evaluation {index} of {len(probes)}): "
-        f"“{probe['translation'][:60]}”", "producing", "source")
+        f"“{figures.escape(probe['translation'][:60])}”", "producing", "source")
+
+
+# --- experiments tab -----------------------------------------------------------------------------
+
+def head_choices(checkpoint: Checkpoint) -> dict[str, list[str]]:
+    """Head labels (L1H1, ...) per attention type, for the ablation checkboxes."""
+    return {kind: [interventions.head_label(layer, head) for layer in range(layers) for head in range(heads)]
+            for kind, (layers, heads) in interventions.head_count(checkpoint).items()}
+
+
+def word_diff(before: str, after: str) -> list[tuple[str, str | None]]:
+    """Word-level difference for gr.HighlightedText: kept words plain, removed and added ones labelled."""
+    old, new = before.split(), after.split()
+    pieces: list[tuple[str, str | None]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if op == "equal":
+            pieces.append((" ".join(old[i1:i2]) + " ", None))
+        if op in ("delete", "replace"):
+            pieces.append((" ".join(old[i1:i2]) + " ", "removed"))
+        if op in ("insert", "replace"):
+            pieces.append((" ".join(new[j1:j2]) + " ", "added"))
+    return pieces
+
+
+def comparison_views(comparison: interventions.Comparison, attention_kind: str = "cross"):
+    """(before text, after text, word diff, probability chart, attention before, attention after)."""
+    before, after = comparison.before, comparison.after
+    changes = comparison.probability_changes()
+    probability = (figures.probability_comparison(changes, "Probability of the original translation's tokens")
+                   if changes else None)
+    kind = kind_key(attention_kind)
+
+    def mean_map(tr: Translation, label: str) -> go.Figure:
+        weights = attention_tensor(tr, kind)
+        rows, columns, row_title, column_title = attention_axes(tr, kind)
+        return figures.attention_heatmap(weights[-1].mean(dim=0), rows, columns,
+                                         f"{label}: {ATTENTION_KINDS[kind]}, last layer, mean of heads",
+                                         row_title, column_title)
+
+    return (before.text, after.text, word_diff(before.text, after.text), probability,
+            mean_map(before, "Unmodified"), mean_map(after, f"With {figures.escape(comparison.description)}"))
+
+
+def importance_views(importance: dict[str, torch.Tensor], title: str) -> tuple[go.Figure, str]:
+    ranked = interventions.ranked_heads(importance)
+    most = ", ".join(f"{kind} {label} ({drop:+.2f})" for kind, label, drop in ranked[:3])
+    least = ", ".join(f"{kind} {label} ({drop:+.2f})" for kind, label, drop in ranked[-3:])
+    summary = (f"**Most important:** {most}.  \n**Least important:** {least}.  \n"
+               "Numbers are the drop in log-probability (nats) of the translation when that head alone is off.")
+    return figures.head_importance_heatmaps(importance, title), summary
+
+
+def importance_sample(checkpoint: Checkpoint, count: int = 20) -> list[str]:
+    """Sentences for averaging head importance: fresh task examples, or Multi30K validation when present."""
+    from . import data as datasets
+
+    task = checkpoint.info.get("training", {}).get("data")
+    if task in datasets.SYNTHETIC_TASKS:
+        return datasets.synthetic_corpus(task, count, seed=4242).sources
+    try:
+        return datasets.load_multi30k("val", checkpoint.info.get("source_lang", "en"),
+                                      checkpoint.info.get("target_lang", "de"),
+                                      datasets.multi30k_dir(download=False)).sources[:count]
+    except datasets.DataError:
+        raise InputError("Multi30K is not available on this server (set MULTI30K_DIR); "
+                         "rank heads on the current sentence instead.") from None
+
+
+# --- analysis tab --------------------------------------------------------------------------------
+
+STATISTICS_HEADERS = ["attention", "layer", "head", "entropy (nats)", "mean distance", "share on <s>/</s>",
+                      "diagonality"]
+
+
+def beam_view(checkpoint: Checkpoint, text: str, beam_size: int = 5, length_penalty: float = 1.0):
+    """(tree figure, hypotheses table rows, hypotheses token lists) for one sentence."""
+    cleaned, _ = clean_text(text)
+    model, target_tokenizer = checkpoint.model, checkpoint.target_tokenizer
+    beam_size = max(2, min(MAX_BEAM, int(beam_size)))
+    source_ids = checkpoint.source_tokenizer.encode(cleaned)[: model.config.max_len]
+    src = torch.tensor([source_ids], device=model.device)
+    results, steps = beam_search(model, src, beam_size, float(length_penalty), return_steps=True)
+    nodes = analysis.beam_tree(steps[0])
+    pieces = [target_tokenizer.piece(node.token) for node in nodes]
+    figure = figures.beam_tree_figure(nodes, pieces, f"Beam search, k = {beam_size}, length penalty {length_penalty}")
+    rows = [[rank + 1, target_tokenizer.decode(h.tokens), round(h.log_prob, 3), len(h.tokens) + 1, round(h.score, 3)]
+            for rank, h in enumerate(results[0])]
+    return figure, rows, [h.tokens for h in results[0]]
+
+
+def hypothesis_attention(checkpoint: Checkpoint, text: str, tokens: list[int]) -> go.Figure:
+    tr = forced_decode(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer,
+                       clean_text(text)[0], tokens)
+    return attention_figure(tr, "cross", VIEWS[0], tr.cross_attention.shape[0], 1, average_heads=True)
+
+
+def alignment_view(translation: Translation, layer: int | None = None, head: int | None = None) -> go.Figure:
+    """Word alignment from cross-attention of one layer and head (head None: mean of heads)."""
+    cross = translation.cross_attention
+    layers, heads = cross.shape[:2]
+    layer = layers if layer is None else max(1, min(layers, int(layer)))
+    weights = cross[layer - 1].mean(dim=0) if head is None else cross[layer - 1, max(1, min(heads, int(head))) - 1]
+    merged, target_words, source_words = analysis.word_attention(weights, translation.predicted_pieces,
+                                                                 translation.source_pieces)
+    which = f"layer {layer}, " + ("mean of heads" if head is None else f"head {head}")
+    return figures.alignment_figure(merged, source_words, target_words, f"Alignment from cross-attention ({which})")
+
+
+def statistics_rows(stats: list[analysis.HeadStatistics]) -> list[list]:
+    return [[s.kind, s.layer, s.head, round(s.entropy, 3), round(s.distance, 2), round(s.special_share, 3),
+             round(s.diagonality, 3)] for s in stats]
+
+
+def sample_statistics(checkpoint: Checkpoint, sentences: list[str]) -> list[analysis.HeadStatistics]:
+    per_sentence = [analysis.head_statistics(translate(checkpoint.model, checkpoint.source_tokenizer,
+                                                       checkpoint.target_tokenizer, s)) for s in sentences]
+    return analysis.mean_statistics(per_sentence)
+
+
+def attention_csv_file(translation: Translation, directory: str | None = None) -> str:
+    """Every attention weight of a translation in long format (one row per layer, head, query, key)."""
+    directory = directory or tempfile.mkdtemp(prefix="attention-")
+    path = Path(directory) / "attention.csv"
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["attention", "layer", "head", "query", "key", "query_token", "key_token", "weight"])
+        for kind in ATTENTION_KINDS:
+            weights = attention_tensor(translation, kind)
+            rows, columns, _, _ = attention_axes(translation, kind)
+            for layer, head, query, key in itertools.product(*(range(n) for n in weights.shape)):
+                writer.writerow([kind, layer + 1, head + 1, query, key, rows[query], columns[key],
+                                 f"{float(weights[layer, head, query, key]):.6f}"])
+    return str(path)
+
+
+def attention_npz_file(translation: Translation, directory: str | None = None) -> str:
+    """The three attention tensors and the token lists as a NumPy archive."""
+    import numpy as np
+
+    directory = directory or tempfile.mkdtemp(prefix="attention-")
+    path = Path(directory) / "attention.npz"
+    np.savez_compressed(path, encoder=translation.encoder_attention.numpy(),
+                        decoder=translation.decoder_attention.numpy(), cross=translation.cross_attention.numpy(),
+                        source_tokens=np.array(translation.source_pieces),
+                        target_tokens=np.array(translation.target_pieces),
+                        predicted_tokens=np.array(translation.predicted_pieces))
+    return str(path)
+
+
+def figure_svg_file(figure: go.Figure, name: str = "figure") -> str:
+    """An SVG of a figure (rendered server-side by kaleido, which needs a Chromium on the server)."""
+    path = Path(tempfile.mkdtemp(prefix="figure-")) / f"{name}.svg"
+    try:
+        figure.write_image(str(path), format="svg", width=1100, height=figure.layout.height or 600)
+    except Exception as error:  # kaleido missing or no browser for it
+        raise InputError(f"SVG export is not available on this server ({type(error).__name__}); "
+                         "use the PNG button of the figure instead.") from None
+    return str(path)
+
+
+def share_query(model: str, text: str, kind: str, view: str, layer: int, head: int) -> str:
+    """The query string that reopens the app on the same sentence and view."""
+    return urllib.parse.urlencode({"model": model, "text": text, "kind": kind_key(kind),
+                                   "view": VIEWS.index(view) if view in VIEWS else 0,
+                                   "layer": int(layer), "head": int(head)})
+
+
+def parse_share_query(params: dict, names: list[str]) -> dict:
+    """Validated values from a shared link's query parameters (unknown or bad values are dropped)."""
+    values = {}
+    if params.get("model") in names:
+        values["model"] = params["model"]
+    if params.get("text"):
+        values["text"] = clean_text(params["text"])[0]
+    if params.get("kind") in ATTENTION_KINDS:
+        values["kind"] = ATTENTION_KINDS[params["kind"]]
+    for key in ("view", "layer", "head"):
+        if str(params.get(key, "")).isdigit():
+            values[key] = int(params[key])
+    if "view" in values:
+        values["view"] = VIEWS[min(values["view"], len(VIEWS) - 1)]
+    return values
+
+
+def checkpoint_history(checkpoint: Checkpoint) -> tuple[list[dict], list[dict], list[dict]]:
+    """(update records, evaluation records, probe attention records) saved beside a checkpoint, if any."""
+    steps, evals, probes = [], [], []
+    if checkpoint.path is None:
+        return steps, evals, probes
+    log_path, probe_path = checkpoint.path / "training_log.jsonl", checkpoint.path / "probes.jsonl"
+    for path, sink in ((log_path, None), (probe_path, probes)):
+        if not path.is_file():
+            continue
+        for line in path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if sink is probes:
+                probes.append(record)
+            else:
+                (steps if record.get("event") == "step" else evals).append(record)
+    return steps, evals, probes

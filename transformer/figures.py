@@ -24,8 +24,17 @@ def _layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
     return fig
 
 
+def escape(label: str) -> str:
+    """Plotly renders a subset of HTML in text: "</s>" would vanish and "<s>" strike through the rest."""
+    return str(label).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _escaped(labels: Sequence[str]) -> list[str]:
+    return [escape(label) for label in labels]
+
+
 def _ticks(labels: Sequence[str]) -> dict:
-    return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=list(labels))
+    return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=_escaped(labels))
 
 
 def _matrix(values) -> list[list[float]]:
@@ -34,7 +43,7 @@ def _matrix(values) -> list[list[float]]:
 
 
 def _hover_text(matrix: list[list[float]], query_labels: Sequence[str], key_labels: Sequence[str]) -> list[list[str]]:
-    return [[f"query {i} {query_labels[i]!s} → key {j} {key_labels[j]!s}<br>weight {value:.4f}"
+    return [[f"query {i} {escape(query_labels[i])} → key {j} {escape(key_labels[j])}<br>weight {value:.4f}"
              for j, value in enumerate(row)] for i, row in enumerate(matrix)]
 
 
@@ -49,13 +58,12 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
         z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=1,
         colorscale=ATTENTION_COLORSCALE, text=_hover_text(matrix, query_labels, key_labels),
         hovertemplate="%{text}<extra></extra>", colorbar=dict(title="weight", thickness=12)))
-    fig.update_xaxes(title=f"{key_title} (keys)", side="top", tickangle=-45, constrain="domain",
-                     **_ticks(key_labels))
-    # Square cells: a sharp diagonal looks diagonal whatever the sentence lengths.
-    fig.update_yaxes(title=f"{query_title} (queries)", autorange="reversed", scaleanchor="x", constrain="domain",
+    fig.update_xaxes(title=f"{key_title} (keys)", side="top", tickangle=-45, automargin=False, **_ticks(key_labels))
+    fig.update_yaxes(title=f"{query_title} (queries)", autorange="reversed", automargin=False,
                      **_ticks(query_labels))
-    fig = _layout(fig, title, height=min(900, max(380, 190 + 30 * max(len(query_labels), len(key_labels) / 2))))
-    fig.update_layout(margin=dict(l=90, r=10, t=130, b=10))
+    fig = _layout(fig, title, height=min(1000, 230 + 26 * len(query_labels)))
+    # Fixed margins: automatic ones make Plotly redraw in a loop with rotated labels on top.
+    fig.update_layout(margin=dict(l=130, r=20, t=190, b=20))
     return fig
 
 
@@ -92,7 +100,7 @@ def top_k_bar(pieces: Sequence[str], probabilities: Sequence[float], chosen: str
     positions = list(range(len(pieces)))
     fig = go.Figure(go.Bar(x=list(probabilities), y=positions, orientation="h", marker_color=colors,
                            text=[f"{p:.1%}" for p in probabilities], textposition="auto",
-                           customdata=list(pieces), hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"))
+                           customdata=_escaped(pieces), hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed", **_ticks(pieces))
     fig.update_xaxes(range=[0, 1], title="probability")
     return _layout(fig, title, height=120 + 34 * len(pieces))
@@ -104,7 +112,7 @@ def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str],
     positions = list(range(len(source_labels)))
     fig = go.Figure(go.Bar(x=positions, y=values, marker=dict(color=values, colorscale=ATTENTION_COLORSCALE,
                                                               cmin=0, cmax=1, line=dict(color="#444", width=0.5)),
-                           customdata=list(source_labels),
+                           customdata=_escaped(source_labels),
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     fig.update_xaxes(tickangle=-45, **_ticks(source_labels))
     fig.update_yaxes(range=[0, 1], title="attention")
@@ -114,7 +122,7 @@ def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str],
 def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float], title: str) -> go.Figure:
     """The probability the model gave each token of a (forced) target."""
     positions = list(range(len(pieces)))
-    fig = go.Figure(go.Bar(x=positions, y=list(probabilities), marker_color="#2ca02c", customdata=list(pieces),
+    fig = go.Figure(go.Bar(x=positions, y=list(probabilities), marker_color="#2ca02c", customdata=_escaped(pieces),
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     fig.update_xaxes(tickangle=-45, **_ticks(pieces))
     fig.update_yaxes(range=[0, 1], title="probability")
@@ -216,7 +224,7 @@ def _tensor_max(values) -> float:
 def probability_comparison(changes: Sequence[tuple[str, float, float]], title: str) -> go.Figure:
     """Grouped bars: each token of the original translation, its probability before and after an intervention."""
     positions = list(range(len(changes)))
-    pieces = [piece for piece, _, _ in changes]
+    pieces = _escaped([piece for piece, _, _ in changes])
     fig = go.Figure([
         go.Bar(x=positions, y=[before for _, before, _ in changes], name="unmodified", marker_color="#1f77b4",
                customdata=pieces, hovertemplate="%{customdata}: %{y:.4f}<extra>unmodified</extra>"),
@@ -228,3 +236,84 @@ def probability_comparison(changes: Sequence[tuple[str, float, float]], title: s
     fig.update_yaxes(range=[0, 1], title="probability")
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12))
     return _layout(fig, title, height=340)
+
+
+# --- analysis -----------------------------------------------------------------------------------------
+
+def beam_tree_figure(nodes: Sequence, pieces: Sequence[str], title: str = "Beam search") -> go.Figure:
+    """Candidates per step (x) ordered by cumulative log-probability (y); edges to the beam each extends.
+
+    ``nodes`` are analysis.BeamNode; ``pieces[i]`` labels node i. Kept beams are
+    blue, finished hypotheses green, pruned candidates grey.
+    """
+    positions: dict[int, tuple[float, float]] = {}
+    by_step: dict[int, list[int]] = {}
+    for i, node in enumerate(nodes):
+        by_step.setdefault(node.step, []).append(i)
+    for step, members in by_step.items():
+        members.sort(key=lambda i: nodes[i].log_prob, reverse=True)
+        for rank, i in enumerate(members):
+            positions[i] = (step, -rank)
+    fig = go.Figure()
+    edge_x, edge_y, pruned_x, pruned_y = [], [], [], []
+    for i, node in enumerate(nodes):
+        x, y = positions[i]
+        px, py = positions[node.parent] if node.parent is not None else (0, 0)
+        target_x, target_y = (pruned_x, pruned_y) if node.status == "pruned" else (edge_x, edge_y)
+        target_x += [px, x, None]
+        target_y += [py, y, None]
+    fig.add_trace(go.Scatter(x=pruned_x, y=pruned_y, mode="lines", line=dict(color="#dddddd", width=1),
+                             hoverinfo="skip", showlegend=False))
+    fig.add_trace(go.Scatter(x=edge_x, y=edge_y, mode="lines", line=dict(color="#7f9fbf", width=1.5),
+                             hoverinfo="skip", showlegend=False))
+    styles = {"kept": ("#1f77b4", "circle", "live beam"), "finished": ("#2ca02c", "star", "finished hypothesis"),
+              "pruned": ("#bbbbbb", "circle-open", "pruned")}
+    for status, (color, symbol, name) in styles.items():
+        members = [i for i, node in enumerate(nodes) if node.status == status]
+        fig.add_trace(go.Scatter(
+            x=[positions[i][0] for i in members], y=[positions[i][1] for i in members], mode="markers+text",
+            marker=dict(color=color, symbol=symbol, size=14 if status == "finished" else 9), name=name,
+            text=[escape(pieces[i]) for i in members], textposition="top center",
+            textfont=dict(color="#999999" if status == "pruned" else "#222222", size=11),
+            customdata=[[nodes[i].log_prob, nodes[i].step] for i in members],
+            hovertemplate="%{text}<br>step %{customdata[1]}<br>log P %{customdata[0]:.3f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[0], y=[0], mode="markers+text", text=[escape("<s>")], textposition="top center",
+                             marker=dict(color="#444444", size=9), showlegend=False, hoverinfo="skip"))
+    fig.update_xaxes(title="decoding step", dtick=1)
+    fig.update_yaxes(showticklabels=False, title="candidates, best at the top")
+    fig.update_layout(legend=dict(orientation="h", y=1.08))
+    depth = max((len(m) for m in by_step.values()), default=1)
+    return _layout(fig, title, height=max(380, 120 + 42 * depth))
+
+
+def alignment_figure(weights, source_words: Sequence[str], target_words: Sequence[str], title: str,
+                     threshold: float = 0.05) -> go.Figure:
+    """Cross-attention as lines from each target word (bottom) to source words (top), width = weight.
+
+    The strongest link of every target word (its argmax alignment) is drawn in red.
+    """
+    matrix = _matrix(weights)
+    span = max(len(source_words), len(target_words)) - 1 or 1
+    sx = [i * span / max(1, len(source_words) - 1) for i in range(len(source_words))]
+    tx = [i * span / max(1, len(target_words) - 1) for i in range(len(target_words))]
+    fig = go.Figure()
+    for t, row in enumerate(matrix):
+        best = max(range(len(row)), key=row.__getitem__)
+        for s, weight in enumerate(row):
+            if weight < threshold and s != best:
+                continue
+            fig.add_trace(go.Scatter(
+                x=[tx[t], sx[s]], y=[0, 1], mode="lines", showlegend=False,
+                line=dict(width=1 + 9 * weight, color="#d62728" if s == best else "#1f77b4"),
+                opacity=0.35 + 0.65 * weight,
+                hovertemplate=f"{escape(target_words[t])} → {escape(source_words[s])}: {weight:.3f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=sx, y=[1] * len(sx), mode="markers+text", text=_escaped(source_words),
+                             textposition="top center", marker=dict(color="#444", size=6), showlegend=False,
+                             hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=tx, y=[0] * len(tx), mode="markers+text", text=_escaped(target_words),
+                             textposition="bottom center", marker=dict(color="#444", size=6), showlegend=False,
+                             hoverinfo="skip"))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, range=[-0.35, 1.35])
+    return _layout(fig, f"{title}<br><sup>top: source words · bottom: translation · red: strongest link of each "
+                        f"target word · links under {threshold:.0%} hidden</sup>", height=380)
