@@ -95,16 +95,25 @@ class ModelRegistry:
         return names[0] if names else None
 
     def get(self, name: str) -> Checkpoint:
-        """The loaded checkpoint called ``name``; CheckpointError when it is not listed or cannot be loaded."""
+        """The loaded checkpoint called ``name``; CheckpointError when it is not listed or cannot be loaded.
+
+        Loading happens outside the lock, so one slow load never holds up
+        translations with models that are already loaded.
+        """
         with self._lock:
             if name in self._loaded:
                 self._loaded.move_to_end(name)
                 return self._loaded[name]
-            available = self.available()
-            if name not in available:
-                raise CheckpointError(f"no checkpoint named {name!r}; choose one of {', '.join(available) or 'none'}")
+        available = self.available()
+        if name not in available:
+            raise CheckpointError(f"no checkpoint named {name!r}; choose one of {', '.join(available) or 'none'}")
+        try:
             checkpoint = load_checkpoint(available[name], self.device)
-            self._loaded[name] = checkpoint
+        except CheckpointError as error:  # name the checkpoint, not the server's directories
+            raise CheckpointError(str(error).replace(str(available[name].parent) + "/", "")) from None
+        with self._lock:
+            checkpoint = self._loaded.setdefault(name, checkpoint)
+            self._loaded.move_to_end(name)
             while len(self._loaded) > self.max_loaded:
                 self._loaded.popitem(last=False)
             return checkpoint

@@ -1,0 +1,229 @@
+"""Load test of the app: many concurrent gradio_client users translating at once, on loopback only.
+
+Starts the app in this process (``app.build_app`` with the bundled checkpoints,
+the registry's default model) on 127.0.0.1 and a free port. First every
+distinct sentence is translated once by a single user: that is the expected
+answer. Then ``--users`` users, each with its own ``gradio_client.Client``,
+send ``--requests`` translations each (mixed sentence lengths) to the
+``/translate`` endpoint at the same time, and every answer is compared with
+the expected one.
+
+Counted per planned request: ``errors`` (the server or client raised),
+``lost`` (no answer and no error before the overall deadline), ``mismatches``
+(an answer that differs from the single-user one). Latency is measured by the
+client, for answered requests. RSS is this process's VmRSS (server and
+clients together) just before and just after the concurrent phase.
+Traffic goes to 127.0.0.1 only; request count and total time are bounded.
+
+Prints JSON last: {"users", "requests", "errors", "lost", "mismatches", "p50_ms", "p95_ms",
+"rss_before_mb", "rss_after_mb"}.
+
+    python benchmarks/load_test.py --users 20 --requests 10 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import statistics
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+LOOPBACK = "127.0.0.1"
+BEAM = 5
+MAX_TOKENS = 80
+
+ENGLISH = [
+    "A dog runs.",
+    "Two children are playing in the snow.",
+    "A man in a red shirt is riding a bicycle down the street.",
+    "A woman is reading a book on a bench while her dog sleeps at her feet.",
+    "Several people are standing in front of a small shop and waiting for the bus to arrive in the rain.",
+    "An old man with a grey beard is playing the guitar on a busy corner of the market, and a small crowd "
+    "has gathered around him to listen.",
+]
+
+
+def sentences_for(model_name: str, count: int = 12, seed: int = 0) -> list[str]:
+    """Distinct test sentences of mixed lengths: digit sequences for synthetic models, English otherwise."""
+    if not model_name.startswith(("reverse", "copy", "sort")):
+        return ENGLISH
+    rng = random.Random(seed)
+    lengths = [2, 3, 5, 8, 10, 15, 20, 30, 4, 7, 12, 25][:count]
+    return [" ".join(str(rng.randrange(10)) for _ in range(n)) for n in lengths]
+
+
+def rss_mb() -> float:
+    """Resident memory of this process (VmRSS), in MB; NaN where /proc is not available."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return float("nan")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return round(values[0], 1)
+    return round(statistics.quantiles(values, n=100, method="inclusive")[q - 1], 1)
+
+
+def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, timeout_s: float = 600.0,
+                  registry=None, model_name: str | None = None, say=print, seed: int = 0) -> dict:
+    """Serve the app on loopback, run ``users`` x ``requests`` concurrent translations, return the figures."""
+    from gradio_client import Client  # imported here so that --help stays fast
+
+    import app
+    from transformer import explorer
+
+    deadline = time.monotonic() + timeout_s
+    registry = registry or explorer.ModelRegistry()  # the bundled checkpoints
+    model_name = model_name or registry.default_name()
+    if model_name is None:
+        raise SystemExit(f"no checkpoints found under {', '.join(map(str, registry.roots))}")
+    decoding = "greedy" if greedy else "beam"
+    sentences = sentences_for(model_name)
+
+    demo = app.build_app(registry, model_name)
+    demo.launch(prevent_thread_lock=True, server_name=LOOPBACK, server_port=free_port(), quiet=True)
+    url = demo.local_url
+    assert url.startswith(f"http://{LOOPBACK}:"), url  # loopback only
+    clients: list = []
+    try:
+        def translate(client, text):
+            return client.predict(model_name, text, decoding, BEAM, MAX_TOKENS, api_name="/translate")[0]
+
+        say(f"model {model_name}, {decoding} decoding, app at {url}")
+        single = Client(url, verbose=False)
+        clients.append(single)
+        expected = {}
+        started = time.perf_counter()
+        for text in sentences:
+            expected[text] = translate(single, text)
+        say(f"single user: {len(sentences)} distinct sentences ({min(map(len, sentences))}-"
+            f"{max(map(len, sentences))} characters) in {time.perf_counter() - started:.1f} s")
+
+        rng = random.Random(seed)
+        plans = [[rng.choice(sentences) for _ in range(requests)] for _ in range(users)]
+        lock = threading.Lock()
+        latencies: list[float] = []
+        counts = {"errors": 0, "lost": 0, "mismatches": 0}
+        first_errors: list[str] = []
+
+        def count(kind: str, detail: str | None = None) -> None:
+            with lock:
+                counts[kind] += 1
+                if detail and len(first_errors) < 5:
+                    first_errors.append(detail)
+
+        def one_user(plan: list[str]) -> None:
+            try:
+                client = Client(url, verbose=False)
+            except Exception as error:  # noqa: BLE001 - every failure is counted, none stops the test
+                for _ in plan:
+                    count("errors", f"connect: {type(error).__name__}: {error}")
+                return
+            with lock:
+                clients.append(client)
+            for done, text in enumerate(plan):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    for _ in plan[done:]:
+                        count("lost")
+                    return
+                began = time.perf_counter()
+                job = client.submit(model_name, text, decoding, BEAM, MAX_TOKENS, api_name="/translate")
+                try:
+                    answer = job.result(timeout=left)[0]
+                except FutureTimeout:
+                    job.cancel()
+                    for _ in plan[done:]:
+                        count("lost")
+                    return
+                except Exception as error:  # noqa: BLE001
+                    count("errors", f"{type(error).__name__}: {error}")
+                    continue
+                with lock:
+                    latencies.append((time.perf_counter() - began) * 1000)
+                if answer != expected[text]:
+                    count("mismatches", f"{text!r}: expected {expected[text]!r}, got {answer!r}")
+
+        rss_before = rss_mb()
+        started = time.perf_counter()
+        pool = ThreadPoolExecutor(max_workers=users, thread_name_prefix="load-user")
+        futures = [pool.submit(one_user, plan) for plan in plans]
+        for future in futures:
+            try:
+                future.result(timeout=max(0.0, deadline - time.monotonic()) + 5)
+            except FutureTimeout:
+                pass  # that user's unanswered requests are not in any count yet: see below
+        pool.shutdown(wait=False, cancel_futures=True)
+        elapsed = time.perf_counter() - started
+        rss_after = rss_mb()
+        total = users * requests
+        with lock:
+            unaccounted = total - len(latencies) - counts["errors"] - counts["lost"]
+            counts["lost"] += max(0, unaccounted)
+            answered = sorted(latencies)
+        say(f"concurrent: {users} users x {requests} requests = {total} in {elapsed:.1f} s "
+            f"({len(answered) / elapsed:.1f} answers/s)")
+        say(f"errors {counts['errors']}, lost {counts['lost']}, mismatches {counts['mismatches']}")
+        for detail in first_errors:
+            say(f"  e.g. {detail}")
+        say(f"latency per request: p50 {percentile(answered, 50)} ms, p95 {percentile(answered, 95)} ms")
+        say(f"RSS of this process (server + clients): {rss_before} MB before, {rss_after} MB after")
+        return {"users": users, "requests": total, "errors": counts["errors"], "lost": counts["lost"],
+                "mismatches": counts["mismatches"], "p50_ms": percentile(answered, 50),
+                "p95_ms": percentile(answered, 95), "rss_before_mb": rss_before, "rss_after_mb": rss_after}
+    finally:
+        for client in clients:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001
+                pass
+        demo.close(verbose=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--users", type=int, default=20, help="concurrent users (default 20)")
+    parser.add_argument("--requests", type=int, default=10, help="translations per user (default 10)")
+    parser.add_argument("--greedy", action="store_true", help="greedy decoding instead of beam search (beam 5)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="overall limit in seconds (default 600)")
+    parser.add_argument("--json", action="store_true", help="print only the JSON line")
+    args = parser.parse_args(argv)
+    if not (1 <= args.users <= 200 and 1 <= args.requests <= 1000):
+        parser.error("--users must be 1-200 and --requests 1-1000")
+    import logging
+    logging.basicConfig(level=logging.WARNING)
+    say = (lambda *_: None) if args.json else print
+    result = run_load_test(args.users, args.requests, args.greedy, args.timeout, say=say)
+    print(json.dumps(result))
+    sys.exit(0 if result["errors"] == result["lost"] == result["mismatches"] == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()

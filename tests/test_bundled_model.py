@@ -1,0 +1,68 @@
+"""The bundled English→German model: present, small enough for a Space, sensible, and honestly scored."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.decoding import translate_batch
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKPOINT = REPOSITORY_CHECKPOINTS / "multi30k-en-de"
+
+# Written for this project, not taken from Multi30K; each with words any sensible translation contains.
+SENTENCES = {
+    "A dog is running through the snow.": ["Hund", "Schnee"],
+    "Two children are playing football on the beach.": ["Kinder", "Strand"],
+    "A woman is reading a book in the park.": ["Frau", "Buch"],
+    "An old man is sitting on a bench.": ["Mann", "Bank"],
+}
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_checkpoint(CHECKPOINT, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def metrics():
+    return json.loads((CHECKPOINT / "metrics.json").read_text())
+
+
+def test_bundled_model_translates_sentences_it_never_saw_into_german(model):
+    outputs = translate_batch(model.model, model.source_tokenizer, model.target_tokenizer, list(SENTENCES), beam_size=5)
+    for (sentence, words), output in zip(SENTENCES.items(), outputs):
+        for word in words:
+            assert word in output, f"{sentence!r} -> {output!r} lacks {word!r}"
+
+
+def test_every_bundled_file_fits_a_space_without_git_lfs():
+    for path in REPOSITORY_CHECKPOINTS.rglob("*"):
+        if path.is_file():
+            assert path.stat().st_size < 10 * 1024 * 1024, f"{path} is over 10 MB"
+
+
+def test_model_card_states_scores_with_signatures_and_meets_the_bar(metrics):
+    card = (CHECKPOINT / "README.md").read_text()
+    assert metrics["test_bleu"] >= 38.0
+    assert "tok:13a" in metrics["bleu_signature"] and "case:mixed" in metrics["bleu_signature"]
+    for needle in ("python -m transformer.train", "sha256", "Hardware", "minutes", "test_2016_flickr",
+                   metrics["bleu_signature"]):
+        assert needle.lower() in card.lower(), needle
+
+
+@pytest.mark.skipif(not os.environ.get("MULTI30K_DIR"), reason="MULTI30K_DIR is not set: Multi30K is not available")
+def test_evaluate_reproduces_the_model_cards_test_bleu(metrics, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "transformer.evaluate", "--checkpoint", str(CHECKPOINT), "--split", "test_2016_flickr",
+         "--beam", str(metrics["beam"]), "--length-penalty", str(metrics["length_penalty"]), "--json",
+         "--output", str(tmp_path / "hypotheses.txt")],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    reproduced = json.loads(result.stdout.splitlines()[-1])
+    assert reproduced["bleu"] == pytest.approx(metrics["test_bleu"], abs=0.1)
+    assert reproduced["signature"] == metrics["bleu_signature"]

@@ -1,0 +1,57 @@
+"""The command-line tools, run as a user runs them."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REVERSE = str(ROOT / "checkpoints" / "reverse-tiny")
+
+
+def run(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, input=stdin, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_translate_prints_one_line_per_input_line():
+    result = run("transformer.translate", "--checkpoint", REVERSE, stdin="1 2 3\n4 5 6 7\n\n9 8 7\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["3 2 1", "7 6 5 4", "", "7 8 9"]
+
+
+def test_translate_json_contract():
+    result = run("transformer.translate", "--checkpoint", REVERSE, "--json", "1 2 3", "5 5 6")
+    assert result.returncode == 0, result.stderr
+    objects = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [o["translation"] for o in objects] == ["3 2 1", "6 5 5"]
+    first = objects[0]
+    assert first["source"] == "1 2 3"
+    assert first["source_tokens"] == ["▁1", "▁2", "▁3", "</s>"]
+    assert first["target_tokens"] == ["<s>", "▁3", "▁2", "▁1"]
+    layers, heads = 2, 4
+    for kind, (queries, keys) in {"encoder": (4, 4), "decoder": (4, 4), "cross": (4, 4)}.items():
+        weights = first["attention"][kind]
+        assert len(weights) == layers and len(weights[0]) == heads
+        assert len(weights[0][0]) == queries and len(weights[0][0][0]) == keys
+        assert abs(sum(weights[1][2][3]) - 1) < 1e-4
+
+
+def test_translate_reports_a_missing_checkpoint_in_one_line():
+    result = run("transformer.translate", "--checkpoint", "/nonexistent/model", "hello")
+    assert result.returncode == 2
+    assert "checkpoint directory not found" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_evaluate_scores_a_pair_of_files_and_prints_json_last(tmp_path):
+    (tmp_path / "src.txt").write_text("1 2 3\n4 5 6\n7 8 9 0\n")
+    (tmp_path / "ref.txt").write_text("3 2 1\n6 5 4\n0 9 8 7\n")
+    result = run("transformer.evaluate", "--checkpoint", REVERSE, "--source", str(tmp_path / "src.txt"),
+                 "--reference", str(tmp_path / "ref.txt"), "--beam", "3", "--json",
+                 "--output", str(tmp_path / "hyp.txt"))
+    assert result.returncode == 0, result.stderr
+    last = json.loads(result.stdout.splitlines()[-1])
+    assert {"bleu", "chrf", "signature", "sentences", "seconds"} <= set(last)
+    assert last["bleu"] == 100.0 and last["sentences"] == 3
+    assert "tok:13a" in last["signature"] and "case:mixed" in last["signature"]
+    assert (tmp_path / "hyp.txt").read_text().splitlines() == ["3 2 1", "6 5 4", "0 9 8 7"]

@@ -1,0 +1,394 @@
+"""Reliability and security: load, hostile input, a full queue, crashes mid-save, broken checkpoints, defaults.
+
+All traffic stays on 127.0.0.1. Related checks that live elsewhere and are not repeated here:
+pickle weights (.pt/.bin/.pth) in a checkpoint directory are refused without unpickling
+(tests/test_tokenizer_checkpoint.py: test_pickle_only_directory_is_refused_without_unpickling,
+test_pickle_weights_beside_a_config_are_refused); non-UTF-8 or binary uploads are refused
+(tests/test_train_tab.py: test_a_bad_upload_is_reported_and_translation_keeps_working).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import unicodedata
+from pathlib import Path
+
+import gradio
+import pytest
+import torch
+from gradio_client import Client
+from gradio_client.exceptions import AppError
+from gradio_client.utils import QueueError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import app
+from transformer import explorer, jobs
+from transformer.checkpoint import (REPOSITORY_CHECKPOINTS, list_checkpoints, load_checkpoint, resolve,
+                                    unique_state_dict)
+from transformer.decoding import Translation
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLED = REPOSITORY_CHECKPOINTS / "reverse-tiny"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(registry, default="reverse-tiny", tmp_path=None, **options):
+    demo = app.build_app(registry, default, jobs.JobManager(tmp_path / "runs") if tmp_path else None, **options)
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
+    return demo
+
+
+@functools.cache
+def bundled():
+    return load_checkpoint(BUNDLED, device="cpu")
+
+
+# --- load ----------------------------------------------------------------------------------------
+
+def load_test_module():
+    spec = importlib.util.spec_from_file_location("load_test", ROOT / "benchmarks" / "load_test.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_short_load_test_loses_nothing_and_every_answer_matches_the_single_user_one():
+    load_test = load_test_module()
+    registry = explorer.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")
+    result = load_test.run_load_test(users=5, requests=3, greedy=True, timeout_s=120, registry=registry,
+                                     model_name="reverse-tiny", say=lambda *_: None)
+    assert result["users"] == 5 and result["requests"] == 15
+    assert result["errors"] == result["lost"] == result["mismatches"] == 0, result
+    assert 0 < result["p50_ms"] <= result["p95_ms"]
+    assert result["rss_before_mb"] > 0 and result["rss_after_mb"] > 0
+
+
+def test_load_test_sentences_suit_the_model():
+    load_test = load_test_module()
+    digits = load_test.sentences_for("reverse-tiny")
+    assert len(set(digits)) == len(digits) >= 10
+    assert all(re.fullmatch(r"\d( \d)*", s) for s in digits)
+    assert len({len(s.split()) for s in digits}) > 5, "mixed lengths"
+    assert all(re.search("[a-z]", s) for s in load_test.sentences_for("multi30k-en-de"))
+
+
+class GatedRegistry(explorer.ModelRegistry):
+    """Holds every request at the door until the test opens it, so the queue can be filled on purpose."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.gate = threading.Event()
+        self.waiting = threading.Semaphore(0)
+
+    def get(self, name):
+        self.waiting.release()
+        self.gate.wait(60)
+        return super().get(name)
+
+
+def test_past_the_queue_limit_a_user_is_told_the_app_is_busy_instead_of_hanging(tmp_path):
+    # Gradio answers a full queue with HTTP 503; gradio_client raises QueueError("Queue is full! Please try
+    # again."), and the browser shows "This application is currently busy. Please try again." Both are clear.
+    registry = GatedRegistry([REPOSITORY_CHECKPOINTS], device="cpu")
+    demo = serve(registry, tmp_path=tmp_path, queue_size=1)
+    try:
+        client = Client(demo.local_url, verbose=False)
+        args = ("reverse-tiny", "1 2 3", "greedy", 2, 20)
+        running = [client.submit(*args, api_name="/translate") for _ in range(2)]  # concurrency limit is 2
+        for _ in running:
+            assert registry.waiting.acquire(timeout=60), "the first two requests should be running"
+        queued = client.submit(*args, api_name="/translate")
+        deadline = time.monotonic() + 60
+        while len(demo._queue) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(demo._queue) == 1, "the third request waits in the queue"
+
+        started = time.monotonic()
+        with pytest.raises(QueueError, match="Queue is full"):
+            client.submit(*args, api_name="/translate").result(timeout=60)
+        assert time.monotonic() - started < 30, "refused at once, not after a wait"
+
+        registry.gate.set()
+        assert [job.result(timeout=60)[0] for job in running + [queued]] == ["3 2 1"] * 3
+        assert client.predict(*args, api_name="/translate")[0] == "3 2 1", "serves again once drained"
+        client.close()
+    finally:
+        registry.gate.set()
+        demo.close(verbose=False)
+
+
+# --- hostile and unusual input -------------------------------------------------------------------
+
+NASTY = ["", " ", "\t\n\r  \u3000", "1 " * 5000, "x" * 10_000, "\x00\x07\x1b[31m1 2\x7f", "a\x00b",
+         "😀" * 50, "👩‍👩‍👧‍👦🏳️‍🌈", "\u202eabc\u202c", "שלום עולם", "مرحبا بالعالم", "<script>alert(1)</script>",
+         "<img src=x onerror=alert(1)>", "\ud800", "a\udfffb", "\u200b\ufeff\u2028\u2029", "e\u0301" * 300,
+         "\U0010ffff", "${jndi:ldap://127.0.0.1/a}", "'; DROP TABLE users; --", "\\x00 %s %n {0}"]
+# Any Unicode, lone surrogates (possible in JSON: "\ud800") and control characters included.
+ANY_TEXT = st.one_of(
+    st.text(max_size=300),
+    st.lists(st.one_of(st.characters(), st.characters(categories=["Cs"]), st.characters(categories=["Cc"])),
+             max_size=300).map("".join))
+
+
+def translated_or_refused(text: str, decoding: str = "greedy") -> None:
+    try:
+        result = explorer.run_translation(bundled(), text, decoding, 3)
+    except explorer.InputError as error:
+        assert str(error)
+        return
+    assert isinstance(result, explorer.TranslateResult)
+    assert isinstance(result.translation, Translation)
+    assert isinstance(result.translation.text, str)
+    assert all(isinstance(note, str) for note in result.notes)
+
+
+@pytest.mark.parametrize("decoding", ["greedy", "beam"])
+@pytest.mark.parametrize("text", NASTY, ids=range(len(NASTY)))
+def test_nasty_input_is_translated_or_refused_with_an_input_error(text, decoding):
+    translated_or_refused(text, decoding)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ANY_TEXT)
+def test_any_text_is_translated_or_refused_with_an_input_error(text):
+    translated_or_refused(text)
+
+
+def check_clean(text) -> None:
+    try:
+        cleaned, notes = explorer.clean_text(text)
+    except explorer.InputError:
+        assert not isinstance(text, str) or not "".join(
+            ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs")).strip()
+        return
+    assert cleaned and len(cleaned) <= explorer.MAX_INPUT_CHARS
+    assert not any(unicodedata.category(ch) in ("Cc", "Cs") for ch in cleaned), repr(cleaned)
+    cleaned.encode("utf-8")  # always encodable, so the tokenizer can take it
+    assert cleaned == cleaned.lstrip() and "  " not in cleaned
+
+
+@pytest.mark.parametrize("text", NASTY + [None, 123, b"1 2"], ids=range(len(NASTY) + 3))
+def test_clean_text_of_nasty_input(text):
+    check_clean(text)
+
+
+@settings(max_examples=40, deadline=None)
+@given(ANY_TEXT)
+def test_clean_text_never_lets_control_characters_through_and_respects_the_limit(text):
+    check_clean(text)
+
+
+def test_unpaired_surrogates_become_replacement_characters_with_a_note():
+    cleaned, notes = explorer.clean_text("1 \ud800 2")
+    assert cleaned == "1 \ufffd 2"
+    assert any("surrogate" in note for note in notes)
+
+
+# --- a training process killed while saving ------------------------------------------------------
+
+SAVE_AND_HANG = r"""
+import sys, time
+from pathlib import Path
+import torch
+import transformer.checkpoint as ck
+
+directory, stage = Path(sys.argv[1]), sys.argv[2]
+current = ck.load_checkpoint(directory, device="cpu")
+with torch.no_grad():
+    for parameter in current.model.parameters():
+        parameter.add_(1.0)  # the "newer" weights being saved
+
+if stage == "mid-write":
+    real_save_file = ck.save_file
+    def save_file(tensors, filename, metadata=None):
+        real_save_file(tensors, filename, metadata=metadata)
+        data = Path(filename).read_bytes()
+        Path(filename).write_bytes(data[: len(data) // 2])  # half written when the kill comes
+        print("HANGING", flush=True)
+        time.sleep(120)
+    ck.save_file = save_file
+else:  # between the two renames: the old checkpoint moved aside, the new one not yet in place
+    real_rename = Path.rename
+    def rename(self, target):
+        result = real_rename(self, target)
+        if str(target).endswith(".old"):
+            print("HANGING", flush=True)
+            time.sleep(120)
+        return result
+    Path.rename = rename
+
+ck.save_checkpoint(directory, current.model, current.source_tokenizer, current.target_tokenizer, info={"step": 1})
+print("SAVED", flush=True)
+"""
+
+
+def kill_while_saving(directory: Path, stage: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen([sys.executable, "-c", SAVE_AND_HANG, str(directory), stage], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(120, process.kill)
+    watchdog.start()
+    try:
+        line = process.stdout.readline().strip()
+        assert line == "HANGING", f"the save should hang before finishing: {line!r} {process.stderr.read()}"
+        process.send_signal(signal.SIGKILL)
+        assert process.wait(30) == -signal.SIGKILL
+    finally:
+        watchdog.cancel()
+        process.kill()
+        process.wait()
+        process.stdout.close()
+        process.stderr.close()
+
+
+def same_weights(loaded, reference) -> bool:
+    ours, theirs = unique_state_dict(loaded.model), unique_state_dict(reference.model)
+    return ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+
+
+@pytest.mark.parametrize("stage", ["mid-write", "between-renames"])
+def test_a_save_killed_midway_leaves_the_previous_checkpoint_loadable_and_listed(tmp_path, stage):
+    directory = tmp_path / "reverse-tiny"
+    shutil.copytree(BUNDLED, directory)
+    kill_while_saving(directory, stage)
+
+    if stage == "mid-write":
+        assert (tmp_path / "reverse-tiny.tmp").is_dir(), "killed with the new checkpoint half written"
+        assert resolve(directory) == directory
+    else:
+        assert not directory.exists() and (tmp_path / "reverse-tiny.old").is_dir()
+        assert resolve(directory) == tmp_path / "reverse-tiny.old"
+    assert same_weights(load_checkpoint(resolve(directory), device="cpu"), bundled())
+    assert list_checkpoints(tmp_path) == [directory], "listed once, under its own name, never the .tmp"
+    registry = explorer.ModelRegistry([tmp_path], device="cpu")
+    assert registry.names() == ["reverse-tiny"]
+    tr = explorer.run_translation(registry.get("reverse-tiny"), "1 2 3", "greedy").translation
+    assert tr.text == "3 2 1"
+
+
+# --- broken checkpoints beside a good one --------------------------------------------------------
+
+def damage(directory: Path, how: str) -> None:
+    weights, config_path = directory / "model.safetensors", directory / "config.json"
+    if how == "corrupt-weights":
+        weights.write_bytes(bytes(range(256)) * 40)
+    elif how == "truncated-weights":
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    elif how == "config-mismatch":
+        config = json.loads(config_path.read_text())
+        config["model"]["d_ff"] *= 2
+        config_path.write_text(json.dumps(config))
+    elif how == "extra-layer":
+        config = json.loads(config_path.read_text())
+        config["model"]["n_encoder_layers"] += 1
+        config_path.write_text(json.dumps(config))
+    elif how == "no-tokenizer":
+        (directory / "tokenizer.model").unlink()
+    elif how == "bad-tokenizer-entry":
+        config = json.loads(config_path.read_text())
+        config["source_tokenizer"] = 5
+        config_path.write_text(json.dumps(config))
+    elif how == "invalid-config":
+        config_path.write_bytes(b"\xff{not json")
+
+
+BROKEN = {"corrupt-weights": "unreadable or truncated", "truncated-weights": "unreadable or truncated",
+          "config-mismatch": "do not match config.json", "extra-layer": "do not match config.json",
+          "no-tokenizer": "tokenizer .* missing", "bad-tokenizer-entry": "tokenizer .* invalid",
+          "invalid-config": "not a valid model config"}
+
+
+@pytest.fixture(scope="module")
+def broken_app(tmp_path_factory):
+    root = tmp_path_factory.mktemp("checkpoints")
+    shutil.copytree(BUNDLED, root / "reverse-tiny")
+    for how in BROKEN:
+        shutil.copytree(BUNDLED, root / how)
+        damage(root / how, how)
+    registry = explorer.ModelRegistry([root], device="cpu")
+    assert sorted(registry.names()) == sorted(["reverse-tiny", *BROKEN])
+    demo = serve(registry, tmp_path=tmp_path_factory.mktemp("app"))
+    client = Client(demo.local_url, verbose=False)
+    yield client, registry
+    client.close()
+    demo.close(verbose=False)
+
+
+@pytest.mark.parametrize("how", BROKEN)
+def test_a_broken_checkpoint_is_reported_clearly_and_the_good_model_keeps_serving(broken_app, how):
+    client, registry = broken_app
+    assert client.predict("reverse-tiny", "1 2 3", "greedy", 2, 20, api_name="/translate")[0] == "3 2 1"
+    with pytest.raises(AppError) as selected:
+        client.predict(how, "1 2 3", api_name="/select_model")
+    with pytest.raises(AppError) as translated:
+        client.predict(how, "1 2 3", "greedy", 2, 20, api_name="/translate")
+    for error in (selected.value, translated.value):
+        message = str(error)
+        assert re.search(BROKEN[how], message), message  # the specific reason, not "something went wrong"
+        assert "Traceback" not in message
+    assert how not in registry._loaded, "a broken checkpoint is never cached"
+    assert client.predict("reverse-tiny", "4 5 6 7", "beam", 3, 20, api_name="/translate")[0] == "7 6 5 4"
+
+
+# --- security ------------------------------------------------------------------------------------
+
+def test_no_code_unpickles_anything():
+    # tests/test_tokenizer_checkpoint.py checks transformer/*.py; this adds app.py and subpackages.
+    sources = [ROOT / "app.py", *sorted((ROOT / "transformer").rglob("*.py"))]
+    for path in sources:
+        source = path.read_text()
+        assert "torch.load(" not in source, path.name
+        assert not re.search(r"^\s*(import\s+(c?pickle|dill|joblib)|from\s+(c?pickle|dill|joblib)\s+import)",
+                             source, re.M), path.name
+        assert "pickle.load" not in source, path.name
+
+
+@pytest.fixture
+def launched(monkeypatch, tmp_path):
+    """app.main with Blocks.launch replaced by a recorder of its keyword arguments."""
+    calls = []
+    monkeypatch.setattr(gradio.Blocks, "launch", lambda self, *args, **kwargs: calls.append(kwargs))
+    monkeypatch.setenv("EXPLORER_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv(jobs.DISABLE_VARIABLE, "1")  # a smaller app to build; launching is what is checked
+    monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
+    monkeypatch.delenv("GRADIO_SERVER_PORT", raising=False)
+
+    def run(*argv):
+        calls.clear()
+        app.main(["--port", "0", *argv])
+        assert len(calls) == 1
+        return calls[0]
+    return run
+
+
+def test_the_app_listens_on_loopback_unless_told_otherwise(launched, monkeypatch):
+    kwargs = launched()
+    assert kwargs["server_name"] == "127.0.0.1"
+    assert kwargs["share"] is False, "no public link unless asked for"
+    assert kwargs["server_port"] == 0
+    assert launched("--host", "::1")["server_name"] == "::1"
+    monkeypatch.setenv("GRADIO_SERVER_NAME", "")
+    assert launched()["server_name"] == "127.0.0.1", "an empty variable is as good as unset"
+
+
+def test_gradio_server_name_wins_when_set(launched, monkeypatch):
+    monkeypatch.setenv("GRADIO_SERVER_NAME", "0.0.0.0")  # as Hugging Face Spaces set it
+    assert launched()["server_name"] == "0.0.0.0"
+    assert launched("--host", "127.0.0.1")["server_name"] == "0.0.0.0"
