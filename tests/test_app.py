@@ -1,6 +1,5 @@
 """The app through its HTTP API, as a gradio_client user (or the browser) talks to it."""
 
-import socket
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -11,11 +10,8 @@ from app import build_app
 from transformer import explorer
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 
+from helpers import free_port
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 import os
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,8 @@ import pytest
 from app import build_app
 from transformer import explorer
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+
+from helpers import free_port
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -20,11 +21,6 @@ playwright = pytest.importorskip("playwright.sync_api")
 if not shutil.which(CHROMIUM):
     pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

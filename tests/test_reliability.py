@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -39,14 +38,12 @@ from transformer.checkpoint import (REPOSITORY_CHECKPOINTS, list_checkpoints, lo
                                     unique_state_dict)
 from transformer.decoding import Translation
 
+from helpers import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED = REPOSITORY_CHECKPOINTS / "reverse-tiny"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def serve(registry, default="reverse-tiny", tmp_path=None, **options):

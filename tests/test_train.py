@@ -4,7 +4,6 @@ import json
 import logging
 import math
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,8 @@ from transformer import train
 from transformer.checkpoint import load_checkpoint
 from transformer.metrics import corpus_scores
 from transformer.train import TrainConfig, Trainer, learning_rate
+
+from helpers import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -226,12 +227,6 @@ def test_cli_rejects_an_unknown_preset_as_a_usage_error(capsys):
         train.main(["--preset", "huge"])
     assert exit_info.value.code == 2
     assert "invalid choice: 'huge'" in capsys.readouterr().err
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_ddp_with_two_processes_trains_in_lockstep(tmp_path):

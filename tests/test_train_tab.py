@@ -1,6 +1,5 @@
 """The Train tab: a student starts a job, watches it stream, stops it, and translates with the result."""
 
-import socket
 import time
 
 import pytest
@@ -12,11 +11,8 @@ from transformer import explorer, jobs
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.data import DataError
 
+from helpers import free_port
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

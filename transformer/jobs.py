@@ -196,7 +196,7 @@ class JobManager:
             final = trainer.run()
             name = Path(config.out_dir).name
             save_checkpoint(self.published_dir / name, trainer.model, trainer.source_tokenizer,
-                            trainer.target_tokenizer, info=trainer._info())
+                            trainer.target_tokenizer, info=trainer.info())
             status = "stopped" if final.get("stopped_by") == "cancel" else "finished"
             summary = (f"exact match {final['exact_match']:.0%}" if config.data in datasets.SYNTHETIC_TASKS
                        else f"validation BLEU {final['bleu']:.1f}")

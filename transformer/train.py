@@ -374,7 +374,8 @@ class Trainer:
         if "cuda_rng" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state(state["cuda_rng"])
 
-    def _info(self) -> dict:
+    def info(self) -> dict:
+        """What config.json records about this run besides the model config."""
         return {"training": dataclasses.asdict(self.config), "data": self.data.description,
                 "data_files_sha256": self.data.files, "step": self.step,
                 "source_lang": self.config.src_lang if self.config.data not in datasets.SYNTHETIC_TASKS else "digits",
@@ -385,7 +386,7 @@ class Trainer:
             return None
         extra = encode_state(self._state()) if with_state else None
         return save_checkpoint(self.out_dir / name, self.model, self.source_tokenizer, self.target_tokenizer,
-                               info=self._info(), extra_files=extra)
+                               info=self.info(), extra_files=extra)
 
     # -- the loop --
     def _log(self, record: dict) -> None:
