@@ -111,7 +111,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         raise SystemExit(f"no checkpoints found under {', '.join(map(str, registry.roots))}")
     examples = REVERSE_EXAMPLES if default_model.startswith("reverse") else EXAMPLES
 
-    with gr.Blocks(title="Transformer attention explorer") as demo:
+    # Files handed to browsers (exports, downloads) are removed from Gradio's cache after a day.
+    with gr.Blocks(title="Transformer attention explorer", delete_cache=(3600, 86400)) as demo:
         translation_state = gr.State(None)
         gr.Markdown(INTRO)
         with gr.Row():
@@ -223,7 +224,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     hypotheses_table = gr.Dataframe(headers=["rank", "translation", "log P", "length", "score"],
                                                     interactive=False)
                     hypothesis_plot = gr.Plot(label="Cross-attention of the chosen hypothesis")
-                    hypotheses_state = gr.State([])
+                    hypotheses_state = gr.State(None)
                 with gr.Accordion("Word alignment", open=True):
                     with gr.Row():
                         alignment_layer = gr.Slider(1, 6, value=6, step=1, label="Layer")
@@ -360,6 +361,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             result = explorer.run_forced(registry.get(name), sentence, target)
             return explorer.forced_figures(result.translation)
 
+        @user_errors
         def on_model_heads(name):
             choices = explorer.head_choices(registry.get(name))
             return tuple(gr.CheckboxGroup(choices[kind], value=[]) for kind in interventions.KINDS)
@@ -385,6 +387,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             return explorer.importance_views(interventions.mean_head_importance(checkpoint, sentences),
                                              f"Head importance, mean over {len(sentences)} sentences")
 
+        @user_errors
         def on_override_step(tr, step_value):
             if tr is None:
                 return gr.Dropdown([])
@@ -443,10 +446,11 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             return figure, rows, hypotheses
 
         @user_errors
-        def on_hypothesis(name, sentence, hypotheses, event: gr.SelectData):
-            if not hypotheses:
+        def on_hypothesis(name, beam_state, event: gr.SelectData):
+            if not beam_state:
                 return None
-            return explorer.hypothesis_attention(registry.get(name), sentence, hypotheses[event.index[0]])
+            rank = int(event.row_value[0]) - 1 if event.row_value else event.index[0]  # rows may be sorted
+            return explorer.hypothesis_attention(registry.get(name), beam_state, rank)
 
         @user_errors
         def on_alignment(tr, layer_value, head_value):
@@ -454,6 +458,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 return None
             return explorer.alignment_view(tr, layer_value, None if head_value == "mean of heads" else int(head_value))
 
+        @user_errors
         def alignment_controls(tr):
             if tr is None:
                 return gr.Slider(), gr.Dropdown()
@@ -473,11 +478,10 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             return explorer.statistics_rows(explorer.sample_statistics(checkpoint, explorer.importance_sample(checkpoint)))
 
         @user_errors
-        def on_statistics_row(tr, rows, event: gr.SelectData):
-            if tr is None or rows is None or len(rows) == 0:
+        def on_statistics_row(tr, event: gr.SelectData):
+            if tr is None or not event.row_value:
                 return None
-            row = rows.iloc[event.index[0]] if hasattr(rows, "iloc") else rows[event.index[0]]
-            kind_value, layer_value, head_value = row[0], int(row[1]), int(row[2])
+            kind_value, layer_value, head_value = event.row_value[0], int(event.row_value[1]), int(event.row_value[2])
             return explorer.attention_figure(tr, kind_value, explorer.VIEWS[0], layer_value, head_value)
 
         def require(tr):
@@ -491,7 +495,10 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             return base + "?" + explorer.share_query(name, sentence, kind_value, view_value, layer_value, head_value)
 
         def on_shared_link(request: gr.Request):
-            values = explorer.parse_share_query(dict(request.query_params) if request else {}, registry.names())
+            try:
+                values = explorer.parse_share_query(dict(request.query_params) if request else {}, registry.names())
+            except explorer.InputError:  # a link with nothing usable opens the app as usual
+                values = {}
             return (gr.Dropdown(value=values["model"]) if "model" in values else gr.Dropdown(),
                     gr.Textbox(value=values["text"]) if "text" in values else gr.Textbox(),
                     gr.Radio(value=values["kind"]) if "kind" in values else gr.Radio(),
@@ -501,7 +508,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         tree_button.click(on_tree, [model_name, text, tree_beam, tree_penalty],
                           [tree_plot, hypotheses_table, hypotheses_state], api_name="beam_tree")
-        hypotheses_table.select(on_hypothesis, [model_name, text, hypotheses_state], hypothesis_plot, api_name=False)
+        hypotheses_table.select(on_hypothesis, [model_name, hypotheses_state], hypothesis_plot, api_name=False)
         (translation_state.change(alignment_controls, translation_state, [alignment_layer, alignment_head],
                                   api_name=False)
          .then(on_alignment, [translation_state, alignment_layer, alignment_head], alignment_plot, api_name=False))
@@ -510,7 +517,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                            api_name=False)
         statistics_button.click(on_statistics, translation_state, statistics_table, api_name=False)
         statistics_sample_button.click(on_statistics_sample, model_name, statistics_table, api_name=False)
-        statistics_table.select(on_statistics_row, [translation_state, statistics_table], statistics_head_plot,
+        statistics_table.select(on_statistics_row, translation_state, statistics_head_plot,
                                 api_name=False)
         csv_button.click(user_errors(lambda tr: explorer.attention_csv_file(require(tr))), translation_state,
                          export_file, api_name=False)
@@ -532,8 +539,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                                                                 history_state], api_name=False)
         demo.load(user_errors(on_history), model_name, [history_curves, history_step, history_plot, history_state],
                   api_name=False)
-        history_step.change(lambda probes, index: explorer.probe_figure(probes, index), [history_state, history_step],
-                            history_plot, api_name=False)
+        history_step.change(user_errors(lambda probes, index: explorer.probe_figure(probes, index)),
+                            [history_state, history_step], history_plot, api_name=False)
 
         model_outputs = [model_status, model_metrics, model_config, model_parameters, model_card, layer, head, text]
         translate_inputs = [model_name, text, decoding, beam_size, max_length]
@@ -589,6 +596,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                         return
                     time.sleep(1.0)
 
+            @user_errors
             def on_preset(data, preset_name):
                 count = training_jobs.parameter_count(preset_name, data if data in SYNTHETIC_TASKS else "text")
                 return f"**{preset_name}**: {count:,} parameters."
@@ -598,12 +606,13 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             start_button.click(on_start, [train_data, train_upload, train_preset, train_steps, train_minutes],
                                train_outputs, api_name="train", concurrency_id="train", concurrency_limit=4)
             stop_button.click(jobs.stop, None, None, api_name="stop_training")
-            replay.change(lambda index: explorer.probe_figure(jobs.current.probes if jobs.current else [], index),
+            replay.change(user_errors(lambda index: explorer.probe_figure(jobs.current.probes if jobs.current else [],
+                                                                          index)),
                           replay, replay_plot, api_name=False)
             for control in (train_data, train_preset):
                 control.change(on_preset, [train_data, train_preset], preset_info, api_name=False)
             demo.load(on_preset, [train_data, train_preset], preset_info, api_name=False)
-            demo.load(lambda: job_outputs(jobs.current), None, train_outputs, api_name=False)
+            demo.load(user_errors(lambda: job_outputs(jobs.current)), None, train_outputs, api_name=False)
 
         pe_inputs = [pe_d_model, pe_length, pe_dimensions]
         for control in pe_inputs:

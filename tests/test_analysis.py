@@ -93,10 +93,10 @@ def test_beam_tree_is_consistent_with_the_returned_hypotheses(reverse):
 
 
 def test_beam_view_lists_hypotheses_best_first(reverse):
-    figure, rows, hypotheses = explorer.beam_view(reverse, "2 7 1 8", beam_size=3)
+    figure, rows, state = explorer.beam_view(reverse, "2 7 1 8", beam_size=3)
     assert [row[0] for row in rows] == [1, 2, 3] and rows[0][1] == "8 1 7 2"
     assert [row[4] for row in rows] == sorted((row[4] for row in rows), reverse=True)
-    assert explorer.hypothesis_attention(reverse, "2 7 1 8", hypotheses[0]).data
+    assert explorer.hypothesis_attention(reverse, state, 0).data
 
 
 def test_alignment_view_links_reversed_positions(reverse):

@@ -161,7 +161,7 @@ def random_examples(n: int, seed: int = 0, longest: int = 30) -> list[data.Examp
 
 
 def padded_tokens(examples, batch) -> int:
-    return len(batch) * max(max(len(examples[i][0]), len(examples[i][1]) + 1) for i in batch)
+    return len(batch) * max(max(len(examples[i][0]), len(examples[i][1])) for i in batch)
 
 
 def test_no_batch_holds_more_than_max_tokens_padded_tokens():
@@ -214,8 +214,8 @@ def test_filter_by_length_drops_pairs_that_do_not_fit_or_are_empty():
         fits,
         ([7] * 9 + [eos], [9, eos]),          # source of 10 positions: fits exactly
         ([7] * 10 + [eos], [9, eos]),         # source of 11 positions: too long
-        ([7, eos], [9] * 8 + [eos]),          # target of 9 + bos = 10 positions: fits exactly
-        ([7, eos], [9] * 9 + [eos]),          # target of 10 + bos = 11 positions: too long
+        ([7, eos], [9] * 9 + [eos]),          # decoder reads bos + 9 pieces = 10 positions: fits exactly
+        ([7, eos], [9] * 10 + [eos]),         # bos + 10 pieces = 11 positions: too long
         ([eos], [9, eos]),                    # empty source
         ([7, eos], [eos]),                    # empty target
     ]

@@ -36,7 +36,7 @@ def test_a_switched_off_head_contributes_exactly_nothing(reverse):
 
 
 def test_unknown_heads_are_refused(reverse):
-    with pytest.raises(ValueError, match="does not exist"):
+    with pytest.raises(explorer.InputError, match="does not exist"):
         interventions.make_head_mask(reverse, {"encoder": ["L9H1"]})
     assert interventions.make_head_mask(reverse, {}) is None
 

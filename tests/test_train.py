@@ -68,9 +68,12 @@ def test_tiny_model_learns_to_reverse_digit_sequences(tmp_path):
 def test_resumed_run_ends_with_exactly_the_weights_of_an_uninterrupted_one(tmp_path):
     # 300 examples make epochs of a few batches, so the run is cut mid-epoch and crosses epochs after resuming;
     # the tiny preset's dropout makes the result depend on the restored random state too.
-    small = dict(synthetic_size=300)
+    # A short warm-up puts most updates on the decaying part of the schedule, which must resume exactly too.
+    small = dict(synthetic_size=300, warmup_steps=5)
     straight = Trainer(quick_config(tmp_path, "a", steps=40, **small), show_progress=False).run()
-    Trainer(quick_config(tmp_path, "b", steps=20, **small), show_progress=False).run()
+    interrupt = threading.Event()
+    Trainer(quick_config(tmp_path, "b", steps=40, **small), show_progress=False, cancel=interrupt,
+            on_step=lambda metrics: metrics["step"] == 20 and interrupt.set()).run()
     cut = train.decode_state(tmp_path / "b" / "last")
     assert cut["step"] == 20 and cut["epoch"] >= 1 and cut["batch_in_epoch"] > 0
     resumed = Trainer(quick_config(tmp_path, "b", steps=40, **small), resume=tmp_path / "b",
@@ -157,17 +160,17 @@ def test_noam_peaks_at_warmup_then_decays_with_the_inverse_square_root():
     assert rates[399] == pytest.approx(rates[99] / 2)
 
 
-def test_cosine_decays_to_zero_at_the_last_step():
+def test_cosine_decays_almost_to_zero_at_the_last_step():
     rates = schedule("cosine")
-    assert rates[549] == pytest.approx(1.0)  # halfway through the decay
-    assert rates[-1] == pytest.approx(0.0, abs=1e-12)
+    assert rates[549] == pytest.approx(1.0, abs=0.01)  # halfway through the decay
+    assert 0 < rates[-1] < 1e-4, "the last update still learns a little"
     assert all(a >= b for a, b in zip(rates[99:], rates[100:]))
 
 
-def test_linear_decays_to_zero_at_the_last_step():
+def test_linear_decays_almost_to_zero_at_the_last_step():
     rates = schedule("linear")
-    assert rates[549] == pytest.approx(1.0)
-    assert rates[-1] == 0.0
+    assert rates[549] == pytest.approx(1.0, abs=0.01)
+    assert 0 < rates[-1] <= rates[-2] / 2
     diffs = [a - b for a, b in zip(rates[100:], rates[101:])]
     assert all(d == pytest.approx(diffs[0]) for d in diffs)
 

@@ -232,9 +232,12 @@ Example = tuple[list[int], list[int]]
 
 
 def filter_by_length(examples: list[Example], max_length: int) -> tuple[list[Example], int]:
-    """Drop pairs whose source or target (with bos/eos) would not fit ``max_length`` positions, or is empty."""
-    kept = [ex for ex in examples
-            if 1 < len(ex[0]) <= max_length and 1 < len(ex[1]) and len(ex[1]) + 1 <= max_length]
+    """Drop empty pairs and those that would not fit ``max_length`` positions.
+
+    Examples hold ids ending in eos; the decoder reads bos + the target
+    without its eos, so both sides need ``len(ids)`` positions.
+    """
+    kept = [ex for ex in examples if 1 < len(ex[0]) <= max_length and 1 < len(ex[1]) <= max_length]
     return kept, len(examples) - len(kept)
 
 
@@ -253,7 +256,7 @@ def token_batches(examples: list[Example], max_tokens: int, seed: int = 0, epoch
     order.sort(key=lambda i: (len(examples[i][1]), len(examples[i][0])))
     batches, current, longest = [], [], 0
     for i in order:
-        length = max(len(examples[i][0]), len(examples[i][1]) + 1)
+        length = max(len(examples[i][0]), len(examples[i][1]))
         if current and (len(current) + 1) * max(longest, length) > max_tokens:
             batches.append(current)
             current, longest = [], 0

@@ -45,14 +45,23 @@ def _strip(tokens: list[int]) -> list[int]:
     return tokens[: tokens.index(EOS_ID)] if EOS_ID in tokens else tokens
 
 
+def _never_generate(logits: Tensor) -> Tensor:
+    """Padding and beginning-of-sentence are inputs, never outputs of a step."""
+    logits[:, PAD_ID] = float("-inf")
+    logits[:, BOS_ID] = float("-inf")
+    return logits
+
+
 @torch.no_grad()
 def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None,
                   head_mask: HeadMask | None = None, positions: bool = True,
-                  prefix: Tensor | None = None) -> list[list[int]]:
+                  prefix: Tensor | None = None, return_ended: bool = False):
     """Batched greedy decoding of padded sources (B, S); returns generated ids without bos/eos.
 
     ``prefix`` (B, P) forces the first P target tokens (for "what if the model
-    had chosen this word?"); they are included in the result.
+    had chosen this word?"); they are included in the result. With
+    ``return_ended``, also returns for each sentence whether the model ended it
+    (eos) rather than running out of length.
     """
     max_length = max_length or default_max_length(model, src.size(1))
     encoded = model.encode(src, head_mask=head_mask, positions=positions)
@@ -68,21 +77,26 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
         if finished.all():
             break
         logits = model.decode(last, encoded, cache, head_mask=head_mask, positions=positions).logits[:, -1]
-        next_token = logits.argmax(dim=-1).masked_fill(finished, PAD_ID)
+        next_token = _never_generate(logits.float()).argmax(dim=-1).masked_fill(finished, PAD_ID)
         generated.append(next_token)
         finished |= next_token == EOS_ID
         last = next_token.unsqueeze(1)
     rows = torch.stack(generated, dim=1).tolist()
-    return [_strip(row) for row in rows]
+    stripped = [_strip(row) for row in rows]
+    return (stripped, [EOS_ID in row for row in rows]) if return_ended else stripped
 
 
 @dataclass
 class BeamHypothesis:
-    """A finished hypothesis: ids without bos/eos, summed log-probability, length-normalised score."""
+    """A finished hypothesis: ids without bos/eos, summed log-probability, length-normalised score.
+
+    ``ended`` is False when the search ran out of length and closed it with a forced eos.
+    """
 
     tokens: list[int]
     log_prob: float
     score: float
+    ended: bool = True
 
 
 @dataclass
@@ -123,12 +137,11 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     steps: list[list[BeamStep]] = [[] for _ in range(batch)]
     batch_offsets = (torch.arange(batch, device=device) * k).unsqueeze(1)
 
-    for step in range(max_length):
+    for step in range(max_length + 1):  # up to max_length tokens, then an eos
         logits = model.decode(tokens[:, -1:], encoded, cache, head_mask=head_mask,
                               positions=positions).logits[:, -1].float()
-        log_probs = torch.log_softmax(logits, dim=-1)
-        log_probs[:, PAD_ID] = float("-inf")
-        if step == max_length - 1:  # out of room: every live beam must end here
+        log_probs = _never_generate(torch.log_softmax(logits, dim=-1))
+        if step == max_length:  # out of room: every live beam must end here
             log_probs[:, :EOS_ID] = float("-inf")
             log_probs[:, EOS_ID + 1:] = float("-inf")
         vocab = log_probs.size(-1)
@@ -145,7 +158,8 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
                 if done[b] or len(finished[b]) >= k:
                     continue
                 log_prob = top_scores[b, col].item()
-                finished[b].append(BeamHypothesis(prefix, log_prob, log_prob / (len(prefix) + 1) ** length_penalty))
+                finished[b].append(BeamHypothesis(prefix, log_prob, log_prob / (len(prefix) + 1) ** length_penalty,
+                                                  ended=step < max_length))
                 added.add((b, col))
         live_scores = top_scores.masked_fill(is_eos, float("-inf"))
         scores, keep = live_scores.topk(k, dim=1)
@@ -230,6 +244,7 @@ class Translation:
     cross_attention: Tensor
     source_text: str = ""
     truncated: bool = False
+    ended: bool = True
     log_prob: float = 0.0
     extra: dict = field(default_factory=dict)
 
@@ -267,8 +282,13 @@ def encode_source(model: Transformer, tokenizer: Tokenizer, text: str) -> tuple[
 @torch.no_grad()
 def forced_decode(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
                   source: str | list[int], target: str | list[int], top_k: int = 5,
-                  head_mask: HeadMask | None = None, positions: bool = True) -> Translation:
-    """Score a given target (text or generated ids without bos/eos) and capture every attention map."""
+                  head_mask: HeadMask | None = None, positions: bool = True, ended: bool = True) -> Translation:
+    """Score a given target (text or generated ids without bos/eos) and capture every attention map.
+
+    ``ended=False`` marks a target the search cut off at its length limit: its
+    last step then produced its last token, not an end-of-sentence the model
+    never chose.
+    """
     model.eval()
     truncated = False
     if isinstance(source, str):
@@ -278,8 +298,10 @@ def forced_decode(model: Transformer, source_tokenizer: Tokenizer, target_tokeni
         source_ids, source_text = list(source), source_tokenizer.decode(source)
     target_body = target_tokenizer.encode(target, add_eos=False) if isinstance(target, str) else list(target)
     target_body = target_body[: model.config.max_len - 1]
-    target_ids = [BOS_ID] + target_body
-    predicted_ids = target_body + [EOS_ID]
+    if ended or not target_body:
+        target_ids, predicted_ids = [BOS_ID] + target_body, target_body + [EOS_ID]
+    else:
+        target_ids, predicted_ids = [BOS_ID] + target_body[:-1], list(target_body)
     src = torch.tensor([source_ids], device=model.device)
     tgt = torch.tensor([target_ids], device=model.device)
     out = model(src, tgt, output_attentions=True, head_mask=head_mask, positions=positions)
@@ -295,7 +317,8 @@ def forced_decode(model: Transformer, source_tokenizer: Tokenizer, target_tokeni
         top_ids=top_ids.tolist(), top_pieces=[target_tokenizer.pieces(row) for row in top_ids.tolist()],
         top_probs=top_probs.tolist(), encoder_attention=stack(out.encoder_attentions),
         decoder_attention=stack(out.decoder_attentions), cross_attention=stack(out.cross_attentions),
-        source_text=source_text, truncated=truncated, log_prob=float(token_probs.clamp_min(1e-30).log().sum()))
+        source_text=source_text, truncated=truncated, ended=ended or not target_body,
+        log_prob=float(token_probs.clamp_min(1e-30).log().sum()))
 
 
 def translate(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, text: str,
@@ -308,12 +331,15 @@ def translate(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer:
     if max_length is not None:
         max_length = max(1, min(max_length, model.config.max_len - 1))
     if beam_size <= 1:
-        generated = greedy_search(model, src, max_length, head_mask=head_mask, positions=positions)[0]
+        rows, ended = greedy_search(model, src, max_length, head_mask=head_mask, positions=positions,
+                                    return_ended=True)
+        generated, ended = rows[0], ended[0]
     else:
-        generated = beam_search(model, src, beam_size, length_penalty, max_length, head_mask=head_mask,
-                                positions=positions)[0][0].tokens
+        best = beam_search(model, src, beam_size, length_penalty, max_length, head_mask=head_mask,
+                           positions=positions)[0][0]
+        generated, ended = best.tokens, best.ended
     result = forced_decode(model, source_tokenizer, target_tokenizer, source_ids, generated, top_k, head_mask,
-                           positions)
+                           positions, ended)
     result.source_text, result.truncated = text, truncated
     return result
 
@@ -349,9 +375,10 @@ def decode_steps(model: Transformer, source_tokenizer: Tokenizer, target_tokeniz
     last = torch.tensor([[BOS_ID]], device=model.device)
     for index in range(max_length or default_max_length(model, len(source_ids))):
         out = model.decode(last, encoded, cache, need_weights=True)
-        probs = out.logits[0, -1].float().softmax(dim=-1)
+        logits = out.logits[:, -1].float()
+        probs = logits[0].softmax(dim=-1)
         top_probs, top_ids = probs.topk(min(top_k, probs.size(-1)))
-        token = int(top_ids[0])
+        token = int(_never_generate(logits.clone()).argmax(dim=-1))
         yield DecodingStep(
             index=index, token_id=token, piece=target_tokenizer.piece(token), probability=float(probs[token]),
             top_ids=top_ids.tolist(), top_pieces=target_tokenizer.pieces(top_ids.tolist()),

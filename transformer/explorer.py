@@ -13,8 +13,10 @@ import itertools
 import json
 import logging
 import os
+import shutil
 import tempfile
 import threading
+import time
 import unicodedata
 import urllib.parse
 from collections import OrderedDict
@@ -26,7 +28,8 @@ import torch
 
 from . import analysis, figures, interventions
 from .checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
-from .decoding import Translation, beam_search, forced_decode, translate
+from .decoding import Translation, beam_search, encode_source, forced_decode, translate
+from .errors import InputError
 from .model import sinusoidal_table
 
 log = logging.getLogger(__name__)
@@ -38,8 +41,6 @@ ATTENTION_KINDS = {"encoder": "Encoder self-attention", "decoder": "Decoder self
 VIEWS = ("one head", "all heads of the layer", "model view: every layer and head")
 
 
-class InputError(ValueError):
-    """A problem with what the user typed, phrased for the user."""
 
 
 # --- input ---------------------------------------------------------------------------------------
@@ -118,10 +119,6 @@ class ModelRegistry:
                 self._loaded.popitem(last=False)
             return checkpoint
 
-    def forget(self, name: str) -> None:
-        with self._lock:
-            self._loaded.pop(name, None)
-
 
 # --- translating ---------------------------------------------------------------------------------
 
@@ -143,7 +140,7 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
     unknown = sum(1 for i in result.source_ids if i == checkpoint.source_tokenizer.unk_id)
     if unknown:
         notes.append(f"{unknown} source piece(s) are unknown to this model's vocabulary (shown as <unk>).")
-    if result.predicted_ids[-1] != checkpoint.target_tokenizer.eos_id:
+    if not result.ended:
         notes.append("Decoding stopped at the maximum length before the model ended the sentence.")
     return TranslateResult(result, notes)
 
@@ -278,13 +275,30 @@ def forced_figures(translation: Translation) -> tuple[go.Figure, go.Figure]:
 
 def attention_json_file(translation: Translation, directory: str | None = None) -> str:
     """Write the current translation's raw attention (the --json contract) to a file for download."""
-    directory = directory or tempfile.mkdtemp(prefix="attention-")
+    directory = directory or fresh_export_directory()
     path = Path(directory) / "attention.json"
     payload = translation.to_json()
     payload["predicted_tokens"] = translation.predicted_pieces
     payload["token_probabilities"] = translation.token_probs
     path.write_text(json.dumps(payload, ensure_ascii=False))
     return str(path)
+
+
+EXPORT_ROOT = Path(tempfile.gettempdir()) / "transformer-explorer-exports"
+EXPORT_LIFETIME_S = 3600
+
+
+def fresh_export_directory() -> str:
+    """A new directory for one download; those older than an hour are removed, so exports never pile up."""
+    EXPORT_ROOT.mkdir(parents=True, exist_ok=True)
+    cutoff = time.time() - EXPORT_LIFETIME_S
+    for old in EXPORT_ROOT.iterdir():
+        try:
+            if old.stat().st_mtime < cutoff:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            pass
+    return tempfile.mkdtemp(dir=EXPORT_ROOT)
 
 
 # --- positional encoding tab ---------------------------------------------------------------------
@@ -363,9 +377,6 @@ def suitable_text(checkpoint: Checkpoint, current: str, examples: dict[str, str]
         return examples["digits" if synthetic else "text"]
     return current
 
-
-def is_hosted() -> bool:
-    return bool(os.environ.get("SPACE_ID"))
 
 
 # --- train tab -----------------------------------------------------------------------------------
@@ -486,11 +497,11 @@ STATISTICS_HEADERS = ["attention", "layer", "head", "entropy (nats)", "mean dist
 
 
 def beam_view(checkpoint: Checkpoint, text: str, beam_size: int = 5, length_penalty: float = 1.0):
-    """(tree figure, hypotheses table rows, hypotheses token lists) for one sentence."""
+    """(tree figure, hypotheses table rows, state for ``hypothesis_attention``) for one sentence."""
     cleaned, _ = clean_text(text)
     model, target_tokenizer = checkpoint.model, checkpoint.target_tokenizer
     beam_size = max(2, min(MAX_BEAM, int(beam_size)))
-    source_ids = checkpoint.source_tokenizer.encode(cleaned)[: model.config.max_len]
+    source_ids, _ = encode_source(model, checkpoint.source_tokenizer, cleaned)
     src = torch.tensor([source_ids], device=model.device)
     results, steps = beam_search(model, src, beam_size, float(length_penalty), return_steps=True)
     nodes = analysis.beam_tree(steps[0])
@@ -498,12 +509,14 @@ def beam_view(checkpoint: Checkpoint, text: str, beam_size: int = 5, length_pena
     figure = figures.beam_tree_figure(nodes, pieces, f"Beam search, k = {beam_size}, length penalty {length_penalty}")
     rows = [[rank + 1, target_tokenizer.decode(h.tokens), round(h.log_prob, 3), len(h.tokens) + 1, round(h.score, 3)]
             for rank, h in enumerate(results[0])]
-    return figure, rows, [h.tokens for h in results[0]]
+    return figure, rows, {"source_ids": source_ids, "hypotheses": [(h.tokens, h.ended) for h in results[0]]}
 
 
-def hypothesis_attention(checkpoint: Checkpoint, text: str, tokens: list[int]) -> go.Figure:
+def hypothesis_attention(checkpoint: Checkpoint, beam_state: dict, rank: int) -> go.Figure:
+    """Cross-attention of hypothesis ``rank`` (0-based) of the beam that ``beam_view`` drew."""
+    tokens, ended = beam_state["hypotheses"][rank]
     tr = forced_decode(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer,
-                       clean_text(text)[0], tokens)
+                       beam_state["source_ids"], tokens, ended=ended)
     return attention_figure(tr, "cross", VIEWS[0], tr.cross_attention.shape[0], 1, average_heads=True)
 
 
@@ -532,7 +545,7 @@ def sample_statistics(checkpoint: Checkpoint, sentences: list[str]) -> list[anal
 
 def attention_csv_file(translation: Translation, directory: str | None = None) -> str:
     """Every attention weight of a translation in long format (one row per layer, head, query, key)."""
-    directory = directory or tempfile.mkdtemp(prefix="attention-")
+    directory = directory or fresh_export_directory()
     path = Path(directory) / "attention.csv"
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -540,9 +553,9 @@ def attention_csv_file(translation: Translation, directory: str | None = None) -
         for kind in ATTENTION_KINDS:
             weights = attention_tensor(translation, kind)
             rows, columns, _, _ = attention_axes(translation, kind)
-            for layer, head, query, key in itertools.product(*(range(n) for n in weights.shape)):
-                writer.writerow([kind, layer + 1, head + 1, query, key, rows[query], columns[key],
-                                 f"{float(weights[layer, head, query, key]):.6f}"])
+            for (layer, head, query, key), weight in zip(itertools.product(*(range(n) for n in weights.shape)),
+                                                          weights.flatten().tolist()):
+                writer.writerow([kind, layer + 1, head + 1, query, key, rows[query], columns[key], f"{weight:.6f}"])
     return str(path)
 
 
@@ -550,7 +563,7 @@ def attention_npz_file(translation: Translation, directory: str | None = None) -
     """The three attention tensors and the token lists as a NumPy archive."""
     import numpy as np
 
-    directory = directory or tempfile.mkdtemp(prefix="attention-")
+    directory = directory or fresh_export_directory()
     path = Path(directory) / "attention.npz"
     np.savez_compressed(path, encoder=translation.encoder_attention.numpy(),
                         decoder=translation.decoder_attention.numpy(), cross=translation.cross_attention.numpy(),
@@ -562,7 +575,7 @@ def attention_npz_file(translation: Translation, directory: str | None = None) -
 
 def figure_svg_file(figure: go.Figure, name: str = "figure") -> str:
     """An SVG of a figure (rendered server-side by kaleido, which needs a Chromium on the server)."""
-    path = Path(tempfile.mkdtemp(prefix="figure-")) / f"{name}.svg"
+    path = Path(fresh_export_directory()) / f"{name}.svg"
     try:
         figure.write_image(str(path), format="svg", width=1100, height=figure.layout.height or 600)
     except Exception as error:  # kaleido missing or no browser for it

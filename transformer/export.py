@@ -25,7 +25,6 @@ import torch
 
 from . import data as datasets
 from .checkpoint import load_checkpoint, read_config, save_checkpoint
-from .decoding import translate_batch
 from .evaluate import evaluate_checkpoint
 from .figures import training_curves
 
@@ -86,10 +85,11 @@ def model_card(name: str, metrics: dict, config: dict, command: str, curve: str 
         "Real decoding (no teacher forcing), detokenized output, scored with sacreBLEU against one reference.",
         (f"Decoding choices were made on `val` only: beam {metrics['beam']}, length penalty "
          f"{metrics['length_penalty']}." if "test_bleu" in metrics else
-         "Scored on 500 freshly generated examples the model never saw."), "",
+         "Scored on 500 freshly generated examples the model never saw." if metrics["scores"] else
+         "Not scored by the export (no standard test set for this data)."), "",
         _score_rows(metrics), "",
-        f"- BLEU signature: `{metrics['bleu_signature']}`",
-        f"- chrF signature: `{metrics['chrf_signature']}`",
+        f"- BLEU signature: `{metrics.get('bleu_signature', 'not scored')}`",
+        f"- chrF signature: `{metrics.get('chrf_signature', 'not scored')}`",
         f"- Weights stored as {metrics['stored_dtype']}; {metrics['precision_check']}", "",
     ]
     if "test_bleu" in metrics:
@@ -190,15 +190,14 @@ def main(argv: list[str] | None = None) -> int:
         if val is not None:
             for beam in (1, args.beam):
                 result = evaluate_checkpoint(stored, val.sources, val.targets, beam, 1.0)
-                hyps = translate_batch(stored.model, stored.source_tokenizer, stored.target_tokenizer,
-                                       val.sources, beam_size=beam)
-                exact = sum(h == r for h, r in zip(hyps, val.targets)) / len(val)
+                exact = sum(h == r for h, r in zip(result["hypotheses"], val.targets)) / len(val)
                 label = "greedy" if beam == 1 else f"beam {beam}"
                 metrics["scores"][f"fresh {training['data']} examples:{label}"] = {
                     "bleu": result["bleu"], "chrf": result["chrf"], "exact_match": exact}
             metrics["bleu_signature"], metrics["chrf_signature"] = result["signature"], result["chrf_signature"]
         metrics["beam"], metrics["length_penalty"] = args.beam, 1.0
-        metrics["precision_check"] = "scores above are computed with the stored weights"
+        metrics["precision_check"] = ("scores above are computed with the stored weights" if val is not None else
+                                      "not scored: score it with python -m transformer.evaluate --source/--reference")
 
     curve_name = None
     if steps or evals:

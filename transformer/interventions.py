@@ -15,6 +15,7 @@ import torch
 
 from .checkpoint import Checkpoint
 from .decoding import Translation, forced_decode, greedy_search, translate
+from .errors import InputError
 from .model import HeadMask
 from .tokenizer import BOS_ID
 
@@ -34,8 +35,11 @@ def head_label(layer: int, head: int) -> str:
 
 
 def parse_head_label(label: str) -> tuple[int, int]:
-    layer, head = label.upper().lstrip("L").split("H")
-    return int(layer) - 1, int(head) - 1
+    try:
+        layer, head = str(label).upper().lstrip("L").split("H")
+        return int(layer) - 1, int(head) - 1
+    except ValueError:
+        raise InputError(f"{label!r} is not a head name like L1H2") from None
 
 
 def make_head_mask(checkpoint: Checkpoint, switched_off: dict[str, list[str]]) -> HeadMask | None:
@@ -49,7 +53,7 @@ def make_head_mask(checkpoint: Checkpoint, switched_off: dict[str, list[str]]) -
         for label in switched_off.get(kind, []):
             layer, head = parse_head_label(label)
             if not (0 <= layer < layers and 0 <= head < heads):
-                raise ValueError(f"{kind} head {label} does not exist in this model ({layers} layers x {heads} heads)")
+                raise InputError(f"{kind} head {label} does not exist in this model ({layers} layers x {heads} heads)")
             mask[layer, head] = 0.0
         masks[kind] = mask
     return HeadMask(**masks)
@@ -140,8 +144,12 @@ def override_token(checkpoint: Checkpoint, translation: Translation, step: int, 
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
     step = max(1, min(translation.num_steps, int(step)))
     token_id = token if isinstance(token, int) else tgt_tok.id_of(token)
-    if token_id == BOS_ID or token_id == tgt_tok.pad_id:
-        raise ValueError("choose a word piece, not <s> or <pad>")
+    if token_id in (BOS_ID, tgt_tok.pad_id):
+        raise InputError("Choose a word piece, not <s> or <pad>.")
+    if token_id == tgt_tok.unk_id and token != "<unk>":
+        token_id = tgt_tok.id_of("▁" + str(token).lstrip("▁"))  # a typed word: try it as a word start
+        if token_id == tgt_tok.unk_id:
+            raise InputError(f"“{token}” is not a piece of this model's vocabulary; pick one from the list.")
     prefix = translation.predicted_ids[: step - 1] + [token_id]
     src = torch.tensor([translation.source_ids], device=model.device)
     continued = greedy_search(model, src, max_length, prefix=torch.tensor([prefix], device=model.device))[0]

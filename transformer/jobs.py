@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import data as datasets
 from .checkpoint import save_checkpoint
-from .config import PRESETS, preset
+from .config import preset
 from .model import Transformer
 from .train import TrainConfig, Trainer
 
@@ -111,6 +111,7 @@ class JobManager:
         self._job: JobState | None = None
         self._cancel: threading.Event | None = None
         self._thread: threading.Thread | None = None
+        self._archives: dict[str, str] = {}
 
     @property
     def current(self) -> JobState | None:
@@ -126,14 +127,14 @@ class JobManager:
             raise JobError(f"choose a model size among {', '.join(APP_PRESETS)}")
         request.steps = max(10, min(MAX_STEPS, int(request.steps)))
         request.minutes = max(0.2, min(MAX_MINUTES, float(request.minutes)))
-        config = self._config(request)
-        with self._lock:
+        with self._lock:  # held while the request is checked, so two starts can never both pass
             if self.busy():
                 left = self._job.seconds_left()
                 raise JobError(f"A training job ({self._job.name}) is already running on this server"
                                + (f"; about {left / 60:.1f} minutes left." if left is not None else ".")
                                + " Wait for it to finish, or stop it first.")
-            name = config.out_dir.rsplit("/", 1)[-1]
+            config = self._config(request)
+            name = Path(config.out_dir).name
             self._cancel = threading.Event()
             self._job = JobState(name, "running", request, time.time(), request.steps)
             self._thread = threading.Thread(target=self._run, args=(config, self._cancel), daemon=True,
@@ -164,9 +165,11 @@ class JobManager:
             if not request.upload:
                 raise JobError("Upload a parallel TSV file first (source<TAB>target per line).")
             corpus = read_upload(request.upload)
-            kept = self.work_dir / f"upload-{stamp}.tsv"
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            kept.write_text("".join(f"{s}\t{t}\n" for s, t in zip(corpus.sources, corpus.targets)))
+            self.work_dir.mkdir(parents=True, exist_ok=True)
+            handle, kept_name = tempfile.mkstemp(prefix="upload-", suffix=".tsv", dir=self.work_dir)
+            kept = Path(kept_name)
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.writelines(f"{s}\t{t}\n" for s, t in zip(corpus.sources, corpus.targets))
             data, label, probe = str(kept), "upload", [corpus.sources[0]]
             extra = dict(lr=1e-3, warmup_steps=min(200, request.steps // 5), max_tokens=3000,
                          eval_every=max(20, request.steps // 8), eval_sentences=200,
@@ -195,8 +198,11 @@ class JobManager:
             trainer = Trainer(config, on_step=on_step, on_eval=on_eval, cancel=cancel, show_progress=False)
             final = trainer.run()
             name = Path(config.out_dir).name
+            history = {file: (Path(config.out_dir) / source).read_bytes()
+                       for file, source in (("training_log.jsonl", "log.jsonl"), ("probes.jsonl", "probes.jsonl"))
+                       if (Path(config.out_dir) / source).is_file()}
             save_checkpoint(self.published_dir / name, trainer.model, trainer.source_tokenizer,
-                            trainer.target_tokenizer, info=trainer.info())
+                            trainer.target_tokenizer, info=trainer.info(), extra_files=history)
             status = "stopped" if final.get("stopped_by") == "cancel" else "finished"
             summary = (f"exact match {final['exact_match']:.0%}" if config.data in datasets.SYNTHETIC_TASKS
                        else f"validation BLEU {final['bleu']:.1f}")
@@ -224,9 +230,7 @@ class JobManager:
         directory = self.published_dir / name
         if not name or "/" in name or not directory.is_dir():
             raise JobError("no finished checkpoint to download yet")
-        target = Path(tempfile.mkdtemp(prefix="checkpoint-")) / name
-        return shutil.make_archive(str(target), "zip", root_dir=directory)
-
-
-def presets_for_app() -> dict[str, dict]:
-    return {name: PRESETS[name] for name in APP_PRESETS}
+        if name not in self._archives or not Path(self._archives[name]).is_file():
+            target = Path(tempfile.mkdtemp(prefix="checkpoint-")) / name
+            self._archives[name] = shutil.make_archive(str(target), "zip", root_dir=directory)
+        return self._archives[name]

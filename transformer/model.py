@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from .config import ModelConfig
 
@@ -71,7 +70,8 @@ class ScaledDotProductAttention(nn.Module):
     """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V (equation 1).
 
     Two paths, one result: the fused PyTorch kernel when nobody needs the
-    probabilities, and the explicit formula when they are to be returned.
+    probabilities, and the explicit formula when they are to be returned (or
+    where it is faster: bf16 on a CPU).
     Masked keys get probability exactly 0 (their scores are -inf).
     """
 
@@ -82,18 +82,15 @@ class ScaledDotProductAttention(nn.Module):
     def forward(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
                 need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         dropout = self.dropout if self.training else 0.0
-        if not need_weights:
-            if q.device.type == "cpu" and q.dtype == torch.bfloat16:
-                # PyTorch's CPU flash kernel is about 3x slower than its math kernel for
-                # bf16 training on sentence-length sequences (benchmarks/train_throughput.py).
-                with sdpa_kernel(SDPBackend.MATH):
-                    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout), None
+        # On a CPU in bf16, PyTorch's fused kernel is about 3x slower than the plain formula for
+        # sentence-length sequences (benchmarks/train_throughput.py), so the formula runs there.
+        if not need_weights and not (q.device.type == "cpu" and q.dtype == torch.bfloat16):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout), None
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         weights = scores.softmax(dim=-1)
-        return F.dropout(weights, dropout, self.training).to(v.dtype) @ v, weights
+        return F.dropout(weights, dropout, self.training).to(v.dtype) @ v, weights if need_weights else None
 
 
 @dataclass

@@ -12,6 +12,7 @@ A run directory holds ``last/`` (resumable), ``best/`` (best validation score),
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -37,12 +38,13 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from . import data as datasets
-from .checkpoint import load_checkpoint, read_config, save_checkpoint, unique_state_dict, load_weights, resolve
-from .config import PRESETS, ModelConfig, preset
-from .decoding import forced_decode, greedy_search, pad_batch, translate_batch
+from .checkpoint import (CheckpointError, load_checkpoint, load_weights, read_config, resolve, save_checkpoint,
+                         unique_state_dict)
+from .config import PRESETS, preset
+from .decoding import forced_decode, pad_batch, translate_batch
 from .metrics import corpus_scores
 from .model import Transformer
-from .tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+from .tokenizer import BOS_ID, PAD_ID, Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +93,10 @@ class TrainConfig:
             raise ValueError(f"unknown precision {self.precision!r}")
         if self.steps < 1 or self.max_tokens < 8 or self.accumulate < 1 or self.eval_every < 1:
             raise ValueError("steps, accumulate and eval_every must be positive, max_tokens at least 8")
+        if self.lr <= 0 or not 0 <= self.label_smoothing < 1:
+            raise ValueError("lr must be positive and label_smoothing in [0, 1)")
+        if self.eval_sentences is not None and self.eval_sentences < 1:
+            raise ValueError("eval_sentences must be at least 1")
 
 
 # --- schedule ------------------------------------------------------------------------------------
@@ -102,11 +108,12 @@ def learning_rate(config: TrainConfig, step: int) -> float:
         return config.lr * step / warmup
     if config.schedule == "noam":  # section 5.3: decays with the inverse square root of the step
         return config.lr * math.sqrt(warmup / step)
+    # Decaying schedules approach 0 at the last update without reaching it (that update would be wasted).
     if config.schedule == "cosine":
-        progress = min(1.0, (step - warmup) / max(1, config.steps - warmup))
+        progress = min(1.0, (step - warmup) / (max(0, config.steps - warmup) + 1))
         return config.lr * 0.5 * (1 + math.cos(math.pi * progress))
     if config.schedule == "linear":
-        return config.lr * max(0.0, (config.steps - step) / max(1, config.steps - warmup))
+        return config.lr * max(0.0, (config.steps + 1 - step) / (max(0, config.steps - warmup) + 1))
     return config.lr  # constant, or plateau (reduced at evaluations)
 
 
@@ -306,7 +313,7 @@ class Trainer:
             model_config = loaded.model.config
         else:
             torch.manual_seed(config.seed)
-            self.source_tokenizer = self.target_tokenizer = self._train_tokenizer()
+            self.source_tokenizer = self.target_tokenizer = self._shared_tokenizer()
             vocab = self.source_tokenizer.vocab_size
             model_config = preset(config.preset, vocab, vocab, **config.model)
         torch.manual_seed(config.seed)
@@ -324,6 +331,22 @@ class Trainer:
         self.probes = config.probe_sentences or [self.data.val.sources[0]]
 
     # -- setup helpers --
+    def _shared_tokenizer(self) -> Tokenizer:
+        """Rank 0 trains the tokenizer and the others receive it: sentencepiece is not bit-reproducible."""
+        if not self.distributed:
+            return self._train_tokenizer()
+        proto = [self._train_tokenizer().model_proto if self.rank == 0 else None]
+        dist.broadcast_object_list(proto, src=0)
+        return Tokenizer(proto[0])
+
+    def _all_ranks(self, flag: bool, any_rank: bool) -> bool:
+        """Agree on a flag across processes (any rank / all ranks), so they stop or fail together."""
+        if not self.distributed:
+            return flag
+        value = torch.tensor([int(flag)], device=self.device)
+        dist.all_reduce(value, op=dist.ReduceOp.MAX if any_rank else dist.ReduceOp.MIN)
+        return bool(value.item())
+
     def _train_tokenizer(self) -> Tokenizer:
         if self.data.train is None:  # synthetic: one piece per digit
             sample = datasets.synthetic_corpus(self.config.data, 2000, seed=self.config.seed)
@@ -407,19 +430,23 @@ class Trainer:
         """One optimizer update over ``micro_batches`` (gradient accumulation); returns its metrics."""
         self.model.train()
         lr = self._set_lr()
-        total_loss, total_tokens = 0.0, 0
-        for batch in micro_batches:
+        # The update's loss is the mean over all its target tokens, however they are split into micro-batches.
+        total_tokens = sum(len(examples[i][1]) for batch in micro_batches for i in batch)
+        total_loss = 0.0
+        for number, batch in enumerate(micro_batches):
             src, tgt_in, tgt_out = collate([examples[i] for i in batch], self.device)
-            n_tokens = int((tgt_out != PAD_ID).sum())
-            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-                logits = self.train_model(src, tgt_in).logits
-            loss = token_loss(logits, tgt_out, self.config.label_smoothing)
-            (loss / max(1, n_tokens) / len(micro_batches)).backward()
+            last = number == len(micro_batches) - 1
+            # Under DDP, gradients are averaged across processes once per update, not per micro-batch.
+            sync = contextlib.nullcontext() if last or not self.distributed else self.train_model.no_sync()
+            with sync:
+                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                    logits = self.train_model(src, tgt_in).logits
+                loss = token_loss(logits, tgt_out, self.config.label_smoothing)
+                (loss / max(1, total_tokens)).backward()
             total_loss += loss.item()
-            total_tokens += n_tokens
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm or float("inf"))
         loss_value = total_loss / max(1, total_tokens)
-        if not math.isfinite(loss_value):
+        if not self._all_ranks(math.isfinite(loss_value), any_rank=False):
             raise FloatingPointError(f"loss became {loss_value} at step {self.step + 1}; lower the learning rate")
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -494,6 +521,10 @@ class Trainer:
         final = {}
         while self.step < config.steps:
             examples, batches = self._epoch_batches(self.epoch)
+            if len(batches) < config.accumulate:
+                raise datasets.DataError(f"an epoch holds {len(batches)} batches, fewer than the {config.accumulate} "
+                                         "micro-batches of one update: add data, or lower --accumulate or the "
+                                         "number of processes")
             while self.batch_in_epoch + config.accumulate <= len(batches) and self.step < config.steps:
                 micro = batches[self.batch_in_epoch:self.batch_in_epoch + config.accumulate]
                 self.batch_in_epoch += config.accumulate
@@ -512,7 +543,7 @@ class Trainer:
                 if self.on_step:
                     self.on_step(metrics)
                 out_of_time = config.max_minutes is not None and metrics["elapsed_s"] > 60 * config.max_minutes
-                if self.cancel.is_set() or out_of_time:
+                if self._all_ranks(self.cancel.is_set() or out_of_time, any_rank=True):
                     stopped_by = "cancel" if self.cancel.is_set() else "time"
                     break
                 if self.step % config.eval_every == 0 and self.step < config.steps:
@@ -616,6 +647,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.resume:
             saved = read_config(resolve(Path(args.resume) / "last"))
             config = TrainConfig(**saved["training"])
+            config.out_dir = args.resume  # the run continues where it lies now, even if moved
             if args.steps != TrainConfig.steps:
                 config.steps = args.steps
         else:
@@ -627,7 +659,7 @@ def main(argv: list[str] | None = None) -> int:
             with open(trainer.out_dir / "command.txt", "a") as handle:
                 handle.write(command + "\n")
         final = trainer.run()
-    except (datasets.DataError, ValueError, FloatingPointError) as error:
+    except (datasets.DataError, CheckpointError, ValueError, FloatingPointError) as error:
         logging.error("%s", error)
         return 2
     if trainer.rank == 0:
