@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from app import build_app
-from transformer import explorer
+from transformer import explorer, jobs
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 
 from helpers import free_port
@@ -24,9 +24,10 @@ if not shutil.which(CHROMIUM):
 
 
 @pytest.fixture(scope="module")
-def app_url():
-    registry = explorer.ModelRegistry([REPOSITORY_CHECKPOINTS])
-    demo = build_app(registry)
+def app_url(tmp_path_factory):
+    manager = jobs.JobManager(tmp_path_factory.mktemp("runs"))
+    registry = explorer.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir])
+    demo = build_app(registry, jobs=manager)
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
     yield demo.local_url, registry.default_name()
     demo.close()
@@ -91,4 +92,25 @@ def test_html_in_the_input_is_shown_as_text_never_run(app_url, browser):
     page.wait_for_timeout(4000)
     assert dialogs == []
     assert page.locator("img[src=x]").count() == 0
+    page.close()
+
+
+def test_start_training_and_watch_the_loss_curve_grow(app_url, browser):
+    url, _ = app_url
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page.get_by_role("tab", name="Train").click()
+    page.locator("#start-training").click()
+    count = "() => { const p = document.querySelector('#train-curves .js-plotly-plot'); " \
+            "return p && p.data && p.data.length ? p.data[0].x.length : 0; }"
+    page.wait_for_function(f"({count})() >= 2", timeout=120_000)
+    first = page.evaluate(count)
+    page.wait_for_function(f"({count})() > {first}", timeout=120_000)
+    assert page.evaluate(count) > first
+    assert "running" in page.locator("#train-status").inner_text() or \
+        "finished" in page.locator("#train-status").inner_text()
+    page.locator("#stop-training").click()
+    page.wait_for_function("() => /stopped|finished/.test(document.querySelector('#train-status').innerText)",
+                           timeout=120_000)
     page.close()
