@@ -70,7 +70,7 @@ def _score_rows(metrics: dict) -> str:
     return "\n".join(rows)
 
 
-def model_card(name: str, metrics: dict, config: dict, command: str, curve: str | None) -> str:
+def model_card(name: str, metrics: dict, config: dict, command: str, curve: str | None, note: str = "") -> str:
     training = config.get("training", {})
     model = config["model"]
     files = "\n".join(f"| `{k}` | `{v}` |" for k, v in sorted(config.get("data_files_sha256", {}).items()))
@@ -102,6 +102,7 @@ def model_card(name: str, metrics: dict, config: dict, command: str, curve: str 
     lines += [
         "## Training", "",
         "```bash", command, "```", "",
+        *([note, ""] if note else []),
         f"- Hardware: {metrics['hardware']}",
         f"- Wall-clock training time: {metrics['train_minutes']:.1f} minutes for {metrics['steps']} updates "
         f"({metrics['epochs']} epochs)",
@@ -135,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--length-penalties", type=float, nargs="+", default=[0.6, 1.0, 1.4],
                         help="candidates, chosen by val BLEU")
     parser.add_argument("--command", help="the training command, if the run has no command.txt")
+    parser.add_argument("--note", default="", help="a remark for the model card (e.g. which code trained it)")
     args = parser.parse_args(argv)
 
     source, destination = Path(args.source), Path(args.destination)
@@ -211,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             curve_name = None
     command_file = run_dir / "command.txt"
     command = args.command or (command_file.read_text().strip().splitlines()[0] if command_file.is_file() else "?")
-    card = model_card(destination.name, metrics, {**config, **info}, command, curve_name)
+    card = model_card(destination.name, metrics, {**config, **info}, command, curve_name, args.note)
     (destination / "README.md").write_text(card)
     (destination / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     if run_dir.joinpath("log.jsonl").is_file():
