@@ -1,0 +1,49 @@
+"""Time to rank every head of the bundled model for one sentence (one batched forward pass).
+
+Every head of every attention type is switched off in its own batch row, plus
+one unmodified row; the drop in the translation's log-probability ranks them.
+Prints JSON last: {"heads", "median_ms", "p95_ms"}.
+
+    python benchmarks/head_importance.py --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+from common import machine
+
+from transformer import explorer, interventions
+
+SENTENCE = "A young man in a green jacket is carrying a heavy box up the old stairs."
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    registry = explorer.ModelRegistry(device="cpu")
+    checkpoint = registry.get(registry.default_name())
+    translation = explorer.run_translation(checkpoint, SENTENCE, "beam", 5).translation
+    interventions.head_importance(checkpoint, translation)  # warm-up
+    times = []
+    for _ in range(args.repeats):
+        started = time.perf_counter()
+        importance = interventions.head_importance(checkpoint, translation)
+        times.append(1000 * (time.perf_counter() - started))
+    times.sort()
+    heads = sum(v.numel() for v in importance.values())
+    result = {"heads": heads, "median_ms": round(statistics.median(times), 1),
+              "p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 1),
+              "model": checkpoint.name, "machine": machine()}
+    if not args.json:
+        print(f"ranked {heads} heads in {result['median_ms']} ms (median)")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
