@@ -15,12 +15,17 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 ATTENTION_COLORSCALE = "Blues"
+GRID = "#e5ecf6"
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 
 
 def _layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
-    fig.update_layout(title=dict(text=title, x=0.01, font=dict(size=15)), font=FONT, template="plotly_white",
-                      margin=dict(l=10, r=10, t=60, b=10), height=height)
+    # Plain colours instead of a named template: a template costs ~10 ms per figure to build and is sent
+    # to the browser with every figure.
+    fig.update_layout(title=dict(text=title, x=0.01, font=dict(size=15)), font=FONT, paper_bgcolor="white",
+                      plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=10), height=height)
+    fig.update_xaxes(gridcolor=GRID, zerolinecolor=GRID)
+    fig.update_yaxes(gridcolor=GRID, zerolinecolor=GRID)
     return fig
 
 
