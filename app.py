@@ -556,9 +556,12 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         translate_then_render(translate_button.click, "translate")
         translate_then_render(text.submit, False)
-        step.change(on_step, step_inputs, step_outputs, api_name="step")
-        previous_step.click(lambda tr, s: move_step(tr, s, -1), [translation_state, step], step, api_name=False)
-        next_step.click(lambda tr, s: move_step(tr, s, +1), [translation_state, step], step, api_name=False)
+        # Only the user's own moves trigger a redraw here: after a translation the chain above redraws once.
+        step.input(on_step, step_inputs, step_outputs, api_name="step")
+        for button, delta in ((previous_step, -1), (next_step, +1)):
+            (button.click(lambda tr, s, delta=delta: move_step(tr, s, delta), [translation_state, step], step,
+                          api_name=False)
+             .then(on_step, step_inputs, step_outputs, api_name=False))
         for control in (kind, view, layer, head, average):
             control.change(on_attention, attention_inputs, attention_plot, api_name=False)
         for control in (layer, head, average):

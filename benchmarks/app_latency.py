@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import socket
-import statistics
 import subprocess
 import sys
 import time
 import urllib.request
 
-from common import ROOT, machine
+from common import ROOT, machine, repeat_ms
 
 from transformer import explorer
 
@@ -63,16 +62,9 @@ def main() -> None:
     args = parser.parse_args()
     registry = explorer.ModelRegistry(device="cpu")
     checkpoint = registry.get(registry.default_name())
-    one_click(checkpoint)  # warm-up
-    times = []
-    for _ in range(args.repeats):
-        started = time.perf_counter()
-        one_click(checkpoint)
-        times.append(1000 * (time.perf_counter() - started))
-    times.sort()
+    median, p95 = repeat_ms(lambda: one_click(checkpoint), args.repeats)
     startup = startup_seconds()
-    result = {"translate_median_ms": round(statistics.median(times), 1),
-              "translate_p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 1),
+    result = {"translate_median_ms": round(median, 1), "translate_p95_ms": round(p95, 1),
               "startup_s": round(startup, 2), "model": checkpoint.name, "machine": machine()}
     if not args.json:
         print(f"Translate: median {result['translate_median_ms']} ms, p95 {result['translate_p95_ms']} ms; "

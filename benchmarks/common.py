@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import platform
+import statistics
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -27,6 +29,18 @@ def bundled_or_random(device: str = "cpu") -> tuple[Checkpoint | None, Transform
     return None, Transformer(preset("small", 8000, 8000)).to(device).eval()
 
 
+def repeat_ms(fn, repeats: int) -> tuple[float, float]:
+    """Median and 95th percentile, in milliseconds, of ``repeats`` calls of ``fn`` after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append(1000 * (time.perf_counter() - started))
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, int(0.95 * len(times)))]
+
+
 def machine() -> str:
     name = platform.processor() or "unknown CPU"
     try:
@@ -39,4 +53,4 @@ def machine() -> str:
     return f"{name}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
 
 
-__all__ = ["ROOT", "Tokenizer", "bundled_or_random", "machine"]
+__all__ = ["ROOT", "Tokenizer", "bundled_or_random", "machine", "repeat_ms"]

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 
-from common import machine
+from common import machine, repeat_ms
 
 from transformer import explorer, interventions
 
@@ -29,16 +27,9 @@ def main() -> None:
     registry = explorer.ModelRegistry(device="cpu")
     checkpoint = registry.get(registry.default_name())
     translation = explorer.run_translation(checkpoint, SENTENCE, "beam", 5).translation
-    interventions.head_importance(checkpoint, translation)  # warm-up
-    times = []
-    for _ in range(args.repeats):
-        started = time.perf_counter()
-        importance = interventions.head_importance(checkpoint, translation)
-        times.append(1000 * (time.perf_counter() - started))
-    times.sort()
-    heads = sum(v.numel() for v in importance.values())
-    result = {"heads": heads, "median_ms": round(statistics.median(times), 1),
-              "p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 1),
+    median, p95 = repeat_ms(lambda: interventions.head_importance(checkpoint, translation), args.repeats)
+    heads = sum(v.numel() for v in interventions.head_importance(checkpoint, translation).values())
+    result = {"heads": heads, "median_ms": round(median, 1), "p95_ms": round(p95, 1),
               "model": checkpoint.name, "machine": machine()}
     if not args.json:
         print(f"ranked {heads} heads in {result['median_ms']} ms (median)")

@@ -73,6 +73,9 @@ def test_translate_step_through_and_see_the_heatmaps(app_url, browser, tmp_path)
                            timeout=30_000)
     assert plot_title(page, "topk-plot") != last_title
     assert plot_title(page, "step-attention").startswith("Step 2:")
+    page.get_by_role("button", name="◀ previous").click()
+    page.wait_for_function("() => document.querySelector('#topk-plot .gtitle').textContent.startsWith('Step 1:')",
+                           timeout=30_000)
     page.screenshot(path=str(tmp_path / "app.png"), full_page=True)
     if os.environ.get("UPDATE_SCREENSHOT"):
         page.set_viewport_size({"width": 1400, "height": 1000})
