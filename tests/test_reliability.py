@@ -108,8 +108,9 @@ def test_past_the_queue_limit_a_user_is_told_the_app_is_busy_instead_of_hanging(
     try:
         client = Client(demo.local_url, verbose=False)
         args = ("reverse-tiny", "1 2 3", "greedy", 2, 20)
-        running = [client.submit(*args, api_name="/translate") for _ in range(2)]  # concurrency limit is 2
-        for _ in running:
+        running = []
+        for _ in range(2):  # concurrency limit is 2; one at a time, so neither meets a queue of size 1 still full
+            running.append(client.submit(*args, api_name="/translate"))
             assert registry.waiting.acquire(timeout=60), "the first two requests should be running"
         queued = client.submit(*args, api_name="/translate")
         deadline = time.monotonic() + 60
