@@ -7,6 +7,7 @@ from torch import nn
 from transformer.config import ModelConfig
 from transformer.decoding import pad_batch
 from transformer.model import DecoderCache, HeadMask, MultiHeadAttention, Transformer, sinusoidal_table
+from transformer.reference import to_torch_transformer
 
 PAD = 0
 
@@ -23,47 +24,11 @@ def padded_batch(lengths, vocab=40, seed=0):
     return pad_batch([torch.randint(4, vocab, (n,), generator=generator).tolist() for n in lengths])
 
 
-def copy_into_reference(ours: Transformer) -> nn.Transformer:
-    """A torch.nn.Transformer with our weights (post-norm, ReLU, no final stack norms as in the paper)."""
-    c = ours.config
-    ref = nn.Transformer(c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff, dropout=0.0,
-                         batch_first=True)
-    ref.encoder.norm = None
-    ref.decoder.norm = None
-
-    def copy_attention(theirs: nn.MultiheadAttention, mine: MultiHeadAttention):
-        theirs.in_proj_weight.copy_(mine.in_proj.weight)
-        theirs.in_proj_bias.copy_(mine.in_proj.bias)
-        theirs.out_proj.weight.copy_(mine.out_proj.weight)
-        theirs.out_proj.bias.copy_(mine.out_proj.bias)
-
-    def copy_linear(theirs, mine):
-        theirs.weight.copy_(mine.weight)
-        theirs.bias.copy_(mine.bias)
-
-    with torch.no_grad():
-        for theirs, mine in zip(ref.encoder.layers, ours.encoder.layers):
-            copy_attention(theirs.self_attn, mine.self_attn)
-            copy_linear(theirs.linear1, mine.feed_forward.linear1)
-            copy_linear(theirs.linear2, mine.feed_forward.linear2)
-            copy_linear(theirs.norm1, mine.self_attn_norm.norm)
-            copy_linear(theirs.norm2, mine.feed_forward_norm.norm)
-        for theirs, mine in zip(ref.decoder.layers, ours.decoder.layers):
-            copy_attention(theirs.self_attn, mine.self_attn)
-            copy_attention(theirs.multihead_attn, mine.cross_attn)
-            copy_linear(theirs.linear1, mine.feed_forward.linear1)
-            copy_linear(theirs.linear2, mine.feed_forward.linear2)
-            copy_linear(theirs.norm1, mine.self_attn_norm.norm)
-            copy_linear(theirs.norm2, mine.cross_attn_norm.norm)
-            copy_linear(theirs.norm3, mine.feed_forward_norm.norm)
-    return ref
-
-
-@pytest.mark.parametrize("seed", [0, 1])
-def test_matches_torch_nn_transformer_on_padded_batches(seed):
+@pytest.mark.parametrize("seed, norm_first", [(0, False), (1, False), (2, True)])
+def test_matches_torch_nn_transformer_on_padded_batches(seed, norm_first):
     torch.manual_seed(seed)
-    ours = Transformer(tiny_config()).eval()
-    ref = copy_into_reference(ours).train()  # train mode with dropout 0: the plain (non-fast-path) kernels
+    ours = Transformer(tiny_config(norm_first=norm_first)).eval()
+    ref = to_torch_transformer(ours).train()  # train mode with dropout 0: the plain (non-fast-path) kernels
     src = padded_batch([7, 3, 5], seed=seed)
     tgt = padded_batch([4, 6, 2], seed=seed + 10)
     with torch.no_grad():
@@ -158,6 +123,43 @@ def test_incremental_decoding_with_cache_equals_full_forward_pass():
             assert torch.allclose(step.cross_attentions[layer][:, :, 0], full.cross_attentions[layer][:, :, t],
                                   atol=1e-6)
     assert cache.length == tgt.size(1)
+
+
+def test_inference_computes_what_training_computes_and_follows_every_weight_update():
+    """Without autograd, linear layers on a CPU read a cached transposed copy of their weights (DecodingWeight)."""
+    torch.manual_seed(0)
+    model = Transformer(tiny_config(tie_output_projection=False)).eval()
+    src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
+
+    def inference_logits():
+        with torch.no_grad():
+            return model(src, tgt).logits
+
+    with torch.enable_grad():
+        assert torch.allclose(inference_logits(), model(src, tgt).logits, atol=1e-5)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    before = inference_logits()
+    model(src, tgt).logits.sum().backward()
+    optimizer.step()  # in place: same tensors, new values
+    after = inference_logits()
+    assert not torch.allclose(after, before, atol=1e-3)
+    with torch.enable_grad():
+        assert torch.allclose(after, model(src, tgt).logits, atol=1e-5)
+
+    restored = Transformer(tiny_config(tie_output_projection=False)).eval()
+    restored.load_state_dict(model.state_dict())
+    model.load_state_dict(Transformer(tiny_config(tie_output_projection=False)).state_dict())
+    model.load_state_dict(restored.state_dict())
+    assert torch.allclose(inference_logits(), after, atol=1e-6)
+    model.double()
+    with torch.no_grad():
+        assert model(src, tgt).logits.dtype == torch.float64
+    assert torch.allclose(inference_logits().float(), after, atol=1e-5)
+    model.float()
+    projection = model.output_proj
+    projection.weight.data = torch.randn_like(projection.weight)  # new storage, as a move between devices makes
+    with torch.enable_grad():
+        assert torch.allclose(inference_logits(), model(src, tgt).logits, atol=1e-5)
 
 
 def test_cache_reorder_follows_selected_hypotheses():

@@ -66,6 +66,46 @@ class TokenEmbedding(nn.Embedding):
         return super().forward(tokens) * self.scale
 
 
+class DecodingWeight:
+    """A weight as the matrix products of decoding on a CPU read it fastest.
+
+    Decoding one token at a time multiplies vectors by matrices, work bound by
+    how fast the weights stream from memory. MKL streams a matrix stored
+    input-major (a contiguous W^T) about twice as fast as the output-major W that
+    ``nn.Linear`` keeps, as long as W^T is at least as wide as it is tall (the
+    attention projections, the first feed-forward layer and the vocabulary
+    projection; benchmarks/decode_latency.py). So without autograd on a CPU this
+    hands out such a W as a transposed view of a cached contiguous W^T, which
+    ``F.linear`` multiplies in that faster layout; the copy is rebuilt whenever W
+    changes (a new tensor, an in-place update, another dtype). Training, GPUs and
+    checkpoints see W itself.
+    """
+
+    def __init__(self):
+        self._cached: tuple[Tensor, int, Tensor] | None = None  # (W's storage, W's version, W^T)
+
+    def __call__(self, weight: Tensor) -> Tensor:
+        if torch.is_grad_enabled() or weight.device.type != "cpu" or weight.size(0) < weight.size(1):
+            return weight
+        cached = self._cached
+        if (cached is None or cached[0].data_ptr() != weight.data_ptr() or cached[1] != weight._version
+                or cached[2].dtype != weight.dtype):
+            cached = (weight.detach(), weight._version, weight.detach().t().contiguous())
+            self._cached = cached  # holding W's storage keeps its address from being reused by another tensor
+        return cached[2].t()
+
+
+class Linear(nn.Linear):
+    """``nn.Linear`` (same parameters, same state dict) that decodes with a ``DecodingWeight``."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True):
+        super().__init__(in_features, out_features, bias)
+        self.decoding_weight = DecodingWeight()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.decoding_weight(self.weight), self.bias)
+
+
 class ScaledDotProductAttention(nn.Module):
     """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V (equation 1).
 
@@ -88,9 +128,10 @@ class ScaledDotProductAttention(nn.Module):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout), None
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
         if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
+            scores = torch.where(mask, scores, float("-inf"))
         weights = scores.softmax(dim=-1)
-        return F.dropout(weights, dropout, self.training).to(v.dtype) @ v, weights if need_weights else None
+        mixing = F.dropout(weights, dropout) if dropout else weights
+        return mixing.to(v.dtype) @ v, weights if need_weights else None
 
 
 @dataclass
@@ -113,17 +154,18 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         self.n_heads = n_heads
         self.d_model = d_model
-        self.in_proj = nn.Linear(d_model, 3 * d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.in_proj = Linear(d_model, 3 * d_model)
+        self.out_proj = Linear(d_model, d_model)
         self.attention = ScaledDotProductAttention(dropout)
         nn.init.xavier_uniform_(self.in_proj.weight)
         nn.init.zeros_(self.in_proj.bias)
         nn.init.xavier_uniform_(self.out_proj.weight)
         nn.init.zeros_(self.out_proj.bias)
 
-    def _split_heads(self, x: Tensor) -> Tensor:
+    def _split_heads(self, x: Tensor, parts: int = 1) -> Tensor:
+        """(B, L, parts * D) -> (parts, B, H, L, head_dim): one view of each projected part, head by head."""
         batch, length, _ = x.shape
-        return x.view(batch, length, self.n_heads, -1).transpose(1, 2)
+        return x.view(batch, length, parts, self.n_heads, -1).permute(2, 0, 3, 1, 4)
 
     def forward(self, x: Tensor, memory: Tensor | None = None, mask: Tensor | None = None, *,
                 past: KeyValue | None = None, need_weights: bool = False,
@@ -137,19 +179,17 @@ class MultiHeadAttention(nn.Module):
         (B, H, queries, keys) when asked for, and the keys/values to cache.
         """
         d = self.d_model
-        weight, bias = self.in_proj.weight, self.in_proj.bias
+        weight, bias = self.in_proj.decoding_weight(self.in_proj.weight), self.in_proj.bias
         if memory is None:
-            q, k, v = F.linear(x, weight, bias).split(d, dim=-1)
-            q, k, v = self._split_heads(q), self._split_heads(k), self._split_heads(v)
+            q, k, v = self._split_heads(F.linear(x, weight, bias), parts=3)
             if past is not None:
                 k, v = torch.cat([past.k, k], dim=2), torch.cat([past.v, v], dim=2)
         else:
-            q = self._split_heads(F.linear(x, weight[:d], bias[:d]))
+            q = self._split_heads(F.linear(x, weight[:d], bias[:d]))[0]
             if past is not None:
                 k, v = past.k, past.v
             else:
-                k, v = F.linear(memory, weight[d:], bias[d:]).split(d, dim=-1)
-                k, v = self._split_heads(k), self._split_heads(v)
+                k, v = self._split_heads(F.linear(memory, weight[d:], bias[d:]), parts=2)
         heads, weights = self.attention(q, k, v, mask, need_weights)
         if head_mask is not None:
             heads = heads * head_mask.to(heads.dtype).view(-1, self.n_heads, 1, 1)
@@ -166,15 +206,16 @@ class PositionwiseFeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
+        self.linear1 = Linear(d_model, d_ff)
+        self.linear2 = Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
         for linear in (self.linear1, self.linear2):
             nn.init.xavier_uniform_(linear.weight)
             nn.init.zeros_(linear.bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.linear2(self.dropout(F.relu(self.linear1(x))))
+        hidden = F.relu(self.linear1(x))
+        return self.linear2(self.dropout(hidden) if self.training else hidden)
 
 
 class AddAndNorm(nn.Module):
@@ -195,9 +236,11 @@ class AddAndNorm(nn.Module):
         return self.norm(x) if self.norm_first else x
 
     def output(self, x: Tensor, sublayer_output: Tensor) -> Tensor:
+        if self.training:
+            sublayer_output = self.dropout(sublayer_output)
         # Under autocast the sublayer returns bf16 while the residual stream stays float32;
         # casting first avoids PyTorch's slow mixed-dtype add (about 4x on a CPU).
-        y = x + self.dropout(sublayer_output).to(x.dtype)
+        y = x + sublayer_output.to(x.dtype)
         return y if self.norm_first else self.norm(y)
 
 
@@ -401,7 +444,8 @@ class Transformer(nn.Module):
         self.encoder = Encoder(config)
         self.decoder = Decoder(config)
         self.output_proj = (None if config.tie_output_projection
-                            else nn.Linear(config.d_model, config.tgt_vocab_size, bias=False))
+                            else Linear(config.d_model, config.tgt_vocab_size, bias=False))
+        self.tied_decoding_weight = DecodingWeight()
 
     @property
     def device(self) -> torch.device:
@@ -452,7 +496,7 @@ class Transformer(nn.Module):
     def project(self, hidden: Tensor) -> Tensor:
         """Hidden states to vocabulary logits, through the (tied) output projection."""
         if self.output_proj is None:
-            return F.linear(hidden, self.tgt_embed.weight)
+            return F.linear(hidden, self.tied_decoding_weight(self.tgt_embed.weight))
         return self.output_proj(hidden)
 
     def forward(self, src: Tensor, tgt: Tensor, output_attentions: bool = False,
