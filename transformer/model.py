@@ -49,7 +49,8 @@ class PositionalEncoding(nn.Module):
         length = x.size(1)
         if offset + length > self.table.size(0):
             raise ValueError(f"sequence of {offset + length} positions exceeds max_len {self.table.size(0)}")
-        return x + self.table[offset : offset + length].to(x.dtype)
+        table = self.table[offset : offset + length]
+        return x + (table if table.dtype == x.dtype else table.to(x.dtype))
 
 
 class TokenEmbedding(nn.Embedding):
@@ -82,17 +83,19 @@ class DecodingWeight:
     """
 
     def __init__(self):
-        self._cached: tuple[Tensor, int, Tensor] | None = None  # (W's storage, W's version, W^T)
+        # (W as seen, W's version then, W as a view of its W^T copy); holding W's storage keeps
+        # its address from being reused by another tensor.
+        self._cached: tuple[Tensor, int, Tensor] | None = None
 
     def __call__(self, weight: Tensor) -> Tensor:
-        if torch.is_grad_enabled() or weight.device.type != "cpu" or weight.size(0) < weight.size(1):
+        if torch.is_grad_enabled() or not weight.is_cpu or weight.size(0) < weight.size(1):
             return weight
         cached = self._cached
-        if (cached is None or cached[0].data_ptr() != weight.data_ptr() or cached[1] != weight._version
-                or cached[2].dtype != weight.dtype):
-            cached = (weight.detach(), weight._version, weight.detach().t().contiguous())
-            self._cached = cached  # holding W's storage keeps its address from being reused by another tensor
-        return cached[2].t()
+        if (cached is None or cached[1] != weight._version or cached[0].data_ptr() != weight.data_ptr()
+                or cached[0].dtype != weight.dtype):
+            seen = weight.detach()
+            cached = self._cached = (seen, weight._version, seen.t().contiguous().t())
+        return cached[2]
 
 
 class Linear(nn.Linear):
@@ -131,7 +134,9 @@ class ScaledDotProductAttention(nn.Module):
             scores = torch.where(mask, scores, float("-inf"))
         weights = scores.softmax(dim=-1)
         mixing = F.dropout(weights, dropout) if dropout else weights
-        return mixing.to(v.dtype) @ v, weights if need_weights else None
+        if mixing.dtype != v.dtype:  # float32 probabilities, bf16 values under autocast
+            mixing = mixing.to(v.dtype)
+        return mixing @ v, weights if need_weights else None
 
 
 @dataclass
@@ -240,7 +245,9 @@ class AddAndNorm(nn.Module):
             sublayer_output = self.dropout(sublayer_output)
         # Under autocast the sublayer returns bf16 while the residual stream stays float32;
         # casting first avoids PyTorch's slow mixed-dtype add (about 4x on a CPU).
-        y = x + sublayer_output.to(x.dtype)
+        if sublayer_output.dtype != x.dtype:
+            sublayer_output = sublayer_output.to(x.dtype)
+        y = x + sublayer_output
         return y if self.norm_first else self.norm(y)
 
 
@@ -457,7 +464,7 @@ class Transformer(nn.Module):
             x = self.positional_encoding(x, offset)
         elif offset + tokens.size(1) > self.config.max_len:
             raise ValueError(f"sequence of {offset + tokens.size(1)} positions exceeds max_len {self.config.max_len}")
-        return self.embed_dropout(x)
+        return self.embed_dropout(x) if self.training else x
 
     def encode(self, src: Tensor, need_weights: bool = False, head_mask: HeadMask | None = None,
                positions: bool = True) -> EncoderOutput:
