@@ -104,8 +104,11 @@ def timed_ms(fn, repeats):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--threads", type=int, help="intra-op threads (default: PyTorch's choice)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     checkpoint, model = bundled_or_random()
     if model.config.norm_first or not model.config.tie_output_projection:
         parser.error("the reference decoder is written for a post-norm model with a tied output projection")
