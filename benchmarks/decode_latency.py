@@ -68,7 +68,7 @@ def decode_reference_cached(reference: nn.Transformer, model: Transformer, src: 
     Embeddings and the tied output projection are ``model``'s, used as stock
     ``nn.Embedding`` / ``F.linear`` calls.
     """
-    x = model._embed(model.src_embed, src)
+    x = model.positional_encoding(model.src_embed(src))
     for layer in reference.encoder.layers:
         h, _ = layer.self_attn(x, x, x, need_weights=True, average_attn_weights=False)
         x = layer.norm1(x + h)
@@ -78,7 +78,7 @@ def decode_reference_cached(reference: nn.Transformer, model: Transformer, src: 
     inputs_so_far: list[torch.Tensor | None] = [None] * len(reference.decoder.layers)
     tokens = []
     for step in range(TARGET_STEPS):
-        y = model.tgt_embed.weight[token] * model.tgt_embed.scale + model.positional_encoding.table[step]
+        y = model.positional_encoding(model.tgt_embed(token), offset=step)
         for i, layer in enumerate(reference.decoder.layers):
             seen = y if inputs_so_far[i] is None else torch.cat([inputs_so_far[i], y], dim=1)
             inputs_so_far[i] = seen

@@ -1,5 +1,7 @@
 """The model is the paper's Transformer: checked against PyTorch's own implementation and against itself."""
 
+from copy import deepcopy
+
 import pytest
 import torch
 from torch import nn
@@ -125,41 +127,55 @@ def test_incremental_decoding_with_cache_equals_full_forward_pass():
     assert cache.length == tgt.size(1)
 
 
-def test_inference_computes_what_training_computes_and_follows_every_weight_update():
+@pytest.mark.parametrize("tied", [True, False])
+def test_inference_computes_what_training_computes_and_follows_every_weight_update(tied):
     """Without autograd, linear layers on a CPU read a cached transposed copy of their weights (DecodingWeight)."""
     torch.manual_seed(0)
-    model = Transformer(tiny_config(tie_output_projection=False)).eval()
+    model = Transformer(tiny_config(tie_output_projection=tied)).eval()
     src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
 
     def inference_logits():
         with torch.no_grad():
             return model(src, tgt).logits
 
-    with torch.enable_grad():
-        assert torch.allclose(inference_logits(), model(src, tgt).logits, atol=1e-5)
+    def assert_inference_matches_training():
+        inferred = inference_logits()
+        with torch.enable_grad():
+            trained = model(src, tgt).logits
+        assert inferred.dtype == trained.dtype
+        assert torch.allclose(inferred, trained, atol=1e-5), (inferred - trained).abs().max()
+        return inferred
+
+    before = assert_inference_matches_training()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    before = inference_logits()
     model(src, tgt).logits.sum().backward()
     optimizer.step()  # in place: same tensors, new values
-    after = inference_logits()
+    after = assert_inference_matches_training()
     assert not torch.allclose(after, before, atol=1e-3)
-    with torch.enable_grad():
-        assert torch.allclose(after, model(src, tgt).logits, atol=1e-5)
 
-    restored = Transformer(tiny_config(tie_output_projection=False)).eval()
-    restored.load_state_dict(model.state_dict())
-    model.load_state_dict(Transformer(tiny_config(tie_output_projection=False)).state_dict())
-    model.load_state_dict(restored.state_dict())
-    assert torch.allclose(inference_logits(), after, atol=1e-6)
+    model.load_state_dict(Transformer(tiny_config(tie_output_projection=tied)).state_dict())
+    assert not torch.allclose(assert_inference_matches_training(), after, atol=1e-3)
+    projection = model.tgt_embed if tied else model.output_proj
+    projection.weight.data = torch.randn_like(projection.weight)  # new storage, same version counter
+    assert_inference_matches_training()
     model.double()
+    assert_inference_matches_training()
+
+
+def test_a_model_made_under_inference_mode_runs_and_copies_leave_the_weight_cache_behind():
+    torch.manual_seed(0)
+    src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
+    model = Transformer(tiny_config()).eval()
     with torch.no_grad():
-        assert model(src, tgt).logits.dtype == torch.float64
-    assert torch.allclose(inference_logits().float(), after, atol=1e-5)
-    model.float()
-    projection = model.output_proj
-    projection.weight.data = torch.randn_like(projection.weight)  # new storage, as a move between devices makes
-    with torch.enable_grad():
-        assert torch.allclose(inference_logits(), model(src, tgt).logits, atol=1e-5)
+        expected = model(src, tgt).logits
+    with torch.inference_mode():
+        made_there = Transformer(tiny_config()).eval()
+        made_there.load_state_dict(model.state_dict())
+        assert torch.allclose(made_there(src, tgt).logits, expected, atol=1e-6)
+    copy = deepcopy(model)
+    assert copy.decoder.layers[0].feed_forward.linear1.decoding_weight._cached is None
+    with torch.no_grad():
+        assert torch.allclose(copy(src, tgt).logits, expected, atol=1e-6)
 
 
 def test_cache_reorder_follows_selected_hypotheses():

@@ -72,14 +72,18 @@ class DecodingWeight:
 
     Decoding one token at a time multiplies vectors by matrices, work bound by
     how fast the weights stream from memory. MKL streams a matrix stored
-    input-major (a contiguous W^T) about twice as fast as the output-major W that
-    ``nn.Linear`` keeps, as long as W^T is at least as wide as it is tall (the
+    input-major (a contiguous W^T) faster than the output-major W that
+    ``nn.Linear`` keeps, as long as W^T is at least as wide as it is tall: the
     attention projections, the first feed-forward layer and the vocabulary
-    projection; benchmarks/decode_latency.py). So without autograd on a CPU this
-    hands out such a W as a transposed view of a cached contiguous W^T, which
-    ``F.linear`` multiplies in that faster layout; the copy is rebuilt whenever W
-    changes (a new tensor, an in-place update, another dtype). Training, GPUs and
-    checkpoints see W itself.
+    projection (about 1.8x over one decoding step, benchmarks/weight_layout.py). So
+    without autograd, outside autocast, on a CPU this hands out such a W as a
+    transposed view of a cached contiguous W^T, which ``F.linear`` multiplies in
+    that layout. Training, autocast, GPUs and checkpoints see W itself.
+
+    The copy is rebuilt when W changes the ways PyTorch tracks: an in-place
+    update (optimizer steps, ``load_state_dict``), new storage (``.to()``,
+    ``.data =``), another dtype. Writes through ``W.data`` in place bypass that
+    tracking, as they do for autograd; call ``clear()`` after them.
     """
 
     def __init__(self):
@@ -88,14 +92,20 @@ class DecodingWeight:
         self._cached: tuple[Tensor, int, Tensor] | None = None
 
     def __call__(self, weight: Tensor) -> Tensor:
-        if torch.is_grad_enabled() or not weight.is_cpu or weight.size(0) < weight.size(1):
+        if (torch.is_grad_enabled() or not weight.is_cpu or weight.size(0) < weight.size(1)
+                or torch.is_autocast_enabled("cpu") or weight.is_inference()):
             return weight
         cached = self._cached
-        if (cached is None or cached[1] != weight._version or cached[0].data_ptr() != weight.data_ptr()
-                or cached[0].dtype != weight.dtype):
+        if cached is None or cached[1] != weight._version or cached[0].data_ptr() != weight.data_ptr():
             seen = weight.detach()
             cached = self._cached = (seen, weight._version, seen.t().contiguous().t())
         return cached[2]
+
+    def clear(self) -> None:
+        self._cached = None
+
+    def __getstate__(self) -> dict:
+        return {"_cached": None}  # copies and pickles of a model leave the cache behind
 
 
 class Linear(nn.Linear):
@@ -107,6 +117,10 @@ class Linear(nn.Linear):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.linear(x, self.decoding_weight(self.weight), self.bias)
+
+    def _apply(self, fn, recurse=True):
+        self.decoding_weight.clear()  # .to(), .half() and friends: the copy belonged to the old tensors
+        return super()._apply(fn, recurse)
 
 
 class ScaledDotProductAttention(nn.Module):
@@ -167,10 +181,10 @@ class MultiHeadAttention(nn.Module):
         nn.init.xavier_uniform_(self.out_proj.weight)
         nn.init.zeros_(self.out_proj.bias)
 
-    def _split_heads(self, x: Tensor, parts: int = 1) -> Tensor:
-        """(B, L, parts * D) -> (parts, B, H, L, head_dim): one view of each projected part, head by head."""
+    def _split_heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
+        """(B, L, parts * D) -> ``parts`` tensors (B, H, L, head_dim): views of the projection, head by head."""
         batch, length, _ = x.shape
-        return x.view(batch, length, parts, self.n_heads, -1).permute(2, 0, 3, 1, 4)
+        return x.view(batch, length, parts, self.n_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
 
     def forward(self, x: Tensor, memory: Tensor | None = None, mask: Tensor | None = None, *,
                 past: KeyValue | None = None, need_weights: bool = False,
@@ -190,7 +204,7 @@ class MultiHeadAttention(nn.Module):
             if past is not None:
                 k, v = torch.cat([past.k, k], dim=2), torch.cat([past.v, v], dim=2)
         else:
-            q = self._split_heads(F.linear(x, weight[:d], bias[:d]))[0]
+            (q,) = self._split_heads(F.linear(x, weight[:d], bias[:d]), parts=1)
             if past is not None:
                 k, v = past.k, past.v
             else:
@@ -452,7 +466,7 @@ class Transformer(nn.Module):
         self.decoder = Decoder(config)
         self.output_proj = (None if config.tie_output_projection
                             else Linear(config.d_model, config.tgt_vocab_size, bias=False))
-        self.tied_decoding_weight = DecodingWeight()
+        self.tied_decoding_weight = DecodingWeight() if config.tie_output_projection else None
 
     @property
     def device(self) -> torch.device:
@@ -499,6 +513,11 @@ class Transformer(nn.Module):
             y, encoded.memory, self_mask, encoded.source_mask, cache, need_weights,
             head_mask.decoder if head_mask else None, head_mask.cross if head_mask else None)
         return DecoderOutput(self.project(hidden), self_attentions, cross_attentions)
+
+    def _apply(self, fn, recurse=True):
+        if self.tied_decoding_weight is not None:
+            self.tied_decoding_weight.clear()
+        return super()._apply(fn, recurse)
 
     def project(self, hidden: Tensor) -> Tensor:
         """Hidden states to vocabulary logits, through the (tied) output projection."""
