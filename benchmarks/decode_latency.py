@@ -37,7 +37,7 @@ from transformer.tokenizer import BOS_ID
 SOURCE_TOKENS, TARGET_STEPS = 15, 20
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def decode_cached(model: Transformer, src: torch.Tensor) -> list[int]:
     encoded = model.encode(src, need_weights=True)
     cache, token = DecoderCache(), torch.full((1, 1), BOS_ID, dtype=torch.long)
@@ -49,7 +49,7 @@ def decode_cached(model: Transformer, src: torch.Tensor) -> list[int]:
     return tokens
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def decode_uncached(model: Transformer, src: torch.Tensor) -> list[int]:
     encoded = model.encode(src, need_weights=True)
     prefix = torch.full((1, 1), BOS_ID, dtype=torch.long)
@@ -59,7 +59,7 @@ def decode_uncached(model: Transformer, src: torch.Tensor) -> list[int]:
     return prefix[0, 1:].tolist()
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def decode_reference_cached(reference: nn.Transformer, model: Transformer, src: torch.Tensor) -> list[int]:
     """nn.TransformerEncoderLayer / nn.TransformerDecoderLayer's own submodules, each layer caching its inputs.
 

@@ -47,7 +47,7 @@ def run_step(weights, inputs) -> None:
         F.linear(inputs[weight.size(1)], weight, bias)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=200)

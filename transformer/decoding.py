@@ -52,7 +52,7 @@ def _never_generate(logits: Tensor) -> Tensor:
     return logits
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None,
                   head_mask: HeadMask | None = None, positions: bool = True,
                   prefix: Tensor | None = None, return_ended: bool = False):
@@ -110,7 +110,7 @@ class BeamStep:
     kept: list[int]           # candidate indices that became the live beams 0..k-1 of this step
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_penalty: float = 1.0,
                 max_length: int | None = None, return_steps: bool = False,
                 head_mask: HeadMask | None = None, positions: bool = True
@@ -279,7 +279,7 @@ def encode_source(model: Transformer, tokenizer: Tokenizer, text: str) -> tuple[
     return ids, False
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def forced_decode(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
                   source: str | list[int], target: str | list[int], top_k: int = 5,
                   head_mask: HeadMask | None = None, positions: bool = True, ended: bool = True) -> Translation:
@@ -363,7 +363,7 @@ class DecodingStep:
     cross_attention: Tensor
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def decode_steps(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, text: str,
                  max_length: int | None = None, top_k: int = 5) -> Iterator[DecodingStep]:
     """Greedy decoding as a generator: yields each token with its alternatives and attention as it is made."""

@@ -90,7 +90,7 @@ def ablate_heads(checkpoint: Checkpoint, text: str, switched_off: dict[str, list
     return Comparison(before, after, f"{count} head(s) switched off", rescored)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def head_importance(checkpoint: Checkpoint, translation: Translation) -> dict[str, torch.Tensor]:
     """For every head: how much the log-probability of ``translation`` drops when that head alone is off.
 
