@@ -26,20 +26,32 @@ from common import bundled_or_random, machine
 from transformer.model import DecodingWeight
 
 
-def step_weights(model) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
-    """(W, b) of every product in one decoding step, in the order the step runs them."""
+def step_weights(model, layout) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+    """(W, b) of every product in one decoding step, in the order the step runs them, W in the given layout.
+
+    ``layout(W, wide)`` returns W as it is to be multiplied; ``wide`` says
+    whether the model's layers hand it out through a ``DecodingWeight``.
+    """
     d = model.config.d_model
     weights = []
     for layer in model.decoder.layers:
         self_attn, cross_attn, feed_forward = layer.self_attn, layer.cross_attn, layer.feed_forward
-        weights += [(self_attn.in_proj.weight, self_attn.in_proj.bias),
-                    (self_attn.out_proj.weight, self_attn.out_proj.bias),
-                    (cross_attn.in_proj.weight[:d], cross_attn.in_proj.bias[:d]),
-                    (cross_attn.out_proj.weight, cross_attn.out_proj.bias),
-                    (feed_forward.linear1.weight, feed_forward.linear1.bias),
-                    (feed_forward.linear2.weight, feed_forward.linear2.bias)]
+        weights += [(layout(self_attn.in_proj.weight, True), self_attn.in_proj.bias),
+                    (layout(self_attn.out_proj.weight, True), self_attn.out_proj.bias),
+                    (layout(cross_attn.in_proj.weight, True)[:d], cross_attn.in_proj.bias[:d]),
+                    (layout(cross_attn.out_proj.weight, True), cross_attn.out_proj.bias)]
+        for linear in (feed_forward.linear1, feed_forward.linear2):
+            weights.append((layout(linear.weight, linear.decoding_weight is not None), linear.bias))
     projection = model.tgt_embed.weight if model.output_proj is None else model.output_proj.weight
-    return weights + [(projection, None)]
+    return weights + [(layout(projection, True), None)]
+
+
+def output_major(weight: torch.Tensor, wide: bool) -> torch.Tensor:
+    return weight.detach()
+
+
+def decoding_layout(weight: torch.Tensor, wide: bool) -> torch.Tensor:
+    return DecodingWeight()(weight) if wide else weight.detach()
 
 
 def run_step(weights, inputs) -> None:
@@ -47,30 +59,31 @@ def run_step(weights, inputs) -> None:
         F.linear(inputs[weight.size(1)], weight, bias)
 
 
-@torch.inference_mode()
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     checkpoint, model = bundled_or_random()
-    output_major = [(weight.detach(), bias) for weight, bias in step_weights(model)]
-    decoding = [(DecodingWeight()(weight), bias) for weight, bias in output_major]
-    inputs = {width: torch.randn(1, 1, width) for width in {weight.size(1) for weight, _ in output_major}}
     times = {"output_major": [], "decoding_weight": []}
-    for _ in range(args.repeats):
-        for name, weights in (("output_major", output_major), ("decoding_weight", decoding)):
-            started = time.perf_counter()
-            run_step(weights, inputs)
-            times[name].append(1000 * (time.perf_counter() - started))
+    with torch.inference_mode():  # as decoding runs; the model itself is loaded outside it, as an app loads it
+        layouts = {"output_major": step_weights(model, output_major),
+                   "decoding_weight": step_weights(model, decoding_layout)}
+        inputs = {width: torch.randn(1, 1, width) for width in {w.size(1) for w, _ in layouts["output_major"]}}
+        for _ in range(args.repeats):
+            for name, weights in layouts.items():
+                started = time.perf_counter()
+                run_step(weights, inputs)
+                times[name].append(1000 * (time.perf_counter() - started))
     output_major_ms, decoding_ms = (statistics.median(times[name]) for name in times)
-    megabytes = sum(weight.numel() * weight.element_size() for weight, _ in output_major) / 1e6
+    products = layouts["output_major"]
+    megabytes = sum(weight.numel() * weight.element_size() for weight, _ in products) / 1e6
     result = {"output_major_ms": round(output_major_ms, 3), "decoding_weight_ms": round(decoding_ms, 3),
-              "ratio": round(output_major_ms / decoding_ms, 2), "products": len(output_major),
+              "ratio": round(output_major_ms / decoding_ms, 2), "products": len(products),
               "weights_mb": round(megabytes, 1), "model": "bundled multi30k-en-de" if checkpoint else "random small",
               "machine": machine()}
     if not args.json:
-        print(f"one decoding step's {len(output_major)} products ({megabytes:.1f} MB of weights): "
+        print(f"one decoding step's {len(products)} products ({megabytes:.1f} MB of weights): "
               f"{output_major_ms:.2f} ms as nn.Linear stores them, {decoding_ms:.2f} ms through DecodingWeight "
               f"({output_major_ms / decoding_ms:.2f}x)")
     print(json.dumps(result))

@@ -75,10 +75,12 @@ class DecodingWeight:
     input-major (a contiguous W^T) faster than the output-major W that
     ``nn.Linear`` keeps, as long as W^T is at least as wide as it is tall: the
     attention projections, the first feed-forward layer and the vocabulary
-    projection (about 1.8x over one decoding step, benchmarks/weight_layout.py). So
-    without autograd, outside autocast, on a CPU this hands out such a W as a
-    transposed view of a cached contiguous W^T, which ``F.linear`` multiplies in
-    that layout. Training, autocast, GPUs and checkpoints see W itself.
+    projection (about 1.8x over one decoding step, benchmarks/weight_layout.py),
+    which are the layers that use one. Without autograd, outside autocast, on a
+    CPU this hands out W as a transposed view of a cached contiguous W^T, which
+    ``F.linear`` multiplies in that layout. Training, autocast, GPUs, checkpoints
+    and weights made under ``torch.inference_mode`` (which carry no version to
+    watch) see W itself.
 
     The copy is rebuilt when W changes the ways PyTorch tracks: an in-place
     update (optimizer steps, ``load_state_dict``), new storage (``.to()``,
@@ -92,8 +94,7 @@ class DecodingWeight:
         self._cached: tuple[Tensor, int, Tensor] | None = None
 
     def __call__(self, weight: Tensor) -> Tensor:
-        if (torch.is_grad_enabled() or not weight.is_cpu or weight.size(0) < weight.size(1)
-                or torch.is_autocast_enabled("cpu") or weight.is_inference()):
+        if torch.is_grad_enabled() or not weight.is_cpu or torch.is_autocast_enabled("cpu") or weight.is_inference():
             return weight
         cached = self._cached
         if cached is None or cached[1] != weight._version or cached[0].data_ptr() != weight.data_ptr():
@@ -109,17 +110,19 @@ class DecodingWeight:
 
 
 class Linear(nn.Linear):
-    """``nn.Linear`` (same parameters, same state dict) that decodes with a ``DecodingWeight``."""
+    """``nn.Linear`` (same parameters, same state dict) that decodes with a ``DecodingWeight`` where that is faster."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True):
         super().__init__(in_features, out_features, bias)
-        self.decoding_weight = DecodingWeight()
+        self.decoding_weight = DecodingWeight() if out_features >= in_features else None
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.linear(x, self.decoding_weight(self.weight), self.bias)
+        weight = self.weight if self.decoding_weight is None else self.decoding_weight(self.weight)
+        return F.linear(x, weight, self.bias)
 
     def _apply(self, fn, recurse=True):
-        self.decoding_weight.clear()  # .to(), .half() and friends: the copy belonged to the old tensors
+        if self.decoding_weight is not None:
+            self.decoding_weight.clear()  # .to(), .half() and friends: the copy belonged to the old tensors
         return super()._apply(fn, recurse)
 
 
