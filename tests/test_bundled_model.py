@@ -1,5 +1,6 @@
 """The bundled English→German model: present, small enough for a Space, sensible, and honestly scored."""
 
+import importlib
 import json
 import os
 import subprocess
@@ -7,9 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.decoding import translate_batch
+from transformer.reference import to_torch_transformer
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINT = REPOSITORY_CHECKPOINTS / "multi30k-en-de"
@@ -66,3 +69,15 @@ def test_evaluate_reproduces_the_model_cards_test_bleu(metrics, tmp_path):
     reproduced = json.loads(result.stdout.splitlines()[-1])
     assert reproduced["bleu"] == pytest.approx(metrics["test_bleu"], abs=0.1)
     assert reproduced["signature"] == metrics["bleu_signature"]
+
+
+def test_the_latency_benchmark_races_decoders_that_produce_the_same_translation(model, monkeypatch):
+    """benchmarks/decode_latency.py times our cache, two uncached decoders and nn.TransformerDecoderLayer's cache."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    decode_latency = importlib.import_module("decode_latency")
+    src = torch.tensor([model.source_tokenizer.encode("A man in a blue shirt is riding a bike down the street.")])
+    cached = decode_latency.decode_cached(model.model, src)
+    assert len(set(cached)) > 10  # a real sentence, so a decoder that drifts shows
+    assert decode_latency.decode_uncached(model.model, src) == cached
+    assert decode_latency.decode_uncached_all_logits(model.model, src) == cached
+    assert decode_latency.decode_reference_cached(to_torch_transformer(model.model).eval(), model.model, src) == cached
