@@ -7,6 +7,10 @@ returns, for every position, the probability of the chosen token, the top-k
 alternatives and every attention map. Its numbers equal those of the
 incremental steps (the tests check this), so whatever search produced a
 translation, the picture the app shows of it is exact.
+
+Everything here runs under ``torch.inference_mode`` (less bookkeeping per
+operation than ``no_grad``), so the tensors it returns are inference tensors:
+read them freely, ``clone()`` one before changing it in place.
 """
 
 from __future__ import annotations
