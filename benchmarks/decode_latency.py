@@ -1,6 +1,6 @@
 """Greedy decoding latency with and without the key/value cache, all attention captured at every step.
 
-A 15-token source is decoded for exactly 20 steps. "cached" encodes once and
+A 15-token source is decoded for exactly 20 steps (``--steps``). "cached" encodes once and
 feeds one new token per step through our key/value cache. "uncached" re-runs
 our decoder stack over the whole prefix at every step and projects only the
 newest position to the vocabulary, as a careful decoder without a cache does;
@@ -41,11 +41,11 @@ SOURCE_TOKENS, TARGET_STEPS = 15, 20
 
 
 @torch.inference_mode()
-def decode_cached(model: Transformer, src: torch.Tensor) -> list[int]:
+def decode_cached(model: Transformer, src: torch.Tensor, steps: int = TARGET_STEPS) -> list[int]:
     encoded = model.encode(src, need_weights=True)
     cache, token = DecoderCache(), torch.full((1, 1), BOS_ID, dtype=torch.long)
     tokens = []
-    for _ in range(TARGET_STEPS):
+    for _ in range(steps):
         out = model.decode(token, encoded, cache, need_weights=True)
         token = out.logits[:, -1:].argmax(-1)
         tokens.append(token.item())
@@ -53,10 +53,10 @@ def decode_cached(model: Transformer, src: torch.Tensor) -> list[int]:
 
 
 @torch.inference_mode()
-def decode_uncached(model: Transformer, src: torch.Tensor) -> list[int]:
+def decode_uncached(model: Transformer, src: torch.Tensor, steps: int = TARGET_STEPS) -> list[int]:
     encoded = model.encode(src, need_weights=True)
     prefix = torch.full((1, 1), BOS_ID, dtype=torch.long)
-    for _ in range(TARGET_STEPS):
+    for _ in range(steps):
         embedded = model.positional_encoding(model.tgt_embed(prefix))
         hidden, _, _ = model.decoder(embedded, encoded.memory, causal_mask(prefix.size(1)), encoded.source_mask,
                                      need_weights=True)
@@ -65,17 +65,18 @@ def decode_uncached(model: Transformer, src: torch.Tensor) -> list[int]:
 
 
 @torch.inference_mode()
-def decode_uncached_all_logits(model: Transformer, src: torch.Tensor) -> list[int]:
+def decode_uncached_all_logits(model: Transformer, src: torch.Tensor, steps: int = TARGET_STEPS) -> list[int]:
     encoded = model.encode(src, need_weights=True)
     prefix = torch.full((1, 1), BOS_ID, dtype=torch.long)
-    for _ in range(TARGET_STEPS):
+    for _ in range(steps):
         out = model.decode(prefix, encoded, need_weights=True)
         prefix = torch.cat([prefix, out.logits[:, -1:].argmax(-1)], dim=1)
     return prefix[0, 1:].tolist()
 
 
 @torch.inference_mode()
-def decode_reference_cached(reference: nn.Transformer, model: Transformer, src: torch.Tensor) -> list[int]:
+def decode_reference_cached(reference: nn.Transformer, model: Transformer, src: torch.Tensor,
+                            steps: int = TARGET_STEPS) -> list[int]:
     """nn.TransformerEncoderLayer / nn.TransformerDecoderLayer's own submodules, each layer caching its inputs.
 
     ``nn.MultiheadAttention`` cannot cache keys and values, so every step
@@ -92,7 +93,7 @@ def decode_reference_cached(reference: nn.Transformer, model: Transformer, src: 
     token = torch.full((1, 1), BOS_ID, dtype=torch.long)
     inputs_so_far: list[torch.Tensor | None] = [None] * len(reference.decoder.layers)
     tokens = []
-    for step in range(TARGET_STEPS):
+    for step in range(steps):
         y = model.positional_encoding(model.tgt_embed(token), offset=step)
         for i, layer in enumerate(reference.decoder.layers):
             seen = y if inputs_so_far[i] is None else torch.cat([inputs_so_far[i], y], dim=1)
@@ -119,6 +120,7 @@ def timed_ms(fn, repeats):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=TARGET_STEPS, help="tokens to decode (default: %(default)s)")
     parser.add_argument("--threads", type=int, help="intra-op threads (default: PyTorch's choice)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -127,13 +129,16 @@ def main() -> None:
     checkpoint, model = bundled_or_random()
     if model.config.norm_first or not model.config.tie_output_projection:
         parser.error("the reference decoder is written for a post-norm model with a tied output projection")
+    if not 1 <= args.steps < model.config.max_len:
+        parser.error(f"--steps must be between 1 and {model.config.max_len - 1}, the model's positions")
     reference = to_torch_transformer(model).eval()
     vocab = model.config.src_vocab_size
     src = torch.randint(4, vocab, (1, SOURCE_TOKENS), generator=torch.Generator().manual_seed(0))
     src[0, -1] = 3
-    runs = {"cached": lambda: decode_cached(model, src), "uncached": lambda: decode_uncached(model, src),
-            "uncached_all_logits": lambda: decode_uncached_all_logits(model, src),
-            "reference": lambda: decode_reference_cached(reference, model, src)}
+    steps = args.steps
+    runs = {"cached": lambda: decode_cached(model, src, steps), "uncached": lambda: decode_uncached(model, src, steps),
+            "uncached_all_logits": lambda: decode_uncached_all_logits(model, src, steps),
+            "reference": lambda: decode_reference_cached(reference, model, src, steps)}
     decoded = {name: run() for name, run in runs.items()}  # also the warm-up
     if len({tuple(tokens) for tokens in decoded.values()}) != 1:
         raise SystemExit(f"the decoders disagree: {decoded}")
@@ -158,7 +163,7 @@ def main() -> None:
         for i in range(0, 1000, 250):
             greedy_search(model, pad_batch(sentences[i:i + 250]))
         batch_seconds, batch_data = time.perf_counter() - started, "random sentences"
-    result = {"cached_ms": round(cached_ms, 1), "uncached_ms": round(uncached_ms, 1),
+    result = {"steps": steps, "cached_ms": round(cached_ms, 1), "uncached_ms": round(uncached_ms, 1),
               "speedup": round(uncached_ms / cached_ms, 2), "uncached_all_logits_ms": round(all_logits_ms, 1),
               "speedup_all_logits": round(all_logits_ms / cached_ms, 2), "reference_cached_ms": round(reference_ms, 1),
               "cached_vs_reference": round(cached_ms / reference_ms, 2), "batch_1000_greedy_s": round(batch_seconds, 2),

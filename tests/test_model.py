@@ -128,15 +128,16 @@ def test_incremental_decoding_with_cache_equals_full_forward_pass():
 
 
 @pytest.mark.parametrize("tied", [True, False])
-def test_inference_computes_what_training_computes_and_follows_every_weight_update(tied):
+@pytest.mark.parametrize("inference", [torch.no_grad, torch.inference_mode])
+def test_inference_computes_what_training_computes_and_follows_every_weight_update(tied, inference):
     """Without autograd, linear layers on a CPU read a cached transposed copy of their weights (DecodingWeight)."""
     torch.manual_seed(0)
     model = Transformer(tiny_config(tie_output_projection=tied)).eval()
     src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
 
     def inference_logits():
-        with torch.no_grad():
-            return model(src, tgt).logits
+        with inference():
+            return model(src, tgt).logits.clone()
 
     def assert_inference_matches_training():
         inferred = inference_logits()

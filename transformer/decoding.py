@@ -8,9 +8,10 @@ alternatives and every attention map. Its numbers equal those of the
 incremental steps (the tests check this), so whatever search produced a
 translation, the picture the app shows of it is exact.
 
-Everything here runs under ``torch.inference_mode`` (less bookkeeping per
-operation than ``no_grad``), so the tensors it returns are inference tensors:
-read them freely, ``clone()`` one before changing it in place.
+The searches and ``forced_decode`` run under ``torch.inference_mode`` (less
+bookkeeping per operation than ``no_grad``), so the tensors they and the
+functions built on them return are inference tensors: read them freely, and
+``clone()`` one before changing it in place or using it with autograd.
 """
 
 from __future__ import annotations

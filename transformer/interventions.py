@@ -96,7 +96,8 @@ def head_importance(checkpoint: Checkpoint, translation: Translation) -> dict[st
 
     One batched forward pass: row 0 is the unmodified model, each further row
     switches one head of one attention type off. Returns, per attention type,
-    a (layers, heads) tensor of drops in nats (positive: the head helped).
+    a (layers, heads) tensor of drops in nats (positive: the head helped), made
+    under ``torch.inference_mode`` (clone one to change it in place).
     """
     model = checkpoint.model
     counts = head_count(checkpoint)
