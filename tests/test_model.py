@@ -9,7 +9,7 @@ from torch import nn
 from transformer.config import ModelConfig
 from transformer.decoding import pad_batch
 from transformer.model import DecoderCache, HeadMask, MultiHeadAttention, Transformer, sinusoidal_table
-from transformer.reference import to_torch_transformer
+from transformer.reference import copy_attention, to_torch_transformer
 
 PAD = 0
 
@@ -48,11 +48,7 @@ def test_multi_head_attention_matches_torch_including_weights():
     torch.manual_seed(0)
     ours = MultiHeadAttention(32, 4).eval()
     theirs = nn.MultiheadAttention(32, 4, batch_first=True).eval()
-    with torch.no_grad():
-        theirs.in_proj_weight.copy_(ours.in_proj.weight)
-        theirs.in_proj_bias.copy_(ours.in_proj.bias)
-        theirs.out_proj.weight.copy_(ours.out_proj.weight)
-        theirs.out_proj.bias.copy_(ours.out_proj.bias)
+    copy_attention(theirs, ours)
     x, memory = torch.randn(2, 5, 32), torch.randn(2, 7, 32)
     key_padding = torch.tensor([[False] * 7, [False] * 4 + [True] * 3])
     with torch.no_grad():

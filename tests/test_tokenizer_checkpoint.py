@@ -184,21 +184,16 @@ def test_truncated_weights_are_a_checkpoint_error(saved):
         load_checkpoint(directory, device="cpu")
 
 
-def test_config_that_does_not_match_the_weights_is_a_checkpoint_error(saved):
+@pytest.mark.parametrize("field, value, message", [
+    ("d_model", 64, "do not match config.json.*has shape"),
+    ("n_encoder_layers", 2, "do not match config.json: missing"),  # an extra layer
+])
+def test_config_that_does_not_match_the_weights_is_a_checkpoint_error(saved, field, value, message):
     _, directory = saved
     config = json.loads((directory / "config.json").read_text())
-    config["model"]["d_model"] = 64
+    config["model"][field] = value
     (directory / "config.json").write_text(json.dumps(config))
-    with pytest.raises(CheckpointError, match="do not match config.json.*has shape"):
-        load_checkpoint(directory, device="cpu")
-
-
-def test_config_with_an_extra_layer_is_a_checkpoint_error(saved):
-    _, directory = saved
-    config = json.loads((directory / "config.json").read_text())
-    config["model"]["n_encoder_layers"] = 2
-    (directory / "config.json").write_text(json.dumps(config))
-    with pytest.raises(CheckpointError, match="do not match config.json: missing"):
+    with pytest.raises(CheckpointError, match=message):
         load_checkpoint(directory, device="cpu")
 
 

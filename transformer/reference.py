@@ -10,16 +10,17 @@ from torch import nn
 from .model import MultiHeadAttention, Transformer
 
 
-def _copy_attention(theirs: nn.MultiheadAttention, ours: MultiHeadAttention) -> None:
-    theirs.in_proj_weight.copy_(ours.in_proj.weight)
-    theirs.in_proj_bias.copy_(ours.in_proj.bias)
-    theirs.out_proj.weight.copy_(ours.out_proj.weight)
-    theirs.out_proj.bias.copy_(ours.out_proj.bias)
-
-
 def _copy(theirs: nn.Module, ours: nn.Module) -> None:
     theirs.weight.copy_(ours.weight)
     theirs.bias.copy_(ours.bias)
+
+
+@torch.no_grad()
+def copy_attention(theirs: nn.MultiheadAttention, ours: MultiHeadAttention) -> None:
+    """Our attention block's weights into ``nn.MultiheadAttention``, whose in_proj layout ours shares."""
+    theirs.in_proj_weight.copy_(ours.in_proj.weight)
+    theirs.in_proj_bias.copy_(ours.in_proj.bias)
+    _copy(theirs.out_proj, ours.out_proj)
 
 
 @torch.no_grad()
@@ -38,14 +39,14 @@ def to_torch_transformer(model: Transformer) -> nn.Transformer:
                                    layer_norm_eps=config.layer_norm_eps, batch_first=True,
                                    norm_first=config.norm_first, device=model.device)
     for theirs, ours in zip(reference.encoder.layers, model.encoder.layers):
-        _copy_attention(theirs.self_attn, ours.self_attn)
+        copy_attention(theirs.self_attn, ours.self_attn)
         _copy(theirs.linear1, ours.feed_forward.linear1)
         _copy(theirs.linear2, ours.feed_forward.linear2)
         _copy(theirs.norm1, ours.self_attn_norm.norm)
         _copy(theirs.norm2, ours.feed_forward_norm.norm)
     for theirs, ours in zip(reference.decoder.layers, model.decoder.layers):
-        _copy_attention(theirs.self_attn, ours.self_attn)
-        _copy_attention(theirs.multihead_attn, ours.cross_attn)
+        copy_attention(theirs.self_attn, ours.self_attn)
+        copy_attention(theirs.multihead_attn, ours.cross_attn)
         _copy(theirs.linear1, ours.feed_forward.linear1)
         _copy(theirs.linear2, ours.feed_forward.linear2)
         _copy(theirs.norm1, ours.self_attn_norm.norm)
