@@ -72,7 +72,7 @@ def test_evaluate_reproduces_the_model_cards_test_bleu(metrics, tmp_path):
 
 
 def test_the_latency_benchmark_races_decoders_that_produce_the_same_translation(model, monkeypatch):
-    """benchmarks/decode_latency.py times our cache, two uncached decoders and nn.TransformerDecoderLayer's cache."""
+    """benchmarks/decode_latency.py times our cache against uncached, reference and hand-flattened decoders."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     decode_latency = importlib.import_module("decode_latency")
     src = torch.tensor([model.source_tokenizer.encode("A man in a blue shirt is riding a bike down the street.")])
@@ -80,4 +80,7 @@ def test_the_latency_benchmark_races_decoders_that_produce_the_same_translation(
     assert len(set(cached)) > 10  # a real sentence, so a decoder that drifts shows
     assert decode_latency.decode_uncached(model.model, src) == cached
     assert decode_latency.decode_uncached_all_logits(model.model, src) == cached
-    assert decode_latency.decode_reference_cached(to_torch_transformer(model.model).eval(), model.model, src) == cached
+    reference = to_torch_transformer(model.model).eval()
+    assert decode_latency.decode_reference_cached(reference, model.model, src) == cached
+    assert decode_latency.decode_reference_cached(reference, model.model, src, need_weights=False) == cached
+    assert decode_latency.decode_flattened(model.model, decode_latency.flatten_decoder(model.model), src) == cached
