@@ -68,3 +68,16 @@ def test_training_curves_plot_loss_learning_rate_and_score():
     names = {trace.name for trace in fig.data}
     assert {"validation loss", "learning rate", "val BLEU (greedy)"} <= names
     assert isinstance(fig, go.Figure)
+
+
+@pytest.mark.parametrize("build", [
+    lambda labels: figures.attention_heatmap(torch.full((3, 3), 1 / 3), labels, labels),
+    lambda labels: figures.top_k_bar(labels, [0.5, 0.3, 0.2]),
+    lambda labels: figures.source_attention_bar([0.5, 0.3, 0.2], labels, "Cross"),
+    lambda labels: figures.token_probability_bar(labels, [0.5, 0.3, 0.2], "Forced"),
+    lambda labels: figures.probability_comparison([(label, 0.5, 0.4) for label in labels], "Ablation"),
+], ids=["heatmap", "top-k", "source attention", "token probability", "comparison"])
+def test_token_labels_are_escaped_exactly_once(build):
+    fig = build(["▁Hund", "<unk>", "</s>"])
+    ticks = list(fig.layout.xaxis.ticktext or fig.layout.yaxis.ticktext)
+    assert ticks == ["▁Hund", "&lt;unk&gt;", "&lt;/s&gt;"], "twice escaped shows as &lt;/s&gt; on screen"

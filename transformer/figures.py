@@ -229,7 +229,8 @@ def _tensor_max(values) -> float:
 def probability_comparison(changes: Sequence[tuple[str, float, float]], title: str) -> go.Figure:
     """Grouped bars: each token of the original translation, its probability before and after an intervention."""
     positions = list(range(len(changes)))
-    pieces = _escaped([piece for piece, _, _ in changes])
+    labels = [piece for piece, _, _ in changes]
+    pieces = _escaped(labels)
     fig = go.Figure([
         go.Bar(x=positions, y=[before for _, before, _ in changes], name="unmodified", marker_color="#1f77b4",
                customdata=pieces, hovertemplate="%{customdata}: %{y:.4f}<extra>unmodified</extra>"),
@@ -237,7 +238,7 @@ def probability_comparison(changes: Sequence[tuple[str, float, float]], title: s
                marker_color="#d62728", customdata=pieces,
                hovertemplate="%{customdata}: %{y:.4f}<extra>intervention</extra>"),
     ])
-    fig.update_xaxes(tickangle=-45, **_ticks(pieces))
+    fig.update_xaxes(tickangle=-45, **_ticks(labels))
     fig.update_yaxes(range=[0, 1], title="probability")
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12))
     return _layout(fig, title, height=340)
