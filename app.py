@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import html
 import inspect
 import logging
 import os
@@ -56,7 +57,8 @@ def _as_user_message(name: str):
     try:
         yield
     except (explorer.InputError, CheckpointError, DataError, training_jobs.JobError) as error:
-        raise gr.Error(str(error), print_exception=False) from None
+        # Gradio shows messages as HTML: escaped, a "<unk>" or a file name with "<" in it stays visible.
+        raise gr.Error(html.escape(str(error), quote=False), print_exception=False) from None
     except gr.Error:
         raise
     except Exception:  # a bug or a resource problem: log it, tell the user plainly
@@ -109,7 +111,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
     default_model = default_model if default_model in names else registry.default_name()
     if default_model is None:
         raise SystemExit(f"no checkpoints found under {', '.join(map(str, registry.roots))}")
-    examples = REVERSE_EXAMPLES if default_model.startswith("reverse") else EXAMPLES
+    default_checkpoint = registry.get(default_model)
+    examples = REVERSE_EXAMPLES if explorer.uses_digits(default_checkpoint) else EXAMPLES
 
     # Files handed to browsers (exports, downloads) are removed from Gradio's cache after a day.
     with gr.Blocks(title="Transformer attention explorer", delete_cache=(3600, 86400)) as demo:
@@ -124,9 +127,13 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             with gr.Tab("Translate", id="translate"):
                 with gr.Row():
                     with gr.Column(scale=3):
-                        text = gr.Textbox(label="English sentence", value=examples[0], lines=2,
-                                          max_length=explorer.MAX_INPUT_CHARS, elem_id="source-text")
-                        gr.Examples(examples, inputs=text, label="Examples")
+                        # One line grows to four as the text wraps; Enter translates (Gradio submits on Enter only
+                        # in a box that starts with one line).
+                        text = gr.Textbox(label=explorer.source_label(default_checkpoint), value=examples[0], lines=1, max_lines=4,
+                                          max_length=explorer.MAX_INPUT_CHARS, elem_id="source-text",
+                                          info=f"Enter translates. At most {explorer.MAX_INPUT_CHARS:,} characters: "
+                                               "a longer paste is cut there.")
+                        example_list = gr.Examples(examples, inputs=text, label="Examples")
                     with gr.Column(scale=2):
                         decoding = gr.Radio(["greedy", "beam"], value="beam", label="Decoding")
                         beam_size = gr.Slider(2, explorer.MAX_BEAM, value=5, step=1, label="Beam size")
@@ -164,16 +171,18 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
                 gr.Markdown("## Forced decoding: your own translation\nType a German translation and see how "
                             "probable the model finds each token, and where it looks while reading it.")
-                own_translation = gr.Textbox(label="Your translation", lines=1,
-                                             max_length=explorer.MAX_INPUT_CHARS)
+                own_translation = gr.Textbox(label="Your translation", lines=1, max_lines=4,
+                                             max_length=explorer.MAX_INPUT_CHARS,
+                                             info=f"At most {explorer.MAX_INPUT_CHARS:,} characters.")
                 forced_button = gr.Button("Score my translation")
                 with gr.Row():
                     forced_probability_plot = gr.Plot(label="Per-token probability")
                     forced_attention_plot = gr.Plot(label="Cross-attention")
 
             with gr.Tab("Experiments", id="experiments"):
-                gr.Markdown("Change the model and see what follows, on the sentence of the Translate tab. Every "
-                            "result is shown beside the unmodified run.")
+                gr.Markdown("Change the model and see what follows, on the sentence last translated in the "
+                            "Translate tab. Every result is shown beside the unmodified run.")
+                experiment_sentence = gr.Textbox(label="Sentence (the last one translated)", interactive=False)
                 with gr.Accordion("Switch heads off", open=True):
                     with gr.Row():
                         ablate_encoder = gr.CheckboxGroup([], label="Encoder self-attention heads")
@@ -213,6 +222,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 last_comparison = gr.State(None)
 
             with gr.Tab("Analysis", id="analysis"):
+                analysis_sentence = gr.Textbox(label="Sentence (the last one translated in the Translate tab)",
+                                               interactive=False)
                 with gr.Accordion("Beam search as a tree", open=True):
                     with gr.Row():
                         tree_beam = gr.Slider(2, explorer.MAX_BEAM, value=4, step=1, label="Beam size")
@@ -232,7 +243,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     alignment_plot = gr.Plot(label="Alignment", elem_id="alignment-plot")
                 with gr.Accordion("Head statistics", open=True):
                     gr.Markdown("Entropy (low: focused), mean distance attended in positions, share of attention "
-                                "on <s>/</s> (a common 'no-op' sink) and diagonality (1: each query looks at its "
+                                "on `<s>`/`</s>` (a common 'no-op' sink) and diagonality (1: each query looks at its "
                                 "own position, or the stretched diagonal for cross-attention). Click a column to "
                                 "sort, a row to open that head's heatmap.")
                     with gr.Row():
@@ -291,7 +302,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     data_choices = list(SYNTHETIC_TASKS) + (["multi30k"] if multi30k_available() else []) + ["upload"]
                     with gr.Row():
                         train_data = gr.Radio(data_choices, value="reverse", label="Data",
-                                              info="upload: your own parallel TSV (source<TAB>target per line)")
+                                              info="upload: your own parallel TSV (per line: a source sentence, a tab, its translation)")
                         train_upload = gr.File(label=f"Parallel TSV, at most {training_jobs.MAX_UPLOAD_BYTES // 10**6} MB",
                                                file_types=[".tsv", ".txt"], type="filepath")
                     with gr.Row():
@@ -314,6 +325,11 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     train_controls = True
 
         # --- handlers: thin adapters from widget values to explorer functions ---
+        def require(tr):
+            if tr is None:
+                raise explorer.InputError("Translate a sentence first.")
+            return tr
+
         @user_errors
         def on_model(name, current_text):
             checkpoint = registry.get(name)
@@ -327,7 +343,11 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     explorer.parameter_table(checkpoint), card or "No model card.",
                     gr.Slider(1, layers, step=1, label="Layer"),
                     gr.Slider(1, config.n_heads, step=1, label="Head"),
-                    explorer.suitable_text(checkpoint, current_text, {"digits": REVERSE_EXAMPLES[0], "text": EXAMPLES[0]}))
+                    gr.Textbox(explorer.suitable_text(checkpoint, current_text,
+                                                      {"digits": REVERSE_EXAMPLES[0], "text": EXAMPLES[0]}),
+                               label=explorer.source_label(checkpoint)),
+                    gr.Dataset(samples=[[example] for example in
+                                        (REVERSE_EXAMPLES if explorer.uses_digits(checkpoint) else EXAMPLES)]))
 
         @user_errors
         def on_translate(name, sentence, decoding_mode, beam, max_tokens):
@@ -367,17 +387,15 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             return tuple(gr.CheckboxGroup(choices[kind], value=[]) for kind in interventions.KINDS)
 
         @user_errors
-        def on_ablate(name, sentence, encoder_heads, decoder_heads, cross_heads, kind_value):
-            comparison = interventions.ablate_heads(registry.get(name), explorer.clean_text(sentence)[0],
+        def on_ablate(name, tr, encoder_heads, decoder_heads, cross_heads, kind_value):
+            comparison = interventions.ablate_heads(registry.get(name), require(tr).source_text,
                                                     {"encoder": encoder_heads, "decoder": decoder_heads,
                                                      "cross": cross_heads})
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
         def on_importance(name, tr):
-            if tr is None:
-                raise explorer.InputError("Translate a sentence first.")
-            return explorer.importance_views(interventions.head_importance(registry.get(name), tr),
+            return explorer.importance_views(interventions.head_importance(registry.get(name), require(tr)),
                                              "Head importance for this sentence")
 
         @user_errors
@@ -397,21 +415,20 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         @user_errors
         def on_override(name, tr, step_value, token, kind_value):
-            if tr is None:
-                raise explorer.InputError("Translate a sentence first.")
+            require(tr)
             if not token:
                 raise explorer.InputError("Choose or type the token to force.")
             comparison = interventions.override_token(registry.get(name), tr, step_value, token)
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
-        def on_positions(name, sentence, kind_value):
-            comparison = interventions.without_positions(registry.get(name), explorer.clean_text(sentence)[0])
+        def on_positions(name, tr, kind_value):
+            comparison = interventions.without_positions(registry.get(name), require(tr).source_text)
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
-        def on_shuffle(name, sentence, kind_value):
-            comparison = interventions.shuffled_source(registry.get(name), explorer.clean_text(sentence)[0])
+        def on_shuffle(name, tr, kind_value):
+            comparison = interventions.shuffled_source(registry.get(name), require(tr).source_text)
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
@@ -422,8 +439,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         experiment_outputs = [last_comparison, experiment_before, experiment_after, experiment_diff,
                               experiment_probability, experiment_attention_before, experiment_attention_after]
-        ablate_button.click(on_ablate, [model_name, text, ablate_encoder, ablate_decoder, ablate_cross,
-                                        experiment_kind], experiment_outputs, api_name="ablate")
+        ablate_button.click(on_ablate, [model_name, translation_state, ablate_encoder, ablate_decoder, ablate_cross,
+                                        experiment_kind], experiment_outputs, api_name=False)
         importance_button.click(on_importance, [model_name, translation_state], [importance_plot, importance_summary],
                                 api_name=False)
         importance_sample_button.click(on_importance_sample, model_name, [importance_plot, importance_summary],
@@ -431,9 +448,10 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         override_step.change(on_override_step, [translation_state, override_step], override_choice, api_name=False)
         override_button.click(on_override, [model_name, translation_state, override_step, override_choice,
                                             experiment_kind], experiment_outputs, api_name=False)
-        no_positions_button.click(on_positions, [model_name, text, experiment_kind], experiment_outputs,
+        no_positions_button.click(on_positions, [model_name, translation_state, experiment_kind], experiment_outputs,
                                   api_name=False)
-        shuffle_button.click(on_shuffle, [model_name, text, experiment_kind], experiment_outputs, api_name=False)
+        shuffle_button.click(on_shuffle, [model_name, translation_state, experiment_kind], experiment_outputs,
+                             api_name=False)
         experiment_kind.change(on_experiment_kind, [last_comparison, experiment_kind],
                                [experiment_attention_before, experiment_attention_after], api_name=False)
         translation_state.change(
@@ -441,8 +459,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             translation_state, override_step, api_name=False)
 
         @user_errors
-        def on_tree(name, sentence, beam, penalty):
-            figure, rows, hypotheses = explorer.beam_view(registry.get(name), sentence, beam, penalty)
+        def on_tree(name, tr, beam, penalty):
+            figure, rows, hypotheses = explorer.beam_view(registry.get(name), require(tr).source_text, beam, penalty)
             return figure, rows, hypotheses
 
         @user_errors
@@ -468,9 +486,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         @user_errors
         def on_statistics(tr):
-            if tr is None:
-                raise explorer.InputError("Translate a sentence first.")
-            return explorer.statistics_rows(analysis.head_statistics(tr))
+            return explorer.statistics_rows(analysis.head_statistics(require(tr)))
 
         @user_errors
         def on_statistics_sample(name):
@@ -484,30 +500,31 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             kind_value, layer_value, head_value = event.row_value[0], int(event.row_value[1]), int(event.row_value[2])
             return explorer.attention_figure(tr, kind_value, explorer.VIEWS[0], layer_value, head_value)
 
-        def require(tr):
-            if tr is None:
-                raise explorer.InputError("Translate a sentence first.")
-            return tr
-
         @user_errors
         def on_share(name, sentence, kind_value, view_value, layer_value, head_value, request: gr.Request):
             base = str(request.url).split("?")[0].split("gradio_api")[0] if request else ""
             return base + "?" + explorer.share_query(name, sentence, kind_value, view_value, layer_value, head_value)
 
-        def on_shared_link(request: gr.Request):
+        def on_shared_link(current_model, request: gr.Request):
             try:
                 values = explorer.parse_share_query(dict(request.query_params) if request else {}, registry.names())
             except explorer.InputError:  # a link with nothing usable opens the app as usual
                 values = {}
+            checkpoint = registry.get(values.get("model", current_model))
+            values = explorer.fit_share_values(values, checkpoint)
+            config = checkpoint.model.config
             return (gr.Dropdown(value=values["model"]) if "model" in values else gr.Dropdown(),
                     gr.Textbox(value=values["text"]) if "text" in values else gr.Textbox(),
                     gr.Radio(value=values["kind"]) if "kind" in values else gr.Radio(),
                     gr.Radio(value=values["view"]) if "view" in values else gr.Radio(),
-                    gr.Slider(value=values["layer"]) if "layer" in values else gr.Slider(),
-                    gr.Slider(value=values["head"]) if "head" in values else gr.Slider())
+                    gr.Slider(1, max(config.n_encoder_layers, config.n_decoder_layers), step=1, label="Layer",
+                              value=values.get("layer", 1)),
+                    gr.Slider(1, config.n_heads, step=1, label="Head", value=values.get("head", 1)))
 
-        tree_button.click(on_tree, [model_name, text, tree_beam, tree_penalty],
-                          [tree_plot, hypotheses_table, hypotheses_state], api_name="beam_tree")
+        tree_button.click(on_tree, [model_name, translation_state, tree_beam, tree_penalty],
+                          [tree_plot, hypotheses_table, hypotheses_state], api_name=False)
+        translation_state.change(lambda tr: (tr.source_text if tr else "",) * 2, translation_state,
+                                 [experiment_sentence, analysis_sentence], api_name=False)
         hypotheses_table.select(on_hypothesis, [model_name, hypotheses_state], hypothesis_plot, api_name=False)
         (translation_state.change(alignment_controls, translation_state, [alignment_layer, alignment_head],
                                   api_name=False)
@@ -537,12 +554,13 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         model_name.change(user_errors(on_history), model_name, [history_curves, history_step, history_plot,
                                                                 history_state], api_name=False)
-        demo.load(user_errors(on_history), model_name, [history_curves, history_step, history_plot, history_state],
-                  api_name=False)
-        history_step.change(user_errors(lambda probes, index: explorer.probe_figure(probes, index)),
-                            [history_state, history_step], history_plot, api_name=False)
+        # Sliders that handlers also set redraw on the user's own moves only (.input): a redraw started by a
+        # handler's update could reach the server after the next update and be refused as out of range.
+        history_step.input(user_errors(lambda probes, index: explorer.probe_figure(probes, index)),
+                           [history_state, history_step], history_plot, api_name=False)
 
-        model_outputs = [model_status, model_metrics, model_config, model_parameters, model_card, layer, head, text]
+        model_outputs = [model_status, model_metrics, model_config, model_parameters, model_card, layer, head, text,
+                         example_list.dataset]
         translate_inputs = [model_name, text, decoding, beam_size, max_length]
         translate_outputs = [translation_state, translation, notes, source_tokens, step, attention_download]
         step_inputs = [translation_state, step, layer, head, average]
@@ -568,13 +586,19 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             control.change(on_step, step_inputs, step_outputs, api_name=False)
         forced_button.click(on_forced, [model_name, text, own_translation],
                             [forced_probability_plot, forced_attention_plot], api_name="forced")
+        own_translation.submit(on_forced, [model_name, text, own_translation],
+                               [forced_probability_plot, forced_attention_plot], api_name=False)
         model_name.change(on_model_heads, model_name, [ablate_encoder, ablate_decoder, ablate_cross], api_name=False)
-        demo.load(on_model_heads, model_name, [ablate_encoder, ablate_decoder, ablate_cross], api_name=False)
-        (model_name.change(on_model, [model_name, text], model_outputs, api_name="select_model")
+        # .input, not .change: a shared link sets the model too, and the load chain below translates it; two
+        # chains at once would race over the step slider's range.
+        (model_name.input(on_model, [model_name, text], model_outputs, api_name="select_model")
          .then(lambda: None, None, translation_state, api_name=False)
          .then(on_translate, translate_inputs, translate_outputs, api_name=False)
          .then(on_step, step_inputs, step_outputs, api_name=False)
          .then(on_attention, attention_inputs, attention_plot, api_name=False))
+
+        def model_choices():
+            return gr.Dropdown(choices=registry.names())
 
         if train_controls:
             def job_outputs(job):
@@ -585,8 +609,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                                   interactive=len(probes) > 1),
                         explorer.probe_figure(probes, len(probes)),
                         gr.DownloadButton(value=jobs.archive(job.checkpoint) if finished else None,
-                                          visible=finished),
-                        gr.Dropdown(choices=registry.names()))
+                                          visible=finished))
 
             @user_errors
             def on_start(data, upload, preset_name, steps, minutes):
@@ -604,27 +627,35 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 count = training_jobs.parameter_count(preset_name, data if data in SYNTHETIC_TASKS else "text")
                 return f"**{preset_name}**: {count:,} parameters."
 
-            train_outputs = [train_status, train_progress, train_curves, replay, replay_plot, trained_download,
-                             model_name]
-            start_button.click(on_start, [train_data, train_upload, train_preset, train_steps, train_minutes],
-                               train_outputs, api_name="train", concurrency_id="train", concurrency_limit=4)
+            train_outputs = [train_status, train_progress, train_curves, replay, replay_plot, trained_download]
+            # The model list is refreshed apart from the job's outputs, so a refused start (shown as an
+            # error on those outputs) never hides the model selector.
+            (start_button.click(on_start, [train_data, train_upload, train_preset, train_steps, train_minutes],
+                                train_outputs, api_name="train", concurrency_id="train", concurrency_limit=4)
+             .then(model_choices, None, model_name, api_name=False))
             stop_button.click(jobs.stop, None, None, api_name="stop_training")
-            replay.change(user_errors(lambda index: explorer.probe_figure(jobs.current.probes if jobs.current else [],
-                                                                          index)),
-                          replay, replay_plot, api_name=False)
+            replay.input(user_errors(lambda index: explorer.probe_figure(jobs.current.probes if jobs.current else [],
+                                                                         index)),
+                         replay, replay_plot, api_name=False)
             for control in (train_data, train_preset):
                 control.change(on_preset, [train_data, train_preset], preset_info, api_name=False)
             demo.load(on_preset, [train_data, train_preset], preset_info, api_name=False)
             demo.load(user_errors(lambda: job_outputs(jobs.current)), None, train_outputs, api_name=False)
+            demo.load(model_choices, None, model_name, api_name="models")  # models trained while the page was away
 
         pe_inputs = [pe_d_model, pe_length, pe_dimensions]
         for control in pe_inputs:
             control.change(user_errors(explorer.positional_views), pe_inputs, [pe_matrix, pe_lines, pe_dots],
                            api_name=False)
 
-        # Open on a working example, or on the sentence and view of a shared link.
-        (demo.load(on_shared_link, None, [model_name, text, kind, view, layer, head], api_name=False)
-         .then(on_model, [model_name, text], model_outputs, api_name=False)
+        # Open on a working example, or on the sentence and view of a shared link. Everything that depends on the
+        # model waits for the link to choose it.
+        opened = demo.load(user_errors(on_shared_link), model_name, [model_name, text, kind, view, layer, head],
+                           api_name=False)
+        opened.then(on_model_heads, model_name, [ablate_encoder, ablate_decoder, ablate_cross], api_name=False)
+        opened.then(user_errors(on_history), model_name, [history_curves, history_step, history_plot, history_state],
+                    api_name=False)
+        (opened.then(on_model, [model_name, text], model_outputs, api_name=False)
          .then(on_translate, translate_inputs, translate_outputs, api_name=False)
          .then(on_step, step_inputs, step_outputs, api_name=False)
          .then(on_attention, attention_inputs, attention_plot, api_name=False))

@@ -127,6 +127,13 @@ def test_a_shared_link_reopens_the_same_view():
     assert hostile == {"text": "a b"}
 
 
+def test_a_shared_link_beyond_the_model_opens_its_last_layer_and_head():
+    tiny = load_checkpoint(REPOSITORY_CHECKPOINTS / "reverse-tiny", device="cpu")  # 2 layers, 4 heads
+    assert explorer.fit_share_values({"layer": 99, "head": 12, "text": "1 2"}, tiny) == {"layer": 2, "head": 4,
+                                                                                       "text": "1 2"}
+    assert explorer.fit_share_values({"layer": 0}, tiny) == {"layer": 1}
+
+
 def test_training_writes_probe_attention_at_every_evaluation(tmp_path):
     from transformer.train import TrainConfig, Trainer
 

@@ -3,10 +3,11 @@
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import gradio as gr
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from app import build_app
+from app import build_app, user_errors
 from transformer import explorer
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 
@@ -79,3 +80,13 @@ def test_concurrent_users_each_get_their_own_translation(app_url):
     with ThreadPoolExecutor(max_workers=6) as pool:
         results = list(pool.map(one_user, sentences))
     assert results == [" ".join(reversed(s.split())) for s in sentences]
+
+
+def test_error_messages_are_escaped_because_the_browser_shows_them_as_html():
+    @user_errors
+    def refuse():
+        raise explorer.InputError("a <unk> & a </s>")
+
+    with pytest.raises(gr.Error) as error:
+        refuse()
+    assert error.value.message == "a &lt;unk&gt; &amp; a &lt;/s&gt;"

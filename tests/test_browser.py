@@ -117,3 +117,30 @@ def test_start_training_and_watch_the_loss_curve_grow(app_url, browser):
     page.wait_for_function("() => /stopped|finished/.test(document.querySelector('#train-status').innerText)",
                            timeout=120_000)
     page.close()
+
+
+def translation_is(page, expected: str) -> None:
+    page.wait_for_function(
+        "text => (document.querySelector('#translation textarea, #translation input') || {}).value === text",
+        arg=expected, timeout=60_000)
+
+
+def test_a_shared_link_opens_its_model_and_view_without_errors_and_enter_translates(app_url, browser):
+    url, _ = app_url
+    for _ in range(3):  # switching the model on load once raced a slider redraw into an out-of-range error
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url.rstrip("/") + "/?model=reverse-tiny&text=1+2+3+4+5&kind=encoder&view=2&layer=99&head=3")
+        translation_is(page, "5 4 3 2 1")
+        page.wait_for_timeout(2000)
+        assert page.locator("[data-testid='toast-body']").all_inner_texts() == []
+        assert page.locator("#source-text").get_by_text("Digits").count() == 1, "the box says what this model reads"
+        page.close()
+    page = browser.new_page()
+    page.goto(url.rstrip("/") + "/?model=reverse-tiny&text=1+2+3")
+    translation_is(page, "3 2 1")
+    page.locator("#source-text textarea").fill("4 5 6 7")
+    page.locator("#source-text textarea").press("Enter")
+    translation_is(page, "7 6 5 4")
+    page.get_by_role("tab", name="Experiments").click()
+    assert page.get_by_label("Sentence (the last one translated)").input_value() == "4 5 6 7"
+    page.close()

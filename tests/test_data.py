@@ -66,7 +66,7 @@ def test_empty_tsv_is_refused_with_a_clear_message(tmp_path, text):
 
 def test_tsv_without_any_tab_is_refused_and_says_what_format_is_expected(tmp_path):
     path = write(tmp_path / "prose.tsv", "just a sentence\nand another\n")
-    with pytest.raises(DataError, match=r"no tab-separated pairs .*source<TAB>target"):
+    with pytest.raises(DataError, match=r"no tab-separated pairs .*a tab, its translation"):
         data.load_parallel_tsv(path)
 
 

@@ -32,11 +32,11 @@ def test_a_job_streams_progress_and_its_checkpoint_translates(served):
     job = client.submit("reverse", None, "tiny", 40, 3, api_name="/train")
     updates = list(job)
     assert len(updates) >= 3, "progress is streamed while the job runs"
-    status, progress, curves, replay, probe, download, model_choices = job.outputs()[-1]
+    status, progress, curves, replay, probe, download = job.outputs()[-1]
     assert "finished" in status
     assert curves["type"] == "plotly" and download["visible"] is True
     published = manager.current.checkpoint
-    assert [published, published] in model_choices["choices"]
+    assert [published, published] in client.predict(api_name="/models")["choices"]
     translation = client.predict(published, "1 2 3 4", "greedy", 2, 20, api_name="/translate")[0]
     assert isinstance(translation, str) and translation
     assert not (REPOSITORY_CHECKPOINTS / published).exists(), "bundled checkpoints are never written"
@@ -71,6 +71,10 @@ def test_a_bad_upload_is_reported_and_translation_keeps_working(served, tmp_path
     bad.write_bytes(b"\x00\x01binary junk" * 100)
     with pytest.raises(AppError, match="binary"):
         client.predict("upload", handle_file(str(bad)), "tiny", 40, 1, api_name="/train")
+    no_pairs = tmp_path / "words.tsv"
+    no_pairs.write_text("just words\nno tabs here\n", encoding="utf-8")
+    with pytest.raises(AppError, match="no tab-separated pairs"):
+        client.predict("upload", handle_file(str(no_pairs)), "tiny", 40, 1, api_name="/train")
     assert client.predict("reverse-tiny", "1 2 3", "greedy", 2, 20, api_name="/translate")[0] == "3 2 1"
 
 

@@ -184,7 +184,8 @@ def load_parallel_tsv(path: str | Path) -> ParallelCorpus:
             continue
         rows.append((number, columns[0], columns[1]))
     if not rows:
-        raise DataError(f"{path.name} has no tab-separated pairs (expected source<TAB>target per line)")
+        raise DataError(f"{path.name} has no tab-separated pairs (expected on each line: a source sentence, "
+                        "a tab, its translation)")
     corpus = _check_pairs(rows, path.name)
     corpus.skipped += bad
     corpus.problems = problems + corpus.problems

@@ -139,7 +139,7 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
                      "only its beginning was translated.")
     unknown = sum(1 for i in result.source_ids if i == checkpoint.source_tokenizer.unk_id)
     if unknown:
-        notes.append(f"{unknown} source piece(s) are unknown to this model's vocabulary (shown as <unk>).")
+        notes.append(f"{unknown} source piece(s) are unknown to this model's vocabulary (shown as `<unk>`).")
     if not result.ended:
         notes.append("Decoding stopped at the maximum length before the model ended the sentence.")
     return TranslateResult(result, notes)
@@ -369,9 +369,24 @@ def metrics_markdown(checkpoint: Checkpoint) -> str:
     return "\n".join(lines)
 
 
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
+
+
+def source_label(checkpoint: Checkpoint) -> str:
+    """What the input box holds for this model: "English sentence", or "Digits" for the synthetic tasks."""
+    language = checkpoint.info.get("source_lang")
+    if language == "digits":
+        return "Digits"
+    return f"{LANGUAGE_NAMES[language]} sentence" if language in LANGUAGE_NAMES else "Source sentence"
+
+
+def uses_digits(checkpoint: Checkpoint) -> bool:
+    return checkpoint.info.get("source_lang") == "digits"
+
+
 def suitable_text(checkpoint: Checkpoint, current: str, examples: dict[str, str]) -> str:
     """Keep the user's text unless it is plainly for another kind of model (digits vs. words)."""
-    synthetic = checkpoint.info.get("source_lang") == "digits"
+    synthetic = uses_digits(checkpoint)
     digits_only = all(ch.isdigit() or ch.isspace() for ch in (current or "")) and any(ch.isdigit() for ch in current or "")
     if synthetic != digits_only:
         return examples["digits" if synthetic else "text"]
@@ -606,6 +621,13 @@ def parse_share_query(params: dict, names: list[str]) -> dict:
     if "view" in values:
         values["view"] = VIEWS[min(values["view"], len(VIEWS) - 1)]
     return values
+
+
+def fit_share_values(values: dict, checkpoint: Checkpoint) -> dict:
+    """A shared link's layer and head, kept within the model it opens (a link may outlive the model it was made on)."""
+    config = checkpoint.model.config
+    limits = {"layer": max(config.n_encoder_layers, config.n_decoder_layers), "head": config.n_heads}
+    return {**values, **{key: max(1, min(values[key], limit)) for key, limit in limits.items() if key in values}}
 
 
 def checkpoint_history(checkpoint: Checkpoint) -> tuple[list[dict], list[dict], list[dict]]:

@@ -163,7 +163,8 @@ class JobManager:
                          eval_every=max(50, request.steps // 8), eval_sentences=200, data_dir=request.data_dir)
         elif request.data == "upload":
             if not request.upload:
-                raise JobError("Upload a parallel TSV file first (source<TAB>target per line).")
+                raise JobError("Upload a parallel TSV file first: on each line a source sentence, a tab, its "
+                               "translation.")
             corpus = read_upload(request.upload)
             self.work_dir.mkdir(parents=True, exist_ok=True)
             handle, kept_name = tempfile.mkstemp(prefix="upload-", suffix=".tsv", dir=self.work_dir)
