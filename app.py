@@ -249,6 +249,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     with gr.Row():
                         statistics_button = gr.Button("Statistics for this sentence")
                         statistics_sample_button = gr.Button("Statistics over 20 validation sentences")
+                    statistics_caption = gr.Markdown()
                     statistics_table = gr.Dataframe(headers=explorer.STATISTICS_HEADERS, interactive=False,
                                                     elem_id="statistics-table")
                     statistics_head_plot = gr.Plot(label="Heatmap of the chosen head")
@@ -268,7 +269,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 with gr.Row():
                     pe_d_model = gr.Slider(8, 512, value=128, step=2, label="d_model")
                     pe_length = gr.Slider(8, 256, value=64, step=1, label="positions")
-                    pe_dimensions = gr.Textbox("0, 1, 10, 11, 60", label="dimensions to plot (comma-separated)")
+                    pe_dimensions = gr.Textbox("0, 1, 10, 11, 60", label="dimensions to plot (comma-separated)",
+                                               info="Enter or click elsewhere to redraw.")
                 pe_matrix = gr.Plot()
                 gr.Markdown(PE_NOTES["matrix"])
                 pe_lines = gr.Plot()
@@ -486,12 +488,16 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         @user_errors
         def on_statistics(tr):
-            return explorer.statistics_rows(analysis.head_statistics(require(tr)))
+            return (explorer.statistics_rows(analysis.head_statistics(require(tr))),
+                    "**This sentence.** Click a row to open that head's heatmap.")
 
         @user_errors
         def on_statistics_sample(name):
             checkpoint = registry.get(name)
-            return explorer.statistics_rows(explorer.sample_statistics(checkpoint, explorer.importance_sample(checkpoint)))
+            sentences = explorer.importance_sample(checkpoint)
+            return (explorer.statistics_rows(explorer.sample_statistics(checkpoint, sentences)),
+                    f"**Mean over {len(sentences)} validation sentences.** Click a row to open that head's heatmap "
+                    "on the sentence last translated.")
 
         @user_errors
         def on_statistics_row(tr, event: gr.SelectData):
@@ -532,8 +538,10 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         for control in (alignment_layer, alignment_head):
             control.change(on_alignment, [translation_state, alignment_layer, alignment_head], alignment_plot,
                            api_name=False)
-        statistics_button.click(on_statistics, translation_state, statistics_table, api_name=False)
-        statistics_sample_button.click(on_statistics_sample, model_name, statistics_table, api_name=False)
+        statistics_button.click(on_statistics, translation_state, [statistics_table, statistics_caption],
+                                api_name=False)
+        statistics_sample_button.click(on_statistics_sample, model_name, [statistics_table, statistics_caption],
+                                       api_name=False)
         statistics_table.select(on_statistics_row, translation_state, statistics_head_plot,
                                 api_name=False)
         csv_button.click(user_errors(lambda tr: explorer.attention_csv_file(require(tr))), translation_state,
@@ -644,9 +652,10 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             demo.load(model_choices, None, model_name, api_name="models")  # models trained while the page was away
 
         pe_inputs = [pe_d_model, pe_length, pe_dimensions]
-        for control in pe_inputs:
-            control.change(user_errors(explorer.positional_views), pe_inputs, [pe_matrix, pe_lines, pe_dots],
-                           api_name=False)
+        # Sliders redraw when let go, the list of dimensions when submitted or left: not on every keystroke.
+        for trigger in (pe_d_model.release, pe_length.release, pe_dimensions.submit, pe_dimensions.blur):
+            trigger(user_errors(explorer.positional_views), pe_inputs, [pe_matrix, pe_lines, pe_dots],
+                    api_name=False)
 
         # Open on a working example, or on the sentence and view of a shared link. Everything that depends on the
         # model waits for the link to choose it.

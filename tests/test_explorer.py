@@ -144,3 +144,6 @@ def test_positional_views_accept_odd_and_out_of_range_values():
     matrix, lines, dots = explorer.positional_views(31, 10_000, "0, 3, x, 999")
     assert len(matrix.data[0].z[0]) == 32 and len(matrix.data[0].z) == 512
     assert [trace.name for trace in lines.data] == ["dim 0 (sin)", "dim 3 (cos)"]
+    assert "ignored x, 999" in lines.layout.title.text, "the student is told which entries were not plotted"
+    _, fallback, _ = explorer.positional_views(16, 8, "abc")
+    assert len(fallback.data) == 5 and "ignored abc" in fallback.layout.title.text

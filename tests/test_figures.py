@@ -39,6 +39,9 @@ def test_attention_grid_has_one_panel_per_layer_and_head():
     assert len(fig.data) == 12
     assert all(trace.zmin == 0 and trace.zmax == 1 for trace in fig.data)
     assert sum(trace.showscale for trace in fig.data) == 1
+    # labels on the outer panels only (first column, bottom row), where they cannot overlap a neighbour
+    assert fig.layout.yaxis.showticklabels is True and fig.layout.yaxis2.showticklabels is False
+    assert fig.layout.xaxis.showticklabels is False and fig.layout.xaxis9.showticklabels is True
 
 
 def test_top_k_bar_highlights_the_chosen_token():

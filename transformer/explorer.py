@@ -308,14 +308,22 @@ def positional_views(d_model: int, length: int, dimensions: str) -> tuple[go.Fig
     d_model += d_model % 2
     length = max(2, min(512, int(length)))
     table = sinusoidal_table(length, d_model)
-    chosen = []
+    chosen, ignored = [], []
     for part in str(dimensions).replace(";", ",").split(","):
         part = part.strip()
         if part.isdigit() and int(part) < d_model:
             chosen.append(int(part))
-    chosen = chosen or [0, 1, 4, 5, d_model // 2]
+        elif part:
+            ignored.append(part)
+    title = "Chosen dimensions across positions"
+    if not chosen:
+        chosen = [0, 1, 4, 5, d_model // 2]
+        title = "Dimensions 0, 1, 4, 5 and d_model/2 across positions"
+    if ignored:
+        title += (f"<br><sup>ignored {figures.escape(', '.join(ignored))[:80]}: dimensions are whole numbers "
+                  f"from 0 to {d_model - 1}</sup>")
     return (figures.positional_encoding_heatmap(table, f"PE matrix: {length} positions × {d_model} dimensions"),
-            figures.positional_encoding_lines(table, chosen, "Chosen dimensions across positions"),
+            figures.positional_encoding_lines(table, chosen, title),
             figures.position_similarity(table, "PE(i) · PE(j): how alike two positions look"))
 
 
@@ -422,8 +430,9 @@ def job_curves(job) -> go.Figure:
     steps = job.steps if job else []
     # Thin out long step lists: the curve needs a few hundred points at most.
     stride = max(1, len(steps) // 300)
+    running = job is not None and job.status == "running"
     return figures.training_curves(steps[::stride] + steps[-1:] if steps else [], job.evals if job else [],
-                                   title="Training, live")
+                                   title="Training, live" if running else "Training")
 
 
 def probe_figure(probes: list[dict], index: int) -> go.Figure | None:
@@ -473,7 +482,7 @@ def comparison_views(comparison: interventions.Comparison, attention_kind: str =
         weights = attention_tensor(tr, kind)
         rows, columns, row_title, column_title = attention_axes(tr, kind)
         return figures.attention_heatmap(weights[-1].mean(dim=0), rows, columns,
-                                         f"{label}: {ATTENTION_KINDS[kind]}, last layer, mean of heads",
+                                         f"{label}<br><sup>{ATTENTION_KINDS[kind]}, last layer, mean of heads</sup>",
                                          row_title, column_title)
 
     return (before.text, after.text, word_diff(before.text, after.text), probability,

@@ -78,8 +78,9 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
     """Small multiples: ``weights`` nested [row][column][query][key], e.g. heads of one layer or layers x heads."""
     rows, columns = len(row_names), len(column_names)
     titles = [f"{r} · {c}" if r else c for r in row_names for c in column_names]
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.02 + 0.04 / columns,
-                        vertical_spacing=min(0.08, 0.3 / rows))
+    # Every panel has the same queries and keys: labels on the outer panels only, so none overlaps a neighbour.
+    fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles, shared_xaxes=True, shared_yaxes=True,
+                        horizontal_spacing=0.015, vertical_spacing=min(0.06, 0.3 / rows))
     for r in range(rows):
         for c in range(columns):
             matrix = _matrix(weights[r][c])
@@ -88,9 +89,13 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
                 colorscale=ATTENTION_COLORSCALE, showscale=(r == 0 and c == 0),
                 colorbar=dict(title="weight", thickness=10), text=_hover_text(matrix, query_labels, key_labels),
                 hovertemplate=f"{titles[r * columns + c]}<br>%{{text}}<extra></extra>"), row=r + 1, col=c + 1)
-    tick_font = dict(size=9 if show_ticks else 1)
+    tick_font = dict(size=11 if show_ticks else 1)  # readable on a projector
     fig.update_xaxes(showticklabels=show_ticks, tickangle=-60, tickfont=tick_font, **_ticks(key_labels))
     fig.update_yaxes(showticklabels=show_ticks, autorange="reversed", tickfont=tick_font, **_ticks(query_labels))
+    for r in range(1, rows):
+        fig.update_xaxes(showticklabels=False, row=r)
+    for c in range(2, columns + 1):
+        fig.update_yaxes(showticklabels=False, col=c)
     fig.update_annotations(font_size=11)
     panel = 230 if show_ticks else 150
     _layout(fig, f"{title}<br><sup>rows: {query_title} (queries) · columns: {key_title} (keys)</sup>",
