@@ -129,8 +129,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     with gr.Column(scale=3):
                         # One line grows to four as the text wraps; Enter translates (Gradio submits on Enter only
                         # in a box that starts with one line).
-                        text = gr.Textbox(label=explorer.source_label(default_checkpoint), value=examples[0], lines=1, max_lines=4,
-                                          max_length=explorer.MAX_INPUT_CHARS, elem_id="source-text",
+                        text = gr.Textbox(label=explorer.source_label(default_checkpoint), value=examples[0],
+                                          lines=1, max_lines=4, max_length=explorer.MAX_INPUT_CHARS,
+                                          elem_id="source-text",
                                           info=f"Enter translates. At most {explorer.MAX_INPUT_CHARS:,} characters: "
                                                "a longer paste is cut there.")
                         example_list = gr.Examples(examples, inputs=text, label="Examples")
@@ -169,8 +170,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 attention_plot = gr.Plot(label="Attention", elem_id="attention-plot")
                 attention_download = gr.DownloadButton("Download raw attention (JSON)", visible=False)
 
-                gr.Markdown("## Forced decoding: your own translation\nType a German translation and see how "
-                            "probable the model finds each token, and where it looks while reading it.")
+                gr.Markdown("## Forced decoding: your own translation\nType your own translation of the sentence "
+                            "above (German, for the English-German model) and see how probable the model finds "
+                            "each token, and where it looks while reading it. Enter scores it.")
                 own_translation = gr.Textbox(label="Your translation", lines=1, max_lines=4,
                                              max_length=explorer.MAX_INPUT_CHARS,
                                              info=f"At most {explorer.MAX_INPUT_CHARS:,} characters.")
@@ -304,7 +306,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     data_choices = list(SYNTHETIC_TASKS) + (["multi30k"] if multi30k_available() else []) + ["upload"]
                     with gr.Row():
                         train_data = gr.Radio(data_choices, value="reverse", label="Data",
-                                              info="upload: your own parallel TSV (per line: a source sentence, a tab, its translation)")
+                                              info="upload: your own parallel TSV (per line: a source sentence, "
+                                                   "a tab, its translation)")
                         train_upload = gr.File(label=f"Parallel TSV, at most {training_jobs.MAX_UPLOAD_BYTES // 10**6} MB",
                                                file_types=[".tsv", ".txt"], type="filepath")
                     with gr.Row():
@@ -327,6 +330,11 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     train_controls = True
 
         # --- handlers: thin adapters from widget values to explorer functions ---
+        def layer_and_head_sliders(checkpoint, layer_value=None, head_value=None):
+            layers, heads = explorer.layer_and_head_counts(checkpoint)
+            return (gr.Slider(1, layers, step=1, label="Layer", value=layer_value),
+                    gr.Slider(1, heads, step=1, label="Head", value=head_value))
+
         def require(tr):
             if tr is None:
                 raise explorer.InputError("Translate a sentence first.")
@@ -340,11 +348,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                       f"{config.n_encoder_layers}+{config.n_decoder_layers} layers, {config.n_heads} heads, "
                       f"on {checkpoint.model.device}.")
             card = "\n".join(line for line in checkpoint.card.splitlines() if not line.startswith("!["))
-            layers = max(config.n_encoder_layers, config.n_decoder_layers)
             return (status, explorer.metrics_markdown(checkpoint), explorer.config_rows(checkpoint),
                     explorer.parameter_table(checkpoint), card or "No model card.",
-                    gr.Slider(1, layers, step=1, label="Layer"),
-                    gr.Slider(1, config.n_heads, step=1, label="Head"),
+                    *layer_and_head_sliders(checkpoint),
                     gr.Textbox(explorer.suitable_text(checkpoint, current_text,
                                                       {"digits": REVERSE_EXAMPLES[0], "text": EXAMPLES[0]}),
                                label=explorer.source_label(checkpoint)),
@@ -507,9 +513,10 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             return explorer.attention_figure(tr, kind_value, explorer.VIEWS[0], layer_value, head_value)
 
         @user_errors
-        def on_share(name, sentence, kind_value, view_value, layer_value, head_value, request: gr.Request):
+        def on_share(name, tr, kind_value, view_value, layer_value, head_value, request: gr.Request):
             base = str(request.url).split("?")[0].split("gradio_api")[0] if request else ""
-            return base + "?" + explorer.share_query(name, sentence, kind_value, view_value, layer_value, head_value)
+            return base + "?" + explorer.share_query(name, require(tr).source_text, kind_value, view_value,
+                                                     layer_value, head_value)
 
         def on_shared_link(current_model, request: gr.Request):
             try:
@@ -518,14 +525,12 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 values = {}
             checkpoint = registry.get(values.get("model", current_model))
             values = explorer.fit_share_values(values, checkpoint)
-            config = checkpoint.model.config
-            return (gr.Dropdown(value=values["model"]) if "model" in values else gr.Dropdown(),
+            # The choices come along: a link may name a model trained after this page's list was built.
+            return (gr.Dropdown(choices=registry.names(), value=values.get("model", current_model)),
                     gr.Textbox(value=values["text"]) if "text" in values else gr.Textbox(),
                     gr.Radio(value=values["kind"]) if "kind" in values else gr.Radio(),
                     gr.Radio(value=values["view"]) if "view" in values else gr.Radio(),
-                    gr.Slider(1, max(config.n_encoder_layers, config.n_decoder_layers), step=1, label="Layer",
-                              value=values.get("layer", 1)),
-                    gr.Slider(1, config.n_heads, step=1, label="Head", value=values.get("head", 1)))
+                    *layer_and_head_sliders(checkpoint, values.get("layer", 1), values.get("head", 1)))
 
         tree_button.click(on_tree, [model_name, translation_state, tree_beam, tree_penalty],
                           [tree_plot, hypotheses_table, hypotheses_state], api_name=False)
@@ -551,7 +556,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         svg_button.click(user_errors(lambda *args: explorer.figure_svg_file(
             explorer.attention_figure(require(args[0]), *args[1:]), "attention")),
             [translation_state, kind, view, layer, head, average], export_file, api_name=False)
-        share_button.click(on_share, [model_name, text, kind, view, layer, head], share_link, api_name=False)
+        share_button.click(on_share, [model_name, translation_state, kind, view, layer, head], share_link,
+                           api_name=False)
 
         def on_history(name):
             steps, evals, probes = explorer.checkpoint_history(registry.get(name))
@@ -562,10 +568,10 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         model_name.change(user_errors(on_history), model_name, [history_curves, history_step, history_plot,
                                                                 history_state], api_name=False)
-        # Sliders that handlers also set redraw on the user's own moves only (.input): a redraw started by a
-        # handler's update could reach the server after the next update and be refused as out of range.
-        history_step.input(user_errors(lambda probes, index: explorer.probe_figure(probes, index)),
-                           [history_state, history_step], history_plot, api_name=False)
+        # Sliders that handlers also set redraw on the user's own moves only (drag, number box, reset): a redraw
+        # started by a handler's update could reach the server after the next update and be refused as out of range.
+        gr.on([history_step.input, history_step.release], user_errors(explorer.probe_figure),
+              [history_state, history_step], history_plot, api_name=False)
 
         model_outputs = [model_status, model_metrics, model_config, model_parameters, model_card, layer, head, text,
                          example_list.dataset]
@@ -642,9 +648,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                                 train_outputs, api_name="train", concurrency_id="train", concurrency_limit=4)
              .then(model_choices, None, model_name, api_name=False))
             stop_button.click(jobs.stop, None, None, api_name="stop_training")
-            replay.input(user_errors(lambda index: explorer.probe_figure(jobs.current.probes if jobs.current else [],
-                                                                         index)),
-                         replay, replay_plot, api_name=False)
+            gr.on([replay.input, replay.release],
+                  user_errors(lambda index: explorer.probe_figure(jobs.current.probes if jobs.current else [], index)),
+                  replay, replay_plot, api_name=False)
             for control in (train_data, train_preset):
                 control.change(on_preset, [train_data, train_preset], preset_info, api_name=False)
             demo.load(on_preset, [train_data, train_preset], preset_info, api_name=False)
@@ -652,8 +658,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             demo.load(model_choices, None, model_name, api_name="models")  # models trained while the page was away
 
         pe_inputs = [pe_d_model, pe_length, pe_dimensions]
-        # Sliders redraw when let go, the list of dimensions when submitted or left: not on every keystroke.
-        for trigger in (pe_d_model.release, pe_length.release, pe_dimensions.submit, pe_dimensions.blur):
+        # The list of dimensions redraws when submitted or left, not on every keystroke.
+        for trigger in (pe_d_model.change, pe_length.change, pe_dimensions.submit, pe_dimensions.blur):
             trigger(user_errors(explorer.positional_views), pe_inputs, [pe_matrix, pe_lines, pe_dots],
                     api_name=False)
 

@@ -12,8 +12,10 @@ all on the same weights:
   calling ``model.decode`` on the prefix does;
 - "reference": the usual cache for PyTorch's own ``nn.TransformerDecoderLayer``
   (each layer keeps its inputs so far; only the newest position is a query),
-  returning every attention map, and "reference_no_weights", the same on
-  ``nn.MultiheadAttention``'s fused path without them;
+  returning every attention map, and "reference_no_weights", the same
+  without them (``nn.MultiheadAttention`` then attends through
+  ``scaled_dot_product_attention``; its fused fast path needs query, key
+  and value to be one tensor, which a decoder never has);
 - "flattened": our cached decoding hand-written as the fewest plain tensor
   calls (no modules, no masks, preallocated keys and values): about the least
   eager PyTorch can spend per step here, and so how much of "cached" is the
@@ -95,9 +97,9 @@ def decode_reference_cached(reference: nn.Transformer, model: Transformer, src: 
     ``nn.MultiheadAttention`` cannot cache keys and values, so every step
     re-projects the prefix (self-attention) and the source (cross-attention).
     Embeddings and the tied output projection are ``model``'s, used as stock
-    ``nn.Embedding`` / ``F.linear`` calls. ``need_weights=False`` lets
-    ``nn.MultiheadAttention`` take its fused path and return no attention: the
-    plain cache as people usually write it, and probably the issue's 33 ms.
+    ``nn.Embedding`` / ``F.linear`` calls. ``need_weights=False`` returns no
+    attention maps and attends through ``scaled_dot_product_attention``: the
+    plain cache as people usually write it.
     """
     x = model.positional_encoding(model.src_embed(src))
     for layer in reference.encoder.layers:
@@ -162,7 +164,8 @@ def flatten_decoder(model: Transformer) -> FlatDecoder:
             (cross_attn.in_proj.weight[d:], cross_attn.in_proj.bias[d:]),
             cross_attn.out_proj.weight.t().contiguous(), cross_attn.out_proj.bias,
             ffn.linear1.weight.t().contiguous(), ffn.linear1.bias, ffn.linear2.weight, ffn.linear2.bias,
-            [(n.norm.weight, n.norm.bias) for n in (layer.self_attn_norm, layer.cross_attn_norm, layer.feed_forward_norm)]))
+            [(n.norm.weight, n.norm.bias)
+             for n in (layer.self_attn_norm, layer.cross_attn_norm, layer.feed_forward_norm)]))
     return FlatDecoder(layers, model.tgt_embed.weight.t().contiguous())
 
 
@@ -205,7 +208,7 @@ def decode_flattened(model: Transformer, flat: FlatDecoder, src: torch.Tensor,
             y = F.layer_norm(y + torch.addmm(layer.cross_out_bias, h, layer.cross_out_t), (d,), *layer.norms[1])
             hidden = torch.addmm(layer.ffn_in_bias, y, layer.ffn_in_t).relu_()
             y = F.layer_norm(y + F.linear(hidden, layer.ffn_out, layer.ffn_out_bias), (d,), *layer.norms[2])
-            attentions.append((self_weights, cross_weights))
+            attentions.append((self_weights, cross_weights))  # kept, as "cached" keeps them
         token = int(torch.mm(y, flat.vocabulary_t).argmax())
         tokens.append(token)
     return tokens

@@ -142,5 +142,5 @@ def test_a_shared_link_opens_its_model_and_view_without_errors_and_enter_transla
     page.locator("#source-text textarea").press("Enter")
     translation_is(page, "7 6 5 4")
     page.get_by_role("tab", name="Experiments").click()
-    assert page.get_by_label("Sentence (the last one translated)").input_value() == "4 5 6 7"
+    playwright.expect(page.get_by_label("Sentence (the last one translated)")).to_have_value("4 5 6 7")
     page.close()

@@ -1,5 +1,6 @@
 """The explorer's logic, as the app uses it: input checks, views of a translation, the model registry."""
 
+import dataclasses
 import json
 import shutil
 
@@ -147,3 +148,11 @@ def test_positional_views_accept_odd_and_out_of_range_values():
     assert "ignored x, 999" in lines.layout.title.text, "the student is told which entries were not plotted"
     _, fallback, _ = explorer.positional_views(16, 8, "abc")
     assert len(fallback.data) == 5 and "ignored abc" in fallback.layout.title.text
+
+
+def test_the_input_box_is_labelled_by_what_the_model_reads(reverse):
+    assert explorer.source_label(reverse) == "Digits"
+    multi30k = dataclasses.replace(reverse, info={"source_lang": "en", "training": {"data": "multi30k"}})
+    assert explorer.source_label(multi30k) == "English sentence"
+    uploaded = dataclasses.replace(reverse, info={"source_lang": "en", "training": {"data": "runs/x.tsv"}})
+    assert explorer.source_label(uploaded) == "Source sentence", "an upload records default language codes"

@@ -320,7 +320,7 @@ def positional_views(d_model: int, length: int, dimensions: str) -> tuple[go.Fig
         chosen = [0, 1, 4, 5, d_model // 2]
         title = "Dimensions 0, 1, 4, 5 and d_model/2 across positions"
     if ignored:
-        title += (f"<br><sup>ignored {figures.escape(', '.join(ignored))[:80]}: dimensions are whole numbers "
+        title += (f"<br><sup>ignored {figures.escape(', '.join(ignored)[:80])}: dimensions are whole numbers "
                   f"from 0 to {d_model - 1}</sup>")
     return (figures.positional_encoding_heatmap(table, f"PE matrix: {length} positions × {d_model} dimensions"),
             figures.positional_encoding_lines(table, chosen, title),
@@ -381,11 +381,16 @@ LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"
 
 
 def source_label(checkpoint: Checkpoint) -> str:
-    """What the input box holds for this model: "English sentence", or "Digits" for the synthetic tasks."""
+    """What the input box holds for this model: "English sentence", or "Digits" for the synthetic tasks.
+
+    Only Multi30K says which language it is; an uploaded TSV records the
+    default language codes, so its models get a neutral label.
+    """
     language = checkpoint.info.get("source_lang")
     if language == "digits":
         return "Digits"
-    return f"{LANGUAGE_NAMES[language]} sentence" if language in LANGUAGE_NAMES else "Source sentence"
+    known = checkpoint.info.get("training", {}).get("data") == "multi30k" and language in LANGUAGE_NAMES
+    return f"{LANGUAGE_NAMES[language]} sentence" if known else "Source sentence"
 
 
 def uses_digits(checkpoint: Checkpoint) -> bool:
@@ -632,10 +637,15 @@ def parse_share_query(params: dict, names: list[str]) -> dict:
     return values
 
 
+def layer_and_head_counts(checkpoint: Checkpoint) -> tuple[int, int]:
+    """The range of the layer and head sliders: the deeper stack's layers, and the heads per layer."""
+    config = checkpoint.model.config
+    return max(config.n_encoder_layers, config.n_decoder_layers), config.n_heads
+
+
 def fit_share_values(values: dict, checkpoint: Checkpoint) -> dict:
     """A shared link's layer and head, kept within the model it opens (a link may outlive the model it was made on)."""
-    config = checkpoint.model.config
-    limits = {"layer": max(config.n_encoder_layers, config.n_decoder_layers), "head": config.n_heads}
+    limits = dict(zip(("layer", "head"), layer_and_head_counts(checkpoint)))
     return {**values, **{key: max(1, min(values[key], limit)) for key, limit in limits.items() if key in values}}
 
 
