@@ -246,8 +246,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 with gr.Accordion("Head statistics", open=True):
                     gr.Markdown("Entropy (low: focused), mean distance attended in positions, share of attention "
                                 "on `<s>`/`</s>` (a common 'no-op' sink) and diagonality (1: each query looks at its "
-                                "own position, or the stretched diagonal for cross-attention). Click a column to "
-                                "sort, a row to open that head's heatmap.")
+                                "own position, or the stretched diagonal for cross-attention). Sort with the ⋮ menu "
+                                "in a column's header; click a row to open that head's heatmap.")
                     with gr.Row():
                         statistics_button = gr.Button("Statistics for this sentence")
                         statistics_sample_button = gr.Button("Statistics over 20 validation sentences")
@@ -341,8 +341,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             return tr
 
         @user_errors
-        def on_model(name, current_text):
+        def on_model(name, current_text, layer_value=1, head_value=1):
             checkpoint = registry.get(name)
+            layers, heads = explorer.layer_and_head_counts(checkpoint)
             config = checkpoint.model.config
             status = (f"**{name}**: {checkpoint.model.num_parameters() / 1e6:.2f}M parameters, "
                       f"{config.n_encoder_layers}+{config.n_decoder_layers} layers, {config.n_heads} heads, "
@@ -350,7 +351,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             card = "\n".join(line for line in checkpoint.card.splitlines() if not line.startswith("!["))
             return (status, explorer.metrics_markdown(checkpoint), explorer.config_rows(checkpoint),
                     explorer.parameter_table(checkpoint), card or "No model card.",
-                    *layer_and_head_sliders(checkpoint),
+                    *layer_and_head_sliders(checkpoint, min(int(layer_value or 1), layers),
+                                            min(int(head_value or 1), heads)),
                     gr.Textbox(explorer.suitable_text(checkpoint, current_text,
                                                       {"digits": REVERSE_EXAMPLES[0], "text": EXAMPLES[0]}),
                                label=explorer.source_label(checkpoint)),
@@ -536,6 +538,16 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                           [tree_plot, hypotheses_table, hypotheses_state], api_name=False)
         translation_state.change(lambda tr: (tr.source_text if tr else "",) * 2, translation_state,
                                  [experiment_sentence, analysis_sentence], api_name=False)
+        # Results computed for the previous sentence (or model) would sit beside the new one and mislead; a row
+        # or hypothesis clicked there would open the wrong heatmap.
+        earlier_results = {tree_plot: None, hypotheses_table: None, hypotheses_state: None, hypothesis_plot: None,
+                           statistics_table: None, statistics_caption: "", statistics_head_plot: None,
+                           importance_plot: None, importance_summary: "", last_comparison: None,
+                           experiment_before: "", experiment_after: "", experiment_diff: None,
+                           experiment_probability: None, experiment_attention_before: None,
+                           experiment_attention_after: None}
+        translation_state.change(lambda tr: earlier_results, translation_state, list(earlier_results),
+                                 api_name=False)
         hypotheses_table.select(on_hypothesis, [model_name, hypotheses_state], hypothesis_plot, api_name=False)
         (translation_state.change(alignment_controls, translation_state, [alignment_layer, alignment_head],
                                   api_name=False)
@@ -571,7 +583,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         # Sliders that handlers also set redraw on the user's own moves only (drag, number box, reset): a redraw
         # started by a handler's update could reach the server after the next update and be refused as out of range.
         gr.on([history_step.input, history_step.release], user_errors(explorer.probe_figure),
-              [history_state, history_step], history_plot, api_name=False)
+              [history_state, history_step], history_plot, api_name=False, trigger_mode="always_last")
 
         model_outputs = [model_status, model_metrics, model_config, model_parameters, model_card, layer, head, text,
                          example_list.dataset]
@@ -589,7 +601,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         translate_then_render(translate_button.click, "translate")
         translate_then_render(text.submit, False)
         # Only the user's own moves trigger a redraw here: after a translation the chain above redraws once.
-        step.input(on_step, step_inputs, step_outputs, api_name="step")
+        step.input(on_step, step_inputs, step_outputs, api_name="step", trigger_mode="always_last")
         for button, delta in ((previous_step, -1), (next_step, +1)):
             (button.click(lambda tr, s, delta=delta: move_step(tr, s, delta), [translation_state, step], step,
                           api_name=False)
@@ -603,9 +615,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         own_translation.submit(on_forced, [model_name, text, own_translation],
                                [forced_probability_plot, forced_attention_plot], api_name=False)
         model_name.change(on_model_heads, model_name, [ablate_encoder, ablate_decoder, ablate_cross], api_name=False)
-        # .input, not .change: a shared link sets the model too, and the load chain below translates it; two
-        # chains at once would race over the step slider's range.
-        (model_name.input(on_model, [model_name, text], model_outputs, api_name="select_model")
+        # A shared link naming another model runs this chain and the load chain below on the same model and
+        # sentence: the same work twice, with the same results, so their updates agree.
+        (model_name.change(on_model, [model_name, text, layer, head], model_outputs, api_name="select_model")
          .then(lambda: None, None, translation_state, api_name=False)
          .then(on_translate, translate_inputs, translate_outputs, api_name=False)
          .then(on_step, step_inputs, step_outputs, api_name=False)
@@ -670,7 +682,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         opened.then(on_model_heads, model_name, [ablate_encoder, ablate_decoder, ablate_cross], api_name=False)
         opened.then(user_errors(on_history), model_name, [history_curves, history_step, history_plot, history_state],
                     api_name=False)
-        (opened.then(on_model, [model_name, text], model_outputs, api_name=False)
+        (opened.then(on_model, [model_name, text, layer, head], model_outputs, api_name=False)
          .then(on_translate, translate_inputs, translate_outputs, api_name=False)
          .then(on_step, step_inputs, step_outputs, api_name=False)
          .then(on_attention, attention_inputs, attention_plot, api_name=False))

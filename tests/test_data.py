@@ -307,6 +307,12 @@ def test_multi30k_not_downloaded_when_download_is_off(offline):
     assert offline == []
 
 
+def test_multi30k_downloaded_earlier_is_found_without_downloading(offline):
+    cache = fake_multi30k(data.default_cache_dir(), splits=data.MULTI30K_SPLITS)
+    assert data.multi30k_dir(download=False) == cache
+    assert offline == []
+
+
 def test_multi30k_checksums_match_the_shared_copy():
     sums = SHARED_MULTI30K / "SHA256SUMS"
     if not sums.is_file():

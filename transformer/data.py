@@ -129,6 +129,9 @@ def multi30k_dir(data_dir: str | Path | None = None, download: bool = True) -> P
         return path
     if download:
         return download_multi30k()
+    cache = default_cache_dir()
+    if all((cache / f"{split}.{lang}.gz").is_file() for split in MULTI30K_SPLITS for lang in ("en", "de")):
+        return cache  # downloaded earlier (by a training run), and checked then
     raise DataError("Multi30K not found: pass --data-dir DIR or set MULTI30K_DIR")
 
 

@@ -449,8 +449,8 @@ def probe_figure(probes: list[dict], index: int) -> go.Figure | None:
     cross = torch.tensor(probe["cross"])  # (layers, heads, target, source)
     return figures.attention_heatmap(
         cross[-1].mean(dim=0), probe["target_tokens"], probe["source_tokens"],
-        f"Cross-attention at update {probe['step']} (evaluation {index} of {len(probes)}): "
-        f"“{figures.escape(probe['translation'][:60])}”", "producing", "source")
+        f"Cross-attention at update {probe['step']} (evaluation {index} of {len(probes)})"
+        f"<br><sup>“{figures.escape(probe['translation'][:80])}”</sup>", "producing", "source")
 
 
 # --- experiments tab -----------------------------------------------------------------------------
@@ -515,8 +515,9 @@ def importance_sample(checkpoint: Checkpoint, count: int = 20) -> list[str]:
                                       checkpoint.info.get("target_lang", "de"),
                                       datasets.multi30k_dir(download=False)).sources[:count]
     except datasets.DataError:
-        raise InputError("Multi30K is not available on this server (set MULTI30K_DIR); "
-                         "rank heads on the current sentence instead.") from None
+        raise InputError("The validation sentences come from Multi30K, which is not on this server (set "
+                         "MULTI30K_DIR to a folder holding it; a training run on multi30k downloads it); use the "
+                         "button for the current sentence instead.") from None
 
 
 # --- analysis tab --------------------------------------------------------------------------------
