@@ -144,3 +144,21 @@ def test_a_shared_link_opens_its_model_and_view_without_errors_and_enter_transla
     page.get_by_role("tab", name="Experiments").click()
     playwright.expect(page.get_by_label("Sentence (the last one translated)")).to_have_value("4 5 6 7")
     page.close()
+
+
+def test_results_for_the_previous_sentence_are_cleared_when_the_model_changes(app_url, browser):
+    url, _ = app_url
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url.rstrip("/") + "/?model=reverse-tiny&text=1+2+3")
+    translation_is(page, "3 2 1")
+    page.get_by_role("tab", name="Analysis").click()
+    page.get_by_role("button", name="Statistics for this sentence").click()
+    table = page.locator("#statistics-table")
+    playwright.expect(table).to_contain_text("encoder", timeout=30_000)
+    page.get_by_label("Model").first.click()
+    page.get_by_role("option", name="multi30k-en-de").click()
+    page.wait_for_function(
+        "() => /[a-z]/i.test((document.querySelector('#translation textarea, #translation input') || {}).value)",
+        timeout=60_000)
+    playwright.expect(table).not_to_contain_text("encoder", timeout=30_000)  # a row would open the wrong heatmap
+    page.close()
