@@ -42,6 +42,11 @@ def _ticks(labels: Sequence[str]) -> dict:
     return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=_escaped(labels))
 
 
+def _slanted(labels: Sequence[str], angle: int = -45) -> int:
+    """Tick angle for token labels along x: upright text takes the least width once a sentence gets long."""
+    return -90 if len(labels) > 30 else angle
+
+
 def _matrix(values) -> list[list[float]]:
     """A nested list from a tensor, array or list (figures stay independent of torch)."""
     return values.tolist() if hasattr(values, "tolist") else [list(row) for row in values]
@@ -63,10 +68,11 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
         z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=1,
         colorscale=ATTENTION_COLORSCALE, text=_hover_text(matrix, query_labels, key_labels),
         hovertemplate="%{text}<extra></extra>", colorbar=dict(title="weight", thickness=12)))
-    fig.update_xaxes(title=f"{key_title} (keys)", side="top", tickangle=-45, automargin=False, **_ticks(key_labels))
+    fig.update_xaxes(title=f"{key_title} (keys)", side="top", tickangle=_slanted(key_labels), automargin=False,
+                     **_ticks(key_labels))
     fig.update_yaxes(title=f"{query_title} (queries)", autorange="reversed", automargin=False,
                      **_ticks(query_labels))
-    fig = _layout(fig, title, height=min(1000, 230 + 26 * len(query_labels)))
+    fig = _layout(fig, title, height=min(1400, 230 + 26 * len(query_labels)))  # rows stay about 18 px or more
     # Fixed margins: automatic ones make Plotly redraw in a loop with rotated labels on top.
     fig.update_layout(margin=dict(l=130, r=20, t=190, b=20))
     return fig
@@ -90,7 +96,8 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
                 colorbar=dict(title="weight", thickness=10), text=_hover_text(matrix, query_labels, key_labels),
                 hovertemplate=f"{titles[r * columns + c]}<br>%{{text}}<extra></extra>"), row=r + 1, col=c + 1)
     tick_font = dict(size=11 if show_ticks else 1)  # readable on a projector
-    fig.update_xaxes(showticklabels=show_ticks, tickangle=-60, tickfont=tick_font, **_ticks(key_labels))
+    fig.update_xaxes(showticklabels=show_ticks, tickangle=_slanted(key_labels, -60), tickfont=tick_font,
+                     **_ticks(key_labels))
     fig.update_yaxes(showticklabels=show_ticks, autorange="reversed", tickfont=tick_font, **_ticks(query_labels))
     for r in range(1, rows):
         fig.update_xaxes(showticklabels=False, row=r)
@@ -124,7 +131,7 @@ def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str],
                                                               cmin=0, cmax=1, line=dict(color="#444", width=0.5)),
                            customdata=_escaped(source_labels),
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
-    fig.update_xaxes(tickangle=-45, **_ticks(source_labels))
+    fig.update_xaxes(tickangle=_slanted(source_labels), **_ticks(source_labels))
     fig.update_yaxes(range=[0, 1], title="attention")
     return _layout(fig, title, height=320)
 
@@ -134,7 +141,7 @@ def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float],
     positions = list(range(len(pieces)))
     fig = go.Figure(go.Bar(x=positions, y=list(probabilities), marker_color="#2ca02c", customdata=_escaped(pieces),
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
-    fig.update_xaxes(tickangle=-45, **_ticks(pieces))
+    fig.update_xaxes(tickangle=_slanted(pieces), **_ticks(pieces))
     fig.update_yaxes(range=[0, 1], title="probability")
     return _layout(fig, title, height=320)
 
@@ -243,7 +250,7 @@ def probability_comparison(changes: Sequence[tuple[str, float, float]], title: s
                marker_color="#d62728", customdata=pieces,
                hovertemplate="%{customdata}: %{y:.4f}<extra>intervention</extra>"),
     ])
-    fig.update_xaxes(tickangle=-45, **_ticks(labels))
+    fig.update_xaxes(tickangle=_slanted(labels), **_ticks(labels))
     fig.update_yaxes(range=[0, 1], title="probability")
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12))
     return _layout(fig, title, height=340)
