@@ -449,19 +449,23 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         experiment_outputs = [last_comparison, experiment_before, experiment_after, experiment_diff,
                               experiment_probability, experiment_attention_before, experiment_attention_after]
-        ablate_button.click(on_ablate, [model_name, translation_state, ablate_encoder, ablate_decoder, ablate_cross,
-                                        experiment_kind], experiment_outputs, api_name=False)
-        importance_button.click(on_importance, [model_name, translation_state], [importance_plot, importance_summary],
-                                api_name=False)
-        importance_sample_button.click(on_importance_sample, model_name, [importance_plot, importance_summary],
-                                       api_name=False)
+        # Slow results for one sentence and model: switching the model cancels those still running, so none can
+        # land after the switch has cleared its outputs.
+        sentence_work = [
+            ablate_button.click(on_ablate, [model_name, translation_state, ablate_encoder, ablate_decoder,
+                                            ablate_cross, experiment_kind], experiment_outputs, api_name=False),
+            importance_button.click(on_importance, [model_name, translation_state],
+                                    [importance_plot, importance_summary], api_name=False),
+            importance_sample_button.click(on_importance_sample, model_name, [importance_plot, importance_summary],
+                                           api_name=False),
+            override_button.click(on_override, [model_name, translation_state, override_step, override_choice,
+                                                experiment_kind], experiment_outputs, api_name=False),
+            no_positions_button.click(on_positions, [model_name, translation_state, experiment_kind],
+                                      experiment_outputs, api_name=False),
+            shuffle_button.click(on_shuffle, [model_name, translation_state, experiment_kind], experiment_outputs,
+                                 api_name=False),
+        ]
         override_step.change(on_override_step, [translation_state, override_step], override_choice, api_name=False)
-        override_button.click(on_override, [model_name, translation_state, override_step, override_choice,
-                                            experiment_kind], experiment_outputs, api_name=False)
-        no_positions_button.click(on_positions, [model_name, translation_state, experiment_kind], experiment_outputs,
-                                  api_name=False)
-        shuffle_button.click(on_shuffle, [model_name, translation_state, experiment_kind], experiment_outputs,
-                             api_name=False)
         experiment_kind.change(on_experiment_kind, [last_comparison, experiment_kind],
                                [experiment_attention_before, experiment_attention_after], api_name=False)
         translation_state.change(
@@ -534,8 +538,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     gr.Radio(value=values["view"]) if "view" in values else gr.Radio(),
                     *layer_and_head_sliders(checkpoint, values.get("layer", 1), values.get("head", 1)))
 
-        tree_button.click(on_tree, [model_name, translation_state, tree_beam, tree_penalty],
-                          [tree_plot, hypotheses_table, hypotheses_state], api_name=False)
+        sentence_work.append(tree_button.click(on_tree, [model_name, translation_state, tree_beam, tree_penalty],
+                                               [tree_plot, hypotheses_table, hypotheses_state], api_name=False))
         translation_state.change(lambda tr: (tr.source_text if tr else "",) * 2, translation_state,
                                  [experiment_sentence, analysis_sentence], api_name=False)
         # Results computed for the previous sentence (or model) would sit beside the new one and mislead; a row
@@ -555,10 +559,11 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         for control in (alignment_layer, alignment_head):
             control.change(on_alignment, [translation_state, alignment_layer, alignment_head], alignment_plot,
                            api_name=False)
-        statistics_button.click(on_statistics, translation_state, [statistics_table, statistics_caption],
-                                api_name=False)
-        statistics_sample_button.click(on_statistics_sample, model_name, [statistics_table, statistics_caption],
-                                       api_name=False)
+        statistics_outputs = [statistics_table, statistics_caption]
+        sentence_work.append(statistics_button.click(on_statistics, translation_state, statistics_outputs,
+                                                     api_name=False))
+        sentence_work.append(statistics_sample_button.click(on_statistics_sample, model_name, statistics_outputs,
+                                                            api_name=False))
         statistics_table.select(on_statistics_row, translation_state, statistics_head_plot,
                                 api_name=False)
         csv_button.click(user_errors(lambda tr: explorer.attention_csv_file(require(tr))), translation_state,
@@ -617,7 +622,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         model_name.change(on_model_heads, model_name, [ablate_encoder, ablate_decoder, ablate_cross], api_name=False)
         # A shared link naming another model runs this chain and the load chain below on the same model and
         # sentence: the same work twice, with the same results, so their updates agree.
-        (model_name.change(on_model, [model_name, text, layer, head], model_outputs, api_name="select_model")
+        (model_name.change(on_model, [model_name, text, layer, head], model_outputs, api_name="select_model",
+                           cancels=sentence_work)
          .then(lambda: None, None, translation_state, api_name=False)
          .then(on_translate, translate_inputs, translate_outputs, api_name=False)
          .then(on_step, step_inputs, step_outputs, api_name=False)
