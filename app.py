@@ -89,6 +89,15 @@ clean diagonal (copy) or anti-diagonal (reverse). One job runs at a time on this
 the model list at the top."""
 
 
+# Keyboard users must see where they are: Gradio's sliders and radio buttons show no focus mark of their own.
+FOCUS_CSS = """
+input[type=range]:focus-visible, input[type=number]:focus-visible { outline: 3px solid #ff7f0e; outline-offset: 2px; }
+label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus-visible) {
+    outline: 3px solid #ff7f0e; outline-offset: 2px;
+}
+"""
+
+
 def multi30k_available() -> bool:
     try:
         multi30k_dir(download=False)
@@ -715,7 +724,7 @@ def main(argv: list[str] | None = None) -> None:
         default = path.name
     demo = build_app(explorer.ModelRegistry(roots), default, jobs)
     demo.launch(server_name=os.environ.get("GRADIO_SERVER_NAME") or args.host, server_port=args.port,
-                share=args.share, footer_links=["api", "settings"])
+                share=args.share, footer_links=["api", "settings"], css=FOCUS_CSS)
 
 
 if __name__ == "__main__":
