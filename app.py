@@ -126,6 +126,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
     # Files handed to browsers (exports, downloads) are removed from Gradio's cache after a day.
     with gr.Blocks(title="Transformer attention explorer", delete_cache=(3600, 86400)) as demo:
         translation_state = gr.State(None)
+        link_switched_model = gr.State(False)  # the page was opened by a shared link naming another model
         gr.Markdown(INTRO)
         with gr.Row():
             model_name = gr.Dropdown(names, value=default_model, label="Model", scale=2,
@@ -349,6 +350,16 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 raise explorer.InputError("Translate a sentence first.")
             return tr
 
+        def text_for(checkpoint, current_text):
+            """The input box for this model: its label, and an example only when the text suits another model.
+
+            The text itself is left alone otherwise, so whatever the user typed meanwhile is never overwritten.
+            """
+            suitable = explorer.suitable_text(checkpoint, current_text,
+                                              {"digits": REVERSE_EXAMPLES[0], "text": EXAMPLES[0]})
+            label = explorer.source_label(checkpoint)
+            return gr.Textbox(label=label) if suitable == current_text else gr.Textbox(suitable, label=label)
+
         @user_errors
         def on_model(name, current_text, layer_value=1, head_value=1):
             checkpoint = registry.get(name)
@@ -362,9 +373,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     explorer.parameter_table(checkpoint), card or "No model card.",
                     *layer_and_head_sliders(checkpoint, min(int(layer_value or 1), layers),
                                             min(int(head_value or 1), heads)),
-                    gr.Textbox(explorer.suitable_text(checkpoint, current_text,
-                                                      {"digits": REVERSE_EXAMPLES[0], "text": EXAMPLES[0]}),
-                               label=explorer.source_label(checkpoint)),
+                    text_for(checkpoint, current_text),
                     gr.Dataset(samples=[[example] for example in
                                         (REVERSE_EXAMPLES if explorer.uses_digits(checkpoint) else EXAMPLES)]))
 
@@ -545,7 +554,16 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     gr.Textbox(value=values["text"]) if "text" in values else gr.Textbox(),
                     gr.Radio(value=values["kind"]) if "kind" in values else gr.Radio(),
                     gr.Radio(value=values["view"]) if "view" in values else gr.Radio(),
-                    *layer_and_head_sliders(checkpoint, values.get("layer", 1), values.get("head", 1)))
+                    *layer_and_head_sliders(checkpoint, values.get("layer", 1), values.get("head", 1)),
+                    values.get("model", current_model) != current_model)
+
+        def unless_link_switched_model(fn):
+            """``fn`` on page load, unless a shared link chose another model: model_name.change's chain then does
+            this work, and two chains translating at once could overwrite what the user types next."""
+            def run(switched, *args):
+                return gr.skip() if switched else fn(*args)
+            run.__name__ = fn.__name__
+            return run
 
         sentence_work.append(tree_button.click(on_tree, [model_name, translation_state, tree_beam, tree_penalty],
                                                [tree_plot, hypotheses_table, hypotheses_state], api_name=False))
@@ -629,8 +647,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         own_translation.submit(on_forced, [model_name, text, own_translation],
                                [forced_probability_plot, forced_attention_plot], api_name=False)
         model_name.change(on_model_heads, model_name, [ablate_encoder, ablate_decoder, ablate_cross], api_name=False)
-        # A shared link naming another model runs this chain and the load chain below on the same model and
-        # sentence: the same work twice, with the same results, so their updates agree.
+        # This chain also draws the first view when a shared link names another model (the load chain below
+        # then stands aside).
         (model_name.change(on_model, [model_name, text, layer, head], model_outputs, api_name="select_model",
                            cancels=sentence_work)
          .then(lambda: None, None, translation_state, api_name=False)
@@ -692,15 +710,18 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         # Open on a working example, or on the sentence and view of a shared link. Everything that depends on the
         # model waits for the link to choose it.
-        opened = demo.load(user_errors(on_shared_link), model_name, [model_name, text, kind, view, layer, head],
-                           api_name=False)
+        opened = demo.load(user_errors(on_shared_link), model_name,
+                           [model_name, text, kind, view, layer, head, link_switched_model], api_name=False)
         opened.then(on_model_heads, model_name, [ablate_encoder, ablate_decoder, ablate_cross], api_name=False)
         opened.then(user_errors(on_history), model_name, [history_curves, history_step, history_plot, history_state],
                     api_name=False)
-        (opened.then(on_model, [model_name, text, layer, head], model_outputs, api_name=False)
-         .then(on_translate, translate_inputs, translate_outputs, api_name=False)
-         .then(on_step, step_inputs, step_outputs, api_name=False)
-         .then(on_attention, attention_inputs, attention_plot, api_name=False))
+        first_view = [(on_model, [model_name, text, layer, head], model_outputs),
+                      (on_translate, translate_inputs, translate_outputs), (on_step, step_inputs, step_outputs),
+                      (on_attention, attention_inputs, attention_plot)]
+        event = opened
+        for fn, inputs, outputs in first_view:
+            event = event.then(unless_link_switched_model(fn), [link_switched_model, *inputs], outputs,
+                               api_name=False)
         demo.load(user_errors(explorer.positional_views), pe_inputs, [pe_matrix, pe_lines, pe_dots], api_name=False)
     demo.queue(max_size=queue_size, default_concurrency_limit=2)
     return demo
