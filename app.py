@@ -98,6 +98,10 @@ label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus
 """
 
 
+def examples_for(checkpoint) -> list[str]:
+    return REVERSE_EXAMPLES if explorer.uses_digits(checkpoint) else EXAMPLES
+
+
 def multi30k_available() -> bool:
     try:
         multi30k_dir(download=False)
@@ -121,7 +125,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
     if default_model is None:
         raise SystemExit(f"no checkpoints found under {', '.join(map(str, registry.roots))}")
     default_checkpoint = registry.get(default_model)
-    examples = REVERSE_EXAMPLES if explorer.uses_digits(default_checkpoint) else EXAMPLES
+    examples = examples_for(default_checkpoint)
 
     # Files handed to browsers (exports, downloads) are removed from Gradio's cache after a day.
     with gr.Blocks(title="Transformer attention explorer", delete_cache=(3600, 86400)) as demo:
@@ -374,8 +378,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     *layer_and_head_sliders(checkpoint, min(int(layer_value or 1), layers),
                                             min(int(head_value or 1), heads)),
                     text_for(checkpoint, current_text),
-                    gr.Dataset(samples=[[example] for example in
-                                        (REVERSE_EXAMPLES if explorer.uses_digits(checkpoint) else EXAMPLES)]))
+                    gr.Dataset(samples=[[example] for example in examples_for(checkpoint)]))
 
         @user_errors
         def on_translate(name, sentence, decoding_mode, beam, max_tokens):
@@ -547,15 +550,16 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 values = explorer.parse_share_query(dict(request.query_params) if request else {}, registry.names())
             except explorer.InputError:  # a link with nothing usable opens the app as usual
                 values = {}
-            checkpoint = registry.get(values.get("model", current_model))
+            chosen = values.get("model", current_model)
+            checkpoint = registry.get(chosen)
             values = explorer.fit_share_values(values, checkpoint)
-            # The choices come along: a link may name a model trained after this page's list was built.
-            return (gr.Dropdown(choices=registry.names(), value=values.get("model", current_model)),
+            # The model list is read afresh: models trained since the server started appear, and a link may name one.
+            return (gr.Dropdown(choices=registry.names(), value=chosen),
                     gr.Textbox(value=values["text"]) if "text" in values else gr.Textbox(),
                     gr.Radio(value=values["kind"]) if "kind" in values else gr.Radio(),
                     gr.Radio(value=values["view"]) if "view" in values else gr.Radio(),
                     *layer_and_head_sliders(checkpoint, values.get("layer", 1), values.get("head", 1)),
-                    values.get("model", current_model) != current_model)
+                    chosen != current_model)
 
         def unless_link_switched_model(fn):
             """``fn`` on page load, unless a shared link chose another model: model_name.change's chain then does
@@ -567,18 +571,22 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         sentence_work.append(tree_button.click(on_tree, [model_name, translation_state, tree_beam, tree_penalty],
                                                [tree_plot, hypotheses_table, hypotheses_state], api_name=False))
-        translation_state.change(lambda tr: (tr.source_text if tr else "",) * 2, translation_state,
-                                 [experiment_sentence, analysis_sentence], api_name=False)
-        # Results computed for the previous sentence (or model) would sit beside the new one and mislead; a row
-        # or hypothesis clicked there would open the wrong heatmap.
+        # A new translation names its sentence in Experiments and Analysis, and clears results computed for the
+        # previous sentence (or model): beside the new one they would mislead, and a row or hypothesis clicked
+        # there would open the wrong heatmap.
         earlier_results = {tree_plot: None, hypotheses_table: None, hypotheses_state: None, hypothesis_plot: None,
                            statistics_table: None, statistics_caption: "", statistics_head_plot: None,
                            importance_plot: None, importance_summary: "", last_comparison: None,
                            experiment_before: "", experiment_after: "", experiment_diff: None,
                            experiment_probability: None, experiment_attention_before: None,
                            experiment_attention_after: None}
-        translation_state.change(lambda tr: earlier_results, translation_state, list(earlier_results),
-                                 api_name=False)
+
+        def on_new_translation(tr):
+            sentence = tr.source_text if tr else ""
+            return {**earlier_results, experiment_sentence: sentence, analysis_sentence: sentence}
+
+        translation_state.change(on_new_translation, translation_state,
+                                 [*earlier_results, experiment_sentence, analysis_sentence], api_name=False)
         hypotheses_table.select(on_hypothesis, [model_name, hypotheses_state], hypothesis_plot, api_name=False)
         (translation_state.change(alignment_controls, translation_state, [alignment_layer, alignment_head],
                                   api_name=False)
@@ -656,10 +664,10 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
          .then(on_step, step_inputs, step_outputs, api_name=False)
          .then(on_attention, attention_inputs, attention_plot, api_name=False))
 
-        def model_choices():
-            return gr.Dropdown(choices=registry.names())
-
         if train_controls:
+            def model_choices():
+                return gr.Dropdown(choices=registry.names())
+
             def job_outputs(job):
                 probes = job.probes if job else []
                 finished = job is not None and job.checkpoint is not None
@@ -691,7 +699,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             # error on those outputs) never hides the model selector.
             (start_button.click(on_start, [train_data, train_upload, train_preset, train_steps, train_minutes],
                                 train_outputs, api_name="train", concurrency_id="train", concurrency_limit=4)
-             .then(model_choices, None, model_name, api_name=False))
+             .then(model_choices, None, model_name, api_name="models"))
             stop_button.click(jobs.stop, None, None, api_name="stop_training")
             gr.on([replay.input, replay.release],
                   user_errors(lambda index: explorer.probe_figure(jobs.current.probes if jobs.current else [], index)),
@@ -700,7 +708,6 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 control.change(on_preset, [train_data, train_preset], preset_info, api_name=False)
             demo.load(on_preset, [train_data, train_preset], preset_info, api_name=False)
             demo.load(user_errors(lambda: job_outputs(jobs.current)), None, train_outputs, api_name=False)
-            demo.load(model_choices, None, model_name, api_name="models")  # models trained while the page was away
 
         pe_inputs = [pe_d_model, pe_length, pe_dimensions]
         # The list of dimensions redraws when submitted or left, not on every keystroke.
@@ -712,9 +719,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         # model waits for the link to choose it.
         opened = demo.load(user_errors(on_shared_link), model_name,
                            [model_name, text, kind, view, layer, head, link_switched_model], api_name=False)
-        opened.then(on_model_heads, model_name, [ablate_encoder, ablate_decoder, ablate_cross], api_name=False)
-        opened.then(user_errors(on_history), model_name, [history_curves, history_step, history_plot, history_state],
-                    api_name=False)
+        for fn, outputs in ((on_model_heads, [ablate_encoder, ablate_decoder, ablate_cross]),
+                            (user_errors(on_history), [history_curves, history_step, history_plot, history_state])):
+            opened.then(unless_link_switched_model(fn), [link_switched_model, model_name], outputs, api_name=False)
         first_view = [(on_model, [model_name, text, layer, head], model_outputs),
                       (on_translate, translate_inputs, translate_outputs), (on_step, step_inputs, step_outputs),
                       (on_attention, attention_inputs, attention_plot)]
