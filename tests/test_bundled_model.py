@@ -84,3 +84,17 @@ def test_the_latency_benchmark_races_decoders_that_produce_the_same_translation(
     assert decode_latency.decode_reference_cached(reference, model.model, src) == cached
     assert decode_latency.decode_reference_cached(reference, model.model, src, need_weights=False) == cached
     assert decode_latency.decode_flattened(model.model, decode_latency.flatten_decoder(model.model), src) == cached
+
+
+def test_the_readme_python_example_runs_and_shows_what_it_says(monkeypatch, capsys):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## From Python", 1)[1]
+    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(ROOT)
+    namespace: dict = {}
+    exec(compile(example, "README.md", "exec"), namespace)
+    claimed = example.split("result.text", 1)[1].split("\n", 1)[0].split("#", 1)[1].strip().strip("'")
+    assert namespace["result"].text == claimed
+    assert tuple(namespace["result"].cross_attention.shape[:2]) == (namespace["model"].config.n_decoder_layers,
+                                                                     namespace["model"].config.n_heads)
+    assert "</s>" in capsys.readouterr().out, "the step loop printed every token, the end included"
