@@ -135,11 +135,27 @@ def write_directory_atomically(destination: Path, write) -> None:
     for path in tmp.iterdir():
         with open(path, "rb") as handle:
             os.fsync(handle.fileno())
+    _fsync_directory(tmp)
     if destination.exists():
         shutil.rmtree(old, ignore_errors=True)
         destination.rename(old)
     tmp.rename(destination)
+    _fsync_directory(destination.parent)  # the renames themselves survive a power cut only once this is done
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _fsync_directory(path: Path) -> None:
+    """Flush a directory's entries (new names, renames) to disk; skipped where directories cannot be opened."""
+    try:
+        handle = os.open(path, os.O_RDONLY)
+    except OSError:  # Windows
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
 
 
 def resolve(path: str | Path) -> Path:
