@@ -192,8 +192,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                                              info=f"At most {explorer.MAX_INPUT_CHARS:,} characters.")
                 forced_button = gr.Button("Score my translation")
                 with gr.Row():
-                    forced_probability_plot = gr.Plot(label="Per-token probability")
-                    forced_attention_plot = gr.Plot(label="Cross-attention")
+                    forced_probability_plot = gr.Plot(label="Per-token probability", elem_id="forced-probability")
+                    forced_attention_plot = gr.Plot(label="Cross-attention", elem_id="forced-attention")
 
             with gr.Tab("Experiments", id="experiments"):
                 gr.Markdown("Change the model and see what follows, on the sentence last translated in the "
@@ -211,7 +211,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     importance_plot = gr.Plot(label="Head importance")
                     importance_summary = gr.Markdown()
                 with gr.Accordion("Override a token", open=False):
-                    gr.Markdown("Pick a decoding step and force another token there; the model continues from it.")
+                    gr.Markdown("Pick a decoding step and force another token there; the model continues greedily from it.")
                     with gr.Row():
                         override_step = gr.Slider(1, 2, value=1, step=1, label="Step")
                         override_choice = gr.Dropdown([], label="Candidate from the top-k", allow_custom_value=True)
@@ -421,7 +421,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         def on_ablate(name, tr, encoder_heads, decoder_heads, cross_heads, kind_value):
             comparison = interventions.ablate_heads(registry.get(name), require(tr).source_text,
                                                     {"encoder": encoder_heads, "decoder": decoder_heads,
-                                                     "cross": cross_heads})
+                                                     "cross": cross_heads}, explorer.beam_size_of(tr))
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
@@ -454,12 +454,14 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         @user_errors
         def on_positions(name, tr, kind_value):
-            comparison = interventions.without_positions(registry.get(name), require(tr).source_text)
+            comparison = interventions.without_positions(registry.get(name), require(tr).source_text,
+                                                         beam_size=explorer.beam_size_of(tr))
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
         def on_shuffle(name, tr, kind_value):
-            comparison = interventions.shuffled_source(registry.get(name), require(tr).source_text)
+            comparison = interventions.shuffled_source(registry.get(name), require(tr).source_text,
+                                                       beam_size=explorer.beam_size_of(tr))
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
@@ -579,7 +581,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                            importance_plot: None, importance_summary: "", last_comparison: None,
                            experiment_before: "", experiment_after: "", experiment_diff: None,
                            experiment_probability: None, experiment_attention_before: None,
-                           experiment_attention_after: None}
+                           experiment_attention_after: None, forced_probability_plot: None,
+                           forced_attention_plot: None}
 
         def on_new_translation(tr):
             sentence = tr.source_text if tr else ""
@@ -650,10 +653,11 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             control.change(on_attention, attention_inputs, attention_plot, api_name=False)
         for control in (layer, head, average):
             control.change(on_step, step_inputs, step_outputs, api_name=False)
-        forced_button.click(on_forced, [model_name, text, own_translation],
-                            [forced_probability_plot, forced_attention_plot], api_name="forced")
-        own_translation.submit(on_forced, [model_name, text, own_translation],
-                               [forced_probability_plot, forced_attention_plot], api_name=False)
+        sentence_work += [
+            forced_button.click(on_forced, [model_name, text, own_translation],
+                                [forced_probability_plot, forced_attention_plot], api_name="forced"),
+            own_translation.submit(on_forced, [model_name, text, own_translation],
+                                   [forced_probability_plot, forced_attention_plot], api_name=False)]
         model_name.change(on_model_heads, model_name, [ablate_encoder, ablate_decoder, ablate_cross], api_name=False)
         # This chain also draws the first view when a shared link names another model (the load chain below
         # then stands aside).

@@ -155,10 +155,16 @@ def test_results_for_the_previous_sentence_are_cleared_when_the_model_changes(ap
     page.get_by_role("button", name="Statistics for this sentence").click()
     table = page.locator("#statistics-table")
     playwright.expect(table).to_contain_text("encoder", timeout=30_000)
+    page.get_by_role("tab", name="Translate").click()
+    page.get_by_label("Your translation").fill("3 2 1")
+    page.get_by_label("Your translation").press("Enter")
+    forced = page.locator("#forced-probability .js-plotly-plot")
+    playwright.expect(forced).to_have_count(1, timeout=30_000)
     page.get_by_label("Model").first.click()
     page.get_by_role("option", name="multi30k-en-de").click()
     page.wait_for_function(
         "() => /[a-z]/i.test((document.querySelector('#translation textarea, #translation input') || {}).value)",
         timeout=60_000)
     playwright.expect(table).not_to_contain_text("encoder", timeout=30_000)  # a row would open the wrong heatmap
+    playwright.expect(forced).to_have_count(0, timeout=30_000)  # a score of another model's sentence
     page.close()

@@ -113,3 +113,18 @@ def test_head_mask_may_differ_per_batch_row(reverse):
         plain = reverse.model(src[:1], tgt[:1]).logits
         single = reverse.model(src[:1], tgt[:1], head_mask=HeadMask(encoder=off)).logits
     assert torch.allclose(both[0], plain[0], atol=1e-5) and torch.allclose(both[1], single[0], atol=1e-5)
+
+
+def test_experiments_decode_as_the_translation_they_start_from():
+    """The "unmodified" side of an experiment is the translation the Translate tab showed, beam or greedy."""
+    bundled = load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu")
+    sentence = "The man and the woman and the child see the dog and the cat and the bird."
+    beam = explorer.run_translation(bundled, sentence, "beam", 5).translation
+    greedy = explorer.run_translation(bundled, sentence, "greedy", 5).translation
+    assert beam.text != greedy.text, "a sentence on which the two decodings differ"
+    for shown in (beam, greedy):
+        size = explorer.beam_size_of(shown)
+        for comparison in (interventions.shuffled_source(bundled, shown.source_text, beam_size=size),
+                           interventions.without_positions(bundled, shown.source_text, beam_size=size),
+                           interventions.ablate_heads(bundled, shown.source_text, {"cross": ["L1H1"]}, size)):
+            assert comparison.before.text == shown.text

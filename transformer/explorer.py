@@ -134,6 +134,7 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
     beam = 1 if decoding == "greedy" else max(1, min(MAX_BEAM, int(beam_size)))
     result = translate(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, cleaned,
                        beam_size=beam, max_length=int(max_length) if max_length else None, top_k=top_k)
+    result.extra["beam_size"] = beam  # experiments on this translation decode the same way
     if result.truncated:
         notes.append(f"The sentence is longer than the model's {checkpoint.model.config.max_len} positions; "
                      "only its beginning was translated.")
@@ -143,6 +144,11 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
     if not result.ended:
         notes.append("Decoding stopped at the maximum length before the model ended the sentence.")
     return TranslateResult(result, notes)
+
+
+def beam_size_of(translation: Translation) -> int:
+    """The beam size a translation was made with (1: greedy), so a comparison decodes it the same way."""
+    return int(translation.extra.get("beam_size", 1))
 
 
 def run_forced(checkpoint: Checkpoint, source: str, target: str, top_k: int = 5) -> TranslateResult:

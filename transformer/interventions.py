@@ -156,7 +156,7 @@ def override_token(checkpoint: Checkpoint, translation: Translation, step: int, 
     continued = greedy_search(model, src, max_length, prefix=torch.tensor([prefix], device=model.device))[0]
     after = forced_decode(model, src_tok, tgt_tok, translation.source_ids, continued)
     after.source_text = translation.source_text
-    return Comparison(translation, after, f"step {step} forced to {tgt_tok.piece(token_id)}")
+    return Comparison(translation, after, f"step {step} forced to {tgt_tok.piece(token_id)}, continued greedily")
 
 
 def without_positions(checkpoint: Checkpoint, text: str, beam_size: int = 1) -> Comparison:
