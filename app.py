@@ -178,8 +178,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                                     value=explorer.ATTENTION_KINDS["cross"], label="Attention", scale=3)
                     view = gr.Radio(list(explorer.VIEWS), value=explorer.VIEWS[0], label="View", scale=3)
                 with gr.Row():
-                    layer = gr.Slider(1, 6, value=1, step=1, label="Layer")
-                    head = gr.Slider(1, 8, value=1, step=1, label="Head")
+                    layer = gr.Slider(1, 6, value=1, step=1, label="Layer", elem_id="layer-slider")
+                    head = gr.Slider(1, 8, value=1, step=1, label="Head", elem_id="head-slider")
                     average = gr.Checkbox(False, label="Average over heads")
                 attention_plot = gr.Plot(label="Attention", elem_id="attention-plot")
                 attention_download = gr.DownloadButton("Download raw attention (JSON)", visible=False)
@@ -326,7 +326,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                                                file_types=[".tsv", ".txt"], type="filepath")
                     with gr.Row():
                         train_preset = gr.Radio(list(training_jobs.APP_PRESETS), value="tiny", label="Model size")
-                        train_steps = gr.Slider(20, training_jobs.MAX_STEPS, value=400, step=10, label="Updates")
+                        train_steps = gr.Slider(20, training_jobs.MAX_STEPS, value=400, step=10, label="Updates",
+                                                elem_id="train-steps")
                         train_minutes = gr.Slider(0.5, training_jobs.MAX_MINUTES, value=3, step=0.5,
                                                   label="Time limit (minutes)")
                     preset_info = gr.Markdown(elem_id="preset-info")
@@ -644,15 +645,18 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         translate_then_render(translate_button.click, "translate")
         translate_then_render(text.submit, False)
         # Only the user's own moves trigger a redraw here: after a translation the chain above redraws once.
-        step.input(on_step, step_inputs, step_outputs, api_name="step", trigger_mode="always_last")
+        # Sliders also take typed numbers, and Gradio refuses one out of range with a message; the redraws
+        # they feed keep their last view rather than showing error badges over it.
+        step.input(on_step, step_inputs, step_outputs, api_name="step", trigger_mode="always_last",
+                   show_progress="hidden")
         for button, delta in ((previous_step, -1), (next_step, +1)):
             (button.click(lambda tr, s, delta=delta: move_step(tr, s, delta), [translation_state, step], step,
                           api_name=False)
              .then(on_step, step_inputs, step_outputs, api_name=False))
         for control in (kind, view, layer, head, average):
-            control.change(on_attention, attention_inputs, attention_plot, api_name=False)
+            control.change(on_attention, attention_inputs, attention_plot, api_name=False, show_progress="hidden")
         for control in (layer, head, average):
-            control.change(on_step, step_inputs, step_outputs, api_name=False)
+            control.change(on_step, step_inputs, step_outputs, api_name=False, show_progress="hidden")
         sentence_work += [
             forced_button.click(on_forced, [model_name, text, own_translation],
                                 [forced_probability_plot, forced_attention_plot], api_name="forced"),
@@ -682,10 +686,13 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                         gr.DownloadButton(value=jobs.archive(job.checkpoint) if finished else None,
                                           visible=finished))
 
+            def visitor(request: gr.Request | None) -> str | None:
+                return request.session_hash if request is not None else None
+
             @user_errors
-            def on_start(data, upload, preset_name, steps, minutes):
+            def on_start(data, upload, preset_name, steps, minutes, request: gr.Request):
                 jobs.start(training_jobs.JobRequest(data=data, preset=preset_name, steps=steps, minutes=minutes,
-                                                    upload=upload))
+                                                    upload=upload), owner=visitor(request))
                 while True:  # stream the job's progress to whoever started it
                     job = jobs.current
                     yield job_outputs(job)
@@ -699,12 +706,24 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 return f"**{preset_name}**: {count:,} parameters."
 
             train_outputs = [train_status, train_progress, train_curves, replay, replay_plot, trained_download]
-            # The model list is refreshed apart from the job's outputs, so a refused start (shown as an
-            # error on those outputs) never hides the model selector.
+            # A refused start is a message, and leaves the job's outputs as they were (no error badges over
+            # them: show_progress="hidden"; the progress bar is the tab's own). The model list is refreshed in
+            # its own step, which a refusal never reaches.
             (start_button.click(on_start, [train_data, train_upload, train_preset, train_steps, train_minutes],
-                                train_outputs, api_name="train", concurrency_id="train", concurrency_limit=4)
+                                train_outputs, api_name="train", concurrency_id="train", concurrency_limit=4,
+                                show_progress="hidden")
              .then(model_choices, None, model_name, api_name="models"))
-            stop_button.click(jobs.stop, None, None, api_name="stop_training")
+
+            @user_errors
+            def on_stop(request: gr.Request):
+                gr.Info(jobs.stop(owner=visitor(request)))
+
+            stop_button.click(on_stop, None, None, api_name="stop_training")
+
+            def on_leave(request: gr.Request):  # closing or reloading the page ends a visitor's session
+                jobs.release(visitor(request))
+
+            demo.unload(on_leave)
             gr.on([replay.input, replay.release],
                   user_errors(lambda index: explorer.probe_figure(jobs.current.probes if jobs.current else [], index)),
                   replay, replay_plot, api_name=False)

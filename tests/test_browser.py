@@ -80,6 +80,17 @@ def test_translate_step_through_and_see_the_heatmaps(app_url, browser, tmp_path)
     if os.environ.get("UPDATE_SCREENSHOT"):
         page.set_viewport_size({"width": 1400, "height": 1000})
         page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+    head_number = page.locator("#head-slider input[type=number]")
+    head_number.fill("99")  # typed beyond the model's heads: a message, and the views stay as they were
+    head_number.press("Enter")
+    playwright.expect(page.get_by_text("greater than maximum").first).to_be_visible(timeout=30_000)
+    shown_trackers = ("() => [...document.querySelectorAll('#attention-plot [data-testid=status-tracker], "
+                      "#topk-plot [data-testid=status-tracker], #step-attention [data-testid=status-tracker]')]"
+                      ".filter(e => !e.classList.contains('hide')).length")
+    page.wait_for_timeout(500)
+    assert page.evaluate(shown_trackers) == 0
+    assert plot_title(page, "topk-plot").startswith("Step 1:")
     page.close()
 
 
@@ -104,6 +115,8 @@ def test_start_training_and_watch_the_loss_curve_grow(app_url, browser):
     page.goto(url)
     page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
     page.get_by_role("tab", name="Train").click()
+    page.locator("#train-steps input[type='number']").fill("3000")  # long enough to outlast a second visitor
+    page.locator("#train-steps input[type='number']").press("Enter")
     page.locator("#start-training").click()
     count = "() => { const p = document.querySelector('#train-curves .js-plotly-plot'); " \
             "return p && p.data && p.data.length ? p.data[0].x.length : 0; }"
@@ -111,8 +124,24 @@ def test_start_training_and_watch_the_loss_curve_grow(app_url, browser):
     first = page.evaluate(count)
     page.wait_for_function(f"({count})() > {first}", timeout=120_000)
     assert page.evaluate(count) > first
-    assert "running" in page.locator("#train-status").inner_text() or \
-        "finished" in page.locator("#train-status").inner_text()
+    assert "running" in page.locator("#train-status").inner_text()
+
+    visitor = browser.new_page(viewport={"width": 1400, "height": 1000})  # another student, same server
+    visitor.goto(url)
+    visitor.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    visitor.get_by_role("tab", name="Train").click()
+    visitor.locator("#start-training").click()
+    playwright.expect(visitor.get_by_text("is already running").first).to_be_visible(timeout=30_000)
+    shown_trackers = ("() => [...document.querySelectorAll('#train-status [data-testid=status-tracker], "
+                      "#train-curves [data-testid=status-tracker]')].filter(e => !e.classList.contains('hide'))"
+                      ".length")
+    visitor.wait_for_timeout(500)
+    assert visitor.evaluate(shown_trackers) == 0, "a refused start is a message, not error badges over the progress"
+    visitor.locator("#stop-training").click()
+    playwright.expect(visitor.get_by_text("started by another visitor").first).to_be_visible(timeout=30_000)
+    visitor.close()
+    assert "running" in page.locator("#train-status").inner_text()
+
     page.locator("#stop-training").click()
     page.wait_for_function("() => /stopped|finished/.test(document.querySelector('#train-status').innerText)",
                            timeout=120_000)

@@ -65,6 +65,39 @@ def test_only_one_job_runs_at_a_time(served):
     manager.wait(120)
 
 
+def test_only_the_visitor_who_started_a_job_can_stop_it(served):
+    client, manager = served
+    other_visitor = Client(client.src, verbose=False)
+    job = client.submit("copy", None, "tiny", 3000, 10, api_name="/train")
+    deadline = time.time() + 60
+    while (manager.current is None or manager.current.step < 1) and time.time() < deadline:
+        time.sleep(0.2)
+    with pytest.raises(AppError, match="started by another visitor"):
+        other_visitor.predict(api_name="/stop_training")
+    assert manager.current.status == "running"
+    with pytest.raises(AppError, match="Wait for it to finish.$"):  # and is not told to stop it
+        other_visitor.predict("reverse", None, "tiny", 40, 1, api_name="/train")
+    client.predict(api_name="/stop_training")
+    manager.wait(120)
+    assert manager.current.status == "stopped"
+    job.cancel()
+
+
+def test_a_job_whose_starter_left_can_be_stopped_by_anyone(tmp_path):
+    manager = jobs.JobManager(tmp_path)
+    assert manager.stop(owner="anyone") == "No training job is running."
+    manager.start(jobs.JobRequest(data="sort", steps=3000, minutes=5), owner="teacher")
+    with pytest.raises(jobs.JobError, match="started by another visitor"):
+        manager.stop(owner="student")
+    manager.release("student")  # someone else leaving changes nothing
+    with pytest.raises(jobs.JobError, match="started by another visitor"):
+        manager.stop(owner="student")
+    manager.release("teacher")
+    assert "Stopping" in manager.stop(owner="student")
+    manager.wait(120)
+    assert manager.current.status == "stopped"
+
+
 def test_a_bad_upload_is_reported_and_translation_keeps_working(served, tmp_path):
     client, manager = served
     bad = tmp_path / "pairs.tsv"

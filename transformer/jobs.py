@@ -1,4 +1,4 @@
-"""Background training jobs for the app's Train tab: one at a time per server, observable, stoppable.
+"""Background training jobs for the app's Train tab: one at a time per server, observable, stoppable by its starter.
 
 A job runs ``transformer.train.Trainer`` (the same code as the command line)
 in a thread, records every update and evaluation for live curves, and when it
@@ -86,6 +86,7 @@ class JobState:
     message: str = ""
     checkpoint: str | None = None    # name of the published checkpoint
     ended: float | None = None
+    owner: str | None = None         # the visitor (session) who started it, while they are still here
 
     @property
     def step(self) -> int:
@@ -120,7 +121,8 @@ class JobManager:
     def busy(self) -> bool:
         return self._job is not None and self._job.status == "running"
 
-    def start(self, request: JobRequest) -> JobState:
+    def start(self, request: JobRequest, owner: str | None = None) -> JobState:
+        """Start a job for the visitor ``owner`` (None: the server itself); refused while another one runs."""
         if training_disabled():
             raise JobError(f"Training is turned off on this server ({DISABLE_VARIABLE} is set).")
         if request.preset not in APP_PRESETS:
@@ -129,22 +131,46 @@ class JobManager:
         request.minutes = max(0.2, min(MAX_MINUTES, float(request.minutes)))
         with self._lock:  # held while the request is checked, so two starts can never both pass
             if self.busy():
-                left = self._job.seconds_left()
-                raise JobError(f"A training job ({self._job.name}) is already running on this server"
-                               + (f"; about {left / 60:.1f} minutes left." if left is not None else ".")
-                               + " Wait for it to finish, or stop it first.")
+                raise JobError(f"A training job ({self._job.name}) is already running on this server; "
+                               f"{self._time_left()}. Wait for it to finish"
+                               + (", or stop it first." if self._job.owner in (None, owner) else "."))
             config = self._config(request)
             name = Path(config.out_dir).name
             self._cancel = threading.Event()
-            self._job = JobState(name, "running", request, time.time(), request.steps)
+            self._job = JobState(name, "running", request, time.time(), request.steps, owner=owner)
             self._thread = threading.Thread(target=self._run, args=(config, self._cancel), daemon=True,
                                             name=f"train-{name}")
             self._thread.start()
             return self._job
 
-    def stop(self) -> None:
-        if self._cancel is not None:
+    def stop(self, owner: str | None = None) -> str:
+        """Ask the running job to stop after its current update; it still publishes its model.
+
+        A visitor may stop only a job they started, so a classroom cannot stop
+        the teacher's run; once its starter has left (``release``), anyone may.
+        ``owner=None`` is the server itself. Returns what happened, for the user.
+        """
+        with self._lock:
+            job = self._job
+            if job is None or job.status != "running" or self._cancel is None:
+                return "No training job is running."
+            if owner is not None and job.owner not in (None, owner):
+                raise JobError(f"The running job ({job.name}) was started by another visitor, so only they can "
+                               f"stop it; {self._time_left()}.")
             self._cancel.set()
+            return f"Stopping {job.name} after its current update; its model is kept."
+
+    def release(self, owner: str) -> None:
+        """The visitor ``owner`` has left: the job they started may now be stopped by anyone."""
+        with self._lock:
+            if self._job is not None and self._job.owner == owner:
+                self._job = JobState(**{**self._job.__dict__, "owner": None})
+
+    def _time_left(self) -> str:
+        left = self._job.seconds_left() if self._job else None
+        if left is None:
+            return "it ends by itself at its time limit"
+        return f"about {left:.0f} seconds left" if left < 90 else f"about {left / 60:.0f} minutes left"
 
     def wait(self, timeout: float | None = None) -> None:
         if self._thread is not None:
