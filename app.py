@@ -152,7 +152,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     with gr.Column(scale=2):
                         decoding = gr.Radio(["greedy", "beam"], value="beam", label="Decoding")
                         beam_size = gr.Slider(2, explorer.MAX_BEAM, value=5, step=1, label="Beam size")
-                        max_length = gr.Slider(5, 200, value=60, step=1, label="Maximum target tokens")
+                        max_length = gr.Slider(*explorer.TARGET_TOKENS, value=60, step=1,
+                                               label="Maximum target tokens", elem_id="max-tokens")
                         translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button")
                 translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation")
                 notes = gr.Markdown()
@@ -546,7 +547,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         def on_share(name, tr, kind_value, view_value, layer_value, head_value, request: gr.Request):
             base = str(request.url).split("?")[0].split("gradio_api")[0] if request else ""
             return base + "?" + explorer.share_query(name, require(tr).source_text, kind_value, view_value,
-                                                     layer_value, head_value)
+                                                     layer_value, head_value, explorer.beam_size_of(tr),
+                                                     tr.extra.get("max_length"))
 
         def on_shared_link(current_model, request: gr.Request):
             try:
@@ -562,6 +564,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     gr.Radio(value=values["kind"]) if "kind" in values else gr.Radio(),
                     gr.Radio(value=values["view"]) if "view" in values else gr.Radio(),
                     *layer_and_head_sliders(checkpoint, values.get("layer", 1), values.get("head", 1)),
+                    gr.Radio(value="greedy" if values["beam"] == 1 else "beam") if "beam" in values else gr.Radio(),
+                    gr.Slider(value=values["beam"]) if values.get("beam", 1) > 1 else gr.Slider(),
+                    gr.Slider(value=values["max"]) if "max" in values else gr.Slider(),
                     chosen != current_model)
 
         def unless_link_switched_model(fn):
@@ -741,7 +746,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         # Open on a working example, or on the sentence and view of a shared link. Everything that depends on the
         # model waits for the link to choose it.
         opened = demo.load(user_errors(on_shared_link), model_name,
-                           [model_name, text, kind, view, layer, head, link_switched_model], api_name=False)
+                           [model_name, text, kind, view, layer, head, decoding, beam_size, max_length,
+                            link_switched_model], api_name=False)
         for fn, outputs in ((on_model_heads, [ablate_encoder, ablate_decoder, ablate_cross]),
                             (user_errors(on_history), [history_curves, history_step, history_plot, history_state])):
             opened.then(unless_link_switched_model(fn), [link_switched_model, model_name], outputs, api_name=False)

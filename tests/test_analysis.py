@@ -118,13 +118,14 @@ def test_raw_exports_hold_every_weight(reverse, tmp_path):
 
 
 def test_a_shared_link_reopens_the_same_view():
-    query = explorer.share_query("reverse-tiny", "3 1 4", "cross", explorer.VIEWS[1], 2, 3)
+    query = explorer.share_query("reverse-tiny", "3 1 4", "cross", explorer.VIEWS[1], 2, 3, beam=1, max_tokens=40)
     from urllib.parse import parse_qsl
     values = explorer.parse_share_query(dict(parse_qsl(query)), ["reverse-tiny"])
     assert values == {"model": "reverse-tiny", "text": "3 1 4", "kind": explorer.ATTENTION_KINDS["cross"],
-                      "view": explorer.VIEWS[1], "layer": 2, "head": 3}
-    hostile = explorer.parse_share_query({"model": "../etc", "kind": "x", "layer": "-1", "text": "a\x00b"}, ["m"])
-    assert hostile == {"text": "a b"}
+                      "view": explorer.VIEWS[1], "layer": 2, "head": 3, "beam": 1, "max": 40}
+    hostile = explorer.parse_share_query({"model": "../etc", "kind": "x", "layer": "-1", "text": "a\x00b",
+                                          "beam": "500", "max": "100000"}, ["m"])
+    assert hostile == {"text": "a b", "beam": explorer.MAX_BEAM, "max": explorer.TARGET_TOKENS[1]}
 
 
 def test_a_shared_link_beyond_the_model_opens_its_last_layer_and_head():

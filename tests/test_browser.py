@@ -165,8 +165,10 @@ def test_a_shared_link_opens_its_model_and_view_without_errors_and_enter_transla
         assert page.locator("#source-text").get_by_text("Digits").count() == 1, "the box says what this model reads"
         page.close()
     page = browser.new_page()
-    page.goto(url.rstrip("/") + "/?model=reverse-tiny&text=1+2+3")
+    page.goto(url.rstrip("/") + "/?model=reverse-tiny&text=1+2+3&beam=1&max=30")
     translation_is(page, "3 2 1")
+    playwright.expect(page.get_by_label("greedy")).to_be_checked()  # the link's decoding, not the default beam
+    playwright.expect(page.locator("#max-tokens input[type=number]")).to_have_value("30")
     page.locator("#source-text textarea").fill("4 5 6 7")
     page.locator("#source-text textarea").press("Enter")
     translation_is(page, "7 6 5 4")

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 MAX_INPUT_CHARS = 1000
 MAX_BEAM = 8
+TARGET_TOKENS = (5, 200)  # the range of "Maximum target tokens" in the app
 ATTENTION_KINDS = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention",
                    "cross": "Cross-attention (decoder → encoder)"}
 VIEWS = ("one head", "all heads of the layer", "model view: every layer and head")
@@ -134,7 +135,8 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
     beam = 1 if decoding == "greedy" else max(1, min(MAX_BEAM, int(beam_size)))
     result = translate(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, cleaned,
                        beam_size=beam, max_length=int(max_length) if max_length else None, top_k=top_k)
-    result.extra["beam_size"] = beam  # experiments on this translation decode the same way
+    result.extra["beam_size"] = beam  # experiments and shared links decode this translation the same way
+    result.extra["max_length"] = int(max_length) if max_length else None
     if result.truncated:
         notes.append(f"The sentence is longer than the model's {checkpoint.model.config.max_len} positions; "
                      "only its beginning was translated.")
@@ -620,11 +622,14 @@ def figure_svg_file(figure: go.Figure, name: str = "figure") -> str:
     return str(path)
 
 
-def share_query(model: str, text: str, kind: str, view: str, layer: int, head: int) -> str:
-    """The query string that reopens the app on the same sentence and view."""
-    return urllib.parse.urlencode({"model": model, "text": text, "kind": kind_key(kind),
-                                   "view": VIEWS.index(view) if view in VIEWS else 0,
-                                   "layer": int(layer), "head": int(head)})
+def share_query(model: str, text: str, kind: str, view: str, layer: int, head: int, beam: int = 1,
+                max_tokens: int | None = None) -> str:
+    """The query string that reopens the app on the same sentence, decoding (``beam`` 1: greedy) and view."""
+    query = {"model": model, "text": text, "kind": kind_key(kind), "view": VIEWS.index(view) if view in VIEWS else 0,
+             "layer": int(layer), "head": int(head), "beam": int(beam)}
+    if max_tokens:
+        query["max"] = int(max_tokens)
+    return urllib.parse.urlencode(query)
 
 
 def parse_share_query(params: dict, names: list[str]) -> dict:
@@ -636,11 +641,15 @@ def parse_share_query(params: dict, names: list[str]) -> dict:
         values["text"] = clean_text(params["text"])[0]
     if params.get("kind") in ATTENTION_KINDS:
         values["kind"] = ATTENTION_KINDS[params["kind"]]
-    for key in ("view", "layer", "head"):
+    for key in ("view", "layer", "head", "beam", "max"):
         if str(params.get(key, "")).isdigit():
             values[key] = int(params[key])
     if "view" in values:
         values["view"] = VIEWS[min(values["view"], len(VIEWS) - 1)]
+    if "beam" in values:
+        values["beam"] = max(1, min(MAX_BEAM, values["beam"]))
+    if "max" in values:
+        values["max"] = max(TARGET_TOKENS[0], min(TARGET_TOKENS[1], values["max"]))
     return values
 
 
