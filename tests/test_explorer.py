@@ -48,6 +48,13 @@ def test_unusual_scripts_get_a_translation_or_a_note(reverse, text):
     assert all(isinstance(piece, str) for piece in outcome.translation.source_pieces)
 
 
+@pytest.mark.parametrize("text, note", [("😀 🚀", "None of the sentence"), ("1 😀 🚀", "Little of the sentence"),
+                                        ("1 2 3 😀", "1 source piece(s) are unknown"), ("1 2 3", None)])
+def test_a_sentence_the_model_cannot_read_is_said_to_be_so(reverse, text, note):
+    notes = explorer.run_translation(reverse, text, "greedy").notes
+    assert [n for n in notes if "vocabulary" in n] == [] if note is None else any(note in n for n in notes)
+
+
 def test_attention_views_cover_every_kind_and_view(result):
     tr = result.translation
     for kind in explorer.ATTENTION_KINDS.values():
@@ -144,6 +151,7 @@ def test_parameter_table_adds_up(reverse):
 def test_positional_views_accept_odd_and_out_of_range_values():
     matrix, lines, dots = explorer.positional_views(31, 10_000, "0, 3, x, 999")
     assert len(matrix.data[0].z[0]) == 32 and len(matrix.data[0].z) == 512
+    assert "d_model 31 rounded up to 32" in matrix.layout.title.text, "the box and the plot never disagree silently"
     assert [trace.name for trace in lines.data] == ["dim 0 (sin)", "dim 3 (cos)"]
     assert "ignored x, 999" in lines.layout.title.text, "the student is told which entries were not plotted"
     _, fallback, _ = explorer.positional_views(16, 8, "abc")

@@ -141,7 +141,12 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
         notes.append(f"The sentence is longer than the model's {checkpoint.model.config.max_len} positions; "
                      "only its beginning was translated.")
     unknown = sum(1 for i in result.source_ids if i == checkpoint.source_tokenizer.unk_id)
-    if unknown:
+    content = [piece for piece in result.source_pieces[:-1] if piece != "▁"]  # not </s>, nor a bare word start
+    if unknown and 2 * unknown >= len(content):
+        notes.append(f"{'None' if unknown == len(content) else 'Little'} of the sentence is in this model's "
+                     "vocabulary (unknown pieces are shown as `<unk>`), so the translation says little or nothing "
+                     "about it.")
+    elif unknown:
         notes.append(f"{unknown} source piece(s) are unknown to this model's vocabulary (shown as `<unk>`).")
     if not result.ended:
         notes.append("Decoding stopped at the maximum length before the model ended the sentence.")
@@ -312,8 +317,8 @@ def fresh_export_directory() -> str:
 # --- positional encoding tab ---------------------------------------------------------------------
 
 def positional_views(d_model: int, length: int, dimensions: str) -> tuple[go.Figure, go.Figure, go.Figure]:
-    d_model = max(2, min(1024, int(d_model)))
-    d_model += d_model % 2
+    asked = max(2, min(1024, int(d_model)))
+    d_model = asked + asked % 2
     length = max(2, min(512, int(length)))
     table = sinusoidal_table(length, d_model)
     chosen, ignored = [], []
@@ -330,7 +335,10 @@ def positional_views(d_model: int, length: int, dimensions: str) -> tuple[go.Fig
     if ignored:
         title += (f"<br><sup>ignored {figures.escape(', '.join(ignored)[:80])}: dimensions are whole numbers "
                   f"from 0 to {d_model - 1}</sup>")
-    return (figures.positional_encoding_heatmap(table, f"PE matrix: {length} positions × {d_model} dimensions"),
+    matrix_title = f"PE matrix: {length} positions × {d_model} dimensions"
+    if d_model != asked:
+        matrix_title += f"<br><sup>d_model {asked} rounded up to {d_model}: dimensions come in (sin, cos) pairs</sup>"
+    return (figures.positional_encoding_heatmap(table, matrix_title),
             figures.positional_encoding_lines(table, chosen, title),
             figures.position_similarity(table, "PE(i) · PE(j): how alike two positions look"))
 
