@@ -765,6 +765,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for chatty in ("kaleido", "choreographer"):  # a dozen lines per SVG export, about their own browser
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     parser = argparse.ArgumentParser(description="Transformer attention explorer")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (GRADIO_SERVER_NAME, set by Hugging Face Spaces, wins when set)")
