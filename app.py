@@ -13,6 +13,7 @@ import html
 import inspect
 import logging
 import os
+import random
 import time
 from pathlib import Path
 
@@ -151,7 +152,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                         example_list = gr.Examples(examples, inputs=text, label="Examples")
                     with gr.Column(scale=2):
                         decoding = gr.Radio(["greedy", "beam"], value="beam", label="Decoding")
-                        beam_size = gr.Slider(2, explorer.MAX_BEAM, value=5, step=1, label="Beam size")
+                        beam_size = gr.Slider(2, explorer.MAX_BEAM, value=5, step=1, label="Beam size",
+                                              elem_id="beam-size")
                         max_length = gr.Slider(*explorer.TARGET_TOKENS, value=60, step=1,
                                                label="Maximum target tokens", elem_id="max-tokens")
                         translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button")
@@ -421,6 +423,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         @user_errors
         def on_ablate(name, tr, encoder_heads, decoder_heads, cross_heads, kind_value):
+            if not (encoder_heads or decoder_heads or cross_heads):
+                raise explorer.InputError("Tick the heads to switch off first (encoder, decoder or cross-attention).")
             comparison = interventions.ablate_heads(registry.get(name), require(tr).source_text,
                                                     {"encoder": encoder_heads, "decoder": decoder_heads,
                                                      "cross": cross_heads}, explorer.beam_size_of(tr))
@@ -463,6 +467,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         @user_errors
         def on_shuffle(name, tr, kind_value):
             comparison = interventions.shuffled_source(registry.get(name), require(tr).source_text,
+                                                       seed=random.randrange(2**32),  # each click a new order
                                                        beam_size=explorer.beam_size_of(tr))
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
@@ -652,6 +657,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         # Only the user's own moves trigger a redraw here: after a translation the chain above redraws once.
         # Sliders also take typed numbers, and Gradio refuses one out of range with a message; the redraws
         # they feed keep their last view rather than showing error badges over it.
+        decoding.change(lambda mode: gr.Slider(interactive=mode == "beam"), decoding, beam_size, api_name=False)
         step.input(on_step, step_inputs, step_outputs, api_name="step", trigger_mode="always_last",
                    show_progress="hidden")
         for button, delta in ((previous_step, -1), (next_step, +1)):

@@ -168,12 +168,15 @@ def test_a_shared_link_opens_its_model_and_view_without_errors_and_enter_transla
     page.goto(url.rstrip("/") + "/?model=reverse-tiny&text=1+2+3&beam=1&max=30")
     translation_is(page, "3 2 1")
     playwright.expect(page.get_by_label("greedy")).to_be_checked()  # the link's decoding, not the default beam
+    playwright.expect(page.locator("#beam-size input[type=number]")).to_be_disabled()  # and no beam to size
     playwright.expect(page.locator("#max-tokens input[type=number]")).to_have_value("30")
     page.locator("#source-text textarea").fill("4 5 6 7")
     page.locator("#source-text textarea").press("Enter")
     translation_is(page, "7 6 5 4")
     page.get_by_role("tab", name="Experiments").click()
     playwright.expect(page.get_by_label("Sentence (the last one translated)")).to_have_value("4 5 6 7")
+    page.get_by_role("button", name="Translate with these heads off").click()
+    playwright.expect(page.get_by_text("Tick the heads to switch off first").first).to_be_visible(timeout=30_000)
     page.close()
 
 
