@@ -138,7 +138,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                                      info="Bundled checkpoints and those trained in this app")
             model_status = gr.Markdown(elem_id="model-status")
 
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("Translate", id="translate"):
                 with gr.Row():
                     with gr.Column(scale=3):
@@ -313,7 +313,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 with gr.Accordion("Model card", open=False):
                     model_card = gr.Markdown()
 
-            with gr.Tab("Train", id="train"):
+            with gr.Tab("Train", id="train") as train_tab:
                 if training_jobs.training_disabled():
                     gr.Markdown(f"Training is turned off on this server (`{training_jobs.DISABLE_VARIABLE}` is set), "
                                 "as is usual for a public demo. Run the app on your own machine to train models.")
@@ -345,6 +345,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     replay = gr.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="replay-slider")
                     replay_plot = gr.Plot(label="Probe attention", elem_id="replay-plot")
                     trained_download = gr.DownloadButton("Download the trained checkpoint (zip)", visible=False)
+                    # While this tab is open, a visitor sees the server's job as it runs, whoever started it.
+                    job_clock, seen_job = gr.Timer(2.0, active=False), gr.State(None)
                     train_controls = True
 
         # --- handlers: thin adapters from widget values to explorer functions ---
@@ -742,6 +744,24 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 control.change(on_preset, [train_data, train_preset], preset_info, api_name=False)
             demo.load(on_preset, [train_data, train_preset], preset_info, api_name=False)
             demo.load(user_errors(lambda: job_outputs(jobs.current)), None, train_outputs, api_name=False)
+
+            @user_errors
+            def on_clock(seen):
+                """The job as this visitor last saw it, refreshed when it moved on; the model list when it published."""
+                job = jobs.current
+                signature = None if job is None else (job.name, job.step, job.status, len(job.evals), job.checkpoint)
+                if signature == seen:
+                    return (*[gr.skip()] * len(train_outputs), gr.skip(), seen)
+                published = job is not None and job.checkpoint is not None and (seen or [None] * 5)[4] != job.checkpoint
+                return (*job_outputs(job), model_choices() if published else gr.skip(), signature)
+
+            job_clock.tick(on_clock, seen_job, [*train_outputs, model_name, seen_job], api_name=False,
+                           show_progress="hidden")
+            def clock(active):
+                return lambda: gr.Timer(active=active)
+
+            for tab in tabs.children:
+                tab.select(clock(tab is train_tab), None, job_clock, api_name=False)
 
         pe_inputs = [pe_d_model, pe_length, pe_dimensions]
         # The list of dimensions redraws when submitted or left, not on every keystroke.

@@ -139,12 +139,16 @@ def test_start_training_and_watch_the_loss_curve_grow(app_url, browser):
     assert visitor.evaluate(shown_trackers) == 0, "a refused start is a message, not error badges over the progress"
     visitor.locator("#stop-training").click()
     playwright.expect(visitor.get_by_text("started by another visitor").first).to_be_visible(timeout=30_000)
-    visitor.close()
     assert "running" in page.locator("#train-status").inner_text()
+    seen = visitor.locator("#train-status").inner_text()
+    visitor.wait_for_function("text => document.querySelector('#train-status').innerText !== text", arg=seen,
+                              timeout=30_000)  # the visitor watches the job advance without reloading
 
     page.locator("#stop-training").click()
-    page.wait_for_function("() => /stopped|finished/.test(document.querySelector('#train-status').innerText)",
-                           timeout=120_000)
+    ended = "() => /stopped|finished/.test(document.querySelector('#train-status').innerText)"
+    page.wait_for_function(ended, timeout=120_000)
+    visitor.wait_for_function(ended, timeout=30_000)
+    visitor.close()
     page.close()
 
 
