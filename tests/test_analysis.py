@@ -97,6 +97,8 @@ def test_beam_view_lists_hypotheses_best_first(reverse):
     assert [row[0] for row in rows] == [1, 2, 3] and rows[0][1] == "8 1 7 2"
     assert [row[4] for row in rows] == sorted((row[4] for row in rows), reverse=True)
     assert explorer.hypothesis_attention(reverse, state, 0).data
+    steps = max(x for trace in figure.data for x in trace.x if x is not None)
+    assert tuple(figure.layout.xaxis.range) == (-0.5, steps + 0.5), "the step axis spans the steps, no empty ones"
 
 
 def test_alignment_view_links_reversed_positions(reverse):

@@ -297,7 +297,7 @@ def beam_tree_figure(nodes: Sequence, pieces: Sequence[str], title: str = "Beam 
             hovertemplate="%{text}<br>step %{customdata[1]}<br>log P %{customdata[0]:.3f}<extra></extra>"))
     fig.add_trace(go.Scatter(x=[0], y=[0], mode="markers+text", text=[escape("<s>")], textposition="top center",
                              marker=dict(color="#444444", size=9), showlegend=False, hoverinfo="skip"))
-    fig.update_xaxes(title="decoding step", dtick=1)
+    fig.update_xaxes(title="decoding step", dtick=1, range=[-0.5, max(by_step, default=0) + 0.5])  # no empty steps
     fig.update_yaxes(showticklabels=False, title="candidates, best at the top")
     fig.update_layout(legend=dict(orientation="h", y=1.08))
     depth = max((len(m) for m in by_step.values()), default=1)
