@@ -14,6 +14,7 @@ import inspect
 import logging
 import os
 import random
+import secrets
 import time
 from pathlib import Path
 
@@ -214,7 +215,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     importance_plot = gr.Plot(label="Head importance")
                     importance_summary = gr.Markdown()
                 with gr.Accordion("Override a token", open=False):
-                    gr.Markdown("Pick a decoding step and force another token there; the model continues greedily from it.")
+                    gr.Markdown("Pick a decoding step and force another token there; the model continues "
+                                "greedily from it.")
                     with gr.Row():
                         override_step = gr.Slider(1, 2, value=1, step=1, label="Step")
                         override_choice = gr.Dropdown([], label="Candidate from the top-k", allow_custom_value=True)
@@ -332,7 +334,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                         train_steps = gr.Slider(20, training_jobs.MAX_STEPS, value=400, step=10, label="Updates",
                                                 elem_id="train-steps")
                         train_minutes = gr.Slider(0.5, training_jobs.MAX_MINUTES, value=3, step=0.5,
-                                                  label="Time limit (minutes)")
+                                                  label="Time limit (minutes)", elem_id="train-minutes")
                     preset_info = gr.Markdown(elem_id="preset-info")
                     with gr.Row():
                         start_button = gr.Button("Start training", variant="primary", elem_id="start-training")
@@ -429,7 +431,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 raise explorer.InputError("Tick the heads to switch off first (encoder, decoder or cross-attention).")
             comparison = interventions.ablate_heads(registry.get(name), require(tr).source_text,
                                                     {"encoder": encoder_heads, "decoder": decoder_heads,
-                                                     "cross": cross_heads}, explorer.beam_size_of(tr))
+                                                     "cross": cross_heads}, **explorer.decoding_of(tr))
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
@@ -457,20 +459,21 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             require(tr)
             if not token:
                 raise explorer.InputError("Choose or type the token to force.")
-            comparison = interventions.override_token(registry.get(name), tr, step_value, token)
+            comparison = interventions.override_token(registry.get(name), tr, step_value, token,
+                                                      explorer.decoding_of(tr)["max_length"])
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
         def on_positions(name, tr, kind_value):
             comparison = interventions.without_positions(registry.get(name), require(tr).source_text,
-                                                         beam_size=explorer.beam_size_of(tr))
+                                                         **explorer.decoding_of(tr))
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
         def on_shuffle(name, tr, kind_value):
             comparison = interventions.shuffled_source(registry.get(name), require(tr).source_text,
                                                        seed=random.randrange(2**32),  # each click a new order
-                                                       beam_size=explorer.beam_size_of(tr))
+                                                       **explorer.decoding_of(tr))
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
@@ -553,9 +556,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         @user_errors
         def on_share(name, tr, kind_value, view_value, layer_value, head_value, request: gr.Request):
             base = str(request.url).split("?")[0].split("gradio_api")[0] if request else ""
-            return base + "?" + explorer.share_query(name, require(tr).source_text, kind_value, view_value,
-                                                     layer_value, head_value, explorer.beam_size_of(tr),
-                                                     tr.extra.get("max_length"))
+            decoding = explorer.decoding_of(require(tr))
+            return base + "?" + explorer.share_query(name, tr.source_text, kind_value, view_value, layer_value,
+                                                     head_value, decoding["beam_size"], decoding["max_length"])
 
         def on_shared_link(current_model, request: gr.Request):
             try:
@@ -656,10 +659,10 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         translate_then_render(translate_button.click, "translate")
         translate_then_render(text.submit, False)
+        decoding.change(lambda mode: gr.Slider(interactive=mode == "beam"), decoding, beam_size, api_name=False)
         # Only the user's own moves trigger a redraw here: after a translation the chain above redraws once.
         # Sliders also take typed numbers, and Gradio refuses one out of range with a message; the redraws
         # they feed keep their last view rather than showing error badges over it.
-        decoding.change(lambda mode: gr.Slider(interactive=mode == "beam"), decoding, beam_size, api_name=False)
         step.input(on_step, step_inputs, step_outputs, api_name="step", trigger_mode="always_last",
                    show_progress="hidden")
         for button, delta in ((previous_step, -1), (next_step, +1)):
@@ -699,8 +702,11 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                         gr.DownloadButton(value=jobs.archive(job.checkpoint) if finished else None,
                                           visible=finished))
 
-            def visitor(request: gr.Request | None) -> str | None:
-                return request.session_hash if request is not None else None
+            def visitor(request: gr.Request | None) -> str:
+                """Who is asking: their session; a request without one is nobody's, so it can stop no one's job."""
+                if request is None or not request.session_hash:
+                    return f"anonymous-{secrets.token_hex(8)}"
+                return request.session_hash
 
             @user_errors
             def on_start(data, upload, preset_name, steps, minutes, request: gr.Request):
@@ -721,11 +727,11 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             train_outputs = [train_status, train_progress, train_curves, replay, replay_plot, trained_download]
             # A refused start is a message, and leaves the job's outputs as they were (no error badges over
             # them: show_progress="hidden"; the progress bar is the tab's own). The model list is refreshed in
-            # its own step, which a refusal never reaches.
+            # its own step, after a job only.
             (start_button.click(on_start, [train_data, train_upload, train_preset, train_steps, train_minutes],
                                 train_outputs, api_name="train", concurrency_id="train", concurrency_limit=4,
                                 show_progress="hidden")
-             .then(model_choices, None, model_name, api_name="models"))
+             .success(model_choices, None, model_name, api_name="models"))
 
             @user_errors
             def on_stop(request: gr.Request):
@@ -746,17 +752,29 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             demo.load(user_errors(lambda: job_outputs(jobs.current)), None, train_outputs, api_name=False)
 
             @user_errors
-            def on_clock(seen):
-                """The job as this visitor last saw it, refreshed when it moved on; the model list when it published."""
+            def on_clock(seen, request: gr.Request):
+                """Another visitor's view of the job, redrawn when it moved on: the replay only when an evaluation
+                came in (so an earlier one stays open), the model list once it published. Its starter is
+                watching the start button's stream instead."""
                 job = jobs.current
-                signature = None if job is None else (job.name, job.step, job.status, len(job.evals), job.checkpoint)
-                if signature == seen:
-                    return (*[gr.skip()] * len(train_outputs), gr.skip(), seen)
-                published = job is not None and job.checkpoint is not None and (seen or [None] * 5)[4] != job.checkpoint
-                return (*job_outputs(job), model_choices() if published else gr.skip(), signature)
+                unchanged = (*[gr.skip()] * len(train_outputs), gr.skip(), seen)
+                if job is None or (job.status == "running" and job.owner == visitor(request)):
+                    return unchanged
+                now = {"name": job.name, "status": job.status, "step": job.step, "evaluations": len(job.evals),
+                       "checkpoint": job.checkpoint}
+                if now == seen:
+                    return unchanged
+                status, progress, curves, replay_slider, probe, download = job_outputs(job)
+                seen = seen or {}
+                new_job_or_phase = (seen.get("name"), seen.get("status")) != (job.name, job.status)
+                new_evaluation = new_job_or_phase or seen.get("evaluations") != now["evaluations"]
+                published = job.checkpoint is not None and seen.get("checkpoint") != job.checkpoint
+                return (status, progress, curves, *((replay_slider, probe) if new_evaluation else (gr.skip(),) * 2),
+                        download if new_job_or_phase else gr.skip(), model_choices() if published else gr.skip(), now)
 
             job_clock.tick(on_clock, seen_job, [*train_outputs, model_name, seen_job], api_name=False,
                            show_progress="hidden")
+
             def clock(active):
                 return lambda: gr.Timer(active=active)
 

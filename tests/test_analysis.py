@@ -126,7 +126,7 @@ def test_a_shared_link_reopens_the_same_view():
     assert values == {"model": "reverse-tiny", "text": "3 1 4", "kind": explorer.ATTENTION_KINDS["cross"],
                       "view": explorer.VIEWS[1], "layer": 2, "head": 3, "beam": 1, "max": 40}
     hostile = explorer.parse_share_query({"model": "../etc", "kind": "x", "layer": "-1", "text": "a\x00b",
-                                          "beam": "500", "max": "100000"}, ["m"])
+                                          "head": "²", "beam": "500", "max": "100000"}, ["m"])
     assert hostile == {"text": "a b", "beam": explorer.MAX_BEAM, "max": explorer.TARGET_TOKENS[1]}
 
 

@@ -115,8 +115,9 @@ def test_start_training_and_watch_the_loss_curve_grow(app_url, browser):
     page.goto(url)
     page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
     page.get_by_role("tab", name="Train").click()
-    page.locator("#train-steps input[type='number']").fill("3000")  # long enough to outlast a second visitor
-    page.locator("#train-steps input[type='number']").press("Enter")
+    for setting, value in (("train-steps", "3000"), ("train-minutes", "15")):  # to outlast a second visitor
+        page.locator(f"#{setting} input[type='number']").fill(value)
+        page.locator(f"#{setting} input[type='number']").press("Enter")
     page.locator("#start-training").click()
     count = "() => { const p = document.querySelector('#train-curves .js-plotly-plot'); " \
             "return p && p.data && p.data.length ? p.data[0].x.length : 0; }"

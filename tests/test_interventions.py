@@ -116,15 +116,18 @@ def test_head_mask_may_differ_per_batch_row(reverse):
 
 
 def test_experiments_decode_as_the_translation_they_start_from():
-    """The "unmodified" side of an experiment is the translation the Translate tab showed, beam or greedy."""
+    """The "unmodified" side of an experiment is the translation the Translate tab showed: beam or greedy, cut
+    at the same maximum length."""
     bundled = load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu")
     sentence = "The man and the woman and the child see the dog and the cat and the bird."
     beam = explorer.run_translation(bundled, sentence, "beam", 5).translation
     greedy = explorer.run_translation(bundled, sentence, "greedy", 5).translation
+    cut = explorer.run_translation(bundled, sentence, "beam", 5, max_length=5).translation
     assert beam.text != greedy.text, "a sentence on which the two decodings differ"
-    for shown in (beam, greedy):
-        size = explorer.beam_size_of(shown)
-        for comparison in (interventions.shuffled_source(bundled, shown.source_text, beam_size=size),
-                           interventions.without_positions(bundled, shown.source_text, beam_size=size),
-                           interventions.ablate_heads(bundled, shown.source_text, {"cross": ["L1H1"]}, size)):
+    assert not cut.ended and cut.text != beam.text
+    for shown in (beam, greedy, cut):
+        decoding = explorer.decoding_of(shown)
+        for comparison in (interventions.shuffled_source(bundled, shown.source_text, **decoding),
+                           interventions.without_positions(bundled, shown.source_text, **decoding),
+                           interventions.ablate_heads(bundled, shown.source_text, {"cross": ["L1H1"]}, **decoding)):
             assert comparison.before.text == shown.text

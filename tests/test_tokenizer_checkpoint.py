@@ -287,7 +287,6 @@ def test_saving_again_replaces_the_checkpoint_and_leaves_no_twins(saved, tokeniz
     assert sorted(p.name for p in directory.parent.iterdir()) == ["ckpt"]
 
 
-
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads file descriptors' paths from /proc")
 def test_a_save_flushes_its_files_and_the_renames_to_disk(tmp_path, tokenizer, monkeypatch):
     synced, real_fsync = [], checkpoint.os.fsync
@@ -301,6 +300,7 @@ def test_a_save_flushes_its_files_and_the_renames_to_disk(tmp_path, tokenizer, m
     assert tmp_path / "durable.tmp" / "config.json" in synced, "every file is flushed before the rename"
     assert synced[-1] == tmp_path, "the parent directory is flushed after the rename, so the new name is durable"
     assert directory == tmp_path / "durable"
+
 
 def test_resolve_recovers_the_old_twin_of_a_save_cut_off_between_renames(saved, tokenizer):
     model, directory = saved

@@ -26,7 +26,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import torch
 
-from . import analysis, figures, interventions
+from . import analysis, figures, interventions, jobs
 from .checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
 from .decoding import Translation, beam_search, encode_source, forced_decode, translate
 from .errors import InputError
@@ -142,7 +142,7 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
                      "only its beginning was translated.")
     unknown = sum(1 for i in result.source_ids if i == checkpoint.source_tokenizer.unk_id)
     content = [piece for piece in result.source_pieces[:-1] if piece != "▁"]  # not </s>, nor a bare word start
-    if unknown and 2 * unknown >= len(content):
+    if unknown and unknown >= len(content) / 2:  # half or more of what the model reads is unknown to it
         notes.append(f"{'None' if unknown == len(content) else 'Little'} of the sentence is in this model's "
                      "vocabulary (unknown pieces are shown as `<unk>`), so the translation says little or nothing "
                      "about it.")
@@ -153,9 +153,9 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
     return TranslateResult(result, notes)
 
 
-def beam_size_of(translation: Translation) -> int:
-    """The beam size a translation was made with (1: greedy), so a comparison decodes it the same way."""
-    return int(translation.extra.get("beam_size", 1))
+def decoding_of(translation: Translation) -> dict:
+    """``beam_size`` (1: greedy) and ``max_length`` a translation was made with, so a comparison decodes alike."""
+    return {"beam_size": int(translation.extra.get("beam_size", 1)), "max_length": translation.extra.get("max_length")}
 
 
 def run_forced(checkpoint: Checkpoint, source: str, target: str, top_k: int = 5) -> TranslateResult:
@@ -432,7 +432,7 @@ def job_status_markdown(job) -> str:
     line = f"**{job.name}**: {job.status}, update {job.step} of {job.total_steps}"
     left = job.seconds_left()
     if left is not None:
-        line += f", about {left:.0f} s left"
+        line += f", {jobs.time_left_text(left)}"
     if job.evals:
         last = job.evals[-1]
         line += f" · validation loss {last['val_loss']:.3f}, BLEU {last['bleu']:.1f}"
@@ -650,7 +650,7 @@ def parse_share_query(params: dict, names: list[str]) -> dict:
     if params.get("kind") in ATTENTION_KINDS:
         values["kind"] = ATTENTION_KINDS[params["kind"]]
     for key in ("view", "layer", "head", "beam", "max"):
-        if str(params.get(key, "")).isdigit():
+        if str(params.get(key, "")).isdecimal():  # not isdigit(): "²" is a digit that int() refuses
             values[key] = int(params[key])
     if "view" in values:
         values["view"] = VIEWS[min(values["view"], len(VIEWS) - 1)]

@@ -80,11 +80,12 @@ class Comparison:
         return list(zip(self.before.predicted_pieces, self.before.token_probs, self.rescored.token_probs))
 
 
-def ablate_heads(checkpoint: Checkpoint, text: str, switched_off: dict[str, list[str]], beam_size: int = 1) -> Comparison:
+def ablate_heads(checkpoint: Checkpoint, text: str, switched_off: dict[str, list[str]], beam_size: int = 1,
+                 max_length: int | None = None) -> Comparison:
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
     mask = make_head_mask(checkpoint, switched_off)
-    before = translate(model, src_tok, tgt_tok, text, beam_size=beam_size)
-    after = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, head_mask=mask)
+    before = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, max_length=max_length)
+    after = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, max_length=max_length, head_mask=mask)
     rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], head_mask=mask)
     count = sum(len(switched_off.get(kind, [])) for kind in KINDS)
     return Comparison(before, after, f"{count} head(s) switched off", rescored)
@@ -159,11 +160,12 @@ def override_token(checkpoint: Checkpoint, translation: Translation, step: int, 
     return Comparison(translation, after, f"step {step} forced to {tgt_tok.piece(token_id)}, continued greedily")
 
 
-def without_positions(checkpoint: Checkpoint, text: str, beam_size: int = 1) -> Comparison:
+def without_positions(checkpoint: Checkpoint, text: str, beam_size: int = 1,
+                      max_length: int | None = None) -> Comparison:
     """Translate with the positional encoding left out of encoder and decoder: word order becomes invisible."""
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
-    before = translate(model, src_tok, tgt_tok, text, beam_size=beam_size)
-    after = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, positions=False)
+    before = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, max_length=max_length)
+    after = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, max_length=max_length, positions=False)
     rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], positions=False)
     return Comparison(before, after, "positional encoding removed", rescored)
 
@@ -178,11 +180,12 @@ def shuffle_words(text: str, seed: int = 0) -> str:
     return " ".join(words)
 
 
-def shuffled_source(checkpoint: Checkpoint, text: str, seed: int = 0, beam_size: int = 1) -> Comparison:
+def shuffled_source(checkpoint: Checkpoint, text: str, seed: int = 0, beam_size: int = 1,
+                    max_length: int | None = None) -> Comparison:
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
-    before = translate(model, src_tok, tgt_tok, text, beam_size=beam_size)
+    before = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, max_length=max_length)
     shuffled = shuffle_words(text, seed)
-    after = translate(model, src_tok, tgt_tok, shuffled, beam_size=beam_size)
+    after = translate(model, src_tok, tgt_tok, shuffled, beam_size=beam_size, max_length=max_length)
     rescored = forced_decode(model, src_tok, tgt_tok, shuffled, before.predicted_ids[:-1])
     return Comparison(before, after, f"source words shuffled: “{shuffled}”", rescored)
 

@@ -35,6 +35,11 @@ DISABLE_VARIABLE = "EXPLORER_DISABLE_TRAINING"
 SYNTHETIC_PROBE = "3 1 4 1 5 9 2 6"
 
 
+def time_left_text(seconds: float) -> str:
+    """"about 40 seconds left", or in minutes from a minute and a half on."""
+    return f"about {seconds:.0f} seconds left" if seconds < 90 else f"about {seconds / 60:.0f} minutes left"
+
+
 class JobError(Exception):
     """Why a job could not start, phrased for the user."""
 
@@ -167,10 +172,9 @@ class JobManager:
                 self._job = JobState(**{**self._job.__dict__, "owner": None})
 
     def _time_left(self) -> str:
+        """How long the current job has left, for a message; called with the lock held."""
         left = self._job.seconds_left() if self._job else None
-        if left is None:
-            return "it ends by itself at its time limit"
-        return f"about {left:.0f} seconds left" if left < 90 else f"about {left / 60:.0f} minutes left"
+        return "it ends by itself at its time limit" if left is None else time_left_text(left)
 
     def wait(self, timeout: float | None = None) -> None:
         if self._thread is not None:
