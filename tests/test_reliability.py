@@ -87,16 +87,23 @@ def test_load_test_sentences_suit_the_model():
 
 
 class GatedRegistry(explorer.ModelRegistry):
-    """Holds every request at the door until the test opens it, so the queue can be filled on purpose."""
+    """Once closed, holds every request at the door until the test opens it, so the queue can be filled on purpose."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.gate = threading.Event()
+        self.gate.set()  # open while the app is built, which reads models too
         self.waiting = threading.Semaphore(0)
 
+    def close(self):
+        """From now on every request waits at the door; ``waiting`` counts those that have arrived."""
+        self.waiting = threading.Semaphore(0)
+        self.gate.clear()
+
     def get(self, name):
-        self.waiting.release()
-        self.gate.wait(60)
+        if not self.gate.is_set():
+            self.waiting.release()
+            self.gate.wait(60)
         return super().get(name)
 
 
@@ -107,6 +114,7 @@ def test_past_the_queue_limit_a_user_is_told_the_app_is_busy_instead_of_hanging(
     demo = serve(registry, tmp_path=tmp_path, queue_size=1)
     try:
         client = Client(demo.local_url, verbose=False)
+        registry.close()
         args = ("reverse-tiny", "1 2 3", "greedy", 2, 20)
         running = []
         for _ in range(2):  # concurrency limit is 2; one at a time, so neither meets a queue of size 1 still full
