@@ -69,6 +69,21 @@ def _as_user_message(name: str):
                        "Try again, or try a shorter sentence.", print_exception=False) from None
 
 
+def keeps_results_on_input_problems(outputs: int):
+    """For actions of the page only (no API): a problem with the input is a warning, and the results already
+    shown stay as they were; ``gr.Error`` would cover each output with an error badge until it is dismissed."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except explorer.InputError as problem:
+                gr.Warning(html.escape(str(problem), quote=False))
+                return gr.skip() if outputs == 1 else (gr.skip(),) * outputs
+        return wrapper
+    return decorate
+
+
 def user_errors(fn):
     """Show problems as a clear message in the UI, never as a stack trace (generators included)."""
     if inspect.isgeneratorfunction(fn):
@@ -219,7 +234,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                                 "greedily from it.")
                     with gr.Row():
                         override_step = gr.Slider(1, 2, value=1, step=1, label="Step")
-                        override_choice = gr.Dropdown([], label="Candidate from the top-k", allow_custom_value=True)
+                        override_choice = gr.Dropdown([], label="Candidate from the top-k", allow_custom_value=True,
+                                                      elem_id="override-choice")
                         override_button = gr.Button("Continue from this token")
                 with gr.Accordion("Take word order away", open=False):
                     gr.Markdown("Without positional encodings the model sees a bag of words; shuffling the source "
@@ -229,7 +245,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                         shuffle_button = gr.Button("Shuffle the source words")
                 gr.Markdown("### Result")
                 with gr.Row():
-                    experiment_before = gr.Textbox(label="Unmodified translation", interactive=False)
+                    experiment_before = gr.Textbox(label="Unmodified translation", interactive=False,
+                                                   elem_id="experiment-before")
                     experiment_after = gr.Textbox(label="With the intervention", interactive=False,
                                                   elem_id="experiment-after")
                 experiment_diff = gr.HighlightedText(label="What changed (words)",
@@ -425,7 +442,11 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             choices = explorer.head_choices(registry.get(name))
             return tuple(gr.CheckboxGroup(choices[kind], value=[]) for kind in interventions.KINDS)
 
+        experiment_outputs = [last_comparison, experiment_before, experiment_after, experiment_diff,
+                              experiment_probability, experiment_attention_before, experiment_attention_after]
+
         @user_errors
+        @keeps_results_on_input_problems(len(experiment_outputs))
         def on_ablate(name, tr, encoder_heads, decoder_heads, cross_heads, kind_value):
             if not (encoder_heads or decoder_heads or cross_heads):
                 raise explorer.InputError("Tick the heads to switch off first (encoder, decoder or cross-attention).")
@@ -435,6 +456,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
+        @keeps_results_on_input_problems(outputs=2)
         def on_importance(name, tr):
             return explorer.importance_views(interventions.head_importance(registry.get(name), require(tr)),
                                              "Head importance for this sentence")
@@ -455,6 +477,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             return gr.Dropdown(alternatives, value=alternatives[0] if alternatives else None)
 
         @user_errors
+        @keeps_results_on_input_problems(len(experiment_outputs))
         def on_override(name, tr, step_value, token, kind_value):
             require(tr)
             if not token:
@@ -464,12 +487,14 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
+        @keeps_results_on_input_problems(len(experiment_outputs))
         def on_positions(name, tr, kind_value):
             comparison = interventions.without_positions(registry.get(name), require(tr).source_text,
                                                          **explorer.decoding_of(tr))
             return (comparison, *explorer.comparison_views(comparison, kind_value))
 
         @user_errors
+        @keeps_results_on_input_problems(len(experiment_outputs))
         def on_shuffle(name, tr, kind_value):
             comparison = interventions.shuffled_source(registry.get(name), require(tr).source_text,
                                                        seed=random.randrange(2**32),  # each click a new order
@@ -482,8 +507,6 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 return None, None
             return explorer.comparison_views(comparison, kind_value)[4:]
 
-        experiment_outputs = [last_comparison, experiment_before, experiment_after, experiment_diff,
-                              experiment_probability, experiment_attention_before, experiment_attention_after]
         # Slow results for one sentence and model: switching the model cancels those still running, so none can
         # land after the switch has cleared its outputs.
         sentence_work = [
@@ -503,11 +526,14 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         override_step.change(on_override_step, [translation_state, override_step], override_choice, api_name=False)
         experiment_kind.change(on_experiment_kind, [last_comparison, experiment_kind],
                                [experiment_attention_before, experiment_attention_after], api_name=False)
-        translation_state.change(
+        # The step goes back to 1, which fires no change when it was 1 already: the candidates are listed here.
+        (translation_state.change(
             lambda tr: gr.Slider(1, max(2, tr.num_steps if tr else 2), value=1, step=1, label="Step"),
             translation_state, override_step, api_name=False)
+         .then(on_override_step, [translation_state, override_step], override_choice, api_name=False))
 
         @user_errors
+        @keeps_results_on_input_problems(outputs=3)
         def on_tree(name, tr, beam, penalty):
             figure, rows, hypotheses = explorer.beam_view(registry.get(name), require(tr).source_text, beam, penalty)
             return figure, rows, hypotheses
@@ -534,6 +560,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     gr.Dropdown(["mean of heads"] + [str(h + 1) for h in range(heads)], value="mean of heads"))
 
         @user_errors
+        @keeps_results_on_input_problems(outputs=2)
         def on_statistics(tr):
             return (explorer.statistics_rows(analysis.head_statistics(require(tr))),
                     "**This sentence.** Click a row to open that head's heatmap.")

@@ -180,8 +180,13 @@ def test_a_shared_link_opens_its_model_and_view_without_errors_and_enter_transla
     translation_is(page, "7 6 5 4")
     page.get_by_role("tab", name="Experiments").click()
     playwright.expect(page.get_by_label("Sentence (the last one translated)")).to_have_value("4 5 6 7")
+    page.get_by_text("Override a token").click()
+    playwright.expect(page.locator("#override-choice input")).not_to_have_value("", timeout=30_000)  # step 1's
     page.get_by_role("button", name="Translate with these heads off").click()
     playwright.expect(page.get_by_text("Tick the heads to switch off first").first).to_be_visible(timeout=30_000)
+    page.wait_for_timeout(500)
+    assert page.evaluate("() => [...document.querySelectorAll('#experiment-before [data-testid=status-tracker]')]"
+                         ".filter(e => !e.classList.contains('hide')).length") == 0, "a warning, not error badges"
     page.close()
 
 
