@@ -696,10 +696,16 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             (button.click(lambda tr, s, delta=delta: move_step(tr, s, delta), [translation_state, step], step,
                           api_name=False)
              .then(on_step, step_inputs, step_outputs, api_name=False))
-        for control in (kind, view, layer, head, average):
+        for control in (kind, view):
             control.change(on_attention, attention_inputs, attention_plot, api_name=False, show_progress="hidden")
-        for control in (layer, head, average):
-            control.change(on_step, step_inputs, step_outputs, api_name=False, show_progress="hidden")
+
+        def on_attention_and_step(tr, kind_value, view_value, layer_value, head_value, average_heads, step_value):
+            return (on_attention(tr, kind_value, view_value, layer_value, head_value, average_heads),
+                    *on_step(tr, step_value, layer_value, head_value, average_heads))
+
+        for control in (layer, head, average):  # one event for both views: a number out of range is refused once
+            control.change(on_attention_and_step, [*attention_inputs, step], [attention_plot, *step_outputs],
+                           api_name=False, show_progress="hidden")
         sentence_work += [
             forced_button.click(on_forced, [model_name, text, own_translation],
                                 [forced_probability_plot, forced_attention_plot], api_name="forced"),
