@@ -712,6 +712,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             own_translation.submit(on_forced, [model_name, text, own_translation],
                                    [forced_probability_plot, forced_attention_plot], api_name=False)]
         model_name.change(on_model_heads, model_name, [ablate_encoder, ablate_decoder, ablate_cross], api_name=False)
+        model_name.change(  # a German sentence typed for multi30k-en-de is no translation for a digits model
+            user_errors(lambda name, own: own if not own or explorer.suits(registry.get(name), own) else ""),
+            [model_name, own_translation], own_translation, api_name=False)
         # This chain also draws the first view when a shared link names another model (the load chain below
         # then stands aside).
         (model_name.change(on_model, [model_name, text, layer, head], model_outputs, api_name="select_model",

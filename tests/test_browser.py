@@ -211,4 +211,5 @@ def test_results_for_the_previous_sentence_are_cleared_when_the_model_changes(ap
         timeout=60_000)
     playwright.expect(table).not_to_contain_text("encoder", timeout=30_000)  # a row would open the wrong heatmap
     playwright.expect(forced).to_have_count(0, timeout=30_000)  # a score of another model's sentence
+    playwright.expect(page.get_by_label("Your translation")).to_have_value("")  # digits mean nothing to it
     page.close()

@@ -162,6 +162,12 @@ def test_positional_views_accept_odd_and_out_of_range_values():
     assert len(fallback.data) == 5 and "ignored abc" in fallback.layout.title.text
 
 
+def test_text_suits_a_model_when_it_is_of_the_kind_the_model_reads(reverse):
+    words = dataclasses.replace(reverse, info={"source_lang": "en", "training": {"data": "multi30k"}})
+    assert explorer.suits(reverse, "3 1 4") and not explorer.suits(reverse, "Ein Hund.")
+    assert explorer.suits(words, "Ein Hund.") and not explorer.suits(words, "3 1 4")
+
+
 def test_the_input_box_is_labelled_by_what_the_model_reads(reverse):
     assert explorer.source_label(reverse) == "Digits"
     multi30k = dataclasses.replace(reverse, info={"source_lang": "en", "training": {"data": "multi30k"}})

@@ -413,13 +413,15 @@ def uses_digits(checkpoint: Checkpoint) -> bool:
     return checkpoint.info.get("source_lang") == "digits"
 
 
+def suits(checkpoint: Checkpoint, text: str) -> bool:
+    """Whether ``text`` is for this kind of model: digits for the synthetic tasks, words for the others."""
+    digits_only = all(ch.isdigit() or ch.isspace() for ch in (text or "")) and any(ch.isdigit() for ch in text or "")
+    return uses_digits(checkpoint) == digits_only
+
+
 def suitable_text(checkpoint: Checkpoint, current: str, examples: dict[str, str]) -> str:
     """Keep the user's text unless it is plainly for another kind of model (digits vs. words)."""
-    synthetic = uses_digits(checkpoint)
-    digits_only = all(ch.isdigit() or ch.isspace() for ch in (current or "")) and any(ch.isdigit() for ch in current or "")
-    if synthetic != digits_only:
-        return examples["digits" if synthetic else "text"]
-    return current
+    return current if suits(checkpoint, current) else examples["digits" if uses_digits(checkpoint) else "text"]
 
 
 
