@@ -54,13 +54,17 @@ PE_NOTES = {
 }
 
 
+def _as_html(problem: Exception) -> str:
+    """Gradio shows messages as HTML: escaped, a "<unk>" or a file name with "<" in it stays visible."""
+    return html.escape(str(problem), quote=False)
+
+
 @contextlib.contextmanager
 def _as_user_message(name: str):
     try:
         yield
     except (explorer.InputError, CheckpointError, DataError, training_jobs.JobError) as error:
-        # Gradio shows messages as HTML: escaped, a "<unk>" or a file name with "<" in it stays visible.
-        raise gr.Error(html.escape(str(error), quote=False), print_exception=False) from None
+        raise gr.Error(_as_html(error), print_exception=False) from None
     except gr.Error:
         raise
     except Exception:  # a bug or a resource problem: log it, tell the user plainly
@@ -78,7 +82,7 @@ def keeps_results_on_input_problems(outputs: int):
             try:
                 return fn(*args, **kwargs)
             except explorer.InputError as problem:
-                gr.Warning(html.escape(str(problem), quote=False))
+                gr.Warning(_as_html(problem))
                 return gr.skip() if outputs == 1 else (gr.skip(),) * outputs
         return wrapper
     return decorate
@@ -728,15 +732,21 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             def model_choices():
                 return gr.Dropdown(choices=registry.names())
 
-            def job_outputs(job):
+            def job_progress(job):  # status line, progress bar, curves
+                return explorer.job_status_markdown(job), progress_html(job), explorer.job_curves(job)
+
+            def job_replay(job):  # the evaluation slider and the latest probe attention
                 probes = job.probes if job else []
-                finished = job is not None and job.checkpoint is not None
-                return (explorer.job_status_markdown(job), progress_html(job), explorer.job_curves(job),
-                        gr.Slider(1, max(2, len(probes)), value=max(1, len(probes)), step=1, label="Evaluation",
+                return (gr.Slider(1, max(2, len(probes)), value=max(1, len(probes)), step=1, label="Evaluation",
                                   interactive=len(probes) > 1),
-                        explorer.probe_figure(probes, len(probes)),
-                        gr.DownloadButton(value=jobs.archive(job.checkpoint) if finished else None,
-                                          visible=finished))
+                        explorer.probe_figure(probes, len(probes)))
+
+            def job_download(job):
+                finished = job is not None and job.checkpoint is not None
+                return gr.DownloadButton(value=jobs.archive(job.checkpoint) if finished else None, visible=finished)
+
+            def job_outputs(job):
+                return (*job_progress(job), *job_replay(job), job_download(job))
 
             def visitor(request: gr.Request | None) -> str:
                 """Who is asking: their session; a request without one is nobody's, so it can stop no one's job."""
@@ -800,13 +810,13 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                        "checkpoint": job.checkpoint}
                 if now == seen:
                     return unchanged
-                status, progress, curves, replay_slider, probe, download = job_outputs(job)
                 seen = seen or {}
                 new_job_or_phase = (seen.get("name"), seen.get("status")) != (job.name, job.status)
                 new_evaluation = new_job_or_phase or seen.get("evaluations") != now["evaluations"]
                 published = job.checkpoint is not None and seen.get("checkpoint") != job.checkpoint
-                return (status, progress, curves, *((replay_slider, probe) if new_evaluation else (gr.skip(),) * 2),
-                        download if new_job_or_phase else gr.skip(), model_choices() if published else gr.skip(), now)
+                return (*job_progress(job), *(job_replay(job) if new_evaluation else (gr.skip(),) * 2),
+                        job_download(job) if new_job_or_phase else gr.skip(),
+                        model_choices() if published else gr.skip(), now)
 
             job_clock.tick(on_clock, seen_job, [*train_outputs, model_name, seen_job], api_name=False,
                            show_progress="hidden")

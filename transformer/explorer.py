@@ -133,10 +133,11 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
                     max_length: int | None = None, top_k: int = 5) -> TranslateResult:
     cleaned, notes = clean_text(text)
     beam = 1 if decoding == "greedy" else max(1, min(MAX_BEAM, int(beam_size)))
+    max_length = int(max_length) if max_length else None
     result = translate(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, cleaned,
-                       beam_size=beam, max_length=int(max_length) if max_length else None, top_k=top_k)
-    result.extra["beam_size"] = beam  # experiments and shared links decode this translation the same way
-    result.extra["max_length"] = int(max_length) if max_length else None
+                       beam_size=beam, max_length=max_length, top_k=top_k)
+    # Experiments and shared links decode this translation the same way.
+    result.extra.update(beam_size=beam, max_length=max_length)
     if result.truncated:
         notes.append(f"The sentence is longer than the model's {checkpoint.model.config.max_len} positions; "
                      "only its beginning was translated.")
