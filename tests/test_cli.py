@@ -1,6 +1,7 @@
 """The command-line tools, run as a user runs them."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -55,3 +56,31 @@ def test_evaluate_scores_a_pair_of_files_and_prints_json_last(tmp_path):
     assert last["bleu"] == 100.0 and last["sentences"] == 3
     assert "tok:13a" in last["signature"] and "case:mixed" in last["signature"]
     assert (tmp_path / "hyp.txt").read_text().splitlines() == ["3 2 1", "6 5 4", "0 9 8 7"]
+
+
+def test_export_writes_a_complete_checkpoint_scored_as_stored(tmp_path):
+    destination = tmp_path / "exported"
+    result = run("transformer.export", REVERSE, str(destination), "--run", str(tmp_path), "--beam", "2",
+                 "--command", "python -m transformer.train --data reverse")
+    assert result.returncode == 0, result.stderr
+    assert {"config.json", "model.safetensors", "tokenizer.model", "README.md", "metrics.json"} <= {
+        p.name for p in destination.iterdir()}
+    metrics = json.loads((destination / "metrics.json").read_text())
+    assert metrics["stored_dtype"] == "float16"
+    assert metrics["scores"]["fresh reverse examples:greedy"]["exact_match"] > 0.9
+    assert "python -m transformer.train --data reverse" in (destination / "README.md").read_text()
+    translated = run("transformer.translate", "--checkpoint", str(destination), "1 2 3")
+    assert translated.stdout.strip() == "3 2 1", translated.stderr
+
+
+def test_a_failed_export_leaves_the_destination_as_it_was(tmp_path):
+    destination = tmp_path / "bundled"
+    shutil.copytree(REVERSE, destination)
+    before = {p.name: p.read_bytes() for p in destination.iterdir()}
+    result = run("transformer.export", str(ROOT / "checkpoints" / "multi30k-en-de"), str(destination),
+                 "--run", str(tmp_path), "--data-dir", str(tmp_path / "no-such-directory"))
+    assert result.returncode == 2
+    assert "does not exist" in result.stderr and "left as it was" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert {p.name: p.read_bytes() for p in destination.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundled"]

@@ -17,14 +17,14 @@ import argparse
 import json
 import logging
 import platform
-import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
 
 from . import data as datasets
-from .checkpoint import load_checkpoint, read_config, save_checkpoint
+from .checkpoint import CheckpointError, load_checkpoint, read_config, save_checkpoint
 from .evaluate import evaluate_checkpoint
 from .figures import training_curves
 
@@ -141,22 +141,42 @@ def main(argv: list[str] | None = None) -> int:
 
     source, destination = Path(args.source), Path(args.destination)
     run_dir = Path(args.run) if args.run else source.parent
-    original = load_checkpoint(source, device="cpu")
-    config = read_config(source)
     dtype = getattr(torch, args.dtype)
-    info = {k: v for k, v in config.items() if k not in ("model", "source_tokenizer", "target_tokenizer")}
-    probes = run_dir / "probes.jsonl"
-    extra = {"probes.jsonl": probes.read_bytes()} if probes.is_file() else None
+    try:
+        original = load_checkpoint(source, device="cpu")
+        config = read_config(source)
+        info = {k: v for k, v in config.items() if k not in ("model", "source_tokenizer", "target_tokenizer")}
+        with tempfile.TemporaryDirectory(prefix="export-") as staging:
+            # Scored as stored, from a staging copy: whatever fails leaves `destination` as it was.
+            stored = load_checkpoint(save_checkpoint(Path(staging) / "model", original.model,
+                                                     original.source_tokenizer, original.target_tokenizer,
+                                                     info=info, dtype=dtype), device="cpu")
+        metrics, curve_name = score_and_plot(stored, original, config, run_dir, destination.name, args)
+    except (CheckpointError, datasets.DataError) as error:
+        log.error("%s; %s was left as it was", error, destination)
+        return 2
+    command_file = run_dir / "command.txt"
+    command = args.command or (command_file.read_text().strip().splitlines()[0] if command_file.is_file() else "?")
+    card = model_card(destination.name, metrics, {**config, **info}, command, curve_name, args.note)
+    history = {name: (run_dir / source).read_bytes()
+               for name, source in (("probes.jsonl", "probes.jsonl"), ("training_log.jsonl", "log.jsonl"))
+               if (run_dir / source).is_file()}
     save_checkpoint(destination, original.model, original.source_tokenizer, original.target_tokenizer, info=info,
-                    dtype=dtype, extra_files=extra)
-    stored = load_checkpoint(destination, device="cpu")
+                    dtype=dtype, card=card, metrics=metrics, extra_files=history)
+    print(json.dumps({k: metrics[k] for k in ("scores", "beam", "length_penalty")}), file=sys.stdout)
+    return 0
+
+
+def score_and_plot(stored, original, config: dict, run_dir: Path, name: str,
+                   args: argparse.Namespace) -> tuple[dict, str | None]:
+    """Score the model as stored (and, for translation, the float32 original on val); draw its training curves."""
     training = config.get("training", {})
     steps, evals = read_log(run_dir)
     metrics: dict = {"scores": {}, "stored_dtype": args.dtype, "hardware": hardware(),
                      "parameters": stored.model.num_parameters(), "steps": config.get("step"),
                      "epochs": evals[-1]["epoch"] + 1 if evals else None,
                      "train_minutes": (steps[-1]["elapsed_s"] / 60) if steps else 0.0,
-                     "source_checkpoint": f"{source.name} of the run"
+                     "source_checkpoint": f"{Path(args.source).name} of the run"
                      + (f" (weights averaged over {', '.join(config['averaged_from'])})"
                         if config.get("averaged_from") else ""),
                      "tokenizer": {"model_type": "word" if training.get("data") in datasets.SYNTHETIC_TASKS
@@ -204,22 +224,14 @@ def main(argv: list[str] | None = None) -> int:
     curve_name = None
     if steps or evals:
         ASSETS.mkdir(exist_ok=True)
-        curve_name = f"{destination.name}-training.png"
-        figure = training_curves(steps, evals, title=f"{destination.name}: training")
+        curve_name = f"{name}-training.png"
+        figure = training_curves(steps, evals, title=f"{name}: training")
         try:
             figure.write_image(str(ASSETS / curve_name), width=1200, height=420, scale=1)
         except Exception as error:  # kaleido needs a Chromium; the card still gets written
             log.warning("could not render %s (%s)", curve_name, error)
             curve_name = None
-    command_file = run_dir / "command.txt"
-    command = args.command or (command_file.read_text().strip().splitlines()[0] if command_file.is_file() else "?")
-    card = model_card(destination.name, metrics, {**config, **info}, command, curve_name, args.note)
-    (destination / "README.md").write_text(card)
-    (destination / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    if run_dir.joinpath("log.jsonl").is_file():
-        shutil.copy(run_dir / "log.jsonl", destination / "training_log.jsonl")
-    print(json.dumps({k: metrics[k] for k in ("scores", "beam", "length_penalty")}), file=sys.stdout)
-    return 0
+    return metrics, curve_name
 
 
 if __name__ == "__main__":
