@@ -7,6 +7,7 @@ and ``transformer.figures``. Run ``python app.py`` and open http://127.0.0.1:786
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import functools
 import html
@@ -851,6 +852,22 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         demo.load(user_errors(explorer.positional_views), pe_inputs, [pe_matrix, pe_lines, pe_dots], api_name=False)
     demo.queue(max_size=queue_size, default_concurrency_limit=2)
     return demo
+
+
+def close_app(demo: gr.Blocks) -> None:
+    """Stop a demo launched with ``prevent_thread_lock`` (tests, benchmarks) and free its port.
+
+    ``Blocks.close`` sets the server's asyncio stop event from the calling thread while the server's loop
+    may be adding or dropping heartbeat waiters on it ("deque mutated during iteration"); the close then
+    stops halfway and the port stays open. Setting the event on its own loop first leaves close nothing to race.
+    """
+    event = demo.app.stop_event if demo.is_running else None
+    loop = getattr(event, "_loop", None)  # bound to the server's loop once anyone waits on it
+    if loop is not None and loop.is_running():
+        async def stop() -> None:
+            event.set()
+        asyncio.run_coroutine_threadsafe(stop(), loop).result(timeout=10)
+    demo.close(verbose=False)
 
 
 def main(argv: list[str] | None = None) -> None:

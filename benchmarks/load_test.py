@@ -204,7 +204,7 @@ def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, tim
                 client.close()
             except Exception:  # noqa: BLE001
                 pass
-        demo.close(verbose=False)
+        app.close_app(demo)
 
 
 def main(argv: list[str] | None = None) -> None:

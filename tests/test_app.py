@@ -7,7 +7,7 @@ import gradio as gr
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from app import build_app, user_errors
+from app import build_app, close_app, user_errors
 from transformer import explorer
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 
@@ -20,7 +20,7 @@ def app_url():
     demo = build_app(explorer.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"), "reverse-tiny")
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
     yield demo.local_url
-    demo.close()
+    close_app(demo)
 
 
 @pytest.fixture

@@ -137,7 +137,7 @@ def test_past_the_queue_limit_a_user_is_told_the_app_is_busy_instead_of_hanging(
         client.close()
     finally:
         registry.gate.set()
-        demo.close(verbose=False)
+        app.close_app(demo)
 
 
 # --- hostile and unusual input -------------------------------------------------------------------
@@ -334,7 +334,7 @@ def broken_app(tmp_path_factory):
     client = Client(demo.local_url, verbose=False)
     yield client, registry
     client.close()
-    demo.close(verbose=False)
+    app.close_app(demo)
 
 
 @pytest.mark.parametrize("how", BROKEN)

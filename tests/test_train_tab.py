@@ -6,7 +6,7 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from app import build_app
+from app import build_app, close_app
 from transformer import explorer, jobs
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.data import DataError
@@ -24,7 +24,7 @@ def served(tmp_path):
     yield Client(demo.local_url, verbose=False), manager
     manager.stop()
     manager.wait(60)
-    demo.close()
+    close_app(demo)
 
 
 def test_a_job_streams_progress_and_its_checkpoint_translates(served):
