@@ -84,3 +84,11 @@ def test_a_failed_export_leaves_the_destination_as_it_was(tmp_path):
     assert "Traceback" not in result.stderr
     assert {p.name: p.read_bytes() for p in destination.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bundled"]
+
+
+def test_translate_decodes_with_the_length_penalty_the_checkpoint_was_scored_with():
+    bundled, sentence = str(ROOT / "checkpoints" / "multi30k-en-de"), "A group of people stand in front of an igloo."
+    default = run("transformer.translate", "--checkpoint", bundled, sentence)
+    scored_with = run("transformer.translate", "--checkpoint", bundled, "--length-penalty", "1.4", sentence)
+    other = run("transformer.translate", "--checkpoint", bundled, "--length-penalty", "3", sentence)
+    assert default.stdout == scored_with.stdout != other.stdout

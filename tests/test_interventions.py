@@ -1,6 +1,7 @@
 """Experiments change the model's behaviour exactly as described, and leave the unmodified model untouched."""
 
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -131,3 +132,22 @@ def test_experiments_decode_as_the_translation_they_start_from():
                            interventions.without_positions(bundled, shown.source_text, **decoding),
                            interventions.ablate_heads(bundled, shown.source_text, {"cross": ["L1H1"]}, **decoding)):
             assert comparison.before.text == shown.text
+
+
+def test_translations_and_experiments_use_the_length_penalty_the_model_was_scored_with():
+    bundled = load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu")
+    assert bundled.length_penalty == bundled.metrics["length_penalty"] == 1.4
+    assert dataclasses.replace(bundled, metrics={}).length_penalty == 1.0
+    sentence = "A group of people stand in front of an igloo."
+    shown = {}
+    for alpha in (1.0, 3.0):
+        scored = dataclasses.replace(bundled, metrics={"length_penalty": alpha})
+        shown[alpha] = explorer.run_translation(scored, sentence, "beam", 5).translation.text
+        assert shown[alpha] == translate(bundled.model, bundled.source_tokenizer, bundled.target_tokenizer, sentence,
+                                         beam_size=5, length_penalty=alpha).text
+        decoding = {"beam_size": 5, "max_length": None}
+        for comparison in (interventions.shuffled_source(scored, sentence, **decoding),
+                           interventions.without_positions(scored, sentence, **decoding),
+                           interventions.ablate_heads(scored, sentence, {"cross": ["L1H1"]}, **decoding)):
+            assert comparison.before.text == shown[alpha]
+    assert shown[1.0] != shown[3.0], "a sentence on which the length penalty matters"

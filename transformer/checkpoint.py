@@ -58,6 +58,11 @@ class Checkpoint:
     def name(self) -> str:
         return self.path.name if self.path else "unsaved"
 
+    @property
+    def length_penalty(self) -> float:
+        """The beam search length penalty its scores were made with (export chooses it on val); else 1.0."""
+        return float(self.metrics.get("length_penalty", 1.0))
+
 
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -50,7 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", help="a text file of source sentences (instead of a Multi30K split)")
     parser.add_argument("--reference", help="the aligned reference translations for --source")
     parser.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
-    parser.add_argument("--length-penalty", type=float, default=1.0)
+    parser.add_argument("--length-penalty", type=float,
+                        help="beam score = log P / length^this (default: the one the checkpoint was scored with, "
+                             "else 1.0)")
     parser.add_argument("--max-tokens", type=int, default=8000, help="source tokens x beam per batch")
     parser.add_argument("--limit", type=int, help="score only the first N sentences")
     parser.add_argument("--bf16", action="store_true", help="decode under bf16 autocast (faster, may differ slightly)")
@@ -74,14 +76,15 @@ def main(argv: list[str] | None = None) -> int:
         logging.error("%s", error)
         return 2
     sources, references = corpus.sources[: args.limit], corpus.targets[: args.limit]
-    result = evaluate_checkpoint(checkpoint, sources, references, args.beam, args.length_penalty,
+    length_penalty = checkpoint.length_penalty if args.length_penalty is None else args.length_penalty
+    result = evaluate_checkpoint(checkpoint, sources, references, args.beam, length_penalty,
                                  args.max_tokens, args.bf16)
     output = Path(args.output or f"runs/hypotheses/{checkpoint.name}.{split}.beam{args.beam}.txt")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text("\n".join(result.pop("hypotheses")) + "\n")
     if not args.json:
         print(f"BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  ({result['sentences']} sentences, "
-              f"{result['seconds']:.1f} s, beam {args.beam})", file=sys.stderr)
+              f"{result['seconds']:.1f} s, beam {args.beam}, length penalty {length_penalty})", file=sys.stderr)
         print(result["signature"], file=sys.stderr)
         print(f"hypotheses written to {output}", file=sys.stderr)
     print(json.dumps(result))

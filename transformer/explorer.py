@@ -135,7 +135,7 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
     beam = 1 if decoding == "greedy" else max(1, min(MAX_BEAM, int(beam_size)))
     max_length = int(max_length) if max_length else None
     result = translate(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, cleaned,
-                       beam_size=beam, max_length=max_length, top_k=top_k)
+                       beam_size=beam, length_penalty=checkpoint.length_penalty, max_length=max_length, top_k=top_k)
     # Experiments and shared links decode this translation the same way.
     result.extra.update(beam_size=beam, max_length=max_length)
     if result.truncated:

@@ -80,12 +80,20 @@ class Comparison:
         return list(zip(self.before.predicted_pieces, self.before.token_probs, self.rescored.token_probs))
 
 
+def _translate(checkpoint: Checkpoint, text: str, beam_size: int, max_length: int | None,
+               **intervention) -> Translation:
+    """Decode as the Translate tab does (this checkpoint's length penalty), with ``intervention`` applied."""
+    return translate(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, text,
+                     beam_size=beam_size, length_penalty=checkpoint.length_penalty, max_length=max_length,
+                     **intervention)
+
+
 def ablate_heads(checkpoint: Checkpoint, text: str, switched_off: dict[str, list[str]], beam_size: int = 1,
                  max_length: int | None = None) -> Comparison:
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
     mask = make_head_mask(checkpoint, switched_off)
-    before = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, max_length=max_length)
-    after = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, max_length=max_length, head_mask=mask)
+    before = _translate(checkpoint, text, beam_size, max_length)
+    after = _translate(checkpoint, text, beam_size, max_length, head_mask=mask)
     rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], head_mask=mask)
     count = sum(len(switched_off.get(kind, [])) for kind in KINDS)
     return Comparison(before, after, f"{count} head(s) switched off", rescored)
@@ -164,8 +172,8 @@ def without_positions(checkpoint: Checkpoint, text: str, beam_size: int = 1,
                       max_length: int | None = None) -> Comparison:
     """Translate with the positional encoding left out of encoder and decoder: word order becomes invisible."""
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
-    before = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, max_length=max_length)
-    after = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, max_length=max_length, positions=False)
+    before = _translate(checkpoint, text, beam_size, max_length)
+    after = _translate(checkpoint, text, beam_size, max_length, positions=False)
     rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], positions=False)
     return Comparison(before, after, "positional encoding removed", rescored)
 
@@ -183,9 +191,9 @@ def shuffle_words(text: str, seed: int = 0) -> str:
 def shuffled_source(checkpoint: Checkpoint, text: str, seed: int = 0, beam_size: int = 1,
                     max_length: int | None = None) -> Comparison:
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
-    before = translate(model, src_tok, tgt_tok, text, beam_size=beam_size, max_length=max_length)
+    before = _translate(checkpoint, text, beam_size, max_length)
     shuffled = shuffle_words(text, seed)
-    after = translate(model, src_tok, tgt_tok, shuffled, beam_size=beam_size, max_length=max_length)
+    after = _translate(checkpoint, shuffled, beam_size, max_length)
     rescored = forced_decode(model, src_tok, tgt_tok, shuffled, before.predicted_ids[:-1])
     return Comparison(before, after, f"source words shuffled: “{shuffled}”", rescored)
 

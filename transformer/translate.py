@@ -31,7 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("text", nargs="*", help="sentences to translate (default: lines of standard input)")
     parser.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
     parser.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
-    parser.add_argument("--length-penalty", type=float, default=1.0)
+    parser.add_argument("--length-penalty", type=float,
+                        help="beam score = log P / length^this (default: the one the checkpoint was scored with, "
+                             "else 1.0)")
     parser.add_argument("--json", action="store_true", help="one JSON object per input, with all attention")
     parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     args = parser.parse_args(argv)
@@ -42,13 +44,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     lines = args.text or [line.rstrip("\n") for line in sys.stdin]
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
+    length_penalty = checkpoint.length_penalty if args.length_penalty is None else args.length_penalty
     if args.json:
         for line in lines:
-            result = translate(model, src_tok, tgt_tok, line, beam_size=args.beam, length_penalty=args.length_penalty)
+            result = translate(model, src_tok, tgt_tok, line, beam_size=args.beam, length_penalty=length_penalty)
             print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
         return 0
     for translation in translate_batch(model, src_tok, tgt_tok, lines, beam_size=args.beam,
-                                       length_penalty=args.length_penalty):
+                                       length_penalty=length_penalty):
         print(translation)
     return 0
 
