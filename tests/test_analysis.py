@@ -90,6 +90,9 @@ def test_beam_tree_is_consistent_with_the_returned_hypotheses(reverse):
     for node in nodes:  # cumulative log-probabilities only fall along a path
         if node.parent is not None:
             assert node.log_prob <= nodes[node.parent].log_prob + 1e-6
+    last_step = max(node.step for node in nodes)
+    assert not [node for node in nodes if node.step == last_step and node.status == "kept"], \
+        "the search ends at its last step: no beam lives on from it"
 
 
 def test_beam_view_lists_hypotheses_best_first(reverse):

@@ -112,7 +112,7 @@ class BeamStep:
     tokens: list[int]
     log_probs: list[float]    # cumulative
     finished: list[bool]      # this candidate ended a hypothesis (eos) and was kept as finished
-    kept: list[int]           # candidate indices that became the live beams 0..k-1 of this step
+    kept: list[int]           # candidate indices that became the live beams 0..k-1 (none on the last step)
 
 
 @torch.inference_mode()
@@ -168,15 +168,14 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
                 added.add((b, col))
         live_scores = top_scores.masked_fill(is_eos, float("-inf"))
         scores, keep = live_scores.topk(k, dim=1)
-        if return_steps:
-            for b in range(batch):
-                if not done[b]:
-                    finals = [(b, c) in added for c in range(top_scores.size(1))]
-                    steps[b].append(BeamStep(top_beams[b].tolist(), top_tokens[b].tolist(), top_scores[b].tolist(),
-                                             finals, keep[b].tolist()))
         for b in range(batch):
-            if len(finished[b]) >= k:
-                done[b] = True
+            if done[b]:
+                continue
+            done[b] = len(finished[b]) >= k
+            if return_steps:  # a sentence that is done extends none of its live beams
+                finals = [(b, c) in added for c in range(top_scores.size(1))]
+                steps[b].append(BeamStep(top_beams[b].tolist(), top_tokens[b].tolist(), top_scores[b].tolist(),
+                                         finals, [] if done[b] else keep[b].tolist()))
         if all(done):
             break
 
