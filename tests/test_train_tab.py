@@ -33,7 +33,8 @@ def test_a_job_streams_progress_and_its_checkpoint_translates(served):
     updates = list(job)
     assert len(updates) >= 3, "progress is streamed while the job runs"
     status, progress, curves, replay, probe, download = job.outputs()[-1]
-    assert "finished" in status
+    assert "finished" in status and "Finished after 40 updates" in status
+    assert 'value="100"' in progress
     assert curves["type"] == "plotly" and download["visible"] is True
     published = manager.current.checkpoint
     assert [published, published] in client.predict(api_name="/models")["choices"]
@@ -136,3 +137,25 @@ def test_job_views_describe_progress():
              "translation": "2 1", "cross": [[[[0.1, 0.8, 0.1], [0.8, 0.1, 0.1], [0.1, 0.1, 0.8]]]]}
     fig = explorer.probe_figure([probe, probe], 5)
     assert "evaluation 2 of 2" in fig.layout.title.text
+
+
+def test_a_job_ended_by_its_time_limit_says_so_and_counts_as_done(tmp_path):
+    manager = jobs.JobManager(tmp_path / "runs")
+    manager.start(jobs.JobRequest(data="copy", steps=3000, minutes=0.2))
+    manager.wait(120)
+    job = manager.current
+    assert job.status == "finished" and job.step < 3000
+    assert f"Finished at its 0.2-minute time limit, after {job.step} of 3000 updates" in job.message
+    assert job.progress() == 1.0
+
+
+def test_progress_counts_updates_or_time_whichever_ends_the_run_first():
+    def job(status, step, seconds_ago, minutes=1.0):
+        return jobs.JobState("j", status, jobs.JobRequest(steps=400, minutes=minutes), time.time() - seconds_ago,
+                             400, steps=[{"step": step}])
+    assert job("running", 100, 6).progress() == pytest.approx(0.25)
+    assert job("running", 100, 30).progress() == pytest.approx(0.5, abs=0.01)
+    assert job("running", 399, 600).progress() == 1.0
+    assert job("stopped", 100, 30).progress() == 0.25, "a stopped run shows where it stopped"
+    assert job("failed", 0, 30).progress() == 0.0
+    assert job("finished", 300, 60).progress() == 1.0

@@ -447,7 +447,7 @@ def job_status_markdown(job) -> str:
 
 
 def job_progress(job) -> float:
-    return 0.0 if job is None else min(1.0, job.step / max(1, job.total_steps))
+    return 0.0 if job is None else job.progress()
 
 
 def job_curves(job) -> go.Figure:

@@ -97,6 +97,15 @@ class JobState:
     def step(self) -> int:
         return self.steps[-1]["step"] if self.steps else 0
 
+    def progress(self) -> float:
+        """Share of the run done, 0 to 1: a run ends at its update count or its time limit, whichever comes first."""
+        if self.status == "finished":
+            return 1.0
+        done = self.step / max(1, self.total_steps)
+        if self.status == "running":
+            done = max(done, (time.time() - self.started) / max(1.0, self.request.minutes * 60))
+        return min(1.0, done)
+
     def seconds_left(self) -> float | None:
         if self.status != "running" or not self.steps:
             return None
@@ -237,8 +246,10 @@ class JobManager:
             status = "stopped" if final.get("stopped_by") == "cancel" else "finished"
             summary = (f"exact match {final['exact_match']:.0%}" if config.data in datasets.SYNTHETIC_TASKS
                        else f"validation BLEU {final['bleu']:.1f}")
+            ending = (f"at its {config.max_minutes:g}-minute time limit, after {trainer.step} of {config.steps} updates"
+                      if final.get("stopped_by") == "time" else f"after {trainer.step} updates")
             self._update(status=status, checkpoint=name, ended=time.time(),
-                         message=f"{status.capitalize()} after {trainer.step} updates: {summary}. "
+                         message=f"{status.capitalize()} {ending}: {summary}. "
                                  f"The model is now in the model list as {name}.")
         except datasets.DataError as error:
             self._update(status="failed", ended=time.time(), message=f"Training could not start: {error}")
