@@ -98,3 +98,13 @@ def test_the_readme_python_example_runs_and_shows_what_it_says(monkeypatch, caps
     assert tuple(namespace["result"].cross_attention.shape[:2]) == (namespace["model"].config.n_decoder_layers,
                                                                      namespace["model"].config.n_heads)
     assert "</s>" in capsys.readouterr().out, "the step loop printed every token, the end included"
+
+
+def test_the_classroom_tours_bag_of_words_claim_holds(model):
+    """README tour, step 5: without positions both sentences get the same answer, quoted there."""
+    from transformer import interventions
+
+    answers = {interventions.without_positions(model, sentence, beam_size=5, max_length=60).after.text
+               for sentence in ("The dog bites the man.", "The man bites the dog.")}
+    assert len(answers) == 1
+    assert f'("{answers.pop()}"' in (ROOT / "README.md").read_text(encoding="utf-8")
