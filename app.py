@@ -55,7 +55,7 @@ PE_NOTES = {
 }
 
 
-def _as_html(problem: Exception) -> str:
+def _as_html(problem: Exception | str) -> str:
     """Gradio shows messages as HTML: escaped, a "<unk>" or a file name with "<" in it stays visible."""
     return html.escape(str(problem), quote=False)
 
@@ -593,13 +593,16 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                                                      head_value, decoding["beam_size"], decoding["max_length"])
 
         def on_shared_link(current_model, request: gr.Request):
+            query = dict(request.query_params) if request else {}
             try:
-                values = explorer.parse_share_query(dict(request.query_params) if request else {}, registry.names())
+                values = explorer.parse_share_query(query, registry.names())
             except explorer.InputError:  # a link with nothing usable opens the app as usual
                 values = {}
             chosen = values.get("model", current_model)
             checkpoint = registry.get(chosen)
             values = explorer.fit_share_values(values, checkpoint)
+            for problem in explorer.share_link_problems(query, registry.names(), checkpoint):
+                gr.Warning(_as_html(problem))
             # The model list is read afresh: models trained since the server started appear, and a link may name one.
             return (gr.Dropdown(choices=registry.names(), value=chosen),
                     gr.Textbox(value=values["text"]) if "text" in values else gr.Textbox(),

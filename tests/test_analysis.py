@@ -140,6 +140,16 @@ def test_a_shared_link_beyond_the_model_opens_its_last_layer_and_head():
     assert explorer.fit_share_values({"layer": 0}, tiny) == {"layer": 1}
 
 
+def test_a_shared_link_that_cannot_be_followed_says_why():
+    tiny = load_checkpoint(REPOSITORY_CHECKPOINTS / "reverse-tiny", device="cpu")
+    names = ["reverse-tiny", "multi30k-en-de"]
+    assert explorer.share_link_problems({"model": "reverse-tiny", "text": "3 1 4"}, names, tiny) == []
+    missing, = explorer.share_link_problems({"model": "gone-model", "text": "3 1 4"}, names, tiny)
+    assert "'gone-model' is not on this server; reverse-tiny is open instead" in missing
+    words, = explorer.share_link_problems({"model": "reverse-tiny", "text": "The dog"}, names, tiny)
+    assert "not for reverse-tiny, which reads digits" in words
+
+
 def test_training_writes_probe_attention_at_every_evaluation(tmp_path):
     from transformer.train import TrainConfig, Trainer
 

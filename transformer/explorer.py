@@ -664,6 +664,22 @@ def parse_share_query(params: dict, names: list[str]) -> dict:
     return values
 
 
+def share_link_problems(params: dict, names: list[str], checkpoint: Checkpoint) -> list[str]:
+    """What a shared link asked for and will not get, said to the person who opened it.
+
+    ``checkpoint`` is the model the link opens: the one it names, or the default.
+    """
+    problems = []
+    if params.get("model") and params["model"] not in names:
+        problems.append(f"The link's model '{params['model']}' is not on this server; {checkpoint.name} is open "
+                        "instead.")
+    if params.get("text") and params["text"].strip() and not suits(checkpoint, params["text"]):
+        wanted = "digits" if uses_digits(checkpoint) else "words"
+        problems.append(f"The link's sentence is not for {checkpoint.name}, which reads {wanted}; an example is "
+                        "shown instead.")
+    return problems
+
+
 def layer_and_head_counts(checkpoint: Checkpoint) -> tuple[int, int]:
     """The range of the layer and head sliders: the deeper stack's layers, and the heads per layer."""
     config = checkpoint.model.config
