@@ -42,7 +42,9 @@ REVERSE_EXAMPLES = ["3 1 4 1 5 9 2 6", "1 2 3 4 5 6 7", "9 8 7 0 0 1"]
 INTRO = """# Transformer attention explorer
 Type an English sentence and watch a Transformer (Vaswani et al., 2017) trained from scratch by this project
 translate it into German **one token at a time**. Then look inside: every head of every layer of the encoder
-self-attention, the decoder's masked self-attention and the encoder-decoder (cross) attention."""
+self-attention, the decoder's masked self-attention and the encoder-decoder (cross) attention.
+The bundled model learned from 29,000 image captions (Multi30K), so it translates sentences that describe a scene
+best; greetings, questions or news are far from anything it has read."""
 
 PE_NOTES = {
     "matrix": "Each row is the vector added to the token embedding at that position. Left columns (low dimensions) "
@@ -153,6 +155,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
     with gr.Blocks(title="Transformer attention explorer", delete_cache=(3600, 86400)) as demo:
         translation_state = gr.State(None)
         link_switched_model = gr.State(False)  # the page was opened by a shared link naming another model
+        typed_texts = gr.State({})  # the last text typed for each kind of model: {"digits"|"text": text}
         gr.Markdown(INTRO)
         with gr.Row():
             model_name = gr.Dropdown(names, value=default_model, label="Model", scale=2,
@@ -180,7 +183,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                         translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button")
                 translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation")
                 notes = gr.Markdown()
-                source_tokens = gr.HighlightedText(label="Source pieces the encoder saw",
+                source_tokens = gr.HighlightedText(label="Source pieces the encoder saw (▁ starts a word)",
                                                    color_map={"special": "#cccccc"})
 
                 gr.Markdown("## Step through the decoding\nMove the slider to replay the translation token by "
@@ -384,18 +387,31 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                 raise explorer.InputError("Translate a sentence first.")
             return tr
 
-        def text_for(checkpoint, current_text):
-            """The input box for this model: its label, and an example only when the text suits another model.
+        def text_for(checkpoint, current_text, typed):
+            """The input box for this model, and what the user typed for each kind of model (digits, words).
 
-            The text itself is left alone otherwise, so whatever the user typed meanwhile is never overwritten.
+            Text that suits the model is left alone, so whatever the user typed meanwhile is never overwritten.
+            Text for the other kind of model is put aside and replaced by what was last typed for this kind, or
+            an example: switching to the digits model and back brings the user's sentence back.
             """
+            typed = {**(typed or {})}
+            if current_text and current_text.strip():
+                typed[explorer.text_kind(current_text)] = current_text
             suitable = explorer.suitable_text(checkpoint, current_text,
-                                              {"digits": REVERSE_EXAMPLES[0], "text": EXAMPLES[0]})
+                                              {"digits": REVERSE_EXAMPLES[0], "text": EXAMPLES[0], **typed})
             label = explorer.source_label(checkpoint)
-            return gr.Textbox(label=label) if suitable == current_text else gr.Textbox(suitable, label=label)
+            box = gr.Textbox(label=label) if suitable == current_text else gr.Textbox(suitable, label=label)
+            return box, typed
+
+        def length_penalty_controls(checkpoint):
+            """Beam search in both tabs starts from the length penalty this model's scores were made with."""
+            alpha = checkpoint.length_penalty
+            return (gr.Slider(info=f"Hypotheses kept at each step, ranked by log P / length^α with this model's "
+                                   f"α = {alpha:g}"),
+                    gr.Slider(value=alpha, info=f"{alpha:g} is what this model's scores used"))
 
         @user_errors
-        def on_model(name, current_text, layer_value=1, head_value=1):
+        def on_model(name, current_text, layer_value=1, head_value=1, typed=None):
             checkpoint = registry.get(name)
             layers, heads = explorer.layer_and_head_counts(checkpoint)
             config = checkpoint.model.config
@@ -407,8 +423,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     explorer.parameter_table(checkpoint), card or "No model card.",
                     *layer_and_head_sliders(checkpoint, min(int(layer_value or 1), layers),
                                             min(int(head_value or 1), heads)),
-                    text_for(checkpoint, current_text),
-                    gr.Dataset(samples=[[example] for example in examples_for(checkpoint)]))
+                    *text_for(checkpoint, current_text, typed),
+                    gr.Dataset(samples=[[example] for example in examples_for(checkpoint)]),
+                    *length_penalty_controls(checkpoint))
 
         @user_errors
         def on_translate(name, sentence, decoding_mode, beam, max_tokens):
@@ -679,8 +696,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         gr.on([history_step.input, history_step.release], user_errors(explorer.probe_figure),
               [history_state, history_step], history_plot, api_name=False, trigger_mode="always_last")
 
+        model_inputs = [model_name, text, layer, head, typed_texts]
         model_outputs = [model_status, model_metrics, model_config, model_parameters, model_card, layer, head, text,
-                         example_list.dataset]
+                         typed_texts, example_list.dataset, beam_size, tree_penalty]
         translate_inputs = [model_name, text, decoding, beam_size, max_length]
         translate_outputs = [translation_state, translation, notes, source_tokens, step, attention_download]
         step_inputs = [translation_state, step, layer, head, average]
@@ -725,7 +743,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             [model_name, own_translation], own_translation, api_name=False)
         # This chain also draws the first view when a shared link names another model (the load chain below
         # then stands aside).
-        (model_name.change(on_model, [model_name, text, layer, head], model_outputs, api_name="select_model",
+        (model_name.change(on_model, model_inputs, model_outputs, api_name="select_model",
                            cancels=sentence_work)
          .then(lambda: None, None, translation_state, api_name=False)
          .then(on_translate, translate_inputs, translate_outputs, api_name=False)
@@ -845,7 +863,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         for fn, outputs in ((on_model_heads, [ablate_encoder, ablate_decoder, ablate_cross]),
                             (user_errors(on_history), [history_curves, history_step, history_plot, history_state])):
             opened.then(unless_link_switched_model(fn), [link_switched_model, model_name], outputs, api_name=False)
-        first_view = [(on_model, [model_name, text, layer, head], model_outputs),
+        first_view = [(on_model, model_inputs, model_outputs),
                       (on_translate, translate_inputs, translate_outputs), (on_step, step_inputs, step_outputs),
                       (on_attention, attention_inputs, attention_plot)]
         event = opened

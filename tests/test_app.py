@@ -90,3 +90,18 @@ def test_error_messages_are_escaped_because_the_browser_shows_them_as_html():
     with pytest.raises(gr.Error) as error:
         refuse()
     assert error.value.message == "a &lt;unk&gt; &amp; a &lt;/s&gt;"
+
+
+def test_switching_to_another_kind_of_model_and_back_brings_the_typed_sentence_back(client):
+    sentence = "A cat sleeps on a warm windowsill."
+
+    def switch(model, text):  # the input box after the switch: an update with a value, or left as it was
+        box = client.predict(model, text, 1, 1, api_name="/select_model")[7]
+        assert box["label"] == ("Digits" if model == "reverse-tiny" else "English sentence")
+        return box.get("value", text)
+
+    assert switch("multi30k-en-de", sentence) == sentence, "a sentence that suits the model is left alone"
+    digits = switch("reverse-tiny", sentence)
+    assert explorer.text_kind(digits) == "digits"
+    assert switch("multi30k-en-de", "5 4 3") == sentence
+    assert switch("reverse-tiny", sentence) == "5 4 3"

@@ -414,10 +414,15 @@ def uses_digits(checkpoint: Checkpoint) -> bool:
     return checkpoint.info.get("source_lang") == "digits"
 
 
+def text_kind(text: str | None) -> str:
+    """"digits" for a digit sequence (the synthetic tasks' input), else "text"."""
+    digits_only = all(ch.isdigit() or ch.isspace() for ch in (text or "")) and any(ch.isdigit() for ch in text or "")
+    return "digits" if digits_only else "text"
+
+
 def suits(checkpoint: Checkpoint, text: str) -> bool:
     """Whether ``text`` is for this kind of model: digits for the synthetic tasks, words for the others."""
-    digits_only = all(ch.isdigit() or ch.isspace() for ch in (text or "")) and any(ch.isdigit() for ch in text or "")
-    return uses_digits(checkpoint) == digits_only
+    return text_kind(text) == ("digits" if uses_digits(checkpoint) else "text")
 
 
 def suitable_text(checkpoint: Checkpoint, current: str, examples: dict[str, str]) -> str:
