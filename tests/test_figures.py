@@ -21,6 +21,16 @@ def test_attention_heatmap_keeps_repeated_tokens_as_separate_columns():
     assert heatmap.z[3][0] == pytest.approx(weights[3, 0].item())
 
 
+def test_a_very_long_input_labels_every_nth_position_instead_of_a_smear():
+    labels = [f"▁w{i}" for i in range(220)]
+    fig = figures.attention_heatmap(torch.full((220, 220), 1 / 220), labels, labels, "Encoder")
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert len(axis.ticktext) <= figures.MOST_TICK_LABELS
+        assert list(axis.tickvals) == list(range(0, 220, 4))
+        assert [axis.ticktext[i] for i in (0, 1)] == ["▁w0", "▁w4"], "each label names its own position"
+    assert fig.data[0].text[0][219].startswith("query 0 ▁w0 → key 219 ▁w219"), "hover still names every position"
+
+
 def test_attention_heatmap_titles_rows_as_queries_and_columns_as_keys():
     fig = figures.attention_heatmap([[1.0, 0.0]], ["▁Hund"], ["▁dog", "</s>"], "Cross", "producing", "source")
     assert "queries" in fig.layout.yaxis.title.text and "keys" in fig.layout.xaxis.title.text

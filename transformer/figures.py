@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 ATTENTION_COLORSCALE = "Blues"
 GRID = "#e5ecf6"
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
+MOST_TICK_LABELS = 60  # token labels an axis shows before it labels every n-th position
 
 
 def _layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
@@ -38,8 +39,11 @@ def _escaped(labels: Sequence[str]) -> list[str]:
     return [escape(label) for label in labels]
 
 
-def _ticks(labels: Sequence[str]) -> dict:
-    return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=_escaped(labels))
+def _ticks(labels: Sequence[str], most: int = MOST_TICK_LABELS) -> dict:
+    """Every position labelled, or every n-th one when more would overlap into a smear (hover names them all)."""
+    every = -(-len(labels) // most)
+    positions = list(range(0, len(labels), max(1, every)))
+    return dict(tickmode="array", tickvals=positions, ticktext=[escape(labels[i]) for i in positions])
 
 
 def _slanted(labels: Sequence[str], angle: int = -45) -> int:
