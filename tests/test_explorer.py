@@ -41,6 +41,12 @@ def test_very_long_input_is_cut_with_a_note():
     assert len(cleaned) == explorer.MAX_INPUT_CHARS and "cut" in notes[0]
 
 
+def test_input_far_longer_than_training_sentences_gets_a_note(reverse):
+    long = explorer.run_translation(reverse, " ".join("31415926" * 9), "greedy")
+    assert any("far longer than the short sentences" in note for note in long.notes)
+    assert not any("far longer" in note for note in explorer.run_translation(reverse, "3 1 4", "greedy").notes)
+
+
 @pytest.mark.parametrize("text", ["😀 🚀", "مرحبا بالعالم", "<img src=x onerror=alert(1)>", "日本語のテキスト"])
 def test_unusual_scripts_get_a_translation_or_a_note(reverse, text):
     outcome = explorer.run_translation(reverse, text, "greedy")

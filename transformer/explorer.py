@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 MAX_INPUT_CHARS = 1000
 MAX_BEAM = 8
 TARGET_TOKENS = (5, 200)  # the range of "Maximum target tokens" in the app
+LONG_SOURCE_PIECES = 64  # beyond this, a note warns that the models here learned from far shorter sentences
 ATTENTION_KINDS = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention",
                    "cross": "Cross-attention (decoder → encoder)"}
 VIEWS = ("one head", "all heads of the layer", "model view: every layer and head")
@@ -151,6 +152,9 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
         notes.append(f"{unknown} source piece(s) are unknown to this model's vocabulary (shown as `<unk>`).")
     if not result.ended:
         notes.append("Decoding stopped at the maximum length before the model ended the sentence.")
+    if len(result.source_ids) > LONG_SOURCE_PIECES and not result.truncated:
+        notes.append(f"The input is {len(result.source_ids)} pieces long, far longer than the short sentences these "
+                     "models learn from (Multi30K captions average about 15): expect parts of it to be left out.")
     return TranslateResult(result, notes)
 
 
@@ -523,7 +527,8 @@ def importance_views(importance: dict[str, torch.Tensor], title: str) -> tuple[g
     most = ", ".join(f"{kind} {label} ({drop:+.2f})" for kind, label, drop in ranked[:3])
     least = ", ".join(f"{kind} {label} ({drop:+.2f})" for kind, label, drop in ranked[-3:])
     summary = (f"**Most important:** {most}.  \n**Least important:** {least}.  \n"
-               "Numbers are the drop in log-probability (nats) of the translation when that head alone is off.")
+               "Numbers are the drop in log-probability (nats) of the translation when that head alone is off; "
+               "a negative drop means the translation became more likely without the head.")
     return figures.head_importance_heatmaps(importance, title), summary
 
 
