@@ -43,8 +43,8 @@ INTRO = """# Transformer attention explorer
 Type an English sentence and watch a Transformer (Vaswani et al., 2017) trained from scratch by this project
 translate it into German **one token at a time**. Then look inside: every head of every layer of the encoder
 self-attention, the decoder's masked self-attention and the encoder-decoder (cross) attention.
-The bundled model learned from 29,000 image captions (Multi30K), so it translates sentences that describe a scene
-best; greetings, questions or news are far from anything it has read."""
+The bundled English→German model learned from 29,000 image captions (Multi30K), so it translates sentences that
+describe a scene best; greetings, questions or news are far from anything it has read."""
 
 PE_NOTES = {
     "matrix": "Each row is the vector added to the token embedding at that position. Left columns (low dimensions) "
