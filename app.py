@@ -882,13 +882,17 @@ def close_app(demo: gr.Blocks) -> None:
     may be adding or dropping heartbeat waiters on it ("deque mutated during iteration"); the close then
     stops halfway and the port stays open. Setting the event on its own loop first leaves close nothing to race.
     """
-    event = demo.app.stop_event if demo.is_running else None
-    loop = getattr(event, "_loop", None)  # bound to the server's loop once anyone waits on it
-    if loop is not None and loop.is_running():
-        async def stop() -> None:
-            event.set()
-        asyncio.run_coroutine_threadsafe(stop(), loop).result(timeout=10)
-    demo.close(verbose=False)
+    try:
+        apps = {id(app): app for app in (demo.app, getattr(demo, "server_app", None)) if app is not None}
+        for app in apps.values() if demo.is_running else ():
+            event = app.stop_event
+            loop = getattr(event, "_loop", None)  # bound to the server's loop once anyone waits on it
+            if loop is not None and loop.is_running():
+                async def stop(event=event) -> None:
+                    event.set()
+                asyncio.run_coroutine_threadsafe(stop(), loop).result(timeout=10)
+    finally:
+        demo.close(verbose=False)
 
 
 def main(argv: list[str] | None = None) -> None:

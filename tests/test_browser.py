@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app import build_app
+from app import build_app, close_app
 from transformer import explorer, jobs
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 
@@ -30,7 +30,7 @@ def app_url(tmp_path_factory):
     demo = build_app(registry, jobs=manager)
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
     yield demo.local_url, registry.default_name()
-    demo.close()
+    close_app(demo)
 
 
 @pytest.fixture(scope="module")
