@@ -28,7 +28,7 @@ import torch
 
 from . import analysis, figures, interventions, jobs
 from .checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
-from .decoding import Translation, beam_search, encode_source, forced_decode, translate
+from .decoding import Translation, beam_search, encode_source, forced_decode
 from .errors import InputError
 from .model import sinusoidal_table
 
@@ -135,8 +135,7 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
     cleaned, notes = clean_text(text)
     beam = 1 if decoding == "greedy" else max(1, min(MAX_BEAM, int(beam_size)))
     max_length = int(max_length) if max_length else None
-    result = translate(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, cleaned,
-                       beam_size=beam, length_penalty=checkpoint.length_penalty, max_length=max_length, top_k=top_k)
+    result = checkpoint.translate(cleaned, beam, max_length, top_k=top_k)
     # Experiments and shared links decode this translation the same way.
     result.extra.update(beam_size=beam, max_length=max_length)
     if result.truncated:
@@ -597,8 +596,7 @@ def statistics_rows(stats: list[analysis.HeadStatistics]) -> list[list]:
 
 
 def sample_statistics(checkpoint: Checkpoint, sentences: list[str]) -> list[analysis.HeadStatistics]:
-    per_sentence = [analysis.head_statistics(translate(checkpoint.model, checkpoint.source_tokenizer,
-                                                       checkpoint.target_tokenizer, s)) for s in sentences]
+    per_sentence = [analysis.head_statistics(checkpoint.translate(s)) for s in sentences]
     return analysis.mean_statistics(per_sentence)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from .checkpoint import Checkpoint
-from .decoding import Translation, forced_decode, greedy_search, translate
+from .decoding import Translation, forced_decode, greedy_search
 from .errors import InputError
 from .model import HeadMask
 from .tokenizer import BOS_ID
@@ -80,20 +80,12 @@ class Comparison:
         return list(zip(self.before.predicted_pieces, self.before.token_probs, self.rescored.token_probs))
 
 
-def _translate(checkpoint: Checkpoint, text: str, beam_size: int, max_length: int | None,
-               **intervention) -> Translation:
-    """Decode as the Translate tab does (this checkpoint's length penalty), with ``intervention`` applied."""
-    return translate(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, text,
-                     beam_size=beam_size, length_penalty=checkpoint.length_penalty, max_length=max_length,
-                     **intervention)
-
-
 def ablate_heads(checkpoint: Checkpoint, text: str, switched_off: dict[str, list[str]], beam_size: int = 1,
                  max_length: int | None = None) -> Comparison:
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
     mask = make_head_mask(checkpoint, switched_off)
-    before = _translate(checkpoint, text, beam_size, max_length)
-    after = _translate(checkpoint, text, beam_size, max_length, head_mask=mask)
+    before = checkpoint.translate(text, beam_size, max_length)
+    after = checkpoint.translate(text, beam_size, max_length, head_mask=mask)
     rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], head_mask=mask)
     count = sum(len(switched_off.get(kind, [])) for kind in KINDS)
     return Comparison(before, after, f"{count} head(s) switched off", rescored)
@@ -134,7 +126,7 @@ def mean_head_importance(checkpoint: Checkpoint, sentences: list[str]) -> dict[s
     """Head importance averaged over sentences, each scored against the model's own greedy translation."""
     totals: dict[str, torch.Tensor] = {}
     for sentence in sentences:
-        tr = translate(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, sentence)
+        tr = checkpoint.translate(sentence)
         for kind, drops in head_importance(checkpoint, tr).items():
             totals[kind] = totals.get(kind, 0) + drops
     return {kind: total / max(1, len(sentences)) for kind, total in totals.items()}
@@ -172,8 +164,8 @@ def without_positions(checkpoint: Checkpoint, text: str, beam_size: int = 1,
                       max_length: int | None = None) -> Comparison:
     """Translate with the positional encoding left out of encoder and decoder: word order becomes invisible."""
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
-    before = _translate(checkpoint, text, beam_size, max_length)
-    after = _translate(checkpoint, text, beam_size, max_length, positions=False)
+    before = checkpoint.translate(text, beam_size, max_length)
+    after = checkpoint.translate(text, beam_size, max_length, positions=False)
     rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], positions=False)
     return Comparison(before, after, "positional encoding removed", rescored)
 
@@ -191,9 +183,9 @@ def shuffle_words(text: str, seed: int = 0) -> str:
 def shuffled_source(checkpoint: Checkpoint, text: str, seed: int = 0, beam_size: int = 1,
                     max_length: int | None = None) -> Comparison:
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
-    before = _translate(checkpoint, text, beam_size, max_length)
+    before = checkpoint.translate(text, beam_size, max_length)
     shuffled = shuffle_words(text, seed)
-    after = _translate(checkpoint, shuffled, beam_size, max_length)
+    after = checkpoint.translate(shuffled, beam_size, max_length)
     rescored = forced_decode(model, src_tok, tgt_tok, shuffled, before.predicted_ids[:-1])
     return Comparison(before, after, f"source words shuffled: “{shuffled}”", rescored)
 
