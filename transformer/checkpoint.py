@@ -209,6 +209,12 @@ def save_checkpoint(directory: str | Path, model: Transformer, source_tokenizer:
     return Path(directory)
 
 
+def run_history(run_dir: Path) -> dict[str, bytes]:
+    """A training run's log and probe attention, named as a checkpoint keeps them (the Model tab replays them)."""
+    files = {"training_log.jsonl": run_dir / "log.jsonl", "probes.jsonl": run_dir / "probes.jsonl"}
+    return {name: path.read_bytes() for name, path in files.items() if path.is_file()}
+
+
 def read_config(directory: str | Path) -> dict:
     directory = resolve(directory)
     config_path = directory / CONFIG

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from . import data as datasets
-from .checkpoint import CheckpointError, load_checkpoint, read_config, save_checkpoint
+from .checkpoint import CheckpointError, load_checkpoint, read_config, run_history, save_checkpoint
 from .evaluate import evaluate_checkpoint
 from .figures import training_curves
 
@@ -158,11 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     command_file = run_dir / "command.txt"
     command = args.command or (command_file.read_text().strip().splitlines()[0] if command_file.is_file() else "?")
     card = model_card(destination.name, metrics, {**config, **info}, command, curve_name, args.note)
-    history = {name: (run_dir / source).read_bytes()
-               for name, source in (("probes.jsonl", "probes.jsonl"), ("training_log.jsonl", "log.jsonl"))
-               if (run_dir / source).is_file()}
     save_checkpoint(destination, original.model, original.source_tokenizer, original.target_tokenizer, info=info,
-                    dtype=dtype, card=card, metrics=metrics, extra_files=history)
+                    dtype=dtype, card=card, metrics=metrics, extra_files=run_history(run_dir))
     print(json.dumps({k: metrics[k] for k in ("scores", "beam", "length_penalty")}), file=sys.stdout)
     return 0
 
