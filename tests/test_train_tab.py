@@ -150,12 +150,14 @@ def test_a_job_ended_by_its_time_limit_says_so_and_counts_as_done(tmp_path):
 
 
 def test_progress_counts_updates_or_time_whichever_ends_the_run_first():
-    def job(status, step, seconds_ago, minutes=1.0):
-        return jobs.JobState("j", status, jobs.JobRequest(steps=400, minutes=minutes), time.time() - seconds_ago,
-                             400, steps=[{"step": step}])
+    def job(status, step, elapsed_s, minutes=1.0):  # elapsed on the trainer's clock, which the time limit reads
+        return jobs.JobState("j", status, jobs.JobRequest(steps=400, minutes=minutes), time.time() - 600, 400,
+                             steps=[{"step": step, "elapsed_s": elapsed_s}])
     assert job("running", 100, 6).progress() == pytest.approx(0.25)
-    assert job("running", 100, 30).progress() == pytest.approx(0.5, abs=0.01)
+    assert job("running", 100, 30).progress() == pytest.approx(0.5)
     assert job("running", 399, 600).progress() == 1.0
     assert job("stopped", 100, 30).progress() == 0.25, "a stopped run shows where it stopped"
     assert job("failed", 0, 30).progress() == 0.0
     assert job("finished", 300, 60).progress() == 1.0
+    preparing = jobs.JobState("j", "running", jobs.JobRequest(minutes=1.0), time.time() - 120, 400)
+    assert preparing.progress() == 0.0, "data and tokenizer preparation before the first update do not count"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import data as datasets
-from .checkpoint import save_checkpoint
+from .checkpoint import run_history, save_checkpoint
 from .config import preset
 from .model import Transformer
 from .train import TrainConfig, Trainer
@@ -102,8 +102,8 @@ class JobState:
         if self.status == "finished":
             return 1.0
         done = self.step / max(1, self.total_steps)
-        if self.status == "running":
-            done = max(done, (time.time() - self.started) / max(1.0, self.request.minutes * 60))
+        if self.status == "running" and self.steps:  # the time limit counts from the first update on
+            done = max(done, self.steps[-1].get("elapsed_s", 0.0) / max(1.0, self.request.minutes * 60))
         return min(1.0, done)
 
     def seconds_left(self) -> float | None:
@@ -228,7 +228,8 @@ class JobManager:
 
     def _run(self, config: TrainConfig, cancel: threading.Event) -> None:
         def on_step(metrics: dict) -> None:
-            self._update(steps=self._job.steps + [{k: metrics[k] for k in ("step", "loss", "lr", "tokens_per_s")}])
+            self._update(steps=self._job.steps + [{k: metrics[k] for k in ("step", "loss", "lr", "tokens_per_s",
+                                                                           "elapsed_s")}])
 
         def on_eval(metrics: dict) -> None:
             record = {k: v for k, v in metrics.items() if k not in ("probe", "sample")}
@@ -238,9 +239,7 @@ class JobManager:
             trainer = Trainer(config, on_step=on_step, on_eval=on_eval, cancel=cancel, show_progress=False)
             final = trainer.run()
             name = Path(config.out_dir).name
-            history = {file: (Path(config.out_dir) / source).read_bytes()
-                       for file, source in (("training_log.jsonl", "log.jsonl"), ("probes.jsonl", "probes.jsonl"))
-                       if (Path(config.out_dir) / source).is_file()}
+            history = run_history(Path(config.out_dir))
             save_checkpoint(self.published_dir / name, trainer.model, trainer.source_tokenizer,
                             trainer.target_tokenizer, info=trainer.info(), extra_files=history)
             status = "stopped" if final.get("stopped_by") == "cancel" else "finished"

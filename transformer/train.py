@@ -542,7 +542,8 @@ class Trainer:
                     self._log({"event": "step", **metrics})
                 if self.on_step:
                     self.on_step(metrics)
-                out_of_time = config.max_minutes is not None and metrics["elapsed_s"] > 60 * config.max_minutes
+                out_of_time = (config.max_minutes is not None and self.step < config.steps
+                               and metrics["elapsed_s"] > 60 * config.max_minutes)
                 if self._all_ranks(self.cancel.is_set() or out_of_time, any_rank=True):
                     stopped_by = "cancel" if self.cancel.is_set() else "time"
                     break
