@@ -405,10 +405,11 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         def length_penalty_controls(checkpoint):
             """Beam search in both tabs starts from the length penalty this model's scores were made with."""
-            alpha = checkpoint.length_penalty
-            return (gr.Slider(info=f"Hypotheses kept at each step, ranked by log P / length^α with this model's "
-                                   f"α = {alpha:g}"),
-                    gr.Slider(value=alpha, info=f"{alpha:g} is what this model's scores used"))
+            alpha, scored = checkpoint.length_penalty, "length_penalty" in checkpoint.metrics
+            whose = "this model's scores used" if scored else "neutral: this model has no scores to choose by"
+            return (gr.Slider(info=f"Hypotheses kept at each step; finished ones are ranked by log P / length^α, "
+                                   f"α = {alpha:g} ({whose})"),
+                    gr.Slider(value=alpha, info=f"α = {alpha:g}: {whose}"))
 
         @user_errors
         def on_model(name, current_text, layer_value=1, head_value=1, typed=None):

@@ -43,8 +43,8 @@ def test_very_long_input_is_cut_with_a_note():
 
 def test_input_far_longer_than_training_sentences_gets_a_note(reverse):
     long = explorer.run_translation(reverse, " ".join("31415926" * 9), "greedy")
-    assert any("far longer than the short sentences" in note for note in long.notes)
-    assert not any("far longer" in note for note in explorer.run_translation(reverse, "3 1 4", "greedy").notes)
+    assert any("Models here learn from far shorter sentences" in note for note in long.notes)
+    assert not any("far shorter" in note for note in explorer.run_translation(reverse, "3 1 4", "greedy").notes)
 
 
 @pytest.mark.parametrize("text", ["😀 🚀", "مرحبا بالعالم", "<img src=x onerror=alert(1)>", "日本語のテキスト"])

@@ -112,7 +112,7 @@ class BeamStep:
     tokens: list[int]
     log_probs: list[float]    # cumulative
     finished: list[bool]      # this candidate ended a hypothesis (eos) and was kept as finished
-    kept: list[int]           # candidate indices that became the live beams 0..k-1 (none on the last step)
+    kept: list[int]           # candidate indices that became the live beams 0..k-1 (none once it is done)
 
 
 @torch.inference_mode()

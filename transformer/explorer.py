@@ -152,8 +152,9 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
     if not result.ended:
         notes.append("Decoding stopped at the maximum length before the model ended the sentence.")
     if len(result.source_ids) > LONG_SOURCE_PIECES and not result.truncated:
-        notes.append(f"The input is {len(result.source_ids)} pieces long, far longer than the short sentences these "
-                     "models learn from (Multi30K captions average about 15): expect parts of it to be left out.")
+        notes.append(f"The input is {len(result.source_ids)} pieces long. Models here learn from far shorter "
+                     "sentences (the English→German model's captions average about 15 pieces), so expect parts of "
+                     "it to be left out.")
     return TranslateResult(result, notes)
 
 
