@@ -86,9 +86,21 @@ def test_a_failed_export_leaves_the_destination_as_it_was(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bundled"]
 
 
-def test_translate_decodes_with_the_length_penalty_the_checkpoint_was_scored_with():
-    bundled, sentence = str(ROOT / "checkpoints" / "multi30k-en-de"), "A group of people stand in front of an igloo."
-    default = run("transformer.translate", "--checkpoint", bundled, sentence)
-    scored_with = run("transformer.translate", "--checkpoint", bundled, "--length-penalty", "1.4", sentence)
-    other = run("transformer.translate", "--checkpoint", bundled, "--length-penalty", "3", sentence)
-    assert default.stdout == scored_with.stdout != other.stdout
+def test_translate_and_evaluate_decode_with_the_length_penalty_the_checkpoint_was_scored_with(tmp_path):
+    scored = tmp_path / "scored"
+    shutil.copytree(ROOT / "checkpoints" / "multi30k-en-de", scored)
+    metrics = json.loads((scored / "metrics.json").read_text())
+    (scored / "metrics.json").write_text(json.dumps({**metrics, "length_penalty": 3.0}))
+    sentence = "A group of people stand in front of an igloo."  # alpha 3 finds a longer hypothesis than 0.6-1.4
+    default = run("transformer.translate", "--checkpoint", str(scored), sentence)
+    assert default.returncode == 0, default.stderr
+    assert default.stdout == run("transformer.translate", "--checkpoint", str(scored), "--length-penalty", "3",
+                                 sentence).stdout
+    assert default.stdout != run("transformer.translate", "--checkpoint", str(scored), "--length-penalty", "1",
+                                 sentence).stdout
+    (tmp_path / "src.txt").write_text(sentence + "\n")
+    (tmp_path / "ref.txt").write_text("Eine Gruppe von Menschen steht vor einem Iglu.\n")
+    for flag, alpha in (([], 3.0), (["--length-penalty", "1"], 1.0)):
+        result = run("transformer.evaluate", "--checkpoint", str(scored), "--source", str(tmp_path / "src.txt"),
+                     "--reference", str(tmp_path / "ref.txt"), "--json", "--output", str(tmp_path / "hyp.txt"), *flag)
+        assert json.loads(result.stdout.splitlines()[-1])["length_penalty"] == alpha, result.stderr
