@@ -63,6 +63,51 @@ def test_tiny_model_learns_to_reverse_digit_sequences(tmp_path):
     assert saved.info["training"]["data"] == "reverse" and saved.info["step"] == 450
 
 
+def small_parallel_tsv(path: Path) -> Path:
+    """Made-up English-French pairs with disjoint vocabularies, enough for a tokenizer per language."""
+    animals = {"cat": "chat", "dog": "chien", "bird": "oiseau", "horse": "cheval", "fish": "poisson"}
+    verbs = {"sees": "voit", "follows": "suit", "hears": "entend", "likes": "aime"}
+    lines = [f"the {a} {v} the {b}\tle {animals[a]} {verbs[v]} le {animals[b]}"
+             for a in animals for v in verbs for b in animals if a != b]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_separate_vocabularies_give_each_language_its_own_tokenizer_and_embedding(tmp_path):
+    config = train.config_from_args(train.build_parser().parse_args(
+        ["--data", str(small_parallel_tsv(tmp_path / "pairs.tsv")), "--separate-vocabularies", "--vocab-size", "40",
+         "--steps", "4", "--eval-every", "4", "--eval-sentences", "5", "--out", str(tmp_path / "run")]))
+    assert config.joint_vocabulary is False
+    trainer = Trainer(config, show_progress=False)
+    trainer.run()
+    source, target = trainer.source_tokenizer, trainer.target_tokenizer
+    assert "▁chat" in target.pieces(target.encode("le chat"))
+    assert "▁chat" not in source.pieces(source.encode("le chat")), "French is not in the English vocabulary"
+    assert not trainer.model.config.share_embeddings and trainer.model.config.tie_output_projection
+    assert trainer.model.config.src_vocab_size == source.vocab_size
+    assert trainer.model.config.tgt_vocab_size == target.vocab_size
+    saved = load_checkpoint(tmp_path / "run" / "last", device="cpu")
+    assert {"source.model", "target.model"} <= {p.name for p in (tmp_path / "run" / "last").iterdir()}
+    assert saved.target_tokenizer.model_proto == target.model_proto != saved.source_tokenizer.model_proto
+    assert isinstance(saved.translate("the dog sees the cat").text, str)
+
+
+def test_a_joint_vocabulary_is_the_default_and_one_file():
+    config = train.config_from_args(train.build_parser().parse_args(["--data", "copy"]))
+    assert config.joint_vocabulary is True
+
+
+def test_the_model_card_names_the_kind_of_vocabulary():
+    from transformer.export import tokenizer_description
+
+    joint = tokenizer_description({"model_type": "unigram", "vocab_size": 8000, "target_vocab_size": 8000,
+                                   "joint": True})
+    separate = tokenizer_description({"model_type": "unigram", "vocab_size": 6000, "target_vocab_size": 7000,
+                                      "joint": False})
+    assert joint.startswith("one joint sentencepiece unigram model, 8000 pieces")
+    assert "one sentencepiece unigram model per language, 6000 source and 7000 target pieces" in separate
+
+
 # --- resuming ------------------------------------------------------------------------------------
 
 def test_resumed_run_ends_with_exactly_the_weights_of_an_uninterrupted_one(tmp_path):

@@ -70,6 +70,14 @@ def _score_rows(metrics: dict) -> str:
     return "\n".join(rows)
 
 
+def tokenizer_description(tokenizer: dict) -> str:
+    kind = f"sentencepiece {tokenizer['model_type']}"
+    if tokenizer.get("joint", True):
+        return f"one joint {kind} model, {tokenizer['vocab_size']} pieces, trained on the training sources and targets"
+    return (f"one {kind} model per language, {tokenizer['vocab_size']} source and "
+            f"{tokenizer['target_vocab_size']} target pieces, each trained on its side of the training data")
+
+
 def model_card(name: str, metrics: dict, config: dict, command: str, curve: str | None, note: str = "") -> str:
     training = config.get("training", {})
     model = config["model"]
@@ -111,8 +119,7 @@ def model_card(name: str, metrics: dict, config: dict, command: str, curve: str 
         f"rate {training.get('lr')}, Adam (0.9, 0.98), label smoothing {training.get('label_smoothing')}, "
         f"dropout {model['dropout']} (attention {model['attention_dropout']}), batches of "
         f"{training.get('max_tokens')} padded tokens, gradient clipping {training.get('clip_norm')}",
-        f"- Tokenizer: one joint sentencepiece {metrics['tokenizer']['model_type']} model, "
-        f"{metrics['tokenizer']['vocab_size']} pieces, trained on the training sources and targets "
+        f"- Tokenizer: {tokenizer_description(metrics['tokenizer'])} "
         "(cased, raw text; character coverage 1.0; ids pad 0, unk 1, bos 2, eos 3)", "",
     ]
     if files:
@@ -178,7 +185,10 @@ def score_and_plot(stored, original, config: dict, run_dir: Path, name: str,
                         if config.get("averaged_from") else ""),
                      "tokenizer": {"model_type": "word" if training.get("data") in datasets.SYNTHETIC_TASKS
                                    else "unigram",
-                                   "vocab_size": stored.source_tokenizer.vocab_size}}
+                                   "vocab_size": stored.source_tokenizer.vocab_size,
+                                   "target_vocab_size": stored.target_tokenizer.vocab_size,
+                                   "joint": stored.source_tokenizer.model_proto
+                                   == stored.target_tokenizer.model_proto}}
     if training.get("data") == "multi30k":
         src, tgt = training.get("src_lang", "en"), training.get("tgt_lang", "de")
         splits = {s: datasets.load_multi30k(s, src, tgt, args.data_dir) for s in ("val", "test_2016_flickr")}

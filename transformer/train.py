@@ -62,7 +62,8 @@ class TrainConfig:
     tgt_lang: str = "de"
     preset: str = "tiny"
     model: dict = field(default_factory=dict)   # overrides of the preset, e.g. {"d_model": 128}
-    vocab_size: int = 8000
+    vocab_size: int = 8000                # sentencepiece pieces (per language without a joint vocabulary)
+    joint_vocabulary: bool = True         # one tokenizer for both languages; else one each, separate embeddings
     max_tokens: int = 2000                # padded tokens per batch (per process)
     steps: int = 500                      # optimizer updates
     max_minutes: float | None = None      # wall-clock budget; stops early, keeps the last checkpoint
@@ -313,9 +314,10 @@ class Trainer:
             model_config = loaded.model.config
         else:
             torch.manual_seed(config.seed)
-            self.source_tokenizer = self.target_tokenizer = self._shared_tokenizer()
-            vocab = self.source_tokenizer.vocab_size
-            model_config = preset(config.preset, vocab, vocab, **config.model)
+            self.source_tokenizer, self.target_tokenizer = self._shared_tokenizers()
+            overrides = dict(config.model) if config.joint_vocabulary else {**config.model, "share_embeddings": False}
+            model_config = preset(config.preset, self.source_tokenizer.vocab_size, self.target_tokenizer.vocab_size,
+                                  **overrides)
         torch.manual_seed(config.seed)
         self.model = Transformer(model_config).to(self.device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.lr, betas=(0.9, 0.98), eps=1e-9,
@@ -331,13 +333,14 @@ class Trainer:
         self.probes = config.probe_sentences or [self.data.val.sources[0]]
 
     # -- setup helpers --
-    def _shared_tokenizer(self) -> Tokenizer:
-        """Rank 0 trains the tokenizer and the others receive it: sentencepiece is not bit-reproducible."""
+    def _shared_tokenizers(self) -> tuple[Tokenizer, Tokenizer]:
+        """Rank 0 trains the tokenizers and the others receive them: sentencepiece is not bit-reproducible."""
         if not self.distributed:
-            return self._train_tokenizer()
-        proto = [self._train_tokenizer().model_proto if self.rank == 0 else None]
-        dist.broadcast_object_list(proto, src=0)
-        return Tokenizer(proto[0])
+            return self._train_tokenizers()
+        protos = [t.model_proto for t in self._train_tokenizers()] if self.rank == 0 else [None, None]
+        dist.broadcast_object_list(protos, src=0)
+        source = Tokenizer(protos[0])
+        return source, source if protos[1] == protos[0] else Tokenizer(protos[1])
 
     def _all_ranks(self, flag: bool, any_rank: bool) -> bool:
         """Agree on a flag across processes (any rank / all ranks), so they stop or fail together."""
@@ -347,11 +350,18 @@ class Trainer:
         dist.all_reduce(value, op=dist.ReduceOp.MAX if any_rank else dist.ReduceOp.MIN)
         return bool(value.item())
 
-    def _train_tokenizer(self) -> Tokenizer:
+    def _train_tokenizers(self) -> tuple[Tokenizer, Tokenizer]:
+        """(source, target) tokenizers: one joint model twice, or one per language."""
         if self.data.train is None:  # synthetic: one piece per digit
             sample = datasets.synthetic_corpus(self.config.data, 2000, seed=self.config.seed)
-            return Tokenizer.train(sample.sources + sample.targets, vocab_size=64, model_type="word")
-        return Tokenizer.train(self.data.train.sources + self.data.train.targets, vocab_size=self.config.vocab_size)
+            sources, targets, options = sample.sources, sample.targets, dict(vocab_size=64, model_type="word")
+        else:
+            sources, targets = self.data.train.sources, self.data.train.targets
+            options = dict(vocab_size=self.config.vocab_size)
+        if self.config.joint_vocabulary:
+            joint = Tokenizer.train(sources + targets, **options)
+            return joint, joint
+        return Tokenizer.train(sources, **options), Tokenizer.train(targets, **options)
 
     def _filter(self, examples: list[datasets.Example]) -> list[datasets.Example]:
         kept, dropped = datasets.filter_by_length(examples, self.model.config.max_len)
@@ -598,6 +608,8 @@ def build_parser() -> argparse.ArgumentParser:
         add("--" + name.replace("_", "-"), type=kind, help=f"override the preset's {name}")
     add("--norm-first", action="store_true", default=None, help="pre-norm instead of the paper's post-norm")
     add("--separate-embeddings", action="store_true", help="do not share source/target/output embeddings")
+    add("--separate-vocabularies", action="store_true",
+        help="one sentencepiece model per language, each of --vocab-size pieces (implies --separate-embeddings)")
     add("--vocab-size", type=int, default=defaults.vocab_size)
     add("--max-tokens", type=int, default=defaults.max_tokens, help="padded tokens per batch")
     add("--steps", type=int, default=defaults.steps)
@@ -632,7 +644,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     data_name = Path(args.data).stem if args.data.endswith(".tsv") else args.data
     return TrainConfig(
         data=args.data, data_dir=args.data_dir, src_lang=args.src_lang, tgt_lang=args.tgt_lang, preset=args.preset,
-        model=model, vocab_size=args.vocab_size, max_tokens=args.max_tokens, steps=args.steps,
+        model=model, vocab_size=args.vocab_size, joint_vocabulary=not args.separate_vocabularies,
+        max_tokens=args.max_tokens, steps=args.steps,
         max_minutes=args.max_minutes, lr=args.lr, warmup_steps=args.warmup_steps, schedule=args.schedule,
         label_smoothing=args.label_smoothing, clip_norm=args.clip_norm, accumulate=args.accumulate,
         weight_decay=args.weight_decay, seed=args.seed, eval_every=args.eval_every,
