@@ -161,3 +161,12 @@ def test_progress_counts_updates_or_time_whichever_ends_the_run_first():
     assert job("finished", 300, 60).progress() == 1.0
     preparing = jobs.JobState("j", "running", jobs.JobRequest(minutes=1.0), time.time() - 120, 400)
     assert preparing.progress() == 0.0, "data and tokenizer preparation before the first update do not count"
+
+
+def test_time_left_is_the_sooner_of_the_remaining_updates_and_the_time_limit_on_the_trainers_clock():
+    def left(step, elapsed_s, minutes=1.0):  # the job itself started long before its first update
+        return jobs.JobState("j", "running", jobs.JobRequest(steps=400, minutes=minutes), time.time() - 600, 400,
+                             steps=[{"step": step, "elapsed_s": elapsed_s}]).seconds_left()
+    assert left(100, 5) == pytest.approx(15.0), "300 more updates at 20 per second"
+    assert left(100, 40) == pytest.approx(20.0), "the time limit comes first"
+    assert left(100, 90) == 0.0

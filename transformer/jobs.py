@@ -102,14 +102,19 @@ class JobState:
         if self.status == "finished":
             return 1.0
         done = self.step / max(1, self.total_steps)
-        if self.status == "running" and self.steps:  # the time limit counts from the first update on
-            done = max(done, self.steps[-1].get("elapsed_s", 0.0) / max(1.0, self.request.minutes * 60))
+        if self.status == "running":
+            done = max(done, self.training_seconds() / max(1.0, self.request.minutes * 60))
         return min(1.0, done)
+
+    def training_seconds(self) -> float:
+        """Seconds of training so far on the trainer's clock, which the time limit reads: data and tokenizer
+        preparation before the first update do not count."""
+        return self.steps[-1].get("elapsed_s", 0.0) if self.steps else 0.0
 
     def seconds_left(self) -> float | None:
         if self.status != "running" or not self.steps:
             return None
-        elapsed = time.time() - self.started
+        elapsed = self.training_seconds()
         by_steps = elapsed / max(1, self.step) * (self.total_steps - self.step)
         by_time = self.request.minutes * 60 - elapsed
         return max(0.0, min(by_steps, by_time))
