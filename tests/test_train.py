@@ -92,9 +92,23 @@ def test_separate_vocabularies_give_each_language_its_own_tokenizer_and_embeddin
     assert isinstance(saved.translate("the dog sees the cat").text, str)
 
 
-def test_a_joint_vocabulary_is_the_default_and_one_file():
-    config = train.config_from_args(train.build_parser().parse_args(["--data", "copy"]))
+def test_a_joint_vocabulary_is_the_default_one_file_and_one_embedding(tmp_path):
+    config = train.config_from_args(train.build_parser().parse_args(
+        ["--data", str(small_parallel_tsv(tmp_path / "pairs.tsv")), "--vocab-size", "40", "--steps", "2",
+         "--eval-every", "2", "--eval-sentences", "5", "--out", str(tmp_path / "run")]))
     assert config.joint_vocabulary is True
+    trainer = Trainer(config, show_progress=False)
+    trainer.run()
+    assert trainer.source_tokenizer is trainer.target_tokenizer and trainer.model.config.share_embeddings
+    files = {p.name for p in (tmp_path / "run" / "last").iterdir()}
+    assert "tokenizer.model" in files and not {"source.model", "target.model"} & files
+
+
+def test_a_run_that_did_all_its_updates_ended_by_steps_even_past_its_time_limit(tmp_path):
+    final = Trainer(quick_config(tmp_path, "run", steps=1, eval_every=1, max_minutes=1e-9), show_progress=False).run()
+    assert final["step"] == 1 and final["stopped_by"] == "steps"
+    cut = Trainer(quick_config(tmp_path, "cut", steps=2, eval_every=2, max_minutes=1e-9), show_progress=False).run()
+    assert cut["step"] == 1 and cut["stopped_by"] == "time", "with updates left, the clock does end the run"
 
 
 def test_the_model_card_names_the_kind_of_vocabulary():
@@ -106,6 +120,9 @@ def test_the_model_card_names_the_kind_of_vocabulary():
                                       "joint": False})
     assert joint.startswith("one joint sentencepiece unigram model, 8000 pieces")
     assert "one sentencepiece unigram model per language, 6000 source and 7000 target pieces" in separate
+    digits = tokenizer_description({"model_type": "word", "vocab_size": 14, "target_vocab_size": 14, "joint": False,
+                                    "identical": True})
+    assert digits.endswith("(they came out identical: both sides use the same symbols)")
 
 
 # --- resuming ------------------------------------------------------------------------------------

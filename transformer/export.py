@@ -74,8 +74,9 @@ def tokenizer_description(tokenizer: dict) -> str:
     kind = f"sentencepiece {tokenizer['model_type']}"
     if tokenizer.get("joint", True):
         return f"one joint {kind} model, {tokenizer['vocab_size']} pieces, trained on the training sources and targets"
+    same = " (they came out identical: both sides use the same symbols)" if tokenizer.get("identical") else ""
     return (f"one {kind} model per language, {tokenizer['vocab_size']} source and "
-            f"{tokenizer['target_vocab_size']} target pieces, each trained on its side of the training data")
+            f"{tokenizer['target_vocab_size']} target pieces, each trained on its side of the training data{same}")
 
 
 def model_card(name: str, metrics: dict, config: dict, command: str, curve: str | None, note: str = "") -> str:
@@ -187,7 +188,8 @@ def score_and_plot(stored, original, config: dict, run_dir: Path, name: str,
                                    else "unigram",
                                    "vocab_size": stored.source_tokenizer.vocab_size,
                                    "target_vocab_size": stored.target_tokenizer.vocab_size,
-                                   "joint": stored.source_tokenizer.model_proto
+                                   "joint": training.get("joint_vocabulary", True),
+                                   "identical": stored.source_tokenizer.model_proto
                                    == stored.target_tokenizer.model_proto}}
     if training.get("data") == "multi30k":
         src, tgt = training.get("src_lang", "en"), training.get("tgt_lang", "de")

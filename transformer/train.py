@@ -609,7 +609,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--norm-first", action="store_true", default=None, help="pre-norm instead of the paper's post-norm")
     add("--separate-embeddings", action="store_true", help="do not share source/target/output embeddings")
     add("--separate-vocabularies", action="store_true",
-        help="one sentencepiece model per language, each of --vocab-size pieces (implies --separate-embeddings)")
+        help="one sentencepiece model per language, each of --vocab-size pieces (implies --separate-embeddings); "
+             "the digit tasks have the same symbols on both sides, so theirs come out identical")
     add("--vocab-size", type=int, default=defaults.vocab_size)
     add("--max-tokens", type=int, default=defaults.max_tokens, help="padded tokens per batch")
     add("--steps", type=int, default=defaults.steps)
