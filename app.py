@@ -405,7 +405,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         def length_penalty_controls(checkpoint):
             """Beam search in both tabs starts from the length penalty this model's scores were made with."""
-            alpha, scored = checkpoint.length_penalty, "length_penalty" in checkpoint.metrics
+            alpha = checkpoint.length_penalty
+            scored = "length_penalty" in checkpoint.metrics and bool(checkpoint.metrics.get("scores"))
             whose = "this model's scores used" if scored else "neutral: this model has no scores to choose by"
             return (gr.Slider(info=f"Hypotheses kept at each step; finished ones are ranked by log P / length^α, "
                                    f"α = {alpha:g} ({whose})"),

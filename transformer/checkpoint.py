@@ -61,14 +61,17 @@ class Checkpoint:
 
     @property
     def length_penalty(self) -> float:
-        """The beam search length penalty its scores were made with (export chooses one on val for a
-        translation model), else 1.0."""
+        """The beam search length penalty its scores were made with (export chooses one on val for a Multi30K
+        model), else 1.0."""
         return float(self.metrics.get("length_penalty", 1.0))
 
-    def translate(self, text: str, beam_size: int = 1, max_length: int | None = None, **options) -> Translation:
-        """``decoding.translate`` with this checkpoint's tokenizers and length penalty (as the app decodes)."""
+    def translate(self, text: str, beam_size: int = 1, max_length: int | None = None,
+                  length_penalty: float | None = None, **options) -> Translation:
+        """``decoding.translate`` with this checkpoint's tokenizers and, unless given, its length penalty (as the
+        app decodes)."""
         return translate(self.model, self.source_tokenizer, self.target_tokenizer, text, beam_size=beam_size,
-                         length_penalty=self.length_penalty, max_length=max_length, **options)
+                         length_penalty=self.length_penalty if length_penalty is None else length_penalty,
+                         max_length=max_length, **options)
 
 
 def default_device() -> torch.device:
