@@ -459,6 +459,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         @user_errors
         def on_forced(name, sentence, target):
             result = explorer.run_forced(registry.get(name), sentence, target)
+            for note in result.notes:
+                gr.Warning(_as_html(note))
             return explorer.forced_figures(result.translation)
 
         @user_errors

@@ -116,6 +116,13 @@ def test_step_view_clamps_out_of_range_steps(result):
     assert highlighted[-1][0] != "…"
 
 
+def test_forced_decoding_says_when_the_translation_holds_pieces_the_model_cannot_read(reverse):
+    assert explorer.run_forced(reverse, "1 2 3", "3 2 1").notes == []
+    notes = explorer.run_forced(reverse, "1 2 3", "3 😀 1 ☃").notes
+    assert notes == ["2 piece(s) of your translation are unknown to this model's vocabulary (shown as <unk>): their "
+                     "probabilities say little about the words you wrote."]
+
+
 def test_forced_decoding_scores_a_user_translation(reverse):
     good = explorer.run_forced(reverse, "1 2 3", "3 2 1").translation
     bad = explorer.run_forced(reverse, "1 2 3", "1 2 3").translation

@@ -172,6 +172,10 @@ def run_forced(checkpoint: Checkpoint, source: str, target: str, top_k: int = 5)
         raise InputError("Type your own translation in the box first.") from None
     result = forced_decode(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer,
                            cleaned_source, cleaned_target, top_k=top_k)
+    unknown = sum(1 for i in result.predicted_ids if i == checkpoint.target_tokenizer.unk_id)
+    if unknown:
+        target_notes.append(f"{unknown} piece(s) of your translation are unknown to this model's vocabulary "
+                            "(shown as <unk>): their probabilities say little about the words you wrote.")
     return TranslateResult(result, notes + target_notes)
 
 
