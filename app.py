@@ -615,17 +615,18 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
 
         def on_shared_link(current_model, request: gr.Request):
             query = dict(request.query_params) if request else {}
+            # The model list is read afresh: models trained since the server started appear, and a link may name one.
+            names = registry.names()
             try:
-                values = explorer.parse_share_query(query, registry.names())
+                values = explorer.parse_share_query(query, names)
             except explorer.InputError:  # a link with nothing usable opens the app as usual
                 values = {}
             chosen = values.get("model", current_model)
             checkpoint = registry.get(chosen)
             values = explorer.fit_share_values(values, checkpoint)
-            for problem in explorer.share_link_problems(query, registry.names(), checkpoint):
+            for problem in explorer.share_link_problems(query, names, checkpoint):
                 gr.Warning(_as_html(problem))
-            # The model list is read afresh: models trained since the server started appear, and a link may name one.
-            return (gr.Dropdown(choices=registry.names(), value=chosen),
+            return (gr.Dropdown(choices=names, value=chosen),
                     gr.Textbox(value=values["text"]) if "text" in values else gr.Textbox(),
                     gr.Radio(value=values["kind"]) if "kind" in values else gr.Radio(),
                     gr.Radio(value=values["view"]) if "view" in values else gr.Radio(),
