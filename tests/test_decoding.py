@@ -4,8 +4,10 @@ import pytest
 import torch
 
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
-from transformer.decoding import (beam_search, decode_steps, forced_decode, greedy_search, pad_batch, translate,
-                                  translate_batch)
+from transformer.config import ModelConfig
+from transformer.decoding import (beam_search, decode_steps, default_max_length, forced_decode, greedy_search,
+                                  pad_batch, translate, translate_batch)
+from transformer.model import HeadMask, Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID
 
 
@@ -27,6 +29,59 @@ def test_batched_greedy_equals_one_sentence_at_a_time(reverse):
     batch = pad_batch([tok.encode(s) for s in sentences])
     together = greedy_search(reverse.model, batch)
     alone = [greedy_search(reverse.model, torch.tensor([tok.encode(s)]))[0] for s in sentences]
+    assert together == alone
+
+
+@pytest.fixture(scope="module")
+def endless():
+    """An untrained model that can never choose eos (its eos embedding is zero): every search runs to its limit."""
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=32, n_heads=4, n_encoder_layers=2,
+                                    n_decoder_layers=2, d_ff=64, dropout=0.0, max_len=64)).eval()
+    with torch.no_grad():
+        model.tgt_embed.weight[EOS_ID] = 0.0
+    return model
+
+
+def sentences_of_lengths(*lengths):
+    generator = torch.Generator().manual_seed(1)
+    return [torch.randint(4, 30, (n - 1,), generator=generator).tolist() + [EOS_ID] for n in lengths]
+
+
+def test_a_sentence_gets_its_own_length_limit_whatever_it_is_batched_with(endless):
+    short, long = sentences_of_lengths(3, 30)
+    together, ended = greedy_search(endless, pad_batch([short, long]), return_ended=True)
+    assert ended == [False, False]
+    assert [len(row) for row in together] == [default_max_length(endless, 3), default_max_length(endless, 30)]
+    assert together[0] == greedy_search(endless, torch.tensor([short]))[0]
+
+    beams = beam_search(endless, pad_batch([short, long]), beam_size=3)
+    alone = beam_search(endless, torch.tensor([short]), beam_size=3)[0]
+    assert [h.tokens for h in beams[0]] == [h.tokens for h in alone]
+    assert all(not h.ended and len(h.tokens) == default_max_length(endless, 3) for h in beams[0])
+
+
+def test_sentences_leave_the_batch_once_they_have_ended(reverse, monkeypatch):
+    rows_decoded = []
+    decode = reverse.model.decode
+    monkeypatch.setattr(reverse.model, "decode", lambda tgt, *a, **kw: rows_decoded.append(tgt.size(0)) or
+                        decode(tgt, *a, **kw))
+    src = pad_batch([reverse.source_tokenizer.encode(s) for s in ["1 2", "1 2 3 4 5 6 7 8 9"]])
+    assert greedy_search(reverse.model, src)[0] == reverse.target_tokenizer.encode("2 1", add_eos=False)
+    assert rows_decoded[:3] == [2, 2, 2] and set(rows_decoded[3:]) == {1}  # "2", "1", eos, then the long one alone
+
+    rows_decoded.clear()
+    beam_search(reverse.model, src, beam_size=2)
+    assert rows_decoded[0] == 4 and rows_decoded[-1] == 2
+
+
+def test_greedy_search_keeps_each_sentence_with_its_own_head_mask(endless):
+    sentences = sentences_of_lengths(3, 12)
+    masks = torch.ones(2, 2, 4)
+    masks[1, :, 1:] = 0.0  # the second sentence decodes with one head per layer
+    together = greedy_search(endless, pad_batch(sentences), head_mask=HeadMask(cross=masks))
+    alone = [greedy_search(endless, torch.tensor([s]), head_mask=HeadMask(cross=m))[0]
+             for s, m in zip(sentences, masks)]
     assert together == alone
 
 

@@ -57,38 +57,69 @@ def _never_generate(logits: Tensor) -> Tensor:
     return logits
 
 
+def _length_limits(model: Transformer, src: Tensor, max_length: int | None) -> list[int]:
+    """Tokens each sentence of a padded batch may generate: ``max_length``, or by default its own length's.
+
+    Counting each sentence's own tokens, not the batch's padded width, makes
+    its translation independent of the sentences it happens to be batched with.
+    """
+    if max_length is not None:
+        return [max_length] * src.size(0)
+    return [default_max_length(model, n) for n in (src != model.config.pad_id).sum(dim=1).tolist()]
+
+
+def _keep_rows(encoded: EncoderOutput, head_mask: HeadMask | None, cache: DecoderCache,
+               index: Tensor) -> tuple[EncoderOutput, HeadMask | None]:
+    """Shrink a search's batch to rows ``index``: its cache in place, its encoder output and per-row head masks."""
+    cache.reorder(index)
+    encoded = EncoderOutput(encoded.memory.index_select(0, index), encoded.source_mask.index_select(0, index))
+    if head_mask is not None:
+        rows = {name: mask.index_select(0, index) if mask is not None and mask.dim() == 3 else mask
+                for name, mask in vars(head_mask).items()}
+        head_mask = HeadMask(**rows)
+    return encoded, head_mask
+
+
 @torch.inference_mode()
 def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None,
                   head_mask: HeadMask | None = None, positions: bool = True,
                   prefix: Tensor | None = None, return_ended: bool = False):
     """Batched greedy decoding of padded sources (B, S); returns generated ids without bos/eos.
 
+    A sentence leaves the batch once it has ended, so a long sentence does not
+    make the search keep decoding the short ones beside it. ``max_length``
+    defaults to each sentence's own ``default_max_length``.
     ``prefix`` (B, P) forces the first P target tokens (for "what if the model
     had chosen this word?"); they are included in the result. With
     ``return_ended``, also returns for each sentence whether the model ended it
     (eos) rather than running out of length.
     """
-    max_length = max_length or default_max_length(model, src.size(1))
+    limits = _length_limits(model, src, max_length)
     encoded = model.encode(src, head_mask=head_mask, positions=positions)
     cache = DecoderCache()
-    last = torch.full((src.size(0), 1), BOS_ID, dtype=torch.long, device=src.device)
-    finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-    generated = []
+    inputs = torch.full((src.size(0), 1), BOS_ID, dtype=torch.long, device=src.device)
+    rows: list[list[int]] = [[] for _ in limits]
     if prefix is not None and prefix.size(1):
-        last = torch.cat([last, prefix.to(src.device)], dim=1)
-        generated = list(prefix.to(src.device).unbind(dim=1))
-        finished |= (prefix.to(src.device) == EOS_ID).any(dim=1)
-    for _ in range(max(0, max_length - len(generated))):
-        if finished.all():
+        inputs = torch.cat([inputs, prefix.to(src.device)], dim=1)
+        rows = prefix.tolist()
+    ended = [EOS_ID in row for row in rows]
+    in_batch = list(range(len(rows)))  # which sentence each row of the batch holds
+    while True:
+        going_on = [row for row, i in enumerate(in_batch) if not ended[i] and len(rows[i]) < limits[i]]
+        if not going_on:
             break
-        logits = model.decode(last, encoded, cache, head_mask=head_mask, positions=positions).logits[:, -1]
-        next_token = _never_generate(logits.float()).argmax(dim=-1).masked_fill(finished, PAD_ID)
-        generated.append(next_token)
-        finished |= next_token == EOS_ID
-        last = next_token.unsqueeze(1)
-    rows = torch.stack(generated, dim=1).tolist()
+        if len(going_on) < len(in_batch):
+            keep = torch.tensor(going_on, device=src.device)
+            encoded, head_mask = _keep_rows(encoded, head_mask, cache, keep)
+            inputs, in_batch = inputs.index_select(0, keep), [in_batch[row] for row in going_on]
+        logits = model.decode(inputs, encoded, cache, head_mask=head_mask, positions=positions).logits[:, -1]
+        next_tokens = _never_generate(logits.float()).argmax(dim=-1)
+        for i, token in zip(in_batch, next_tokens.tolist()):
+            rows[i].append(token)
+            ended[i] = token == EOS_ID
+        inputs = next_tokens.unsqueeze(1)
     stripped = [_strip(row) for row in rows]
-    return (stripped, [EOS_ID in row for row in rows]) if return_ended else stripped
+    return (stripped, ended) if return_ended else stripped
 
 
 @dataclass
@@ -125,12 +156,14 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     Each step ranks the 2k best continuations of the k live beams. Those that
     end in eos (within the top k) become finished hypotheses, scored as
     log P / length^``length_penalty`` (length counts the eos); the best k of the
-    others live on. A sentence is done when it has k finished hypotheses.
-    Returns, per sentence, its hypotheses sorted best first (and, with
-    ``return_steps``, the per-step beams of each sentence for visualisation).
+    others live on. A sentence is done when it has k finished hypotheses, and
+    then leaves the batch. ``max_length`` defaults to each sentence's own
+    ``default_max_length``. Returns, per sentence, its hypotheses sorted best
+    first (and, with ``return_steps``, the per-step beams of each sentence for
+    visualisation).
     """
     batch, k = src.size(0), beam_size
-    max_length = max_length or default_max_length(model, src.size(1))
+    limits = _length_limits(model, src, max_length)
     encoded = _repeat_encoded(model.encode(src, head_mask=head_mask, positions=positions), k)
     cache = DecoderCache()
     device = src.device
@@ -138,19 +171,21 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     scores[:, 0] = 0.0  # all beams start identical: keep one alive
     tokens = torch.full((batch * k, 1), BOS_ID, dtype=torch.long, device=device)
     finished: list[list[BeamHypothesis]] = [[] for _ in range(batch)]
-    done = [False] * batch
     steps: list[list[BeamStep]] = [[] for _ in range(batch)]
-    batch_offsets = (torch.arange(batch, device=device) * k).unsqueeze(1)
+    in_batch = list(range(batch))  # which sentence each group of k rows holds
 
-    for step in range(max_length + 1):  # up to max_length tokens, then an eos
+    for step in range(max(limits) + 1):  # up to a sentence's limit in tokens, then an eos
         logits = model.decode(tokens[:, -1:], encoded, cache, head_mask=head_mask,
                               positions=positions).logits[:, -1].float()
         log_probs = _never_generate(torch.log_softmax(logits, dim=-1))
-        if step == max_length:  # out of room: every live beam must end here
-            log_probs[:, :EOS_ID] = float("-inf")
-            log_probs[:, EOS_ID + 1:] = float("-inf")
+        log_probs = log_probs.view(len(in_batch), k, -1)
+        at_limit = [row for row, b in enumerate(in_batch) if step == limits[b]]
+        if at_limit:  # out of room: every live beam of these sentences must end here
+            at_limit = torch.tensor(at_limit, device=device)
+            log_probs[at_limit, :, :EOS_ID] = float("-inf")
+            log_probs[at_limit, :, EOS_ID + 1:] = float("-inf")
         vocab = log_probs.size(-1)
-        candidates = (scores.unsqueeze(-1) + log_probs.view(batch, k, vocab)).view(batch, -1)
+        candidates = (scores.unsqueeze(-1) + log_probs).view(len(in_batch), -1)
         top_scores, top_index = candidates.topk(min(2 * k, candidates.size(1)), dim=1)
         top_beams, top_tokens = top_index // vocab, top_index % vocab
         is_eos = top_tokens == EOS_ID
@@ -158,31 +193,36 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
         eos_rows, eos_cols = (is_eos[:, :k] & torch.isfinite(top_scores[:, :k])).nonzero(as_tuple=True)
         added: set[tuple[int, int]] = set()
         if len(eos_rows):
-            prefixes = tokens.view(batch, k, -1)[eos_rows, top_beams[eos_rows, eos_cols], 1:].tolist()
-            for b, col, prefix in zip(eos_rows.tolist(), eos_cols.tolist(), prefixes):
-                if done[b] or len(finished[b]) >= k:
+            prefixes = tokens.view(len(in_batch), k, -1)[eos_rows, top_beams[eos_rows, eos_cols], 1:].tolist()
+            for row, col, prefix in zip(eos_rows.tolist(), eos_cols.tolist(), prefixes):
+                b = in_batch[row]
+                if len(finished[b]) >= k:
                     continue
-                log_prob = top_scores[b, col].item()
+                log_prob = top_scores[row, col].item()
                 finished[b].append(BeamHypothesis(prefix, log_prob, log_prob / (len(prefix) + 1) ** length_penalty,
-                                                  ended=step < max_length))
-                added.add((b, col))
+                                                  ended=step < limits[b]))
+                added.add((row, col))
         live_scores = top_scores.masked_fill(is_eos, float("-inf"))
         scores, keep = live_scores.topk(k, dim=1)
-        for b in range(batch):
-            if done[b]:
-                continue
-            done[b] = len(finished[b]) >= k
-            if return_steps:  # a sentence that is done extends none of its live beams
-                finals = [(b, c) in added for c in range(top_scores.size(1))]
-                steps[b].append(BeamStep(top_beams[b].tolist(), top_tokens[b].tolist(), top_scores[b].tolist(),
-                                         finals, [] if done[b] else keep[b].tolist()))
-        if all(done):
+        going_on = [row for row, b in enumerate(in_batch) if len(finished[b]) < k and step < limits[b]]
+        if return_steps:  # a sentence that is done extends none of its live beams
+            for row, b in enumerate(in_batch):
+                finals = [(row, c) in added for c in range(top_scores.size(1))]
+                kept = keep[row].tolist() if len(finished[b]) < k and step < limits[b] else []
+                steps[b].append(BeamStep(top_beams[row].tolist(), top_tokens[row].tolist(),
+                                         top_scores[row].tolist(), finals, kept))
+        if not going_on:
             break
 
-        chosen_beams = top_beams.gather(1, keep)
-        chosen_tokens = top_tokens.gather(1, keep)
-        reorder = (batch_offsets + chosen_beams).view(-1)
+        # The live beams' rows, in order; sentences that are done leave the batch.
+        rows = torch.tensor(going_on, device=device)
+        chosen_beams, chosen_tokens = top_beams.gather(1, keep)[rows], top_tokens.gather(1, keep)[rows]
+        reorder = (rows.unsqueeze(1) * k + chosen_beams).view(-1)
         cache.reorder(reorder)
+        if len(going_on) < len(in_batch):
+            encoded = EncoderOutput(encoded.memory.index_select(0, reorder),
+                                    encoded.source_mask.index_select(0, reorder))
+            scores, in_batch = scores[rows], [in_batch[row] for row in going_on]
         tokens = torch.cat([tokens.index_select(0, reorder), chosen_tokens.view(-1, 1)], dim=1)
 
     results = [sorted(hyps, key=lambda h: h.score, reverse=True) for hyps in finished]
