@@ -4,6 +4,7 @@ import dataclasses
 import json
 import shutil
 
+import gradio as gr
 import pytest
 
 from transformer import explorer, figures
@@ -159,10 +160,16 @@ def test_registry_keeps_serving_when_a_listed_checkpoint_is_broken(tmp_path):
     assert registry.get("good") is good
 
 
-def test_parameter_table_adds_up(reverse):
-    rows = explorer.parameter_table(reverse)
+def test_parameter_table_adds_up_and_reads_with_thousands_separators(registry):
+    bundled = registry.get("multi30k-en-de")
+    table = explorer.parameter_table(bundled)
+    rows = table.data.values.tolist()
     assert rows[-1][0] == "total"
-    assert sum(row[1] for row in rows[:-1]) == rows[-1][1] == reverse.model.num_parameters()
+    assert sum(row[1] for row in rows[:-1]) == rows[-1][1] == bundled.model.num_parameters()
+    assert sum(row[2] for row in rows[:-1]) == pytest.approx(1.0)
+    shown = gr.Dataframe(interactive=False).postprocess(table)
+    assert shown.data[-1] == ["total", bundled.model.num_parameters(), 1.0], "sorted as numbers"
+    assert shown.metadata["display_value"][-1] == ["total", f"{bundled.model.num_parameters():,}", "100.0%"]
 
 
 def test_positional_views_accept_odd_and_out_of_range_values():

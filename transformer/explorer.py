@@ -23,8 +23,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas
 import plotly.graph_objects as go
 import torch
+from pandas.io.formats.style import Styler
 
 from . import analysis, figures, interventions, jobs
 from .checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
@@ -354,8 +356,12 @@ def positional_views(d_model: int, length: int, dimensions: str) -> tuple[go.Fig
 
 # --- model tab -----------------------------------------------------------------------------------
 
-def parameter_table(checkpoint: Checkpoint) -> list[list]:
-    """[module, parameters, share] rows for the Model tab; a shared embedding is counted once."""
+def parameter_table(checkpoint: Checkpoint) -> Styler:
+    """Parameters per module for the Model tab; a shared embedding is counted once.
+
+    Counts and shares stay numbers, so the table sorts by them, and read with
+    thousands separators and as percentages.
+    """
     model = checkpoint.model
     seen: set[int] = set()
     rows = []
@@ -375,9 +381,10 @@ def parameter_table(checkpoint: Checkpoint) -> list[list]:
             if id(p) not in seen:
                 seen.add(id(p))
                 count += p.numel()
-        rows.append([name, count, f"{count / total:.1%}"])
-    rows.append(["total", total, "100%"])
-    return rows
+        rows.append([name, count, count / total])
+    rows.append(["total", total, 1.0])
+    table = pandas.DataFrame(rows, columns=["module", "parameters", "share"])
+    return table.style.format({"parameters": "{:,}", "share": "{:.1%}"})
 
 
 def config_rows(checkpoint: Checkpoint) -> list[list]:
