@@ -239,7 +239,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     importance_summary = gr.Markdown()
                 with gr.Accordion("Override a token", open=False):
                     gr.Markdown("Pick a decoding step and force another token there; the model continues "
-                                "greedily from it.")
+                                "greedily from it. The unmodified run keeps the model's own token at that step and "
+                                "continues greedily too, so only the forced token differs (after beam search it "
+                                "can differ from the translation shown).")
                     with gr.Row():
                         override_step = gr.Slider(1, 2, value=1, step=1, label="Step")
                         override_choice = gr.Dropdown([], label="Candidate from the top-k", allow_custom_value=True,

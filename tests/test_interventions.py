@@ -17,6 +17,11 @@ def reverse():
     return load_checkpoint(REPOSITORY_CHECKPOINTS / "reverse-tiny", device="cpu")
 
 
+@pytest.fixture(scope="module")
+def bundled():
+    return load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu")
+
+
 def logits(checkpoint, head_mask=None, positions=True, model=None):
     model = model or checkpoint.model
     src = torch.tensor([checkpoint.source_tokenizer.encode("3 1 4 1 5")])
@@ -64,6 +69,18 @@ def test_token_override_continues_from_the_forced_prefix(reverse):
     assert after.predicted_ids[0] == tr.predicted_ids[0]
     assert after.predicted_pieces[1] == "▁9"
     assert after.text.split()[:2] == ["5", "9"]
+    assert comparison.before.text == tr.text == "5 4 3 2 1"
+
+
+def test_forcing_the_token_the_model_chose_changes_nothing_even_after_beam_search(bundled):
+    sentence = "Two dogs play in the snow near a tree."
+    beam = explorer.run_translation(bundled, sentence, "beam", 5).translation
+    greedy = bundled.translate(sentence)
+    assert beam.text != greedy.text, "a sentence where beam search and greedy decoding part ways"
+    for step in (1, 3):
+        same = interventions.override_token(bundled, beam, step, beam.predicted_ids[step - 1])
+        assert same.after.text == same.before.text
+        assert same.before.predicted_ids[:step] == beam.predicted_ids[:step]
 
 
 def test_removing_positions_changes_the_encoder_output(reverse):

@@ -142,7 +142,13 @@ def ranked_heads(importance: dict[str, torch.Tensor]) -> list[tuple[str, str, fl
 
 def override_token(checkpoint: Checkpoint, translation: Translation, step: int, token: str | int,
                    max_length: int | None = None) -> Comparison:
-    """Force ``token`` at decoding ``step`` (1-based) and let the model continue greedily from there."""
+    """Force ``token`` at decoding ``step`` (1-based) and let the model continue greedily from there.
+
+    The unmodified run keeps the translation's own token at that step and
+    continues greedily too, so the two differ only by the forced token, even
+    when the translation came from beam search (whose later steps greedy
+    decoding need not repeat): forcing the token the model chose changes nothing.
+    """
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
     step = max(1, min(translation.num_steps, int(step)))
     token_id = token if isinstance(token, int) else tgt_tok.id_of(token)
@@ -152,12 +158,20 @@ def override_token(checkpoint: Checkpoint, translation: Translation, step: int, 
         token_id = tgt_tok.id_of("▁" + str(token).lstrip("▁"))  # a typed word: try it as a word start
         if token_id == tgt_tok.unk_id:
             raise InputError(f"“{token}” is not a piece of this model's vocabulary; pick one from the list.")
-    prefix = translation.predicted_ids[: step - 1] + [token_id]
     src = torch.tensor([translation.source_ids], device=model.device)
-    continued = greedy_search(model, src, max_length, prefix=torch.tensor([prefix], device=model.device))[0]
-    after = forced_decode(model, src_tok, tgt_tok, translation.source_ids, continued)
-    after.source_text = translation.source_text
-    return Comparison(translation, after, f"step {step} forced to {tgt_tok.piece(token_id)}, continued greedily")
+
+    def continued_from(forced: list[int]) -> Translation:
+        rows, ended = greedy_search(model, src, max_length, prefix=torch.tensor([forced], device=model.device),
+                                    return_ended=True)
+        result = forced_decode(model, src_tok, tgt_tok, translation.source_ids, rows[0], ended=ended[0])
+        result.source_text = translation.source_text
+        return result
+
+    kept = translation.predicted_ids[:step]
+    before = continued_from(kept)
+    after = before if token_id == kept[-1] else continued_from(kept[:-1] + [token_id])
+    return Comparison(before, after, f"step {step} forced to {tgt_tok.piece(token_id)}; both runs continue "
+                                     f"greedily from step {step}")
 
 
 def without_positions(checkpoint: Checkpoint, text: str, beam_size: int = 1,
