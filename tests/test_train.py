@@ -111,6 +111,16 @@ def test_a_run_that_did_all_its_updates_ended_by_steps_even_past_its_time_limit(
     assert cut["step"] == 1 and cut["stopped_by"] == "time", "with updates left, the clock does end the run"
 
 
+def test_a_run_cut_short_by_its_time_limit_still_evaluates_along_the_way(tmp_path):
+    config = quick_config(tmp_path, "clock", steps=100_000, eval_every=100_000, max_minutes=0.05,
+                          eval_every_minutes=0.005, eval_sentences=5)
+    trainer = Trainer(config, show_progress=False)
+    final = trainer.run()
+    assert final["stopped_by"] == "time"
+    evaluated_at = [record["step"] for record in trainer.history]
+    assert len(evaluated_at) >= 3 and evaluated_at == sorted(set(evaluated_at)), "spread over the run, not only at its end"
+
+
 def test_the_model_card_names_the_kind_of_vocabulary():
     from transformer.export import tokenizer_description
 

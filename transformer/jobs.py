@@ -222,9 +222,10 @@ class JobManager:
         else:
             raise JobError(f"unknown data choice {request.data!r}")
         name = re.sub(r"[^a-z0-9-]", "", f"{label}-{request.preset}-{stamp}")
+        # Evaluations by the clock too, so a run its time limit cuts short still draws its curves and replay.
         return TrainConfig(data=data, preset=request.preset, steps=request.steps, max_minutes=request.minutes,
-                           schedule="cosine", out_dir=str(self.work_dir / name), probe_sentences=probe,
-                           keep_checkpoints=1, **extra)
+                           eval_every_minutes=request.minutes / 10, schedule="cosine",
+                           out_dir=str(self.work_dir / name), probe_sentences=probe, keep_checkpoints=1, **extra)
 
     def _update(self, **changes) -> None:
         with self._lock:

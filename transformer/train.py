@@ -76,6 +76,7 @@ class TrainConfig:
     weight_decay: float = 0.0
     seed: int = 0
     eval_every: int = 100
+    eval_every_minutes: float | None = None   # also evaluate this often by the clock (runs a time limit cuts short)
     eval_sentences: int | None = None     # cap on validation sentences decoded for BLEU
     out_dir: str = "runs/reverse-tiny"
     precision: str = "auto"               # auto | bf16 | fp32
@@ -98,6 +99,8 @@ class TrainConfig:
             raise ValueError("lr must be positive and label_smoothing in [0, 1)")
         if self.eval_sentences is not None and self.eval_sentences < 1:
             raise ValueError("eval_sentences must be at least 1")
+        if self.eval_every_minutes is not None and self.eval_every_minutes <= 0:
+            raise ValueError("eval_every_minutes must be positive")
 
 
 # --- schedule ------------------------------------------------------------------------------------
@@ -528,6 +531,7 @@ class Trainer:
                         dynamic_ncols=True, desc="train")
         stopped_by = "steps"
         window_tokens, window_start = 0, time.monotonic()
+        last_eval_s = 0.0
         final = {}
         while self.step < config.steps:
             examples, batches = self._epoch_batches(self.epoch)
@@ -557,8 +561,13 @@ class Trainer:
                 if self._all_ranks(self.cancel.is_set() or out_of_time, any_rank=True):
                     stopped_by = "cancel" if self.cancel.is_set() else "time"
                     break
-                if self.step % config.eval_every == 0 and self.step < config.steps:
+                eval_due = self.step % config.eval_every == 0
+                if config.eval_every_minutes is not None:  # the ranks agree, as their clocks may not
+                    clock_due = metrics["elapsed_s"] - last_eval_s >= 60 * config.eval_every_minutes
+                    eval_due = self._all_ranks(eval_due or clock_due, any_rank=True)
+                if eval_due and self.step < config.steps:
                     self._after_eval(self.evaluate())
+                    last_eval_s = time.monotonic() - started
             if stopped_by != "steps":
                 break
             if self.step < config.steps:
@@ -624,6 +633,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--weight-decay", type=float, default=defaults.weight_decay)
     add("--seed", type=int, default=defaults.seed)
     add("--eval-every", type=int, default=defaults.eval_every)
+    add("--eval-every-minutes", type=float, help="also evaluate this often by the clock")
     add("--eval-sentences", type=int)
     add("--out", default=None, help="run directory (default runs/<data>-<preset>)")
     add("--resume", metavar="RUN_DIR", help="continue the run saved in RUN_DIR/last")
@@ -650,6 +660,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         max_minutes=args.max_minutes, lr=args.lr, warmup_steps=args.warmup_steps, schedule=args.schedule,
         label_smoothing=args.label_smoothing, clip_norm=args.clip_norm, accumulate=args.accumulate,
         weight_decay=args.weight_decay, seed=args.seed, eval_every=args.eval_every,
+        eval_every_minutes=args.eval_every_minutes,
         eval_sentences=args.eval_sentences, out_dir=args.out or f"runs/{data_name}-{args.preset}",
         precision=args.precision, keep_checkpoints=args.keep_checkpoints, average_last=args.average_last,
         probe_sentences=args.probe, threads=args.threads)
