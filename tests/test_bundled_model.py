@@ -100,6 +100,27 @@ def test_the_readme_python_example_runs_and_shows_what_it_says(monkeypatch, caps
     assert "</s>" in capsys.readouterr().out, "the step loop printed every token, the end included"
 
 
+def mean_entropy_per_layer(attention: torch.Tensor) -> list[float]:
+    """(layers, heads, queries, keys) attention to each layer's mean entropy over heads and queries, in nats."""
+    return (-(attention * attention.clamp_min(1e-12).log()).sum(-1)).mean(dim=(1, 2)).tolist()
+
+
+def test_the_classroom_tours_claims_about_layers_hold(model):
+    """README tour, steps 1 and 3: the first layer's cross-attention is the most spread out, the last points."""
+    from transformer import explorer
+
+    example = explorer.run_translation(model, "A young girl is playing with a red ball in the park.", "beam", 5)
+    entropy = mean_entropy_per_layer(example.translation.cross_attention)
+    assert entropy[0] == max(entropy) and entropy[-1] < entropy[0] / 2
+    reverse = load_checkpoint(REPOSITORY_CHECKPOINTS / "reverse-tiny", device="cpu")
+    digits = explorer.run_translation(reverse, "3 1 4 1 5 9 2 6", "beam", 5).translation
+    assert digits.text == "6 2 9 5 1 4 1 3"
+    layer_2 = digits.cross_attention[1]  # (heads, target, source): the anti-diagonal, every head
+    reading = layer_2[:, :8, :8].argmax(-1)  # for each of the 8 digits produced, the source digit most attended
+    assert (reading == torch.arange(7, -1, -1)).float().mean() >= 0.75
+    assert mean_entropy_per_layer(digits.cross_attention)[0] > mean_entropy_per_layer(digits.cross_attention)[1]
+
+
 def test_the_classroom_tours_bag_of_words_claim_holds(model):
     """README tour, step 5: without positions both sentences get the same answer, quoted there."""
     from transformer import interventions
