@@ -6,6 +6,7 @@ import shutil
 
 import gradio as gr
 import pytest
+import torch
 
 from transformer import explorer, figures
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
@@ -194,3 +195,13 @@ def test_the_input_box_is_labelled_by_what_the_model_reads(reverse):
     assert explorer.source_label(multi30k) == "English sentence"
     uploaded = dataclasses.replace(reverse, info={"source_lang": "en", "training": {"data": "runs/x.tsv"}})
     assert explorer.source_label(uploaded) == "Source sentence", "an upload records default language codes"
+
+
+def test_head_ranking_summary_separates_heads_that_barely_matter_from_heads_better_left_out():
+    importance = {"encoder": torch.tensor([[0.5, -0.01], [0.0, 2.0]]),
+                  "cross": torch.tensor([[-0.3, 0.02], [1.0, 0.001]])}
+    _, summary = explorer.importance_views(importance, "one sentence")
+    lines = summary.split("  \n")
+    assert lines[0] == "**Most important:** encoder L2H2 (+2.00), cross L2H1 (+1.00), encoder L1H1 (+0.50)."
+    assert lines[1] == "**Barely matter:** encoder L2H1 (+0.00), cross L2H2 (+0.00), encoder L1H2 (-0.01)."
+    assert lines[2] == "**The translation became more likely without:** cross L1H1 (-0.30), encoder L1H2 (-0.01)."

@@ -535,11 +535,14 @@ def comparison_views(comparison: interventions.Comparison, attention_kind: str =
 
 def importance_views(importance: dict[str, torch.Tensor], title: str) -> tuple[go.Figure, str]:
     ranked = interventions.ranked_heads(importance)
-    most = ", ".join(f"{kind} {label} ({drop:+.2f})" for kind, label, drop in ranked[:3])
-    least = ", ".join(f"{kind} {label} ({drop:+.2f})" for kind, label, drop in ranked[-3:])
-    summary = (f"**Most important:** {most}.  \n**Least important:** {least}.  \n"
-               "Numbers are the drop in log-probability (nats) of the translation when that head alone is off; "
-               "a negative drop means the translation became more likely without the head.")
+    listed = lambda heads: ", ".join(f"{kind} {label} ({drop:+.2f})" for kind, label, drop in heads)  # noqa: E731
+    lines = [f"**Most important:** {listed(ranked[:3])}.",
+             f"**Barely matter:** {listed(sorted(ranked, key=lambda item: abs(item[2]))[:3])}."]
+    better_without = [item for item in reversed(ranked) if item[2] < 0][:3]
+    if better_without:
+        lines.append(f"**The translation became more likely without:** {listed(better_without)}.")
+    summary = ("  \n".join(lines) + "  \nNumbers are the drop in log-probability (nats) of the translation when "
+               "that head alone is off.")
     return figures.head_importance_heatmaps(importance, title), summary
 
 
