@@ -432,6 +432,10 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     *length_penalty_controls(checkpoint))
 
         @user_errors
+        def check_sentence(sentence) -> None:
+            explorer.clean_text(sentence)  # an empty box raises
+
+        @user_errors
         def on_translate(name, sentence, decoding_mode, beam, max_tokens):
             checkpoint = registry.get(name)
             result = explorer.run_translation(checkpoint, sentence, decoding_mode, beam, max_tokens)
@@ -713,12 +717,16 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
         attention_inputs = [translation_state, kind, view, layer, head, average]
 
         def translate_then_render(trigger, api_name):
-            (trigger(on_translate, translate_inputs, translate_outputs, api_name=api_name)
+            # An empty box is refused by a check with no outputs, so the last translation stays in view rather
+            # than under error badges; the API endpoint itself still answers an empty sentence with an error.
+            (trigger(check_sentence, text, None, api_name=False, show_progress="hidden")
+             .success(on_translate, translate_inputs, translate_outputs, api_name=api_name)
              .then(on_step, step_inputs, step_outputs, api_name=False)
              .then(on_attention, attention_inputs, attention_plot, api_name=False))
 
         translate_then_render(translate_button.click, "translate")
         translate_then_render(text.submit, False)
+        translate_then_render(example_list.load_input_event.then, False)  # clicking an example translates it
         decoding.change(lambda mode: gr.Slider(interactive=mode == "beam"), decoding, beam_size, api_name=False)
         # Only the user's own moves trigger a redraw here: after a translation the chain above redraws once.
         # Sliders also take typed numbers, and Gradio refuses one out of range with a message; the redraws

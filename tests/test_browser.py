@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app import build_app, close_app
+from app import EXAMPLES, REVERSE_EXAMPLES, build_app, close_app
 from transformer import explorer, jobs
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 
@@ -43,6 +43,33 @@ def browser():
 
 def plot_title(page, elem_id: str) -> str:
     return page.locator(f"#{elem_id} .js-plotly-plot .gtitle").first.text_content()
+
+
+def translation_text(page) -> str:
+    return page.locator("#translation textarea, #translation input").first.input_value()
+
+
+def test_clicking_an_example_translates_it_and_an_empty_box_keeps_the_last_translation(app_url, browser):
+    url, model = app_url
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.goto(url)
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page.wait_for_function("() => document.querySelector('#translation textarea').value.length > 0", timeout=60_000)
+    first = translation_text(page)
+    example = (REVERSE_EXAMPLES if model.startswith("reverse") else EXAMPLES)[2]
+    page.get_by_text(example, exact=True).click()
+    page.wait_for_function("old => document.querySelector('#translation textarea').value !== old", arg=first,
+                           timeout=60_000)
+    assert page.locator("#source-text textarea").input_value() == example
+    shown = translation_text(page)
+
+    page.locator("#source-text textarea").fill("")
+    page.locator("#translate-button").click()
+    toast = page.locator("[data-testid='toast-body']").filter(has_text="the text box is empty")
+    toast.wait_for(timeout=30_000)
+    assert translation_text(page) == shown, "the last translation stays in view"
+    assert page.locator("#translation .error").count() == 0
+    page.close()
 
 
 def test_translate_step_through_and_see_the_heatmaps(app_url, browser, tmp_path):
