@@ -148,6 +148,8 @@ def test_a_shared_link_that_cannot_be_followed_says_why():
     assert "'gone-model' is not on this server; reverse-tiny is open instead" in missing
     words, = explorer.share_link_problems({"model": "reverse-tiny", "text": "The dog"}, names, tiny)
     assert "not for reverse-tiny, which reads digits" in words
+    cut, = explorer.share_link_problems({"model": "reverse-tiny", "text": "1 " * 600}, names, tiny)
+    assert cut == "The link's sentence was changed: The input was cut to its first 1000 characters."
 
 
 def test_training_writes_probe_attention_at_every_evaluation(tmp_path):

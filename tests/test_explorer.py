@@ -38,6 +38,13 @@ def test_control_characters_are_replaced_and_noted():
     assert cleaned == "3 1 4" and notes
 
 
+def test_text_direction_overrides_are_removed_so_the_sentence_shows_in_reading_order():
+    cleaned, notes = explorer.clean_text("A man \u202eedir\u202c a horse \u2067here\u2069.")
+    assert cleaned == "A man edir a horse here."
+    assert notes == ["Text-direction control characters were removed."]
+    assert explorer.clean_text("A family \U0001F468\u200d\U0001F469 waves.")[1] == [], "joiners in emoji stay"
+
+
 def test_very_long_input_is_cut_with_a_note():
     cleaned, notes = explorer.clean_text("a" * 5000)
     assert len(cleaned) == explorer.MAX_INPUT_CHARS and "cut" in notes[0]

@@ -295,6 +295,11 @@ def test_cli_reports_a_malformed_tsv_with_exit_code_2(tmp_path, caplog):
     with caplog.at_level(logging.ERROR):
         assert train.main(["--data", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
     assert "few.tsv has only 2 usable pairs; at least 20 are needed" in caplog.text
+    path.write_text("one\teins\ntwo zwei\n")
+    with caplog.at_level(logging.ERROR):
+        assert train.main(["--data", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    assert ("few.tsv has only 1 usable pair; at least 20 are needed (1 row skipped, first few.tsv line 2: no tab "
+            "between source and target)") in caplog.text
 
 
 def test_cli_rejects_an_unknown_preset_as_a_usage_error(capsys):

@@ -169,6 +169,20 @@ def _check_pairs(rows: list[tuple[int, str, str]], origin: str) -> ParallelCorpu
     return corpus
 
 
+MIN_TRAINING_PAIRS = 20  # fewer leave no validation split worth the name
+
+
+def load_training_tsv(path: str | Path) -> ParallelCorpus:
+    """A parallel TSV to train on: ``load_parallel_tsv``, refused when too few pairs are usable."""
+    corpus = load_parallel_tsv(path)
+    if len(corpus) < MIN_TRAINING_PAIRS:
+        plural = lambda count, noun: f"{count} {noun}{'' if count == 1 else 's'}"  # noqa: E731
+        pairs = plural(len(corpus), "usable pair")
+        skipped = f" ({plural(corpus.skipped, 'row')} skipped, first {corpus.problems[0]})" if corpus.problems else ""
+        raise DataError(f"{Path(path).name} has only {pairs}; at least {MIN_TRAINING_PAIRS} are needed{skipped}")
+    return corpus
+
+
 def load_parallel_tsv(path: str | Path) -> ParallelCorpus:
     """source<TAB>target per line (Tatoeba/Anki format; further columns such as attribution are ignored)."""
     path = Path(path)

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 MAX_INPUT_CHARS = 1000
 MAX_BEAM = 8
 TARGET_TOKENS = (5, 200)  # the range of "Maximum target tokens" in the app
+DIRECTION_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])  # LRE..RLO, LRI..PDI
 LONG_SOURCE_PIECES = 64  # beyond this, a note warns that the models here learned from far shorter sentences
 ATTENTION_KINDS = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention",
                    "cross": "Cross-attention (decoder → encoder)"}
@@ -62,6 +63,11 @@ def clean_text(text: str | None, limit: int = MAX_INPUT_CHARS) -> tuple[str, lis
     cleaned = " ".join(cleaned.split())
     if cleaned != " ".join(text.split()):
         notes.append("Control characters were replaced by spaces.")
+    # Text-direction overrides and isolates would make the sentence display in an order it is not read in.
+    without_overrides = cleaned.translate(DIRECTION_CONTROLS)
+    if without_overrides != cleaned:
+        cleaned = " ".join(without_overrides.split())
+        notes.append("Text-direction control characters were removed.")
     if not cleaned:
         raise InputError("Type a sentence to translate first (the text box is empty).")
     if len(cleaned) > limit:
@@ -700,6 +706,8 @@ def share_link_problems(params: dict, names: list[str], checkpoint: Checkpoint) 
         wanted = "digits" if uses_digits(checkpoint) else "words"
         problems.append(f"The link's sentence is not for {checkpoint.name}, which reads {wanted}; an example is "
                         "shown instead.")
+    elif params.get("text") and params["text"].strip():
+        problems += [f"The link's sentence was changed: {note}" for note in clean_text(params["text"])[1]]
     return problems
 
 

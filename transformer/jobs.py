@@ -60,10 +60,7 @@ def read_upload(path: str | Path, limit: int = MAX_UPLOAD_BYTES) -> datasets.Par
     size = path.stat().st_size
     if size > limit:
         raise datasets.DataError(f"{path.name} is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB")
-    corpus = datasets.load_parallel_tsv(path)
-    if len(corpus) < 20:
-        raise datasets.DataError(f"{path.name} has only {len(corpus)} usable pairs; at least 20 are needed")
-    return corpus
+    return datasets.load_training_tsv(path)
 
 
 @dataclass

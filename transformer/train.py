@@ -161,11 +161,9 @@ def load_datasets(config: TrainConfig) -> Datasets:
     if not path.is_file():
         raise datasets.DataError(f"--data must be copy, reverse, sort, multi30k or an existing .tsv file; "
                                  f"{config.data!r} is none of these")
-    corpus = datasets.load_parallel_tsv(path)
+    corpus = datasets.load_training_tsv(path)
     if corpus.skipped:
         log.warning("skipped %d malformed rows of %s: %s", corpus.skipped, path.name, "; ".join(corpus.problems[:3]))
-    if len(corpus) < 20:
-        raise datasets.DataError(f"{path.name} has only {len(corpus)} usable pairs; at least 20 are needed")
     rng = random.Random(config.seed)
     order = list(range(len(corpus)))
     rng.shuffle(order)
