@@ -305,7 +305,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     with gr.Row():
                         csv_button = gr.Button("Raw attention as CSV")
                         npz_button = gr.Button("Raw attention as NPZ")
-                        svg_button = gr.Button("Attention heatmap as SVG")
+                        svg_button = gr.Button("The Translate tab's heatmap as SVG")
                         share_button = gr.Button("Link to this sentence and view")
                     export_file = gr.File(label="Download", interactive=False)
                     share_link = gr.Textbox(label="Link", interactive=False, buttons=["copy"])
