@@ -180,6 +180,15 @@ def test_parameter_table_adds_up_and_reads_with_thousands_separators(registry):
     assert shown.metadata["display_value"][-1] == ["total", f"{bundled.model.num_parameters():,}", "100.0%"]
 
 
+def test_positional_lines_draw_each_dimension_once_name_it_and_stay_readable():
+    _, single, _ = explorer.positional_views(64, 50, "-3, 2")
+    assert [trace.name for trace in single.data] == ["dim 2 (sin)"] and single.layout.showlegend
+    _, repeated, _ = explorer.positional_views(64, 50, ", ".join(["0"] * 200 + ["1"]))
+    assert [trace.name for trace in repeated.data] == ["dim 0 (sin)", "dim 1 (cos)"]
+    _, many, _ = explorer.positional_views(64, 50, ", ".join(map(str, range(40))))
+    assert len(many.data) == explorer.MAX_PE_LINES and "the first 12 of 40 dimensions" in many.layout.title.text
+
+
 def test_positional_views_accept_odd_and_out_of_range_values():
     matrix, lines, dots = explorer.positional_views(31, 10_000, "0, 3, x, 999")
     assert len(matrix.data[0].z[0]) == 32 and len(matrix.data[0].z) == 512

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 MAX_INPUT_CHARS = 1000
 MAX_BEAM = 8
 TARGET_TOKENS = (5, 200)  # the range of "Maximum target tokens" in the app
+MAX_PE_LINES = 12  # more lines in one chart are a tangle with a legend longer than the chart
 DIRECTION_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])  # LRE..RLO, LRI..PDI
 LONG_SOURCE_PIECES = 64  # beyond this, a note warns that the models here learned from far shorter sentences
 ATTENTION_KINDS = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention",
@@ -346,6 +347,10 @@ def positional_views(d_model: int, length: int, dimensions: str) -> tuple[go.Fig
         elif part:
             ignored.append(part)
     title = "Chosen dimensions across positions"
+    chosen = list(dict.fromkeys(chosen))  # a dimension asked twice is one line
+    if len(chosen) > MAX_PE_LINES:
+        title += f"<br><sup>the first {MAX_PE_LINES} of {len(chosen)} dimensions asked for</sup>"
+        chosen = chosen[:MAX_PE_LINES]
     if not chosen:
         chosen = [0, 1, 4, 5, d_model // 2]
         title = "Dimensions 0, 1, 4, 5 and d_model/2 across positions"

@@ -172,6 +172,7 @@ def positional_encoding_lines(table, dimensions: Sequence[int], title: str = "Ch
                                      name=f"dim {d} ({'sin' if d % 2 == 0 else 'cos'})"))
     fig.update_xaxes(title="position")
     fig.update_yaxes(title="value", range=[-1.1, 1.1])
+    fig.update_layout(showlegend=True)  # Plotly hides the legend of a single line, and with it the line's name
     return _layout(fig, title, height=360)
 
 
