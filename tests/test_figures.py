@@ -94,3 +94,16 @@ def test_token_labels_are_escaped_exactly_once(build):
     fig = build(["▁Hund", "<unk>", "</s>"])
     ticks = list(fig.layout.xaxis.ticktext or fig.layout.yaxis.ticktext)
     assert ticks == ["▁Hund", "&lt;unk&gt;", "&lt;/s&gt;"], "twice escaped shows as &lt;/s&gt; on screen"
+
+
+def test_alignment_labels_of_a_long_sentence_alternate_between_two_heights():
+    def label_rows(fig, y):
+        rows = [trace for trace in fig.data if trace.mode == "text" and (trace.y[0] > 0.5) == (y > 0.5)]
+        return sorted([list(trace.text) for trace in rows], key=len, reverse=True)
+
+    short, long = [f"w{i}" for i in range(figures.STAGGERED_WORDS)], [f"w{i}" for i in range(30)]
+    fig = figures.alignment_figure(torch.full((30, 24), 1 / 24), short, long, "alignment")
+    assert label_rows(fig, 1) == [short], "a short sentence: one row of labels"
+    assert label_rows(fig, 0) == [long[0::2], long[1::2]], "every word labelled, alternating rows"
+    heights = sorted(trace.y[0] for trace in fig.data if trace.mode == "text" and trace.y[0] < 0.5)
+    assert heights == pytest.approx([-0.13, -0.03])

@@ -309,6 +309,9 @@ def beam_tree_figure(nodes: Sequence, pieces: Sequence[str], title: str = "Beam 
     return _layout(fig, title, height=max(380, 120 + 42 * depth))
 
 
+STAGGERED_WORDS = 24  # words a row of alignment labels holds side by side at the app's width
+
+
 def alignment_figure(weights, source_words: Sequence[str], target_words: Sequence[str], title: str,
                      threshold: float = 0.05) -> go.Figure:
     """Cross-attention as lines from each target word (bottom) to source words (top), width = weight.
@@ -330,13 +333,17 @@ def alignment_figure(weights, source_words: Sequence[str], target_words: Sequenc
                 line=dict(width=1 + 9 * weight, color="#d62728" if s == best else "#1f77b4"),
                 opacity=0.35 + 0.65 * weight,
                 hovertemplate=f"{escape(target_words[t])} → {escape(source_words[s])}: {weight:.3f}<extra></extra>"))
-    fig.add_trace(go.Scatter(x=sx, y=[1] * len(sx), mode="markers+text", text=_escaped(source_words),
-                             textposition="top center", marker=dict(color="#444", size=6), showlegend=False,
-                             hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=tx, y=[0] * len(tx), mode="markers+text", text=_escaped(target_words),
-                             textposition="bottom center", marker=dict(color="#444", size=6), showlegend=False,
-                             hoverinfo="skip"))
+    for xs, words, y, side in ((sx, source_words, 1, "top"), (tx, target_words, 0, "bottom")):
+        fig.add_trace(go.Scatter(x=xs, y=[y] * len(xs), mode="markers", marker=dict(color="#444", size=6),
+                                 showlegend=False, hovertext=_escaped(words), hoverinfo="text"))
+        # Past STAGGERED_WORDS words, labels alternate between two heights so neighbours do not overlap.
+        rows = 2 if len(words) > STAGGERED_WORDS else 1
+        for row in range(rows):
+            offset = (0.03 + 0.1 * row) * (1 if side == "top" else -1)
+            fig.add_trace(go.Scatter(x=xs[row::rows], y=[y + offset] * len(xs[row::rows]), mode="text",
+                                     text=_escaped(words[row::rows]), textposition=f"{side} center",
+                                     showlegend=False, hoverinfo="skip"))
     fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False, range=[-0.35, 1.35])
+    fig.update_yaxes(visible=False, range=[-0.45, 1.45])
     return _layout(fig, f"{title}<br><sup>top: source words · bottom: translation · red: strongest link of each "
                         f"target word · links under {threshold:.0%} hidden</sup>", height=380)
