@@ -146,7 +146,9 @@ def test_a_job_ended_by_its_time_limit_says_so_and_counts_as_done(tmp_path):
     job = manager.current
     assert job.status == "finished" and job.step < 3000
     assert f"Finished at its 0.2-minute time limit, after {job.step} of 3000 updates" in job.message
+    assert "fewer updates fit this time limit better" in job.message
     assert job.progress() == 1.0
+    assert len(job.evals) >= 3, "evaluated along the way by the clock, not only at the end"
 
 
 def test_progress_counts_updates_or_time_whichever_ends_the_run_first():

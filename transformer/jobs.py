@@ -250,9 +250,12 @@ class JobManager:
                        else f"validation BLEU {final['bleu']:.1f}")
             ending = (f"at its {config.max_minutes:g}-minute time limit, after {trainer.step} of {config.steps} updates"
                       if final.get("stopped_by") == "time" else f"after {trainer.step} updates")
+            advice = (" Its learning rate was planned to fall over all the updates, so it stopped before it fell "
+                      "far: fewer updates fit this time limit better." if final.get("stopped_by") == "time"
+                      and trainer.step < config.steps / 2 else "")
             self._update(status=status, checkpoint=name, ended=time.time(),
                          message=f"{status.capitalize()} {ending}: {summary}. "
-                                 f"The model is now in the model list as {name}.")
+                                 f"The model is now in the model list as {name}.{advice}")
         except datasets.DataError as error:
             self._update(status="failed", ended=time.time(), message=f"Training could not start: {error}")
         except FloatingPointError as error:
