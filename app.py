@@ -623,10 +623,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
             query = dict(request.query_params) if request else {}
             # The model list is read afresh: models trained since the server started appear, and a link may name one.
             names = registry.names()
-            try:
-                values = explorer.parse_share_query(query, names)
-            except explorer.InputError:  # a link with nothing usable opens the app as usual
-                values = {}
+            values = explorer.parse_share_query(query, names)
             chosen = values.get("model", current_model)
             checkpoint = registry.get(chosen)
             values = explorer.fit_share_values(values, checkpoint)

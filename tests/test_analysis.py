@@ -150,6 +150,12 @@ def test_a_shared_link_that_cannot_be_followed_says_why():
     assert "not for reverse-tiny, which reads digits" in words
     cut, = explorer.share_link_problems({"model": "reverse-tiny", "text": "1 " * 600}, names, tiny)
     assert cut == "The link's sentence was changed: The input was cut to its first 1000 characters."
+    for nothing in ("\u202e", "\x01"):
+        link = {"model": "multi30k-en-de", "text": nothing, "layer": "2"}
+        assert explorer.parse_share_query(link, names) == {"model": "multi30k-en-de", "layer": 2}
+        bundled = load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu")
+        assert explorer.share_link_problems(link, names, bundled) == [
+            "The link's sentence has nothing to translate in it; an example is shown instead."]
 
 
 def test_training_writes_probe_attention_at_every_evaluation(tmp_path):

@@ -683,7 +683,10 @@ def parse_share_query(params: dict, names: list[str]) -> dict:
     if params.get("model") in names:
         values["model"] = params["model"]
     if params.get("text"):
-        values["text"] = clean_text(params["text"])[0]
+        try:
+            values["text"] = clean_text(params["text"])[0]
+        except InputError:  # nothing to translate in it; the link's other choices still hold
+            pass
     if params.get("kind") in ATTENTION_KINDS:
         values["kind"] = ATTENTION_KINDS[params["kind"]]
     for key in ("view", "layer", "head", "beam", "max"):
@@ -712,7 +715,10 @@ def share_link_problems(params: dict, names: list[str], checkpoint: Checkpoint) 
         problems.append(f"The link's sentence is not for {checkpoint.name}, which reads {wanted}; an example is "
                         "shown instead.")
     elif params.get("text") and params["text"].strip():
-        problems += [f"The link's sentence was changed: {note}" for note in clean_text(params["text"])[1]]
+        try:
+            problems += [f"The link's sentence was changed: {note}" for note in clean_text(params["text"])[1]]
+        except InputError:
+            problems.append("The link's sentence has nothing to translate in it; an example is shown instead.")
     return problems
 
 
