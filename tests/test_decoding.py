@@ -56,9 +56,24 @@ def test_a_sentence_gets_its_own_length_limit_whatever_it_is_batched_with(endles
     assert together[0] == greedy_search(endless, torch.tensor([short]))[0]
 
     beams = beam_search(endless, pad_batch([short, long]), beam_size=3)
-    alone = beam_search(endless, torch.tensor([short]), beam_size=3)[0]
-    assert [h.tokens for h in beams[0]] == [h.tokens for h in alone]
-    assert all(not h.ended and len(h.tokens) == default_max_length(endless, 3) for h in beams[0])
+    for hypotheses, sentence in zip(beams, (short, long)):
+        alone = beam_search(endless, torch.tensor([sentence]), beam_size=3)[0]
+        assert [h.tokens for h in hypotheses] == [h.tokens for h in alone]
+        assert all(not h.ended and len(h.tokens) == default_max_length(endless, len(sentence)) for h in hypotheses)
+
+
+def test_beam_search_of_a_batch_equals_each_sentence_alone_as_sentences_end_and_leave(reverse):
+    sentences = ["5 4", "1 1 2 2 3 3 4 4 5", "8 6 7", "3 1 4 1 5 9 2 6 5 3"]
+    src = pad_batch([reverse.source_tokenizer.encode(s) for s in sentences])
+    together, tree = beam_search(reverse.model, src, beam_size=3, return_steps=True)
+    for i, sentence in enumerate(sentences):
+        alone, alone_tree = beam_search(reverse.model, torch.tensor([reverse.source_tokenizer.encode(sentence)]),
+                                        beam_size=3, return_steps=True)
+        assert [(h.tokens, h.ended) for h in together[i]] == [(h.tokens, h.ended) for h in alone[0]]
+        assert [h.log_prob for h in together[i]] == pytest.approx([h.log_prob for h in alone[0]], abs=1e-4)
+        assert [(s.parents, s.tokens, s.finished, s.kept) for s in tree[i]] == [
+            (s.parents, s.tokens, s.finished, s.kept) for s in alone_tree[0]]
+    assert len(tree[0]) < len(tree[3]), "the short sentence ended, and left the batch, first"
 
 
 def test_sentences_leave_the_batch_once_they_have_ended(reverse, monkeypatch):

@@ -63,7 +63,7 @@ def _length_limits(model: Transformer, src: Tensor, max_length: int | None) -> l
     Counting each sentence's own tokens, not the batch's padded width, makes
     its translation independent of the sentences it happens to be batched with.
     """
-    if max_length is not None:
+    if max_length:  # None or 0: the default, as in decode_steps
         return [max_length] * src.size(0)
     return [default_max_length(model, n) for n in (src != model.config.pad_id).sum(dim=1).tolist()]
 
@@ -74,9 +74,9 @@ def _keep_rows(encoded: EncoderOutput, head_mask: HeadMask | None, cache: Decode
     cache.reorder(index)
     encoded = EncoderOutput(encoded.memory.index_select(0, index), encoded.source_mask.index_select(0, index))
     if head_mask is not None:
-        rows = {name: mask.index_select(0, index) if mask is not None and mask.dim() == 3 else mask
-                for name, mask in vars(head_mask).items()}
-        head_mask = HeadMask(**rows)
+        masks = {name: mask.index_select(0, index) if mask is not None and mask.dim() == 3 else mask
+                 for name, mask in vars(head_mask).items()}
+        head_mask = HeadMask(**masks)
     return encoded, head_mask
 
 
@@ -98,14 +98,14 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
     encoded = model.encode(src, head_mask=head_mask, positions=positions)
     cache = DecoderCache()
     inputs = torch.full((src.size(0), 1), BOS_ID, dtype=torch.long, device=src.device)
-    rows: list[list[int]] = [[] for _ in limits]
+    outputs: list[list[int]] = [[] for _ in limits]  # per sentence, the prefix included
     if prefix is not None and prefix.size(1):
         inputs = torch.cat([inputs, prefix.to(src.device)], dim=1)
-        rows = prefix.tolist()
-    ended = [EOS_ID in row for row in rows]
-    in_batch = list(range(len(rows)))  # which sentence each row of the batch holds
+        outputs = prefix.tolist()
+    ended = [EOS_ID in output for output in outputs]
+    in_batch = list(range(len(outputs)))  # which sentence each row of the batch holds
     while True:
-        going_on = [row for row, i in enumerate(in_batch) if not ended[i] and len(rows[i]) < limits[i]]
+        going_on = [row for row, i in enumerate(in_batch) if not ended[i] and len(outputs[i]) < limits[i]]
         if not going_on:
             break
         if len(going_on) < len(in_batch):
@@ -115,10 +115,10 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
         logits = model.decode(inputs, encoded, cache, head_mask=head_mask, positions=positions).logits[:, -1]
         next_tokens = _never_generate(logits.float()).argmax(dim=-1)
         for i, token in zip(in_batch, next_tokens.tolist()):
-            rows[i].append(token)
+            outputs[i].append(token)
             ended[i] = token == EOS_ID
         inputs = next_tokens.unsqueeze(1)
-    stripped = [_strip(row) for row in rows]
+    stripped = [_strip(output) for output in outputs]
     return (stripped, ended) if return_ended else stripped
 
 
@@ -219,7 +219,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
         chosen_beams, chosen_tokens = top_beams.gather(1, keep)[rows], top_tokens.gather(1, keep)[rows]
         reorder = (rows.unsqueeze(1) * k + chosen_beams).view(-1)
         cache.reorder(reorder)
-        if len(going_on) < len(in_batch):
+        if len(going_on) < len(in_batch):  # head masks stay: beams take one mask for all rows (per-row is greedy's)
             encoded = EncoderOutput(encoded.memory.index_select(0, reorder),
                                     encoded.source_mask.index_select(0, reorder))
             scores, in_batch = scores[rows], [in_batch[row] for row in going_on]
