@@ -54,6 +54,7 @@ def test_a_sentence_gets_its_own_length_limit_whatever_it_is_batched_with(endles
     assert ended == [False, False]
     assert [len(row) for row in together] == [default_max_length(endless, 3), default_max_length(endless, 30)]
     assert together[0] == greedy_search(endless, torch.tensor([short]))[0]
+    assert greedy_search(endless, pad_batch([short, long]), max_length=0) == together, "0 means the default"
 
     beams = beam_search(endless, pad_batch([short, long]), beam_size=3)
     for hypotheses, sentence in zip(beams, (short, long)):
