@@ -59,12 +59,22 @@ def test_evaluate_scores_a_pair_of_files_and_prints_json_last(tmp_path):
 
 
 def test_export_writes_a_complete_checkpoint_scored_as_stored(tmp_path):
-    destination = tmp_path / "exported"
+    destination = tmp_path / "reverse-tiny"  # the bundled model's name: nothing of the repository may change
+    (tmp_path / "log.jsonl").write_text("\n".join(json.dumps(record) for record in (
+        {"event": "step", "step": 1, "loss": 3.0, "lr": 1e-4, "elapsed_s": 1.0},
+        {"event": "eval", "step": 2, "epoch": 0, "val_loss": 2.0, "bleu": 10.0, "chrf": 20.0, "exact_match": 0.1})))
+    repository = lambda: {p: p.read_bytes() for folder in ("assets", "checkpoints")  # noqa: E731
+                          for p in (ROOT / folder).rglob("*") if p.is_file()}
+    repository_before = repository()
     result = run("transformer.export", REVERSE, str(destination), "--run", str(tmp_path), "--beam", "2",
                  "--command", "python -m transformer.train --data reverse")
     assert result.returncode == 0, result.stderr
     assert {"config.json", "model.safetensors", "tokenizer.model", "README.md", "metrics.json"} <= {
         p.name for p in destination.iterdir()}
+    if shutil.which("chromium"):  # the curves are drawn by kaleido, which needs a Chromium
+        assert (destination / "training.png").read_bytes().startswith(b"\x89PNG")
+        assert "![training curves](training.png)" in (destination / "README.md").read_text()
+    assert repository() == repository_before
     metrics = json.loads((destination / "metrics.json").read_text())
     assert metrics["stored_dtype"] == "float16"
     assert metrics["scores"]["fresh reverse examples:greedy"]["exact_match"] > 0.9

@@ -8,7 +8,8 @@ a small model under the 10 MB a Hugging Face Space accepts without Git LFS),
 then scored *as stored*: greedy and beam decoding on val and
 test_2016_flickr, the length penalty chosen on val only. The card records the
 command, config, data checksums, tokenizer settings, hardware, time, and every
-score with its sacreBLEU signature; the training curves go to assets/.
+score with its sacreBLEU signature; a picture of the training curves goes beside it
+(training.png).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .evaluate import evaluate_checkpoint
 from .figures import training_curves
 
 log = logging.getLogger(__name__)
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
+CURVES = "training.png"  # the training curves, saved in the checkpoint beside its card
 
 
 def read_log(run_dir: Path) -> tuple[list[dict], list[dict]]:
@@ -126,7 +127,7 @@ def model_card(name: str, metrics: dict, config: dict, command: str, curve: str 
     if files:
         lines += ["Training data (SHA-256):", "", "| file | sha256 |", "|---|---|", files, ""]
     if curve:
-        lines += [f"![training curves](../../assets/{curve})", ""]
+        lines += [f"![training curves]({curve})", ""]
     lines += ["## Full config", "", "```json", json.dumps({"model": model, "training": training}, indent=2), "```", ""]
     return "\n".join(lines)
 
@@ -159,22 +160,23 @@ def main(argv: list[str] | None = None) -> int:
             stored = load_checkpoint(save_checkpoint(Path(staging) / "model", original.model,
                                                      original.source_tokenizer, original.target_tokenizer,
                                                      info=info, dtype=dtype), device="cpu")
-        metrics, curve_name = score_and_plot(stored, original, config, run_dir, destination.name, args)
+        metrics, curves = score_and_plot(stored, original, config, run_dir, destination.name, args)
     except (CheckpointError, datasets.DataError) as error:
         log.error("%s; %s was left as it was", error, destination)
         return 2
     command_file = run_dir / "command.txt"
     command = args.command or (command_file.read_text().strip().splitlines()[0] if command_file.is_file() else "?")
-    card = model_card(destination.name, metrics, {**config, **info}, command, curve_name, args.note)
+    card = model_card(destination.name, metrics, {**config, **info}, command, CURVES if curves else None, args.note)
     save_checkpoint(destination, original.model, original.source_tokenizer, original.target_tokenizer, info=info,
-                    dtype=dtype, card=card, metrics=metrics, extra_files=run_history(run_dir))
+                    dtype=dtype, card=card, metrics=metrics,
+                    extra_files={**run_history(run_dir), **({CURVES: curves} if curves else {})})
     print(json.dumps({k: metrics[k] for k in ("scores", "beam", "length_penalty")}), file=sys.stdout)
     return 0
 
 
 def score_and_plot(stored, original, config: dict, run_dir: Path, name: str,
-                   args: argparse.Namespace) -> tuple[dict, str | None]:
-    """Score the model as stored (and, for translation, the float32 original on val); draw its training curves."""
+                   args: argparse.Namespace) -> tuple[dict, bytes | None]:
+    """Score the model as stored (and, for translation, the float32 original on val); draw its training curves (PNG)."""
     training = config.get("training", {})
     steps, evals = read_log(run_dir)
     metrics: dict = {"scores": {}, "stored_dtype": args.dtype, "hardware": hardware(),
@@ -230,17 +232,14 @@ def score_and_plot(stored, original, config: dict, run_dir: Path, name: str,
         metrics["precision_check"] = ("scores above are computed with the stored weights" if val is not None else
                                       "not scored: score it with python -m transformer.evaluate --source/--reference")
 
-    curve_name = None
+    curves = None
     if steps or evals:
-        ASSETS.mkdir(exist_ok=True)
-        curve_name = f"{name}-training.png"
         figure = training_curves(steps, evals, title=f"{name}: training")
         try:
-            figure.write_image(str(ASSETS / curve_name), width=1200, height=420, scale=1)
+            curves = figure.to_image(format="png", width=1200, height=420, scale=1)
         except Exception as error:  # kaleido needs a Chromium; the card still gets written
-            log.warning("could not render %s (%s)", curve_name, error)
-            curve_name = None
-    return metrics, curve_name
+            log.warning("could not draw the training curves (%s)", error)
+    return metrics, curves
 
 
 if __name__ == "__main__":
