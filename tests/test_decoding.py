@@ -77,6 +77,13 @@ def test_beam_search_of_a_batch_equals_each_sentence_alone_as_sentences_end_and_
     assert len(tree[0]) < len(tree[3]), "the short sentence ended, and left the batch, first"
 
 
+def test_a_length_limit_beyond_the_models_positions_stops_where_the_positions_end(endless):
+    src = pad_batch(sentences_of_lengths(3, 5))
+    room = endless.config.max_len - 1  # bos takes the first position
+    assert [len(row) for row in greedy_search(endless, src, max_length=500)] == [room, room]
+    assert all(len(h.tokens) == room for h in beam_search(endless, src, beam_size=2, max_length=500)[0])
+
+
 def test_sentences_leave_the_batch_once_they_have_ended(reverse, monkeypatch):
     rows_decoded = []
     decode = reverse.model.decode

@@ -64,8 +64,13 @@ def _length_limits(model: Transformer, src: Tensor, max_length: int | None) -> l
     its translation independent of the sentences it happens to be batched with.
     """
     if max_length:  # None or 0: the default, as in decode_steps
-        return [max_length] * src.size(0)
+        return [_within_positions(model, max_length)] * src.size(0)
     return [default_max_length(model, n) for n in (src != model.config.pad_id).sum(dim=1).tolist()]
+
+
+def _within_positions(model: Transformer, max_length: int) -> int:
+    """A length limit the decoder has positions for: bos plus ``max_length`` tokens fit in ``max_len``."""
+    return max(1, min(int(max_length), model.config.max_len - 1))
 
 
 def _keep_rows(encoded: EncoderOutput, head_mask: HeadMask | None, cache: DecoderCache,
@@ -372,8 +377,6 @@ def translate(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer:
     model.eval()
     source_ids, truncated = encode_source(model, source_tokenizer, text)
     src = torch.tensor([source_ids], device=model.device)
-    if max_length is not None:
-        max_length = max(1, min(max_length, model.config.max_len - 1))
     if beam_size <= 1:
         rows, ended = greedy_search(model, src, max_length, head_mask=head_mask, positions=positions,
                                     return_ended=True)
@@ -417,7 +420,8 @@ def decode_steps(model: Transformer, source_tokenizer: Tokenizer, target_tokeniz
     encoded = model.encode(src)
     cache = DecoderCache()
     last = torch.tensor([[BOS_ID]], device=model.device)
-    for index in range(max_length or default_max_length(model, len(source_ids))):
+    limit = _within_positions(model, max_length) if max_length else default_max_length(model, len(source_ids))
+    for index in range(limit):
         out = model.decode(last, encoded, cache, need_weights=True)
         logits = out.logits[:, -1].float()
         probs = logits[0].softmax(dim=-1)
