@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 ROOT = Path(__file__).resolve().parents[1]
 REVERSE = str(ROOT / "checkpoints" / "reverse-tiny")
 
@@ -19,6 +21,31 @@ def test_translate_prints_one_line_per_input_line():
     result = run("transformer.translate", "--checkpoint", REVERSE, stdin="1 2 3\n4 5 6 7\n\n9 8 7\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["3 2 1", "7 6 5 4", "", "7 8 9"]
+
+
+def test_translate_keeps_blank_lines_blank_and_reads_past_bytes_that_are_not_utf8():
+    result = subprocess.run([sys.executable, "-m", "transformer.translate", "--beam", "1"], cwd=ROOT,
+                            input=b"A dog runs.\n\n  \nA dog\xff runs.\n", capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stderr.decode()
+    lines = result.stdout.decode().splitlines()
+    assert len(lines) == 4 and lines[1] == lines[2] == "", "nothing is made up for an empty line"
+    assert "Hund" in lines[0] and "Hund" in lines[3]
+
+
+def test_command_line_mistakes_are_one_line_errors_with_exit_code_2(tmp_path):
+    (tmp_path / "src.txt").write_text("1 2\n3 4\n5 6\n")
+    (tmp_path / "ref.txt").write_text("2 1\n\n6 5\n")
+    mistakes = {("transformer.evaluate", "--checkpoint", REVERSE, "--source", str(tmp_path / "src.txt"),
+                 "--reference", str(tmp_path / "ref.txt")): "empty source or reference, first src.txt line 2",
+                ("transformer.evaluate", "--checkpoint", REVERSE, "--source", str(tmp_path / "missing.txt"),
+                 "--reference", str(tmp_path / "ref.txt")): "missing.txt does not exist",
+                ("transformer.evaluate", "--limit", "0"): "expected a whole number of at least 1, got '0'"}
+    if not torch.cuda.is_available():
+        mistakes[("transformer.translate", "--device", "cuda", "1 2")] = "no CUDA GPU that PyTorch can use"
+    for command, message in mistakes.items():
+        result = run(*command)
+        assert result.returncode == 2 and message in result.stderr, (command, result.stderr)
+        assert "Traceback" not in result.stderr
 
 
 def test_translate_json_contract():

@@ -14,6 +14,7 @@ Layout of a checkpoint directory::
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -76,6 +77,17 @@ class Checkpoint:
 
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def device_argument(name: str) -> torch.device:
+    """The command-line tools' ``--device``: a device this machine has, or a one-line usage error."""
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"unknown device {name!r}; use cpu or cuda") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise argparse.ArgumentTypeError("this machine has no CUDA GPU that PyTorch can use; use --device cpu")
+    return device
 
 
 def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:

@@ -65,6 +65,8 @@ def sha256_of(path: str | Path) -> str:
 def read_lines(path: str | Path) -> list[str]:
     """Lines of a UTF-8 text file, gzip-compressed or plain, without line endings."""
     path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path} does not exist" if not path.exists() else f"{path} is not a file")
     raw = path.read_bytes()
     if raw[:2] == b"\x1f\x8b":
         try:

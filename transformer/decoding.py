@@ -237,14 +237,18 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
 def translate_batch(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
                     sentences: list[str], beam_size: int = 1, length_penalty: float = 1.0,
                     max_tokens: int = 8000, max_length: int | None = None) -> list[str]:
-    """Translate many sentences: sorted by length, batched up to ``max_tokens`` source tokens, in order back."""
+    """Translate many sentences: sorted by length, batched up to ``max_tokens`` source tokens, in order back.
+
+    A blank sentence translates to an empty string (the model, given only
+    ``</s>``, would make one up).
+    """
     if not sentences:
         return []
     model.eval()
     limit = model.config.max_len
     encoded = [ids[: limit - 1] + [EOS_ID] if len(ids) > limit else ids
                for ids in source_tokenizer.encode_batch(sentences)]
-    order = sorted(range(len(sentences)), key=lambda i: len(encoded[i]))
+    order = sorted((i for i, sentence in enumerate(sentences) if sentence.strip()), key=lambda i: len(encoded[i]))
     outputs: list[str] = [""] * len(sentences)
     start = 0
     while start < len(order):

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from . import data as datasets
-from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
+from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, device_argument, load_checkpoint
 from .decoding import translate_batch
 from .metrics import corpus_scores
 
@@ -38,6 +38,12 @@ def evaluate_checkpoint(checkpoint, sources: list[str], references: list[str], b
             "beam": beam_size, "length_penalty": length_penalty, "hypotheses": hypotheses}
 
 
+def positive_int(value: str) -> int:
+    if not value.isdecimal() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return int(value)
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     parser = argparse.ArgumentParser(prog="python -m transformer.evaluate", description=__doc__,
@@ -54,10 +60,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="beam score = log P / length^this (default: the one the checkpoint was scored with, "
                              "else 1.0)")
     parser.add_argument("--max-tokens", type=int, default=8000, help="source tokens x beam per batch")
-    parser.add_argument("--limit", type=int, help="score only the first N sentences")
+    parser.add_argument("--limit", type=positive_int, help="score only the first N sentences")
     parser.add_argument("--bf16", action="store_true", help="decode under bf16 autocast (faster, may differ slightly)")
     parser.add_argument("--output", help="file for the hypotheses (default runs/hypotheses/<checkpoint>.<split>.txt)")
-    parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--device", type=device_argument, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on the last line")
     args = parser.parse_args(argv)
     try:
@@ -66,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
             if not (args.source and args.reference):
                 parser.error("--source and --reference go together")
             corpus = datasets.load_parallel_files(args.source, args.reference)
+            if corpus.skipped:  # scoring the rest would misalign the hypotheses with the files' lines
+                raise datasets.DataError(f"{corpus.skipped} line(s) have an empty source or reference, first "
+                                         f"{corpus.problems[0]}; remove them from both files")
             split = Path(args.source).stem
         else:
             corpus = datasets.load_multi30k(args.split, args.src_lang or checkpoint.info.get("source_lang", "en"),

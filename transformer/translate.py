@@ -16,11 +16,12 @@ with ``</s>``); ``target_tokens`` are the decoder input positions (starting with
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import logging
 import sys
 
-from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
+from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, device_argument, load_checkpoint
 from .decoding import translate, translate_batch
 
 
@@ -35,14 +36,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="beam score = log P / length^this (default: the one the checkpoint was scored with, "
                              "else 1.0)")
     parser.add_argument("--json", action="store_true", help="one JSON object per input, with all attention")
-    parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--device", type=device_argument, help="cpu or cuda (default: cuda when available)")
     args = parser.parse_args(argv)
     try:
         checkpoint = load_checkpoint(args.checkpoint, device=args.device)
     except CheckpointError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    lines = args.text or [line.rstrip("\n") for line in sys.stdin]
+    # Bytes that are not UTF-8 become U+FFFD, so one bad line cannot stop the others from being translated.
+    lines = ([text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for text in args.text] or
+             [line.rstrip("\r\n") for line in io.TextIOWrapper(sys.stdin.buffer, "utf-8", errors="replace")])
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
     length_penalty = checkpoint.length_penalty if args.length_penalty is None else args.length_penalty
     if args.json:
