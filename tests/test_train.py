@@ -4,6 +4,7 @@ import json
 import logging
 import math
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -300,6 +301,31 @@ def test_cli_reports_a_malformed_tsv_with_exit_code_2(tmp_path, caplog):
         assert train.main(["--data", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
     assert ("few.tsv has only 1 usable pair; at least 20 are needed (1 row skipped, first few.tsv line 2: no tab "
             "between source and target)") in caplog.text
+
+
+def test_ctrl_c_stops_the_command_after_its_update_and_saves_a_run_that_resumes(tmp_path, caplog):
+    out = tmp_path / "interrupted"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen([sys.executable, "-m", "transformer.train", "--data", "copy", "--steps", "100000",
+                                "--eval-every", "100000", "--eval-sentences", "10", "--max-tokens", "400",
+                                "--max-minutes", "3", "--out", str(out), "--no-progress"],
+                               cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(600):  # wait for the first updates, logged every 50
+        if (out / "log.jsonl").is_file() or process.poll() is not None:
+            break
+        threading.Event().wait(0.1)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr[-2000:]
+    assert "Traceback" not in stderr and "press Ctrl-C again to stop at once" in stderr
+    final = json.loads(stdout.strip().splitlines()[-1])
+    assert final["stopped_by"] == "cancel"
+    assert train.decode_state(out / "last")["step"] == final["step"]
+
+    with caplog.at_level(logging.WARNING):
+        assert train.main(["--resume", str(out), "--steps", str(final["step"] + 2), "--lr", "0.5",
+                           "--no-progress"]) == 0
+    assert "ignored: --lr" in caplog.text
 
 
 def test_cli_rejects_an_unknown_preset_as_a_usage_error(capsys):

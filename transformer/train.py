@@ -21,6 +21,7 @@ import math
 import os
 import random
 import shlex
+import signal
 import shutil
 import sys
 import threading
@@ -664,6 +665,27 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         probe_sentences=args.probe, threads=args.threads)
 
 
+@contextlib.contextmanager
+def stop_on_first_interrupt(cancel: threading.Event):
+    """While in effect, Ctrl-C asks the run to stop after its current update, evaluate and save ``last/``
+    (resumable); a second Ctrl-C stops at once."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread receives signals
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def interrupted(signum, frame):
+        signal.signal(signal.SIGINT, previous)
+        log.warning("stopping after this update and saving the run; press Ctrl-C again to stop at once")
+        cancel.set()
+
+    signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     args = build_parser().parse_args(argv)
@@ -674,6 +696,10 @@ def main(argv: list[str] | None = None) -> int:
             config.out_dir = args.resume  # the run continues where it lies now, even if moved
             if args.steps != TrainConfig.steps:
                 config.steps = args.steps
+            ignored = [f"--{name.replace('_', '-')}" for name, value in vars(args).items()
+                       if name not in ("resume", "steps", "no_progress") and value != build_parser().get_default(name)]
+            if ignored:
+                log.warning("--resume continues with the run's saved settings; ignored: %s", ", ".join(ignored))
         else:
             config = config_from_args(args)
         trainer = Trainer(config, resume=args.resume, show_progress=not args.no_progress)
@@ -682,10 +708,14 @@ def main(argv: list[str] | None = None) -> int:
             command = "python -m transformer.train " + shlex.join(argv if argv is not None else sys.argv[1:])
             with open(trainer.out_dir / "command.txt", "a") as handle:
                 handle.write(command + "\n")
-        final = trainer.run()
+        with stop_on_first_interrupt(trainer.cancel):
+            final = trainer.run()
     except (datasets.DataError, CheckpointError, ValueError, FloatingPointError) as error:
         logging.error("%s", error)
         return 2
+    except KeyboardInterrupt:
+        logging.error("stopped at once: what was trained since the last evaluation was not saved")
+        return 130
     if trainer.rank == 0:
         print(json.dumps({k: v for k, v in final.items() if k != "probe"}))
     if trainer.distributed:
