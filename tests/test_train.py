@@ -303,6 +303,25 @@ def test_cli_reports_a_malformed_tsv_with_exit_code_2(tmp_path, caplog):
             "between source and target)") in caplog.text
 
 
+def test_averaging_the_last_checkpoints_averages_their_weights_and_records_the_last_step(tmp_path):
+    config = quick_config(tmp_path, "averaged", steps=40, eval_every=10, keep_checkpoints=5, average_last=3)
+    Trainer(config, show_progress=False).run()
+    out = tmp_path / "averaged"
+    averaged = load_checkpoint(out / "averaged", device="cpu")
+    assert averaged.info["step"] == 40 and averaged.info["averaged_from"] == [f"step-0000{s}" for s in (20, 30, 40)]
+    parts = [weights(out, f"step-0000{s}") for s in (20, 30, 40)]
+    for name, tensor in averaged.model.state_dict().items():
+        assert torch.allclose(tensor, sum(part[name] for part in parts) / 3, atol=1e-6), name
+
+
+def test_a_resumed_runs_training_time_adds_up_its_segments():
+    from transformer.export import training_minutes
+
+    steps = [{"elapsed_s": 30.0}, {"elapsed_s": 60.0}, {"elapsed_s": 5.0}, {"elapsed_s": 90.0}]
+    assert training_minutes(steps) == pytest.approx(2.5)
+    assert training_minutes([]) == 0.0
+
+
 def test_ctrl_c_stops_the_command_after_its_update_and_saves_a_run_that_resumes(tmp_path, caplog):
     out = tmp_path / "interrupted"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}

@@ -174,6 +174,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def training_minutes(steps: list[dict]) -> float:
+    """Wall-clock minutes of a run's updates, resumed segments added up (each starts its clock at 0)."""
+    total, last = 0.0, 0.0
+    for record in steps:
+        if record["elapsed_s"] < last:  # a resumed segment begins
+            total += last
+        last = record["elapsed_s"]
+    return (total + last) / 60
+
+
 def score_and_plot(stored, original, config: dict, run_dir: Path, name: str,
                    args: argparse.Namespace) -> tuple[dict, bytes | None]:
     """Score the model as stored (and, for translation, the float32 original on val); draw its training curves (PNG)."""
@@ -182,7 +192,7 @@ def score_and_plot(stored, original, config: dict, run_dir: Path, name: str,
     metrics: dict = {"scores": {}, "stored_dtype": args.dtype, "hardware": hardware(),
                      "parameters": stored.model.num_parameters(), "steps": config.get("step"),
                      "epochs": evals[-1]["epoch"] + 1 if evals else None,
-                     "train_minutes": (steps[-1]["elapsed_s"] / 60) if steps else 0.0,
+                     "train_minutes": training_minutes(steps),
                      "source_checkpoint": f"{Path(args.source).name} of the run"
                      + (f" (weights averaged over {', '.join(config['averaged_from'])})"
                         if config.get("averaged_from") else ""),

@@ -593,7 +593,7 @@ def average_checkpoints(paths: list[Path], output: Path) -> Path:
         for name, tensor in unique_state_dict(other.model).items():
             total[name] += tensor.double()
     load_weights(first.model, {k: (v / len(paths)).float() for k, v in total.items()}, output)
-    info = {k: v for k, v in read_config(paths[0]).items()
+    info = {k: v for k, v in read_config(paths[-1]).items()  # the run as of its last averaged step
             if k not in ("model", "source_tokenizer", "target_tokenizer")}
     info["averaged_from"] = [p.name for p in paths]
     return save_checkpoint(output, first.model, first.source_tokenizer, first.target_tokenizer, info=info)
