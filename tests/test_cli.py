@@ -39,13 +39,23 @@ def test_command_line_mistakes_are_one_line_errors_with_exit_code_2(tmp_path):
                  "--reference", str(tmp_path / "ref.txt")): "empty source or reference, first src.txt line 2",
                 ("transformer.evaluate", "--checkpoint", REVERSE, "--source", str(tmp_path / "missing.txt"),
                  "--reference", str(tmp_path / "ref.txt")): "missing.txt does not exist",
-                ("transformer.evaluate", "--limit", "0"): "expected a whole number of at least 1, got '0'"}
+                ("transformer.evaluate", "--limit", "0"): "expected a whole number of at least 1, got '0'",
+                ("transformer.translate", "--beam", "0", "1 2"): "expected a whole number of at least 1, got '0'",
+                ("transformer.translate", "--checkpoint", str(ROOT / "README.md"), "1 2"): "is a file; a checkpoint",
+                ("transformer.translate", "--checkpoint", str(tmp_path / "model.pt"), "1 2"): "is a pickle file"}
+    (tmp_path / "model.pt").write_bytes(b"\x80\x04")
     if not torch.cuda.is_available():
         mistakes[("transformer.translate", "--device", "cuda", "1 2")] = "no CUDA GPU that PyTorch can use"
     for command, message in mistakes.items():
         result = run(*command)
         assert result.returncode == 2 and message in result.stderr, (command, result.stderr)
         assert "Traceback" not in result.stderr
+
+
+def test_translate_says_when_a_line_is_longer_than_the_models_positions():
+    result = run("transformer.translate", "--checkpoint", REVERSE, "--beam", "1", " ".join(["7"] * 300))
+    assert result.returncode == 0, result.stderr
+    assert "input 1 has 301 pieces; only its first 127 are translated" in result.stderr
 
 
 def test_translate_json_contract():
@@ -83,6 +93,10 @@ def test_evaluate_scores_a_pair_of_files_and_prints_json_last(tmp_path):
     assert last["bleu"] == 100.0 and last["sentences"] == 3
     assert "tok:13a" in last["signature"] and "case:mixed" in last["signature"]
     assert (tmp_path / "hyp.txt").read_text().splitlines() == ["3 2 1", "6 5 4", "0 9 8 7"]
+    assert last["bf16"] is False
+    plain = run("transformer.evaluate", "--checkpoint", REVERSE, "--source", str(tmp_path / "src.txt"),
+                "--reference", str(tmp_path / "ref.txt"), "--output", str(tmp_path / "hyp.txt"))
+    assert plain.returncode == 0 and plain.stdout == "" and "BLEU 100.00" in plain.stderr, "JSON only when asked"
 
 
 def test_export_writes_a_complete_checkpoint_scored_as_stored(tmp_path):

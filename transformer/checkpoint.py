@@ -14,7 +14,6 @@ Layout of a checkpoint directory::
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -77,17 +76,6 @@ class Checkpoint:
 
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def device_argument(name: str) -> torch.device:
-    """The command-line tools' ``--device``: a device this machine has, or a one-line usage error."""
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise argparse.ArgumentTypeError(f"unknown device {name!r}; use cpu or cuda") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise argparse.ArgumentTypeError("this machine has no CUDA GPU that PyTorch can use; use --device cpu")
-    return device
 
 
 def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -247,6 +235,12 @@ def read_config(directory: str | Path) -> dict:
 def load_checkpoint(directory: str | Path, device: str | torch.device | None = None) -> Checkpoint:
     """Load a checkpoint directory for inference (eval mode) onto ``device`` (CUDA when available)."""
     directory = resolve(directory)
+    if directory.is_file():
+        if directory.suffix in (".pt", ".pth", ".bin", ".ckpt"):
+            raise CheckpointError(f"{directory} is a pickle file; checkpoints here are directories of config.json "
+                                  "and model.safetensors, because unpickling a downloaded file can run its code")
+        raise CheckpointError(f"{directory} is a file; a checkpoint is a directory (config.json, model.safetensors, "
+                              "tokenizer.model)")
     if not directory.is_dir():
         raise CheckpointError(f"checkpoint directory not found: {directory}")
     config = read_config(directory)

@@ -18,7 +18,8 @@ from pathlib import Path
 import torch
 
 from . import data as datasets
-from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, device_argument, load_checkpoint
+from . import arguments
+from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
 from .decoding import translate_batch
 from .metrics import corpus_scores
 
@@ -38,12 +39,6 @@ def evaluate_checkpoint(checkpoint, sources: list[str], references: list[str], b
             "beam": beam_size, "length_penalty": length_penalty, "hypotheses": hypotheses}
 
 
-def positive_int(value: str) -> int:
-    if not value.isdecimal() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
-    return int(value)
-
-
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     parser = argparse.ArgumentParser(prog="python -m transformer.evaluate", description=__doc__,
@@ -55,15 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tgt-lang", default=None, help="default: the checkpoint's target language")
     parser.add_argument("--source", help="a text file of source sentences (instead of a Multi30K split)")
     parser.add_argument("--reference", help="the aligned reference translations for --source")
-    parser.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
+    parser.add_argument("--beam", type=arguments.positive_int, default=5, help="beam size (1 = greedy)")
     parser.add_argument("--length-penalty", type=float,
                         help="beam score = log P / length^this (default: the one the checkpoint was scored with, "
                              "else 1.0)")
     parser.add_argument("--max-tokens", type=int, default=8000, help="source tokens x beam per batch")
-    parser.add_argument("--limit", type=positive_int, help="score only the first N sentences")
+    parser.add_argument("--limit", type=arguments.positive_int, help="score only the first N sentences")
     parser.add_argument("--bf16", action="store_true", help="decode under bf16 autocast (faster, may differ slightly)")
-    parser.add_argument("--output", help="file for the hypotheses (default runs/hypotheses/<checkpoint>.<split>.txt)")
-    parser.add_argument("--device", type=device_argument, help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--output", help="file for the hypotheses (default runs/hypotheses/<checkpoint>.<split>.beam<N>.txt)")
+    parser.add_argument("--device", type=arguments.device, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on the last line")
     args = parser.parse_args(argv)
     try:
@@ -96,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{result['seconds']:.1f} s, beam {args.beam}, length penalty {length_penalty})", file=sys.stderr)
         print(result["signature"], file=sys.stderr)
         print(f"hypotheses written to {output}", file=sys.stderr)
-    print(json.dumps(result))
+    else:
+        print(json.dumps({**result, "bf16": args.bf16}))
     return 0
 
 

@@ -21,7 +21,8 @@ import json
 import logging
 import sys
 
-from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, device_argument, load_checkpoint
+from . import arguments
+from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
 from .decoding import translate, translate_batch
 
 
@@ -31,12 +32,12 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("text", nargs="*", help="sentences to translate (default: lines of standard input)")
     parser.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
-    parser.add_argument("--beam", type=int, default=5, help="beam size (1 = greedy)")
+    parser.add_argument("--beam", type=arguments.positive_int, default=5, help="beam size (1 = greedy)")
     parser.add_argument("--length-penalty", type=float,
                         help="beam score = log P / length^this (default: the one the checkpoint was scored with, "
                              "else 1.0)")
     parser.add_argument("--json", action="store_true", help="one JSON object per input, with all attention")
-    parser.add_argument("--device", type=device_argument, help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--device", type=arguments.device, help="cpu or cuda (default: cuda when available)")
     args = parser.parse_args(argv)
     try:
         checkpoint = load_checkpoint(args.checkpoint, device=args.device)
@@ -47,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     lines = ([text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for text in args.text] or
              [line.rstrip("\r\n") for line in io.TextIOWrapper(sys.stdin.buffer, "utf-8", errors="replace")])
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
+    for number, pieces in enumerate(src_tok.encode_batch(lines), start=1):
+        if len(pieces) > model.config.max_len:
+            logging.warning("input %d has %d pieces; only its first %d are translated (the model's positions)",
+                            number, len(pieces), model.config.max_len - 1)
     length_penalty = checkpoint.length_penalty if args.length_penalty is None else args.length_penalty
     if args.json:
         for line in lines:
