@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from . import data as datasets
 from . import arguments
+from . import data as datasets
 from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
 from .decoding import translate_batch
 from .metrics import corpus_scores
@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=8000, help="source tokens x beam per batch")
     parser.add_argument("--limit", type=arguments.positive_int, help="score only the first N sentences")
     parser.add_argument("--bf16", action="store_true", help="decode under bf16 autocast (faster, may differ slightly)")
-    parser.add_argument("--output", help="file for the hypotheses (default runs/hypotheses/<checkpoint>.<split>.beam<N>.txt)")
+    parser.add_argument("--output",
+                        help="file for the hypotheses (default runs/hypotheses/<checkpoint>.<split>.beam<N>.txt)")
     parser.add_argument("--device", type=arguments.device, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on the last line")
     args = parser.parse_args(argv)

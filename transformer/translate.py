@@ -45,8 +45,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     # Bytes that are not UTF-8 become U+FFFD, so one bad line cannot stop the others from being translated.
-    lines = ([text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for text in args.text] or
-             [line.rstrip("\r\n") for line in io.TextIOWrapper(sys.stdin.buffer, "utf-8", errors="replace")])
+    if args.text:
+        lines = [text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for text in args.text]
+    else:
+        stdin = io.TextIOWrapper(sys.stdin.buffer, "utf-8", errors="replace") if hasattr(sys.stdin, "buffer") \
+            else sys.stdin
+        lines = [line.rstrip("\r\n") for line in stdin]
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
     for number, pieces in enumerate(src_tok.encode_batch(lines), start=1):
         if len(pieces) > model.config.max_len:
