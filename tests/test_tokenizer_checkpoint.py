@@ -151,6 +151,15 @@ def test_large_weights_are_sharded_with_an_index_and_load_back_identically(tmp_p
     assert torch.equal(logits_of(loaded.model, tokenizer), logits_of(model, tokenizer))
 
 
+def test_weights_are_as_readable_as_the_rest_of_the_checkpoint(tmp_path, tokenizer):
+    """A checkpoint another user serves must not hold weights only their writer can read."""
+    model = tiny_model(tokenizer)
+    for directory in (save_checkpoint(tmp_path / "whole", model, tokenizer, tokenizer),
+                      save_checkpoint(tmp_path / "sharded", model, tokenizer, tokenizer, max_shard_bytes=20_000)):
+        config_mode = (directory / "config.json").stat().st_mode
+        assert {p.stat().st_mode for p in directory.glob("*.safetensors")} == {config_mode}
+
+
 def test_separate_tokenizers_are_saved_per_side(tmp_path, tokenizer):
     other = Tokenizer.train([s.upper() for s in SENTENCES], vocab_size=60)
     model = tiny_model(tokenizer, share_embeddings=False, tgt_vocab_size=other.vocab_size)

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
+from safetensors.torch import save as safetensors_bytes
 
 from .config import ModelConfig
 from .decoding import Translation, translate
@@ -89,10 +90,15 @@ def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return unique
 
 
+def _write_safetensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    # Written by Python rather than safetensors.save_file, which creates files readable by their owner only.
+    path.write_bytes(safetensors_bytes(tensors, metadata={"format": "pt"}))
+
+
 def _write_weights(directory: Path, tensors: dict[str, torch.Tensor], max_shard_bytes: int) -> None:
     total = sum(t.numel() * t.element_size() for t in tensors.values())
     if total <= max_shard_bytes:
-        save_file(tensors, str(directory / WEIGHTS), metadata={"format": "pt"})
+        _write_safetensors(directory / WEIGHTS, tensors)
         return
     shards, current, size = [], {}, 0
     for name, tensor in tensors.items():
@@ -106,7 +112,7 @@ def _write_weights(directory: Path, tensors: dict[str, torch.Tensor], max_shard_
     weight_map = {}
     for i, shard in enumerate(shards, start=1):
         filename = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
-        save_file(shard, str(directory / filename), metadata={"format": "pt"})
+        _write_safetensors(directory / filename, shard)
         weight_map.update({name: filename for name in shard})
     index = {"metadata": {"total_size": total}, "weight_map": weight_map}
     (directory / WEIGHTS_INDEX).write_text(json.dumps(index, indent=2) + "\n")
