@@ -345,6 +345,7 @@ def test_ctrl_c_stops_the_command_after_its_update_and_saves_a_run_that_resumes(
         assert train.main(["--resume", str(out), "--steps", str(final["step"] + 2), "--lr", "0.5",
                            "--no-progress"]) == 0
     assert "ignored: --lr" in caplog.text
+    assert f"changing them from 100000 to {final['step'] + 2} reshapes it" in caplog.text
 
 
 def test_cli_rejects_an_unknown_preset_as_a_usage_error(capsys):

@@ -695,6 +695,10 @@ def main(argv: list[str] | None = None) -> int:
             config = TrainConfig(**saved["training"])
             config.out_dir = args.resume  # the run continues where it lies now, even if moved
             if args.steps != TrainConfig.steps:
+                if args.steps != config.steps and config.schedule in ("cosine", "linear"):
+                    log.warning("the %s schedule decays over all the updates: changing them from %d to %d reshapes "
+                                "it, so the learning rate jumps where the run resumes", config.schedule,
+                                config.steps, args.steps)
                 config.steps = args.steps
             ignored = [f"--{name.replace('_', '-')}" for name, value in vars(args).items()
                        if name not in ("resume", "steps", "no_progress") and value != build_parser().get_default(name)]
