@@ -222,14 +222,14 @@ with torch.no_grad():
         parameter.add_(1.0)  # the "newer" weights being saved
 
 if stage == "mid-write":
-    real_save_file = ck.save_file
-    def save_file(tensors, filename, metadata=None):
-        real_save_file(tensors, filename, metadata=metadata)
-        data = Path(filename).read_bytes()
-        Path(filename).write_bytes(data[: len(data) // 2])  # half written when the kill comes
+    real_write = ck._write_safetensors
+    def write_half_then_hang(path, tensors):
+        real_write(path, tensors)
+        data = Path(path).read_bytes()
+        Path(path).write_bytes(data[: len(data) // 2])  # half written when the kill comes
         print("HANGING", flush=True)
         time.sleep(120)
-    ck.save_file = save_file
+    ck._write_safetensors = write_half_then_hang
 else:  # between the two renames: the old checkpoint moved aside, the new one not yet in place
     real_rename = Path.rename
     def rename(self, target):
