@@ -301,6 +301,18 @@ def test_multi30k_download_failure_offline_says_to_use_data_dir(offline):
     assert len(offline) == 1 and offline[0].startswith("https://")
 
 
+def test_loading_one_multi30k_split_fetches_that_split_only(offline):
+    with pytest.raises(DataError, match=r"holds test_2016_flickr\.en\.gz"):
+        data.load_multi30k("test_2016_flickr")
+    assert len(offline) == 1 and offline[0].endswith("test_2016_flickr.en.gz"), "not the training set first"
+
+
+def test_a_language_multi30k_does_not_have_is_named(tmp_path, offline):
+    with pytest.raises(DataError, match=r"Multi30K has no digits side \(it has en, de, fr, cs\)"):
+        data.load_multi30k("val", "digits", "digits", data_dir=fake_multi30k(tmp_path / "m30k"))
+    assert offline == []
+
+
 def test_multi30k_not_downloaded_when_download_is_off(offline):
     with pytest.raises(DataError, match="--data-dir"):
         data.multi30k_dir(download=False)

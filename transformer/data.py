@@ -142,12 +142,16 @@ def load_multi30k(split: str, src_lang: str = "en", tgt_lang: str = "de",
     """One Multi30K split as a parallel corpus (reading .gz or plain text)."""
     if split not in MULTI30K_SPLITS:
         raise DataError(f"unknown Multi30K split {split!r}; choose one of {', '.join(MULTI30K_SPLITS)}")
-    directory = multi30k_dir(data_dir)
-    paths = [_split_file(directory, split, lang) for lang in (src_lang, tgt_lang)]
-    if None in paths:
-        if data_dir or os.environ.get("MULTI30K_DIR"):
+    unknown = [lang for lang in dict.fromkeys((src_lang, tgt_lang)) if lang not in MULTI30K_LANGS]
+    if unknown:
+        raise DataError(f"Multi30K has no {' or '.join(unknown)} side (it has {', '.join(MULTI30K_LANGS)})")
+    if data_dir or os.environ.get("MULTI30K_DIR"):
+        directory = multi30k_dir(data_dir)
+        paths = [_split_file(directory, split, lang) for lang in (src_lang, tgt_lang)]
+        if None in paths:
             missing = [f"{split}.{lang}.gz" for lang, p in zip((src_lang, tgt_lang), paths) if p is None]
             raise DataError(f"{directory} lacks {', '.join(missing)}")
+    else:  # fetched (or found already checked) in the cache: this split only, not the whole corpus
         directory = download_multi30k(splits=(split,), langs=(src_lang, tgt_lang))
         paths = [_split_file(directory, split, lang) for lang in (src_lang, tgt_lang)]
     return load_parallel_files(*paths)
