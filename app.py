@@ -909,8 +909,7 @@ def close_app(demo: gr.Blocks) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for chatty in ("kaleido", "choreographer"):  # a dozen lines per SVG export, about their own browser
-        logging.getLogger(chatty).setLevel(logging.WARNING)
+    figures.quiet_image_export_logs()
     parser = argparse.ArgumentParser(description="Transformer attention explorer")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (GRADIO_SERVER_NAME, set by Hugging Face Spaces, wins when set)")

@@ -27,7 +27,7 @@ import torch
 from . import data as datasets
 from .checkpoint import CheckpointError, load_checkpoint, read_config, run_history, save_checkpoint
 from .evaluate import evaluate_checkpoint
-from .figures import training_curves
+from .figures import quiet_image_export_logs, training_curves
 
 log = logging.getLogger(__name__)
 CURVES = "training.png"  # the training curves, saved in the checkpoint beside its card
@@ -134,6 +134,7 @@ def model_card(name: str, metrics: dict, config: dict, command: str, curve: str 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    quiet_image_export_logs()
     parser = argparse.ArgumentParser(prog="python -m transformer.export", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("source", help="checkpoint directory to export (e.g. RUN/averaged)")

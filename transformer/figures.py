@@ -8,6 +8,7 @@ from 0 to 1 so maps are comparable across heads and layers.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 
@@ -37,6 +38,12 @@ def escape(label: str) -> str:
 
 def _escaped(labels: Sequence[str]) -> list[str]:
     return [escape(label) for label in labels]
+
+
+def quiet_image_export_logs() -> None:
+    """Kaleido and its browser driver log a dozen INFO lines about their own browser per exported image."""
+    for chatty in ("kaleido", "choreographer"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
 
 
 def _ticks(labels: Sequence[str], most: int = MOST_TICK_LABELS) -> dict:
