@@ -30,6 +30,9 @@ def test_translate_keeps_blank_lines_blank_and_reads_past_bytes_that_are_not_utf
     lines = result.stdout.decode().splitlines()
     assert len(lines) == 4 and lines[1] == lines[2] == "", "nothing is made up for an empty line"
     assert "Hund" in lines[0] and "Hund" in lines[3]
+    as_json = run("transformer.translate", "--json", "--beam", "1", stdin="A dog runs.\n\n")
+    blank = json.loads(as_json.stdout.splitlines()[1])
+    assert blank["translation"] == "" and blank["source_tokens"] == [] and blank["attention"]["cross"] == []
 
 
 def test_command_line_mistakes_are_one_line_errors_with_exit_code_2(tmp_path):

@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     length_penalty = checkpoint.length_penalty if args.length_penalty is None else args.length_penalty
     if args.json:
         for line in lines:
+            if not line.strip():  # as in the plain output: nothing to translate, nothing made up
+                print(json.dumps({"source": line, "translation": "", "source_tokens": [], "target_tokens": [],
+                                  "attention": {"encoder": [], "decoder": [], "cross": []}}), flush=True)
+                continue
             result = translate(model, src_tok, tgt_tok, line, beam_size=args.beam, length_penalty=length_penalty)
             print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
         return 0
