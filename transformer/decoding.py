@@ -16,6 +16,7 @@ functions built on them return are inference tensors: read them freely, and
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -24,6 +25,8 @@ from torch import Tensor
 
 from .model import DecoderCache, EncoderOutput, HeadMask, Transformer
 from .tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+
+log = logging.getLogger(__name__)
 
 
 def pad_batch(sequences: list[list[int]], pad_id: int = PAD_ID, device: torch.device | None = None) -> Tensor:
@@ -213,7 +216,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
         if return_steps:  # a sentence that is done extends none of its live beams
             for row, b in enumerate(in_batch):
                 finals = [(row, c) in added for c in range(top_scores.size(1))]
-                kept = keep[row].tolist() if len(finished[b]) < k and step < limits[b] else []
+                kept = keep[row].tolist() if row in going_on else []
                 steps[b].append(BeamStep(top_beams[row].tolist(), top_tokens[row].tolist(),
                                          top_scores[row].tolist(), finals, kept))
         if not going_on:
@@ -234,6 +237,12 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     return (results, steps) if return_steps else results
 
 
+def report_cut_input(model: Transformer, number: int, pieces: int) -> None:
+    """Log that input ``number`` (1-based), ``pieces`` long, was cut to the model's positions."""
+    log.warning("input %d has %d pieces; only its first %d are translated (the model's positions)",
+                number, pieces, model.config.max_len - 1)
+
+
 def translate_batch(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
                     sentences: list[str], beam_size: int = 1, length_penalty: float = 1.0,
                     max_tokens: int = 8000, max_length: int | None = None) -> list[str]:
@@ -246,8 +255,11 @@ def translate_batch(model: Transformer, source_tokenizer: Tokenizer, target_toke
         return []
     model.eval()
     limit = model.config.max_len
-    encoded = [ids[: limit - 1] + [EOS_ID] if len(ids) > limit else ids
-               for ids in source_tokenizer.encode_batch(sentences)]
+    encoded = source_tokenizer.encode_batch(sentences)
+    for number, ids in enumerate(encoded, start=1):
+        if len(ids) > limit:
+            report_cut_input(model, number, len(ids))
+            encoded[number - 1] = ids[: limit - 1] + [EOS_ID]
     order = sorted((i for i, sentence in enumerate(sentences) if sentence.strip()), key=lambda i: len(encoded[i]))
     outputs: list[str] = [""] * len(sentences)
     start = 0

@@ -23,7 +23,7 @@ import sys
 
 from . import arguments
 from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
-from .decoding import translate, translate_batch
+from .decoding import report_cut_input, translate, translate_batch
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,18 +52,16 @@ def main(argv: list[str] | None = None) -> int:
             else sys.stdin
         lines = [line.rstrip("\r\n") for line in stdin]
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
-    for number, pieces in enumerate(src_tok.encode_batch(lines), start=1):
-        if len(pieces) > model.config.max_len:
-            logging.warning("input %d has %d pieces; only its first %d are translated (the model's positions)",
-                            number, len(pieces), model.config.max_len - 1)
     length_penalty = checkpoint.length_penalty if args.length_penalty is None else args.length_penalty
     if args.json:
-        for line in lines:
+        for number, line in enumerate(lines, start=1):
             if not line.strip():  # as in the plain output: nothing to translate, nothing made up
                 print(json.dumps({"source": line, "translation": "", "source_tokens": [], "target_tokens": [],
                                   "attention": {"encoder": [], "decoder": [], "cross": []}}), flush=True)
                 continue
             result = translate(model, src_tok, tgt_tok, line, beam_size=args.beam, length_penalty=length_penalty)
+            if result.truncated:  # as translate_batch reports it for the plain output
+                report_cut_input(model, number, len(src_tok.encode(line)))
             print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
         return 0
     for translation in translate_batch(model, src_tok, tgt_tok, lines, beam_size=args.beam,
