@@ -710,15 +710,18 @@ def share_link_problems(params: dict, names: list[str], checkpoint: Checkpoint) 
     if params.get("model") and params["model"] not in names:
         problems.append(f"The link's model '{params['model']}' is not on this server; {checkpoint.name} is open "
                         "instead.")
-    if params.get("text") and params["text"].strip() and not suits(checkpoint, params["text"]):
+    text = params.get("text") or ""
+    if not text.strip():
+        return problems
+    if not suits(checkpoint, text):
         wanted = "digits" if uses_digits(checkpoint) else "words"
         problems.append(f"The link's sentence is not for {checkpoint.name}, which reads {wanted}; an example is "
                         "shown instead.")
-    elif params.get("text") and params["text"].strip():
-        try:
-            problems += [f"The link's sentence was changed: {note}" for note in clean_text(params["text"])[1]]
-        except InputError:
-            problems.append("The link's sentence has nothing to translate in it; an example is shown instead.")
+        return problems
+    try:
+        problems += [f"The link's sentence was changed: {note}" for note in clean_text(text)[1]]
+    except InputError:
+        problems.append("The link's sentence has nothing to translate in it; an example is shown instead.")
     return problems
 
 

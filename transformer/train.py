@@ -688,7 +688,8 @@ def stop_on_first_interrupt(cancel: threading.Event):
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
         if args.resume:
             saved = read_config(resolve(Path(args.resume) / "last"))
@@ -701,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
                                 config.steps, args.steps)
                 config.steps = args.steps
             ignored = [f"--{name.replace('_', '-')}" for name, value in vars(args).items()
-                       if name not in ("resume", "steps", "no_progress") and value != build_parser().get_default(name)]
+                       if name not in ("resume", "steps", "no_progress") and value != parser.get_default(name)]
             if ignored:
                 log.warning("--resume continues with the run's saved settings; ignored: %s", ", ".join(ignored))
         else:
