@@ -162,6 +162,38 @@ def test_resumed_run_ends_with_exactly_the_weights_of_an_uninterrupted_one(tmp_p
     assert torch.equal(state_a["torch_rng"], state_b["torch_rng"])
 
 
+def test_a_run_resumed_after_a_crash_logs_each_update_once(tmp_path):
+    small = dict(synthetic_size=300, steps=60, eval_every=20)  # updates logged at 1 and 50, evaluations every 20
+    straight = Trainer(quick_config(tmp_path, "a", **small), show_progress=False)
+    straight.run()
+
+    def crash(metrics):
+        if metrics["step"] == 55:
+            raise KeyboardInterrupt  # killed after update 50 was logged, with the last save at 40
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(quick_config(tmp_path, "b", **small), show_progress=False, on_step=crash).run()
+    with open(tmp_path / "b" / "log.jsonl", "a") as handle:
+        handle.write('{"event": "step", "st')  # and cut off in the middle of writing a record
+    Trainer(quick_config(tmp_path, "b", **small), resume=tmp_path / "b", show_progress=False).run()
+
+    def logged(run):
+        records = [json.loads(line) for line in (tmp_path / run / "log.jsonl").read_text().splitlines()]
+        probes = [json.loads(line)["step"] for line in (tmp_path / run / "probes.jsonl").read_text().splitlines()]
+        return [(record["event"], record["step"]) for record in records], probes
+    assert logged("b") == logged("a") == ([("step", 1), ("eval", 20), ("eval", 40), ("step", 50), ("eval", 60)],
+                                          [20, 40, 60])
+
+
+def test_drop_records_after_keeps_the_log_of_saved_updates_and_lines_without_a_step(tmp_path):
+    log_file = tmp_path / "log.jsonl"
+    log_file.write_text('{"event": "step", "step": 1}\n{"note": "no step"}\n{"event": "eval", "step": 20}\n'
+                        '{"event": "step", "step": 50}\n[1, 2]\n{"event": "st')
+    assert train.drop_records_after(log_file, 20) == 3
+    assert log_file.read_text() == '{"event": "step", "step": 1}\n{"note": "no step"}\n{"event": "eval", "step": 20}\n'
+    assert train.drop_records_after(log_file, 20) == 0
+    assert train.drop_records_after(tmp_path / "missing.jsonl", 20) == 0
+
+
 def test_resume_refuses_a_directory_without_trainer_state(tmp_path):
     Trainer(quick_config(tmp_path, "run", steps=2, eval_every=2), show_progress=False).run()
     for name in ("trainer_state.json", "trainer_state.safetensors"):

@@ -231,6 +231,34 @@ def evaluate_translation(model: Transformer, source_tokenizer: Tokenizer, target
 
 # --- resumable state (no pickle: tensors in safetensors, the rest in JSON) -------------------------
 
+def drop_records_after(path: Path, step: int) -> int:
+    """Remove a run log's records of updates after ``step``; returns how many lines went.
+
+    A run resumes from its last save, so the updates a crash or kill cut off
+    after it are done again, and their records would appear twice (TensorBoard
+    purges the same way when a run restarts, ``SummaryWriter(purge_step=...)``).
+    A line that is no record, such as one cut off mid-write, goes too: the next
+    record would otherwise be appended to it.
+    """
+    if not path.is_file():
+        return 0
+    kept, dropped = [], 0
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            record = None
+        if not isinstance(record, dict) or (isinstance(record.get("step"), int) and record["step"] > step):
+            dropped += 1
+        else:
+            kept.append(line + "\n")
+    if dropped:
+        rewritten = path.with_name(path.name + ".tmp")
+        rewritten.write_text("".join(kept))
+        os.replace(rewritten, path)  # all or nothing: a crash now leaves the old log whole
+    return dropped
+
+
 def _flatten(value, prefix: str, tensors: dict):
     if isinstance(value, torch.Tensor):
         tensors[prefix] = value.detach().cpu().contiguous()
@@ -306,6 +334,7 @@ class Trainer:
         self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
         self.best_score: float | None = None
         self.history: list[dict] = []
+        self.resumed = resume is not None
 
         resume_dir = resolve(Path(resume) / "last") if resume else None
         if resume_dir is not None:
@@ -523,6 +552,11 @@ class Trainer:
         config = self.config
         if self.rank == 0:
             self.out_dir.mkdir(parents=True, exist_ok=True)
+            if self.resumed:
+                for name in ("log.jsonl", "probes.jsonl"):
+                    if dropped := drop_records_after(self.out_dir / name, self.step):
+                        log.info("%s: dropped %d records from after step %d, the last save; those updates are "
+                                 "done again", name, dropped, self.step)
             log.info("%s; model %s with %.2fM parameters; %s on %s", self.data.description, config.preset,
                      self.model.num_parameters() / 1e6, "bf16 autocast" if self.bf16 else "fp32", self.device)
         started = time.monotonic()
