@@ -75,8 +75,9 @@ class DecodingWeight:
     input-major (a contiguous W^T) faster than the output-major W that
     ``nn.Linear`` keeps, as long as W^T is at least as wide as it is tall: the
     attention projections, the first feed-forward layer and the vocabulary
-    projection (about 1.8x over one decoding step, benchmarks/weight_layout.py),
-    which are the layers that use one. Without autograd, outside autocast, on a
+    projection, which are the layers that use one (about 1.8x over one decoding
+    step on an AMD EPYC; an Intel Xeon whose caches hold these weights reads both
+    layouts equally fast: benchmarks/weight_layout.py). Without autograd, outside autocast, on a
     CPU this hands out W as a transposed view of a cached contiguous W^T, which
     ``F.linear`` multiplies in that layout. Training, autocast, GPUs, checkpoints
     and weights made under ``torch.inference_mode`` (which carry no version to
