@@ -154,8 +154,9 @@ def test_a_shared_link_that_cannot_be_followed_says_why():
         link = {"model": "multi30k-en-de", "text": nothing, "layer": "2"}
         assert explorer.parse_share_query(link, names) == {"model": "multi30k-en-de", "layer": 2}
         bundled = load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu")
-        assert explorer.share_link_problems(link, names, bundled) == [
-            "The link's sentence has nothing to translate in it; an example is shown instead."]
+        for model in (bundled, tiny):  # a digits model too: nothing to translate is for no model
+            assert explorer.share_link_problems(link, names, model) == [
+                "The link's sentence has nothing to translate in it; an example is shown instead."]
 
 
 def test_training_writes_probe_attention_at_every_evaluation(tmp_path):

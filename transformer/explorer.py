@@ -713,16 +713,17 @@ def share_link_problems(params: dict, names: list[str], checkpoint: Checkpoint) 
     text = params.get("text") or ""
     if not text.strip():
         return problems
+    try:
+        notes = clean_text(text)[1]
+    except InputError:  # said first: such a sentence is for no model
+        problems.append("The link's sentence has nothing to translate in it; an example is shown instead.")
+        return problems
     if not suits(checkpoint, text):
         wanted = "digits" if uses_digits(checkpoint) else "words"
         problems.append(f"The link's sentence is not for {checkpoint.name}, which reads {wanted}; an example is "
                         "shown instead.")
         return problems
-    try:
-        problems += [f"The link's sentence was changed: {note}" for note in clean_text(text)[1]]
-    except InputError:
-        problems.append("The link's sentence has nothing to translate in it; an example is shown instead.")
-    return problems
+    return problems + [f"The link's sentence was changed: {note}" for note in notes]
 
 
 def layer_and_head_counts(checkpoint: Checkpoint) -> tuple[int, int]:
