@@ -225,7 +225,12 @@ class LayerNorm(nn.LayerNorm):
 
 
 class PositionwiseFeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2, the same at every position (equation 2)."""
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, the same at every position (equation 2).
+
+    In training, dropout also falls on the hidden activations, at the residual
+    rate. The paper does not say so; ``torch.nn.Transformer``'s layers, which
+    the tests hold this model to, do the same.
+    """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
