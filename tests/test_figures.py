@@ -28,7 +28,27 @@ def test_a_very_long_input_labels_every_nth_position_instead_of_a_smear():
         assert len(axis.ticktext) <= figures.MOST_TICK_LABELS
         assert list(axis.tickvals) == list(range(0, 220, 4))
         assert [axis.ticktext[i] for i in (0, 1)] == ["▁w0", "▁w4"], "each label names its own position"
-    assert fig.data[0].text[0][219].startswith("query 0 ▁w0 → key 219 ▁w219"), "hover still names every position"
+    assert fig.data[0].text[0][219].startswith("position 0: ▁w0 → position 219: ▁w219"), \
+        "hover still names every position"
+
+
+def test_hover_counts_positions_from_0_and_decoding_steps_from_1_as_the_step_slider_does():
+    weights = [[0.25, 0.75], [1.0, 0.0]]
+    encoder = figures.attention_heatmap(weights, ["▁A", "</s>"], ["▁A", "</s>"], "Encoder", "source", "source")
+    assert encoder.data[0].text[1][0] == "position 1: &lt;/s&gt; → position 0: ▁A<br>weight 1.0000"
+    cross = figures.attention_heatmap(weights, ["▁Ein", "</s>"], ["▁A", "</s>"], "Cross", "producing", "source",
+                                      rows_are_steps=True)
+    assert cross.data[0].text[0][1] == "step 1: ▁Ein → position 1: &lt;/s&gt;<br>weight 0.7500"
+    grid = figures.attention_grid([[weights]], ["▁Ein", "</s>"], ["▁A", "</s>"], "Cross", [""], ["head 1"],
+                                  rows_are_steps=True)
+    assert grid.data[0].text[1][0].startswith("step 2: &lt;/s&gt; → position 0: ▁A")
+
+
+def test_bar_charts_offer_no_zoom_or_pan_buttons():
+    for fig in (figures.top_k_bar(["▁a", "▁b"], [0.6, 0.4], "▁a"), figures.source_attention_bar([1.0], ["▁a"], "t"),
+                figures.token_probability_bar(["▁a"], [0.5], "t"),
+                figures.probability_comparison([("▁a", 0.5, 0.4)], "t")):
+        assert {"zoom", "pan"} <= set(fig.layout.modebar.remove)
 
 
 def test_attention_heatmap_titles_rows_as_queries_and_columns_as_keys():

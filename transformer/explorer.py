@@ -230,19 +230,21 @@ def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], 
     if view == VIEWS[2]:
         grid = weights.mean(dim=1, keepdim=True) if average_heads else weights
         column_names = ["mean of heads"] if average_heads else [f"head {h + 1}" for h in range(heads)]
-        return figures.attention_grid(grid, rows, columns, f"{name}: every layer and head", 
+        return figures.attention_grid(grid, rows, columns, f"{name}: every layer and head",
                                       [f"layer {l + 1}" for l in range(layers)], column_names,
                                       show_ticks=len(columns) <= 14 and len(rows) <= 14,
-                                      query_title=row_title, key_title=column_title)
+                                      query_title=row_title, key_title=column_title, rows_are_steps=kind != "encoder")
     if view == VIEWS[1] and not average_heads:
         return figures.attention_grid([weights[layer - 1]], rows, columns, f"{name}, layer {layer}: all heads",
                                       [""], [f"head {h + 1}" for h in range(heads)],
-                                      query_title=row_title, key_title=column_title)
+                                      query_title=row_title, key_title=column_title, rows_are_steps=kind != "encoder")
+    # Layer and head on a line of their own: on a phone or a zoomed projector one long line is cut off there.
     if average_heads:
-        matrix, title = weights[layer - 1].mean(dim=0), f"{name}, layer {layer}, mean over {heads} heads"
+        matrix, which = weights[layer - 1].mean(dim=0), f"layer {layer}, mean over {heads} heads"
     else:
-        matrix, title = weights[layer - 1, head - 1], f"{name}, layer {layer}, head {head}"
-    return figures.attention_heatmap(matrix, rows, columns, title, row_title, column_title)
+        matrix, which = weights[layer - 1, head - 1], f"layer {layer}, head {head}"
+    return figures.attention_heatmap(matrix, rows, columns, f"{name}<br><sup>{which}</sup>", row_title, column_title,
+                                     rows_are_steps=kind != "encoder")
 
 
 def step_view(translation: Translation, step: int, layer: int | None = None, head: int | None = None):
@@ -269,7 +271,7 @@ def step_view(translation: Translation, step: int, layer: int | None = None, hea
         head = max(1, min(heads, int(head)))
         weights, which = cross[layer - 1, head - 1, index], f"layer {layer}, head {head}"
     attention = figures.source_attention_bar(weights, translation.source_pieces,
-                                             f"Step {step}: cross-attention over the source ({which})")
+                                             f"Step {step}: cross-attention over the source<br><sup>{which}</sup>")
     caption = (f"Step {step} of {steps}: the model produced **{_md_escape(chosen)}** with probability "
                f"{translation.token_probs[index]:.1%}.")
     return highlighted, top, attention, caption
@@ -299,8 +301,9 @@ def forced_figures(translation: Translation) -> tuple[go.Figure, go.Figure]:
     layers = translation.cross_attention.shape[0]
     attention = figures.attention_heatmap(
         translation.cross_attention[layers - 1].mean(dim=0), translation.predicted_pieces,
-        translation.source_pieces, f"Cross-attention while reading your translation (layer {layers}, mean of heads)",
-        "producing", "source")
+        translation.source_pieces,
+        f"Cross-attention while reading your translation<br><sup>layer {layers}, mean of heads</sup>",
+        "producing", "source", rows_are_steps=True)
     return probabilities, attention
 
 
@@ -500,7 +503,7 @@ def probe_figure(probes: list[dict], index: int) -> go.Figure | None:
     return figures.attention_heatmap(
         cross[-1].mean(dim=0), probe["target_tokens"], probe["source_tokens"],
         f"Cross-attention at update {probe['step']} (evaluation {index} of {len(probes)})"
-        f"<br><sup>“{figures.escape(probe['translation'][:80])}”</sup>", "producing", "source")
+        f"<br><sup>“{figures.escape(probe['translation'][:80])}”</sup>", "producing", "source", rows_are_steps=True)
 
 
 # --- experiments tab -----------------------------------------------------------------------------
@@ -538,7 +541,7 @@ def comparison_views(comparison: interventions.Comparison, attention_kind: str =
         rows, columns, row_title, column_title = attention_axes(tr, kind)
         return figures.attention_heatmap(weights[-1].mean(dim=0), rows, columns,
                                          f"{label}<br><sup>{ATTENTION_KINDS[kind]}, last layer, mean of heads</sup>",
-                                         row_title, column_title)
+                                         row_title, column_title, rows_are_steps=kind != "encoder")
 
     return (before.text, after.text, word_diff(before.text, after.text), probability,
             mean_map(before, "Unmodified"), mean_map(after, f"With {figures.escape(comparison.description)}"))

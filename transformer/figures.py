@@ -63,21 +63,32 @@ def _matrix(values) -> list[list[float]]:
     return values.tolist() if hasattr(values, "tolist") else [list(row) for row in values]
 
 
-def _hover_text(matrix: list[list[float]], query_labels: Sequence[str], key_labels: Sequence[str]) -> list[list[str]]:
-    return [[f"query {i} {escape(query_labels[i])} → key {j} {escape(key_labels[j])}<br>weight {value:.4f}"
+def _hover_text(matrix: list[list[float]], query_labels: Sequence[str], key_labels: Sequence[str],
+                rows_are_steps: bool) -> list[list[str]]:
+    """Positions count from 0, as in the positional encoding; decoding steps count from 1, as on the step slider."""
+    rows = [f"step {i + 1}: {escape(label)}" if rows_are_steps else f"position {i}: {escape(label)}"
+            for i, label in enumerate(query_labels)]
+    return [[f"{rows[i]} → position {j}: {escape(key_labels[j])}<br>weight {value:.4f}"
              for j, value in enumerate(row)] for i, row in enumerate(matrix)]
 
 
+# Bar charts need no zooming or panning; without those buttons a keyboard user tabs past two toolbar stops, not ten.
+BAR_TOOLBAR = dict(remove=["zoom", "pan", "select", "lasso", "zoomin", "zoomout", "autoscale", "resetscale"])
+
+
 def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str = "Attention",
-                      query_title: str = "query", key_title: str = "key") -> go.Figure:
-    """One attention map (queries x keys) as a heatmap; rows are queries, columns keys."""
+                      query_title: str = "query", key_title: str = "key", rows_are_steps: bool = False) -> go.Figure:
+    """One attention map (queries x keys) as a heatmap; rows are queries, columns keys.
+
+    ``rows_are_steps``: row i is what decoding step i + 1 produced (decoder self- and cross-attention).
+    """
     matrix = _matrix(weights)
     if len(matrix) != len(query_labels) or (matrix and len(matrix[0]) != len(key_labels)):
         raise ValueError(f"attention of shape {len(matrix)}x{len(matrix[0]) if matrix else 0} does not match "
                          f"{len(query_labels)} query and {len(key_labels)} key labels")
     fig = go.Figure(go.Heatmap(
         z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=1,
-        colorscale=ATTENTION_COLORSCALE, text=_hover_text(matrix, query_labels, key_labels),
+        colorscale=ATTENTION_COLORSCALE, text=_hover_text(matrix, query_labels, key_labels, rows_are_steps),
         hovertemplate="%{text}<extra></extra>", colorbar=dict(title="weight", thickness=12)))
     fig.update_xaxes(title=f"{key_title} (keys)", side="top", tickangle=_slanted(key_labels), automargin=False,
                      **_ticks(key_labels))
@@ -91,7 +102,7 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
 
 def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str,
                    row_names: Sequence[str], column_names: Sequence[str], show_ticks: bool = True,
-                   query_title: str = "query", key_title: str = "key") -> go.Figure:
+                   query_title: str = "query", key_title: str = "key", rows_are_steps: bool = False) -> go.Figure:
     """Small multiples: ``weights`` nested [row][column][query][key], e.g. heads of one layer or layers x heads."""
     rows, columns = len(row_names), len(column_names)
     titles = [f"{r} · {c}" if r else c for r in row_names for c in column_names]
@@ -104,7 +115,8 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
             fig.add_trace(go.Heatmap(
                 z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=1,
                 colorscale=ATTENTION_COLORSCALE, showscale=(r == 0 and c == 0),
-                colorbar=dict(title="weight", thickness=10), text=_hover_text(matrix, query_labels, key_labels),
+                colorbar=dict(title="weight", thickness=10),
+                text=_hover_text(matrix, query_labels, key_labels, rows_are_steps),
                 hovertemplate=f"{titles[r * columns + c]}<br>%{{text}}<extra></extra>"), row=r + 1, col=c + 1)
     tick_font = dict(size=11 if show_ticks else 1)  # readable on a projector
     fig.update_xaxes(showticklabels=show_ticks, tickangle=_slanted(key_labels, -60), tickfont=tick_font,
@@ -131,6 +143,7 @@ def top_k_bar(pieces: Sequence[str], probabilities: Sequence[float], chosen: str
                            customdata=_escaped(pieces), hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed", **_ticks(pieces))
     fig.update_xaxes(range=[0, 1], title="probability")
+    fig.update_layout(modebar=BAR_TOOLBAR)
     return _layout(fig, title, height=120 + 34 * len(pieces))
 
 
@@ -144,6 +157,7 @@ def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str],
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     fig.update_xaxes(tickangle=_slanted(source_labels), **_ticks(source_labels))
     fig.update_yaxes(range=[0, 1], title="attention")
+    fig.update_layout(modebar=BAR_TOOLBAR)
     return _layout(fig, title, height=320)
 
 
@@ -154,6 +168,7 @@ def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float],
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     fig.update_xaxes(tickangle=_slanted(pieces), **_ticks(pieces))
     fig.update_yaxes(range=[0, 1], title="probability")
+    fig.update_layout(modebar=BAR_TOOLBAR)
     return _layout(fig, title, height=320)
 
 
@@ -264,7 +279,7 @@ def probability_comparison(changes: Sequence[tuple[str, float, float]], title: s
     ])
     fig.update_xaxes(tickangle=_slanted(labels), **_ticks(labels))
     fig.update_yaxes(range=[0, 1], title="probability")
-    fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12))
+    fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12), modebar=BAR_TOOLBAR)
     return _layout(fig, title, height=340)
 
 
