@@ -319,11 +319,11 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     pe_length = gr.Slider(8, 256, value=64, step=1, label="positions")
                     pe_dimensions = gr.Textbox("0, 1, 10, 11, 60", label="dimensions to plot (comma-separated)",
                                                info="Enter or click elsewhere to redraw.")
-                pe_matrix = gr.Plot()
+                pe_matrix = gr.Plot(label="The encoding matrix")
                 gr.Markdown(PE_NOTES["matrix"])
-                pe_lines = gr.Plot()
+                pe_lines = gr.Plot(label="Dimensions across positions")
                 gr.Markdown(PE_NOTES["lines"])
-                pe_dots = gr.Plot()
+                pe_dots = gr.Plot(label="Dot products between positions")
                 gr.Markdown(PE_NOTES["dots"])
 
             with gr.Tab("Model", id="model"):
@@ -355,7 +355,7 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                                               info="upload: your own parallel TSV (per line: a source sentence, "
                                                    "a tab, its translation)")
                         train_upload = gr.File(label=f"Parallel TSV, at most {training_jobs.MAX_UPLOAD_BYTES // 10**6} MB",
-                                               file_types=[".tsv", ".txt"], type="filepath")
+                                               file_types=[".tsv", ".txt"], type="filepath", visible=False)
                     with gr.Row():
                         train_preset = gr.Radio(list(training_jobs.APP_PRESETS), value="tiny", label="Model size")
                         train_steps = gr.Slider(20, training_jobs.MAX_STEPS, value=400, step=10, label="Updates",
@@ -828,6 +828,9 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                   replay, replay_plot, api_name=False)
             for control in (train_data, train_preset):
                 control.change(on_preset, [train_data, train_preset], preset_info, api_name=False)
+            # The drop zone only where it is used; a file dropped there stays when the choice changes.
+            train_data.change(lambda data: gr.update(visible=data == "upload"), train_data, train_upload,
+                              api_name=False, show_progress="hidden")
             demo.load(on_preset, [train_data, train_preset], preset_info, api_name=False)
             demo.load(user_errors(lambda: job_outputs(jobs.current)), None, train_outputs, api_name=False)
 
