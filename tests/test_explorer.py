@@ -74,6 +74,26 @@ def test_a_sentence_the_model_cannot_read_is_said_to_be_so(reverse, text, note):
         assert len(notes) == 1 and note in notes[0]
 
 
+@pytest.mark.parametrize("text, language", [
+    ("Ein Mann fährt Fahrrad auf der Straße.", "German"), ("Un homme fait du vélo dans la rue.", "French"),
+    ("A man rides his bike on the street.", None), ("Die Hard is the film of the year.", None),
+    ("Kindergarten", None)])
+def test_a_sentence_in_another_language_than_the_model_reads_gets_a_note(registry, text, language):
+    bundled = registry.get("multi30k-en-de")
+    notes = [n for n in explorer.run_translation(bundled, text, "greedy").notes if "looks like" in n]
+    if language is None:
+        assert notes == []
+    else:
+        assert notes == [f"This looks like {language}. The model reads English (it learned English→German), so its "
+                         "translation of other languages is mostly made up."]
+
+
+def test_no_language_note_where_the_model_does_not_say_which_languages_it_reads(reverse):
+    uploaded = dataclasses.replace(reverse, info={**reverse.info, "source_lang": "en", "target_lang": "de",
+                                                  "training": {"data": "pairs.tsv"}})
+    assert explorer.language_note(uploaded, "Ein Mann fährt auf der Straße.") is None
+
+
 def test_attention_views_cover_every_kind_and_view(result):
     tr = result.translation
     for kind in explorer.ATTENTION_KINDS.values():

@@ -13,6 +13,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -158,6 +159,8 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
                      "about it.")
     elif unknown:
         notes.append(f"{unknown} source piece(s) are unknown to this model's vocabulary (shown as `<unk>`).")
+    if language := language_note(checkpoint, cleaned):
+        notes.append(language)
     if not result.ended:
         notes.append("Decoding stopped at the maximum length before the model ended the sentence.")
     if len(result.source_ids) > LONG_SOURCE_PIECES and not result.truncated:
@@ -437,6 +440,33 @@ def source_label(checkpoint: Checkpoint) -> str:
         return "Digits"
     known = checkpoint.info.get("training", {}).get("data") == "multi30k" and language in LANGUAGE_NAMES
     return f"{LANGUAGE_NAMES[language]} sentence" if known else "Source sentence"
+
+
+# Frequent little words of each Multi30K language that the other three do not use as words of their own.
+FUNCTION_WORDS = {
+    "en": {"the", "and", "is", "are", "of", "with", "on", "his", "her", "their", "while", "at", "from", "this", "to"},
+    "de": {"der", "die", "das", "und", "ist", "sind", "ein", "eine", "einem", "einen", "einer", "mit", "auf", "im",
+           "zu", "dem", "den", "nicht", "sich", "von", "für", "vor", "bei", "aus", "neben"},
+    "fr": {"le", "la", "les", "un", "une", "et", "est", "sont", "du", "avec", "sur", "dans", "au", "aux", "qui",
+           "pour", "sa", "ses"},
+    "cs": {"jsou", "na", "ve", "muž", "žena", "který", "která", "které", "při", "před"},
+}
+
+
+def language_note(checkpoint: Checkpoint, text: str) -> str | None:
+    """A warning when a sentence looks like another language than the one the model reads (German typed into the
+    English→German model reads like gibberish to it, yet gets a confident translation)."""
+    expected, target = checkpoint.info.get("source_lang"), checkpoint.info.get("target_lang")
+    if source_label(checkpoint) == "Source sentence" or expected not in FUNCTION_WORDS:  # languages not known
+        return None
+    words = re.findall(r"\w+", text.lower())
+    counts = {language: sum(word in vocabulary for word in words) for language, vocabulary in FUNCTION_WORDS.items()}
+    seen = max(counts, key=counts.get)
+    if seen == expected or counts[seen] < 2 or counts[seen] <= counts[expected]:
+        return None
+    return (f"This looks like {LANGUAGE_NAMES[seen]}. The model reads {LANGUAGE_NAMES[expected]} (it learned "
+            f"{LANGUAGE_NAMES[expected]}→{LANGUAGE_NAMES.get(target, target)}), so its translation of other "
+            "languages is mostly made up.")
 
 
 def uses_digits(checkpoint: Checkpoint) -> bool:
