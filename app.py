@@ -193,7 +193,8 @@ def build_app(registry: explorer.ModelRegistry | None = None, default_model: str
                     step = gr.Slider(1, 2, value=1, step=1, label="Step", elem_id="step-slider", scale=4)
                     next_step = gr.Button("next ▶", size="sm", scale=0)
                 step_caption = gr.Markdown(elem_id="step-caption")
-                revealed = gr.HighlightedText(label="Translation so far", color_map={"current": "#ff7f0e"})
+                revealed = gr.HighlightedText(label="Translation so far, in pieces (▁ starts a word)",
+                                              color_map={"current": "#ff7f0e"})
                 with gr.Row():
                     top_k_plot = gr.Plot(label="Top-k candidates", elem_id="topk-plot")
                     step_attention_plot = gr.Plot(label="Cross-attention of this step", elem_id="step-attention")
