@@ -132,6 +132,7 @@ def test_training_can_be_turned_off_for_public_hosting(monkeypatch, tmp_path):
 
 def test_job_views_describe_progress():
     assert "No training job" in explorer.job_status_markdown(None)
+    assert explorer.job_curves(None) is None, "no axes around nothing before a job has run"
     assert explorer.probe_figure([], 1) is None
     probe = {"step": 10, "source_tokens": ["▁1", "▁2", "</s>"], "target_tokens": ["▁2", "▁1", "</s>"],
              "translation": "2 1", "cross": [[[[0.1, 0.8, 0.1], [0.8, 0.1, 0.1], [0.1, 0.1, 0.8]]]]}

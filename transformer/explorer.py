@@ -514,12 +514,15 @@ def job_progress(job) -> float:
     return 0.0 if job is None else job.progress()
 
 
-def job_curves(job) -> go.Figure:
+def job_curves(job) -> go.Figure | None:
+    """The job's curves; None (an empty plot) before its first update, rather than axes around nothing."""
     steps = job.steps if job else []
+    if not steps:
+        return None
     # Thin out long step lists: the curve needs a few hundred points at most.
     stride = max(1, len(steps) // 300)
     running = job is not None and job.status == "running"
-    return figures.training_curves(steps[::stride] + steps[-1:] if steps else [], job.evals if job else [],
+    return figures.training_curves(steps[::stride] + steps[-1:], job.evals,
                                    title="Training, live" if running else "Training")
 
 
