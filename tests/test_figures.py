@@ -44,11 +44,14 @@ def test_hover_counts_positions_from_0_and_decoding_steps_from_1_as_the_step_sli
     assert grid.data[0].text[1][0].startswith("step 2: &lt;/s&gt; → position 0: ▁A")
 
 
-def test_bar_charts_offer_no_zoom_or_pan_buttons():
+def test_toolbars_keep_only_the_buttons_a_chart_needs():
     for fig in (figures.top_k_bar(["▁a", "▁b"], [0.6, 0.4], "▁a"), figures.source_attention_bar([1.0], ["▁a"], "t"),
                 figures.token_probability_bar(["▁a"], [0.5], "t"),
                 figures.probability_comparison([("▁a", 0.5, 0.4)], "t")):
-        assert {"zoom", "pan"} <= set(fig.layout.modebar.remove)
+        assert {"zoom", "pan", "resetscale"} <= set(fig.layout.modebar.remove), "bar charts need no zooming"
+    heatmap = figures.attention_heatmap([[1.0]], ["▁a"], ["▁a"])
+    assert "zoom" not in heatmap.layout.modebar.remove and "zoomin" in heatmap.layout.modebar.remove, \
+        "a long sentence's heatmap keeps its zoom box and reset, not the buttons that repeat them"
 
 
 def test_attention_heatmap_titles_rows_as_queries_and_columns_as_keys():

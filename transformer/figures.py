@@ -21,11 +21,17 @@ FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 MOST_TICK_LABELS = 60  # token labels an axis shows before it labels every n-th position
 
 
-def _layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
+# Plotly's toolbar buttons are keyboard stops: zooming in or out a step and autoscaling repeat the zoom box and the
+# reset button, and bar charts need no zooming or panning at all.
+TOOLBAR = dict(remove=["zoomin", "zoomout", "autoscale"])
+BAR_TOOLBAR = dict(remove=["zoom", "pan", "select", "lasso", "zoomin", "zoomout", "autoscale", "resetscale"])
+
+
+def _layout(fig: go.Figure, title: str, height: int | None = None, toolbar: dict = TOOLBAR) -> go.Figure:
     # Plain colours instead of a named template: a template costs ~10 ms per figure to build and is sent
     # to the browser with every figure.
     fig.update_layout(title=dict(text=title, x=0.01, font=dict(size=15)), font=FONT, paper_bgcolor="white",
-                      plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=10), height=height)
+                      plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=10), height=height, modebar=toolbar)
     fig.update_xaxes(gridcolor=GRID, zerolinecolor=GRID)
     fig.update_yaxes(gridcolor=GRID, zerolinecolor=GRID)
     return fig
@@ -71,9 +77,6 @@ def _hover_text(matrix: list[list[float]], query_labels: Sequence[str], key_labe
     return [[f"{rows[i]} → position {j}: {escape(key_labels[j])}<br>weight {value:.4f}"
              for j, value in enumerate(row)] for i, row in enumerate(matrix)]
 
-
-# Bar charts need no zooming or panning; without those buttons a keyboard user tabs past two toolbar stops, not ten.
-BAR_TOOLBAR = dict(remove=["zoom", "pan", "select", "lasso", "zoomin", "zoomout", "autoscale", "resetscale"])
 
 
 def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str = "Attention",
@@ -143,8 +146,7 @@ def top_k_bar(pieces: Sequence[str], probabilities: Sequence[float], chosen: str
                            customdata=_escaped(pieces), hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed", **_ticks(pieces))
     fig.update_xaxes(range=[0, 1], title="probability")
-    fig.update_layout(modebar=BAR_TOOLBAR)
-    return _layout(fig, title, height=120 + 34 * len(pieces))
+    return _layout(fig, title, height=120 + 34 * len(pieces), toolbar=BAR_TOOLBAR)
 
 
 def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str], title: str) -> go.Figure:
@@ -157,8 +159,7 @@ def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str],
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     fig.update_xaxes(tickangle=_slanted(source_labels), **_ticks(source_labels))
     fig.update_yaxes(range=[0, 1], title="attention")
-    fig.update_layout(modebar=BAR_TOOLBAR)
-    return _layout(fig, title, height=320)
+    return _layout(fig, title, height=320, toolbar=BAR_TOOLBAR)
 
 
 def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float], title: str) -> go.Figure:
@@ -168,8 +169,7 @@ def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float],
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     fig.update_xaxes(tickangle=_slanted(pieces), **_ticks(pieces))
     fig.update_yaxes(range=[0, 1], title="probability")
-    fig.update_layout(modebar=BAR_TOOLBAR)
-    return _layout(fig, title, height=320)
+    return _layout(fig, title, height=320, toolbar=BAR_TOOLBAR)
 
 
 # --- positional encoding ----------------------------------------------------------------------------
@@ -279,8 +279,8 @@ def probability_comparison(changes: Sequence[tuple[str, float, float]], title: s
     ])
     fig.update_xaxes(tickangle=_slanted(labels), **_ticks(labels))
     fig.update_yaxes(range=[0, 1], title="probability")
-    fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12), modebar=BAR_TOOLBAR)
-    return _layout(fig, title, height=340)
+    fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12))
+    return _layout(fig, title, height=340, toolbar=BAR_TOOLBAR)
 
 
 # --- analysis -----------------------------------------------------------------------------------------
