@@ -106,7 +106,8 @@ def test_export_writes_a_complete_checkpoint_scored_as_stored(tmp_path):
     destination = tmp_path / "reverse-tiny"  # the bundled model's name: nothing of the repository may change
     (tmp_path / "log.jsonl").write_text("\n".join(json.dumps(record) for record in (
         {"event": "step", "step": 1, "loss": 3.0, "lr": 1e-4, "elapsed_s": 1.0},
-        {"event": "eval", "step": 2, "epoch": 0, "val_loss": 2.0, "bleu": 10.0, "chrf": 20.0, "exact_match": 0.1})))
+        {"event": "eval", "step": 2, "epoch": 0, "val_loss": 2.0, "bleu": 10.0, "chrf": 20.0, "exact_match": 0.1}))
+        + '\n{"event": "step", "st')  # a run killed mid-write still exports
     repository = lambda: {p: p.read_bytes() for folder in ("assets", "checkpoints")  # noqa: E731
                           for p in (ROOT / folder).rglob("*") if p.is_file()}
     repository_before = repository()

@@ -94,6 +94,15 @@ def test_no_language_note_where_the_model_does_not_say_which_languages_it_reads(
     assert explorer.language_note(uploaded, "Ein Mann fährt auf der Straße.") is None
 
 
+def test_heatmap_hover_names_decoding_steps_as_the_step_slider_does(result):
+    tr = result.translation
+    for view in explorer.VIEWS:
+        cross = explorer.attention_figure(tr, "cross", view).data[0].text
+        encoder = explorer.attention_figure(tr, "encoder", view).data[0].text
+        assert cross[0][0].startswith(f"step 1: {tr.predicted_pieces[0]} → position 0: "), view
+        assert encoder[0][0].startswith(f"position 0: {tr.source_pieces[0]} → position 0: "), view
+
+
 def test_attention_views_cover_every_kind_and_view(result):
     tr = result.translation
     for kind in explorer.ATTENTION_KINDS.values():

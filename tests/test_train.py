@@ -172,6 +172,8 @@ def test_a_run_resumed_after_a_crash_logs_each_update_once(tmp_path):
             raise KeyboardInterrupt  # killed after update 50 was logged, with the last save at 40
     with pytest.raises(KeyboardInterrupt):
         Trainer(quick_config(tmp_path, "b", **small), show_progress=False, on_step=crash).run()
+    with open(tmp_path / "b" / "probes.jsonl", "a") as handle:
+        handle.write('{"step": 55, "cross": []}\n')  # as if an evaluation had begun after the last save
     with open(tmp_path / "b" / "log.jsonl", "a") as handle:
         handle.write('{"event": "step", "st')  # and cut off in the middle of writing a record
     Trainer(quick_config(tmp_path, "b", **small), resume=tmp_path / "b", show_progress=False).run()
@@ -186,12 +188,23 @@ def test_a_run_resumed_after_a_crash_logs_each_update_once(tmp_path):
 
 def test_drop_records_after_keeps_the_log_of_saved_updates_and_lines_without_a_step(tmp_path):
     log_file = tmp_path / "log.jsonl"
-    log_file.write_text('{"event": "step", "step": 1}\n{"note": "no step"}\n{"event": "eval", "step": 20}\n'
-                        '{"event": "step", "step": 50}\n[1, 2]\n{"event": "st')
-    assert train.drop_records_after(log_file, 20) == 3
+    log_file.write_text('\ufeff{"event": "step", "step": 1}\r\n{"note": "no step"}\n{"event": "eval", "step": 20}\n'
+                        '{"event": "step", "step": 50}\n{"event": "step", "step": 60.0}\n[1, 2]\n{"event": "st',
+                        encoding="utf-8")
+    assert train.drop_records_after(log_file, 20) == 4
     assert log_file.read_text() == '{"event": "step", "step": 1}\n{"note": "no step"}\n{"event": "eval", "step": 20}\n'
     assert train.drop_records_after(log_file, 20) == 0
     assert train.drop_records_after(tmp_path / "missing.jsonl", 20) == 0
+
+
+def test_resuming_into_another_directory_leaves_that_directorys_log_alone(tmp_path):
+    Trainer(quick_config(tmp_path, "a", steps=4, eval_every=2), show_progress=False).run()
+    other = tmp_path / "b"
+    other.mkdir()
+    earlier = '{"event": "step", "step": 1}\n{"event": "eval", "step": 100}\n'
+    (other / "log.jsonl").write_text(earlier)
+    Trainer(quick_config(tmp_path, "b", steps=6, eval_every=2), resume=tmp_path / "a", show_progress=False).run()
+    assert (other / "log.jsonl").read_text().startswith(earlier), "records of another run are not ours to drop"
 
 
 def test_resume_refuses_a_directory_without_trainer_state(tmp_path):

@@ -218,6 +218,27 @@ def save_checkpoint(directory: str | Path, model: Transformer, source_tokenizer:
     return Path(directory)
 
 
+def read_records(path: Path) -> list[dict]:
+    """The records of a run log (one JSON object per line), skipping lines that are none, such as one cut off
+    mid-write by a crash."""
+    records = []
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8-sig", errors="replace").split("\n"):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                records.append(record)
+    return records
+
+
+def read_training_log(path: Path) -> tuple[list[dict], list[dict]]:
+    """(update records, evaluation records) of a run's log."""
+    records = read_records(path)
+    return [r for r in records if r.get("event") == "step"], [r for r in records if r.get("event") != "step"]
+
+
 def run_history(run_dir: Path) -> dict[str, bytes]:
     """A training run's log and probe attention, named as a checkpoint keeps them (the Model tab replays them)."""
     files = {"training_log.jsonl": run_dir / "log.jsonl", "probes.jsonl": run_dir / "probes.jsonl"}

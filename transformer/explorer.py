@@ -12,7 +12,6 @@ import difflib
 import itertools
 import json
 import logging
-import os
 import re
 import shutil
 import tempfile
@@ -30,7 +29,8 @@ import torch
 from pandas.io.formats.style import Styler
 
 from . import analysis, figures, interventions, jobs
-from .checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
+from .checkpoint import (REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, list_checkpoints, load_checkpoint,
+                         read_records, read_training_log)
 from .decoding import Translation, beam_search, encode_source, forced_decode
 from .errors import InputError
 from .model import sinusoidal_table
@@ -776,20 +776,7 @@ def fit_share_values(values: dict, checkpoint: Checkpoint) -> dict:
 
 def checkpoint_history(checkpoint: Checkpoint) -> tuple[list[dict], list[dict], list[dict]]:
     """(update records, evaluation records, probe attention records) saved beside a checkpoint, if any."""
-    steps, evals, probes = [], [], []
     if checkpoint.path is None:
-        return steps, evals, probes
-    log_path, probe_path = checkpoint.path / "training_log.jsonl", checkpoint.path / "probes.jsonl"
-    for path, sink in ((log_path, None), (probe_path, probes)):
-        if not path.is_file():
-            continue
-        for line in path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if sink is probes:
-                probes.append(record)
-            else:
-                (steps if record.get("event") == "step" else evals).append(record)
-    return steps, evals, probes
+        return [], [], []
+    steps, evals = read_training_log(checkpoint.path / "training_log.jsonl")
+    return steps, evals, read_records(checkpoint.path / "probes.jsonl")

@@ -25,22 +25,13 @@ from pathlib import Path
 import torch
 
 from . import data as datasets
-from .checkpoint import CheckpointError, load_checkpoint, read_config, run_history, save_checkpoint
+from .checkpoint import (CheckpointError, load_checkpoint, read_config, read_training_log, run_history,
+                         save_checkpoint)
 from .evaluate import evaluate_checkpoint
 from .figures import quiet_image_export_logs, training_curves
 
 log = logging.getLogger(__name__)
 CURVES = "training.png"  # the training curves, saved in the checkpoint beside its card
-
-
-def read_log(run_dir: Path) -> tuple[list[dict], list[dict]]:
-    steps, evals = [], []
-    path = run_dir / "log.jsonl"
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            record = json.loads(line)
-            (steps if record.get("event") == "step" else evals).append(record)
-    return steps, evals
 
 
 def cpu_name() -> str:
@@ -189,7 +180,7 @@ def score_and_plot(stored, original, config: dict, run_dir: Path, name: str,
                    args: argparse.Namespace) -> tuple[dict, bytes | None]:
     """Score the model as stored (and, for translation, the float32 original on val); draw its training curves (PNG)."""
     training = config.get("training", {})
-    steps, evals = read_log(run_dir)
+    steps, evals = read_training_log(run_dir / "log.jsonl")
     metrics: dict = {"scores": {}, "stored_dtype": args.dtype, "hardware": hardware(),
                      "parameters": stored.model.num_parameters(), "steps": config.get("step"),
                      "epochs": evals[-1]["epoch"] + 1 if evals else None,

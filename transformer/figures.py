@@ -9,7 +9,6 @@ from 0 to 1 so maps are comparable across heads and layers.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 
 import plotly.graph_objects as go

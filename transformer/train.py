@@ -39,8 +39,8 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from . import data as datasets
-from .checkpoint import (CheckpointError, load_checkpoint, load_weights, read_config, resolve, save_checkpoint,
-                         unique_state_dict)
+from .checkpoint import (CheckpointError, load_checkpoint, load_weights, read_config, read_records, resolve,
+                         save_checkpoint, unique_state_dict)
 from .config import PRESETS, preset
 from .decoding import forced_decode, pad_batch, translate_batch
 from .metrics import corpus_scores
@@ -232,31 +232,26 @@ def evaluate_translation(model: Transformer, source_tokenizer: Tokenizer, target
 # --- resumable state (no pickle: tensors in safetensors, the rest in JSON) -------------------------
 
 def drop_records_after(path: Path, step: int) -> int:
-    """Remove a run log's records of updates after ``step``; returns how many lines went.
+    """Rewrite a run log without its records of updates after ``step``; returns how many lines went.
 
     A run resumes from its last save, so the updates a crash or kill cut off
-    after it are done again, and their records would appear twice (TensorBoard
-    purges the same way when a run restarts, ``SummaryWriter(purge_step=...)``).
-    A line that is no record, such as one cut off mid-write, goes too: the next
-    record would otherwise be appended to it.
+    after it are done again, and their records would appear twice. Lines that
+    are no record, such as one cut off mid-write, go too: the next record
+    would otherwise be appended to it.
     """
     if not path.is_file():
         return 0
-    kept, dropped = [], 0
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            record = None
-        if not isinstance(record, dict) or (isinstance(record.get("step"), int) and record["step"] > step):
-            dropped += 1
-        else:
-            kept.append(line + "\n")
-    if dropped:
+    lines = [line for line in path.read_text(encoding="utf-8-sig", errors="replace").split("\n") if line.strip()]
+    kept = [record for record in read_records(path)
+            if not (isinstance(record.get("step"), (int, float)) and record["step"] > step)]
+    if len(kept) < len(lines):
         rewritten = path.with_name(path.name + ".tmp")
-        rewritten.write_text("".join(kept))
+        with open(rewritten, "w") as handle:
+            handle.writelines(json.dumps(record) + "\n" for record in kept)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(rewritten, path)  # all or nothing: a crash now leaves the old log whole
-    return dropped
+    return len(lines) - len(kept)
 
 
 def _flatten(value, prefix: str, tensors: dict):
@@ -334,9 +329,10 @@ class Trainer:
         self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
         self.best_score: float | None = None
         self.history: list[dict] = []
-        self.resumed = resume is not None
 
         resume_dir = resolve(Path(resume) / "last") if resume else None
+        # Continuing in the resumed run's own directory: its logs describe this run up to the saved step.
+        self.continues_logs = resume_dir is not None and resume_dir.parent.resolve() == self.out_dir.resolve()
         if resume_dir is not None:
             if not (resume_dir / STATE_JSON).is_file():
                 raise ValueError(f"{resume_dir} is not a resumable checkpoint (no {STATE_JSON})")
@@ -517,6 +513,9 @@ class Trainer:
             with open(self.out_dir / "probes.jsonl", "a") as handle:
                 handle.write(json.dumps(probe) + "\n")
         self.history.append({k: v for k, v in metrics.items() if k != "sample"})
+        # Logged before the saves: a kill between them leaves a record that resuming drops, never a save
+        # without its record.
+        self._log({"event": "eval", **metrics})
         score = metrics["bleu"]
         if self.best_score is None or score > self.best_score:
             self.best_score = score
@@ -524,7 +523,6 @@ class Trainer:
         self.save(f"step-{self.step:06d}")
         self._prune_step_checkpoints()
         self.save("last", with_state=True)
-        self._log({"event": "eval", **metrics})
         if self.on_eval:
             self.on_eval({**metrics, "probe": probe})
 
@@ -552,11 +550,11 @@ class Trainer:
         config = self.config
         if self.rank == 0:
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            if self.resumed:
+            if self.continues_logs:
                 for name in ("log.jsonl", "probes.jsonl"):
                     if dropped := drop_records_after(self.out_dir / name, self.step):
-                        log.info("%s: dropped %d records from after step %d, the last save; those updates are "
-                                 "done again", name, dropped, self.step)
+                        log.info("%s: dropped %d lines, records from after step %d (the last save, whose updates "
+                                 "are done again) or cut off", name, dropped, self.step)
             log.info("%s; model %s with %.2fM parameters; %s on %s", self.data.description, config.preset,
                      self.model.num_parameters() / 1e6, "bf16 autocast" if self.bf16 else "fp32", self.device)
         started = time.monotonic()
