@@ -75,9 +75,10 @@ def test_a_sentence_the_model_cannot_read_is_said_to_be_so(reverse, text, note):
 
 
 @pytest.mark.parametrize("text, language", [
-    ("Ein Mann fährt Fahrrad auf der Straße.", "German"), ("Un homme fait du vélo dans la rue.", "French"),
+    ("Ein Mann fährt Fahrrad auf der Straße.", "German"), ("Der Hund schläft.", "German"),
+    ("Un homme fait du vélo dans la rue.", "French"), ("Dvě děti si hrají v parku.", "Czech"),
     ("A man rides his bike on the street.", None), ("Die Hard is the film of the year.", None),
-    ("Kindergarten", None)])
+    ("A naïve tourist takes a photo of the façade.", None), ("Kindergarten", None)])
 def test_a_sentence_in_another_language_than_the_model_reads_gets_a_note(registry, text, language):
     bundled = registry.get("multi30k-en-de")
     notes = [n for n in explorer.run_translation(bundled, text, "greedy").notes if "looks like" in n]

@@ -429,44 +429,56 @@ def metrics_markdown(checkpoint: Checkpoint) -> str:
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
 
 
-def source_label(checkpoint: Checkpoint) -> str:
-    """What the input box holds for this model: "English sentence", or "Digits" for the synthetic tasks.
+def known_languages(checkpoint: Checkpoint) -> tuple[str, str | None] | None:
+    """(source, target) language codes of a Multi30K model; None for others.
 
-    Only Multi30K says which language it is; an uploaded TSV records the
-    default language codes, so its models get a neutral label.
+    Only Multi30K says which languages it holds; an uploaded TSV records the
+    default codes, and the synthetic tasks read digits.
     """
-    language = checkpoint.info.get("source_lang")
-    if language == "digits":
+    source, target = checkpoint.info.get("source_lang"), checkpoint.info.get("target_lang")
+    multi30k = checkpoint.info.get("training", {}).get("data") == "multi30k"
+    return (source, target) if multi30k and source in LANGUAGE_NAMES else None
+
+
+def source_label(checkpoint: Checkpoint) -> str:
+    """What the input box holds for this model: "English sentence", "Digits", or a neutral "Source sentence"."""
+    if uses_digits(checkpoint):
         return "Digits"
-    known = checkpoint.info.get("training", {}).get("data") == "multi30k" and language in LANGUAGE_NAMES
-    return f"{LANGUAGE_NAMES[language]} sentence" if known else "Source sentence"
+    languages = known_languages(checkpoint)
+    return f"{LANGUAGE_NAMES[languages[0]]} sentence" if languages else "Source sentence"
 
 
-# Frequent little words of each Multi30K language that the other three do not use as words of their own.
-FUNCTION_WORDS = {
-    "en": {"the", "and", "is", "are", "of", "with", "on", "his", "her", "their", "while", "at", "from", "this", "to"},
-    "de": {"der", "die", "das", "und", "ist", "sind", "ein", "eine", "einem", "einen", "einer", "mit", "auf", "im",
-           "zu", "dem", "den", "nicht", "sich", "von", "für", "vor", "bei", "aus", "neben"},
+# Clues to the language of a sentence: frequent words of each Multi30K language that are rare as words in the other
+# three, and letters that only it of the four uses. Each clue word counts; the letters count once.
+LANGUAGE_WORDS = {
+    "en": {"the", "and", "is", "are", "of", "with", "his", "her", "their", "while", "from", "this", "into", "an"},
+    "de": {"der", "das", "und", "ist", "sind", "ein", "eine", "einem", "einen", "einer", "mit", "auf", "im", "zu",
+           "dem", "nicht", "sich", "von", "vor", "bei", "aus", "neben", "ich", "wir", "sie", "es"},
     "fr": {"le", "la", "les", "un", "une", "et", "est", "sont", "du", "avec", "sur", "dans", "au", "aux", "qui",
-           "pour", "sa", "ses"},
-    "cs": {"jsou", "na", "ve", "muž", "žena", "který", "která", "které", "při", "před"},
+           "sa", "ses", "il", "elle", "nous", "vous", "ils"},
+    "cs": {"v", "z", "se", "si", "jsou", "na", "ve", "ze", "který", "která", "které", "při", "před", "muž", "žena"},
 }
+LANGUAGE_LETTERS = {"en": "", "de": "äöüß", "fr": "àâçèêëîïôœùû", "cs": "čďěňřšťůýž"}
 
 
 def language_note(checkpoint: Checkpoint, text: str) -> str | None:
     """A warning when a sentence looks like another language than the one the model reads (German typed into the
     English→German model reads like gibberish to it, yet gets a confident translation)."""
-    expected, target = checkpoint.info.get("source_lang"), checkpoint.info.get("target_lang")
-    if source_label(checkpoint) == "Source sentence" or expected not in FUNCTION_WORDS:  # languages not known
+    languages = known_languages(checkpoint)
+    if languages is None:
         return None
-    words = re.findall(r"\w+", text.lower())
-    counts = {language: sum(word in vocabulary for word in words) for language, vocabulary in FUNCTION_WORDS.items()}
-    seen = max(counts, key=counts.get)
-    if seen == expected or counts[seen] < 2 or counts[seen] <= counts[expected]:
+    expected, target = languages
+    lowered = text.lower()
+    words = re.findall(r"\w+", lowered)
+    clues = {language: sum(word in LANGUAGE_WORDS[language] for word in words)
+                       + any(letter in lowered for letter in LANGUAGE_LETTERS[language])
+             for language in LANGUAGE_WORDS}
+    seen = max(clues, key=clues.get)  # of tied languages the first; tied with the expected one, no note
+    if seen == expected or clues[seen] < 2 or clues[seen] <= clues[expected]:
         return None
-    return (f"This looks like {LANGUAGE_NAMES[seen]}. The model reads {LANGUAGE_NAMES[expected]} (it learned "
-            f"{LANGUAGE_NAMES[expected]}→{LANGUAGE_NAMES.get(target, target)}), so its translation of other "
-            "languages is mostly made up.")
+    learned = f" (it learned {LANGUAGE_NAMES[expected]}→{LANGUAGE_NAMES[target]})" if target in LANGUAGE_NAMES else ""
+    return (f"This looks like {LANGUAGE_NAMES[seen]}. The model reads {LANGUAGE_NAMES[expected]}{learned}, so its "
+            "translation of other languages is mostly made up.")
 
 
 def uses_digits(checkpoint: Checkpoint) -> bool:
