@@ -124,7 +124,9 @@ def test_cross_attention_rows_are_labelled_by_the_token_being_produced(result):
 
 def test_layer_and_head_selectors_are_clamped_to_the_model(result):
     fig = explorer.attention_figure(result.translation, "encoder", explorer.VIEWS[0], layer=99, head=-3)
-    assert "layer 2, head 1" in fig.layout.title.text
+    assert "<br><sup>layer 2, head 1</sup>" in fig.layout.title.text, "on a line of its own, where no screen cuts it"
+    heads = explorer.attention_figure(result.translation, "encoder", explorer.VIEWS[1], layer=99)
+    assert "<br><sup>layer 2, all heads · rows:" in heads.layout.title.text
 
 
 def test_reverse_model_attends_anti_diagonally(result):

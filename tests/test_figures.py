@@ -49,9 +49,11 @@ def test_toolbars_keep_only_the_buttons_a_chart_needs():
                 figures.token_probability_bar(["▁a"], [0.5], "t"),
                 figures.probability_comparison([("▁a", 0.5, 0.4)], "t")):
         assert {"zoom", "pan", "resetscale"} <= set(fig.layout.modebar.remove), "bar charts need no zooming"
+        assert fig.layout.dragmode is False, "nor can a stray drag zoom them, with no button left to undo it"
     heatmap = figures.attention_heatmap([[1.0]], ["▁a"], ["▁a"])
     assert "zoom" not in heatmap.layout.modebar.remove and "zoomin" in heatmap.layout.modebar.remove, \
         "a long sentence's heatmap keeps its zoom box and reset, not the buttons that repeat them"
+    assert heatmap.layout.dragmode is None
 
 
 def test_attention_heatmap_titles_rows_as_queries_and_columns_as_keys():

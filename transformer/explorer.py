@@ -233,14 +233,15 @@ def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], 
     if view == VIEWS[2]:
         grid = weights.mean(dim=1, keepdim=True) if average_heads else weights
         column_names = ["mean of heads"] if average_heads else [f"head {h + 1}" for h in range(heads)]
-        return figures.attention_grid(grid, rows, columns, f"{name}: every layer and head",
-                                      [f"layer {l + 1}" for l in range(layers)], column_names,
-                                      show_ticks=len(columns) <= 14 and len(rows) <= 14,
-                                      query_title=row_title, key_title=column_title, rows_are_steps=kind != "encoder")
+        return figures.attention_grid(grid, rows, columns, name, [f"layer {l + 1}" for l in range(layers)],
+                                      column_names, show_ticks=len(columns) <= 14 and len(rows) <= 14,
+                                      query_title=row_title, key_title=column_title, rows_are_steps=kind != "encoder",
+                                      subtitle="every layer and head")
     if view == VIEWS[1] and not average_heads:
-        return figures.attention_grid([weights[layer - 1]], rows, columns, f"{name}, layer {layer}: all heads",
-                                      [""], [f"head {h + 1}" for h in range(heads)],
-                                      query_title=row_title, key_title=column_title, rows_are_steps=kind != "encoder")
+        return figures.attention_grid([weights[layer - 1]], rows, columns, name, [""],
+                                      [f"head {h + 1}" for h in range(heads)], query_title=row_title,
+                                      key_title=column_title, rows_are_steps=kind != "encoder",
+                                      subtitle=f"layer {layer}, all heads")
     # Layer and head on a line of their own: on a phone or a zoomed projector one long line is cut off there.
     if average_heads:
         matrix, which = weights[layer - 1].mean(dim=0), f"layer {layer}, mean over {heads} heads"

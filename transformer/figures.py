@@ -21,16 +21,21 @@ MOST_TICK_LABELS = 60  # token labels an axis shows before it labels every n-th 
 
 
 # Plotly's toolbar buttons are keyboard stops: zooming in or out a step and autoscaling repeat the zoom box and the
-# reset button, and bar charts need no zooming or panning at all.
-TOOLBAR = dict(remove=["zoomin", "zoomout", "autoscale"])
-BAR_TOOLBAR = dict(remove=["zoom", "pan", "select", "lasso", "zoomin", "zoomout", "autoscale", "resetscale"])
+# reset button, and a chart that cannot be zoomed needs none of them.
+ZOOM_BUTTONS = ["zoom", "pan", "select", "lasso", "resetscale"]
+REPEATED_BUTTONS = ["zoomin", "zoomout", "autoscale"]
 
 
-def _layout(fig: go.Figure, title: str, height: int | None = None, toolbar: dict = TOOLBAR) -> go.Figure:
+def _layout(fig: go.Figure, title: str, height: int | None = None, zoomable: bool = True) -> go.Figure:
+    """Shared looks. ``zoomable=False`` for charts with nothing to zoom into (bar charts of a few values): a stray
+    drag then zooms nothing."""
     # Plain colours instead of a named template: a template costs ~10 ms per figure to build and is sent
     # to the browser with every figure.
     fig.update_layout(title=dict(text=title, x=0.01, font=dict(size=15)), font=FONT, paper_bgcolor="white",
-                      plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=10), height=height, modebar=toolbar)
+                      plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=10), height=height,
+                      modebar=dict(remove=REPEATED_BUTTONS + ([] if zoomable else ZOOM_BUTTONS)))
+    if not zoomable:
+        fig.update_layout(dragmode=False)
     fig.update_xaxes(gridcolor=GRID, zerolinecolor=GRID)
     fig.update_yaxes(gridcolor=GRID, zerolinecolor=GRID)
     return fig
@@ -77,7 +82,6 @@ def _hover_text(matrix: list[list[float]], query_labels: Sequence[str], key_labe
              for j, value in enumerate(row)] for i, row in enumerate(matrix)]
 
 
-
 def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str = "Attention",
                       query_title: str = "query", key_title: str = "key", rows_are_steps: bool = False) -> go.Figure:
     """One attention map (queries x keys) as a heatmap; rows are queries, columns keys.
@@ -104,8 +108,12 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
 
 def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str,
                    row_names: Sequence[str], column_names: Sequence[str], show_ticks: bool = True,
-                   query_title: str = "query", key_title: str = "key", rows_are_steps: bool = False) -> go.Figure:
-    """Small multiples: ``weights`` nested [row][column][query][key], e.g. heads of one layer or layers x heads."""
+                   query_title: str = "query", key_title: str = "key", rows_are_steps: bool = False,
+                   subtitle: str = "") -> go.Figure:
+    """Small multiples: ``weights`` nested [row][column][query][key], e.g. heads of one layer or layers x heads.
+
+    ``subtitle`` (which layers and heads) leads the smaller second title line, where a narrow screen keeps it.
+    """
     rows, columns = len(row_names), len(column_names)
     titles = [f"{r} · {c}" if r else c for r in row_names for c in column_names]
     # Every panel has the same queries and keys: labels on the outer panels only, so none overlaps a neighbour.
@@ -130,8 +138,8 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
         fig.update_yaxes(showticklabels=False, col=c)
     fig.update_annotations(font_size=11)
     panel = 230 if show_ticks else 150
-    _layout(fig, f"{title}<br><sup>rows: {query_title} (queries) · columns: {key_title} (keys)</sup>",
-            height=90 + panel * rows)
+    _layout(fig, f"{title}<br><sup>{subtitle + ' · ' if subtitle else ''}rows: {query_title} (queries) · "
+                 f"columns: {key_title} (keys)</sup>", height=90 + panel * rows)
     return fig
 
 
@@ -145,7 +153,7 @@ def top_k_bar(pieces: Sequence[str], probabilities: Sequence[float], chosen: str
                            customdata=_escaped(pieces), hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed", **_ticks(pieces))
     fig.update_xaxes(range=[0, 1], title="probability")
-    return _layout(fig, title, height=120 + 34 * len(pieces), toolbar=BAR_TOOLBAR)
+    return _layout(fig, title, height=120 + 34 * len(pieces), zoomable=False)
 
 
 def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str], title: str) -> go.Figure:
@@ -158,7 +166,7 @@ def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str],
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     fig.update_xaxes(tickangle=_slanted(source_labels), **_ticks(source_labels))
     fig.update_yaxes(range=[0, 1], title="attention")
-    return _layout(fig, title, height=320, toolbar=BAR_TOOLBAR)
+    return _layout(fig, title, height=320, zoomable=False)
 
 
 def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float], title: str) -> go.Figure:
@@ -168,7 +176,7 @@ def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float],
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     fig.update_xaxes(tickangle=_slanted(pieces), **_ticks(pieces))
     fig.update_yaxes(range=[0, 1], title="probability")
-    return _layout(fig, title, height=320, toolbar=BAR_TOOLBAR)
+    return _layout(fig, title, height=320, zoomable=False)
 
 
 # --- positional encoding ----------------------------------------------------------------------------
@@ -279,7 +287,7 @@ def probability_comparison(changes: Sequence[tuple[str, float, float]], title: s
     fig.update_xaxes(tickangle=_slanted(labels), **_ticks(labels))
     fig.update_yaxes(range=[0, 1], title="probability")
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12))
-    return _layout(fig, title, height=340, toolbar=BAR_TOOLBAR)
+    return _layout(fig, title, height=340, zoomable=False)
 
 
 # --- analysis -----------------------------------------------------------------------------------------
