@@ -75,9 +75,10 @@ class DecodingWeight:
     input-major (a contiguous W^T) faster than the output-major W that
     ``nn.Linear`` keeps, as long as W^T is at least as wide as it is tall: the
     attention projections, the first feed-forward layer and the vocabulary
-    projection, which are the layers that use one (about 1.8x over one decoding
-    step on an AMD EPYC; an Intel Xeon whose caches hold these weights reads both
-    layouts equally fast: benchmarks/weight_layout.py). Without autograd, outside autocast, on a
+    projection, which are the layers that use one. On an AMD EPYC that made one
+    step's matrix-vector products about 1.8x faster; an Intel Xeon whose caches
+    hold these weights reads both layouts equally fast
+    (benchmarks/weight_layout.py). Without autograd, outside autocast, on a
     CPU this hands out W as a transposed view of a cached contiguous W^T, which
     ``F.linear`` multiplies in that layout. Training, autocast, GPUs, checkpoints
     and weights made under ``torch.inference_mode`` (which carry no version to
@@ -228,8 +229,8 @@ class PositionwiseFeedForward(nn.Module):
     """FFN(x) = max(0, x W1 + b1) W2 + b2, the same at every position (equation 2).
 
     In training, dropout also falls on the hidden activations, at the residual
-    rate. The paper does not say so; ``torch.nn.Transformer``'s layers, which
-    the tests hold this model to, do the same.
+    rate. The paper does not say so; ``torch.nn.Transformer``'s layers do the
+    same.
     """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
