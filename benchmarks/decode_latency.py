@@ -19,7 +19,8 @@ all on the same weights:
 - "flattened": our cached decoding hand-written as the fewest plain tensor
   calls (no modules, no masks, preallocated keys and values): about the least
   eager PyTorch can spend per step here, and so how much of "cached" is the
-  cost of the model's modules.
+  cost of the model's modules; and "flattened_modules", the same loop calling
+  the model's modules for its products and norms: the cost of those calls.
 
 They are checked to decode the same tokens and alternate in one process so
 machine noise hits them alike. Also times greedy decoding of 1,000 sentences in
@@ -27,7 +28,8 @@ one batched run (Multi30K's test set when MULTI30K_DIR is set, else random
 sentences of the same lengths). Prints JSON last: {"cached_ms", "uncached_ms",
 "speedup", "uncached_all_logits_ms", "speedup_all_logits", "reference_cached_ms",
 "cached_vs_reference", "reference_no_weights_ms", "cached_vs_reference_no_weights",
-"flattened_ms", "cached_vs_flattened", "batch_1000_greedy_s", ...}.
+"flattened_ms", "cached_vs_flattened", "flattened_modules_ms", "flattened_modules_vs_flattened",
+"batch_1000_greedy_s", ...}.
 
     python benchmarks/decode_latency.py --json
 """
@@ -214,6 +216,50 @@ def decode_flattened(model: Transformer, flat: FlatDecoder, src: torch.Tensor,
     return tokens
 
 
+@torch.inference_mode()
+def decode_flattened_modules(model: Transformer, src: torch.Tensor, steps: int = TARGET_STEPS) -> list[int]:
+    """``decode_flattened`` with every product, norm and the feed-forward block called through the model's modules.
+
+    The same loop, preallocated cache and attention arithmetic; only the calls
+    differ. Its gap to "flattened" is what the modules' calls themselves cost,
+    which a decoder without a cache pays as well.
+    """
+    d, heads = model.config.d_model, model.config.n_heads
+    head_dim, scale = d // heads, (d // heads) ** -0.5
+    memory = model.encode(src, need_weights=True).memory
+    layers = model.decoder.layers
+    cross_keys_t, cross_values = [], []
+    for layer in layers:
+        projection = layer.cross_attn.in_proj
+        k, v = F.linear(memory, projection.weight[d:], projection.bias[d:]).view(-1, 2, heads, head_dim).permute(
+            1, 2, 0, 3)
+        cross_keys_t.append(k.transpose(1, 2).contiguous())
+        cross_values.append(v.contiguous())
+    keys_t = [torch.empty(heads, head_dim, steps) for _ in layers]
+    values = [torch.empty(heads, steps, head_dim) for _ in layers]
+    token, tokens, attentions = torch.full((1, 1), BOS_ID, dtype=torch.long), [], []
+    for t in range(steps):
+        y = model.positional_encoding(model.tgt_embed(token), t)  # (1, 1, D)
+        for i, layer in enumerate(layers):
+            self_attn, cross_attn = layer.self_attn, layer.cross_attn
+            q, k, v = self_attn.in_proj(y).view(3, heads, 1, head_dim).unbind(0)
+            keys_t[i][:, :, t] = k[:, 0]
+            values[i][:, t] = v[:, 0]
+            self_weights = torch.bmm(q, keys_t[i][:, :, : t + 1]).mul_(scale).softmax(-1)
+            h = torch.bmm(self_weights, values[i][:, : t + 1]).view(1, 1, d)
+            y = layer.self_attn_norm.norm(y + self_attn.out_proj(h))
+            query_weight = cross_attn.in_proj.decoding_weight(cross_attn.in_proj.weight)[:d]
+            q = F.linear(y, query_weight, cross_attn.in_proj.bias[:d]).view(heads, 1, head_dim)
+            cross_weights = torch.bmm(q, cross_keys_t[i]).mul_(scale).softmax(-1)
+            h = torch.bmm(cross_weights, cross_values[i]).view(1, 1, d)
+            y = layer.cross_attn_norm.norm(y + cross_attn.out_proj(h))
+            y = layer.feed_forward_norm.norm(y + layer.feed_forward(y))
+            attentions.append((self_weights, cross_weights))
+        token = model.project(y).argmax(-1)
+        tokens.append(token.item())
+    return tokens
+
+
 def timed_ms(fn, repeats):
     times = []
     for _ in range(repeats):
@@ -246,7 +292,8 @@ def main() -> None:
             "uncached_all_logits": lambda: decode_uncached_all_logits(model, src, steps),
             "reference": lambda: decode_reference_cached(reference, model, src, steps),
             "reference_no_weights": lambda: decode_reference_cached(reference, model, src, steps, need_weights=False),
-            "flattened": lambda: decode_flattened(model, flat, src, steps)}
+            "flattened": lambda: decode_flattened(model, flat, src, steps),
+            "flattened_modules": lambda: decode_flattened_modules(model, src, steps)}
     decoded = {name: run() for name, run in runs.items()}  # also the warm-up
     if len({tuple(tokens) for tokens in decoded.values()}) != 1:
         raise SystemExit(f"the decoders disagree: {decoded}")
@@ -254,7 +301,7 @@ def main() -> None:
     for _ in range(args.repeats):  # interleaved so machine noise hits all of them alike
         for name, run in runs.items():
             times[name].append(timed_ms(run, 1))
-    cached_ms, uncached_ms, all_logits_ms, reference_ms, plain_reference_ms, flattened_ms = (
+    cached_ms, uncached_ms, all_logits_ms, reference_ms, plain_reference_ms, flattened_ms, modules_ms = (
         statistics.median(times[name]) for name in runs)
 
     data_dir = os.environ.get("MULTI30K_DIR")
@@ -279,6 +326,8 @@ def main() -> None:
               "reference_no_weights_ms": round(plain_reference_ms, 1),
               "cached_vs_reference_no_weights": round(cached_ms / plain_reference_ms, 2),
               "flattened_ms": round(flattened_ms, 1), "cached_vs_flattened": round(cached_ms / flattened_ms, 2),
+              "flattened_modules_ms": round(modules_ms, 1),
+              "flattened_modules_vs_flattened": round(modules_ms / flattened_ms, 2),
               "batch_1000_greedy_s": round(batch_seconds, 2),
               "batch_data": batch_data, "model": "bundled multi30k-en-de" if checkpoint else "random small",
               "machine": machine()}
@@ -288,7 +337,8 @@ def main() -> None:
               f"nn.TransformerDecoderLayer with a plain cache {reference_ms:.1f} ms "
               f"({cached_ms / reference_ms:.2f} of it), {plain_reference_ms:.1f} ms without attention maps "
               f"({cached_ms / plain_reference_ms:.2f} of it); hand-flattened cached decoding {flattened_ms:.1f} ms "
-              f"(ours takes {cached_ms / flattened_ms:.2f}x that); "
+              f"(ours takes {cached_ms / flattened_ms:.2f}x that), {modules_ms:.1f} ms with its products and norms "
+              f"called through the model's modules; "
               f"1,000 sentences greedy in {batch_seconds:.2f} s")
     print(json.dumps(result))
 

@@ -84,6 +84,7 @@ def test_the_latency_benchmark_races_decoders_that_produce_the_same_translation(
     assert decode_latency.decode_reference_cached(reference, model.model, src) == cached
     assert decode_latency.decode_reference_cached(reference, model.model, src, need_weights=False) == cached
     assert decode_latency.decode_flattened(model.model, decode_latency.flatten_decoder(model.model), src) == cached
+    assert decode_latency.decode_flattened_modules(model.model, src) == cached
 
 
 def test_the_readme_python_example_runs_and_shows_what_it_says(monkeypatch, capsys):
