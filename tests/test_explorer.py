@@ -92,7 +92,7 @@ def test_a_sentence_in_another_language_than_the_model_reads_gets_a_note(registr
 def test_an_empty_translation_is_said_to_be_so(reverse):
     words = explorer.run_translation(reverse, "The dog runs.", "greedy")  # a digits model, given words
     assert words.translation.text == ""
-    assert "The model ended the sentence at once, so the translation is empty." in words.notes
+    assert "The translation is empty: the model ended the sentence without producing a word." in words.notes
     assert not any("empty" in note for note in explorer.run_translation(reverse, "3 1 4", "greedy").notes)
 
 

@@ -161,8 +161,8 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
         notes.append(f"{unknown} source piece(s) are unknown to this model's vocabulary (shown as `<unk>`).")
     if language := language_note(checkpoint, cleaned):
         notes.append(language)
-    if not result.text.strip():
-        notes.append("The model ended the sentence at once, so the translation is empty.")
+    if result.ended and not result.text.strip():
+        notes.append("The translation is empty: the model ended the sentence without producing a word.")
     if not result.ended:
         notes.append("Decoding stopped at the maximum length before the model ended the sentence.")
     if len(result.source_ids) > LONG_SOURCE_PIECES and not result.truncated:
