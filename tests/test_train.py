@@ -195,16 +195,38 @@ def test_drop_records_after_keeps_the_log_of_saved_updates_and_lines_without_a_s
     assert log_file.read_text() == '{"event": "step", "step": 1}\n{"note": "no step"}\n{"event": "eval", "step": 20}\n'
     assert train.drop_records_after(log_file, 20) == 0
     assert train.drop_records_after(tmp_path / "missing.jsonl", 20) == 0
+    log_file.write_text('{"event": "step", "step": 1}')  # whole, but with no newline for the next record
+    assert train.drop_records_after(log_file, 20) == 0 and log_file.read_text() == '{"event": "step", "step": 1}\n'
 
 
-def test_resuming_into_another_directory_leaves_that_directorys_log_alone(tmp_path):
+def test_a_run_killed_right_after_saving_still_logs_that_evaluation_once(tmp_path, monkeypatch):
+    small = dict(synthetic_size=300, steps=60, eval_every=20)
+    save = Trainer.save
+
+    def save_then_die(self, name, with_state=False):
+        saved = save(self, name, with_state)
+        if name == "last" and self.step == 40:
+            raise KeyboardInterrupt  # killed between writing last/ and whatever came after it
+        return saved
+    monkeypatch.setattr(Trainer, "save", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(quick_config(tmp_path, "run", **small), show_progress=False).run()
+    monkeypatch.setattr(Trainer, "save", save)
+    Trainer(quick_config(tmp_path, "run", **small), resume=tmp_path / "run", show_progress=False).run()
+    records = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if r["event"] == "eval"] == [20, 40, 60]
+
+
+def test_resuming_into_another_directory_leaves_that_directorys_log_alone(tmp_path, caplog):
     Trainer(quick_config(tmp_path, "a", steps=4, eval_every=2), show_progress=False).run()
     other = tmp_path / "b"
     other.mkdir()
     earlier = '{"event": "step", "step": 1}\n{"event": "eval", "step": 100}\n'
     (other / "log.jsonl").write_text(earlier)
-    Trainer(quick_config(tmp_path, "b", steps=6, eval_every=2), resume=tmp_path / "a", show_progress=False).run()
+    with caplog.at_level(logging.WARNING):
+        Trainer(quick_config(tmp_path, "b", steps=6, eval_every=2), resume=tmp_path / "a", show_progress=False).run()
     assert (other / "log.jsonl").read_text().startswith(earlier), "records of another run are not ours to drop"
+    assert "already holds a run's log" in caplog.text
 
 
 def test_resume_refuses_a_directory_without_trainer_state(tmp_path):

@@ -218,19 +218,27 @@ def save_checkpoint(directory: str | Path, model: Transformer, source_tokenizer:
     return Path(directory)
 
 
-def read_records(path: Path) -> list[dict]:
+def read_log_text(path: Path) -> str:
+    """A run log's text; "" when there is none. Tolerant of a byte-order mark and of bytes that are not UTF-8."""
+    return path.read_text(encoding="utf-8-sig", errors="replace") if path.is_file() else ""
+
+
+def parse_records(text: str) -> list[dict]:
     """The records of a run log (one JSON object per line), skipping lines that are none, such as one cut off
     mid-write by a crash."""
     records = []
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8-sig", errors="replace").split("\n"):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
-                records.append(record)
+    for line in text.split("\n"):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
     return records
+
+
+def read_records(path: Path) -> list[dict]:
+    return parse_records(read_log_text(path))
 
 
 def read_training_log(path: Path) -> tuple[list[dict], list[dict]]:

@@ -39,8 +39,8 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from . import data as datasets
-from .checkpoint import (CheckpointError, load_checkpoint, load_weights, read_config, read_records, resolve,
-                         save_checkpoint, unique_state_dict)
+from .checkpoint import (CheckpointError, load_checkpoint, load_weights, parse_records, read_config, read_log_text,
+                         resolve, save_checkpoint, unique_state_dict)
 from .config import PRESETS, preset
 from .decoding import forced_decode, pad_batch, translate_batch
 from .metrics import corpus_scores
@@ -236,15 +236,14 @@ def drop_records_after(path: Path, step: int) -> int:
 
     A run resumes from its last save, so the updates a crash or kill cut off
     after it are done again, and their records would appear twice. Lines that
-    are no record, such as one cut off mid-write, go too: the next record
-    would otherwise be appended to it.
+    are no record, such as one cut off mid-write, go too, and the log ends with
+    a newline again: the next record would otherwise be appended to such a line.
     """
-    if not path.is_file():
-        return 0
-    lines = [line for line in path.read_text(encoding="utf-8-sig", errors="replace").split("\n") if line.strip()]
-    kept = [record for record in read_records(path)
+    text = read_log_text(path)
+    lines = [line for line in text.split("\n") if line.strip()]
+    kept = [record for record in parse_records(text)
             if not (isinstance(record.get("step"), (int, float)) and record["step"] > step)]
-    if len(kept) < len(lines):
+    if len(kept) < len(lines) or (text and not text.endswith("\n")):
         rewritten = path.with_name(path.name + ".tmp")
         with open(rewritten, "w") as handle:
             handle.writelines(json.dumps(record) + "\n" for record in kept)
@@ -333,6 +332,9 @@ class Trainer:
         resume_dir = resolve(Path(resume) / "last") if resume else None
         # Continuing in the resumed run's own directory: its logs describe this run up to the saved step.
         self.continues_logs = resume_dir is not None and resume_dir.parent.resolve() == self.out_dir.resolve()
+        if resume_dir is not None and not self.continues_logs and (self.out_dir / "log.jsonl").is_file():
+            log.warning("%s already holds a run's log; the run resumed from %s adds its records to it",
+                        self.out_dir, resume_dir.parent)
         if resume_dir is not None:
             if not (resume_dir / STATE_JSON).is_file():
                 raise ValueError(f"{resume_dir} is not a resumable checkpoint (no {STATE_JSON})")
@@ -513,7 +515,7 @@ class Trainer:
             with open(self.out_dir / "probes.jsonl", "a") as handle:
                 handle.write(json.dumps(probe) + "\n")
         self.history.append({k: v for k, v in metrics.items() if k != "sample"})
-        # Logged before the saves: a kill between them leaves a record that resuming drops, never a save
+        # Logged before the saves: a kill between them leaves a record that resuming drops, never a last/
         # without its record.
         self._log({"event": "eval", **metrics})
         score = metrics["bleu"]
