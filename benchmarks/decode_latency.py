@@ -218,11 +218,13 @@ def decode_flattened(model: Transformer, flat: FlatDecoder, src: torch.Tensor,
 
 @torch.inference_mode()
 def decode_flattened_modules(model: Transformer, src: torch.Tensor, steps: int = TARGET_STEPS) -> list[int]:
-    """``decode_flattened`` with every product, norm and the feed-forward block called through the model's modules.
+    """``decode_flattened`` calling the model's modules for embedding, positions, projections, norms and feed-forward.
 
-    The same loop, preallocated cache and attention arithmetic; only the calls
-    differ. Its gap to "flattened" is what the modules' calls themselves cost,
-    which a decoder without a cache pays as well.
+    The same loop, preallocated cache and attention arithmetic. Only the
+    cross-attention projections stay plain ``F.linear`` calls on the module's
+    weights, as in "flattened"; and the attention and layer modules are not
+    called, so the gap to "flattened" is part of what the modules' calls cost
+    (a decoder without a cache pays it as well).
     """
     d, heads = model.config.d_model, model.config.n_heads
     head_dim, scale = d // heads, (d // heads) ** -0.5

@@ -235,10 +235,11 @@ def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], 
     if view == VIEWS[2]:
         grid = weights.mean(dim=1, keepdim=True) if average_heads else weights
         column_names = ["mean of heads"] if average_heads else [f"head {h + 1}" for h in range(heads)]
+        which = "every layer, mean of heads" if average_heads else "every layer and head"
         return figures.attention_grid(grid, rows, columns, name, [f"layer {l + 1}" for l in range(layers)],
                                       column_names, show_ticks=len(columns) <= 14 and len(rows) <= 14,
                                       query_title=row_title, key_title=column_title, rows_are_steps=kind != "encoder",
-                                      subtitle="every layer and head")
+                                      subtitle=which)
     if view == VIEWS[1] and not average_heads:
         return figures.attention_grid([weights[layer - 1]], rows, columns, name, [""],
                                       [f"head {h + 1}" for h in range(heads)], query_title=row_title,
@@ -451,17 +452,17 @@ def source_label(checkpoint: Checkpoint) -> str:
     return f"{LANGUAGE_NAMES[languages[0]]} sentence" if languages else "Source sentence"
 
 
-# Clues to the language of a sentence: frequent words of each Multi30K language that are rare as words in the other
-# three, and letters that only it of the four uses. Each clue word counts; the letters count once.
+# Clues to the language of a sentence: frequent words of each Multi30K language, picked to be far rarer in the
+# other three, and letters that only it of the four uses. Each clue word counts; the letters count once.
 LANGUAGE_WORDS = {
-    "en": {"the", "and", "is", "are", "of", "with", "his", "her", "their", "while", "from", "this", "into", "an"},
+    "en": {"the", "and", "is", "are", "of", "with", "his", "her", "their", "while", "from", "this", "into", "at"},
     "de": {"der", "das", "und", "ist", "sind", "ein", "eine", "einem", "einen", "einer", "mit", "auf", "im", "zu",
            "dem", "nicht", "sich", "von", "vor", "bei", "aus", "neben", "ich", "wir", "sie", "es"},
     "fr": {"le", "la", "les", "un", "une", "et", "est", "sont", "du", "avec", "sur", "dans", "au", "aux", "qui",
            "sa", "ses", "il", "elle", "nous", "vous", "ils"},
     "cs": {"v", "z", "se", "si", "jsou", "na", "ve", "ze", "který", "která", "které", "při", "před", "muž", "žena"},
 }
-LANGUAGE_LETTERS = {"en": "", "de": "äöüß", "fr": "àâçèêëîïôœùû", "cs": "čďěňřšťůýž"}
+LANGUAGE_LETTERS = {"en": "", "de": "äöüß", "fr": "àâçèêëîïôœùû", "cs": "áčďěíňřšťůýž"}
 
 
 def language_note(checkpoint: Checkpoint, text: str) -> str | None:
@@ -471,7 +472,7 @@ def language_note(checkpoint: Checkpoint, text: str) -> str | None:
     if languages is None:
         return None
     expected, target = languages
-    lowered = text.lower()
+    lowered = unicodedata.normalize("NFC", text).lower()  # "ä" pasted as "a" + a combining mark is still "ä"
     words = re.findall(r"\w+", lowered)
     clues = {language: sum(word in LANGUAGE_WORDS[language] for word in words)
                        + any(letter in lowered for letter in LANGUAGE_LETTERS[language])
