@@ -180,6 +180,7 @@ def test_forced_decoding_scores_a_user_translation(reverse):
     assert good.log_prob > bad.log_prob
     probabilities, attention = explorer.forced_figures(good)
     assert len(probabilities.data[0].y) == len(good.predicted_pieces)
+    assert attention.data[0].text[0][0].startswith("step 1: "), "rows are the steps that read the translation"
     with pytest.raises(explorer.InputError, match="own translation"):
         explorer.run_forced(reverse, "1 2 3", "  ")
 

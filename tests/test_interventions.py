@@ -116,6 +116,8 @@ def test_comparison_views_show_the_difference(reverse):
     assert after != before, "without any cross-attention the model cannot read the source"
     assert {label for _, label in diff} >= {"removed"}
     assert len(probability.data) == 2
+    for attention in (attention_before, attention_after):
+        assert attention.data[0].text[0][0].startswith("step 1: ")
     assert explorer.word_diff("a b c", "a x c") == [("a ", None), ("b ", "removed"), ("x ", "added"), ("c ", None)]
 
 

@@ -138,6 +138,7 @@ def test_job_views_describe_progress():
              "translation": "2 1", "cross": [[[[0.1, 0.8, 0.1], [0.8, 0.1, 0.1], [0.1, 0.1, 0.8]]]]}
     fig = explorer.probe_figure([probe, probe], 5)
     assert "evaluation 2 of 2" in fig.layout.title.text
+    assert fig.data[0].text[0][0].startswith("step 1: ▁2 → position 0: ▁1")
 
 
 def test_a_job_ended_by_its_time_limit_says_so_and_counts_as_done(tmp_path):
