@@ -436,7 +436,7 @@ def decode_steps(model: Transformer, source_tokenizer: Tokenizer, target_tokeniz
     encoded = model.encode(src)
     cache = DecoderCache()
     last = torch.tensor([[BOS_ID]], device=model.device)
-    limit = _within_positions(model, max_length) if max_length else default_max_length(model, len(source_ids))
+    (limit,) = _length_limits(model, src, max_length)
     for index in range(limit):
         out = model.decode(last, encoded, cache, need_weights=True)
         logits = out.logits[:, -1].float()

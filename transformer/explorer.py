@@ -537,7 +537,7 @@ def job_curves(job) -> go.Figure | None:
         return None
     # Thin out long step lists: the curve needs a few hundred points at most.
     stride = max(1, len(steps) // 300)
-    running = job is not None and job.status == "running"
+    running = job.status == "running"
     return figures.training_curves(steps[::stride] + steps[-1:], job.evals,
                                    title="Training, live" if running else "Training")
 
