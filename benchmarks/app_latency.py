@@ -19,19 +19,22 @@ import time
 import urllib.request
 
 from common import ROOT, machine, repeat_ms
+from ui import services
+from ui.views import choices
+from ui.views import exports
+from ui.views import translate as translate_views
 
-from transformer import explorer
 
 SENTENCE = "A young man in a green jacket is carrying a heavy box up the old stairs."  # 15 words
 
 
 def one_click(checkpoint) -> None:
-    result = explorer.run_translation(checkpoint, SENTENCE, "beam", 5)
+    result = translate_views.run_translation(checkpoint, SENTENCE, "beam", 5)
     tr = result.translation
-    explorer.source_tokens_view(tr)
-    explorer.step_view(tr, tr.num_steps)
-    explorer.attention_figure(tr, "cross", explorer.VIEWS[0], 1, 1).to_json()
-    explorer.attention_json_file(tr)
+    translate_views.source_pieces(tr)
+    translate_views.step_view(tr, tr.num_steps)
+    translate_views.attention_figure(tr, "cross", choices.VIEWS[0], 1, 1).to_json()
+    exports.attention_json_file(tr)
 
 
 def startup_seconds() -> float:
@@ -60,7 +63,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    registry = explorer.ModelRegistry(device="cpu")
+    registry = services.ModelRegistry(device="cpu")
     checkpoint = registry.get(registry.default_name())
     median, p95 = repeat_ms(lambda: one_click(checkpoint), args.repeats)
     startup = startup_seconds()

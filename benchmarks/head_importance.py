@@ -14,7 +14,9 @@ import json
 
 from common import machine, repeat_ms
 
-from transformer import explorer, interventions
+from transformer import interventions
+from ui import services
+from ui.views import translate as translate_views
 
 SENTENCE = "A young man in a green jacket is carrying a heavy box up the old stairs."
 
@@ -24,9 +26,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    registry = explorer.ModelRegistry(device="cpu")
+    registry = services.ModelRegistry(device="cpu")
     checkpoint = registry.get(registry.default_name())
-    translation = explorer.run_translation(checkpoint, SENTENCE, "beam", 5).translation
+    translation = translate_views.run_translation(checkpoint, SENTENCE, "beam", 5).translation
     median, p95 = repeat_ms(lambda: interventions.head_importance(checkpoint, translation), args.repeats)
     heads = sum(v.numel() for v in interventions.head_importance(checkpoint, translation).values())
     result = {"heads": heads, "median_ms": round(median, 1), "p95_ms": round(p95, 1),

@@ -95,19 +95,18 @@ def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, tim
                   registry=None, model_name: str | None = None, say=print, seed: int = 0) -> dict:
     """Serve the app on loopback, run ``users`` x ``requests`` concurrent translations, return the figures."""
     from gradio_client import Client  # imported here so that --help stays fast
-
-    import app
-    from transformer import explorer
+    from ui import services
+    from ui.build import build_app, close_app
 
     deadline = time.monotonic() + timeout_s
-    registry = registry or explorer.ModelRegistry()  # the bundled checkpoints
+    registry = registry or services.ModelRegistry()  # the bundled checkpoints
     model_name = model_name or registry.default_name()
     if model_name is None:
         raise SystemExit(f"no checkpoints found under {', '.join(map(str, registry.roots))}")
     decoding = "greedy" if greedy else "beam"
     sentences = sentences_for(model_name)
 
-    demo = app.build_app(registry, model_name)
+    demo = build_app(services.Services(registry), model_name)
     demo.launch(prevent_thread_lock=True, server_name=LOOPBACK, server_port=free_port(), quiet=True)
     url = demo.local_url
     assert url.startswith(f"http://{LOOPBACK}:"), url  # loopback only
@@ -204,7 +203,7 @@ def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, tim
                 client.close()
             except Exception:  # noqa: BLE001
                 pass
-        app.close_app(demo)
+        close_app(demo)
 
 
 def main(argv: list[str] | None = None) -> None:

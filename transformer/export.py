@@ -28,7 +28,7 @@ from . import data as datasets
 from .checkpoint import (CheckpointError, load_checkpoint, read_config, read_training_log, run_history,
                          save_checkpoint)
 from .evaluate import evaluate_checkpoint
-from .figures import quiet_image_export_logs, training_curves
+
 
 log = logging.getLogger(__name__)
 CURVES = "training.png"  # the training curves, saved in the checkpoint beside its card
@@ -125,7 +125,6 @@ def model_card(name: str, metrics: dict, config: dict, command: str, curve: str 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    quiet_image_export_logs()
     parser = argparse.ArgumentParser(prog="python -m transformer.export", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("source", help="checkpoint directory to export (e.g. RUN/averaged)")
@@ -236,6 +235,11 @@ def score_and_plot(stored, original, config: dict, run_dir: Path, name: str,
 
     curves = None
     if steps or evals:
+        # Drawn by the app's own figure builders (Plotly), so the card shows what the Model tab shows; imported
+        # here, as only this step of the package needs them.
+        from ui.figures import quiet_image_export_logs, training_curves
+
+        quiet_image_export_logs()
         figure = training_curves(steps, evals, title=f"{name}: training")
         try:
             curves = figure.to_image(format="png", width=1200, height=420, scale=1)

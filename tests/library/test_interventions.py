@@ -6,10 +6,11 @@ import dataclasses
 import pytest
 import torch
 
-from transformer import explorer, interventions
+from transformer import interventions
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.decoding import forced_decode, translate
 from transformer.model import HeadMask
+from transformer import errors
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,7 @@ def test_a_switched_off_head_contributes_exactly_nothing(reverse):
 
 
 def test_unknown_heads_are_refused(reverse):
-    with pytest.raises(explorer.InputError, match="does not exist"):
+    with pytest.raises(errors.InputError, match="does not exist"):
         interventions.make_head_mask(reverse, {"encoder": ["L9H1"]})
     assert interventions.make_head_mask(reverse, {}) is None
 
@@ -72,17 +73,6 @@ def test_token_override_continues_from_the_forced_prefix(reverse):
     assert comparison.before.text == tr.text == "5 4 3 2 1"
 
 
-def test_forcing_the_token_the_model_chose_changes_nothing_even_after_beam_search(bundled):
-    sentence = "Two dogs play in the snow near a tree."
-    beam = explorer.run_translation(bundled, sentence, "beam", 5).translation
-    greedy = bundled.translate(sentence)
-    assert beam.text != greedy.text, "a sentence where beam search and greedy decoding part ways"
-    for step in (1, 3):
-        same = interventions.override_token(bundled, beam, step, beam.predicted_ids[step - 1])
-        assert same.after.text == same.before.text
-        assert same.before.predicted_ids[:step] == beam.predicted_ids[:step]
-
-
 def test_removing_positions_changes_the_encoder_output(reverse):
     src = torch.tensor([reverse.source_tokenizer.encode("1 2 3 4")])
     with torch.no_grad():
@@ -108,19 +98,6 @@ def test_the_unmodified_model_is_unaffected_afterwards(reverse):
     assert torch.equal(logits(reverse), before)
 
 
-def test_comparison_views_show_the_difference(reverse):
-    comparison = interventions.ablate_heads(reverse, "3 1 4 1 5 9", {"cross": ["L1H1", "L1H2", "L1H3", "L1H4",
-                                                                              "L2H1", "L2H2", "L2H3", "L2H4"]})
-    before, after, diff, probability, attention_before, attention_after = explorer.comparison_views(comparison)
-    assert before == "9 5 1 4 1 3"
-    assert after != before, "without any cross-attention the model cannot read the source"
-    assert {label for _, label in diff} >= {"removed"}
-    assert len(probability.data) == 2
-    for attention in (attention_before, attention_after):
-        assert attention.data[0].text[0][0].startswith("step 1: ")
-    assert explorer.word_diff("a b c", "a x c") == [("a ", None), ("b ", "removed"), ("x ", "added"), ("c ", None)]
-
-
 def test_head_mask_may_differ_per_batch_row(reverse):
     ones = torch.ones(2, 4)
     off = ones.clone()
@@ -133,40 +110,3 @@ def test_head_mask_may_differ_per_batch_row(reverse):
         plain = reverse.model(src[:1], tgt[:1]).logits
         single = reverse.model(src[:1], tgt[:1], head_mask=HeadMask(encoder=off)).logits
     assert torch.allclose(both[0], plain[0], atol=1e-5) and torch.allclose(both[1], single[0], atol=1e-5)
-
-
-def test_experiments_decode_as_the_translation_they_start_from():
-    """The "unmodified" side of an experiment is the translation the Translate tab showed: beam or greedy, cut
-    at the same maximum length."""
-    bundled = load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu")
-    sentence = "The man and the woman and the child see the dog and the cat and the bird."
-    beam = explorer.run_translation(bundled, sentence, "beam", 5).translation
-    greedy = explorer.run_translation(bundled, sentence, "greedy", 5).translation
-    cut = explorer.run_translation(bundled, sentence, "beam", 5, max_length=5).translation
-    assert beam.text != greedy.text, "a sentence on which the two decodings differ"
-    assert not cut.ended and cut.text != beam.text
-    for shown in (beam, greedy, cut):
-        decoding = explorer.decoding_of(shown)
-        for comparison in (interventions.shuffled_source(bundled, shown.source_text, **decoding),
-                           interventions.without_positions(bundled, shown.source_text, **decoding),
-                           interventions.ablate_heads(bundled, shown.source_text, {"cross": ["L1H1"]}, **decoding)):
-            assert comparison.before.text == shown.text
-
-
-def test_translations_and_experiments_use_the_length_penalty_the_model_was_scored_with():
-    bundled = load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu")
-    assert bundled.length_penalty == bundled.metrics["length_penalty"] == 1.4
-    assert dataclasses.replace(bundled, metrics={}).length_penalty == 1.0
-    sentence = "A group of people stand in front of an igloo."
-    shown = {}
-    for alpha in (1.0, 3.0):
-        scored = dataclasses.replace(bundled, metrics={"length_penalty": alpha})
-        shown[alpha] = explorer.run_translation(scored, sentence, "beam", 5).translation.text
-        assert shown[alpha] == translate(bundled.model, bundled.source_tokenizer, bundled.target_tokenizer, sentence,
-                                         beam_size=5, length_penalty=alpha).text
-        decoding = {"beam_size": 5, "max_length": None}
-        for comparison in (interventions.shuffled_source(scored, sentence, **decoding),
-                           interventions.without_positions(scored, sentence, **decoding),
-                           interventions.ablate_heads(scored, sentence, {"cross": ["L1H1"]}, **decoding)):
-            assert comparison.before.text == shown[alpha]
-    assert shown[1.0] != shown[3.0], "a sentence on which the length penalty matters"

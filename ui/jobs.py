@@ -15,14 +15,15 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import data as datasets
-from .checkpoint import run_history, save_checkpoint
-from .config import preset
-from .model import Transformer
-from .train import TrainConfig, Trainer
+from transformer import data as datasets
+from transformer.checkpoint import run_history, save_checkpoint
+from transformer.config import preset
+from transformer.model import Transformer
+from transformer.train import TrainConfig, Trainer
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,9 @@ class JobState:
 class JobManager:
     """Runs at most one training job at a time and publishes finished models under ``published_dir``."""
 
-    def __init__(self, runs_dir: str | Path | None = None):
+    def __init__(self, runs_dir: str | Path | None = None, trainer: Callable[..., Trainer] = Trainer):
+        """``trainer``: what runs a job, called as ``Trainer`` is (tests give a quick stand-in)."""
+        self.trainer = trainer
         self.runs_dir = Path(runs_dir or os.environ.get("EXPLORER_RUNS_DIR", DEFAULT_RUNS_DIR))
         self.published_dir = self.runs_dir / "app"
         self.work_dir = self.runs_dir / "app-jobs"
@@ -239,7 +242,7 @@ class JobManager:
             self._update(evals=self._job.evals + [record], probes=self._job.probes + [metrics["probe"]])
 
         try:
-            trainer = Trainer(config, on_step=on_step, on_eval=on_eval, cancel=cancel, show_progress=False)
+            trainer = self.trainer(config, on_step=on_step, on_eval=on_eval, cancel=cancel, show_progress=False)
             final = trainer.run()
             name = Path(config.out_dir).name
             history = run_history(Path(config.out_dir))

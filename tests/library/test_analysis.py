@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformer import analysis, explorer
+from transformer import analysis
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.decoding import beam_search, forced_decode, translate
 
@@ -93,70 +93,6 @@ def test_beam_tree_is_consistent_with_the_returned_hypotheses(reverse):
     last_step = max(node.step for node in nodes)
     assert not [node for node in nodes if node.step == last_step and node.status == "kept"], \
         "the search ends at its last step: no beam lives on from it"
-
-
-def test_beam_view_lists_hypotheses_best_first(reverse):
-    figure, rows, state = explorer.beam_view(reverse, "2 7 1 8", beam_size=3)
-    assert [row[0] for row in rows] == [1, 2, 3] and rows[0][1] == "8 1 7 2"
-    assert [row[4] for row in rows] == sorted((row[4] for row in rows), reverse=True)
-    assert explorer.hypothesis_attention(reverse, state, 0).data
-    steps = max(x for trace in figure.data for x in trace.x if x is not None)
-    assert tuple(figure.layout.xaxis.range) == (-0.5, steps + 0.5), "the step axis spans the steps, no empty ones"
-
-
-def test_alignment_view_links_reversed_positions(reverse):
-    tr = translate(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, "1 2 3")
-    figure = explorer.alignment_view(tr)
-    red = [trace for trace in figure.data if getattr(trace.line, "color", None) == "#d62728"]
-    assert len(red) == len(tr.predicted_pieces)
-
-
-def test_raw_exports_hold_every_weight(reverse, tmp_path):
-    tr = translate(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, "5 6 7")
-    with open(explorer.attention_csv_file(tr, str(tmp_path))) as handle:
-        rows = list(csv.DictReader(handle))
-    expected = sum(t.numel() for t in (tr.encoder_attention, tr.decoder_attention, tr.cross_attention))
-    assert len(rows) == expected
-    archive = np.load(explorer.attention_npz_file(tr, str(tmp_path)))
-    assert np.allclose(archive["cross"], tr.cross_attention.numpy())
-    assert list(archive["source_tokens"]) == tr.source_pieces
-
-
-def test_a_shared_link_reopens_the_same_view():
-    query = explorer.share_query("reverse-tiny", "3 1 4", "cross", explorer.VIEWS[1], 2, 3, beam=1, max_tokens=40)
-    from urllib.parse import parse_qsl
-    values = explorer.parse_share_query(dict(parse_qsl(query)), ["reverse-tiny"])
-    assert values == {"model": "reverse-tiny", "text": "3 1 4", "kind": explorer.ATTENTION_KINDS["cross"],
-                      "view": explorer.VIEWS[1], "layer": 2, "head": 3, "beam": 1, "max": 40}
-    hostile = explorer.parse_share_query({"model": "../etc", "kind": "x", "layer": "-1", "text": "a\x00b",
-                                          "head": "²", "beam": "500", "max": "100000"}, ["m"])
-    assert hostile == {"text": "a b", "beam": explorer.MAX_BEAM, "max": explorer.TARGET_TOKENS[1]}
-
-
-def test_a_shared_link_beyond_the_model_opens_its_last_layer_and_head():
-    tiny = load_checkpoint(REPOSITORY_CHECKPOINTS / "reverse-tiny", device="cpu")  # 2 layers, 4 heads
-    assert explorer.fit_share_values({"layer": 99, "head": 12, "text": "1 2"}, tiny) == {"layer": 2, "head": 4,
-                                                                                       "text": "1 2"}
-    assert explorer.fit_share_values({"layer": 0}, tiny) == {"layer": 1}
-
-
-def test_a_shared_link_that_cannot_be_followed_says_why():
-    tiny = load_checkpoint(REPOSITORY_CHECKPOINTS / "reverse-tiny", device="cpu")
-    names = ["reverse-tiny", "multi30k-en-de"]
-    assert explorer.share_link_problems({"model": "reverse-tiny", "text": "3 1 4"}, names, tiny) == []
-    missing, = explorer.share_link_problems({"model": "gone-model", "text": "3 1 4"}, names, tiny)
-    assert "'gone-model' is not on this server; reverse-tiny is open instead" in missing
-    words, = explorer.share_link_problems({"model": "reverse-tiny", "text": "The dog"}, names, tiny)
-    assert "not for reverse-tiny, which reads digits" in words
-    cut, = explorer.share_link_problems({"model": "reverse-tiny", "text": "1 " * 600}, names, tiny)
-    assert cut == "The link's sentence was changed: The input was cut to its first 1000 characters."
-    for nothing in ("\u202e", "\x01"):
-        link = {"model": "multi30k-en-de", "text": nothing, "layer": "2"}
-        assert explorer.parse_share_query(link, names) == {"model": "multi30k-en-de", "layer": 2}
-        bundled = load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu")
-        for model in (bundled, tiny):  # a digits model too: nothing to translate is for no model
-            assert explorer.share_link_problems(link, names, model) == [
-                "The link's sentence has nothing to translate in it; an example is shown instead."]
 
 
 def test_training_writes_probe_attention_at_every_evaluation(tmp_path):

@@ -13,7 +13,7 @@ from transformer.config import ModelConfig
 from transformer.model import Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 
-PACKAGE = Path(__file__).resolve().parents[1] / "transformer"
+PACKAGE = Path(__file__).resolve().parents[2] / "transformer"
 
 SENTENCES = [f"{a} {b} {c}." for a in ("A man", "A woman", "Two dogs", "The child", "A cat", "Some people")
              for b in ("walks", "runs", "sits", "plays", "sleeps")

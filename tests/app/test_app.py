@@ -7,17 +7,20 @@ import gradio as gr
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from app import build_app, close_app, user_errors
-from transformer import explorer
+from ui.build import build_app, close_app
+from ui.errors import as_user_message
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 
 from helpers import free_port
+from transformer import errors
+from ui import services
+from ui.views import text
 
 
 
 @pytest.fixture(scope="module")
 def app_url():
-    demo = build_app(explorer.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"), "reverse-tiny")
+    demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")), "reverse-tiny")
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
     yield demo.local_url
     close_app(demo)
@@ -83,12 +86,8 @@ def test_concurrent_users_each_get_their_own_translation(app_url):
 
 
 def test_error_messages_are_escaped_because_the_browser_shows_them_as_html():
-    @user_errors
-    def refuse():
-        raise explorer.InputError("a <unk> & a </s>")
-
-    with pytest.raises(gr.Error) as error:
-        refuse()
+    with pytest.raises(gr.Error) as error, as_user_message("refuse"):
+        raise errors.InputError("a <unk> & a </s>")
     assert error.value.message == "a &lt;unk&gt; &amp; a &lt;/s&gt;"
 
 
@@ -102,6 +101,6 @@ def test_switching_to_another_kind_of_model_and_back_brings_the_typed_sentence_b
 
     assert switch("multi30k-en-de", sentence) == sentence, "a sentence that suits the model is left alone"
     digits = switch("reverse-tiny", sentence)
-    assert explorer.text_kind(digits) == "digits"
+    assert text.text_kind(digits) == "digits"
     assert switch("multi30k-en-de", "5 4 3") == sentence
     assert switch("reverse-tiny", sentence) == "5 4 3"

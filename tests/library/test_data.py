@@ -11,7 +11,7 @@ import pytest
 from transformer import data
 from transformer.data import DataError
 
-SHARED_MULTI30K = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
+SHARED_MULTI30K = Path(__file__).resolve().parents[3] / "shared" / "data" / "multi30k"
 
 
 def write(path: Path, text: str, compress: bool = False) -> Path:

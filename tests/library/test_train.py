@@ -21,7 +21,7 @@ from transformer.train import TrainConfig, Trainer, learning_rate
 
 from helpers import free_port
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

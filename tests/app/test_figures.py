@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from transformer import figures
+from ui import figures
 from transformer.model import sinusoidal_table
 
 

@@ -14,7 +14,7 @@ from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.decoding import translate_batch
 from transformer.reference import to_torch_transformer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINT = REPOSITORY_CHECKPOINTS / "multi30k-en-de"
 
 # Written for this project, not taken from Multi30K; each with words any sensible translation contains.
@@ -108,13 +108,11 @@ def mean_entropy_per_layer(attention: torch.Tensor) -> list[float]:
 
 def test_the_classroom_tours_claims_about_layers_hold(model):
     """README tour, steps 1 and 3: the first layer's cross-attention is the most spread out, the last points."""
-    from transformer import explorer
-
-    example = explorer.run_translation(model, "A young girl is playing with a red ball in the park.", "beam", 5)
-    entropy = mean_entropy_per_layer(example.translation.cross_attention)
+    example = model.translate("A young girl is playing with a red ball in the park.", 5)
+    entropy = mean_entropy_per_layer(example.cross_attention)
     assert entropy[0] == max(entropy) and entropy[-1] < entropy[0] / 2
     reverse = load_checkpoint(REPOSITORY_CHECKPOINTS / "reverse-tiny", device="cpu")
-    digits = explorer.run_translation(reverse, "3 1 4 1 5 9 2 6", "beam", 5).translation
+    digits = reverse.translate("3 1 4 1 5 9 2 6", 5)
     assert digits.text == "6 2 9 5 1 4 1 3"
     layer_2 = digits.cross_attention[1]  # (heads, target, source): the anti-diagonal, every head
     reading = layer_2[:, :8, :8].argmax(-1)  # for each of the 8 digits produced, the source digit most attended

@@ -6,16 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from app import EXAMPLES, REVERSE_EXAMPLES, build_app, close_app
-from transformer import explorer, jobs
+from ui import jobs
+from ui.build import build_app, close_app
+from ui.views.text import EXAMPLES, REVERSE_EXAMPLES
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 
 from helpers import free_port
+from ui import services
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-SCREENSHOT = Path(__file__).resolve().parents[1] / "assets" / "screenshot.png"
+SCREENSHOT = Path(__file__).resolve().parents[2] / "assets" / "screenshot.png"
 
 playwright = pytest.importorskip("playwright.sync_api")
 if not shutil.which(CHROMIUM):
@@ -26,8 +28,8 @@ if not shutil.which(CHROMIUM):
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
     manager = jobs.JobManager(tmp_path_factory.mktemp("runs"))
-    registry = explorer.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir])
-    demo = build_app(registry, jobs=manager)
+    registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir])
+    demo = build_app(services.Services(registry, manager))
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
     yield demo.local_url, registry.default_name()
     close_app(demo)

@@ -6,20 +6,23 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from app import build_app, close_app
-from transformer import explorer, jobs
+from ui import jobs
+from ui.build import build_app, close_app
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.data import DataError
 
 from helpers import free_port
+from ui import services
+from ui.views import model as model_views
+from ui.views import training as training_views
 
 
 
 @pytest.fixture
 def served(tmp_path):
     manager = jobs.JobManager(tmp_path / "runs")
-    registry = explorer.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir], device="cpu")
-    demo = build_app(registry, "reverse-tiny", manager)
+    registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir], device="cpu")
+    demo = build_app(services.Services(registry, manager), "reverse-tiny")
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
     yield Client(demo.local_url, verbose=False), manager
     manager.stop()
@@ -124,19 +127,20 @@ def test_training_can_be_turned_off_for_public_hosting(monkeypatch, tmp_path):
     with pytest.raises(jobs.JobError, match="turned off"):
         jobs.JobManager(tmp_path).start(jobs.JobRequest())
     manager = jobs.JobManager(tmp_path)
-    demo = build_app(explorer.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"), "reverse-tiny", manager)
+    demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"), manager),
+                     "reverse-tiny")
     endpoints = demo.get_api_info()["named_endpoints"]
     assert "/train" not in endpoints
     assert "/translate" in endpoints
 
 
 def test_job_views_describe_progress():
-    assert "No training job" in explorer.job_status_markdown(None)
-    assert explorer.job_curves(None) is None, "no axes around nothing before a job has run"
-    assert explorer.probe_figure([], 1) is None
+    assert "No training job" in training_views.job_status_markdown(None)
+    assert training_views.job_curves(None) is None, "no axes around nothing before a job has run"
+    assert model_views.probe_figure([], 1) is None
     probe = {"step": 10, "source_tokens": ["▁1", "▁2", "</s>"], "target_tokens": ["▁2", "▁1", "</s>"],
              "translation": "2 1", "cross": [[[[0.1, 0.8, 0.1], [0.8, 0.1, 0.1], [0.1, 0.1, 0.8]]]]}
-    fig = explorer.probe_figure([probe, probe], 5)
+    fig = model_views.probe_figure([probe, probe], 5)
     assert "evaluation 2 of 2" in fig.layout.title.text
     assert fig.data[0].text[0][0].startswith("step 1: ▁2 → position 0: ▁1")
 

@@ -33,21 +33,27 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import app
-from transformer import explorer, jobs
 from transformer.checkpoint import (REPOSITORY_CHECKPOINTS, list_checkpoints, load_checkpoint, resolve,
                                     unique_state_dict)
 from transformer.decoding import Translation
 
+from transformer import errors
+from ui import jobs, services
+from ui.build import build_app, close_app
+from ui.views import text
+from ui.views import translate as translate_views
+
 from helpers import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = REPOSITORY_CHECKPOINTS / "reverse-tiny"
 
 
 
 
 def serve(registry, default="reverse-tiny", tmp_path=None, **options):
-    demo = app.build_app(registry, default, jobs.JobManager(tmp_path / "runs") if tmp_path else None, **options)
+    manager = jobs.JobManager(tmp_path / "runs") if tmp_path else jobs.JobManager()
+    demo = build_app(services.Services(registry, manager), default, **options)
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
     return demo
 
@@ -68,7 +74,7 @@ def load_test_module():
 
 def test_a_short_load_test_loses_nothing_and_every_answer_matches_the_single_user_one():
     load_test = load_test_module()
-    registry = explorer.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")
+    registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")
     result = load_test.run_load_test(users=5, requests=3, greedy=True, timeout_s=120, registry=registry,
                                      model_name="reverse-tiny", say=lambda *_: None)
     assert result["users"] == 5 and result["requests"] == 15
@@ -86,7 +92,7 @@ def test_load_test_sentences_suit_the_model():
     assert all(re.search("[a-z]", s) for s in load_test.sentences_for("multi30k-en-de"))
 
 
-class GatedRegistry(explorer.ModelRegistry):
+class GatedRegistry(services.ModelRegistry):
     """Once closed, holds every request at the door until the test opens it, so the queue can be filled on purpose."""
 
     def __init__(self, *args, **kwargs):
@@ -137,7 +143,7 @@ def test_past_the_queue_limit_a_user_is_told_the_app_is_busy_instead_of_hanging(
         client.close()
     finally:
         registry.gate.set()
-        app.close_app(demo)
+        close_app(demo)
 
 
 # --- hostile and unusual input -------------------------------------------------------------------
@@ -155,11 +161,11 @@ ANY_TEXT = st.one_of(
 
 def translated_or_refused(text: str, decoding: str = "greedy") -> None:
     try:
-        result = explorer.run_translation(bundled(), text, decoding, 3)
-    except explorer.InputError as error:
+        result = translate_views.run_translation(bundled(), text, decoding, 3)
+    except errors.InputError as error:
         assert str(error)
         return
-    assert isinstance(result, explorer.TranslateResult)
+    assert isinstance(result, translate_views.TranslateResult)
     assert isinstance(result.translation, Translation)
     assert isinstance(result.translation.text, str)
     assert all(isinstance(note, str) for note in result.notes)
@@ -179,12 +185,12 @@ def test_any_text_is_translated_or_refused_with_an_input_error(text):
 
 def check_clean(text) -> None:
     try:
-        cleaned, notes = explorer.clean_text(text)
-    except explorer.InputError:
+        cleaned, notes = text.clean_text(text)
+    except errors.InputError:
         assert not isinstance(text, str) or not "".join(
             ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs")).strip()
         return
-    assert cleaned and len(cleaned) <= explorer.MAX_INPUT_CHARS
+    assert cleaned and len(cleaned) <= text.MAX_INPUT_CHARS
     assert not any(unicodedata.category(ch) in ("Cc", "Cs") for ch in cleaned), repr(cleaned)
     cleaned.encode("utf-8")  # always encodable, so the tokenizer can take it
     assert cleaned == cleaned.lstrip() and "  " not in cleaned
@@ -202,7 +208,7 @@ def test_clean_text_never_lets_control_characters_through_and_respects_the_limit
 
 
 def test_unpaired_surrogates_become_replacement_characters_with_a_note():
-    cleaned, notes = explorer.clean_text("1 \ud800 2")
+    cleaned, notes = text.clean_text("1 \ud800 2")
     assert cleaned == "1 \ufffd 2"
     assert any("surrogate" in note for note in notes)
 
@@ -283,9 +289,9 @@ def test_a_save_killed_midway_leaves_the_previous_checkpoint_loadable_and_listed
         assert resolve(directory) == tmp_path / "reverse-tiny.old"
     assert same_weights(load_checkpoint(resolve(directory), device="cpu"), bundled())
     assert list_checkpoints(tmp_path) == [directory], "listed once, under its own name, never the .tmp"
-    registry = explorer.ModelRegistry([tmp_path], device="cpu")
+    registry = services.ModelRegistry([tmp_path], device="cpu")
     assert registry.names() == ["reverse-tiny"]
-    tr = explorer.run_translation(registry.get("reverse-tiny"), "1 2 3", "greedy").translation
+    tr = translate_views.run_translation(registry.get("reverse-tiny"), "1 2 3", "greedy").translation
     assert tr.text == "3 2 1"
 
 
@@ -328,13 +334,13 @@ def broken_app(tmp_path_factory):
     for how in BROKEN:
         shutil.copytree(BUNDLED, root / how)
         damage(root / how, how)
-    registry = explorer.ModelRegistry([root], device="cpu")
+    registry = services.ModelRegistry([root], device="cpu")
     assert sorted(registry.names()) == sorted(["reverse-tiny", *BROKEN])
     demo = serve(registry, tmp_path=tmp_path_factory.mktemp("app"))
     client = Client(demo.local_url, verbose=False)
     yield client, registry
     client.close()
-    app.close_app(demo)
+    close_app(demo)
 
 
 @pytest.mark.parametrize("how", BROKEN)

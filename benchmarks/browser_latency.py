@@ -1,0 +1,218 @@
+"""Latency a person sees in a real browser: from a click until every chart it changes shows its new data.
+
+Starts ``python app.py`` on a free loopback port (offline, training disabled) and drives Debian's Chromium
+with Playwright. Each figure is the median over ``--clicks`` clicks, after one untimed warm-up click:
+
+- translate_settled_ms: Translate tab, default model, a new sentence typed and Translate clicked;
+- model_view_settled_ms: the same with the View "model view: every layer and head";
+- switch_model_settled_ms: the Model dropdown switched between reverse-tiny and multi30k-en-de;
+- step_settled_ms: "◀ previous" / "next ▶" under the step view of a long sentence.
+
+Settled: the translation box has a new non-empty value (not for steps), every chart the click changes
+(#topk-plot, #step-attention, #attention-plot; the first two for steps) holds a new Plotly data array
+(steps: titled "Step N:" for the new N), and no Gradio status tracker in them is pending.
+Goals on a 2-core CPU: translate <= 800 ms, model view <= 1,200 ms, model switch <= 2,000 ms, step <= 300 ms.
+Prints JSON last (with --json): {"translate_settled_ms", "model_view_settled_ms", "switch_model_settled_ms",
+"step_settled_ms", "clicks", "runs", "failures"}.
+
+    python benchmarks/browser_latency.py --clicks 5 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import sync_playwright
+
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+CHARTS = ("topk-plot", "step-attention", "attention-plot")  # the first two are the step view's
+MODELS = ("multi30k-en-de", "reverse-tiny")  # the default first
+MODEL_VIEW = "model view: every layer and head"
+SENTENCES = ["A man in a red shirt is riding a bicycle down the street.", "Two dogs are running through the snow.",
+             "A woman is reading a book on a bench in the park.", "Children are playing football on the beach."]
+LONG_SENTENCE = "An old man with a grey beard is playing the guitar on a busy corner of the market."
+TIMEOUT_MS = 60_000  # a click not settled by then is a failure
+NAMES = ["translate_settled_ms", "model_view_settled_ms", "switch_model_settled_ms", "step_settled_ms"]
+
+# Marks each chart's current data array (Plotly.react gives the div a new one; a replaced div loses the mark)
+# and returns the translation box's value.
+MARK_JS = """charts => {
+  for (const id of charts) document.querySelectorAll(`#${id} .js-plotly-plot`).forEach(el => { el.__old = el.data; });
+  const box = document.querySelector('#translation textarea, #translation input');
+  return box ? box.value : null;
+}"""
+# Gradio 6 shows a pending event on each of its outputs' status tracker: that [data-testid=status-tracker]
+# element loses its class "hide" while the event is queued or running. Events with show_progress="hidden"
+# (the View radio's redraw) never show it: their charts are caught by the new-data test alone.
+SETTLED_JS = """({charts, oldTranslation, stepPrefix}) => {
+  if (oldTranslation !== null) {
+    const box = document.querySelector('#translation textarea, #translation input');
+    if (!box || !box.value || box.value === oldTranslation) return false;
+  }
+  for (const id of [...charts, 'translation']) {
+    const root = document.getElementById(id);
+    if (!root || [...root.querySelectorAll('[data-testid=status-tracker]')].some(t => !t.classList.contains('hide')))
+      return false;
+    if (id === 'translation') continue;
+    const plots = [...root.querySelectorAll('.js-plotly-plot')];
+    if (!plots.length || !plots.every(el => el.data && el.data !== el.__old)) return false;
+    if (stepPrefix && !((root.querySelector('.gtitle') || {}).textContent || '').startsWith(stepPrefix)) return false;
+  }
+  return true;
+}"""
+
+
+def start_app(repo: Path, port: int, log) -> subprocess.Popen:
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "EXPLORER_DISABLE_TRAINING": "1"}
+    return subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=repo, env=env,
+                            stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_until_serving(url: str, process: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the app exited with code {process.returncode} before serving")
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return  # any answer but an error status
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the app did not answer within {seconds:.0f} s")
+
+
+def stop_app(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def settle_ms(page, click, charts=CHARTS, translation_changes=True, step_prefix=None) -> float:
+    """Milliseconds from ``click()`` until the charts hold new data (and the translation box a new value)."""
+    old_translation = page.evaluate(MARK_JS, list(charts))
+    started = time.perf_counter()
+    click()
+    page.wait_for_function(SETTLED_JS, arg={"charts": list(charts), "stepPrefix": step_prefix,
+                                            "oldTranslation": (old_translation or "") if translation_changes else None},
+                           timeout=TIMEOUT_MS)
+    return 1000 * (time.perf_counter() - started)
+
+
+def translate_ms(page, i: int, sentence: str | None = None) -> float:
+    page.fill("#source-text textarea", sentence or SENTENCES[i % len(SENTENCES)])
+    return settle_ms(page, lambda: page.click("#translate-button"))
+
+
+def choose_model_ms(page, name: str) -> float:
+    page.get_by_label("Model", exact=True).first.click()  # opens the dropdown; not timed
+    return settle_ms(page, page.get_by_role("option", name=name, exact=True).click)
+
+
+def switch_model_ms(page, i: int) -> float:
+    return choose_model_ms(page, MODELS[(i + 1) % 2])  # the warm-up (i = 0) leaves the default model
+
+
+def model_view_ms(page, i: int) -> float:
+    if i == 0:  # choose the view once, and let its own redraw finish first
+        settle_ms(page, page.get_by_label(MODEL_VIEW, exact=True).click, ["attention-plot"], False)
+    return translate_ms(page, i)
+
+
+def step_ms(page, i: int) -> float:
+    if i == 0:  # the default model, at the last step of a sentence long enough to step back and forth
+        if page.get_by_label("Model", exact=True).first.input_value() != MODELS[0]:
+            choose_model_ms(page, MODELS[0])
+        translate_ms(page, i, LONG_SENTENCE)
+    title = page.locator("#topk-plot .gtitle").first.text_content() or ""
+    if not (match := re.match(r"Step (\d+):", title)):
+        raise RuntimeError(f"no step number in the top-k chart's title {title!r}")
+    label, target = ("◀ previous", int(match[1]) - 1) if i % 2 == 0 else ("next ▶", int(match[1]) + 1)
+    return settle_ms(page, page.get_by_role("button", name=label).click, CHARTS[:2], False, f"Step {target}:")
+
+
+def repeat_clicks(page, one_click, clicks: int, failures: list[str]) -> list[float]:
+    """Times ``one_click(page, i)`` for i = 1..clicks after the untimed warm-up i = 0; a failure is noted."""
+    times = []
+    for i in range(clicks + 1):
+        try:
+            ms = one_click(page, i)
+        except (PlaywrightError, RuntimeError) as error:  # a wait past 60 s is a playwright TimeoutError
+            failures.append(f"{f'click {i}' if i else 'warm-up'}: {str(error).splitlines()[0]}")
+            continue
+        if i:
+            times.append(round(ms, 1))
+    return times
+
+
+def measure(url: str, clicks: int, screenshots: Path | None) -> tuple[dict, dict]:
+    runs, failures = {}, {name: [] for name in NAMES}
+    plan = {"translate_settled_ms": translate_ms, "switch_model_settled_ms": switch_model_ms,
+            "step_settled_ms": step_ms, "model_view_settled_ms": model_view_ms}  # model view last: it stays on
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url)
+            page.wait_for_function(SETTLED_JS, arg={"charts": list(CHARTS), "oldTranslation": "", "stepPrefix": None},
+                                   timeout=TIMEOUT_MS)  # the page's own first translation
+            for name, one_click in plan.items():
+                runs[name] = repeat_clicks(page, one_click, clicks, failures[name])
+                if screenshots:
+                    page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
+        finally:
+            browser.close()
+    return runs, failures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
+    parser.add_argument("--clicks", type=int, default=5)
+    parser.add_argument("--port", type=int, help="default: a free port on 127.0.0.1")
+    parser.add_argument("--screenshots", type=Path, help="folder for a full-page screenshot after each measurement")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    clicks = max(1, args.clicks)
+    with socket.socket() as s:  # a free port, unless one is given
+        s.bind(("127.0.0.1", 0))
+        port = args.port or s.getsockname()[1]
+    if args.screenshots:
+        args.screenshots.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile() as log:
+        process = start_app(args.repo.resolve(), port, log)
+        try:
+            wait_until_serving(f"http://127.0.0.1:{port}/", process)
+            runs, failures = measure(f"http://127.0.0.1:{port}/", clicks, args.screenshots)
+        except RuntimeError:  # the app did not start: show its log's end
+            log.seek(0)
+            sys.stderr.write(log.read()[-4000:].decode(errors="replace"))
+            raise
+        finally:
+            stop_app(process)
+    result = {name: round(statistics.median(runs[name])) if runs[name] else None for name in NAMES}
+    result.update(clicks=clicks, runs={name: runs[name] for name in NAMES}, failures=failures)
+    for name in NAMES:
+        print(f"{name}: median {result[name]} ms over {len(runs[name])} of {clicks} clicks; runs {runs[name]}; "
+              f"failures {len(failures[name])}")
+    if args.json:
+        print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The app: every tab's layout first, then what each declares to the others, then every event."""
+
+from __future__ import annotations
+
+import asyncio
+
+import gradio as gr
+
+from . import api, header
+from .page import Page
+from .services import Services
+from .tabs import analysis, experiments, model, positions, train, translate
+
+# Keyboard users must see where they are: Gradio's sliders and radio buttons show no focus mark of their own.
+FOCUS_CSS = """
+input[type=range]:focus-visible, input[type=number]:focus-visible { outline: 3px solid #ff7f0e; outline-offset: 2px; }
+label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus-visible) {
+    outline: 3px solid #ff7f0e; outline-offset: 2px;
+}
+"""
+QUEUE_SIZE = 64
+EXPORTS_KEPT_S = (3600, 86400)  # Gradio's cache of files handed to browsers: checked hourly, kept a day
+
+
+def build_app(services: Services | None = None, default_model: str | None = None,
+              queue_size: int = QUEUE_SIZE) -> gr.Blocks:
+    services = services or Services.default()
+    names = services.registry.names()
+    default_model = default_model if default_model in names else services.registry.default_name()
+    if default_model is None:
+        raise SystemExit(f"no checkpoints found under {', '.join(map(str, services.registry.roots))}")
+    checkpoint = services.registry.get(default_model)
+
+    with gr.Blocks(title="Transformer attention explorer", delete_cache=EXPORTS_KEPT_S) as demo:
+        page = Page(services)
+        header.layout(page, names, default_model)
+        with gr.Tabs() as tabs:
+            with gr.Tab("Translate", id="translate"):
+                translate.layout(page, checkpoint)
+            with gr.Tab("Experiments", id="experiments"):
+                experiments.layout(page, checkpoint)
+            with gr.Tab("Analysis", id="analysis"):
+                analysis.layout(page, checkpoint)
+            with gr.Tab("Positional encoding", id="positions"):
+                positions.layout(page)
+            with gr.Tab("Model", id="model"):
+                model.layout(page)
+            with gr.Tab("Train", id="train") as train_tab:
+                train.layout(page)
+
+        for tab in (translate, experiments, analysis, positions, model, train):
+            tab.declare(page)
+        translate.wire(page)
+        experiments.wire(page)
+        analysis.wire(page)
+        positions.wire(page, demo)
+        model.wire(page)
+        train.wire(page, demo, tabs, train_tab)
+        header.wire(page, demo)  # last: a model switch cancels the slow work every tab registered
+        api.wire(page)
+    demo.queue(max_size=queue_size, default_concurrency_limit=2)
+    return demo
+
+
+def close_app(demo: gr.Blocks) -> None:
+    """Stop a demo launched with ``prevent_thread_lock`` (tests, benchmarks) and free its port.
+
+    ``Blocks.close`` sets the server's asyncio stop event from the calling thread while the server's loop
+    may be adding or dropping heartbeat waiters on it ("deque mutated during iteration"); the close then
+    stops halfway and the port stays open. Setting the event on its own loop first leaves close nothing to race.
+    """
+    try:
+        apps = {id(app): app for app in (demo.app, getattr(demo, "server_app", None)) if app is not None}
+        for app in apps.values() if demo.is_running else ():
+            event = app.stop_event
+            loop = getattr(event, "_loop", None)  # bound to the server's loop once anyone waits on it
+            if loop is not None and loop.is_running():
+                async def stop(event=event) -> None:
+                    event.set()
+                asyncio.run_coroutine_threadsafe(stop(), loop).result(timeout=10)
+    finally:
+        demo.close(verbose=False)

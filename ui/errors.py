@@ -1,0 +1,60 @@
+"""How problems reach a visitor: a clear message, never a stack trace, and earlier results left in view."""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import logging
+
+import gradio as gr
+
+from transformer.checkpoint import CheckpointError
+from transformer.data import DataError
+from transformer.errors import InputError
+
+from .jobs import JobError
+
+log = logging.getLogger("app")
+
+USER_PROBLEMS = (InputError, CheckpointError, DataError, JobError)
+UNEXPECTED = ("Something went wrong while computing this view; the server log has details. "
+              "Try again, or try a shorter sentence.")
+
+
+def as_html(problem: Exception | str) -> str:
+    """Gradio shows messages as HTML: escaped, a "<unk>" or a file name with "<" in it stays visible."""
+    return html.escape(str(problem), quote=False)
+
+
+@contextlib.contextmanager
+def as_user_message(name: str):
+    """Problems with the input (or a model, data, job) become ``gr.Error`` with their own words; bugs are logged."""
+    try:
+        yield
+    except USER_PROBLEMS as error:
+        raise gr.Error(as_html(error), print_exception=False) from None
+    except gr.Error:
+        raise
+    except Exception:  # a bug or a resource problem: log it, tell the user plainly
+        log.exception("unexpected error in %s", name)
+        raise gr.Error(UNEXPECTED, print_exception=False) from None
+
+
+@contextlib.contextmanager
+def as_warning():
+    """For a page's own actions: an input problem is a warning toast, and the caller leaves its outputs alone.
+
+    ``gr.Error`` would cover each output with an error badge until dismissed. Yields a list that holds the
+    problem, if there was one.
+    """
+    problems: list[Exception] = []
+    try:
+        yield problems
+    except InputError as problem:
+        gr.Warning(as_html(problem))
+        problems.append(problem)
+
+
+def warn(notes: list[str]) -> None:
+    for note in notes:
+        gr.Warning(as_html(note))

@@ -1,0 +1,99 @@
+"""The top of the page: the introduction and the model picker, and the two events that redraw every tab:
+opening the page (on a shared link's model, sentence and view) and switching the model."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from transformer.checkpoint import Checkpoint
+
+from .errors import as_html
+from .page import Page
+from .services import Services
+from .tabs import translate
+from .views import model as model_views
+from .views import share
+from .views.choices import clamp
+from .views.text import source_label, text_for_model
+from .views.translate import layer_and_head_counts
+
+INTRO = """# Transformer attention explorer
+Type an English sentence and watch a Transformer (Vaswani et al., 2017) trained from scratch by this project
+translate it into German **one token at a time**. Then look inside: every head of every layer of the encoder
+self-attention, the decoder's masked self-attention and the encoder-decoder (cross) attention.
+The bundled English→German model learned from 29,000 image captions (Multi30K), so it translates sentences that
+describe a scene best; greetings, questions or news are far from anything it has read."""
+
+
+def layout(page: Page, names: list[str], default_model: str) -> None:
+    gr.Markdown(INTRO)
+    with gr.Row():
+        model = gr.Dropdown(names, value=default_model, label="Model", scale=2,
+                            info="Bundled checkpoints and those trained in this app")
+        model_status = gr.Markdown(elem_id="model-status")
+    # The last text typed for each kind of model: {"digits"|"text": text}.
+    page.add(model=model, model_status=model_status, typed_texts=gr.State({}), translation_state=gr.State(None))
+
+
+def model_settings(checkpoint: Checkpoint, layer, head) -> dict:
+    """The status line and the layer and head sliders sized to the model (the values kept where they fit)."""
+    layers, heads = layer_and_head_counts(checkpoint)
+    return {"model_status": model_views.status_line(checkpoint),
+            "layer": gr.Slider(1, layers, step=1, value=clamp(layer or 1, 1, layers)),
+            "head": gr.Slider(1, heads, step=1, value=clamp(head or 1, 1, heads)),
+            "beam_size": gr.Slider(info=translate.beam_info(checkpoint))}
+
+
+def on_model(services: Services, model, text, typed_texts, decoding, beam_size, max_length, kind, view, layer, head,
+             average) -> dict:
+    """Another model: every tab follows it, and the sentence (or one this model reads) is translated anew."""
+    checkpoint = services.registry.get(model)
+    text, typed_texts = text_for_model(checkpoint, text, typed_texts)
+    layers, heads = layer_and_head_counts(checkpoint)
+    layer, head = clamp(layer or 1, 1, layers), clamp(head or 1, 1, heads)
+    return {"model": model, **model_settings(checkpoint, layer, head),
+            "text": gr.Textbox(value=text, label=source_label(checkpoint)), "typed_texts": typed_texts,
+            **translate.translation_views(checkpoint, text, decoding, beam_size, max_length, kind, view, layer, head,
+                                          average)}
+
+
+def on_open(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head, average,
+            request: gr.Request) -> dict:
+    """The first view, on the model, sentence, decoding and view a shared link names (read afresh: models trained
+    since the server started are listed, and a link may name one)."""
+    query = dict(request.query_params) if request else {}
+    names = services.registry.names()
+    values = share.parse_share_query(query, names)
+    chosen = values.get("model", model)
+    checkpoint = services.registry.get(chosen)
+    values = share.fit_share_values(values, checkpoint)
+    for problem in share.share_link_problems(query, names, checkpoint):
+        gr.Warning(as_html(problem))
+    text = values.get("text", text if chosen == model else text_for_model(checkpoint, text, {})[0])
+    kind, view = values.get("kind", kind), values.get("view", view)
+    layer, head = values.get("layer", layer), values.get("head", head)
+    beam = values.get("beam", 1 if decoding == "greedy" else beam_size)
+    decoding = "greedy" if beam == 1 else "beam"
+    max_length = values.get("max", max_length)
+    layers, heads = layer_and_head_counts(checkpoint)
+    layer, head = clamp(layer or 1, 1, layers), clamp(head or 1, 1, heads)
+    return {"model": chosen, **model_settings(checkpoint, layer, head),
+            "text": gr.Textbox(value=text, label=source_label(checkpoint)), "kind": kind, "view": view,
+            "decoding": decoding,
+            "beam_size": gr.Slider(value=max(2, beam), interactive=decoding == "beam",
+                                   info=translate.beam_info(checkpoint)),
+            "max_length": max_length,
+            **translate.translation_views(checkpoint, text, decoding, beam, max_length, kind, view, layer, head,
+                                          average)}
+
+
+OPENED = ("model", "model_status", "layer", "head", "text", "kind", "view", "decoding", "beam_size", "max_length")
+
+
+def wire(page: Page, demo: gr.Blocks) -> None:
+    switched = ["model", "model_status", "layer", "head", "beam_size", "text", "typed_texts", *translate.TRANSLATION_OUTPUTS,
+                *page.translation_outputs(), *page.model_outputs()]
+    page.on(page["model"].input, page.model_changed(page.translated(on_model)), switched,
+            cancels=page.sentence_work)
+    page.on(demo.load, page.model_changed(page.translated(on_open)),
+            [*OPENED, *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(), *page.model_outputs()])

@@ -1,0 +1,143 @@
+"""The page: every component by name, the events that run handlers, and what the tabs declare to each other.
+
+A handler is a module-level function of plain values. Its parameters name the components it reads (a first
+parameter ``services`` gets the app's ``Services``; ``gr.Request`` and ``gr.SelectData`` parameters are filled
+by Gradio), and it returns a dict from component names to new values: components it leaves out stay as they
+are. So a handler is tested by calling it, and no list of outputs has to match a tuple in another file.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import gradio as gr
+from gradio.components import Component
+
+from .errors import as_user_message, as_warning
+from .services import Services
+
+SPECIAL_PARAMETERS = (gr.Request, gr.SelectData, gr.EventData)
+
+
+@dataclass
+class Hook:
+    """A tab's answer to something that happened elsewhere: ``fn`` returns new values of ``outputs``."""
+
+    fn: Callable[..., dict]
+    outputs: tuple[str, ...]
+
+
+class Page:
+    def __init__(self, services: Services):
+        self.services = services
+        self.components: dict[str, Component] = {}
+        # What a new translation clears or sets in each tab: fn(services, translation) -> {name: value}.
+        self.after_translation: list[Hook] = []
+        # What a model switch sets in each tab: fn(services, checkpoint) -> {name: value}.
+        self.after_model_change: list[Hook] = []
+        # Slow work for one sentence and model, cancelled by a model switch so none lands after it.
+        self.sentence_work: list = []
+
+    def add(self, **components: Component) -> None:
+        for name, component in components.items():
+            if name in self.components:
+                raise ValueError(f"two components are called {name!r}")
+            self.components[name] = component
+
+    def __getitem__(self, name: str) -> Component:
+        return self.components[name]
+
+    def when_translated(self, fn: Callable[..., dict], outputs: Iterable[str]) -> None:
+        self.after_translation.append(Hook(fn, tuple(outputs)))
+
+    def when_model_changes(self, fn: Callable[..., dict], outputs: Iterable[str]) -> None:
+        self.after_model_change.append(Hook(fn, tuple(outputs)))
+
+    def translation_outputs(self) -> tuple[str, ...]:
+        return tuple(name for hook in self.after_translation for name in hook.outputs)
+
+    def model_outputs(self) -> tuple[str, ...]:
+        return tuple(name for hook in self.after_model_change for name in hook.outputs)
+
+    def translated(self, fn: Callable[..., dict]) -> Callable[..., dict]:
+        """``fn`` followed, in the same round trip, by every tab's answer to the translation it made (if any)."""
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            result = fn(*args, **kwargs)
+            if result and result.get("translation_state") is not None:
+                for hook in self.after_translation:
+                    result.update(hook.fn(result["translation_state"]))
+            return result
+        return run
+
+    def model_changed(self, fn: Callable[..., dict]) -> Callable[..., dict]:
+        """``fn`` followed by every tab's answer to the model it chose (its "model" value, a name); the model list
+        is read afresh on the way (models trained since the page was built join it)."""
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            result = fn(*args, **kwargs)
+            name = result.get("model") if result else None
+            if name is not None:
+                checkpoint = self.services.registry.get(name)
+                for hook in self.after_model_change:
+                    result.update(hook.fn(checkpoint))
+                result["model"] = gr.Dropdown(choices=self.services.registry.names(), value=name)
+            return result
+        return run
+
+    def handler(self, fn: Callable, keep_on_input_problem: bool = False,
+                outputs: Iterable[str] | None = None) -> Callable:
+        """``fn`` as Gradio calls it: services given, names turned into components, problems into messages.
+
+        ``keep_on_input_problem``: for the page's own buttons, a problem with the input is a warning and every
+        output stays as it was (no error badges over earlier results).
+        """
+        parameters = list(inspect.signature(fn).parameters.values())
+        takes_services = bool(parameters) and parameters[0].name == "services"
+        bound = functools.partial(fn, self.services) if takes_services else fn
+        components = self.components
+        declared = None if outputs is None else set(outputs)
+
+        def named(result):
+            """Values by component; of a shared helper's result, the outputs this event declared."""
+            unknown = set(result or {}) - set(components)
+            if unknown:
+                raise KeyError(f"{fn.__name__} returned values for no component: {sorted(unknown)}")
+            return {components[name]: value for name, value in (result or {}).items()
+                    if declared is None or name in declared}
+
+        if inspect.isgeneratorfunction(fn):
+            def run(*args, **kwargs):
+                with as_user_message(fn.__name__):
+                    for result in bound(*args, **kwargs):
+                        yield named(result)
+        else:
+            def run(*args, **kwargs):
+                with as_user_message(fn.__name__):
+                    if not keep_on_input_problem:
+                        return named(bound(*args, **kwargs))
+                    with as_warning():
+                        return named(bound(*args, **kwargs))
+                    return {}
+        functools.update_wrapper(run, fn)
+        run.__signature__ = inspect.Signature(parameters[1:] if takes_services else parameters)
+        return run
+
+    def inputs_of(self, fn: Callable) -> list[Component]:
+        """The components a handler reads: its parameters, less ``services`` and those Gradio fills itself."""
+        hints = typing.get_type_hints(fn)
+        return [self.components[p.name] for p in inspect.signature(fn).parameters.values()
+                if p.name != "services" and hints.get(p.name) not in SPECIAL_PARAMETERS]
+
+    def on(self, triggers, fn: Callable, outputs: Iterable[str], *, keep_on_input_problem: bool = False,
+           api_name: str | None = None, **options):
+        """Run ``fn`` when any of ``triggers`` fires; it may set the components named in ``outputs``."""
+        triggers = triggers if isinstance(triggers, (list, tuple)) else [triggers]
+        outputs = list(dict.fromkeys(outputs))
+        visibility = {"api_name": api_name} if api_name else {"api_visibility": "private"}
+        return gr.on(triggers, self.handler(fn, keep_on_input_problem, outputs), self.inputs_of(fn),
+                     [self.components[name] for name in outputs], **visibility, **options)

@@ -1,0 +1,223 @@
+"""The Experiments tab: switch heads off, rank heads, force a token, take word order away; each beside the
+unmodified run of the sentence last translated."""
+
+from __future__ import annotations
+
+import random
+
+import gradio as gr
+
+from transformer import interventions
+from transformer.checkpoint import Checkpoint
+from transformer.decoding import Translation
+from transformer.errors import InputError
+
+from ..page import Page
+from ..services import Services
+from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, head_options
+from ..views.experiments import comparison_attention, comparison_view, head_choices, importance_views
+from ..views.samples import SAMPLE_SIZE, sample_sentences
+from ..views.translate import decoding_of, layer_and_head_counts
+
+INTRO = ("Change the model and see what follows, on the sentence last translated in the Translate tab. Every result "
+         "is shown beside the unmodified run.")
+OVERRIDE_NOTE = ("Pick a decoding step and force another token there; the model continues greedily from it. The "
+                 "unmodified run keeps the model's own token at that step and continues greedily too, so only the "
+                 "forced token differs (after beam search it can differ from the translation shown).")
+
+
+def layout(page: Page, checkpoint: Checkpoint) -> None:
+    layers, heads = layer_and_head_counts(checkpoint)
+    gr.Markdown(INTRO)
+    experiment_sentence = gr.Textbox(label="Sentence (the last one translated)", interactive=False)
+    with gr.Accordion("Switch heads off", open=True):
+        with gr.Row():
+            ablate_encoder = gr.CheckboxGroup([], label="Encoder self-attention heads")
+            ablate_decoder = gr.CheckboxGroup([], label="Decoder self-attention heads")
+            ablate_cross = gr.CheckboxGroup([], label="Cross-attention heads")
+        with gr.Row():
+            ablate_button = gr.Button("Translate with these heads off", variant="primary")
+            importance_button = gr.Button("Rank every head (this sentence)")
+            importance_sample_button = gr.Button(f"Rank every head ({SAMPLE_SIZE} sample sentences)")
+        importance_plot = gr.Plot(label="Head importance")
+        importance_summary = gr.Markdown()
+    with gr.Accordion("Override a token", open=False):
+        gr.Markdown(OVERRIDE_NOTE)
+        with gr.Row():
+            override_step = gr.Slider(1, 2, value=1, step=1, label="Step")
+            override_choice = gr.Dropdown([], label="Candidate from the top-k", allow_custom_value=True,
+                                          elem_id="override-choice")
+            override_button = gr.Button("Continue from this token")
+    with gr.Accordion("Take word order away", open=False):
+        gr.Markdown("Without positional encodings the model sees a bag of words; shuffling the source shows what "
+                    "word order carries.")
+        with gr.Row():
+            no_positions_button = gr.Button("Remove the positional encoding")
+            shuffle_button = gr.Button("Shuffle the source words")
+    gr.Markdown("### Result")
+    experiment_description = gr.Markdown(elem_id="experiment-description")
+    with gr.Row():
+        experiment_before = gr.Textbox(label="Unmodified translation", interactive=False, elem_id="experiment-before")
+        experiment_after = gr.Textbox(label="With the intervention", interactive=False, elem_id="experiment-after")
+    experiment_diff = gr.HighlightedText(label="What changed (words)",
+                                         color_map={"removed": "#f4a6a6", "added": "#a6e3a6"})
+    experiment_probability = gr.Plot(label="Per-token probability")
+    with gr.Row():
+        experiment_kind = gr.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"],
+                                   label="Attention to compare", scale=3)
+        experiment_layer = gr.Slider(1, layers, value=layers, step=1, label="Layer", scale=2)
+        experiment_head = gr.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head", scale=1)
+    with gr.Row():
+        experiment_attention_before = gr.Plot(label="Attention, unmodified")
+        experiment_attention_after = gr.Plot(label="Attention, with the intervention")
+    page.add(experiment_sentence=experiment_sentence, ablate_encoder=ablate_encoder, ablate_decoder=ablate_decoder,
+             ablate_cross=ablate_cross, ablate_button=ablate_button, importance_button=importance_button,
+             importance_sample_button=importance_sample_button, importance_plot=importance_plot,
+             importance_summary=importance_summary, override_step=override_step, override_choice=override_choice,
+             override_button=override_button, no_positions_button=no_positions_button, shuffle_button=shuffle_button,
+             experiment_description=experiment_description, experiment_before=experiment_before,
+             experiment_after=experiment_after, experiment_diff=experiment_diff,
+             experiment_probability=experiment_probability, experiment_kind=experiment_kind,
+             experiment_layer=experiment_layer, experiment_head=experiment_head,
+             experiment_attention_before=experiment_attention_before,
+             experiment_attention_after=experiment_attention_after, last_comparison=gr.State(None))
+
+
+# --- handlers ------------------------------------------------------------------------------------
+
+COMPARISON_OUTPUTS = ("last_comparison", "experiment_description", "experiment_before", "experiment_after",
+                      "experiment_diff", "experiment_probability", "experiment_attention_before",
+                      "experiment_attention_after")
+
+
+def require(translation: Translation | None) -> Translation:
+    if translation is None:
+        raise InputError("Translate a sentence first.")
+    return translation
+
+
+def comparison_outputs(comparison: interventions.Comparison, kind, layer, head) -> dict:
+    heads = comparison.before.cross_attention.shape[1]
+    view = comparison_view(comparison, kind, layer, chosen_head(head, heads))
+    return {"last_comparison": comparison, "experiment_description": view.description,
+            "experiment_before": view.before, "experiment_after": view.after, "experiment_diff": view.difference,
+            "experiment_probability": view.probability, "experiment_attention_before": view.attention_before,
+            "experiment_attention_after": view.attention_after}
+
+
+def on_ablate(services: Services, model, translation_state, ablate_encoder, ablate_decoder, ablate_cross,
+              experiment_kind, experiment_layer, experiment_head) -> dict:
+    if not (ablate_encoder or ablate_decoder or ablate_cross):
+        raise InputError("Tick the heads to switch off first (encoder, decoder or cross-attention).")
+    switched_off = {"encoder": ablate_encoder, "decoder": ablate_decoder, "cross": ablate_cross}
+    comparison = interventions.ablate_heads(services.registry.get(model), require(translation_state).source_text,
+                                            switched_off, **decoding_of(translation_state))
+    return comparison_outputs(comparison, experiment_kind, experiment_layer, experiment_head)
+
+
+def on_override(services: Services, model, translation_state, override_step, override_choice, experiment_kind,
+                experiment_layer, experiment_head) -> dict:
+    require(translation_state)
+    if not override_choice:
+        raise InputError("Choose or type the token to force.")
+    comparison = interventions.override_token(services.registry.get(model), translation_state, override_step,
+                                              override_choice, decoding_of(translation_state)["max_length"])
+    return comparison_outputs(comparison, experiment_kind, experiment_layer, experiment_head)
+
+
+def on_positions(services: Services, model, translation_state, experiment_kind, experiment_layer,
+                 experiment_head) -> dict:
+    comparison = interventions.without_positions(services.registry.get(model), require(translation_state).source_text,
+                                                 **decoding_of(translation_state))
+    return comparison_outputs(comparison, experiment_kind, experiment_layer, experiment_head)
+
+
+def on_shuffle(services: Services, model, translation_state, experiment_kind, experiment_layer,
+               experiment_head) -> dict:
+    comparison = interventions.shuffled_source(services.registry.get(model), require(translation_state).source_text,
+                                               seed=random.randrange(2**32),  # each click a new order
+                                               **decoding_of(translation_state))
+    return comparison_outputs(comparison, experiment_kind, experiment_layer, experiment_head)
+
+
+def on_comparison_attention(last_comparison, experiment_kind, experiment_layer, experiment_head) -> dict:
+    if last_comparison is None:
+        return {}
+    heads = last_comparison.before.cross_attention.shape[1]
+    before, after = comparison_attention(last_comparison, experiment_kind, experiment_layer,
+                                         chosen_head(experiment_head, heads))
+    return {"experiment_attention_before": before, "experiment_attention_after": after}
+
+
+def on_importance(services: Services, model, translation_state) -> dict:
+    importance = interventions.head_importance(services.registry.get(model), require(translation_state))
+    figure, summary = importance_views(importance, "Head importance for this sentence")
+    return {"importance_plot": figure, "importance_summary": summary}
+
+
+def on_importance_sample(services: Services, model) -> dict:
+    checkpoint = services.registry.get(model)
+    sentences = sample_sentences(checkpoint)
+    figure, summary = importance_views(interventions.mean_head_importance(checkpoint, sentences),
+                                       f"Head importance, mean over {len(sentences)} sample sentences")
+    return {"importance_plot": figure, "importance_summary": summary}
+
+
+def override_candidates(translation: Translation | None, step) -> dict:
+    """The top-k pieces of a step other than the one the model chose there."""
+    if translation is None:
+        return {"override_choice": gr.Dropdown([], value=None)}
+    index = clamp(step, 1, translation.num_steps) - 1
+    alternatives = [piece for piece in translation.top_pieces[index] if piece != translation.predicted_pieces[index]]
+    return {"override_choice": gr.Dropdown(alternatives, value=alternatives[0] if alternatives else None)}
+
+
+def on_override_step(translation_state, override_step) -> dict:
+    return override_candidates(translation_state, override_step)
+
+
+# --- what other events change here ---------------------------------------------------------------
+
+def after_translation(translation: Translation) -> dict:
+    """The new sentence is named; results for the previous one would mislead beside it, so they go."""
+    return {"experiment_sentence": translation.source_text, "importance_plot": None, "importance_summary": "",
+            "last_comparison": None, "experiment_description": "", "experiment_before": "", "experiment_after": "",
+            "experiment_diff": None, "experiment_probability": None, "experiment_attention_before": None,
+            "experiment_attention_after": None,
+            "override_step": gr.Slider(1, max(2, translation.num_steps), value=1, step=1),
+            **override_candidates(translation, 1)}
+
+
+def after_model_change(checkpoint: Checkpoint) -> dict:
+    choices = head_choices(checkpoint)
+    layers, heads = layer_and_head_counts(checkpoint)
+    return {"ablate_encoder": gr.CheckboxGroup(choices["encoder"], value=[]),
+            "ablate_decoder": gr.CheckboxGroup(choices["decoder"], value=[]),
+            "ablate_cross": gr.CheckboxGroup(choices["cross"], value=[]),
+            "experiment_layer": gr.Slider(1, layers, value=layers, step=1),
+            "experiment_head": gr.Dropdown(head_options(heads), value=MEAN_OF_HEADS)}
+
+
+def declare(page: Page) -> None:
+    page.when_translated(after_translation, ("experiment_sentence", "importance_plot", "importance_summary",
+                                             *COMPARISON_OUTPUTS, "override_step", "override_choice"))
+    page.when_model_changes(after_model_change, ("ablate_encoder", "ablate_decoder", "ablate_cross",
+                                                 "experiment_layer", "experiment_head"))
+
+
+def wire(page: Page) -> None:
+    c = page.components
+    page.sentence_work += [
+        page.on(c["ablate_button"].click, on_ablate, COMPARISON_OUTPUTS, keep_on_input_problem=True),
+        page.on(c["override_button"].click, on_override, COMPARISON_OUTPUTS, keep_on_input_problem=True),
+        page.on(c["no_positions_button"].click, on_positions, COMPARISON_OUTPUTS, keep_on_input_problem=True),
+        page.on(c["shuffle_button"].click, on_shuffle, COMPARISON_OUTPUTS, keep_on_input_problem=True),
+        page.on(c["importance_button"].click, on_importance, ("importance_plot", "importance_summary"),
+                keep_on_input_problem=True),
+        page.on(c["importance_sample_button"].click, on_importance_sample, ("importance_plot", "importance_summary"),
+                keep_on_input_problem=True),
+    ]
+    page.on(c["override_step"].input, on_override_step, ["override_choice"], trigger_mode="always_last")
+    page.on([c["experiment_kind"].input, c["experiment_layer"].input, c["experiment_head"].input],
+            on_comparison_attention, ["experiment_attention_before", "experiment_attention_after"],
+            trigger_mode="always_last", show_progress="hidden")

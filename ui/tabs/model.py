@@ -1,0 +1,62 @@
+"""The Model tab: config, parameters per module, scores, the model card, and how the model learned."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from transformer.checkpoint import Checkpoint
+
+from .. import figures
+from ..page import Page
+from ..views import model as views
+
+HISTORY_NOTE = ("At every evaluation during training, the cross-attention of a fixed probe sentence was saved. "
+                "Slide to watch the alignment emerge from noise.")
+
+
+def layout(page: Page) -> None:
+    model_metrics = gr.Markdown()
+    with gr.Row():
+        model_config = gr.Dataframe(headers=["setting", "value"], label="Config", interactive=False)
+        model_parameters = gr.Dataframe(headers=["module", "parameters", "share"], label="Parameters per module",
+                                        interactive=False)
+    with gr.Accordion("How this model learned", open=True):
+        history_curves = gr.Plot(label="Training curves")
+        gr.Markdown(HISTORY_NOTE)
+        history_step = gr.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="history-slider")
+        history_plot = gr.Plot(label="Probe attention", elem_id="history-plot")
+    with gr.Accordion("Model card", open=False):
+        model_card = gr.Markdown()
+    page.add(model_metrics=model_metrics, model_config=model_config, model_parameters=model_parameters,
+             history_curves=history_curves, history_step=history_step, history_plot=history_plot,
+             history_state=gr.State([]), model_card=model_card)
+
+
+def replay_slider(probes: list[dict]) -> gr.Slider:
+    """One stop per evaluation, on the last; still when there is nothing to replay."""
+    return gr.Slider(1, max(2, len(probes)), value=max(1, len(probes)), step=1, interactive=len(probes) > 1)
+
+
+def after_model_change(checkpoint: Checkpoint) -> dict:
+    steps, evals, probes = views.checkpoint_history(checkpoint)
+    return {"model_metrics": views.metrics_markdown(checkpoint), "model_config": views.config_rows(checkpoint),
+            "model_parameters": views.parameter_table(checkpoint), "model_card": views.card_markdown(checkpoint),
+            "history_curves": figures.training_curves(steps, evals, "Training") if (steps or evals) else None,
+            "history_step": replay_slider(probes), "history_plot": views.probe_figure(probes, len(probes)),
+            "history_state": probes}
+
+
+def on_history_step(history_state, history_step) -> dict:
+    return {"history_plot": views.probe_figure(history_state, history_step)}
+
+
+def declare(page: Page) -> None:
+    page.when_model_changes(after_model_change, ("model_metrics", "model_config", "model_parameters", "model_card",
+                                                 "history_curves", "history_step", "history_plot", "history_state"))
+
+
+def wire(page: Page) -> None:
+    # Sliders that handlers also set redraw on the user's own moves only (drag, number box, reset).
+    history_step = page["history_step"]
+    page.on([history_step.input, history_step.release], on_history_step, ["history_plot"],
+            trigger_mode="always_last")

@@ -1,0 +1,44 @@
+"""The Positional encoding tab: the sinusoidal vectors that carry word order (section 3.5 of the paper)."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from ..page import Page
+from ..views.positions import NOTES, positional_views
+
+INTRO = ("The Transformer has no recurrence, so word order enters only through these vectors, added to the "
+         "embeddings: PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).")
+
+
+def layout(page: Page) -> None:
+    gr.Markdown(INTRO)
+    with gr.Row():
+        pe_d_model = gr.Slider(8, 512, value=128, step=2, label="d_model")
+        pe_length = gr.Slider(8, 256, value=64, step=1, label="positions")
+        pe_dimensions = gr.Textbox("0, 1, 10, 11, 60", label="dimensions to plot (comma-separated)",
+                                   info="Enter or click elsewhere to redraw.")
+    pe_matrix = gr.Plot(label="The encoding matrix")
+    gr.Markdown(NOTES["matrix"])
+    pe_lines = gr.Plot(label="Dimensions across positions")
+    gr.Markdown(NOTES["lines"])
+    pe_dots = gr.Plot(label="Dot products between positions")
+    gr.Markdown(NOTES["dots"])
+    page.add(pe_d_model=pe_d_model, pe_length=pe_length, pe_dimensions=pe_dimensions, pe_matrix=pe_matrix,
+             pe_lines=pe_lines, pe_dots=pe_dots)
+
+
+def on_positions(pe_d_model, pe_length, pe_dimensions) -> dict:
+    matrix, lines, dots = positional_views(pe_d_model, pe_length, pe_dimensions)
+    return {"pe_matrix": matrix, "pe_lines": lines, "pe_dots": dots}
+
+
+def declare(page: Page) -> None:
+    """Nothing elsewhere changes this tab."""
+
+
+def wire(page: Page, demo: gr.Blocks) -> None:
+    c = page.components
+    # The list of dimensions redraws when submitted or left, not on every keystroke.
+    page.on([demo.load, c["pe_d_model"].input, c["pe_length"].input, c["pe_dimensions"].submit,
+             c["pe_dimensions"].blur], on_positions, ["pe_matrix", "pe_lines", "pe_dots"], trigger_mode="always_last")

@@ -1,0 +1,192 @@
+"""The Train tab: train a small model in the browser and watch its loss fall and its attention form."""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+import gradio as gr
+
+from transformer.data import SYNTHETIC_TASKS
+
+from .. import jobs as training_jobs
+from ..page import Page
+from ..services import Services, multi30k_available
+from ..views import training as views
+from ..views.model import probe_figure
+
+INTRO = """Train a small Transformer yourself and watch it learn. Synthetic tasks (copy, reverse, sort) need no
+download and reach near-perfect accuracy in about a minute; watch the cross-attention below turn from noise into a
+clean diagonal (copy) or anti-diagonal (reverse). One job runs at a time on this server; finished models appear in
+the model list at the top."""
+TURNED_OFF = (f"Training is turned off on this server (`{training_jobs.DISABLE_VARIABLE}` is set), as is usual for "
+              "a public demo. Run the app on your own machine to train models.")
+STREAM_EVERY_S = 1.0  # how often the starter's page hears of the job
+CLOCK_S = 2.0          # how often another visitor's open Train tab looks at the job
+
+
+def layout(page: Page) -> None:
+    if not page.services.training:
+        gr.Markdown(TURNED_OFF)
+        return
+    gr.Markdown(INTRO)
+    data_choices = list(SYNTHETIC_TASKS) + (["multi30k"] if multi30k_available() else []) + ["upload"]
+    limit_mb = training_jobs.MAX_UPLOAD_BYTES // 10**6
+    with gr.Row():
+        train_data = gr.Radio(data_choices, value="reverse", label="Data",
+                              info="upload: your own parallel TSV (per line: a source sentence, a tab, its "
+                                   "translation)")
+        train_upload = gr.File(label=f"Parallel TSV, at most {limit_mb} MB", file_types=[".tsv", ".txt"],
+                               type="filepath", visible=False)
+    with gr.Row():
+        train_preset = gr.Radio(list(training_jobs.APP_PRESETS), value="tiny", label="Model size")
+        train_steps = gr.Slider(20, training_jobs.MAX_STEPS, value=400, step=10, label="Updates",
+                                elem_id="train-steps")
+        train_minutes = gr.Slider(0.5, training_jobs.MAX_MINUTES, value=3, step=0.5, label="Time limit (minutes)",
+                                  elem_id="train-minutes")
+    preset_info = gr.Markdown(elem_id="preset-info")
+    with gr.Row():
+        start_button = gr.Button("Start training", variant="primary", elem_id="start-training")
+        stop_button = gr.Button("Stop", elem_id="stop-training")
+    train_status = gr.Markdown(elem_id="train-status")
+    train_progress = gr.HTML(views.progress_html(None))
+    train_curves = gr.Plot(label="Curves", elem_id="train-curves")
+    gr.Markdown("### Attention as it forms\nAt every evaluation the cross-attention of a fixed sentence is captured; "
+                "slide to replay how the pattern emerged.")
+    replay = gr.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="replay-slider")
+    replay_plot = gr.Plot(label="Probe attention", elem_id="replay-plot")
+    trained_download = gr.DownloadButton("Download the trained checkpoint (zip)", visible=False)
+    # While this tab is open, a visitor sees the server's job as it runs, whoever started it.
+    page.add(train_data=train_data, train_upload=train_upload, train_preset=train_preset, train_steps=train_steps,
+             train_minutes=train_minutes, preset_info=preset_info, start_button=start_button,
+             stop_button=stop_button, train_status=train_status, train_progress=train_progress,
+             train_curves=train_curves, replay=replay, replay_plot=replay_plot, trained_download=trained_download,
+             job_clock=gr.Timer(CLOCK_S, active=False), seen_job=gr.State(None))
+
+
+# --- handlers ------------------------------------------------------------------------------------
+
+PROGRESS = ("train_status", "train_progress", "train_curves")
+REPLAY = ("replay", "replay_plot")
+JOB_OUTPUTS = (*PROGRESS, *REPLAY, "trained_download")
+
+
+def visitor(request: gr.Request | None) -> str:
+    """Who is asking: their session; a request without one is nobody's, so it can stop no one's job."""
+    if request is None or not request.session_hash:
+        return f"anonymous-{secrets.token_hex(8)}"
+    return request.session_hash
+
+
+def job_progress(job) -> dict:
+    return {"train_status": views.job_status_markdown(job), "train_progress": views.progress_html(job),
+            "train_curves": views.job_curves(job)}
+
+
+def job_replay(job) -> dict:
+    """The evaluation slider on the latest evaluation, and its probe attention."""
+    probes = job.probes if job else []
+    return {"replay": gr.Slider(1, max(2, len(probes)), value=max(1, len(probes)), step=1,
+                                interactive=len(probes) > 1),
+            "replay_plot": probe_figure(probes, len(probes))}
+
+
+def job_download(services: Services, job) -> dict:
+    finished = job is not None and job.checkpoint is not None
+    return {"trained_download": gr.DownloadButton(value=services.jobs.archive(job.checkpoint) if finished else None,
+                                                  visible=finished)}
+
+
+def job_views(services: Services, job) -> dict:
+    return {**job_progress(job), **job_replay(job), **job_download(services, job)}
+
+
+def on_start(services: Services, train_data, train_upload, train_preset, train_steps, train_minutes,
+             request: gr.Request):
+    """Start a job and stream its progress to whoever started it; the model list follows once it is published."""
+    services.jobs.start(training_jobs.JobRequest(data=train_data, preset=train_preset, steps=train_steps,
+                                                 minutes=train_minutes, upload=train_upload), owner=visitor(request))
+    while True:
+        job = services.jobs.current
+        finished = job.status != "running"
+        yield {**job_views(services, job),
+               **({"model": gr.Dropdown(choices=services.registry.names())} if finished else {})}
+        if finished:
+            return
+        time.sleep(STREAM_EVERY_S)
+
+
+def on_stop(services: Services, request: gr.Request) -> dict:
+    gr.Info(services.jobs.stop(owner=visitor(request)))
+    return {}
+
+
+def on_leave(services: Services, request: gr.Request) -> None:
+    """Closing or reloading the page ends a visitor's session: their job may now be stopped by anyone."""
+    services.jobs.release(visitor(request))
+
+
+def on_preset(train_data, train_preset) -> dict:
+    count = training_jobs.parameter_count(train_preset, train_data if train_data in SYNTHETIC_TASKS else "text")
+    return {"preset_info": f"**{train_preset}**: {count:,} parameters."}
+
+
+def on_data(train_data, train_preset) -> dict:
+    """The drop zone only where it is used; a file dropped there stays when the choice changes."""
+    return {"train_upload": gr.update(visible=train_data == "upload"), **on_preset(train_data, train_preset)}
+
+
+def on_replay(services: Services, replay) -> dict:
+    job = services.jobs.current
+    return {"replay_plot": probe_figure(job.probes if job else [], replay)}
+
+
+def on_open(services: Services, train_data, train_preset) -> dict:
+    return {**on_preset(train_data, train_preset), **job_views(services, services.jobs.current)}
+
+
+def on_clock(services: Services, seen_job, request: gr.Request) -> dict:
+    """Another visitor's view of the job, redrawn when it moved on: the replay only when an evaluation came in (so
+    an earlier one stays open), the model list once it published. Its starter watches the start stream instead."""
+    job = services.jobs.current
+    if job is None or (job.status == "running" and job.owner == visitor(request)):
+        return {}
+    now = {"name": job.name, "status": job.status, "step": job.step, "evaluations": len(job.evals),
+           "checkpoint": job.checkpoint}
+    if now == seen_job:
+        return {}
+    seen = seen_job or {}
+    new_job_or_phase = (seen.get("name"), seen.get("status")) != (job.name, job.status)
+    new_evaluation = new_job_or_phase or seen.get("evaluations") != now["evaluations"]
+    published = job.checkpoint is not None and seen.get("checkpoint") != job.checkpoint
+    return {**job_progress(job), **(job_replay(job) if new_evaluation else {}),
+            **(job_download(services, job) if new_job_or_phase else {}),
+            **({"model": gr.Dropdown(choices=services.registry.names())} if published else {}), "seen_job": now}
+
+
+def declare(page: Page) -> None:
+    """Nothing elsewhere changes this tab."""
+
+
+def wire(page: Page, demo: gr.Blocks, tabs: gr.Tabs, train_tab: gr.Tab) -> None:
+    if not page.services.training:
+        return
+    c = page.components
+    # A refused start is a message, and leaves the job's outputs as they were (no error badges over them:
+    # show_progress="hidden"; the progress bar is the tab's own).
+    page.on(c["start_button"].click, on_start, [*JOB_OUTPUTS, "model"], api_name="train", concurrency_id="train",
+            concurrency_limit=4, show_progress="hidden")
+    page.on(c["stop_button"].click, on_stop, [], api_name="stop_training")
+
+    def leave(request: gr.Request) -> None:  # an unload event has no outputs to name
+        on_leave(page.services, request)
+
+    demo.unload(leave)
+    page.on([c["replay"].input, c["replay"].release], on_replay, ["replay_plot"], trigger_mode="always_last")
+    page.on(c["train_data"].input, on_data, ["train_upload", "preset_info"], show_progress="hidden")
+    page.on(c["train_preset"].input, on_preset, ["preset_info"], show_progress="hidden")
+    page.on(demo.load, on_open, ["preset_info", *JOB_OUTPUTS])
+    page.on(c["job_clock"].tick, on_clock, [*JOB_OUTPUTS, "model", "seen_job"], show_progress="hidden")
+    for tab in tabs.children:  # the clock runs only while the Train tab is open
+        tab.select(lambda active=tab is train_tab: gr.Timer(active=active), None, c["job_clock"],
+                   api_visibility="private")

@@ -1,0 +1,270 @@
+"""The Translate tab: translate, step through the decoding, attention heatmaps, and forced decoding."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from transformer.checkpoint import Checkpoint
+from transformer.decoding import Translation
+from transformer.errors import InputError
+
+from ..errors import warn
+from ..page import Page
+from ..services import Services
+from ..views import exports
+from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, clamp, head_options
+from ..views.text import MAX_INPUT_CHARS, examples_for, source_label
+from ..views.translate import (MAX_BEAM, TARGET_TOKENS, attention_figure, forced_figures, layer_and_head_counts,
+                               notes_markdown, run_forced, run_translation, source_pieces, step_view)
+
+STEP_INTRO = ("## Step through the decoding\nMove the slider to replay the translation token by token: the candidates "
+              "the model weighed, and where in the source it looked.")
+HEATMAP_INTRO = ("## Attention heatmaps\nRows are queries (the position that looks), columns are keys (the positions "
+                 "looked at); each row sums to 1. Hover for the exact weight.")
+FORCED_INTRO = ("## Forced decoding: your own translation\nType your own translation of the sentence above (German, "
+                "for the English-German model) and see how probable the model finds each token, and where it looks "
+                "while reading it. Enter scores it.")
+
+
+class ClampedSlider(gr.Slider):
+    """A slider whose typed number past either end goes to that end, instead of being refused while the page
+    keeps showing the view of the previous number."""
+
+    is_template = True  # drawn by Gradio's own slider
+
+    def preprocess(self, payload: float) -> float:
+        return super().preprocess(min(max(payload, self.minimum), self.maximum))
+
+
+def layout(page: Page, checkpoint: Checkpoint) -> None:
+    examples = examples_for(checkpoint)
+    layers, heads = layer_and_head_counts(checkpoint)
+    with gr.Row():
+        with gr.Column(scale=3):
+            # One line grows to four as the text wraps; Enter translates (Gradio submits on Enter only in a box
+            # that starts with one line).
+            text = gr.Textbox(label=source_label(checkpoint), value=examples[0], lines=1, max_lines=4,
+                              max_length=MAX_INPUT_CHARS, elem_id="source-text",
+                              info=f"Enter translates. At most {MAX_INPUT_CHARS:,} characters: a longer paste is "
+                                   "cut there.")
+            example_list = gr.Dataset(components=[gr.Textbox(visible=False)], samples=[[e] for e in examples],
+                                      label="Examples", elem_id="examples")
+        with gr.Column(scale=2):
+            decoding = gr.Radio(["greedy", "beam"], value="beam", label="Decoding")
+            beam_size = gr.Slider(2, MAX_BEAM, value=5, step=1, label="Beam size", elem_id="beam-size")
+            max_length = gr.Slider(*TARGET_TOKENS, value=60, step=1, label="Maximum target tokens",
+                                   elem_id="max-tokens")
+            translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button")
+    translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation")
+    notes = gr.Markdown()
+    source_tokens = gr.HighlightedText(label="Source pieces the encoder saw (▁ starts a word)",
+                                       color_map={"special": "#cccccc"})
+    page.add(text=text, example_list=example_list, decoding=decoding, beam_size=beam_size, max_length=max_length,
+             translate_button=translate_button, translation=translation, notes=notes, source_tokens=source_tokens)
+
+    gr.Markdown(STEP_INTRO)
+    with gr.Row():
+        previous_step = gr.Button("◀ previous", size="sm", scale=0)
+        step = ClampedSlider(1, 2, value=1, step=1, label="Step", elem_id="step-slider", scale=4)
+        next_step = gr.Button("next ▶", size="sm", scale=0)
+    step_caption = gr.Markdown(elem_id="step-caption")
+    revealed = gr.HighlightedText(label="Translation so far, in pieces (▁ starts a word)",
+                                  color_map={"current": "#ff7f0e"})
+    with gr.Row():
+        top_k_plot = gr.Plot(label="Top-k candidates", elem_id="topk-plot")
+        step_attention_plot = gr.Plot(label="Cross-attention of this step", elem_id="step-attention")
+    page.add(previous_step=previous_step, step=step, next_step=next_step, step_caption=step_caption,
+             revealed=revealed, top_k_plot=top_k_plot, step_attention_plot=step_attention_plot)
+
+    gr.Markdown(HEATMAP_INTRO)
+    with gr.Row():
+        kind = gr.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"], label="Attention", scale=3)
+        view = gr.Radio(list(VIEWS), value=VIEWS[0], label="View", scale=3)
+    with gr.Row():
+        layer = gr.Slider(1, layers, value=1, step=1, label="Layer", elem_id="layer-slider")
+        head = gr.Slider(1, heads, value=1, step=1, label="Head", elem_id="head-slider")
+        average = gr.Checkbox(False, label="Average over heads", elem_id="average-heads")
+    attention_plot = gr.Plot(label="Attention", elem_id="attention-plot")
+    attention_download = gr.DownloadButton("Download raw attention (JSON)", visible=False)
+    page.add(kind=kind, view=view, layer=layer, head=head, average=average, attention_plot=attention_plot,
+             attention_download=attention_download)
+
+    gr.Markdown(FORCED_INTRO)
+    own_translation = gr.Textbox(label="Your translation", lines=1, max_lines=4, max_length=MAX_INPUT_CHARS,
+                                 info=f"At most {MAX_INPUT_CHARS:,} characters.")
+    with gr.Row():
+        forced_button = gr.Button("Score my translation")
+        forced_layer = gr.Slider(1, layers, value=layers, step=1, label="Layer of the cross-attention")
+        forced_head = gr.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head")
+    with gr.Row():
+        forced_probability_plot = gr.Plot(label="Per-token probability", elem_id="forced-probability")
+        forced_attention_plot = gr.Plot(label="Cross-attention", elem_id="forced-attention")
+    page.add(own_translation=own_translation, forced_button=forced_button, forced_layer=forced_layer,
+             forced_head=forced_head, forced_probability_plot=forced_probability_plot,
+             forced_attention_plot=forced_attention_plot, forced_state=gr.State(None))
+
+
+# --- handlers ------------------------------------------------------------------------------------
+
+STEP_OUTPUTS = ("step", "revealed", "top_k_plot", "step_attention_plot", "step_caption")
+TRANSLATION_OUTPUTS = ("translation_state", "translation", "notes", "source_tokens", "attention_download",
+                       "attention_plot", *STEP_OUTPUTS)
+
+
+def step_views(translation: Translation | None, step, layer, head, average) -> dict:
+    if translation is None:
+        return {"revealed": [], "top_k_plot": None, "step_attention_plot": None,
+                "step_caption": "Translate a sentence to step through it."}
+    view = step_view(translation, step, layer, None if average else head)
+    return {"step": view.step, "revealed": view.revealed, "top_k_plot": view.candidates,
+            "step_attention_plot": view.source_attention, "step_caption": view.caption}
+
+
+def translation_views(checkpoint: Checkpoint, text, decoding, beam_size, max_length, kind, view, layer, head,
+                      average) -> dict:
+    """Translate ``text`` and draw every view of the tab from it, at its last step."""
+    result = run_translation(checkpoint, text, decoding, beam_size, max_length)
+    translation = result.translation
+    steps = translation.num_steps
+    return {"translation_state": translation, "translation": translation.text,
+            "notes": notes_markdown(result.notes), "source_tokens": source_pieces(translation),
+            "attention_download": gr.DownloadButton(value=exports.attention_json_file(translation), visible=True),
+            "attention_plot": attention_figure(translation, kind, view, layer, head, average),
+            **step_views(translation, steps, layer, head, average),
+            "step": gr.Slider(1, max(2, steps), value=steps, step=1, interactive=steps > 1)}
+
+
+def on_translate(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head,
+                 average) -> dict:
+    return translation_views(services.registry.get(model), text, decoding, beam_size, max_length, kind, view,
+                             layer, head, average)
+
+
+def on_step(translation_state, step, layer, head, average) -> dict:
+    return step_views(translation_state, step, layer, head, average)
+
+
+def on_previous_step(translation_state, step, layer, head, average) -> dict:
+    return step_views(translation_state, (step or 1) - 1, layer, head, average)
+
+
+def on_next_step(translation_state, step, layer, head, average) -> dict:
+    return step_views(translation_state, (step or 1) + 1, layer, head, average)
+
+
+def on_attention(translation_state, kind, view, layer, head, average) -> dict:
+    if translation_state is None:
+        return {}
+    return {"attention_plot": attention_figure(translation_state, kind, view, layer, head, average)}
+
+
+def on_layer_or_head(translation_state, kind, view, layer, head, average, step) -> dict:
+    """Both views that show a layer and head, in one answer: a number out of range is refused once."""
+    return {**on_attention(translation_state, kind, view, layer, head, average),
+            **step_views(translation_state, step, layer, head, average)}
+
+
+def on_average(translation_state, kind, view, layer, head, average, step) -> dict:
+    """Averaging makes the head slider mean nothing, so it is disabled meanwhile."""
+    return {"head": gr.Slider(interactive=not average), **on_layer_or_head(translation_state, kind, view, layer,
+                                                                            head, average, step)}
+
+
+def on_decoding(decoding) -> dict:
+    return {"beam_size": gr.Slider(interactive=decoding == "beam")}
+
+
+def on_forced(services: Services, model, text, own_translation, forced_layer, forced_head) -> dict:
+    checkpoint = services.registry.get(model)
+    result = run_forced(checkpoint, text, own_translation)
+    warn(result.notes)
+    probability, attention = forced_figures(result.translation, forced_layer,
+                                            chosen_head(forced_head, checkpoint.model.config.n_heads))
+    return {"forced_state": result.translation, "forced_probability_plot": probability,
+            "forced_attention_plot": attention}
+
+
+def on_forced_layer_or_head(forced_state, forced_layer, forced_head) -> dict:
+    if forced_state is None:
+        return {}
+    heads = forced_state.cross_attention.shape[1]
+    return {"forced_attention_plot": forced_figures(forced_state, forced_layer, chosen_head(forced_head, heads))[1]}
+
+
+def require_sentence(text) -> None:
+    """An empty box is a warning, and the last translation stays in view."""
+    if not (text or "").strip():
+        raise InputError("Type a sentence to translate first (the text box is empty).")
+
+
+def on_translate_click(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer,
+                       head, average) -> dict:
+    require_sentence(text)
+    return on_translate(services, model, text, decoding, beam_size, max_length, kind, view, layer, head, average)
+
+
+# --- what other events change here ---------------------------------------------------------------
+
+def beam_info(checkpoint: Checkpoint) -> str:
+    """Beam search starts from the length penalty this model's scores were made with; the slider says which."""
+    alpha = checkpoint.length_penalty
+    scored = "length_penalty" in checkpoint.metrics and bool(checkpoint.metrics.get("scores"))
+    whose = "this model's scores used" if scored else "neutral: this model has no scores to choose by"
+    return f"Hypotheses kept at each step; finished ones are ranked by log P / length^α, α = {alpha:g} ({whose})"
+
+
+def after_model_change(checkpoint: Checkpoint) -> dict:
+    """Sliders sized to the model, the examples it reads; a score of another model's sentence is gone."""
+    layers, heads = layer_and_head_counts(checkpoint)
+    return {"example_list": gr.Dataset(samples=[[example] for example in examples_for(checkpoint)]),
+            "forced_layer": gr.Slider(1, layers, value=layers, step=1),
+            "forced_head": gr.Dropdown(head_options(heads), value=MEAN_OF_HEADS),
+            "own_translation": "", "forced_state": None, "forced_probability_plot": None,
+            "forced_attention_plot": None}
+
+
+MODEL_OUTPUTS = ("example_list", "forced_layer", "forced_head", "own_translation", "forced_state",
+                 "forced_probability_plot", "forced_attention_plot")
+
+
+def after_translation(translation: Translation) -> dict:
+    """A score of your own translation belongs to the sentence it was made for."""
+    return {"forced_state": None, "forced_probability_plot": None, "forced_attention_plot": None}
+
+
+def declare(page: Page) -> None:
+    """What a model switch and a new translation change in this tab."""
+    page.when_model_changes(after_model_change, MODEL_OUTPUTS)
+    page.when_translated(after_translation, ("forced_state", "forced_probability_plot", "forced_attention_plot"))
+
+
+def wire(page: Page) -> None:
+    """The tab's events, once every tab has declared what a new translation changes in it."""
+    c = page.components
+    translated = [*TRANSLATION_OUTPUTS, *page.translation_outputs()]
+    page.on([c["translate_button"].click, c["text"].submit], page.translated(on_translate_click), translated,
+            keep_on_input_problem=True)
+    page.on(c["example_list"].click, page.translated(on_example_then_translate), ["text", *translated])
+    page.on(c["decoding"].input, on_decoding, ["beam_size"], show_progress="hidden")
+    # Sliders take typed numbers too: only the user's own moves redraw, never a value a handler set.
+    page.on(c["step"].input, on_step, STEP_OUTPUTS, api_name="step", trigger_mode="always_last",
+            show_progress="hidden")
+    page.on(c["previous_step"].click, on_previous_step, STEP_OUTPUTS, show_progress="hidden")
+    page.on(c["next_step"].click, on_next_step, STEP_OUTPUTS, show_progress="hidden")
+    page.on([c["kind"].input, c["view"].input], on_attention, ["attention_plot"], show_progress="hidden")
+    page.on([c["layer"].input, c["head"].input], on_layer_or_head, ["attention_plot", *STEP_OUTPUTS],
+            trigger_mode="always_last", show_progress="hidden")
+    page.on(c["average"].input, on_average, ["head", "attention_plot", *STEP_OUTPUTS], show_progress="hidden")
+    page.sentence_work += [
+        page.on([c["forced_button"].click, c["own_translation"].submit], on_forced,
+                ["forced_state", "forced_probability_plot", "forced_attention_plot"], api_name="forced")]
+    page.on([c["forced_layer"].input, c["forced_head"].input], on_forced_layer_or_head, ["forced_attention_plot"],
+            show_progress="hidden")
+
+
+def on_example_then_translate(services: Services, model, example_list, decoding, beam_size, max_length, kind, view,
+                              layer, head, average) -> dict:
+    """Clicking an example puts it in the box and translates it."""
+    text = example_list[0]
+    return {"text": text, **on_translate(services, model, text, decoding, beam_size, max_length, kind, view, layer,
+                                         head, average)}

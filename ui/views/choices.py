@@ -1,0 +1,31 @@
+"""The selectors' vocabulary: attention kinds, heatmap views, and keeping a chosen number within range."""
+
+from __future__ import annotations
+
+ATTENTION_KINDS = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention",
+                   "cross": "Cross-attention (decoder → encoder)"}
+VIEWS = ("one head", "all heads of the layer", "model view: every layer and head")
+MEAN_OF_HEADS = "mean of heads"
+
+
+def clamp(value, low: int, high: int) -> int:
+    """``value`` as a whole number within [low, high]: a typed or shared number past the ends means the end."""
+    return max(low, min(high, int(value)))
+
+
+def kind_key(label: str) -> str:
+    """Accept a key ("cross") or its display label."""
+    for key, name in ATTENTION_KINDS.items():
+        if label in (key, name):
+            return key
+    raise ValueError(f"unknown attention kind {label!r}")
+
+
+def head_options(heads: int) -> list[str]:
+    """A head picker's choices: the mean, then each head counted from 1."""
+    return [MEAN_OF_HEADS] + [str(h + 1) for h in range(heads)]
+
+
+def chosen_head(choice, heads: int) -> int | None:
+    """A head picker's value as a 1-based head, or None for the mean of heads."""
+    return None if choice in (None, "", MEAN_OF_HEADS) else clamp(choice, 1, heads)

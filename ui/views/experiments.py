@@ -1,0 +1,83 @@
+"""The Experiments tab: what changes when heads are switched off, a token is forced or word order is taken away."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import torch
+
+from transformer import interventions
+from transformer.checkpoint import Checkpoint
+
+from .. import figures
+from .text import markdown_escape
+from .translate import map_figure
+
+
+def head_choices(checkpoint: Checkpoint) -> dict[str, list[str]]:
+    """Head labels (L1H1, ...) per attention type, for the ablation checkboxes."""
+    return {kind: [interventions.head_label(layer, head) for layer in range(layers) for head in range(heads)]
+            for kind, (layers, heads) in interventions.head_count(checkpoint).items()}
+
+
+def word_diff(before: str, after: str) -> list[tuple[str, str | None]]:
+    """Word-level difference for a highlighted-text view: kept words plain, removed and added ones labelled."""
+    old, new = before.split(), after.split()
+    pieces: list[tuple[str, str | None]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if op == "equal":
+            pieces.append((" ".join(old[i1:i2]) + " ", None))
+        if op in ("delete", "replace"):
+            pieces.append((" ".join(old[i1:i2]) + " ", "removed"))
+        if op in ("insert", "replace"):
+            pieces.append((" ".join(new[j1:j2]) + " ", "added"))
+    return pieces
+
+
+@dataclass
+class ComparisonView:
+    """An intervention beside the unmodified run: texts, their difference, probabilities and attention."""
+
+    description: str               # what was done, e.g. the shuffled sentence, shown in full
+    before: str
+    after: str
+    difference: list[tuple[str, str | None]]
+    probability: go.Figure | None
+    attention_before: go.Figure
+    attention_after: go.Figure
+
+
+def comparison_attention(comparison: interventions.Comparison, kind: str, layer: int,
+                         head: int | None) -> tuple[go.Figure, go.Figure]:
+    """The same attention map (kind, 1-based layer, head or None for the mean) of both runs."""
+    return (map_figure(comparison.before, kind, layer, head, "Unmodified"),
+            map_figure(comparison.after, kind, layer, head, "With the intervention"))
+
+
+def comparison_view(comparison: interventions.Comparison, kind: str = "cross", layer: int | None = None,
+                    head: int | None = None) -> ComparisonView:
+    """Every view of a comparison; the attention of ``layer`` (default: the last) and ``head`` (None: mean)."""
+    before, after = comparison.before, comparison.after
+    changes = comparison.probability_changes()
+    probability = (figures.probability_comparison(changes, "Probability of the original translation's tokens")
+                   if changes else None)
+    layer = before.cross_attention.shape[0] if layer is None else layer
+    return ComparisonView(f"**With {markdown_escape(comparison.description)}**", before.text, after.text,
+                          word_diff(before.text, after.text), probability,
+                          *comparison_attention(comparison, kind, layer, head))
+
+
+def importance_views(importance: dict[str, torch.Tensor], title: str) -> tuple[go.Figure, str]:
+    """The importance heatmaps and a summary naming the heads that matter most, least, and harm."""
+    ranked = interventions.ranked_heads(importance)
+    listed = lambda heads: ", ".join(f"{kind} {label} ({drop:+.2f})" for kind, label, drop in heads)  # noqa: E731
+    lines = [f"**Most important:** {listed(ranked[:3])}.",
+             f"**Barely matter:** {listed(sorted(ranked, key=lambda item: abs(item[2]))[:3])}."]
+    better_without = [item for item in reversed(ranked) if item[2] < 0][:3]
+    if better_without:
+        lines.append(f"**The translation became more likely without:** {listed(better_without)}.")
+    summary = ("  \n".join(lines) + "  \nNumbers are the drop in log-probability (nats) of the translation when "
+               "that head alone is off.")
+    return figures.head_importance_heatmaps(importance, title), summary

@@ -1,0 +1,35 @@
+"""Sentences that ship with the app, for the views computed over a sample (head ranking, head statistics).
+
+The English ones are captions written for this project (``assets/sample_sentences.en.txt``), so these
+views work offline and without Multi30K; digit models get fresh task examples.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from transformer import data as datasets
+from transformer.checkpoint import Checkpoint
+from transformer.errors import InputError
+
+SAMPLE_FILE = Path(__file__).resolve().parents[2] / "assets" / "sample_sentences.en.txt"
+SAMPLE_SIZE = 20  # sentences a view over the sample reads: enough for a stable mean, quick enough for a class
+
+
+@lru_cache(maxsize=1)
+def english_samples() -> tuple[str, ...]:
+    lines = SAMPLE_FILE.read_text(encoding="utf-8").splitlines()
+    return tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+def sample_sentences(checkpoint: Checkpoint, count: int = SAMPLE_SIZE) -> list[str]:
+    """``count`` sentences this model reads: task examples for a digits model, else the English samples."""
+    task = checkpoint.info.get("training", {}).get("data")
+    if task in datasets.SYNTHETIC_TASKS:
+        return datasets.synthetic_corpus(task, count, seed=4242).sources
+    source = checkpoint.info.get("source_lang", "en")
+    if source != "en":
+        raise InputError(f"The sample sentences that ship with the app are English, and this model reads "
+                         f"{source!r}; use the button for the current sentence instead.")
+    return list(english_samples()[:count])

@@ -1,0 +1,153 @@
+"""Text from a user: cleaned for the model, and notes on what it is (its language, its kind, what was changed).
+
+Everything here runs before any model sees the text, so it is where limits and
+refusals of input live.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from transformer.checkpoint import Checkpoint
+from transformer.errors import InputError
+
+MAX_INPUT_CHARS = 1000
+DIRECTION_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])  # LRE..RLO, LRI..PDI
+
+
+def clean_text(text: str | None, limit: int = MAX_INPUT_CHARS) -> tuple[str, list[str]]:
+    """Text fit to translate, and notes about what was changed. Raises InputError for nothing to translate."""
+    notes = []
+    text = text if isinstance(text, str) else ""
+    # Unpaired surrogates (JSON allows "\ud800") are not text: UTF-8 cannot encode them, and the tokenizer fails.
+    if any(unicodedata.category(ch) == "Cs" for ch in text):
+        text = "".join("\ufffd" if unicodedata.category(ch) == "Cs" else ch for ch in text)
+        notes.append("Invalid characters (unpaired surrogates) were replaced by \ufffd.")
+    # Control characters (other than whitespace) have no meaning to the tokenizer and would display badly.
+    cleaned = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
+    cleaned = " ".join(cleaned.split())
+    if cleaned != " ".join(text.split()):
+        notes.append("Control characters were replaced by spaces.")
+    # Text-direction overrides and isolates would make the sentence display in an order it is not read in.
+    without_overrides = cleaned.translate(DIRECTION_CONTROLS)
+    if without_overrides != cleaned:
+        cleaned = " ".join(without_overrides.split())
+        notes.append("Text-direction control characters were removed.")
+    if not cleaned:
+        raise InputError("Type a sentence to translate first (the text box is empty).")
+    if len(cleaned) > limit:
+        cleaned = cleaned[:limit]
+        notes.append(f"The input was cut to its first {limit} characters.")
+    return cleaned, notes
+
+
+def markdown_escape(text: str) -> str:
+    """Make a token safe to show inside Markdown (no HTML, no formatting)."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for ch in "\\`*_{}[]()#+-.!|~":
+        escaped = escaped.replace(ch, "\\" + ch)
+    return escaped
+
+
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
+
+
+def known_languages(checkpoint: Checkpoint) -> tuple[str, str | None] | None:
+    """(source, target) language codes of a Multi30K model; None for others.
+
+    Only Multi30K says which languages it holds; an uploaded TSV records the
+    default codes, and the synthetic tasks read digits.
+    """
+    source, target = checkpoint.info.get("source_lang"), checkpoint.info.get("target_lang")
+    multi30k = checkpoint.info.get("training", {}).get("data") == "multi30k"
+    return (source, target) if multi30k and source in LANGUAGE_NAMES else None
+
+
+def source_label(checkpoint: Checkpoint) -> str:
+    """What the input box holds for this model: "English sentence", "Digits", or a neutral "Source sentence"."""
+    if uses_digits(checkpoint):
+        return "Digits"
+    languages = known_languages(checkpoint)
+    return f"{LANGUAGE_NAMES[languages[0]]} sentence" if languages else "Source sentence"
+
+
+# Clues to the language of a sentence: frequent words of each Multi30K language, picked to be far rarer in the
+# other three, and letters that only it of the four uses. Each clue word counts; the letters count once.
+LANGUAGE_WORDS = {
+    "en": {"the", "and", "is", "are", "of", "with", "his", "her", "their", "while", "from", "this", "into", "at"},
+    "de": {"der", "das", "und", "ist", "sind", "ein", "eine", "einem", "einen", "einer", "mit", "auf", "im", "zu",
+           "dem", "nicht", "sich", "von", "vor", "bei", "aus", "neben", "ich", "wir", "sie", "es"},
+    "fr": {"le", "la", "les", "un", "une", "et", "est", "sont", "du", "avec", "sur", "dans", "au", "aux", "qui",
+           "sa", "ses", "il", "elle", "nous", "vous", "ils"},
+    "cs": {"v", "z", "se", "si", "jsou", "na", "ve", "ze", "který", "která", "které", "při", "před", "muž", "žena"},
+}
+LANGUAGE_LETTERS = {"en": "", "de": "äöüß", "fr": "àâçèêëîïôœùû", "cs": "áčďěíňřšťůýž"}
+
+
+def language_note(checkpoint: Checkpoint, text: str) -> str | None:
+    """A warning when a sentence looks like another language than the one the model reads (German typed into the
+    English→German model reads like gibberish to it, yet gets a confident translation)."""
+    languages = known_languages(checkpoint)
+    if languages is None:
+        return None
+    expected, target = languages
+    lowered = unicodedata.normalize("NFC", text).lower()  # "ä" pasted as "a" + a combining mark is still "ä"
+    words = re.findall(r"\w+", lowered)
+    clues = {language: sum(word in LANGUAGE_WORDS[language] for word in words)
+                       + any(letter in lowered for letter in LANGUAGE_LETTERS[language])
+             for language in LANGUAGE_WORDS}
+    seen = max(clues, key=clues.get)  # of tied languages the first; tied with the expected one, no note
+    if seen == expected or clues[seen] < 2 or clues[seen] <= clues[expected]:
+        return None
+    learned = f" (it learned {LANGUAGE_NAMES[expected]}→{LANGUAGE_NAMES[target]})" if target in LANGUAGE_NAMES else ""
+    return (f"This looks like {LANGUAGE_NAMES[seen]}. The model reads {LANGUAGE_NAMES[expected]}{learned}, so its "
+            "translation of other languages is mostly made up.")
+
+
+def uses_digits(checkpoint: Checkpoint) -> bool:
+    return checkpoint.info.get("source_lang") == "digits"
+
+
+def text_kind(text: str | None) -> str:
+    """"digits" for a digit sequence (the synthetic tasks' input), else "text"."""
+    digits_only = all(ch.isdigit() or ch.isspace() for ch in (text or "")) and any(ch.isdigit() for ch in text or "")
+    return "digits" if digits_only else "text"
+
+
+def suits(checkpoint: Checkpoint, text: str) -> bool:
+    """Whether ``text`` is for this kind of model: digits for the synthetic tasks, words for the others."""
+    return text_kind(text) == ("digits" if uses_digits(checkpoint) else "text")
+
+
+def suitable_text(checkpoint: Checkpoint, current: str, examples: dict[str, str]) -> str:
+    """Keep the user's text unless it is plainly for another kind of model (digits vs. words)."""
+    return current if suits(checkpoint, current) else examples["digits" if uses_digits(checkpoint) else "text"]
+
+
+# Written for this project; not taken from the training data.
+EXAMPLES = [
+    "A young girl is playing with a red ball in the park.",
+    "Two men are sitting on a bench and reading the newspaper.",
+    "The dog jumps over the fence to catch the ball.",
+    "A woman in a blue dress sings on a small stage.",
+    "Three children are building a sandcastle on the beach.",
+]
+REVERSE_EXAMPLES = ["3 1 4 1 5 9 2 6", "1 2 3 4 5 6 7", "9 8 7 0 0 1"]
+
+
+def examples_for(checkpoint: Checkpoint) -> list[str]:
+    return REVERSE_EXAMPLES if uses_digits(checkpoint) else EXAMPLES
+
+
+def text_for_model(checkpoint: Checkpoint, current: str | None, typed: dict | None) -> tuple[str, dict]:
+    """The input box's text for this model, and what the user typed for each kind of model (digits, words).
+
+    Text that suits the model is left alone, so whatever the user typed meanwhile is never overwritten.
+    Text for the other kind of model is put aside and replaced by what was last typed for this kind, or
+    an example: switching to the digits model and back brings the user's sentence back.
+    """
+    typed = {**(typed or {})}
+    if current and current.strip():
+        typed[text_kind(current)] = current
+    return suitable_text(checkpoint, current, {"digits": REVERSE_EXAMPLES[0], "text": EXAMPLES[0], **typed}), typed

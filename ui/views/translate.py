@@ -1,0 +1,209 @@
+"""The Translate tab's views of one translation: notes, pieces, the step view, heatmaps and forced decoding.
+
+Plain values in (a checkpoint, a ``Translation``, selector values), plain values and Plotly figures out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import torch
+
+from transformer.checkpoint import Checkpoint
+from transformer.decoding import Translation, forced_decode
+from transformer.errors import InputError
+
+from .. import figures
+from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key
+from .text import clean_text, language_note, markdown_escape
+
+MAX_BEAM = 8
+TARGET_TOKENS = (5, 200)  # the range of "Maximum target tokens" in the app
+LONG_SOURCE_PIECES = 64  # beyond this, a note warns that the models here learned from far shorter sentences
+SPECIAL_PIECES = ("</s>", "<s>", "<unk>", "<pad>")
+
+
+@dataclass
+class TranslateResult:
+    translation: Translation
+    notes: list[str]
+
+
+def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", beam_size: int = 5,
+                    max_length: int | None = None, top_k: int = 5) -> TranslateResult:
+    cleaned, notes = clean_text(text)
+    beam = 1 if decoding == "greedy" else clamp(beam_size, 1, MAX_BEAM)
+    max_length = int(max_length) if max_length else None
+    result = checkpoint.translate(cleaned, beam, max_length, top_k=top_k)
+    # Experiments and shared links decode this translation the same way.
+    result.extra.update(beam_size=beam, max_length=max_length)
+    if result.truncated:
+        notes.append(f"The sentence is longer than the model's {checkpoint.model.config.max_len} positions; "
+                     "only its beginning was translated.")
+    unknown = sum(1 for i in result.source_ids if i == checkpoint.source_tokenizer.unk_id)
+    content = [piece for piece in result.source_pieces[:-1] if piece != "▁"]  # not </s>, nor a bare word start
+    if unknown and unknown >= len(content) / 2:  # half or more of what the model reads is unknown to it
+        notes.append(f"{'None' if unknown == len(content) else 'Little'} of the sentence is in this model's "
+                     "vocabulary (unknown pieces are shown as `<unk>`), so the translation says little or nothing "
+                     "about it.")
+    elif unknown:
+        notes.append(f"{unknown} source piece(s) are unknown to this model's vocabulary (shown as `<unk>`).")
+    if language := language_note(checkpoint, cleaned):
+        notes.append(language)
+    if result.ended and not result.text.strip():
+        notes.append("The translation is empty: the model ended the sentence without producing a word.")
+    if not result.ended:
+        notes.append("Decoding stopped at the maximum length before the model ended the sentence.")
+    if len(result.source_ids) > LONG_SOURCE_PIECES and not result.truncated:
+        notes.append(f"The input is {len(result.source_ids)} pieces long. Models here learn from far shorter "
+                     "sentences (the English→German model's captions average about 15 pieces), so expect parts of "
+                     "it to be left out.")
+    return TranslateResult(result, notes)
+
+
+def notes_markdown(notes: list[str]) -> str:
+    return "\n".join(f"- {note}" for note in notes)
+
+
+def decoding_of(translation: Translation) -> dict:
+    """``beam_size`` (1: greedy) and ``max_length`` a translation was made with, so a comparison decodes alike."""
+    return {"beam_size": int(translation.extra.get("beam_size", 1)), "max_length": translation.extra.get("max_length")}
+
+
+def run_forced(checkpoint: Checkpoint, source: str, target: str, top_k: int = 5) -> TranslateResult:
+    """Score the user's own translation of ``source`` and capture the attention paid while reading it."""
+    cleaned_source, notes = clean_text(source)
+    try:
+        cleaned_target, target_notes = clean_text(target)
+    except InputError:
+        raise InputError("Type your own translation in the box first.") from None
+    result = forced_decode(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer,
+                           cleaned_source, cleaned_target, top_k=top_k)
+    unknown = sum(1 for i in result.predicted_ids if i == checkpoint.target_tokenizer.unk_id)
+    if unknown:
+        target_notes.append(f"{unknown} piece(s) of your translation are unknown to this model's vocabulary "
+                            "(shown as <unk>): their probabilities say little about the words you wrote.")
+    return TranslateResult(result, notes + target_notes)
+
+
+def layer_and_head_counts(checkpoint: Checkpoint) -> tuple[int, int]:
+    """The range of the layer and head sliders: the deeper stack's layers, and the heads per layer."""
+    config = checkpoint.model.config
+    return max(config.n_encoder_layers, config.n_decoder_layers), config.n_heads
+
+
+# --- heatmaps ------------------------------------------------------------------------------------
+
+def attention_axes(translation: Translation, kind: str) -> tuple[list[str], list[str], str, str]:
+    """Row labels, column labels and axis names of one attention kind.
+
+    Decoder-side rows are labelled with the token that step produced, so a
+    row reads "while producing X, the model looked at ...".
+    """
+    produced = translation.predicted_pieces
+    if kind == "encoder":
+        return translation.source_pieces, translation.source_pieces, "source", "source"
+    if kind == "decoder":
+        return produced, translation.target_pieces, "producing", "target so far"
+    return produced, translation.source_pieces, "producing", "source"
+
+
+def attention_tensor(translation: Translation, kind: str) -> torch.Tensor:
+    return {"encoder": translation.encoder_attention, "decoder": translation.decoder_attention,
+            "cross": translation.cross_attention}[kind_key(kind)]
+
+
+def one_map(translation: Translation, kind: str, layer: int, head: int | None) -> tuple[torch.Tensor, str]:
+    """The map of one layer (1-based, clamped) and head (None: the mean of heads), and its subtitle."""
+    weights = attention_tensor(translation, kind)
+    layers, heads = weights.shape[:2]
+    layer = clamp(layer, 1, layers)
+    if head is None:
+        return weights[layer - 1].mean(dim=0), f"layer {layer}, mean of {heads} heads"
+    head = clamp(head, 1, heads)
+    return weights[layer - 1, head - 1], f"layer {layer}, head {head}"
+
+
+def map_figure(translation: Translation, kind: str, layer: int, head: int | None, title: str = "") -> go.Figure:
+    """One heatmap of ``kind``; ``title`` (default: the kind's name) with layer and head on a second line."""
+    kind = kind_key(kind)
+    matrix, which = one_map(translation, kind, layer, head)
+    rows, columns, row_title, column_title = attention_axes(translation, kind)
+    # Layer and head on a line of their own: on a phone or a zoomed projector one long line is cut off there.
+    return figures.attention_heatmap(matrix, rows, columns, f"{title or ATTENTION_KINDS[kind]}<br><sup>{which}</sup>",
+                                     row_title, column_title, rows_are_steps=kind != "encoder")
+
+
+def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], layer: int = 1, head: int = 1,
+                     average_heads: bool = False) -> go.Figure:
+    """The attention heatmap(s) for the selectors of the Translate tab (layer and head are 1-based)."""
+    kind = kind_key(kind)
+    weights = attention_tensor(translation, kind)  # (layers, heads, queries, keys)
+    layers, heads = weights.shape[:2]
+    layer = clamp(layer, 1, layers)
+    rows, columns, row_title, column_title = attention_axes(translation, kind)
+    name = ATTENTION_KINDS[kind]
+    if view == VIEWS[2]:
+        grid = weights.mean(dim=1, keepdim=True) if average_heads else weights
+        column_names = ["mean of heads"] if average_heads else [f"head {h + 1}" for h in range(heads)]
+        which = "every layer, mean of heads" if average_heads else "every layer and head"
+        return figures.attention_grid(grid, rows, columns, name, [f"layer {l + 1}" for l in range(layers)],
+                                      column_names, query_title=row_title, key_title=column_title,
+                                      rows_are_steps=kind != "encoder", subtitle=which)
+    if view == VIEWS[1] and not average_heads:
+        return figures.attention_grid([weights[layer - 1]], rows, columns, name, [""],
+                                      [f"head {h + 1}" for h in range(heads)], query_title=row_title,
+                                      key_title=column_title, rows_are_steps=kind != "encoder",
+                                      subtitle=f"layer {layer}, all heads")
+    return map_figure(translation, kind, layer, None if average_heads else head)
+
+
+# --- stepping through the decoding ---------------------------------------------------------------
+
+@dataclass
+class StepView:
+    """What one decoding step did: the pieces so far, its top-k choices, where it looked, and a caption."""
+
+    step: int                      # 1-based, within the translation's steps
+    revealed: list[tuple[str, str | None]]
+    candidates: go.Figure
+    source_attention: go.Figure
+    caption: str
+
+
+def step_view(translation: Translation, step: int, layer: int | None = None, head: int | None = None) -> StepView:
+    """Step ``step`` (1-based, clamped). ``head`` None averages the heads; ``layer`` None uses the last layer."""
+    steps = translation.num_steps
+    step = clamp(step, 1, steps)
+    index = step - 1
+    produced = translation.predicted_pieces
+    revealed = [(piece + " ", "current" if i == index else None) for i, piece in enumerate(produced[:step])]
+    revealed += [("…", None)] if step < steps else []
+    chosen = produced[index]
+    candidates = figures.top_k_bar(translation.top_pieces[index], translation.top_probs[index], chosen,
+                                   title=f"Step {step}: candidates for the next token")
+    cross = translation.cross_attention  # (layers, heads, target, source)
+    layer = cross.shape[0] if layer is None else layer
+    matrix, which = one_map(translation, "cross", layer, head)
+    attention = figures.source_attention_bar(matrix[index], translation.source_pieces,
+                                             f"Step {step}: cross-attention over the source<br><sup>{which}</sup>")
+    caption = (f"Step {step} of {steps}: the model produced **{markdown_escape(chosen)}** with probability "
+               f"{translation.token_probs[index]:.1%}.")
+    return StepView(step, revealed, candidates, attention, caption)
+
+
+def source_pieces(translation: Translation) -> list[tuple[str, str | None]]:
+    """Source pieces for a highlighted-text view, one space apart so piece boundaries stay visible."""
+    return [(piece + " ", "special" if piece in SPECIAL_PIECES else None) for piece in translation.source_pieces]
+
+
+def forced_figures(translation: Translation, layer: int | None = None,
+                   head: int | None = None) -> tuple[go.Figure, go.Figure]:
+    """Per-token probability of a forced target, and its cross-attention (default: last layer, mean of heads)."""
+    probabilities = figures.token_probability_bar(
+        translation.predicted_pieces, translation.token_probs,
+        f"Probability of each token of your translation<br><sup>total log-probability {translation.log_prob:.2f}</sup>")
+    layer = translation.cross_attention.shape[0] if layer is None else layer
+    attention = map_figure(translation, "cross", layer, head, "Cross-attention while reading your translation")
+    return probabilities, attention
