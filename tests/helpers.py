@@ -8,3 +8,55 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class QuickTrainer:
+    """Stands in for ``transformer.train.Trainer`` where a Train-tab test is about the tab, not about training.
+
+    Called as the Trainer is, it reports its updates and evaluations at once (100 ms apart: a 40-update job
+    streams a few progress reports, and a stop can land mid-run), honours the cancel event and the update count, and leaves the bundled
+    reverse-tiny model to publish. Its scores say so: they are made up, not measured.
+    """
+
+    UPDATE_S = 0.1
+
+    def __init__(self, config, on_step=None, on_eval=None, cancel=None, show_progress=False):
+        from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+
+        reverse = load_checkpoint(REPOSITORY_CHECKPOINTS / "reverse-tiny", device="cpu")
+        self.model, self.source_tokenizer, self.target_tokenizer = (reverse.model, reverse.source_tokenizer,
+                                                                    reverse.target_tokenizer)
+        self._info = reverse.info
+        self.config, self.on_step, self.on_eval, self.cancel = config, on_step, on_eval, cancel
+        self.step = 0
+
+    def info(self) -> dict:
+        return {**self._info, "step": self.step}
+
+    def probe(self) -> dict:
+        from transformer.decoding import forced_decode
+
+        source = self.config.probe_sentences[0]
+        target = " ".join(reversed(source.split()))
+        probe = forced_decode(self.model, self.source_tokenizer, self.target_tokenizer, source, target)
+        return {"step": self.step, "source_tokens": probe.source_pieces, "target_tokens": probe.predicted_pieces,
+                "translation": probe.text, "cross": probe.cross_attention.tolist()}
+
+    def run(self) -> dict:
+        import time
+
+        every = max(1, self.config.steps // 4)
+        stopped_by = None
+        while self.step < self.config.steps:
+            if self.cancel is not None and self.cancel.is_set():
+                stopped_by = "cancel"
+                break
+            time.sleep(self.UPDATE_S)
+            self.step += 1
+            if self.on_step:
+                self.on_step({"step": self.step, "loss": 3.0 / self.step, "lr": 1e-3, "tokens_per_s": 1000.0,
+                              "elapsed_s": self.step * self.UPDATE_S})
+            if self.on_eval and self.step % every == 0:
+                self.on_eval({"step": self.step, "val_loss": 1.0 / self.step, "bleu": 50.0, "exact_match": 0.5,
+                              "probe": self.probe()})
+        return {"step": self.step, "bleu": 50.0, "exact_match": 0.5, "stopped_by": stopped_by}

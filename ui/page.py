@@ -107,8 +107,12 @@ class Page:
             unknown = set(result or {}) - set(components)
             if unknown:
                 raise KeyError(f"{fn.__name__} returned values for no component: {sorted(unknown)}")
-            return {components[name]: value for name, value in (result or {}).items()
-                    if declared is None or name in declared}
+            if declared is not None and not declared:
+                return None  # an event with no outputs takes no values
+            values = {components[name]: value for name, value in (result or {}).items()
+                      if declared is None or name in declared}
+            # Gradio reads an empty dict as one value, not as "nothing changes".
+            return values or {components[name]: gr.skip() for name in declared or ()}
 
         if inspect.isgeneratorfunction(fn):
             def run(*args, **kwargs):
@@ -122,7 +126,7 @@ class Page:
                         return named(bound(*args, **kwargs))
                     with as_warning():
                         return named(bound(*args, **kwargs))
-                    return {}
+                    return named({})
         functools.update_wrapper(run, fn)
         run.__signature__ = inspect.Signature(parameters[1:] if takes_services else parameters)
         return run

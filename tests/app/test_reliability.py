@@ -40,7 +40,7 @@ from transformer.decoding import Translation
 from transformer import errors
 from ui import jobs, services
 from ui.build import build_app, close_app
-from ui.views import text
+from ui.views import text as text_views
 from ui.views import translate as translate_views
 
 from helpers import free_port
@@ -185,12 +185,12 @@ def test_any_text_is_translated_or_refused_with_an_input_error(text):
 
 def check_clean(text) -> None:
     try:
-        cleaned, notes = text.clean_text(text)
+        cleaned, notes = text_views.clean_text(text)
     except errors.InputError:
         assert not isinstance(text, str) or not "".join(
             ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs")).strip()
         return
-    assert cleaned and len(cleaned) <= text.MAX_INPUT_CHARS
+    assert cleaned and len(cleaned) <= text_views.MAX_INPUT_CHARS
     assert not any(unicodedata.category(ch) in ("Cc", "Cs") for ch in cleaned), repr(cleaned)
     cleaned.encode("utf-8")  # always encodable, so the tokenizer can take it
     assert cleaned == cleaned.lstrip() and "  " not in cleaned
@@ -208,7 +208,7 @@ def test_clean_text_never_lets_control_characters_through_and_respects_the_limit
 
 
 def test_unpaired_surrogates_become_replacement_characters_with_a_note():
-    cleaned, notes = text.clean_text("1 \ud800 2")
+    cleaned, notes = text_views.clean_text("1 \ud800 2")
     assert cleaned == "1 \ufffd 2"
     assert any("surrogate" in note for note in notes)
 

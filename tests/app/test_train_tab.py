@@ -1,5 +1,6 @@
 """The Train tab: a student starts a job, watches it stream, stops it, and translates with the result."""
 
+import json
 import time
 
 import pytest
@@ -11,7 +12,7 @@ from ui.build import build_app, close_app
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.data import DataError
 
-from helpers import free_port
+from helpers import QuickTrainer, free_port
 from ui import services
 from ui.views import model as model_views
 from ui.views import training as training_views
@@ -20,7 +21,7 @@ from ui.views import training as training_views
 
 @pytest.fixture
 def served(tmp_path):
-    manager = jobs.JobManager(tmp_path / "runs")
+    manager = jobs.JobManager(tmp_path / "runs", trainer=QuickTrainer)
     registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir], device="cpu")
     demo = build_app(services.Services(registry, manager), "reverse-tiny")
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
@@ -35,11 +36,15 @@ def test_a_job_streams_progress_and_its_checkpoint_translates(served):
     job = client.submit("reverse", None, "tiny", 40, 3, api_name="/train")
     updates = list(job)
     assert len(updates) >= 3, "progress is streamed while the job runs"
-    status, progress, curves, replay, probe, download = job.outputs()[-1]
+    status, progress, curves, replay, probe, download, model_list = job.outputs()[-1]
     assert "finished" in status and "Finished after 40 updates" in status
     assert 'value="100"' in progress
-    assert curves["type"] == "plotly" and download["visible"] is True
+    assert download["visible"] is True
+    traces = {trace["name"]: trace for trace in json.loads(curves["plot"])["data"]}
+    assert traces["train loss (smoothed labels)"]["x"][-1] == 40, "the loss curve reaches the last update"
+    assert len(traces["validation loss"]["x"]) == 4, "one validation point per evaluation"
     published = manager.current.checkpoint
+    assert [published, published] in model_list["choices"], "the finished job's model joins the model list"
     assert [published, published] in client.predict(api_name="/models")["choices"]
     translation = client.predict(published, "1 2 3 4", "greedy", 2, 20, api_name="/translate")[0]
     assert isinstance(translation, str) and translation
@@ -88,7 +93,7 @@ def test_only_the_visitor_who_started_a_job_can_stop_it(served):
 
 
 def test_a_job_whose_starter_left_can_be_stopped_by_anyone(tmp_path):
-    manager = jobs.JobManager(tmp_path)
+    manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
     assert manager.stop(owner="anyone") == "No training job is running."
     manager.start(jobs.JobRequest(data="sort", steps=3000, minutes=5), owner="teacher")
     with pytest.raises(jobs.JobError, match="started by another visitor"):
