@@ -1,7 +1,9 @@
 """The app through its HTTP API, as a gradio_client user (or the browser) talks to it."""
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 import gradio as gr
 from gradio_client import Client
@@ -70,8 +72,13 @@ def test_unknown_model_names_are_refused(client):
 
 
 def test_forced_decoding_endpoint(client):
-    probabilities, attention = client.predict("reverse-tiny", "1 2 3", "3 2 1", api_name="/forced")
-    assert probabilities["type"] == "plotly" and attention["type"] == "plotly"
+    probabilities, attention = client.predict("reverse-tiny", "1 2 3", "3 2 1", 2, "mean of heads",
+                                              api_name="/forced")
+    bars = json.loads(probabilities["plot"])["data"][0]
+    heatmap = json.loads(attention["plot"])["data"][0]
+    assert len(bars["y"]) == 4, "one probability per token of the translation, and one for its end"
+    assert np.asarray(heatmap["z"]).shape == (4, 4), "a row per target token, a column per source token"
+    assert all(0 < p <= 1 for p in bars["y"])
 
 
 def test_concurrent_users_each_get_their_own_translation(app_url):

@@ -47,7 +47,7 @@ def test_a_job_streams_progress_and_its_checkpoint_translates(served):
     assert [published, published] in model_list["choices"], "the finished job's model joins the model list"
     assert [published, published] in client.predict(api_name="/models")["choices"]
     translation = client.predict(published, "1 2 3 4", "greedy", 2, 20, api_name="/translate")[0]
-    assert isinstance(translation, str) and translation
+    assert translation == "4 3 2 1", "the published model answers /translate by its name"
     assert not (REPOSITORY_CHECKPOINTS / published).exists(), "bundled checkpoints are never written"
 
 

@@ -134,13 +134,18 @@ def test_heatmap_hover_names_decoding_steps_as_the_step_slider_does(result):
 
 def test_attention_views_cover_every_kind_and_view(result):
     tr = result.translation
-    for kind in choices.ATTENTION_KINDS.values():
-        for view in choices.VIEWS:
-            for average in (False, True):
-                fig = translate_views.attention_figure(tr, kind, view, layer=2, head=3, average_heads=average)
-                assert fig.data, (kind, view, average)
-    model_view = translate_views.attention_figure(tr, "cross", choices.VIEWS[2])
-    assert len(model_view.data) == tr.cross_attention.shape[0] * tr.cross_attention.shape[1]
+    layers, heads, steps, sources = tr.cross_attention.shape
+    one, all_heads, model_view = choices.VIEWS
+    panels = {(one, False): 1, (one, True): 1, (all_heads, False): heads, (all_heads, True): 1,
+              (model_view, False): layers * heads, (model_view, True): layers}
+    for key, kind in choices.ATTENTION_KINDS.items():
+        weights = translate_views.attention_tensor(tr, key)
+        for (view, average), count in panels.items():
+            fig = translate_views.attention_figure(tr, kind, view, layer=2, head=3, average_heads=average)
+            assert len(fig.data) == count, (kind, view, average)
+            assert all(np.asarray(panel.z).shape == weights.shape[2:] for panel in fig.data), (kind, view)
+    single = translate_views.attention_figure(tr, "cross", one, layer=2, head=3)
+    np.testing.assert_allclose(np.asarray(single.data[0].z), tr.cross_attention[1, 2].numpy(), atol=1e-6)
 
 
 def test_cross_attention_rows_are_labelled_by_the_token_being_produced(result):

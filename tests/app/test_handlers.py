@@ -1,0 +1,121 @@
+"""The app's handlers, called as plain functions: what each one changes on the page, by component name."""
+
+import gradio as gr
+import numpy as np
+import pytest
+
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from transformer.errors import InputError
+from ui import header, services
+from ui.page import Page
+from ui.tabs import experiments, translate
+from ui.views.choices import ATTENTION_KINDS, VIEWS
+
+DIGITS = "3 1 4 1 5 9"
+CROSS = ATTENTION_KINDS["cross"]
+
+
+@pytest.fixture(scope="module")
+def app_services():
+    return services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"))
+
+
+@pytest.fixture(scope="module")
+def page(app_services):
+    """The Translate and Experiments tabs laid out on a page that is never served."""
+    page = Page(app_services)
+    with gr.Blocks():
+        header.layout(page, app_services.registry.names(), "reverse-tiny")
+        checkpoint = app_services.registry.get("reverse-tiny")
+        translate.layout(page, checkpoint)
+        experiments.layout(page, checkpoint)
+    translate.declare(page)
+    experiments.declare(page)
+    return page
+
+
+def translated(app_services, text=DIGITS, decoding="greedy", layer=1, head=1, average=False, view=VIEWS[0]):
+    return translate.on_translate(app_services, "reverse-tiny", text, decoding, 4, 40, CROSS, view, layer, head,
+                                  average)
+
+
+def test_a_translation_fills_every_view_of_the_tab_at_its_last_step(app_services):
+    views = translated(app_services)
+    translation = views["translation_state"]
+    assert views["translation"] == translation.text == "9 5 1 4 1 3"
+    assert views["step"].maximum == translation.num_steps and views["step"].value == translation.num_steps
+    heatmap = views["attention_plot"].data[0]
+    assert np.asarray(heatmap.z).shape == (translation.num_steps, len(translation.source_ids))
+    assert views["step_caption"] and views["top_k_plot"] is not None
+    assert set(views) == set(translate.TRANSLATION_OUTPUTS), "it names exactly the tab's translation views"
+
+
+def test_an_empty_box_is_refused_with_a_message_and_changes_nothing(app_services, page):
+    with pytest.raises(InputError, match="empty"):
+        translate.on_translate_click(app_services, "reverse-tiny", "  ", "greedy", 4, 40, CROSS, VIEWS[0], 1, 1,
+                                     False)
+    outputs = list(translate.TRANSLATION_OUTPUTS)
+    run = page.handler(translate.on_translate_click, keep_on_input_problem=True, outputs=outputs)
+    with pytest.warns(UserWarning, match="the text box is empty"):  # outside a request, gr.Warning warns
+        values = run("reverse-tiny", "", "greedy", 4, 40, CROSS, VIEWS[0], 1, 1, False)
+    assert set(values) == {page[name] for name in outputs}
+    assert all(isinstance(value, type(gr.skip())) and value == gr.skip() for value in values.values())
+
+
+def test_averaging_over_heads_disables_the_head_slider_and_redraws_with_the_mean(app_services):
+    translation = translated(app_services)["translation_state"]
+    averaged = translate.on_average(translation, CROSS, VIEWS[0], 1, 2, True, 3)
+    assert averaged["head"].interactive is False
+    weights = translation.cross_attention[0]  # (heads, steps, source)
+    np.testing.assert_allclose(np.asarray(averaged["attention_plot"].data[0].z), weights.mean(0).numpy(), atol=1e-5)
+    assert translate.on_average(translation, CROSS, VIEWS[0], 1, 2, False, 3)["head"].interactive is True
+
+
+def test_the_step_buttons_stop_at_either_end(app_services):
+    translation = translated(app_services)["translation_state"]
+    assert translate.on_previous_step(translation, 1, 1, 1, False)["step"] == 1
+    last = translation.num_steps
+    assert translate.on_next_step(translation, last, 1, 1, False)["step"] == last
+    assert translate.on_next_step(translation, 2, 1, 1, False)["step"] == 3
+
+
+def test_a_typed_step_past_either_end_goes_to_that_end():
+    with gr.Blocks():
+        slider = translate.ClampedSlider(1, 5, step=1)
+    assert slider.preprocess(0) == 1 and slider.preprocess(99) == 5 and slider.preprocess(3) == 3
+
+
+def test_a_new_translation_clears_scores_made_for_the_last_sentence(app_services, page):
+    result = page.translated(translate.on_translate)(app_services, "reverse-tiny", DIGITS, "greedy", 4, 40, CROSS,
+                                                     VIEWS[0], 1, 1, False)
+    cleared = set(page.translation_outputs())
+    assert {"forced_state", "forced_probability_plot", "forced_attention_plot"} <= cleared
+    assert all(result[name] is None for name in ("forced_state", "forced_probability_plot",
+                                                 "forced_attention_plot"))
+    assert result["translation"] == "9 5 1 4 1 3", "the hooks add to the translation, never replace it"
+
+
+def test_switching_model_brings_a_sentence_it_reads_and_fits_the_sliders(app_services):
+    views = header.on_model(app_services, "reverse-tiny", "A dog runs.", {}, "greedy", 4, 40, CROSS, VIEWS[0],
+                            9, 9, False)
+    checkpoint = app_services.registry.get("reverse-tiny")
+    config = checkpoint.model.config
+    assert views["typed_texts"] == {"text": "A dog runs."}, "the English sentence is kept for English models"
+    assert views["text"].value.replace(" ", "").isdigit()
+    assert views["layer"].maximum == config.n_decoder_layers and views["layer"].value == config.n_decoder_layers
+    assert views["head"].value == config.n_heads
+    assert views["translation"] == views["translation_state"].text
+
+
+def test_a_handler_naming_a_component_that_does_not_exist_fails_loudly(page, caplog):
+    def on_typo() -> dict:
+        return {"translaton": "oops"}
+
+    with pytest.raises(gr.Error, match="Something went wrong"):  # the visitor sees no stack trace
+        page.handler(on_typo, outputs=["translation"])()
+    assert "returned values for no component: ['translaton']" in caplog.text, "the server log names the typo"
+
+
+def test_a_handler_reads_the_components_its_parameters_name(page):
+    assert page.inputs_of(translate.on_step) == [page[name] for name in
+                                                 ("translation_state", "step", "layer", "head", "average")]

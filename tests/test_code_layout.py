@@ -1,0 +1,51 @@
+"""How the code is laid out: the library never needs the app, views never need gradio, and no function
+grows back into a page-long ``build_app``."""
+
+import ast
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LONGEST_FUNCTION = 80  # lines; the old build_app was about 750
+
+
+def modules_of(package: str) -> list[str]:
+    return [f"{package}.{info.name}" for info in pkgutil.iter_modules([str(ROOT / package.replace(".", "/"))])]
+
+
+def loaded_after_importing(modules: list[str]) -> set[str]:
+    """Top-level packages in ``sys.modules`` after a fresh interpreter imports ``modules``."""
+    script = ("import sys\n" + "".join(f"import {m}\n" for m in modules) +
+              "print(' '.join(sorted({name.split('.')[0] for name in sys.modules})))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={"GRADIO_ANALYTICS_ENABLED": "False", "PATH": ""})
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
+def test_the_library_loads_neither_gradio_nor_plotly():
+    modules = modules_of("transformer")
+    assert "transformer.model" in modules and "transformer.train" in modules
+    loaded = loaded_after_importing(modules)
+    assert "torch" in loaded, "the check itself imported the library"
+    assert not {"gradio", "plotly"} & loaded
+
+
+def test_views_are_plain_functions_of_plain_values_without_gradio():
+    modules = modules_of("ui.views")
+    assert "ui.views.translate" in modules
+    loaded = loaded_after_importing(modules)
+    assert "plotly" in loaded and "gradio" not in loaded
+
+
+@pytest.mark.parametrize("path", ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ui").rglob("*.py"))])
+def test_no_function_of_the_app_is_longer_than_a_screenful(path):
+    tree = ast.parse((ROOT / path).read_text())
+    too_long = {node.name: node.end_lineno - node.lineno + 1 for node in ast.walk(tree)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.end_lineno - node.lineno + 1 > LONGEST_FUNCTION}
+    assert not too_long, f"split these (lines): {too_long}"
