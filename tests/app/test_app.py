@@ -1,23 +1,28 @@
 """The app through its HTTP API, as a gradio_client user (or the browser) talks to it."""
 
 import json
+import socket
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+import gradio as gr
 import numpy as np
 import pytest
-import gradio as gr
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
+from transformer import errors
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from ui import services
 from ui.build import build_app, close_app
 from ui.errors import as_user_message
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS
-
-from helpers import free_port
-from transformer import errors
-from ui import services
 from ui.views import text
 
+from helpers import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +116,15 @@ def test_switching_to_another_kind_of_model_and_back_brings_the_typed_sentence_b
     assert text.text_kind(digits) == "digits"
     assert switch("multi30k-en-de", "5 4 3") == sentence
     assert switch("reverse-tiny", sentence) == "5 4 3"
+
+
+def test_a_taken_port_is_one_clear_line_not_a_traceback():
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = subprocess.run([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, capture_output=True,
+                              text=True, timeout=120)
+    assert done.returncode == 1
+    assert f"port {port} on 127.0.0.1 is taken" in done.stderr and "--port" in done.stderr
+    assert "Traceback" not in done.stderr
