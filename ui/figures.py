@@ -18,6 +18,11 @@ ATTENTION_COLORSCALE = "Blues"
 GRID = "#e5ecf6"
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 MOST_TICK_LABELS = 60  # token labels an axis shows before it labels every n-th position
+# Small multiples: a panel is PANEL_HEIGHT px tall, so about a dozen 11-px labels fit down its side; across, the
+# page's width is shared by the columns (about 80 upright labels on a laptop's screen).
+PANEL_HEIGHT = 230
+MOST_PANEL_LABELS = 12
+MOST_GRID_COLUMN_LABELS = 80
 
 
 # Plotly's toolbar buttons are keyboard stops: zooming in or out a step and autoscaling repeat the zoom box and the
@@ -83,10 +88,13 @@ def _hover_text(matrix: list[list[float]], query_labels: Sequence[str], key_labe
 
 
 def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str = "Attention",
-                      query_title: str = "query", key_title: str = "key", rows_are_steps: bool = False) -> go.Figure:
+                      query_title: str = "query", key_title: str = "key", rows_are_steps: bool = False,
+                      subtitle: str = "") -> go.Figure:
     """One attention map (queries x keys) as a heatmap; rows are queries, columns keys.
 
     ``rows_are_steps``: row i is what decoding step i + 1 produced (decoder self- and cross-attention).
+    ``subtitle`` (which layer and head) leads the smaller second title line, which also names the columns: an
+    axis title above the key labels would collide with the title on a narrow screen.
     """
     matrix = _matrix(weights)
     if len(matrix) != len(query_labels) or (matrix and len(matrix[0]) != len(key_labels)):
@@ -96,51 +104,56 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
         z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=1,
         colorscale=ATTENTION_COLORSCALE, text=_hover_text(matrix, query_labels, key_labels, rows_are_steps),
         hovertemplate="%{text}<extra></extra>", colorbar=dict(title="weight", thickness=12)))
-    fig.update_xaxes(title=f"{key_title} (keys)", side="top", tickangle=_slanted(key_labels), automargin=False,
-                     **_ticks(key_labels))
+    fig.update_xaxes(side="top", tickangle=_slanted(key_labels), automargin=False, **_ticks(key_labels))
     fig.update_yaxes(title=f"{query_title} (queries)", autorange="reversed", automargin=False,
                      **_ticks(query_labels))
-    fig = _layout(fig, title, height=min(1400, 230 + 26 * len(query_labels)))  # rows stay about 18 px or more
+    fig = _layout(fig, _titled(title, subtitle, f"columns: {key_title} (keys)"),
+                  height=min(1400, 230 + 26 * len(query_labels)))  # rows stay about 18 px or more
     # Fixed margins: automatic ones make Plotly redraw in a loop with rotated labels on top.
     fig.update_layout(margin=dict(l=130, r=20, t=190, b=20))
     return fig
 
 
+def _titled(title: str, *notes: str) -> str:
+    """A title with a smaller second line of notes (the empty ones left out)."""
+    line = " · ".join(note for note in notes if note)
+    return f"{title}<br><sup>{line}</sup>" if line else title
+
+
 def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str,
-                   row_names: Sequence[str], column_names: Sequence[str], show_ticks: bool = True,
-                   query_title: str = "query", key_title: str = "key", rows_are_steps: bool = False,
-                   subtitle: str = "") -> go.Figure:
+                   row_names: Sequence[str], column_names: Sequence[str], query_title: str = "query",
+                   key_title: str = "key", rows_are_steps: bool = False, subtitle: str = "") -> go.Figure:
     """Small multiples: ``weights`` nested [row][column][query][key], e.g. heads of one layer or layers x heads.
 
-    ``subtitle`` (which layers and heads) leads the smaller second title line, where a narrow screen keeps it.
+    Rows are named on the right and columns on top, once each: a title over every panel ("layer 1 · head 1")
+    runs into its neighbours on a phone. Labels go on the outer panels only, and a long sentence labels every
+    n-th token, as many as a panel has room for (hover names every position).
     """
     rows, columns = len(row_names), len(column_names)
-    titles = [f"{r} · {c}" if r else c for r in row_names for c in column_names]
-    # Every panel has the same queries and keys: labels on the outer panels only, so none overlaps a neighbour.
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles, shared_xaxes=True, shared_yaxes=True,
-                        horizontal_spacing=0.015, vertical_spacing=min(0.06, 0.3 / rows))
+    fig = make_subplots(rows=rows, cols=columns, column_titles=list(column_names),
+                        row_titles=list(row_names) if any(row_names) else None, shared_xaxes=True,
+                        shared_yaxes=True, horizontal_spacing=0.015, vertical_spacing=min(0.06, 0.3 / rows))
     for r in range(rows):
         for c in range(columns):
             matrix = _matrix(weights[r][c])
+            panel = " · ".join(name for name in (row_names[r], column_names[c]) if name)
             fig.add_trace(go.Heatmap(
                 z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=1,
                 colorscale=ATTENTION_COLORSCALE, showscale=(r == 0 and c == 0),
                 colorbar=dict(title="weight", thickness=10),
                 text=_hover_text(matrix, query_labels, key_labels, rows_are_steps),
-                hovertemplate=f"{titles[r * columns + c]}<br>%{{text}}<extra></extra>"), row=r + 1, col=c + 1)
-    tick_font = dict(size=11 if show_ticks else 1)  # readable on a projector
-    fig.update_xaxes(showticklabels=show_ticks, tickangle=_slanted(key_labels, -60), tickfont=tick_font,
-                     **_ticks(key_labels))
-    fig.update_yaxes(showticklabels=show_ticks, autorange="reversed", tickfont=tick_font, **_ticks(query_labels))
+                hovertemplate=f"{panel}<br>%{{text}}<extra></extra>"), row=r + 1, col=c + 1)
+    tick_font = dict(size=11)  # readable on a projector
+    fig.update_xaxes(tickangle=_slanted(key_labels, -60), tickfont=tick_font,
+                     **_ticks(key_labels, most=max(MOST_PANEL_LABELS, MOST_GRID_COLUMN_LABELS // columns)))
+    fig.update_yaxes(autorange="reversed", tickfont=tick_font, **_ticks(query_labels, most=MOST_PANEL_LABELS))
     for r in range(1, rows):
         fig.update_xaxes(showticklabels=False, row=r)
     for c in range(2, columns + 1):
         fig.update_yaxes(showticklabels=False, col=c)
     fig.update_annotations(font_size=11)
-    panel = 230 if show_ticks else 150
-    _layout(fig, f"{title}<br><sup>{subtitle + ' · ' if subtitle else ''}rows: {query_title} (queries) · "
-                 f"columns: {key_title} (keys)</sup>", height=90 + panel * rows)
-    return fig
+    return _layout(fig, _titled(title, subtitle, f"rows: {query_title} (queries)", f"columns: {key_title} (keys)"),
+                   height=90 + PANEL_HEIGHT * rows)
 
 
 def top_k_bar(pieces: Sequence[str], probabilities: Sequence[float], chosen: str | None = None,

@@ -58,7 +58,9 @@ def test_toolbars_keep_only_the_buttons_a_chart_needs():
 
 def test_attention_heatmap_titles_rows_as_queries_and_columns_as_keys():
     fig = figures.attention_heatmap([[1.0, 0.0]], ["▁Hund"], ["▁dog", "</s>"], "Cross", "producing", "source")
-    assert "queries" in fig.layout.yaxis.title.text and "keys" in fig.layout.xaxis.title.text
+    assert fig.layout.yaxis.title.text == "producing (queries)"
+    assert "columns: source (keys)" in fig.layout.title.text, "named in the title's second line, clear of the labels"
+    assert not fig.layout.xaxis.title.text
     assert "weight 1.0000" in fig.data[0].text[0][0] and "▁Hund" in fig.data[0].text[0][0]
 
 
@@ -75,8 +77,8 @@ def test_attention_grid_has_one_panel_per_layer_and_head():
     assert all(trace.zmin == 0 and trace.zmax == 1 for trace in fig.data)
     assert sum(trace.showscale for trace in fig.data) == 1
     # labels on the outer panels only (first column, bottom row), where they cannot overlap a neighbour
-    assert fig.layout.yaxis.showticklabels is True and fig.layout.yaxis2.showticklabels is False
-    assert fig.layout.xaxis.showticklabels is False and fig.layout.xaxis9.showticklabels is True
+    assert fig.layout.yaxis.showticklabels is not False and fig.layout.yaxis2.showticklabels is False
+    assert fig.layout.xaxis.showticklabels is False and fig.layout.xaxis9.showticklabels is not False
 
 
 def test_top_k_bar_highlights_the_chosen_token():
@@ -132,3 +134,24 @@ def test_alignment_labels_of_a_long_sentence_alternate_between_two_heights():
     assert label_rows(fig, 0) == [long[0::2], long[1::2]], "every word labelled, alternating rows"
     heights = sorted(trace.y[0] for trace in fig.data if trace.mode == "text" and trace.y[0] < 0.5)
     assert heights == pytest.approx([-0.13, -0.03])
+
+
+def test_attention_grid_names_rows_and_columns_once_each():
+    weights = torch.softmax(torch.randn(3, 4, 5, 6), dim=-1)
+    fig = figures.attention_grid(weights, list("abcde"), list("uvwxyz"), "Model view",
+                                 [f"layer {i}" for i in (1, 2, 3)], [f"head {h}" for h in (1, 2, 3, 4)])
+    titles = sorted(annotation.text for annotation in fig.layout.annotations)
+    assert titles == ["head 1", "head 2", "head 3", "head 4", "layer 1", "layer 2", "layer 3"], \
+        "a title over every panel ('layer 1 · head 1') runs into its neighbours on a phone"
+    assert fig.data[5].hovertemplate.startswith("layer 2 · head 2<br>"), "hover still names the panel"
+
+
+def test_attention_grid_labels_a_long_sentence_sparsely_enough_to_read():
+    labels = [f"▁w{i}" for i in range(60)]
+    weights = torch.full((3, 4, 60, 60), 1 / 60)
+    fig = figures.attention_grid(weights, labels, labels, "Model view", ["layer 1", "layer 2", "layer 3"],
+                                 ["head 1", "head 2", "head 3", "head 4"])
+    rows_shown, columns_shown = fig.layout.yaxis.ticktext, fig.layout.xaxis9.ticktext
+    assert len(rows_shown) <= figures.MOST_PANEL_LABELS, "about a dozen labels fit down a panel"
+    assert len(columns_shown) <= figures.MOST_GRID_COLUMN_LABELS // 4
+    assert [fig.layout.yaxis.tickvals[i] for i in (0, 1)] == [0, 5] and rows_shown[1] == "▁w5"

@@ -157,7 +157,7 @@ def test_cross_attention_rows_are_labelled_by_the_token_being_produced(result):
 
 def test_layer_and_head_selectors_are_clamped_to_the_model(result):
     fig = translate_views.attention_figure(result.translation, "encoder", choices.VIEWS[0], layer=99, head=-3)
-    assert "<br><sup>layer 2, head 1</sup>" in fig.layout.title.text, "on a line of its own, where no screen cuts it"
+    assert "<br><sup>layer 2, head 1 ·" in fig.layout.title.text, "on a line of its own, where no screen cuts it"
     heads = translate_views.attention_figure(result.translation, "encoder", choices.VIEWS[1], layer=99)
     assert "<br><sup>layer 2, all heads · rows:" in heads.layout.title.text
     averaged = translate_views.attention_figure(result.translation, "encoder", choices.VIEWS[2], average_heads=True)

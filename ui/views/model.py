@@ -97,5 +97,5 @@ def probe_figure(probes: list[dict], index: int) -> go.Figure | None:
     cross = torch.tensor(probe["cross"])  # (layers, heads, target, source)
     return figures.attention_heatmap(
         cross[-1].mean(dim=0), probe["target_tokens"], probe["source_tokens"],
-        f"Cross-attention at update {probe['step']} (evaluation {index} of {len(probes)})"
-        f"<br><sup>“{figures.escape(probe['translation'][:80])}”</sup>", "producing", "source", rows_are_steps=True)
+        f"Cross-attention at update {probe['step']} (evaluation {index} of {len(probes)})", "producing", "source",
+        rows_are_steps=True, subtitle=f"“{figures.escape(probe['translation'][:80])}”")

@@ -131,8 +131,8 @@ def map_figure(translation: Translation, kind: str, layer: int, head: int | None
     matrix, which = one_map(translation, kind, layer, head)
     rows, columns, row_title, column_title = attention_axes(translation, kind)
     # Layer and head on a line of their own: on a phone or a zoomed projector one long line is cut off there.
-    return figures.attention_heatmap(matrix, rows, columns, f"{title or ATTENTION_KINDS[kind]}<br><sup>{which}</sup>",
-                                     row_title, column_title, rows_are_steps=kind != "encoder")
+    return figures.attention_heatmap(matrix, rows, columns, title or ATTENTION_KINDS[kind], row_title, column_title,
+                                     rows_are_steps=kind != "encoder", subtitle=which)
 
 
 def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], layer: int = 1, head: int = 1,
