@@ -4,11 +4,14 @@ import gradio as gr
 import numpy as np
 import pytest
 
+from transformer import data as datasets
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from transformer.data import DataError
 from transformer.errors import InputError
 from ui import header, services
 from ui.page import Page
-from ui.tabs import experiments, translate
+from ui.tabs import analysis, experiments, translate
+from ui.views import samples
 from ui.views.choices import ATTENTION_KINDS, VIEWS
 
 DIGITS = "3 1 4 1 5 9"
@@ -119,3 +122,39 @@ def test_a_handler_naming_a_component_that_does_not_exist_fails_loudly(page, cap
 def test_a_handler_reads_the_components_its_parameters_name(page):
     assert page.inputs_of(translate.on_step) == [page[name] for name in
                                                  ("translation_state", "step", "layer", "head", "average")]
+
+
+@pytest.fixture
+def no_multi30k(monkeypatch, tmp_path):
+    """A machine without Multi30K: no directory named, nothing cached, and any attempt to find it fails."""
+    monkeypatch.delenv("MULTI30K_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+    def unavailable(*args, **kwargs):
+        raise DataError("Multi30K is not on this machine")
+    monkeypatch.setattr(datasets, "multi30k_dir", unavailable)
+
+
+def test_head_ranking_over_the_sample_uses_sentences_that_ship_with_the_app(app_services, no_multi30k):
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    sentences = samples.sample_sentences(checkpoint)
+    assert len(sentences) == samples.SAMPLE_SIZE and len(set(sentences)) == samples.SAMPLE_SIZE
+    assert set(sentences) <= set(samples.SAMPLE_FILE.read_text(encoding="utf-8").splitlines())
+    views = experiments.on_importance_sample(app_services, "multi30k-en-de")
+    config = checkpoint.model.config
+    assert f"mean over {samples.SAMPLE_SIZE} sample sentences" in views["importance_plot"].layout.title.text
+    assert np.asarray(views["importance_plot"].data[0].z).shape == (config.n_encoder_layers, config.n_heads)
+
+
+def test_head_statistics_over_the_sample_work_offline(app_services, no_multi30k):
+    views = analysis.on_statistics_sample(app_services, "multi30k-en-de")
+    config = app_services.registry.get("multi30k-en-de").model.config
+    heads = config.n_heads * (config.n_encoder_layers + 2 * config.n_decoder_layers)
+    assert len(views["statistics_table"]) == heads, "one row per head of every kind"
+    assert f"Mean over {samples.SAMPLE_SIZE} sample sentences" in views["statistics_caption"]
+
+
+def test_a_digits_model_ranks_its_heads_on_fresh_task_examples(app_services):
+    sentences = samples.sample_sentences(app_services.registry.get("reverse-tiny"))
+    assert len(sentences) == samples.SAMPLE_SIZE and all(s.replace(" ", "").isdigit() for s in sentences)
