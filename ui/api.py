@@ -12,6 +12,7 @@ from .header import model_settings
 from .page import Page
 from .services import Services
 from .tabs.model import after_model_change as model_tab
+from .tabs.translate import STEP_VIEWS, step_views
 from .views import exports
 from .views.text import source_label, text_for_model
 from .views.translate import notes_markdown, run_translation, source_pieces
@@ -26,6 +27,11 @@ def translate(services: Services, model, text, decoding, beam_size, max_length) 
             "notes": notes_markdown(result.notes), "source_tokens": source_pieces(translation),
             "step": gr.Slider(1, max(2, steps), value=steps, step=1, interactive=steps > 1),
             "attention_download": gr.DownloadButton(value=exports.attention_json_file(translation), visible=True)}
+
+
+def step(translation_state, step, layer, head, average) -> dict:
+    """/step: the step view of the session's last translation (the pieces so far, candidates, attention, caption)."""
+    return step_views(translation_state, step, layer, head, average)
 
 
 def select_model(services: Services, model, text, layer, head, typed_texts) -> dict:
@@ -44,10 +50,11 @@ def models(services: Services) -> dict:
 def wire(page: Page) -> None:
     # API-only triggers: invisible, so no click on the page ever runs them.
     with gr.Row(visible=False):
-        triggers = {name: gr.Button(visible=False) for name in ("translate", "select_model", "models")}
+        triggers = {name: gr.Button(visible=False) for name in ("translate", "step", "select_model", "models")}
     page.on(triggers["translate"].click, translate,
             ["translation", "notes", "source_tokens", "step", "attention_download", "translation_state"],
             api_name="translate")
+    page.on(triggers["step"].click, step, STEP_VIEWS, api_name="step", queue=False)
     page.on(triggers["select_model"].click, select_model,
             ["model_status", "model_metrics", "model_config", "model_parameters", "model_card", "layer", "head",
              "text", "typed_texts"], api_name="select_model")

@@ -14,7 +14,7 @@ from .tabs import translate
 from .views import model as model_views
 from .views import share
 from .views.choices import clamp
-from .views.text import source_label, text_for_model
+from .views.text import examples_for, source_label, text_for_model
 from .views.translate import layer_and_head_counts
 
 INTRO = """# Transformer attention explorer
@@ -48,11 +48,16 @@ def on_model(services: Services, model, text, typed_texts, decoding, beam_size, 
              average) -> dict:
     """Another model: every tab follows it, and the sentence (or one this model reads) is translated anew."""
     checkpoint = services.registry.get(model)
-    text, typed_texts = text_for_model(checkpoint, text, typed_texts)
+    shown, typed_texts = text_for_model(checkpoint, text, typed_texts)
+    if not shown.strip():  # an emptied box: the new model still shows what it does, on its own example
+        shown = examples_for(checkpoint)[0]
     layers, heads = layer_and_head_counts(checkpoint)
     layer, head = clamp(layer or 1, 1, layers), clamp(head or 1, 1, heads)
-    return {"model": model, **model_settings(checkpoint, layer, head),
-            "text": gr.Textbox(value=text, label=source_label(checkpoint)), "typed_texts": typed_texts,
+    # The box's text is sent only when it changes: whatever the user typed during the switch stays.
+    box = gr.Textbox(label=source_label(checkpoint)) if shown == text else gr.Textbox(value=shown,
+                                                                                         label=source_label(checkpoint))
+    text = shown
+    return {"model": model, **model_settings(checkpoint, layer, head), "text": box, "typed_texts": typed_texts,
             **translate.translation_views(checkpoint, text, decoding, beam_size, max_length, kind, view, layer, head,
                                           average)}
 
@@ -93,7 +98,8 @@ OPENED = ("model", "model_status", "layer", "head", "text", "kind", "view", "dec
 def wire(page: Page, demo: gr.Blocks) -> None:
     switched = ["model", "model_status", "layer", "head", "beam_size", "text", "typed_texts", *translate.TRANSLATION_OUTPUTS,
                 *page.translation_outputs(), *page.model_outputs()]
+    # always_last: a second pick while the first loads is not dropped, and the dropdown ends on it.
     page.on(page["model"].input, page.model_changed(page.translated(on_model)), switched,
-            cancels=page.sentence_work)
+            cancels=page.sentence_work, trigger_mode="always_last")
     page.on(demo.load, page.model_changed(page.translated(on_open)),
             [*OPENED, *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(), *page.model_outputs()])

@@ -128,3 +128,13 @@ def test_a_taken_port_is_one_clear_line_not_a_traceback():
     assert done.returncode == 1
     assert f"port {port} on 127.0.0.1 is taken" in done.stderr and "--port" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_step_replays_the_clients_last_translation_with_four_values(client):
+    translate(client, "5 6 7 8", decoding="greedy")
+    revealed, candidates, attention, caption = client.predict(2, 1, 1, False, api_name="/step")
+    current = [piece["token"] for piece in revealed if piece["class_or_confidence"] == "current"]
+    assert current == ["▁7 "], "the second token of '8 7 6 5' is the current one"
+    assert "Step 2 of 5" in caption
+    bars = json.loads(attention["plot"])["data"][0]
+    assert len(bars["y"]) == 5 and abs(sum(bars["y"]) - 1) < 1e-4, "a weight per source piece, summing to 1"

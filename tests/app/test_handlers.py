@@ -82,10 +82,18 @@ def test_the_step_buttons_stop_at_either_end(app_services):
     assert translate.on_next_step(translation, 2, 1, 1, False)["step"] == 3
 
 
-def test_a_typed_step_past_either_end_goes_to_that_end():
+def test_a_typed_step_past_either_end_moves_the_slider_to_that_end(app_services):
+    translation = translated(app_services)["translation_state"]
     with gr.Blocks():
-        slider = translate.ClampedSlider(1, 5, step=1)
-    assert slider.preprocess(0) == 1 and slider.preprocess(99) == 5 and slider.preprocess(3) == 3
+        slider = translate.UnboundedSlider(1, 5, step=1)
+    assert slider.preprocess(99) == 99, "handed to the handler, not refused"
+    last = translation.num_steps
+    past_the_end = translate.on_step(translation, 99, 1, 1, False)
+    assert past_the_end["step"] == last and f"Step {last} of {last}" in past_the_end["step_caption"]
+    assert translate.on_step(translation, 0, 1, 1, False)["step"] == 1
+    within = translate.on_step(translation, 3, 1, 1, False)
+    assert "step" not in within, "a step in range is not echoed back to a slider being dragged"
+    assert "Step 3 of" in within["step_caption"]
 
 
 def test_a_new_translation_clears_scores_made_for_the_last_sentence(app_services, page):
@@ -158,3 +166,16 @@ def test_head_statistics_over_the_sample_work_offline(app_services, no_multi30k)
 def test_a_digits_model_ranks_its_heads_on_fresh_task_examples(app_services):
     sentences = samples.sample_sentences(app_services.registry.get("reverse-tiny"))
     assert len(sentences) == samples.SAMPLE_SIZE and all(s.replace(" ", "").isdigit() for s in sentences)
+
+
+def test_switching_model_with_an_empty_box_translates_the_new_models_example(app_services):
+    views = header.on_model(app_services, "reverse-tiny", "", {}, "greedy", 4, 40, CROSS, VIEWS[0], 1, 1, False)
+    assert views["text"].value == views["translation_state"].source_text
+    assert views["translation"], "the new model shows what it does"
+
+
+def test_switching_model_leaves_a_suitable_sentence_in_the_box_alone(app_services):
+    """Sending the value back would overwrite whatever was typed while the model loaded."""
+    views = header.on_model(app_services, "reverse-tiny", "4 5 6", {}, "greedy", 4, 40, CROSS, VIEWS[0], 1, 1,
+                            False)
+    assert views["text"].value is None and views["translation"] == "6 5 4"

@@ -15,7 +15,7 @@ from ..views.analysis import (STATISTICS_HEADERS, alignment_view, beam_view, hyp
                               sample_statistics, statistics_rows)
 from ..views.choices import MEAN_OF_HEADS, VIEWS, chosen_head, head_options
 from ..views.samples import SAMPLE_SIZE, sample_sentences
-from ..views.translate import MAX_BEAM, attention_figure, decoding_of
+from ..views.translate import MAX_BEAM, attention_figure, decoding_of, length_penalty_origin
 from .experiments import require
 
 STATISTICS_NOTE = ("Entropy (low: focused), mean distance attended in positions, share of attention on `<s>`/`</s>` "
@@ -147,7 +147,8 @@ def after_translation(translation: Translation) -> dict:
 
 def after_model_change(checkpoint: Checkpoint) -> dict:
     """Beam search starts from the length penalty this model's scores were made with."""
-    return {"tree_penalty": checkpoint.length_penalty}
+    alpha = checkpoint.length_penalty
+    return {"tree_penalty": gr.Slider(value=alpha, info=f"α = {alpha:g}: {length_penalty_origin(checkpoint)}")}
 
 
 def declare(page: Page) -> None:

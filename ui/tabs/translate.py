@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gradio as gr
+from gradio.components import Number
 
 from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
@@ -15,7 +16,8 @@ from ..views import exports
 from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, clamp, head_options
 from ..views.text import MAX_INPUT_CHARS, examples_for, source_label
 from ..views.translate import (MAX_BEAM, TARGET_TOKENS, attention_figure, forced_figures, layer_and_head_counts,
-                               notes_markdown, run_forced, run_translation, source_pieces, step_view)
+                               length_penalty_origin, notes_markdown, run_forced, run_translation, source_pieces,
+                               step_view)
 
 STEP_INTRO = ("## Step through the decoding\nMove the slider to replay the translation token by token: the candidates "
               "the model weighed, and where in the source it looked.")
@@ -26,14 +28,14 @@ FORCED_INTRO = ("## Forced decoding: your own translation\nType your own transla
                 "while reading it. Enter scores it.")
 
 
-class ClampedSlider(gr.Slider):
-    """A slider whose typed number past either end goes to that end, instead of being refused while the page
-    keeps showing the view of the previous number."""
+class UnboundedSlider(gr.Slider):
+    """A slider that hands a typed number past either end to its handler, which moves the slider to that end.
+    Gradio's own refuses such a number while the page keeps showing it beside the previous step's view."""
 
     is_template = True  # drawn by Gradio's own slider
 
     def preprocess(self, payload: float) -> float:
-        return super().preprocess(min(max(payload, self.minimum), self.maximum))
+        return Number.round_to_precision(payload, self.precision)
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:
@@ -65,7 +67,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     gr.Markdown(STEP_INTRO)
     with gr.Row():
         previous_step = gr.Button("◀ previous", size="sm", scale=0)
-        step = ClampedSlider(1, 2, value=1, step=1, label="Step", elem_id="step-slider", scale=4)
+        step = UnboundedSlider(1, 2, value=1, step=1, label="Step", elem_id="step-slider", scale=4)
         next_step = gr.Button("next ▶", size="sm", scale=0)
     step_caption = gr.Markdown(elem_id="step-caption")
     revealed = gr.HighlightedText(label="Translation so far, in pieces (▁ starts a word)",
@@ -106,7 +108,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 
 # --- handlers ------------------------------------------------------------------------------------
 
-STEP_OUTPUTS = ("step", "revealed", "top_k_plot", "step_attention_plot", "step_caption")
+STEP_VIEWS = ("revealed", "top_k_plot", "step_attention_plot", "step_caption")
+STEP_OUTPUTS = ("step", *STEP_VIEWS)
 TRANSLATION_OUTPUTS = ("translation_state", "translation", "notes", "source_tokens", "attention_download",
                        "attention_plot", *STEP_OUTPUTS)
 
@@ -141,7 +144,12 @@ def on_translate(services: Services, model, text, decoding, beam_size, max_lengt
 
 
 def on_step(translation_state, step, layer, head, average) -> dict:
-    return step_views(translation_state, step, layer, head, average)
+    """The step's views; the slider is moved only when the number was past either end (an echo of the value
+    being dragged could pull the thumb back mid-drag)."""
+    views = step_views(translation_state, step, layer, head, average)
+    if views.get("step") == step:
+        del views["step"]
+    return views
 
 
 def on_previous_step(translation_state, step, layer, head, average) -> dict:
@@ -207,10 +215,8 @@ def on_translate_click(services: Services, model, text, decoding, beam_size, max
 
 def beam_info(checkpoint: Checkpoint) -> str:
     """Beam search starts from the length penalty this model's scores were made with; the slider says which."""
-    alpha = checkpoint.length_penalty
-    scored = "length_penalty" in checkpoint.metrics and bool(checkpoint.metrics.get("scores"))
-    whose = "this model's scores used" if scored else "neutral: this model has no scores to choose by"
-    return f"Hypotheses kept at each step; finished ones are ranked by log P / length^α, α = {alpha:g} ({whose})"
+    return (f"Hypotheses kept at each step; finished ones are ranked by log P / length^α, "
+            f"α = {checkpoint.length_penalty:g} ({length_penalty_origin(checkpoint)})")
 
 
 def after_model_change(checkpoint: Checkpoint) -> dict:
@@ -242,21 +248,26 @@ def wire(page: Page) -> None:
     """The tab's events, once every tab has declared what a new translation changes in it."""
     c = page.components
     translated = [*TRANSLATION_OUTPUTS, *page.translation_outputs()]
-    page.on([c["translate_button"].click, c["text"].submit], page.translated(on_translate_click), translated,
-            keep_on_input_problem=True)
-    page.on(c["example_list"].click, page.translated(on_example_then_translate), ["text", *translated])
-    page.on(c["decoding"].input, on_decoding, ["beam_size"], show_progress="hidden")
+    # A model switch cancels a translation still running, so none lands under the new model's name.
+    page.sentence_work += [
+        page.on([c["translate_button"].click, c["text"].submit], page.translated(on_translate_click), translated,
+                keep_on_input_problem=True),
+        page.on(c["example_list"].click, page.translated(on_example_then_translate), ["text", *translated])]
+    # always_last on every selector: a second change while the first is drawn is not dropped.
+    page.on(c["decoding"].input, on_decoding, ["beam_size"], show_progress="hidden", trigger_mode="always_last")
     # Sliders take typed numbers too: only the user's own moves redraw, never a value a handler set.
     # Stepping redraws two small charts from a translation already made (about 20 ms of work): it skips the queue,
     # whose round trip would otherwise cost more than the work.
-    page.on(c["step"].input, on_step, STEP_OUTPUTS, api_name="step", trigger_mode="always_last",
-            show_progress="hidden", queue=False)
+    page.on(c["step"].input, on_step, STEP_OUTPUTS, trigger_mode="always_last", show_progress="hidden",
+            queue=False)
     page.on(c["previous_step"].click, on_previous_step, STEP_OUTPUTS, show_progress="hidden", queue=False)
     page.on(c["next_step"].click, on_next_step, STEP_OUTPUTS, show_progress="hidden", queue=False)
-    page.on([c["kind"].input, c["view"].input], on_attention, ["attention_plot"], show_progress="hidden")
+    page.on([c["kind"].input, c["view"].input], on_attention, ["attention_plot"], show_progress="hidden",
+            trigger_mode="always_last")
     page.on([c["layer"].input, c["head"].input], on_layer_or_head, ["attention_plot", *STEP_OUTPUTS],
             trigger_mode="always_last", show_progress="hidden")
-    page.on(c["average"].input, on_average, ["head", "attention_plot", *STEP_OUTPUTS], show_progress="hidden")
+    page.on(c["average"].input, on_average, ["head", "attention_plot", *STEP_OUTPUTS], show_progress="hidden",
+            trigger_mode="always_last")
     page.sentence_work += [
         page.on([c["forced_button"].click, c["own_translation"].submit], on_forced,
                 ["forced_state", "forced_probability_plot", "forced_attention_plot"], api_name="forced")]

@@ -87,6 +87,12 @@ def run_forced(checkpoint: Checkpoint, source: str, target: str, top_k: int = 5)
     return TranslateResult(result, notes + target_notes)
 
 
+def length_penalty_origin(checkpoint: Checkpoint) -> str:
+    """Where the model's default length penalty α comes from, in a few words for a slider's caption."""
+    scored = "length_penalty" in checkpoint.metrics and bool(checkpoint.metrics.get("scores"))
+    return "this model's scores used" if scored else "neutral: this model has no scores to choose by"
+
+
 def layer_and_head_counts(checkpoint: Checkpoint) -> tuple[int, int]:
     """The range of the layer and head sliders: the deeper stack's layers, and the heads per layer."""
     config = checkpoint.model.config
