@@ -27,7 +27,7 @@ from torch import Tensor
 from . import arguments
 from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
 from .decoding import Translation, translate
-from .model import AddAndNorm, HeadMask, MultiHeadAttention, Transformer
+from .model import AddAndNorm, HeadMask, MultiHeadAttention, ScaledDotProductAttention, Transformer
 
 KINDS = ("encoder", "decoder", "cross")
 
@@ -131,6 +131,80 @@ def contribution_norms(attention: MultiHeadAttention, weights: Tensor, v: Tensor
     if head_mask is not None:
         norms = norms * head_mask.to(norms.dtype).view(-1, 1, 1)
     return norms
+
+
+@torch.inference_mode()
+def layer_contribution_norms(attention: MultiHeadAttention, weights: Tensor, v: Tensor,
+                             head_mask: Tensor | None = None) -> Tensor:
+    """‖Σ_h α^h_ij v^h_j W_O^h‖: what key j adds to query i through all heads of the layer together,
+    (..., queries, keys). Heads can cancel each other, so this is at most the sum of the per-head norms."""
+    heads, d_k = attention.n_heads, v.size(-1)
+    per_head = attention.out_proj.weight.view(attention.d_model, heads, d_k).transpose(0, 1)  # (H, d_model, d_k)
+    through_w_o = torch.einsum("hmd,...hkd->...hkm", per_head.to(v.dtype), v)  # (..., H, keys, d_model)
+    if head_mask is not None:
+        weights = weights * head_mask.to(weights.dtype).view(-1, 1, 1)
+    return torch.einsum("...hqk,...hkm->...qkm", weights, through_w_o).norm(dim=-1)
+
+
+@dataclass
+class ContributionMaps:
+    """For every layer of one attention kind: per-head ‖α v W_O‖ (layers, H, queries, keys) and the layer's
+    heads together (layers, queries, keys)."""
+
+    heads: Tensor
+    layers: Tensor
+
+
+@torch.inference_mode()
+def contribution_maps(model: Transformer, translation: Translation, kind: str,
+                      head_mask: HeadMask | None = None) -> ContributionMaps:
+    """Contributions of every head and layer of ``kind`` over ``translation``, with ``head_mask`` as it ran."""
+    layers = model.config.n_encoder_layers if kind == "encoder" else model.config.n_decoder_layers
+    per_head, per_layer = [], []
+    for layer in range(1, layers + 1):
+        block = record_block(model, translation.source_ids, translation.target_ids, kind, layer, head_mask)
+        attention, _ = block_modules(model, kind, layer)
+        mask = None
+        if head_mask is not None and getattr(head_mask, kind) is not None:
+            mask = getattr(head_mask, kind)[layer - 1]
+        per_head.append(contribution_norms(attention, block.weights.float(), block.v.float(), mask))
+        per_layer.append(layer_contribution_norms(attention, block.weights.float(), block.v.float(), mask))
+    return ContributionMaps(torch.stack(per_head).cpu(), torch.stack(per_layer).cpu())
+
+
+@dataclass
+class LogitLens:
+    """Each decoder layer's output read as if it were the last (nostalgebraist, 2020): through the final norm (if
+    any) and the output projection. ``probabilities`` (layers, steps) of the token each step finally chose,
+    ``top_ids`` and ``top_probs`` (layers, steps, k) the layer's own favourites."""
+
+    probabilities: Tensor
+    top_ids: Tensor
+    top_probs: Tensor
+
+
+@torch.inference_mode()
+def logit_lens(model: Transformer, translation: Translation, top_k: int = 3) -> LogitLens:
+    """At which layer does each chosen token win? The decoder's residual stream after every layer, projected to
+    the vocabulary with the model's own final norm and output projection."""
+    model.eval()
+    hidden: list[Tensor] = []
+    hooks = [layer.register_forward_hook(lambda module, args, output: hidden.append(output[0]))
+             for layer in model.decoder.layers]
+    try:
+        encoded = model.encode(torch.tensor([translation.source_ids], device=model.device))
+        model.decode(torch.tensor([translation.target_ids], device=model.device), encoded)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    states = torch.cat(hidden)  # (layers, steps, d_model)
+    if model.decoder.final_norm is not None:
+        states = model.decoder.final_norm(states)
+    probabilities = model.project(states).float().softmax(-1).cpu()
+    chosen = torch.tensor(translation.predicted_ids)
+    top = probabilities.topk(top_k, dim=-1)
+    return LogitLens(probabilities.gather(-1, chosen.view(1, -1, 1).expand(len(hidden), -1, 1)).squeeze(-1),
+                     top.indices, top.values)
 
 
 @dataclass
@@ -239,6 +313,29 @@ def describe(a: HeadArithmetic) -> str:
         shown = f"{scaled:9.3f}" if allowed else f"{'−∞':>9}"
         lines.append(f"{token[:16]:>16} {score:9.3f} {shown} {weight:8.4f} {norm:9.4f}")
     return "\n".join(lines)
+
+
+@dataclass
+class SmallAttention:
+    """Attention on numbers small enough for a blackboard: every intermediate of equation 1 for each query."""
+
+    scores: Tensor
+    scaled: Tensor
+    mask: Tensor
+    weights: Tensor
+    output: Tensor
+
+
+def small_attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False) -> SmallAttention:
+    """Equation 1 for hand-made queries (n, d_k), keys (m, d_k) and values (m, d_v), through the model's own
+    ``ScaledDotProductAttention``; ``causal`` masks the keys after each query, as the decoder does."""
+    queries, keys = q.size(0), k.size(0)
+    mask = torch.ones(queries, keys, dtype=torch.bool).tril(keys - queries) if causal else \
+        torch.ones(queries, keys, dtype=torch.bool)
+    output, weights = ScaledDotProductAttention()(q[None, None], k[None, None], v[None, None], mask,
+                                                  need_weights=True)
+    scores = q @ k.T
+    return SmallAttention(scores, scores / math.sqrt(q.size(-1)), mask, weights[0, 0], output[0, 0])
 
 
 def main(argv: list[str] | None = None) -> int:

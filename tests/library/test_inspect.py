@@ -149,3 +149,47 @@ def test_the_command_line_reports_row_q_of_the_matrix_translate_json_prints():
 def test_command_line_mistakes_are_one_line_errors(args, message):
     done = run_cli("transformer.inspect", "A dog.", *args)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_logit_lens_at_the_last_layer_is_the_models_own_next_token_distribution(bundled, translation):
+    lens = head_inspection.logit_lens(bundled.model, translation, top_k=3)
+    layers = bundled.model.config.n_decoder_layers
+    assert lens.probabilities.shape == (layers, translation.num_steps)
+    torch.testing.assert_close(lens.probabilities[-1], torch.tensor(translation.token_probs), atol=1e-5, rtol=0)
+    assert lens.top_ids[-1, :, 0].tolist() == [ids[0] for ids in translation.top_ids], "its favourite is the top one"
+    assert lens.top_probs.shape == (layers, translation.num_steps, 3)
+
+
+def test_layer_contributions_add_the_heads_as_vectors_so_never_exceed_their_norms(bundled, translation):
+    maps = head_inspection.contribution_maps(bundled.model, translation, "cross")
+    layers, heads = bundled.model.config.n_decoder_layers, bundled.model.config.n_heads
+    assert maps.heads.shape == (layers, heads, translation.num_steps, len(translation.source_ids))
+    assert maps.layers.shape == (layers, translation.num_steps, len(translation.source_ids))
+    assert (maps.layers <= maps.heads.sum(1) + 1e-5).all(), "the triangle inequality"
+    one = head_inspection.head_arithmetic(bundled.model, translation, "cross", 2, 3, 4)
+    torch.testing.assert_close(maps.heads[1, 2, 3], one.contribution_norms, atol=1e-5, rtol=1e-5)
+
+
+def test_switched_off_heads_contribute_nothing_in_the_maps_though_their_weights_stay(bundled, translation):
+    from transformer.model import HeadMask
+
+    layers, heads = bundled.model.config.n_decoder_layers, bundled.model.config.n_heads
+    off = HeadMask(cross=torch.zeros(layers, heads))
+    maps = head_inspection.contribution_maps(bundled.model, translation, "cross", off)
+    assert (maps.heads == 0).all() and (maps.layers == 0).all()
+    block = head_inspection.record_block(bundled.model, translation.source_ids, translation.target_ids, "cross", 1,
+                                         off)
+    assert block.weights.amax() > 0.5, "the weights alone would still show crisp attention"
+
+
+def test_the_blackboard_example_goes_through_the_models_own_attention():
+    q = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    v = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    result = head_inspection.small_attention(q, q, v, causal=True)
+    assert result.scores.tolist() == [[1, 0, 1], [0, 1, 1], [1, 1, 2]]
+    torch.testing.assert_close(result.scaled, result.scores / math.sqrt(2))
+    assert result.mask.tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+    assert result.weights[0].tolist() == [1.0, 0.0, 0.0], "the first query sees only itself"
+    expected = torch.softmax(torch.tensor([0.0, 1.0]) / math.sqrt(2), -1)
+    torch.testing.assert_close(result.weights[1, :2], expected)
+    torch.testing.assert_close(result.output, result.weights @ v)
