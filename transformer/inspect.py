@@ -176,11 +176,13 @@ def contribution_maps(model: Transformer, translation: Translation, kind: str,
 class LogitLens:
     """Each decoder layer's output read as if it were the last (nostalgebraist, 2020): through the final norm (if
     any) and the output projection. ``probabilities`` (layers, steps) of the token each step finally chose,
-    ``top_ids`` and ``top_probs`` (layers, steps, k) the layer's own favourites."""
+    ``top_ids`` and ``top_probs`` (layers, steps, k) the layer's own favourites; ``final_log_probs`` (steps, vocab)
+    the last layer's whole distribution, for sampling at another temperature."""
 
     probabilities: Tensor
     top_ids: Tensor
     top_probs: Tensor
+    final_log_probs: Tensor
 
 
 @torch.inference_mode()
@@ -200,11 +202,12 @@ def logit_lens(model: Transformer, translation: Translation, top_k: int = 3) -> 
     states = torch.cat(hidden)  # (layers, steps, d_model)
     if model.decoder.final_norm is not None:
         states = model.decoder.final_norm(states)
-    probabilities = model.project(states).float().softmax(-1).cpu()
+    log_probs = model.project(states).float().log_softmax(-1).cpu()
+    probabilities = log_probs.exp()
     chosen = torch.tensor(translation.predicted_ids)
     top = probabilities.topk(top_k, dim=-1)
     return LogitLens(probabilities.gather(-1, chosen.view(1, -1, 1).expand(len(hidden), -1, 1)).squeeze(-1),
-                     top.indices, top.values)
+                     top.indices, top.values, log_probs[-1])
 
 
 @dataclass

@@ -9,7 +9,7 @@ import gradio as gr
 from . import api, header
 from .page import Page
 from .services import Services
-from .tabs import analysis, experiments, model, positions, train, translate
+from .tabs import analysis, experiments, inside, model, positions, train, translate
 
 # Keyboard users must see where they are: Gradio's sliders and radio buttons show no focus mark of their own.
 FOCUS_CSS = """
@@ -37,6 +37,8 @@ def build_app(services: Services | None = None, default_model: str | None = None
         with gr.Tabs() as tabs:
             with gr.Tab("Translate", id="translate"):
                 translate.layout(page, checkpoint)
+            with gr.Tab("Inside a head", id="inside") as inside_tab:
+                inside.layout(page, checkpoint)
             with gr.Tab("Experiments", id="experiments"):
                 experiments.layout(page, checkpoint)
             with gr.Tab("Analysis", id="analysis"):
@@ -48,9 +50,10 @@ def build_app(services: Services | None = None, default_model: str | None = None
             with gr.Tab("Train", id="train") as train_tab:
                 train.layout(page)
 
-        for tab in (translate, experiments, analysis, positions, model, train):
+        for tab in (translate, inside, experiments, analysis, positions, model, train):
             tab.declare(page)
         translate.wire(page)
+        inside.wire(page, inside_tab)
         experiments.wire(page)
         analysis.wire(page)
         positions.wire(page, demo)

@@ -389,3 +389,57 @@ def alignment_figure(weights, source_words: Sequence[str], target_words: Sequenc
     fig.update_yaxes(visible=False, range=[-0.45, 1.45])
     return _layout(fig, f"{title}<br><sup>top: source words · bottom: translation · red: strongest link of each "
                         f"target word · links under {threshold:.0%} hidden</sup>", height=380)
+
+
+# --- inside a head ------------------------------------------------------------------------------------
+
+def vector_panels(panels: dict, title: str) -> go.Figure:
+    """Vectors as rows of coloured cells, one panel each: {name: (matrix (rows, d), row labels)}; blue negative,
+    red positive, white 0, on one scale across the panels so their sizes compare."""
+    names = list(panels)
+    largest = max(float(abs(_tensor_max(matrix))) for matrix, _ in panels.values()) or 1.0
+    fig = make_subplots(rows=2, cols=2, subplot_titles=names, vertical_spacing=0.12, horizontal_spacing=0.12,
+                        row_heights=[0.15, 0.85])
+    for index, (name, (matrix, labels)) in enumerate(panels.items()):
+        values = _matrix(matrix)
+        fig.add_trace(go.Heatmap(z=values, y=list(range(len(labels))), zmin=-largest, zmax=largest, zmid=0,
+                                 colorscale="RdBu_r", showscale=index == 0, colorbar=dict(thickness=10),
+                                 customdata=[[label] * len(values[0]) for label in _escaped(labels)],
+                                 hovertemplate="%{customdata}, dimension %{x}: %{z:.4f}<extra></extra>"),
+                      row=index // 2 + 1, col=index % 2 + 1)
+        fig.update_yaxes(autorange="reversed", row=index // 2 + 1, col=index % 2 + 1,
+                         **_ticks(labels, most=MOST_PANEL_LABELS * 2))
+    fig.update_xaxes(title="dimension", row=2)
+    return _layout(fig, title, height=260 + 22 * max(len(labels) for _, labels in panels.values()))
+
+
+def _tensor_max(matrix) -> float:
+    return max((abs(value) for row in _matrix(matrix) for value in row), default=0.0)
+
+
+def paired_bars(labels: Sequence[str], series: dict[str, Sequence[float]], title: str) -> go.Figure:
+    """Two or more numbers per label, side by side (e.g. attention weight and contribution share)."""
+    positions = list(range(len(labels)))
+    fig = go.Figure([go.Bar(x=positions, y=list(values), name=name, customdata=_escaped(labels),
+                            hovertemplate=f"%{{customdata}}<br>{name}: %{{y:.4f}}<extra></extra>")
+                     for name, values in series.items()])
+    fig.update_xaxes(tickangle=_slanted(labels), **_ticks(labels))
+    fig.update_yaxes(range=[0, 1], title="share (0-1)")
+    fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12, x=0))
+    return _layout(fig, title, height=360, zoomable=False)
+
+
+def logit_lens_heatmap(chosen_probabilities, favourites: Sequence[Sequence[str]], produced: Sequence[str]) -> go.Figure:
+    """Layers (rows) x decoding steps (columns): colour the probability of the token finally chosen, text the
+    layer's own favourite."""
+    matrix = _matrix(chosen_probabilities)
+    layers = [f"after layer {i + 1}" for i in range(len(matrix))]
+    text = [[escape(piece) for piece in row] for row in favourites]
+    fig = go.Figure(go.Heatmap(
+        z=matrix, x=list(range(len(produced))), y=list(range(len(layers))), zmin=0, zmax=1,
+        colorscale="Greens", text=text, texttemplate="%{text}", textfont=dict(size=11),
+        customdata=[[f"step {j + 1}: finally {escape(piece)}" for j, piece in enumerate(produced)] for _ in layers],
+        hovertemplate="%{customdata}<br>p = %{z:.3f} here; this layer's favourite: %{text}<extra></extra>", colorbar=dict(title="p(chosen)", thickness=12)))
+    fig.update_xaxes(title="step (the token finally chosen)", tickangle=_slanted(produced), **_ticks(produced))
+    fig.update_yaxes(**_ticks(layers))
+    return _layout(fig, "Logit lens: at which layer does each word win?", height=220 + 40 * len(layers))

@@ -1,0 +1,108 @@
+"""The Inside a head tab: one query of one head, step by step, from the sentence last translated."""
+
+import numpy as np
+import pandas
+import pytest
+
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from transformer.errors import InputError
+from ui import services
+from ui.tabs import inside as inside_tab
+from ui.views import inside
+from ui.views import translate as translate_views
+
+SENTENCE = "A dog runs across the grass."
+CROSS = "Cross-attention (decoder → encoder)"
+
+
+@pytest.fixture(scope="module")
+def app_services():
+    return services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"))
+
+
+@pytest.fixture(scope="module")
+def translation(app_services):
+    return translate_views.run_translation(app_services.registry.get("multi30k-en-de"), SENTENCE, "beam",
+                                           5).translation
+
+
+def test_the_table_walks_one_query_through_equation_1_key_by_key(app_services, translation):
+    views = inside_tab.on_inside(app_services, "multi30k-en-de", translation, CROSS, 3, 2, 3)
+    table = views["inside_table"]
+    assert list(table["key"]) == [f"{j + 1}: {piece}" for j, piece in enumerate(translation.source_pieces)]
+    recorded = translation.cross_attention[2, 1, 2].numpy()
+    np.testing.assert_allclose(table["softmax weight"].to_numpy(dtype=float), recorded, atol=1e-4)
+    np.testing.assert_allclose(table["÷ √d_k"].to_numpy(dtype=float), table["q·k"].to_numpy(dtype=float) / 8,
+                               atol=2e-3)
+    assert "Query 3 is **▁Hund**" in views["inside_summary"] and "√64 = 8.00" in views["inside_summary"]
+    assert "computed **once** per sentence" in views["inside_cache"]
+    bars = views["inside_contributions"].data
+    assert [bar.name for bar in bars] == ["softmax weight", "share of ‖α v W_O‖"]
+    assert sum(bars[1].y) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_masked_keys_of_decoder_self_attention_read_minus_infinity(app_services, translation):
+    views = inside_tab.on_inside(app_services, "multi30k-en-de", translation, "Decoder self-attention", 1, 1, 2)
+    scaled = list(views["inside_table"]["÷ √d_k"])
+    assert scaled[2:] == ["−∞ (masked)"] * (len(scaled) - 2) and all(isinstance(x, float) for x in scaled[:2])
+    assert "one row per step" in views["inside_cache"]
+
+
+def test_a_query_past_the_last_row_is_the_last_row(app_services, translation):
+    views = inside_tab.on_inside(app_services, "multi30k-en-de", translation, "Encoder self-attention", 1, 1, 99)
+    last = len(translation.source_pieces)
+    assert views["inside_query"].value == last and f"Query {last} is" in views["inside_summary"]
+
+
+def test_before_any_translation_the_tab_says_what_to_do(app_services):
+    assert inside_tab.on_inside(app_services, "multi30k-en-de", None, CROSS, 1, 1, 1) == {
+        "inside_summary": inside_tab.WAITING}
+    assert inside_tab.on_lens(app_services, "multi30k-en-de", None, 1, 1.0) == {}
+
+
+def test_the_whole_head_shows_weights_beside_contribution_shares(app_services, translation):
+    views = inside_tab.on_inside(app_services, "multi30k-en-de", translation, CROSS, 2, 1, 1)
+    weights = np.asarray(views["inside_map_weights"].data[0].z)
+    np.testing.assert_allclose(weights, translation.cross_attention[1, 0].numpy(), atol=1e-6)
+    for name in ("inside_map_head", "inside_map_layer"):
+        shares = np.asarray(views[name].data[0].z)
+        assert shares.shape == weights.shape
+        np.testing.assert_allclose(shares.sum(1), 1.0, atol=1e-5)
+
+
+def test_the_logit_lens_ends_on_the_models_own_probabilities_and_temperature_reshapes_them(app_services,
+                                                                                         translation):
+    views = inside_tab.on_lens(app_services, "multi30k-en-de", translation, 2, 1.0)
+    lens = np.asarray(views["lens_plot"].data[0].z)
+    np.testing.assert_allclose(lens[-1], translation.token_probs, atol=1e-5)
+    favourites = [pieces[0].replace("<", "&lt;").replace(">", "&gt;") for pieces in translation.top_pieces]
+    assert list(views["lens_plot"].data[0].text[-1]) == favourites, "the last layer's favourite is the top one"
+    at_one = views["temperature_plot"].data[0].x[0]
+    assert at_one == pytest.approx(translation.top_probs[1][0], abs=1e-5)
+    sharp = inside_tab.on_temperature(app_services, "multi30k-en-de", translation, 2, 0.2)["temperature_plot"]
+    flat = inside_tab.on_temperature(app_services, "multi30k-en-de", translation, 2, 3.0)["temperature_plot"]
+    assert sharp.data[0].x[0] > at_one > flat.data[0].x[0]
+
+
+def test_the_blackboard_computes_equation_1_on_the_numbers_typed():
+    steps, figure = inside.blackboard(inside.BLACKBOARD_EXAMPLE, causal=True)
+    assert "| **cat** | 0.196 | 0.804 | −∞ |" not in steps, "softmax rows show 0, not −∞"
+    assert "| **cat** | 0.000 | 1.414 | −∞ |" in steps, "scaled scores show the mask as −∞"
+    np.testing.assert_allclose(np.asarray(figure.data[0].z)[0], [1, 0, 0])
+
+
+@pytest.mark.parametrize("cell", ["x", float("nan"), None])
+def test_the_blackboard_refuses_a_cell_that_is_not_a_number(cell):
+    table = inside.BLACKBOARD_EXAMPLE.astype(object)
+    table.iloc[1, 2] = cell
+    with pytest.raises(InputError, match="number"):
+        inside.blackboard(table, causal=False)
+
+
+def test_changing_d_k_keeps_the_numbers_that_fit():
+    wider = inside.blackboard_table(3, inside.BLACKBOARD_EXAMPLE)
+    assert list(wider.columns) == ["token", "q1", "q2", "q3", "k1", "k2", "k3", "v1", "v2", "v3"]
+    assert list(wider.iloc[1]) == ["cat", 0.0, 1.0, 0.0, 0.0, 2.0, 0.0, 0.0, 1.0, 0.0]
+    assert inside.blackboard(wider, causal=False)[0].startswith("**1. Scores")
+    narrower = inside.blackboard_table(2, wider)
+    pandas.testing.assert_frame_equal(narrower, inside.BLACKBOARD_EXAMPLE)

@@ -1,0 +1,174 @@
+"""The Inside a head tab: the arithmetic of one head on the last translation, what each key adds, the merging of
+heads, the logit lens and temperature, and equation 1 on numbers small enough for a blackboard."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from transformer.checkpoint import Checkpoint
+from transformer.decoding import Translation
+
+from ..page import Page
+from ..services import Services
+from ..views import inside
+from ..views.choices import ATTENTION_KINDS, clamp
+from ..views.translate import layer_and_head_counts
+
+INTRO = ("## Inside a head\nHow does a head decide where to look? Pick an attention kind, a layer, a head and a query "
+         "(a row of the heatmap in the Translate tab) and follow equation 1 of the paper, "
+         "softmax(q·k / √d_k) · v, with the model's own numbers for the sentence last translated.")
+WAITING = "Translate a sentence in the Translate tab, then pick a query here to look inside that translation."
+
+
+def layout(page: Page, checkpoint: Checkpoint) -> None:
+    layers, heads = layer_and_head_counts(checkpoint)
+    gr.Markdown(INTRO)
+    with gr.Row():
+        inside_kind = gr.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"], label="Attention",
+                               scale=3)
+        inside_layer = gr.Slider(1, layers, value=layers, step=1, label="Layer")
+        inside_head = gr.Slider(1, heads, value=1, step=1, label="Head")
+        inside_query = gr.Slider(1, 2, value=1, step=1, label="Query (row)", elem_id="inside-query")
+    inside_summary = gr.Markdown(WAITING, elem_id="inside-summary")
+    inside_table = gr.Dataframe(label="Equation 1, key by key", interactive=False, wrap=True)
+    gr.Markdown(inside.NOTES["arithmetic"])
+    inside_contributions = gr.Plot(label="Weights and contributions", elem_id="inside-contributions")
+    gr.Markdown(inside.NOTES["contributions"])
+    inside_vectors = gr.Plot(label="Query, keys and values")
+    gr.Markdown(inside.NOTES["vectors"])
+    inside_merge = gr.Markdown()
+    inside_cache = gr.Markdown()
+    page.add(inside_kind=inside_kind, inside_layer=inside_layer, inside_head=inside_head, inside_query=inside_query,
+             inside_summary=inside_summary, inside_table=inside_table, inside_contributions=inside_contributions,
+             inside_vectors=inside_vectors, inside_merge=inside_merge, inside_cache=inside_cache)
+    with gr.Accordion("The whole head: weights beside what it adds", open=False):
+        gr.Markdown(inside.NOTES["maps"])
+        with gr.Row():
+            maps = {f"inside_map_{name}": gr.Plot(label=label) for name, label in
+                    (("weights", "Weights"), ("head", "This head adds"), ("layer", "The layer adds"))}
+        page.add(**maps)
+    lens_layout(page)
+    blackboard_layout(page)
+
+
+def lens_layout(page: Page) -> None:
+    with gr.Accordion("From the last layer to a word: logit lens and temperature", open=False):
+        gr.Markdown(inside.NOTES["lens"])
+        lens_plot = gr.Plot(label="Logit lens", elem_id="logit-lens")
+        gr.Markdown(inside.NOTES["temperature"])
+        with gr.Row():
+            lens_step = gr.Slider(1, 2, value=1, step=1, label="Step")
+            temperature = gr.Slider(0.1, 3.0, value=1.0, step=0.05, label="Temperature T")
+        temperature_plot = gr.Plot(label="Next-token distribution at temperature T", elem_id="temperature-plot")
+    page.add(lens_plot=lens_plot, lens_step=lens_step, temperature=temperature, temperature_plot=temperature_plot)
+
+
+def blackboard_layout(page: Page) -> None:
+    with gr.Accordion("On the blackboard: attention on numbers you choose", open=False):
+        gr.Markdown("Three or four tokens with tiny vectors: work equation 1 out by hand, then check it here. "
+                    "Edit any number; add a row for a fourth token. The same attention module as the model "
+                    "computes it.")
+        with gr.Row():
+            blackboard_d = gr.Radio([2, 3, 4], value=2, label="d_k (numbers per vector)")
+            blackboard_causal = gr.Checkbox(False, label="Causal mask (as in the decoder)")
+            blackboard_button = gr.Button("Compute", variant="primary")
+        blackboard_table = gr.Dataframe(inside.BLACKBOARD_EXAMPLE, interactive=True, label="q, k and v per token",
+                                        elem_id="blackboard-table")
+        with gr.Row():
+            blackboard_steps = gr.Markdown()
+            blackboard_plot = gr.Plot(label="Weights")
+    page.add(blackboard_d=blackboard_d, blackboard_causal=blackboard_causal, blackboard_button=blackboard_button,
+             blackboard_table=blackboard_table, blackboard_steps=blackboard_steps, blackboard_plot=blackboard_plot)
+
+
+# --- handlers ------------------------------------------------------------------------------------
+
+HEAD_OUTPUTS = ("inside_query", "inside_summary", "inside_table", "inside_contributions", "inside_vectors",
+                "inside_merge", "inside_cache", "inside_map_weights", "inside_map_head", "inside_map_layer")
+
+
+def on_inside(services: Services, model, translation_state, inside_kind, inside_layer, inside_head,
+              inside_query) -> dict:
+    checkpoint = services.registry.get(model)
+    if translation_state is None:
+        return {"inside_summary": WAITING}
+    queries = inside.query_count(translation_state, inside_kind)
+    query = clamp(inside_query, 1, queries)
+    view = inside.inside_view(checkpoint, translation_state, inside_kind, inside_layer, inside_head, query)
+    weights, head_adds, layer_adds = inside.contribution_map_figures(checkpoint, translation_state, inside_kind,
+                                                                     inside_layer, inside_head)
+    return {"inside_query": gr.Slider(1, max(2, queries), value=query, step=1),
+            "inside_summary": view.summary, "inside_table": view.table, "inside_contributions": view.contributions,
+            "inside_vectors": view.vectors, "inside_merge": view.merge, "inside_cache": view.cache,
+            "inside_map_weights": weights, "inside_map_head": head_adds, "inside_map_layer": layer_adds}
+
+
+def on_lens(services: Services, model, translation_state, lens_step, temperature) -> dict:
+    if translation_state is None:
+        return {}
+    checkpoint = services.registry.get(model)
+    return {"lens_plot": inside.logit_lens_figure(checkpoint, translation_state),
+            **on_temperature(services, model, translation_state, lens_step, temperature)}
+
+
+def on_temperature(services: Services, model, translation_state, lens_step, temperature) -> dict:
+    if translation_state is None:
+        return {}
+    return {"temperature_plot": inside.temperature_figure(services.registry.get(model), translation_state, lens_step,
+                                                          temperature)}
+
+
+def on_opened(services: Services, model, translation_state, inside_kind, inside_layer, inside_head, inside_query,
+              lens_step, temperature) -> dict:
+    return {**on_inside(services, model, translation_state, inside_kind, inside_layer, inside_head, inside_query),
+            **on_lens(services, model, translation_state, lens_step, temperature)}
+
+
+def on_blackboard(blackboard_table, blackboard_causal) -> dict:
+    steps, figure = inside.blackboard(blackboard_table, blackboard_causal)
+    return {"blackboard_steps": steps, "blackboard_plot": figure}
+
+
+def on_blackboard_size(blackboard_d, blackboard_table, blackboard_causal) -> dict:
+    table = inside.blackboard_table(blackboard_d, blackboard_table)
+    return {"blackboard_table": table, **on_blackboard(table, blackboard_causal)}
+
+
+# --- what other events change here ---------------------------------------------------------------
+
+def after_translation(translation: Translation) -> dict:
+    """A new sentence: its rows to pick from; the views are drawn when the tab is opened or a selector moves."""
+    steps = translation.num_steps
+    return {"inside_query": gr.Slider(1, max(2, steps), value=min(2, steps), step=1), "inside_summary": WAITING,
+            "inside_table": None, "inside_contributions": None, "inside_vectors": None, "inside_merge": "",
+            "inside_cache": "", "inside_map_weights": None, "inside_map_head": None, "inside_map_layer": None,
+            "lens_plot": None, "temperature_plot": None,
+            "lens_step": gr.Slider(1, max(2, steps), value=1, step=1, interactive=steps > 1)}
+
+
+def after_model_change(checkpoint: Checkpoint) -> dict:
+    layers, heads = layer_and_head_counts(checkpoint)
+    return {"inside_layer": gr.Slider(1, layers, value=layers, step=1),
+            "inside_head": gr.Slider(1, heads, value=1, step=1)}
+
+
+def declare(page: Page) -> None:
+    page.when_translated(after_translation, ("inside_query", "inside_summary", "inside_table", "inside_contributions",
+                                             "inside_vectors", "inside_merge", "inside_cache", "inside_map_weights",
+                                             "inside_map_head", "inside_map_layer", "lens_plot", "temperature_plot",
+                                             "lens_step"))
+    page.when_model_changes(after_model_change, ("inside_layer", "inside_head"))
+
+
+def wire(page: Page, inside_tab: gr.Tab) -> None:
+    c = page.components
+    page.on(inside_tab.select, on_opened, [*HEAD_OUTPUTS, "lens_plot", "temperature_plot"],
+            trigger_mode="always_last")
+    page.on([c["inside_kind"].input, c["inside_layer"].input, c["inside_head"].input, c["inside_query"].input],
+            on_inside, HEAD_OUTPUTS, trigger_mode="always_last", show_progress="hidden")
+    page.on([c["lens_step"].input, c["temperature"].input], on_temperature, ["temperature_plot"],
+            trigger_mode="always_last", show_progress="hidden")
+    page.on([c["blackboard_button"].click, c["blackboard_causal"].input], on_blackboard,
+            ["blackboard_steps", "blackboard_plot"], keep_on_input_problem=True)
+    page.on(c["blackboard_d"].input, on_blackboard_size, ["blackboard_table", "blackboard_steps", "blackboard_plot"],
+            keep_on_input_problem=True)

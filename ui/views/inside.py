@@ -1,0 +1,253 @@
+"""The Inside a head tab: how one weight is computed from the model's own numbers, what each position actually
+contributes, how the heads are merged, and how the last layer becomes a word."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas
+import plotly.graph_objects as go
+import torch
+
+from transformer import inspect as head_inspection
+from transformer.checkpoint import Checkpoint
+from transformer.decoding import Translation
+from transformer.errors import InputError
+
+from .. import figures
+from .choices import ATTENTION_KINDS, clamp, kind_key
+from .translate import attention_axes
+
+NOTES = {
+    "arithmetic": "Each row is one key. The query's vector meets each key's in a dot product **q·k** (similar "
+                  "directions score high); dividing by **√d_k** keeps the scores from growing with the vector size, "
+                  "which would make the softmax all-or-nothing (section 3.2.1). Keys the mask forbids get **−∞**, so "
+                  "the softmax gives them exactly 0. The weights sum to 1, and the head's output is the weighted sum "
+                  "of the values.",
+    "vectors": "The model's own numbers: the query q = x W_Q, every key k = x W_K and value v = x W_V of this head "
+               "(blue negative, red positive), and the output Σ weight · v.",
+    "contributions": "A large weight on a value that W_O maps to almost nothing adds almost nothing. ‖α v W_O‖ "
+                     "(Kobayashi et al., 2020) measures what each key actually adds to this query through this head; "
+                     "shown here as a share of the head's total, beside the weights.",
+    "maps": "Left: where the head looks (weights). Middle: what each key adds through this head (‖α v W_O‖, as a "
+            "share of each row). Right: what each key adds through all heads of the layer together. Where they "
+            "differ, the weights alone mislead.",
+    "lens": "Each decoder layer's output read as if it were the last: through the output projection to the "
+            "vocabulary. Colour: the probability of the token the model finally chose; text: that layer's own "
+            "favourite. Watch the answer form layer by layer.",
+    "temperature": "The last layer's distribution for one step, divided by a temperature before the softmax: T < 1 "
+                   "sharpens it towards greedy, T > 1 flattens it, which makes sampling more adventurous.",
+}
+
+
+@dataclass
+class InsideView:
+    """Everything the tab shows for one query of one head."""
+
+    summary: str
+    table: pandas.DataFrame
+    vectors: go.Figure
+    contributions: go.Figure
+    merge: str
+    cache: str
+
+
+def query_count(translation: Translation, kind: str) -> int:
+    return len(translation.source_pieces if kind_key(kind) == "encoder" else translation.target_pieces)
+
+
+def layers_of(checkpoint: Checkpoint, kind: str) -> int:
+    config = checkpoint.model.config
+    return config.n_encoder_layers if kind_key(kind) == "encoder" else config.n_decoder_layers
+
+
+def arithmetic(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer, head,
+               query) -> head_inspection.HeadArithmetic:
+    if translation is None:
+        raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
+    kind = kind_key(kind)
+    layer = clamp(layer, 1, layers_of(checkpoint, kind))
+    head = clamp(head, 1, checkpoint.model.config.n_heads)
+    query = clamp(query, 1, query_count(translation, kind))
+    return head_inspection.head_arithmetic(checkpoint.model, translation, kind, layer, head, query)
+
+
+def arithmetic_table(a: head_inspection.HeadArithmetic) -> pandas.DataFrame:
+    """One row per key: the steps of equation 1, then what the key adds."""
+    total = float(a.contribution_norms.sum()) or 1.0
+    rows = [{"key": f"{j + 1}: {token}", "q·k": round(score, 3),
+             "÷ √d_k": round(scaled, 3) if allowed else "−∞ (masked)",
+             "softmax weight": round(weight, 4), "‖α v W_O‖": round(norm, 4), "share of what is added": f"{norm / total:.1%}"}
+            for j, (token, score, scaled, allowed, weight, norm) in enumerate(zip(
+                a.key_tokens, a.scores.tolist(), a.scaled.tolist(), a.mask.tolist(), a.weights.tolist(),
+                a.contribution_norms.tolist()))]
+    return pandas.DataFrame(rows)
+
+
+def summary_markdown(a: head_inspection.HeadArithmetic) -> str:
+    producing = f", the step that produced **{figures.escape(a.predicts)}**" if a.predicts is not None else ""
+    return (f"**{ATTENTION_KINDS[a.kind]}, layer {a.layer}, head {a.head}.** Query {a.query} is "
+            f"**{figures.escape(a.query_token)}**{producing}. Each vector has d_k = {a.d_k} numbers, so the scores are "
+            f"divided by √{a.d_k} = {math.sqrt(a.d_k):.2f}. The largest weight, {float(a.weights.max()):.1%}, goes to "
+            f"**{figures.escape(a.key_tokens[int(a.weights.argmax())])}**.")
+
+
+def merge_markdown(a: head_inspection.HeadArithmetic, checkpoint: Checkpoint) -> str:
+    """The way from this head's output to the layer's residual stream, with the sizes of each vector."""
+    config = checkpoint.model.config
+    norm = "x + block, as it is: in pre-norm the LayerNorm came before the block" if config.norm_first else \
+        "LayerNorm(x + block), the paper's post-norm"
+    return (f"**Merging the heads (section 3.2.2).** The {config.n_heads} heads' outputs for this query "
+            f"({config.n_heads} × {a.d_k} numbers) are concatenated into one vector of {config.d_model} and "
+            f"multiplied by W_O ({config.d_model} × {config.d_model}), plus its bias: ‖W_O · concat‖ = "
+            f"{float(a.projected.norm()):.2f}. That is added to the residual stream (‖x‖ = "
+            f"{float(a.residual.norm()):.2f}) and normalised ({norm}): the layer carries on with a vector of norm "
+            f"{float(a.block_output.norm()):.2f}.\n\nHeads' output norms: "
+            + ", ".join(f"head {h + 1}: {float(n):.2f}" for h, n in enumerate(a.head_outputs.norm(dim=-1))))
+
+
+def cache_markdown(a: head_inspection.HeadArithmetic, translation: Translation) -> str:
+    """What is computed when: the key/value cache of incremental decoding."""
+    if a.kind == "encoder":
+        return ("**When is this computed?** Once per sentence: the encoder sees the whole source at once, so all "
+                f"{len(translation.source_pieces)} queries, keys and values of every layer are computed together.")
+    steps = translation.num_steps
+    if a.kind == "cross":
+        return ("**When is this computed?** The keys and values come from the encoder's output: computed **once** "
+                f"per sentence ({len(translation.source_pieces)} rows) and reused unchanged at every one of the "
+                f"{steps} decoding steps. Only the query is new at each step.\n\n"
+                "| step | new query | keys and values used |\n|---|---|---|\n"
+                + "".join(f"| {t} | 1 | the same {len(translation.source_pieces)} (cached) |\n"
+                          for t in range(1, min(steps, 4) + 1)) + ("| … | | |\n" if steps > 4 else ""))
+    return ("**When is this computed?** Decoder self-attention's keys and values grow by **one row per step**: step t "
+            "computes the query, key and value of its newest position only and appends them to the cache; "
+            "the positions after it do not exist yet, which the mask stands for in this teacher-forced replay.\n\n"
+            "| step | new rows computed | keys and values used |\n|---|---|---|\n"
+            + "".join(f"| {t} | 1 | {t} |\n" for t in range(1, min(steps, 4) + 1)) + ("| … | | |\n" if steps > 4 else ""))
+
+
+def vectors_figure(a: head_inspection.HeadArithmetic) -> go.Figure:
+    keys = [f"{j + 1}: {token}" for j, token in enumerate(a.key_tokens)]
+    return figures.vector_panels({"query q": (a.q[None], [figures.escape(a.query_token)]),
+                                  "output Σ weight · v": (a.output[None], ["output"]),
+                                  "keys k": (a.k, keys), "values v": (a.v, keys)},
+                                 f"Query, keys and values of layer {a.layer}, head {a.head}")
+
+
+def contributions_figure(a: head_inspection.HeadArithmetic) -> go.Figure:
+    total = float(a.contribution_norms.sum()) or 1.0
+    return figures.paired_bars([f"{j + 1}: {token}" for j, token in enumerate(a.key_tokens)],
+                               {"softmax weight": a.weights.tolist(),
+                                "share of ‖α v W_O‖": (a.contribution_norms / total).tolist()},
+                               f"Where head {a.head} looks, and what each key adds")
+
+
+def inside_view(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer, head,
+                query) -> InsideView:
+    a = arithmetic(checkpoint, translation, kind, layer, head, query)
+    return InsideView(summary_markdown(a), arithmetic_table(a), vectors_figure(a), contributions_figure(a),
+                      merge_markdown(a, checkpoint), cache_markdown(a, translation))
+
+
+def row_shares(norms: torch.Tensor) -> torch.Tensor:
+    """Each row as shares of its total (rows that add nothing stay 0)."""
+    totals = norms.sum(-1, keepdim=True)
+    return torch.where(totals > 0, norms / totals.clamp_min(1e-12), torch.zeros_like(norms))
+
+
+def contribution_map_figures(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer,
+                             head) -> tuple[go.Figure, go.Figure, go.Figure]:
+    """The whole head beside what it adds: weights, this head's contributions, the layer's contributions."""
+    a = arithmetic(checkpoint, translation, kind, layer, head, 1)
+    maps = head_inspection.contribution_maps(checkpoint.model, translation, a.kind)
+    weights = {"encoder": translation.encoder_attention, "decoder": translation.decoder_attention,
+               "cross": translation.cross_attention}[a.kind][a.layer - 1, a.head - 1]
+    rows, columns, row_title, column_title = attention_axes(translation, a.kind)
+    steps = a.kind != "encoder"
+    where = f"layer {a.layer}, head {a.head}"
+    return (figures.attention_heatmap(weights, rows, columns, "Weights", row_title, column_title, steps, where),
+            figures.attention_heatmap(row_shares(maps.heads[a.layer - 1, a.head - 1]), rows, columns,
+                                      "What this head adds", row_title, column_title, steps,
+                                      f"{where}, share of ‖α v W_O‖ per row"),
+            figures.attention_heatmap(row_shares(maps.layers[a.layer - 1]), rows, columns, "What the layer adds",
+                                      row_title, column_title, steps, f"layer {a.layer}, all heads together"))
+
+
+def logit_lens_figure(checkpoint: Checkpoint, translation: Translation | None) -> go.Figure:
+    if translation is None:
+        raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
+    lens = head_inspection.logit_lens(checkpoint.model, translation, top_k=1)
+    favourite = [[checkpoint.target_tokenizer.piece(int(i)) for i in layer] for layer in lens.top_ids[..., 0]]
+    return figures.logit_lens_heatmap(lens.probabilities, favourite, translation.predicted_pieces)
+
+
+def temperature_figure(checkpoint: Checkpoint, translation: Translation | None, step, temperature,
+                       top: int = 10) -> go.Figure:
+    if translation is None:
+        raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
+    step = clamp(step, 1, translation.num_steps)
+    temperature = min(max(float(temperature), 0.05), 5.0)
+    lens = head_inspection.logit_lens(checkpoint.model, translation, top_k=1)
+    probabilities = (lens.final_log_probs[step - 1] / temperature).softmax(-1)
+    best = probabilities.topk(top)
+    pieces = checkpoint.target_tokenizer.pieces(best.indices.tolist())
+    return figures.top_k_bar(pieces, best.values.tolist(), translation.predicted_pieces[step - 1],
+                             title=f"Step {step} at temperature {temperature:g}: the {top} most probable tokens")
+
+
+def blackboard(table: pandas.DataFrame | list, causal: bool) -> tuple[str, go.Figure]:
+    """Equation 1 on a hand-made example: rows of (token, q…, k…, v…) numbers a student can edit."""
+    frame = table if isinstance(table, pandas.DataFrame) else pandas.DataFrame(table)
+    try:
+        numbers = frame.iloc[:, 1:].apply(pandas.to_numeric, errors="raise").to_numpy(dtype=float)
+    except (ValueError, TypeError):
+        raise InputError("Every q, k and v cell must be a number (use . for decimals).") from None
+    if len(frame) < 1 or numbers.shape[1] % 3 or not numbers.size:
+        raise InputError("Give each token the same number of q, k and v columns.")
+    if not torch.isfinite(torch.tensor(numbers)).all():
+        raise InputError("Every q, k and v cell must be a finite number.")
+    d = numbers.shape[1] // 3
+    tokens = [str(token) for token in frame.iloc[:, 0]]
+    values = torch.tensor(numbers, dtype=torch.float32)
+    result = head_inspection.small_attention(values[:, :d], values[:, d:2 * d], values[:, 2 * d:], causal)
+    return blackboard_markdown(tokens, d, result), figures.attention_heatmap(
+        result.weights, tokens, tokens, "Your example's weights", "query", "key", subtitle="softmax of each row")
+
+
+def _matrix_markdown(tokens: list[str], matrix: torch.Tensor, mask: torch.Tensor | None = None,
+                     columns: list[str] | None = None) -> str:
+    columns = columns or tokens
+    head = "| | " + " | ".join(figures.escape(c) for c in columns) + " |\n|---|" + "---|" * len(columns) + "\n"
+    body = "".join(f"| **{figures.escape(token)}** | " + " | ".join(
+        ("−∞" if mask is not None and not mask[i, j] else f"{value:.3f}") for j, value in enumerate(row)) + " |\n"
+        for i, (token, row) in enumerate(zip(tokens, matrix.tolist())))
+    return head + body
+
+
+def blackboard_markdown(tokens: list[str], d: int, result: head_inspection.SmallAttention) -> str:
+    return (f"**1. Scores q·k** (row: query, column: key)\n\n{_matrix_markdown(tokens, result.scores)}\n"
+            f"**2. Scaled: ÷ √{d} = {math.sqrt(d):.3f}, masked cells −∞**\n\n"
+            f"{_matrix_markdown(tokens, result.scaled, result.mask)}\n"
+            f"**3. Softmax of each row** (e^s / Σ e^s; −∞ gives 0)\n\n{_matrix_markdown(tokens, result.weights)}\n"
+            f"**4. Output: weights × V**\n\n"
+            f"{_matrix_markdown(tokens, result.output, columns=[f'dim {i + 1}' for i in range(result.output.size(1))])}")
+
+
+def blackboard_table(d: int, current: pandas.DataFrame | None = None) -> pandas.DataFrame:
+    """The example's table with ``d`` numbers per q, k and v: the current numbers kept where they fit, 0 added."""
+    d = clamp(d, 1, 8)
+    current = BLACKBOARD_EXAMPLE if current is None or not len(current) else current
+    old_d = max(1, (current.shape[1] - 1) // 3)
+    columns = ["token"] + [f"{part}{i + 1}" for part in "qkv" for i in range(d)]
+    rows = []
+    for _, row in current.iterrows():
+        values = list(row)[1:]
+        parts = [values[p * old_d:(p + 1) * old_d] for p in range(3)]
+        rows.append([row.iloc[0]] + [part[i] if i < len(part) else 0.0 for part in parts for i in range(d)])
+    return pandas.DataFrame(rows, columns=columns)
+
+
+BLACKBOARD_EXAMPLE = pandas.DataFrame(
+    [["the", 1.0, 0.0, 1.0, 0.0, 1.0, 0.0], ["cat", 0.0, 1.0, 0.0, 2.0, 0.0, 1.0], ["sat", 1.0, 1.0, 1.0, 1.0, 0.5, 0.5]],
+    columns=["token", "q1", "q2", "k1", "k2", "v1", "v2"])
