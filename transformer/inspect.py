@@ -66,8 +66,9 @@ def block_modules(model: Transformer, kind: str, layer: int) -> tuple[MultiHeadA
 
 @torch.inference_mode()
 def record_block(model: Transformer, source_ids: list[int], target_ids: list[int], kind: str, layer: int,
-                 head_mask: HeadMask | None = None) -> BlockRecord:
-    """Run the model over a source and a target prefix and keep what the chosen attention block computed."""
+                 head_mask: HeadMask | None = None, positions: bool = True) -> BlockRecord:
+    """Run the model over a source and a target prefix and keep what the chosen attention block computed
+    (with ``head_mask`` and ``positions`` as the translation was made)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
     model.eval()
@@ -89,10 +90,10 @@ def record_block(model: Transformer, source_ids: list[int], target_ids: list[int
              add_and_norm.norm.register_forward_pre_hook(on_norm)]
     try:
         src = torch.tensor([source_ids], device=model.device)
-        encoded = model.encode(src, need_weights=True, head_mask=head_mask)
+        encoded = model.encode(src, need_weights=True, head_mask=head_mask, positions=positions)
         if kind != "encoder":
             model.decode(torch.tensor([target_ids], device=model.device), encoded, need_weights=True,
-                         head_mask=head_mask)
+                         head_mask=head_mask, positions=positions)
     finally:
         for hook in hooks:
             hook.remove()
@@ -156,13 +157,14 @@ class ContributionMaps:
 
 
 @torch.inference_mode()
-def contribution_maps(model: Transformer, translation: Translation, kind: str,
-                      head_mask: HeadMask | None = None) -> ContributionMaps:
-    """Contributions of every head and layer of ``kind`` over ``translation``, with ``head_mask`` as it ran."""
+def contribution_maps(model: Transformer, translation: Translation, kind: str, head_mask: HeadMask | None = None,
+                      positions: bool = True) -> ContributionMaps:
+    """Contributions of every head and layer of ``kind`` over ``translation``, with ``head_mask`` and
+    ``positions`` as it ran."""
     layers = model.config.n_encoder_layers if kind == "encoder" else model.config.n_decoder_layers
     per_head, per_layer = [], []
     for layer in range(1, layers + 1):
-        block = record_block(model, translation.source_ids, translation.target_ids, kind, layer, head_mask)
+        block = record_block(model, translation.source_ids, translation.target_ids, kind, layer, head_mask, positions)
         attention, _ = block_modules(model, kind, layer)
         mask = None
         if head_mask is not None and getattr(head_mask, kind) is not None:

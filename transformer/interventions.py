@@ -72,6 +72,8 @@ class Comparison:
     after: Translation
     description: str
     rescored: Translation | None = None
+    head_mask: HeadMask | None = None  # how ``after`` ran, so its contributions can be measured as it ran
+    positions: bool = True
 
     def probability_changes(self) -> list[tuple[str, float, float]]:
         """(token of the original translation, P before, P under the intervention)."""
@@ -88,7 +90,7 @@ def ablate_heads(checkpoint: Checkpoint, text: str, switched_off: dict[str, list
     after = checkpoint.translate(text, beam_size, max_length, head_mask=mask)
     rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], head_mask=mask)
     count = sum(len(switched_off.get(kind, [])) for kind in KINDS)
-    return Comparison(before, after, f"{count} head(s) switched off", rescored)
+    return Comparison(before, after, f"{count} head(s) switched off", rescored, head_mask=mask)
 
 
 @torch.inference_mode()
@@ -181,7 +183,7 @@ def without_positions(checkpoint: Checkpoint, text: str, beam_size: int = 1,
     before = checkpoint.translate(text, beam_size, max_length)
     after = checkpoint.translate(text, beam_size, max_length, positions=False)
     rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], positions=False)
-    return Comparison(before, after, "positional encoding removed", rescored)
+    return Comparison(before, after, "positional encoding removed", rescored, positions=False)
 
 
 def shuffle_words(text: str, seed: int = 0) -> str:

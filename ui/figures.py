@@ -79,18 +79,20 @@ def _matrix(values) -> list[list[float]]:
 
 
 def _hover_text(matrix: list[list[float]], query_labels: Sequence[str], key_labels: Sequence[str],
-                rows_are_steps: bool) -> list[list[str]]:
+                rows_are_steps: bool, value_name: str = "weight") -> list[list[str]]:
     """Positions count from 0, as in the positional encoding; decoding steps count from 1, as on the step slider."""
     rows = [f"step {i + 1}: {escape(label)}" if rows_are_steps else f"position {i}: {escape(label)}"
             for i, label in enumerate(query_labels)]
-    return [[f"{rows[i]} → position {j}: {escape(key_labels[j])}<br>weight {value:.4f}"
+    return [[f"{rows[i]} → position {j}: {escape(key_labels[j])}<br>{value_name} {value:.4f}"
              for j, value in enumerate(row)] for i, row in enumerate(matrix)]
 
 
 def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str = "Attention",
                       query_title: str = "query", key_title: str = "key", rows_are_steps: bool = False,
-                      subtitle: str = "") -> go.Figure:
+                      subtitle: str = "", value_name: str = "weight", largest: float = 1.0) -> go.Figure:
     """One attention map (queries x keys) as a heatmap; rows are queries, columns keys.
+
+    ``value_name`` and ``largest`` (the top of the colour scale) for maps of other quantities than weights.
 
     ``rows_are_steps``: row i is what decoding step i + 1 produced (decoder self- and cross-attention).
     ``subtitle`` (which layer and head) leads the smaller second title line, which also names the columns: an
@@ -101,9 +103,10 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
         raise ValueError(f"attention of shape {len(matrix)}x{len(matrix[0]) if matrix else 0} does not match "
                          f"{len(query_labels)} query and {len(key_labels)} key labels")
     fig = go.Figure(go.Heatmap(
-        z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=1,
-        colorscale=ATTENTION_COLORSCALE, text=_hover_text(matrix, query_labels, key_labels, rows_are_steps),
-        hovertemplate="%{text}<extra></extra>", colorbar=dict(title="weight", thickness=12)))
+        z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=largest,
+        colorscale=ATTENTION_COLORSCALE,
+        text=_hover_text(matrix, query_labels, key_labels, rows_are_steps, value_name),
+        hovertemplate="%{text}<extra></extra>", colorbar=dict(title=value_name, thickness=12)))
     fig.update_xaxes(side="top", tickangle=_slanted(key_labels), automargin=False, **_ticks(key_labels))
     fig.update_yaxes(title=f"{query_title} (queries)", autorange="reversed", automargin=False,
                      **_ticks(query_labels))

@@ -4,10 +4,13 @@ import numpy as np
 import pandas
 import pytest
 
+from transformer import inspect as head_inspection
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.errors import InputError
 from ui import services
+from ui.tabs import experiments
 from ui.tabs import inside as inside_tab
+from ui.views import experiments as experiment_views
 from ui.views import inside
 from ui.views import translate as translate_views
 
@@ -106,3 +109,28 @@ def test_changing_d_k_keeps_the_numbers_that_fit():
     assert inside.blackboard(wider, causal=False)[0].startswith("**1. Scores")
     narrower = inside.blackboard_table(2, wider)
     pandas.testing.assert_frame_equal(narrower, inside.BLACKBOARD_EXAMPLE)
+
+
+def test_with_every_cross_attention_head_off_the_comparison_shows_nothing_added(app_services, translation):
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    every_head = experiment_views.head_choices(checkpoint)["cross"]
+    views = experiments.on_ablate(app_services, "multi30k-en-de", translation, [], [], every_head, CROSS, 3,
+                                  "mean of heads", experiment_views.MEASURES[0])
+    before = np.asarray(views["experiment_attention_before"].data[0].z)
+    after = np.asarray(views["experiment_attention_after"].data[0].z)
+    assert before.max() > 0 and (after == 0).all(), "switched-off heads add nothing, whatever their weights"
+    weights = experiments.on_comparison_attention(app_services, "multi30k-en-de", views["last_comparison"], CROSS,
+                                                  3, "2", experiment_views.MEASURES[1])
+    assert np.asarray(weights["experiment_attention_after"].data[0].z).max() > 0.3, \
+        "their weights alone still look like attention"
+
+
+def test_without_positions_the_contributions_are_measured_as_that_run_ran(app_services, translation):
+    views = experiments.on_positions(app_services, "multi30k-en-de", translation, "Encoder self-attention", 1, "1",
+                                     experiment_views.MEASURES[0])
+    comparison = views["last_comparison"]
+    assert comparison.positions is False
+    maps = head_inspection.contribution_maps(app_services.registry.get("multi30k-en-de").model, comparison.after,
+                                             "encoder", positions=False)
+    shown = np.asarray(views["experiment_attention_after"].data[0].z)
+    np.testing.assert_allclose(shown, maps.heads[0, 0].numpy(), atol=1e-5)

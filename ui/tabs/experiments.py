@@ -15,7 +15,7 @@ from transformer.errors import InputError
 from ..page import Page
 from ..services import Services
 from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, head_options
-from ..views.experiments import comparison_attention, comparison_view, head_choices, importance_views
+from ..views.experiments import MEASURES, comparison_attention, comparison_view, head_choices, importance_views
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import decoding_of, layer_and_head_counts
 
@@ -67,9 +67,12 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
                                    label="Attention to compare", scale=3)
         experiment_layer = gr.Slider(1, layers, value=layers, step=1, label="Layer", scale=2)
         experiment_head = gr.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head", scale=1)
+        experiment_measure = gr.Radio(list(MEASURES), value=MEASURES[0], label="Show", scale=3,
+                                      info="A switched-off head keeps its weights but adds nothing: weights alone "
+                                           "would say it still works.")
     with gr.Row():
-        experiment_attention_before = gr.Plot(label="Attention, unmodified")
-        experiment_attention_after = gr.Plot(label="Attention, with the intervention")
+        experiment_attention_before = gr.Plot(label="Unmodified", elem_id="experiment-attention-before")
+        experiment_attention_after = gr.Plot(label="With the intervention", elem_id="experiment-attention-after")
     page.add(experiment_sentence=experiment_sentence, ablate_encoder=ablate_encoder, ablate_decoder=ablate_decoder,
              ablate_cross=ablate_cross, ablate_button=ablate_button, importance_button=importance_button,
              importance_sample_button=importance_sample_button, importance_plot=importance_plot,
@@ -79,7 +82,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
              experiment_after=experiment_after, experiment_diff=experiment_diff,
              experiment_probability=experiment_probability, experiment_kind=experiment_kind,
              experiment_layer=experiment_layer, experiment_head=experiment_head,
-             experiment_attention_before=experiment_attention_before,
+             experiment_measure=experiment_measure, experiment_attention_before=experiment_attention_before,
              experiment_attention_after=experiment_attention_after, last_comparison=gr.State(None))
 
 
@@ -96,9 +99,10 @@ def require(translation: Translation | None) -> Translation:
     return translation
 
 
-def comparison_outputs(comparison: interventions.Comparison, kind, layer, head) -> dict:
+def comparison_outputs(comparison: interventions.Comparison, checkpoint: Checkpoint, kind, layer, head,
+                       measure) -> dict:
     heads = comparison.before.cross_attention.shape[1]
-    view = comparison_view(comparison, kind, layer, chosen_head(head, heads))
+    view = comparison_view(comparison, kind, layer, chosen_head(head, heads), measure, checkpoint)
     return {"last_comparison": comparison, "experiment_description": view.description,
             "experiment_before": view.before, "experiment_after": view.after, "experiment_diff": view.difference,
             "experiment_probability": view.probability, "experiment_attention_before": view.attention_before,
@@ -106,46 +110,52 @@ def comparison_outputs(comparison: interventions.Comparison, kind, layer, head) 
 
 
 def on_ablate(services: Services, model, translation_state, ablate_encoder, ablate_decoder, ablate_cross,
-              experiment_kind, experiment_layer, experiment_head) -> dict:
+              experiment_kind, experiment_layer, experiment_head, experiment_measure) -> dict:
     if not (ablate_encoder or ablate_decoder or ablate_cross):
         raise InputError("Tick the heads to switch off first (encoder, decoder or cross-attention).")
     switched_off = {"encoder": ablate_encoder, "decoder": ablate_decoder, "cross": ablate_cross}
     comparison = interventions.ablate_heads(services.registry.get(model), require(translation_state).source_text,
                                             switched_off, **decoding_of(translation_state))
-    return comparison_outputs(comparison, experiment_kind, experiment_layer, experiment_head)
+    return comparison_outputs(comparison, services.registry.get(model), experiment_kind, experiment_layer,
+                              experiment_head, experiment_measure)
 
 
 def on_override(services: Services, model, translation_state, override_step, override_choice, experiment_kind,
-                experiment_layer, experiment_head) -> dict:
+                experiment_layer, experiment_head, experiment_measure) -> dict:
     require(translation_state)
     if not override_choice:
         raise InputError("Choose or type the token to force.")
     comparison = interventions.override_token(services.registry.get(model), translation_state, override_step,
                                               override_choice, decoding_of(translation_state)["max_length"])
-    return comparison_outputs(comparison, experiment_kind, experiment_layer, experiment_head)
+    return comparison_outputs(comparison, services.registry.get(model), experiment_kind, experiment_layer,
+                              experiment_head, experiment_measure)
 
 
 def on_positions(services: Services, model, translation_state, experiment_kind, experiment_layer,
-                 experiment_head) -> dict:
+                 experiment_head, experiment_measure) -> dict:
     comparison = interventions.without_positions(services.registry.get(model), require(translation_state).source_text,
                                                  **decoding_of(translation_state))
-    return comparison_outputs(comparison, experiment_kind, experiment_layer, experiment_head)
+    return comparison_outputs(comparison, services.registry.get(model), experiment_kind, experiment_layer,
+                              experiment_head, experiment_measure)
 
 
 def on_shuffle(services: Services, model, translation_state, experiment_kind, experiment_layer,
-               experiment_head) -> dict:
+               experiment_head, experiment_measure) -> dict:
     comparison = interventions.shuffled_source(services.registry.get(model), require(translation_state).source_text,
                                                seed=random.randrange(2**32),  # each click a new order
                                                **decoding_of(translation_state))
-    return comparison_outputs(comparison, experiment_kind, experiment_layer, experiment_head)
+    return comparison_outputs(comparison, services.registry.get(model), experiment_kind, experiment_layer,
+                              experiment_head, experiment_measure)
 
 
-def on_comparison_attention(last_comparison, experiment_kind, experiment_layer, experiment_head) -> dict:
+def on_comparison_attention(services: Services, model, last_comparison, experiment_kind, experiment_layer,
+                            experiment_head, experiment_measure) -> dict:
     if last_comparison is None:
         return {}
     heads = last_comparison.before.cross_attention.shape[1]
     before, after = comparison_attention(last_comparison, experiment_kind, experiment_layer,
-                                         chosen_head(experiment_head, heads))
+                                         chosen_head(experiment_head, heads), experiment_measure,
+                                         services.registry.get(model))
     return {"experiment_attention_before": before, "experiment_attention_after": after}
 
 
@@ -218,6 +228,7 @@ def wire(page: Page) -> None:
                 keep_on_input_problem=True),
     ]
     page.on(c["override_step"].input, on_override_step, ["override_choice"], trigger_mode="always_last")
-    page.on([c["experiment_kind"].input, c["experiment_layer"].input, c["experiment_head"].input],
+    page.on([c["experiment_kind"].input, c["experiment_layer"].input, c["experiment_head"].input,
+             c["experiment_measure"].input],
             on_comparison_attention, ["experiment_attention_before", "experiment_attention_after"],
             trigger_mode="always_last", show_progress="hidden")

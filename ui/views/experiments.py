@@ -8,12 +8,14 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import torch
 
+from transformer import inspect as head_inspection
 from transformer import interventions
 from transformer.checkpoint import Checkpoint
 
 from .. import figures
 from .text import markdown_escape
-from .translate import map_figure
+from .choices import clamp, kind_key
+from .translate import attention_axes, map_figure
 
 
 def head_choices(checkpoint: Checkpoint) -> dict[str, list[str]]:
@@ -49,16 +51,40 @@ class ComparisonView:
     attention_after: go.Figure
 
 
-def comparison_attention(comparison: interventions.Comparison, kind: str, layer: int,
-                         head: int | None) -> tuple[go.Figure, go.Figure]:
-    """The same attention map (kind, 1-based layer, head or None for the mean) of both runs."""
-    return (map_figure(comparison.before, kind, layer, head, "Unmodified"),
-            map_figure(comparison.after, kind, layer, head, "With the intervention"))
+MEASURES = ("what each key adds (‖α v W_O‖)", "attention weights")
+
+
+def comparison_attention(comparison: interventions.Comparison, kind: str, layer: int, head: int | None,
+                         measure: str = MEASURES[0], checkpoint: Checkpoint | None = None) -> tuple[go.Figure, go.Figure]:
+    """The same map (kind, 1-based layer, head or None for all heads) of both runs: what each key adds, on one
+    scale for both, or the weights. A switched-off head keeps crisp weights while adding nothing, so the
+    weights alone would say it still works."""
+    if measure != MEASURES[0] or checkpoint is None:
+        return (map_figure(comparison.before, kind, layer, head, "Unmodified"),
+                map_figure(comparison.after, kind, layer, head, "With the intervention"))
+    kind = kind_key(kind)
+    model = checkpoint.model
+    runs = ((comparison.before, None, True), (comparison.after, comparison.head_mask, comparison.positions))
+    matrices = []
+    for translation, mask, positions in runs:
+        maps = head_inspection.contribution_maps(model, translation, kind, mask, positions)
+        layer = clamp(layer, 1, maps.layers.shape[0])
+        matrices.append(maps.layers[layer - 1] if head is None else maps.heads[layer - 1, head - 1])
+    largest = max(float(matrices[0].max()), float(matrices[1].max()), 1e-6)
+    which = f"layer {layer}, {'all heads together' if head is None else f'head {head}'}: ‖α v W_O‖"
+    figures_ = []
+    for (translation, _, _), matrix, title in zip(runs, matrices, ("Unmodified", "With the intervention")):
+        rows, columns, row_title, column_title = attention_axes(translation, kind)
+        figures_.append(figures.attention_heatmap(matrix, rows, columns, title, row_title, column_title,
+                                                  kind != "encoder", which, value_name="adds", largest=largest))
+    return figures_[0], figures_[1]
 
 
 def comparison_view(comparison: interventions.Comparison, kind: str = "cross", layer: int | None = None,
-                    head: int | None = None) -> ComparisonView:
-    """Every view of a comparison; the attention of ``layer`` (default: the last) and ``head`` (None: mean)."""
+                    head: int | None = None, measure: str = MEASURES[1],
+                    checkpoint: Checkpoint | None = None) -> ComparisonView:
+    """Every view of a comparison; the map of ``layer`` (default: the last) and ``head`` (None: mean of heads, or
+    all heads together) in ``measure``."""
     before, after = comparison.before, comparison.after
     changes = comparison.probability_changes()
     probability = (figures.probability_comparison(changes, "Probability of the original translation's tokens")
@@ -66,7 +92,7 @@ def comparison_view(comparison: interventions.Comparison, kind: str = "cross", l
     layer = before.cross_attention.shape[0] if layer is None else layer
     return ComparisonView(f"**With {markdown_escape(comparison.description)}**", before.text, after.text,
                           word_diff(before.text, after.text), probability,
-                          *comparison_attention(comparison, kind, layer, head))
+                          *comparison_attention(comparison, kind, layer, head, measure, checkpoint))
 
 
 def importance_views(importance: dict[str, torch.Tensor], title: str) -> tuple[go.Figure, str]:
