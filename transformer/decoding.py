@@ -17,12 +17,14 @@ functions built on them return are inference tensors: read them freely, and
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
+from .errors import InputError
 from .model import DecoderCache, EncoderOutput, HeadMask, Transformer
 from .tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 
@@ -88,11 +90,53 @@ def _keep_rows(encoded: EncoderOutput, head_mask: HeadMask | None, cache: Decode
     return encoded, head_mask
 
 
+@dataclass
+class Sampling:
+    """Draw each next token instead of taking the most probable one.
+
+    The distribution is softmax(logits / ``temperature``) (T < 1 sharpens it, T > 1 flattens it), cut to the
+    ``top_k`` most probable tokens (0: no cut) and to the smallest set whose probability reaches ``top_p``
+    (nucleus sampling, Holtzman et al., 2020), then renormalised. ``seed`` makes a draw repeatable.
+    """
+
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self):
+        if not (self.temperature > 0 and math.isfinite(self.temperature)):
+            raise InputError(f"The temperature must be a positive number, not {self.temperature}.")
+        if not 0 < self.top_p <= 1:
+            raise InputError(f"top-p must be more than 0 and at most 1, not {self.top_p}.")
+        if self.top_k < 0:
+            raise InputError(f"top-k must be 0 (no limit) or more, not {self.top_k}.")
+
+    def distribution(self, logits: Tensor) -> Tensor:
+        """The probabilities a draw is made from, (..., vocab): 0 outside the kept set."""
+        probabilities = (logits.float() / self.temperature).softmax(dim=-1)
+        if 0 < self.top_k < probabilities.size(-1):
+            threshold = probabilities.topk(self.top_k, dim=-1).values[..., -1:]
+            probabilities = torch.where(probabilities >= threshold, probabilities, 0.0)
+        if self.top_p < 1:
+            ordered, order = probabilities.sort(dim=-1, descending=True)
+            before = ordered.cumsum(dim=-1) - ordered  # mass of the more probable tokens
+            ordered = torch.where(before < self.top_p * ordered.sum(-1, keepdim=True), ordered, 0.0)
+            probabilities = torch.zeros_like(probabilities).scatter(-1, order, ordered)
+        return probabilities / probabilities.sum(dim=-1, keepdim=True)
+
+    def choose(self, logits: Tensor, generator: torch.Generator) -> Tensor:
+        return torch.multinomial(self.distribution(logits), 1, generator=generator).squeeze(-1)
+
+
 @torch.inference_mode()
 def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None,
                   head_mask: HeadMask | None = None, positions: bool = True,
-                  prefix: Tensor | None = None, return_ended: bool = False):
+                  prefix: Tensor | None = None, return_ended: bool = False, sampling: Sampling | None = None):
     """Batched greedy decoding of padded sources (B, S); returns generated ids without bos/eos.
+
+    With ``sampling``, each step draws its token from the (tempered, cut) distribution instead of taking the
+    most probable one: the same search, one candidate per sentence.
 
     A sentence leaves the batch once it has ended, so a long sentence does not
     make the search keep decoding the short ones beside it. ``max_length``
@@ -112,6 +156,7 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
         outputs = prefix.tolist()
     ended = [EOS_ID in output for output in outputs]
     in_batch = list(range(len(outputs)))  # which sentence each row of the batch holds
+    generator = torch.Generator(device=src.device).manual_seed(sampling.seed) if sampling else None
     while True:
         going_on = [row for row, i in enumerate(in_batch) if not ended[i] and len(outputs[i]) < limits[i]]
         if not going_on:
@@ -121,7 +166,8 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
             encoded, head_mask = _keep_rows(encoded, head_mask, cache, keep)
             inputs, in_batch = inputs.index_select(0, keep), [in_batch[row] for row in going_on]
         logits = model.decode(inputs, encoded, cache, head_mask=head_mask, positions=positions).logits[:, -1]
-        next_tokens = _never_generate(logits.float()).argmax(dim=-1)
+        logits = _never_generate(logits.float())
+        next_tokens = sampling.choose(logits, generator) if sampling else logits.argmax(dim=-1)
         for i, token in zip(in_batch, next_tokens.tolist()):
             outputs[i].append(token)
             ended[i] = token == EOS_ID
@@ -388,14 +434,15 @@ def forced_decode(model: Transformer, source_tokenizer: Tokenizer, target_tokeni
 
 def translate(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, text: str,
               beam_size: int = 1, length_penalty: float = 1.0, max_length: int | None = None,
-              top_k: int = 5, head_mask: HeadMask | None = None, positions: bool = True) -> Translation:
-    """Translate one sentence (greedy or beam) and return it fully inspected."""
+              top_k: int = 5, head_mask: HeadMask | None = None, positions: bool = True,
+              sampling: Sampling | None = None) -> Translation:
+    """Translate one sentence (greedy, beam, or sampled with ``sampling``) and return it fully inspected."""
     model.eval()
     source_ids, truncated = encode_source(model, source_tokenizer, text)
     src = torch.tensor([source_ids], device=model.device)
-    if beam_size <= 1:
+    if beam_size <= 1 or sampling is not None:
         rows, ended = greedy_search(model, src, max_length, head_mask=head_mask, positions=positions,
-                                    return_ended=True)
+                                    return_ended=True, sampling=sampling)
         generated, ended = rows[0], ended[0]
     else:
         best = beam_search(model, src, beam_size, length_penalty, max_length, head_mask=head_mask,

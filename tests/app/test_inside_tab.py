@@ -60,7 +60,7 @@ def test_a_query_past_the_last_row_is_the_last_row(app_services, translation):
 def test_before_any_translation_the_tab_says_what_to_do(app_services):
     assert inside_tab.on_inside(app_services, "multi30k-en-de", None, CROSS, 1, 1, 1) == {
         "inside_summary": inside_tab.WAITING}
-    assert inside_tab.on_lens(app_services, "multi30k-en-de", None, 1, 1.0) == {}
+    assert inside_tab.on_lens(app_services, "multi30k-en-de", None, 1, 1.0, 0, 1.0) == {}
 
 
 def test_the_whole_head_shows_weights_beside_contribution_shares(app_services, translation):
@@ -75,16 +75,28 @@ def test_the_whole_head_shows_weights_beside_contribution_shares(app_services, t
 
 def test_the_logit_lens_ends_on_the_models_own_probabilities_and_temperature_reshapes_them(app_services,
                                                                                          translation):
-    views = inside_tab.on_lens(app_services, "multi30k-en-de", translation, 2, 1.0)
+    views = inside_tab.on_lens(app_services, "multi30k-en-de", translation, 2, 1.0, 0, 1.0)
     lens = np.asarray(views["lens_plot"].data[0].z)
     np.testing.assert_allclose(lens[-1], translation.token_probs, atol=1e-5)
     favourites = [pieces[0].replace("<", "&lt;").replace(">", "&gt;") for pieces in translation.top_pieces]
     assert list(views["lens_plot"].data[0].text[-1]) == favourites, "the last layer's favourite is the top one"
     at_one = views["temperature_plot"].data[0].x[0]
     assert at_one == pytest.approx(translation.top_probs[1][0], abs=1e-5)
-    sharp = inside_tab.on_temperature(app_services, "multi30k-en-de", translation, 2, 0.2)["temperature_plot"]
-    flat = inside_tab.on_temperature(app_services, "multi30k-en-de", translation, 2, 3.0)["temperature_plot"]
-    assert sharp.data[0].x[0] > at_one > flat.data[0].x[0]
+    sharp = inside_tab.on_temperature(app_services, "multi30k-en-de", translation, 2, 0.2, 0, 1.0)
+    flat = inside_tab.on_temperature(app_services, "multi30k-en-de", translation, 2, 3.0, 0, 1.0)
+    assert sharp["temperature_plot"].data[0].x[0] > at_one > flat["temperature_plot"].data[0].x[0]
+    cut = inside_tab.on_temperature(app_services, "multi30k-en-de", translation, 2, 3.0, 3, 1.0)["temperature_plot"]
+    assert len(cut.data[0].x) == 10 and sum(cut.data[0].x[:3]) == pytest.approx(1.0) and max(cut.data[0].x[3:]) == 0
+    assert "3 tokens kept" in cut.layout.title.text
+
+
+def test_sampling_a_translation_names_its_seed_and_moves_the_seed_on(app_services, translation):
+    first = inside_tab.on_sample(app_services, "multi30k-en-de", translation, 1.2, 0, 1.0, 7)
+    again = inside_tab.on_sample(app_services, "multi30k-en-de", translation, 1.2, 0, 1.0, 7)
+    assert first["sampled"] == again["sampled"] and first["sampled"].startswith("**Drawn with seed 7:**")
+    assert first["sample_seed"] == 8, "the next click draws anew"
+    greedy = inside_tab.on_sample(app_services, "multi30k-en-de", translation, 1.0, 1, 1.0, 7)["sampled"]
+    assert "Ein Hund rennt über das Gras." in greedy.split("  \n")[0], "top-k 1 is greedy"
 
 
 def test_the_blackboard_computes_equation_1_on_the_numbers_typed():

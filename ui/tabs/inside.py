@@ -59,8 +59,17 @@ def lens_layout(page: Page) -> None:
         with gr.Row():
             lens_step = gr.Slider(1, 2, value=1, step=1, label="Step")
             temperature = gr.Slider(0.1, 3.0, value=1.0, step=0.05, label="Temperature T")
-        temperature_plot = gr.Plot(label="Next-token distribution at temperature T", elem_id="temperature-plot")
-    page.add(lens_plot=lens_plot, lens_step=lens_step, temperature=temperature, temperature_plot=temperature_plot)
+            sample_top_k = gr.Slider(0, 50, value=0, step=1, label="top-k (0: off)")
+            sample_top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="top-p (1: off)")
+        temperature_plot = gr.Plot(label="Next-token distribution, as sampling draws from it",
+                                   elem_id="temperature-plot")
+        with gr.Row():
+            sample_seed = gr.Number(0, precision=0, minimum=0, label="Seed", scale=1)
+            sample_button = gr.Button("Sample a translation", scale=1)
+            sampled = gr.Markdown(elem_id="sampled-translation")
+    page.add(lens_plot=lens_plot, lens_step=lens_step, temperature=temperature, sample_top_k=sample_top_k,
+             sample_top_p=sample_top_p, temperature_plot=temperature_plot, sample_seed=sample_seed,
+             sample_button=sample_button, sampled=sampled)
 
 
 def blackboard_layout(page: Page) -> None:
@@ -103,25 +112,35 @@ def on_inside(services: Services, model, translation_state, inside_kind, inside_
             "inside_map_weights": weights, "inside_map_head": head_adds, "inside_map_layer": layer_adds}
 
 
-def on_lens(services: Services, model, translation_state, lens_step, temperature) -> dict:
+def on_lens(services: Services, model, translation_state, lens_step, temperature, sample_top_k,
+            sample_top_p) -> dict:
     if translation_state is None:
         return {}
     checkpoint = services.registry.get(model)
     return {"lens_plot": inside.logit_lens_figure(checkpoint, translation_state),
-            **on_temperature(services, model, translation_state, lens_step, temperature)}
+            **on_temperature(services, model, translation_state, lens_step, temperature, sample_top_k, sample_top_p)}
 
 
-def on_temperature(services: Services, model, translation_state, lens_step, temperature) -> dict:
+def on_temperature(services: Services, model, translation_state, lens_step, temperature, sample_top_k,
+                   sample_top_p) -> dict:
     if translation_state is None:
         return {}
+    sampling = inside.sampling_settings(temperature, sample_top_k, sample_top_p, 0)
     return {"temperature_plot": inside.temperature_figure(services.registry.get(model), translation_state, lens_step,
-                                                          temperature)}
+                                                          sampling)}
+
+
+def on_sample(services: Services, model, translation_state, temperature, sample_top_k, sample_top_p,
+              sample_seed) -> dict:
+    sampling = inside.sampling_settings(temperature, sample_top_k, sample_top_p, sample_seed or 0)
+    return {"sampled": inside.sampled_translation(services.registry.get(model), translation_state, sampling),
+            "sample_seed": sampling.seed + 1}  # the text names this draw's seed; the next click draws anew
 
 
 def on_opened(services: Services, model, translation_state, inside_kind, inside_layer, inside_head, inside_query,
-              lens_step, temperature) -> dict:
+              lens_step, temperature, sample_top_k, sample_top_p) -> dict:
     return {**on_inside(services, model, translation_state, inside_kind, inside_layer, inside_head, inside_query),
-            **on_lens(services, model, translation_state, lens_step, temperature)}
+            **on_lens(services, model, translation_state, lens_step, temperature, sample_top_k, sample_top_p)}
 
 
 def on_blackboard(blackboard_table, blackboard_causal) -> dict:
@@ -142,7 +161,7 @@ def after_translation(translation: Translation) -> dict:
     return {"inside_query": gr.Slider(1, max(2, steps), value=min(2, steps), step=1), "inside_summary": WAITING,
             "inside_table": None, "inside_contributions": None, "inside_vectors": None, "inside_merge": "",
             "inside_cache": "", "inside_map_weights": None, "inside_map_head": None, "inside_map_layer": None,
-            "lens_plot": None, "temperature_plot": None,
+            "lens_plot": None, "temperature_plot": None, "sampled": "",
             "lens_step": gr.Slider(1, max(2, steps), value=1, step=1, interactive=steps > 1)}
 
 
@@ -156,7 +175,7 @@ def declare(page: Page) -> None:
     page.when_translated(after_translation, ("inside_query", "inside_summary", "inside_table", "inside_contributions",
                                              "inside_vectors", "inside_merge", "inside_cache", "inside_map_weights",
                                              "inside_map_head", "inside_map_layer", "lens_plot", "temperature_plot",
-                                             "lens_step"))
+                                             "sampled", "lens_step"))
     page.when_model_changes(after_model_change, ("inside_layer", "inside_head"))
 
 
@@ -166,8 +185,9 @@ def wire(page: Page, inside_tab: gr.Tab) -> None:
             trigger_mode="always_last")
     page.on([c["inside_kind"].input, c["inside_layer"].input, c["inside_head"].input, c["inside_query"].input],
             on_inside, HEAD_OUTPUTS, trigger_mode="always_last", show_progress="hidden")
-    page.on([c["lens_step"].input, c["temperature"].input], on_temperature, ["temperature_plot"],
-            trigger_mode="always_last", show_progress="hidden")
+    page.on([c["lens_step"].input, c["temperature"].input, c["sample_top_k"].input, c["sample_top_p"].input],
+            on_temperature, ["temperature_plot"], trigger_mode="always_last", show_progress="hidden")
+    page.on(c["sample_button"].click, on_sample, ["sampled", "sample_seed"], keep_on_input_problem=True)
     page.on([c["blackboard_button"].click, c["blackboard_causal"].input], on_blackboard,
             ["blackboard_steps", "blackboard_plot"], keep_on_input_problem=True)
     page.on(c["blackboard_d"].input, on_blackboard_size, ["blackboard_table", "blackboard_steps", "blackboard_plot"],

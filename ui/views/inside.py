@@ -12,7 +12,7 @@ import torch
 
 from transformer import inspect as head_inspection
 from transformer.checkpoint import Checkpoint
-from transformer.decoding import Translation
+from transformer.decoding import Sampling, Translation
 from transformer.errors import InputError
 
 from .. import figures
@@ -36,8 +36,11 @@ NOTES = {
     "lens": "Each decoder layer's output read as if it were the last: through the output projection to the "
             "vocabulary. Colour: the probability of the token the model finally chose; text: that layer's own "
             "favourite. Watch the answer form layer by layer.",
-    "temperature": "The last layer's distribution for one step, divided by a temperature before the softmax: T < 1 "
-                   "sharpens it towards greedy, T > 1 flattens it, which makes sampling more adventurous.",
+    "temperature": "How a distribution becomes a choice. Greedy takes the most probable token; beam search keeps "
+                   "several candidates; sampling draws one at random. Before the draw the logits are divided by a "
+                   "temperature T (T < 1 sharpens the distribution towards greedy, T > 1 flattens it), and the draw "
+                   "may be limited to the k most probable tokens (top-k) or to the fewest whose probabilities reach "
+                   "p (top-p). The seed makes a draw repeatable.",
 }
 
 
@@ -182,18 +185,37 @@ def logit_lens_figure(checkpoint: Checkpoint, translation: Translation | None) -
     return figures.logit_lens_heatmap(lens.probabilities, favourite, translation.predicted_pieces)
 
 
-def temperature_figure(checkpoint: Checkpoint, translation: Translation | None, step, temperature,
+def sampling_settings(temperature, top_k, top_p, seed) -> Sampling:
+    """The sliders' values as a ``Sampling`` (numbers past a slider's end mean that end)."""
+    return Sampling(temperature=min(max(float(temperature), 0.05), 5.0), top_k=clamp(top_k, 0, 1000),
+                    top_p=min(max(float(top_p), 0.01), 1.0), seed=clamp(seed, 0, 2**31 - 1))
+
+
+def temperature_figure(checkpoint: Checkpoint, translation: Translation | None, step, sampling: Sampling,
                        top: int = 10) -> go.Figure:
+    """The last layer's distribution at one step as sampling would draw from it: tempered, cut, renormalised."""
     if translation is None:
         raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
     step = clamp(step, 1, translation.num_steps)
-    temperature = min(max(float(temperature), 0.05), 5.0)
     lens = head_inspection.logit_lens(checkpoint.model, translation, top_k=1)
-    probabilities = (lens.final_log_probs[step - 1] / temperature).softmax(-1)
+    probabilities = sampling.distribution(lens.final_log_probs[step - 1])
     best = probabilities.topk(top)
     pieces = checkpoint.target_tokenizer.pieces(best.indices.tolist())
+    kept = int((probabilities > 0).sum())
+    cut = f", {kept:,} tokens kept" if kept < probabilities.numel() else ""
     return figures.top_k_bar(pieces, best.values.tolist(), translation.predicted_pieces[step - 1],
-                             title=f"Step {step} at temperature {temperature:g}: the {top} most probable tokens")
+                             title=f"Step {step}: T = {sampling.temperature:g}, top-k {sampling.top_k or 'off'}, "
+                                   f"top-p {sampling.top_p:g}{cut}")
+
+
+def sampled_translation(checkpoint: Checkpoint, translation: Translation | None, sampling: Sampling) -> str:
+    """The same sentence translated by drawing every token with ``sampling``."""
+    if translation is None:
+        raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
+    drawn = checkpoint.translate(translation.source_text, sampling=sampling)
+    return (f"**Drawn with seed {sampling.seed}:** {figures.escape(drawn.text)}  \n"
+            f"(greedy or beam gave: {figures.escape(translation.text)}; log-probability of the draw "
+            f"{drawn.log_prob:.2f})")
 
 
 def blackboard(table: pandas.DataFrame | list, causal: bool) -> tuple[str, go.Figure]:
