@@ -49,6 +49,7 @@ def build_app(services: Services | None = None, default_model: str | None = None
                 model.layout(page)
             with gr.Tab("Train", id="train") as train_tab:
                 train.layout(page)
+        page.add(tabs=tabs)
 
         for tab in (translate, inside, experiments, analysis, positions, model, train):
             tab.declare(page)

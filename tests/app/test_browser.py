@@ -242,3 +242,28 @@ def test_results_for_the_previous_sentence_are_cleared_when_the_model_changes(ap
     playwright.expect(forced).to_have_count(0, timeout=30_000)  # a score of another model's sentence
     playwright.expect(page.get_by_label("Your translation")).to_have_value("")  # digits mean nothing to it
     page.close()
+
+
+def test_look_inside_a_step_and_work_equation_1_on_the_blackboard(app_url, browser):
+    url, model = app_url
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(url)
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    number = page.locator("#step-slider input[type=number]")
+    number.fill("2")
+    number.press("Enter")
+    page.wait_for_function("() => document.querySelector('#topk-plot .gtitle').textContent.startsWith('Step 2:')",
+                           timeout=30_000)
+    page.locator("#look-inside").click()
+    page.wait_for_selector("#inside-contributions .js-plotly-plot", timeout=60_000)
+    summary = page.locator("#inside-summary").inner_text()
+    assert "Query 2 is" in summary and "the step that produced" in summary
+    assert page.locator("#inside-query input[type=number]").input_value() == "2"
+    page.get_by_text("On the blackboard").click()
+    page.get_by_role("button", name="Compute").click()
+    page.get_by_text("1. Scores q·k").wait_for(timeout=30_000)
+    assert page.get_by_text("3. Softmax of each row").is_visible()
+    assert not errors
+    page.close()

@@ -146,3 +146,12 @@ def test_without_positions_the_contributions_are_measured_as_that_run_ran(app_se
                                              "encoder", positions=False)
     shown = np.asarray(views["experiment_attention_after"].data[0].z)
     np.testing.assert_allclose(shown, maps.heads[0, 0].numpy(), atol=1e-5)
+
+
+def test_looking_inside_a_step_opens_this_tab_on_that_steps_cross_attention(app_services, translation):
+    views = inside_tab.on_look_inside(app_services, "multi30k-en-de", translation, 3, 2, 4, False, 1, 1.0, 0, 1.0)
+    assert views["tabs"].selected == "inside" and views["inside_kind"] == CROSS
+    assert views["inside_query"].value == 3 and views["lens_step"] == 3
+    assert "layer 2, head 4.** Query 3 is **▁Hund**, the step that produced **▁rennt**" in views["inside_summary"]
+    averaged = inside_tab.on_look_inside(app_services, "multi30k-en-de", translation, 3, 2, 4, True, 1, 1.0, 0, 1.0)
+    assert averaged["inside_head"] == 1, "with the heads averaged, the first head"

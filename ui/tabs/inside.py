@@ -143,6 +143,16 @@ def on_opened(services: Services, model, translation_state, inside_kind, inside_
             **on_lens(services, model, translation_state, lens_step, temperature, sample_top_k, sample_top_p)}
 
 
+def on_look_inside(services: Services, model, translation_state, step, layer, head, average, lens_step,
+                   temperature, sample_top_k, sample_top_p) -> dict:
+    """From the Translate tab's step: this tab, on the cross-attention query of that step, in the layer and head
+    shown there (head 1 when the heads are averaged)."""
+    kind, head = ATTENTION_KINDS["cross"], 1 if average else head
+    return {"tabs": gr.Tabs(selected="inside"), "inside_kind": kind, "inside_layer": layer, "inside_head": head,
+            "lens_step": step, **on_opened(services, model, translation_state, kind, layer, head, step, step,
+                                           temperature, sample_top_k, sample_top_p)}
+
+
 def on_blackboard(blackboard_table, blackboard_causal) -> dict:
     steps, figure = inside.blackboard(blackboard_table, blackboard_causal)
     return {"blackboard_steps": steps, "blackboard_plot": figure}
@@ -188,6 +198,9 @@ def wire(page: Page, inside_tab: gr.Tab) -> None:
     page.on([c["lens_step"].input, c["temperature"].input, c["sample_top_k"].input, c["sample_top_p"].input],
             on_temperature, ["temperature_plot"], trigger_mode="always_last", show_progress="hidden")
     page.on(c["sample_button"].click, on_sample, ["sampled", "sample_seed"], keep_on_input_problem=True)
+    page.on(c["look_inside"].click, on_look_inside,  # the Translate tab's step view, looked into here
+            ["tabs", "inside_kind", "inside_layer", "inside_head", "lens_step", *HEAD_OUTPUTS, "lens_plot",
+             "temperature_plot"])
     page.on([c["blackboard_button"].click, c["blackboard_causal"].input], on_blackboard,
             ["blackboard_steps", "blackboard_plot"], keep_on_input_problem=True)
     page.on(c["blackboard_d"].input, on_blackboard_size, ["blackboard_table", "blackboard_steps", "blackboard_plot"],

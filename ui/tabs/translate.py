@@ -69,13 +69,16 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         previous_step = gr.Button("◀ previous", size="sm", scale=0)
         step = UnboundedSlider(1, 2, value=1, step=1, label="Step", elem_id="step-slider", scale=4)
         next_step = gr.Button("next ▶", size="sm", scale=0)
-    step_caption = gr.Markdown(elem_id="step-caption")
+    with gr.Row():
+        step_caption = gr.Markdown(elem_id="step-caption")
+        look_inside = gr.Button("Look inside this step ▸", size="sm", scale=0, elem_id="look-inside")
     revealed = gr.HighlightedText(label="Translation so far, in pieces (▁ starts a word)",
                                   color_map={"current": "#ff7f0e"})
     with gr.Row():
         top_k_plot = gr.Plot(label="Top-k candidates", elem_id="topk-plot")
         step_attention_plot = gr.Plot(label="Cross-attention of this step", elem_id="step-attention")
     page.add(previous_step=previous_step, step=step, next_step=next_step, step_caption=step_caption,
+             look_inside=look_inside,
              revealed=revealed, top_k_plot=top_k_plot, step_attention_plot=step_attention_plot)
 
     gr.Markdown(HEATMAP_INTRO)
