@@ -1,0 +1,107 @@
+"""Attribution of each output token to the source: gradients that obey their own axioms, rollout that is a
+distribution, and a command line that speaks translate's --json language."""
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer import attribute
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.decoding import translate
+
+ROOT = Path(__file__).resolve().parents[2]
+SENTENCES = ["A dog runs across the grass.", "Two children are playing football on the beach."]
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    return load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def translations(bundled):
+    return [translate(bundled.model, bundled.source_tokenizer, bundled.target_tokenizer, text, beam_size=5,
+                      length_penalty=bundled.length_penalty) for text in SENTENCES]
+
+
+def test_integrated_gradients_with_64_steps_add_up_to_the_change_in_log_probability(bundled, translations):
+    gaps = torch.cat([attribute.integrated_gradients(bundled.model, t, steps=64).completeness_gap
+                      for t in translations])
+    assert gaps.median() < 0.05, gaps
+
+
+def test_integrated_gradients_point_each_noun_at_its_english_noun(bundled, translations):
+    dog = translations[0]
+    scores = attribute.integrated_gradients(bundled.model, dog, steps=32).scores
+    assert scores.shape == (dog.num_steps, len(dog.source_ids))
+    for german, english in (("▁Hund", "▁dog"), ("▁Gras", "▁grass"), ("▁rennt", "▁runs")):
+        row = dog.predicted_pieces.index(german)
+        assert dog.source_pieces[int(scores[row].argmax())] == english
+
+
+def test_gradient_times_input_sums_to_the_directional_derivative_along_the_input(bundled, translations):
+    model = copy.deepcopy(bundled.model).double()  # float64, so a finite difference is exact enough to compare
+    dog = translations[0]
+    scores = attribute.gradient_x_input(model, dog).scores
+    embeddings = attribute._source_embeddings(model, dog)
+    epsilon = 1e-5
+    with torch.no_grad():
+        ends = attribute._target_log_probs(model, dog, torch.cat([(1 + epsilon) * embeddings,
+                                                                  (1 - epsilon) * embeddings]))
+    derivative = (ends[0] - ends[1]) / (2 * epsilon)
+    torch.testing.assert_close(scores.sum(-1), derivative, atol=1e-6, rtol=1e-4)
+
+
+def test_rollout_rows_are_distributions_over_the_source(translations):
+    for t in translations:
+        rolled = attribute.rollout(t).scores
+        assert rolled.shape == (t.num_steps, len(t.source_ids))
+        assert (rolled >= 0).all()
+        torch.testing.assert_close(rolled.sum(-1), torch.ones(t.num_steps))
+        encoder = attribute.encoder_rollout(t)
+        torch.testing.assert_close(encoder.sum(-1), torch.ones(len(t.source_ids)))
+
+
+def test_rollout_of_one_layer_is_half_attention_half_identity():
+    attention = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+    torch.testing.assert_close(attribute._with_residual(attention), torch.tensor([[0.5, 0.5], [0.5, 0.5]]))
+
+
+def test_agreement_counts_matching_favourites_and_correlates_ranks():
+    attention = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
+    assert attribute.agreement(attention, attention) == (1.0, pytest.approx(1.0))
+    reversed_ranks = torch.tensor([[0.1, 0.2, 0.7], [0.6, 0.3, 0.1]])
+    top, correlation = attribute.agreement(attention, reversed_ranks)
+    assert top == 0.0 and correlation == pytest.approx(-1.0)
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "transformer.attribute", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_the_command_line_prints_attributions_with_translates_tokens():
+    done = run_cli(SENTENCES[0], "--method", "integrated_gradients", "--steps", "16", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    full = json.loads(subprocess.run([sys.executable, "-m", "transformer.translate", "--json", SENTENCES[0]],
+                                     cwd=ROOT, capture_output=True, text=True, timeout=300).stdout.splitlines()[-1])
+    assert report["translation"] == full["translation"]
+    assert report["source_tokens"] == full["source_tokens"] and report["target_tokens"] == full["target_tokens"]
+    assert len(report["attribution"]) == len(report["target_tokens"]) == len(report["completeness_gap"])
+    assert all(len(row) == len(report["source_tokens"]) for row in report["attribution"])
+    rolled = json.loads(run_cli(SENTENCES[0], "--method", "rollout", "--json").stdout.splitlines()[-1])
+    assert "completeness_gap" not in rolled
+    assert all(min(row) >= 0 and sum(row) == pytest.approx(1, abs=1e-4) for row in rolled["attribution"])
+
+
+@pytest.mark.parametrize("args, message", [(["--method", "saliency"], "invalid choice"),
+                                           (["--steps", "0"], "at least 1"), ([""], "empty")])
+def test_command_line_mistakes_are_one_line_errors(args, message):
+    done = run_cli(*(args if args == [""] else [SENTENCES[0], *args]))
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
