@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import torch
 
 from .checkpoint import Checkpoint
-from .decoding import Translation, forced_decode, greedy_search
+from .decoding import Translation, encode_source, forced_decode, greedy_search, pad_batch
 from .errors import InputError
+from .metrics import corpus_scores
 from .model import HeadMask
 from .tokenizer import BOS_ID
 
@@ -206,3 +207,55 @@ def shuffled_source(checkpoint: Checkpoint, text: str, seed: int = 0, beam_size:
     return Comparison(before, after, f"source words shuffled: “{shuffled}”", rescored)
 
 
+
+
+@dataclass
+class PruningCurve:
+    """Quality as heads of one attention type are switched off one by one, in ``order`` (head labels).
+
+    ``chrf[k]`` scores the translations with the first k heads off against the unpruned model's own translations
+    (agreement, so it needs no references); ``bleu[k]`` against references when they were given.
+    """
+
+    kind: str
+    order: list[str]
+    chrf: list[float]
+    bleu: list[float] | None = None
+
+
+def translate_with_mask(checkpoint: Checkpoint, sentences: list[str], mask: HeadMask | None) -> list[str]:
+    """Greedy translations of ``sentences`` in one batch, with ``mask`` on every row."""
+    model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
+    sources = [encode_source(model, src_tok, sentence)[0] for sentence in sentences]
+    rows = greedy_search(model, pad_batch(sources, model.config.pad_id, model.device), head_mask=mask)
+    return [tgt_tok.decode(row) for row in rows]
+
+
+def pruning_order(checkpoint: Checkpoint, kind: str, importance: dict[str, torch.Tensor] | None = None,
+                  seed: int | None = None) -> list[str]:
+    """The heads of ``kind``, least important first (as Michel et al. prune), or shuffled with ``seed``."""
+    layers, heads = head_count(checkpoint)[kind]
+    labels = [head_label(layer, head) for layer in range(layers) for head in range(heads)]
+    if importance is None:
+        random.Random(seed).shuffle(labels)
+        return labels
+    return sorted(labels, key=lambda label: float(importance[kind][parse_head_label(label)]))
+
+
+def pruning_curve(checkpoint: Checkpoint, sentences: list[str], kind: str, order: list[str],
+                  references: list[str] | None = None, on_step=None) -> PruningCurve:
+    """Switch the heads of ``order`` off one more at a time and score each set of translations.
+
+    ``on_step(done, total)`` is called after each point; raising from it stops the curve there.
+    """
+    unpruned = translate_with_mask(checkpoint, sentences, None)
+    chrf, bleu = [], [] if references is not None else None
+    for removed in range(len(order) + 1):
+        mask = make_head_mask(checkpoint, {kind: order[:removed]})
+        outputs = unpruned if mask is None else translate_with_mask(checkpoint, sentences, mask)
+        chrf.append(corpus_scores(outputs, unpruned)["chrf"])
+        if references is not None:
+            bleu.append(corpus_scores(outputs, references)["bleu"])
+        if on_step is not None:
+            on_step(removed + 1, len(order) + 1)
+    return PruningCurve(kind, list(order), chrf, bleu)

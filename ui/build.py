@@ -9,7 +9,7 @@ import gradio as gr
 from . import api, header
 from .page import Page
 from .services import Services
-from .tabs import analysis, experiments, inside, model, positions, train, translate
+from .tabs import analysis, experiments, explain, inside, model, positions, train, translate
 
 # Keyboard users must see where they are: Gradio's sliders and radio buttons show no focus mark of their own.
 FOCUS_CSS = """
@@ -41,6 +41,8 @@ def build_app(services: Services | None = None, default_model: str | None = None
                 inside.layout(page, checkpoint)
             with gr.Tab("Experiments", id="experiments"):
                 experiments.layout(page, checkpoint)
+            with gr.Tab("Attention vs evidence", id="explain"):
+                explain.layout(page, checkpoint)
             with gr.Tab("Analysis", id="analysis"):
                 analysis.layout(page, checkpoint)
             with gr.Tab("Positional encoding", id="positions"):
@@ -51,11 +53,12 @@ def build_app(services: Services | None = None, default_model: str | None = None
                 train.layout(page)
         page.add(tabs=tabs)
 
-        for tab in (translate, inside, experiments, analysis, positions, model, train):
+        for tab in (translate, inside, experiments, explain, analysis, positions, model, train):
             tab.declare(page)
         translate.wire(page)
         inside.wire(page, inside_tab)
         experiments.wire(page)
+        explain.wire(page)
         analysis.wire(page)
         positions.wire(page, demo)
         model.wire(page)

@@ -89,10 +89,12 @@ def _hover_text(matrix: list[list[float]], query_labels: Sequence[str], key_labe
 
 def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str = "Attention",
                       query_title: str = "query", key_title: str = "key", rows_are_steps: bool = False,
-                      subtitle: str = "", value_name: str = "weight", largest: float = 1.0) -> go.Figure:
+                      subtitle: str = "", value_name: str = "weight", largest: float = 1.0,
+                      signed: bool = False) -> go.Figure:
     """One attention map (queries x keys) as a heatmap; rows are queries, columns keys.
 
-    ``value_name`` and ``largest`` (the top of the colour scale) for maps of other quantities than weights.
+    ``value_name`` and ``largest`` (the top of the colour scale) for maps of other quantities than weights;
+    ``signed`` for values either side of 0 (blue below, red above, white at 0).
 
     ``rows_are_steps``: row i is what decoding step i + 1 produced (decoder self- and cross-attention).
     ``subtitle`` (which layer and head) leads the smaller second title line, which also names the columns: an
@@ -103,8 +105,8 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
         raise ValueError(f"attention of shape {len(matrix)}x{len(matrix[0]) if matrix else 0} does not match "
                          f"{len(query_labels)} query and {len(key_labels)} key labels")
     fig = go.Figure(go.Heatmap(
-        z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=largest,
-        colorscale=ATTENTION_COLORSCALE,
+        z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))),
+        zmin=-largest if signed else 0, zmax=largest, colorscale="RdBu_r" if signed else ATTENTION_COLORSCALE,
         text=_hover_text(matrix, query_labels, key_labels, rows_are_steps, value_name),
         hovertemplate="%{text}<extra></extra>", colorbar=dict(title=value_name, thickness=12)))
     fig.update_xaxes(side="top", tickangle=_slanted(key_labels), automargin=False, **_ticks(key_labels))
@@ -442,7 +444,22 @@ def logit_lens_heatmap(chosen_probabilities, favourites: Sequence[Sequence[str]]
         z=matrix, x=list(range(len(produced))), y=list(range(len(layers))), zmin=0, zmax=1,
         colorscale="Greens", text=text, texttemplate="%{text}", textfont=dict(size=11),
         customdata=[[f"step {j + 1}: finally {escape(piece)}" for j, piece in enumerate(produced)] for _ in layers],
-        hovertemplate="%{customdata}<br>p = %{z:.3f} here; this layer's favourite: %{text}<extra></extra>", colorbar=dict(title="p(chosen)", thickness=12)))
+        hovertemplate="%{customdata}<br>p = %{z:.3f} here; this layer's favourite: %{text}<extra></extra>",
+        colorbar=dict(title="p(chosen)", thickness=12)))
     fig.update_xaxes(title="step (the token finally chosen)", tickangle=_slanted(produced), **_ticks(produced))
     fig.update_yaxes(**_ticks(layers))
     return _layout(fig, "Logit lens: at which layer does each word win?", height=220 + 40 * len(layers))
+
+
+def pruning_curves(series: dict[str, tuple[Sequence[float], Sequence[str]]], title: str) -> go.Figure:
+    """chrF against heads switched off, one line per order: {label: (scores from 0 heads off, heads in order)}."""
+    fig = go.Figure()
+    for label, (scores, order) in series.items():
+        fig.add_trace(go.Scatter(x=list(range(len(scores))), y=list(scores), mode="lines+markers", name=label,
+                                 customdata=["none"] + _escaped(order),
+                                 hovertemplate="%{x} heads off (the last: %{customdata}): chrF %{y:.1f}"
+                                               "<extra></extra>"))
+    fig.update_xaxes(title="heads switched off", dtick=1)
+    fig.update_yaxes(title="chrF against the unpruned translations", range=[0, 102])
+    fig.update_layout(legend=dict(orientation="h", y=-0.25))
+    return _layout(fig, title, height=420)

@@ -1,9 +1,10 @@
 """The page: every component by name, the events that run handlers, and what the tabs declare to each other.
 
 A handler is a module-level function of plain values. Its parameters name the components it reads (a first
-parameter ``services`` gets the app's ``Services``; ``gr.Request`` and ``gr.SelectData`` parameters are filled
-by Gradio), and it returns a dict from component names to new values: components it leaves out stay as they
-are. So a handler is tested by calling it, and no list of outputs has to match a tuple in another file.
+parameter ``services`` gets the app's ``Services``; ``gr.Request`` and ``gr.SelectData`` parameters, and one
+whose default is ``gr.Progress()``, are filled by Gradio), and it returns a dict from component names to new
+values: components it leaves out stay as they are. So a handler is tested by calling it, and no list of outputs
+has to match a tuple in another file.
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ class Page:
         """The components a handler reads: its parameters, less ``services`` and those Gradio fills itself."""
         hints = typing.get_type_hints(fn)
         return [self.components[p.name] for p in inspect.signature(fn).parameters.values()
-                if p.name != "services" and hints.get(p.name) not in SPECIAL_PARAMETERS]
+                if p.name != "services" and hints.get(p.name) not in SPECIAL_PARAMETERS
+                and not isinstance(p.default, gr.Progress)]  # Gradio fills a progress tracker itself
 
     def on(self, triggers, fn: Callable, outputs: Iterable[str], *, keep_on_input_problem: bool = False,
            api_name: str | None = None, **options):

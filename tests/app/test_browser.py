@@ -267,3 +267,23 @@ def test_look_inside_a_step_and_work_equation_1_on_the_blackboard(app_url, brows
     assert page.get_by_text("3. Softmax of each row").is_visible()
     assert not errors
     page.close()
+
+
+def test_put_evidence_beside_attention_and_open_a_head_from_the_agreement_table(app_url, browser):
+    url, model = app_url
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(url)
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page.get_by_role("tab", name="Attention vs evidence").click()
+    page.get_by_role("button", name="Attribute the last translation").click()
+    page.wait_for_selector("#explain-attribution .js-plotly-plot", timeout=60_000)
+    assert "Completeness" in page.locator("#explain-summary").inner_text()
+    assert plot_title(page, "explain-attention").startswith("Cross-attention")
+    page.locator("#explain-agreement").get_by_text("L1H2", exact=True).click()
+    page.wait_for_function("() => document.querySelector('#explain-attention .gtitle') && "
+                           "document.querySelector('#explain-attention .gtitle').parentNode.textContent"
+                           ".includes('layer 1, head 2')", timeout=30_000)
+    assert not errors
+    page.close()

@@ -55,7 +55,8 @@ MEASURES = ("what each key adds (‖α v W_O‖)", "attention weights")
 
 
 def comparison_attention(comparison: interventions.Comparison, kind: str, layer: int, head: int | None,
-                         measure: str = MEASURES[0], checkpoint: Checkpoint | None = None) -> tuple[go.Figure, go.Figure]:
+                         measure: str = MEASURES[0],
+                         checkpoint: Checkpoint | None = None) -> tuple[go.Figure, go.Figure]:
     """The same map (kind, 1-based layer, head or None for all heads) of both runs: what each key adds, on one
     scale for both, or the weights. A switched-off head keeps crisp weights while adding nothing, so the
     weights alone would say it still works."""
