@@ -125,3 +125,9 @@ def test_multi30k_validation_sentences_come_with_their_references(app_services):
     sentences, references = explain_tab.pruning_sentences(app_services.registry.get("multi30k-en-de"),
                                                           explain_tab.VALIDATION)
     assert len(sentences) == len(references) == explain_tab.VALIDATION_SENTENCES
+
+
+def test_rollout_inside_the_encoder_is_drawn_beside_with_rows_that_sum_to_one(attributed, translation):
+    shares = np.asarray(attributed["explain_encoder_rollout"].data[0].z)
+    assert shares.shape == (len(translation.source_ids),) * 2
+    np.testing.assert_allclose(shares.sum(1), 1.0, atol=1e-5)

@@ -45,10 +45,13 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     explain_agreement = gr.Dataframe(label="Agreement with the evidence, best first", interactive=False,
                                      elem_id="explain-agreement")
     explain_sample_button = gr.Button("Agreement over the sample sentences")
+    with gr.Accordion("Rollout inside the encoder", open=False):
+        gr.Markdown(explain.NOTES["encoder_rollout"])
+        explain_encoder_rollout = gr.Plot(label="Encoder rollout", elem_id="explain-encoder-rollout")
     page.add(explain_method=explain_method, explain_steps=explain_steps, explain_button=explain_button,
              explain_summary=explain_summary, explain_attribution=explain_attribution, explain_layer=explain_layer,
              explain_head=explain_head, explain_attention=explain_attention, explain_agreement=explain_agreement,
-             explain_sample_button=explain_sample_button)
+             explain_sample_button=explain_sample_button, explain_encoder_rollout=explain_encoder_rollout)
     with gr.Accordion("Pruning: how many heads does the translation need?", open=False):
         gr.Markdown(explain.NOTES["pruning"])
         with gr.Row():
@@ -71,6 +74,7 @@ def on_attribute(services: Services, model, translation_state, explain_method, e
     view = explain.attribution_view(checkpoint, translation_state, explain_method, explain_steps)
     head = chosen_head(explain_head, checkpoint.model.config.n_heads)
     return {"explain_summary": view.summary, "explain_attribution": view.figure,
+            "explain_encoder_rollout": explain.encoder_rollout_figure(translation_state),
             "explain_attention": explain.attention_beside(translation_state, explain_layer, head),
             "explain_agreement": explain.agreement_table(explain.agreement_rows(translation_state,
                                                                                 view.attribution.scores))}
@@ -136,7 +140,8 @@ def on_prune(services: Services, model, prune_kind, prune_data, progress=gr.Prog
 
 def after_translation(translation: Translation) -> dict:
     return {"explain_summary": "Press **Attribute the last translation** to put evidence beside its attention.",
-            "explain_attribution": None, "explain_attention": None, "explain_agreement": None}
+            "explain_attribution": None, "explain_attention": None, "explain_agreement": None,
+            "explain_encoder_rollout": None}
 
 
 def after_model_change(checkpoint: Checkpoint) -> dict:
@@ -148,7 +153,7 @@ def after_model_change(checkpoint: Checkpoint) -> dict:
 
 def declare(page: Page) -> None:
     page.when_translated(after_translation, ("explain_summary", "explain_attribution", "explain_attention",
-                                             "explain_agreement"))
+                                             "explain_agreement", "explain_encoder_rollout"))
     page.when_model_changes(after_model_change, ("explain_layer", "explain_head", "prune_plot", "prune_summary"))
 
 
@@ -156,7 +161,8 @@ def wire(page: Page) -> None:
     c = page.components
     page.sentence_work += [
         page.on(c["explain_button"].click, on_attribute, ("explain_summary", "explain_attribution",
-                                                          "explain_attention", "explain_agreement"),
+                                                          "explain_attention", "explain_agreement",
+                                                          "explain_encoder_rollout"),
                 keep_on_input_problem=True),
         page.on(c["explain_sample_button"].click, on_sample_agreement, ("explain_agreement", "explain_summary"),
                 keep_on_input_problem=True)]

@@ -32,6 +32,10 @@ NOTES = {
     "agreement": "For each head, and for rollout: how often its most-attended source word is the most-attributed "
                  "one (top-1), and how well it orders the source words as the attribution does (Spearman's rank "
                  "correlation, mean over output tokens). Click a row to see that head beside the attribution.",
+    "encoder_rollout": "Each encoder output position (row) as a mix of the source words it was built from (columns): "
+                       "the encoder's self-attention of every layer, each counted half with the residual connection, "
+                       "multiplied through the layers. Rows sum to 1. A wide row: that position's vector carries "
+                       "much of the sentence, not just its own word.",
     "pruning": "Heads switched off one at a time, least important first (the head ranking of the Experiments tab, "
                "over the sample sentences), and in a random order for comparison. The score is chrF of the pruned "
                "model's translations against the unpruned model's own, so it needs no references. Michel et al. "
@@ -81,6 +85,14 @@ def attention_beside(translation: Translation | None, layer, head: int | None) -
     translation = require(translation)
     layers = translation.cross_attention.shape[0]
     return map_figure(translation, "cross", clamp(layer, 1, layers), head, "Cross-attention")
+
+
+def encoder_rollout_figure(translation: Translation | None) -> go.Figure:
+    translation = require(translation)
+    pieces = translation.source_pieces
+    return figures.attention_heatmap(attribute.encoder_rollout(translation), pieces, pieces, "Encoder rollout",
+                                     "encoder output", "source word", subtitle="every layer, residual counted",
+                                     value_name="share")
 
 
 def agreement_rows(translation: Translation, scores: torch.Tensor) -> list[dict]:
