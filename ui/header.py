@@ -28,7 +28,8 @@ describe a scene best; greetings, questions or news are far from anything it has
 def layout(page: Page, names: list[str], default_model: str) -> None:
     gr.Markdown(INTRO)
     with gr.Row():
-        model = gr.Dropdown(names, value=default_model, label="Model", scale=2,
+        # Custom values: an API client may name a model trained after it connected; the registry checks every name.
+        model = gr.Dropdown(names, value=default_model, label="Model", scale=2, allow_custom_value=True,
                             info="Bundled checkpoints and those trained in this app")
         model_status = gr.Markdown(elem_id="model-status")
     # The last text typed for each kind of model: {"digits"|"text": text}.

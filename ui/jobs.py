@@ -25,6 +25,8 @@ from transformer.config import preset
 from transformer.model import Transformer
 from transformer.train import TrainConfig, Trainer
 
+from .views.choices import clamp, finite
+
 log = logging.getLogger(__name__)
 
 DEFAULT_RUNS_DIR = Path(__file__).resolve().parents[1] / "runs"
@@ -146,8 +148,8 @@ class JobManager:
             raise JobError(f"Training is turned off on this server ({DISABLE_VARIABLE} is set).")
         if request.preset not in APP_PRESETS:
             raise JobError(f"choose a model size among {', '.join(APP_PRESETS)}")
-        request.steps = max(10, min(MAX_STEPS, int(request.steps)))
-        request.minutes = max(0.2, min(MAX_MINUTES, float(request.minutes)))
+        request.steps = clamp(request.steps, 10, MAX_STEPS, "number of updates")
+        request.minutes = max(0.2, min(MAX_MINUTES, finite(request.minutes, "time limit in minutes")))
         with self._lock:  # held while the request is checked, so two starts can never both pass
             if self.busy():
                 raise JobError(f"A training job ({self._job.name}) is already running on this server; "

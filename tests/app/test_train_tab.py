@@ -1,6 +1,7 @@
 """The Train tab: a student starts a job, watches it stream, stops it, and translates with the result."""
 
 import json
+import shutil
 import time
 
 import pytest
@@ -11,6 +12,7 @@ from ui import jobs
 from ui.build import build_app, close_app
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.data import DataError
+from transformer.errors import InputError
 
 from helpers import QuickTrainer, free_port
 from ui import services
@@ -183,3 +185,23 @@ def test_time_left_is_the_sooner_of_the_remaining_updates_and_the_time_limit_on_
     assert left(100, 5) == pytest.approx(15.0), "300 more updates at 20 per second"
     assert left(100, 40) == pytest.approx(20.0), "the time limit comes first"
     assert left(100, 90) == 0.0
+
+
+@pytest.mark.parametrize("field, message", [("steps", "number of updates must be a finite number"),
+                                            ("minutes", "time limit in minutes must be a finite number")])
+def test_a_job_asked_for_nan_updates_or_minutes_is_refused_with_a_message(tmp_path, field, message):
+    manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
+    request = jobs.JobRequest(data="reverse", steps=40, minutes=1)
+    setattr(request, field, float("nan"))
+    with pytest.raises(InputError, match=message):
+        manager.start(request, owner="student")
+    assert manager.current is None, "nothing started"
+
+
+def test_a_client_can_use_a_model_trained_after_it_connected(served):
+    client, manager = served
+    shutil.copytree(REPOSITORY_CHECKPOINTS / "reverse-tiny", manager.published_dir / "reverse-later")
+    translation = client.predict("reverse-later", "1 2 3", "greedy", 2, 20, api_name="/translate")[0]
+    assert translation == "3 2 1", "no /models call needed first"
+    with pytest.raises(AppError, match="no checkpoint named 'nonexistent'"):
+        client.predict("nonexistent", "1 2 3", "greedy", 2, 20, api_name="/translate")

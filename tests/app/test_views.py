@@ -53,6 +53,22 @@ def test_empty_input_gets_a_clear_message(typed):
         text.clean_text(typed)
 
 
+@pytest.mark.parametrize("typed", ["\u200b", "\ufeff", "\ufffd", " \u200b\u200d \ufffd "])
+def test_text_of_only_invisible_characters_is_refused_not_translated(typed):
+    with pytest.raises(errors.InputError, match="only invisible"):
+        text.clean_text(typed)
+
+
+def test_a_huge_input_is_cut_before_any_other_work(monkeypatch):
+    looked_at = []
+    category = text.unicodedata.category
+    monkeypatch.setattr(text.unicodedata, "category", lambda ch: looked_at.append(ch) or category(ch))
+    cleaned, notes = text.clean_text("a " * 5_000_000)  # 10 MB
+    assert len(cleaned) <= text.MAX_INPUT_CHARS
+    assert notes == [f"The input was cut to its first {text.MAX_INPUT_CHARS} characters."]
+    assert len(looked_at) <= 2 * text.MAX_RAW_CHARS, "only the first few thousand characters are looked at"
+
+
 def test_control_characters_are_replaced_and_noted():
     cleaned, notes = text.clean_text("3 1\x00 4\x07")
     assert cleaned == "3 1 4" and notes
@@ -428,3 +444,13 @@ def test_translations_and_experiments_use_the_length_penalty_the_model_was_score
                            interventions.ablate_heads(scored, sentence, {"cross": ["L1H1"]}, **decoding)):
             assert comparison.before.text == shown[alpha]
     assert shown[1.0] != shown[3.0], "a sentence on which the length penalty matters"
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), "many"])
+def test_a_number_that_is_not_one_gets_a_message_naming_the_field(reverse, number):
+    with pytest.raises(errors.InputError, match="beam size must be a"):
+        translate_views.run_translation(reverse, "1 2 3", "beam", number)
+    with pytest.raises(errors.InputError, match="maximum number of target tokens must be a"):
+        translate_views.run_translation(reverse, "1 2 3", "greedy", 4, number)
+    with pytest.raises(errors.InputError, match="must be a"):
+        choices.clamp(number, 1, 4)

@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+import math
+
+from transformer.errors import InputError
+
 ATTENTION_KINDS = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention",
                    "cross": "Cross-attention (decoder → encoder)"}
 VIEWS = ("one head", "all heads of the layer", "model view: every layer and head")
 MEAN_OF_HEADS = "mean of heads"
 
 
-def clamp(value, low: int, high: int) -> int:
+def finite(value, name: str = "value") -> float:
+    """``value`` as a finite number; an InputError naming ``name`` for anything else (an API client can send
+    NaN or infinity as raw JSON, where no slider would)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"The {name} must be a number, not {str(value)[:40]!r}.") from None
+    if not math.isfinite(number):
+        raise InputError(f"The {name} must be a finite number, not {number}.")
+    return number
+
+
+def clamp(value, low: int, high: int, name: str = "value") -> int:
     """``value`` as a whole number within [low, high]: a typed or shared number past the ends means the end."""
-    return max(low, min(high, int(value)))
+    return max(low, min(high, int(finite(value, name))))
 
 
 def kind_key(label: str) -> str:

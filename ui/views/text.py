@@ -13,6 +13,11 @@ from transformer.checkpoint import Checkpoint
 from transformer.errors import InputError
 
 MAX_INPUT_CHARS = 1000
+# Text past this is dropped before any other work: normalising 100 MB of text costs a worker half a minute.
+MAX_RAW_CHARS = 4 * MAX_INPUT_CHARS
+# Characters that show nothing: zero-width spaces and joiners, byte-order marks, word joiners; and U+FFFD, which
+# stands for a character that was lost. Text of nothing but these has nothing to translate.
+INVISIBLE = dict.fromkeys([0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD])
 DIRECTION_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])  # LRE..RLO, LRI..PDI
 
 
@@ -20,6 +25,9 @@ def clean_text(text: str | None, limit: int = MAX_INPUT_CHARS) -> tuple[str, lis
     """Text fit to translate, and notes about what was changed. Raises InputError for nothing to translate."""
     notes = []
     text = text if isinstance(text, str) else ""
+    if len(text) > MAX_RAW_CHARS:
+        text = text[:MAX_RAW_CHARS]
+        notes.append(f"The input was cut to its first {limit} characters.")
     # Unpaired surrogates (JSON allows "\ud800") are not text: UTF-8 cannot encode them, and the tokenizer fails.
     if any(unicodedata.category(ch) == "Cs" for ch in text):
         text = "".join("\ufffd" if unicodedata.category(ch) == "Cs" else ch for ch in text)
@@ -36,9 +44,13 @@ def clean_text(text: str | None, limit: int = MAX_INPUT_CHARS) -> tuple[str, lis
         notes.append("Text-direction control characters were removed.")
     if not cleaned:
         raise InputError("Type a sentence to translate first (the text box is empty).")
+    if not cleaned.translate(INVISIBLE).replace("\ufffd", "").strip():
+        raise InputError("The text holds only invisible or unreadable characters (such as zero-width spaces or "
+                         "\ufffd); type a sentence to translate.")
     if len(cleaned) > limit:
         cleaned = cleaned[:limit]
-        notes.append(f"The input was cut to its first {limit} characters.")
+        if not any(note.startswith("The input was cut") for note in notes):
+            notes.append(f"The input was cut to its first {limit} characters.")
     return cleaned, notes
 
 
