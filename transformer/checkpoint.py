@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 from safetensors.torch import save as safetensors_bytes
 
@@ -80,13 +81,13 @@ def default_device() -> torch.device:
 
 
 def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The state dict without aliases (a shared embedding is stored once)."""
-    seen, unique = set(), {}
-    for name, tensor in model.state_dict().items():
-        key = (tensor.data_ptr(), tensor.shape, tensor.dtype)
-        if key not in seen:
-            seen.add(key)
-            unique[name] = tensor
+    """The state dict without aliases (a shared embedding is stored once). Aliases are the same parameter object,
+    which also holds for a model built on the meta device, where every tensor has the same (null) address."""
+    state, seen, unique = model.state_dict(), set(), {}
+    for name, variable in model.state_dict(keep_vars=True).items():
+        if id(variable) not in seen:
+            seen.add(id(variable))
+            unique[name] = state[name]
     return unique
 
 
@@ -125,23 +126,69 @@ def _refuse_pickle(directory: Path) -> None:
                               "loaded, because unpickling a file can run arbitrary code")
 
 
-def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+
+
+def _weight_files(directory: Path) -> list[Path]:
+    """The safetensors files of a checkpoint (one, or the shards its index names)."""
     index_path = directory / WEIGHTS_INDEX
-    try:
-        if index_path.is_file():
+    if index_path.is_file():
+        try:
             weight_map = json.loads(index_path.read_text())["weight_map"]
-            tensors = {}
-            for filename in sorted(set(weight_map.values())):
-                tensors.update(load_file(str(directory / Path(filename).name)))
-            return tensors
-        if not (directory / WEIGHTS).is_file():
-            _refuse_pickle(directory)
-            raise CheckpointError(f"no {WEIGHTS} in {directory}")
-        return load_file(str(directory / WEIGHTS))
-    except CheckpointError:
-        raise
+            return [directory / Path(name).name for name in sorted(set(weight_map.values()))]
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
+            raise CheckpointError(f"{index_path} is not a valid shard index ({error})") from None
+    if not (directory / WEIGHTS).is_file():
+        _refuse_pickle(directory)
+        raise CheckpointError(f"no {WEIGHTS} in {directory}")
+    return [directory / WEIGHTS]
+
+
+def stored_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
+    """The name and shape of every stored tensor, read from the safetensors headers alone (nothing allocated)."""
+    shapes = {}
+    for path in _weight_files(directory):
+        try:
+            with path.open("rb") as file:
+                if file.read(len(LFS_POINTER)) == LFS_POINTER:
+                    raise CheckpointError(f"{path.name} in {directory} is a Git LFS pointer, not the weights: "
+                                          "fetch them with `git lfs pull`")
+            with safe_open(str(path), "pt") as stored:
+                shapes.update({name: tuple(stored.get_slice(name).get_shape()) for name in stored.keys()})
+        except CheckpointError:
+            raise
+        except (SafetensorError, OSError, ValueError) as error:
+            raise CheckpointError(f"weights in {directory} are unreadable or truncated ({error})") from None
+    return shapes
+
+
+def check_shapes(model_config: ModelConfig, shapes: dict[str, tuple[int, ...]], origin: Path | str) -> None:
+    """Refuse weights that do not fit the config before the model is built: a config.json that claims huge
+    sizes would otherwise allocate them first."""
+    with torch.device("meta"):
+        expected = {name: tuple(t.shape) for name, t in unique_state_dict(Transformer(model_config)).items()}
+    _compare(expected, shapes, origin)
+
+
+def _compare(expected: dict[str, tuple[int, ...]], stored: dict[str, tuple[int, ...]], origin) -> None:
+    missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
+    if missing or unexpected:
+        raise CheckpointError(f"weights in {origin} do not match config.json: missing {missing[:5]}, "
+                              f"unexpected {unexpected[:5]}")
+    for name, shape in expected.items():
+        if tuple(stored[name]) != shape:
+            raise CheckpointError(f"weights in {origin} do not match config.json: {name} has shape "
+                                  f"{tuple(stored[name])}, expected {shape}")
+
+
+def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
+    tensors = {}
+    try:
+        for path in _weight_files(directory):
+            tensors.update(load_file(str(path)))
     except (SafetensorError, OSError, ValueError, KeyError) as error:
         raise CheckpointError(f"weights in {directory} are unreadable or truncated ({error})") from None
+    return tensors
 
 
 def write_directory_atomically(destination: Path, write) -> None:
@@ -290,31 +337,47 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
         if tokenizer.vocab_size != size:
             raise CheckpointError(f"{side} tokenizer of {directory} has {tokenizer.vocab_size} pieces "
                                   f"but the model expects {size}")
+    check_shapes(model_config, stored_shapes(directory), directory)
     model = Transformer(model_config)
     load_weights(model, _read_weights(directory), directory)
     model.to(device or default_device()).eval()
-    card_path, metrics_path = directory / "README.md", directory / "metrics.json"
-    card = card_path.read_text() if card_path.is_file() else ""
-    try:
-        metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
-    except json.JSONDecodeError:
-        metrics = {}
+    card_path = directory / "README.md"
+    card = card_path.read_text(encoding="utf-8", errors="replace") if card_path.is_file() else ""
     info = {k: v for k, v in config.items() if k not in ("model", "source_tokenizer", "target_tokenizer")}
-    return Checkpoint(model, source_tokenizer, target_tokenizer, directory, info, card, metrics)
+    if not isinstance(info.get("training", {}), dict):
+        log.warning("%s: config.json's \"training\" is not an object; ignored", directory.name)
+        info["training"] = {}
+    return Checkpoint(model, source_tokenizer, target_tokenizer, directory, info, card,
+                      read_metrics(directory / "metrics.json"))
+
+
+def read_metrics(path: Path) -> dict:
+    """metrics.json as a dict, its length penalty a finite number; anything else is ignored with a warning (the
+    scores are shown, never needed to translate)."""
+    try:
+        metrics = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError):
+        metrics = None
+    if not isinstance(metrics, dict):
+        log.warning("%s is not a JSON object of scores; ignored", path)
+        return {}
+    if "length_penalty" in metrics:
+        try:
+            penalty = float(metrics["length_penalty"])
+        except (TypeError, ValueError):
+            penalty = math.nan
+        if not math.isfinite(penalty):
+            log.warning("%s: length_penalty %r is not a number; 1.0 is used", path, metrics["length_penalty"])
+            metrics = {k: v for k, v in metrics.items() if k != "length_penalty"}
+    return metrics
 
 
 def load_weights(model: Transformer, tensors: dict[str, torch.Tensor], origin: Path | str = "weights") -> None:
     """Copy stored tensors into ``model``, refusing anything that does not fit it exactly."""
     expected = unique_state_dict(model)
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(model.state_dict()))
-    if missing or unexpected:
-        raise CheckpointError(f"weights in {origin} do not match config.json: missing {missing[:5]}, "
-                              f"unexpected {unexpected[:5]}")
-    for name, tensor in expected.items():
-        if tensors[name].shape != tensor.shape:
-            raise CheckpointError(f"weights in {origin} do not match config.json: {name} has shape "
-                                  f"{tuple(tensors[name].shape)}, expected {tuple(tensor.shape)}")
+    stored = {name: tuple(tensor.shape) for name, tensor in tensors.items()
+              if name in expected or name not in model.state_dict()}  # a tied weight's alias is no surprise
+    _compare({name: tuple(tensor.shape) for name, tensor in expected.items()}, stored, origin)
     with torch.no_grad():
         for name, tensor in expected.items():
             tensor.copy_(tensors[name])

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import gradio as gr
+
+from transformer.checkpoint import Checkpoint, CheckpointError
 
 from . import api, header
 from .page import Page
@@ -18,6 +21,7 @@ label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus
     outline: 3px solid #ff7f0e; outline-offset: 2px;
 }
 """
+log = logging.getLogger(__name__)
 QUEUE_SIZE = 64
 EXPORTS_KEPT_S = (3600, 86400)  # Gradio's cache of files handed to browsers: checked hourly, kept a day
 
@@ -26,14 +30,11 @@ def build_app(services: Services | None = None, default_model: str | None = None
               queue_size: int = QUEUE_SIZE) -> gr.Blocks:
     services = services or Services.default()
     names = services.registry.names()
-    default_model = default_model if default_model in names else services.registry.default_name()
-    if default_model is None:
-        raise SystemExit(f"no checkpoints found under {', '.join(map(str, services.registry.roots))}")
-    checkpoint = services.registry.get(default_model)
+    default_model, checkpoint, broken = first_that_loads(services, default_model)
 
     with gr.Blocks(title="Transformer attention explorer", delete_cache=EXPORTS_KEPT_S) as demo:
         page = Page(services)
-        header.layout(page, names, default_model)
+        header.layout(page, names, default_model, broken)
         with gr.Tabs() as tabs:
             with gr.Tab("Translate", id="translate"):
                 translate.layout(page, checkpoint)
@@ -67,6 +68,24 @@ def build_app(services: Services | None = None, default_model: str | None = None
         api.wire(page)
     demo.queue(max_size=queue_size, default_concurrency_limit=2)
     return demo
+
+
+def first_that_loads(services: Services, preferred: str | None) -> tuple[str, Checkpoint, dict[str, str]]:
+    """The preferred model, else the usual default, else any listed one that loads, and why those tried before it
+    did not: one broken checkpoint (a truncated shard, weights still Git LFS pointers) must not keep the app from
+    starting. With none loadable, start-up ends with every reason."""
+    names = services.registry.names()
+    if not names:
+        raise SystemExit(f"no checkpoints found under {', '.join(map(str, services.registry.roots))}")
+    candidates = [name for name in (preferred, services.registry.default_name()) if name in names]
+    problems: dict[str, str] = {}
+    for name in dict.fromkeys(candidates + names):
+        try:
+            return name, services.registry.get(name), problems
+        except CheckpointError as error:
+            log.error("checkpoint %s does not load, so the app opens on another: %s", name, error)
+            problems[name] = str(error)
+    raise SystemExit("no checkpoint loads:\n" + "\n".join(f"{name}: {why}" for name, why in problems.items()))
 
 
 def close_app(demo: gr.Blocks) -> None:

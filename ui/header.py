@@ -25,8 +25,11 @@ The bundled English→German model learned from 29,000 image captions (Multi30K)
 describe a scene best; greetings, questions or news are far from anything it has read."""
 
 
-def layout(page: Page, names: list[str], default_model: str) -> None:
+def layout(page: Page, names: list[str], default_model: str, broken: dict[str, str] | None = None) -> None:
     gr.Markdown(INTRO)
+    if broken:
+        gr.Markdown("**Not loaded:** " + "; ".join(f"{as_html(name)} ({as_html(why)})" for name, why in broken.items()),
+                    elem_id="broken-models")
     with gr.Row():
         # Custom values: an API client may name a model trained after it connected; the registry checks every name.
         model = gr.Dropdown(names, value=default_model, label="Model", scale=2, allow_custom_value=True,

@@ -404,3 +404,23 @@ def test_gradio_server_name_wins_when_set(launched, monkeypatch):
     monkeypatch.setenv("GRADIO_SERVER_NAME", "0.0.0.0")  # as Hugging Face Spaces set it
     assert launched()["server_name"] == "0.0.0.0"
     assert launched("--host", "127.0.0.1")["server_name"] == "0.0.0.0"
+
+
+def test_a_broken_default_checkpoint_does_not_stop_the_app_from_starting(tmp_path):
+    for name in ("multi30k-en-de", "reverse-tiny"):
+        shutil.copytree(REPOSITORY_CHECKPOINTS / name, tmp_path / name)
+    for weights in (tmp_path / "multi30k-en-de").glob("*.safetensors"):  # its shards, as a Space may hold them
+        weights.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n")
+    demo = build_app(services.Services(services.ModelRegistry([tmp_path], device="cpu")))
+    config = demo.get_config_file()
+    notes = [c["props"].get("value") for c in config["components"] if c["props"].get("elem_id") == "broken-models"]
+    assert notes and "multi30k-en-de" in notes[0] and "Git LFS pointer" in notes[0]
+    dropdown = next(c for c in config["components"] if c["props"].get("label") == "Model")
+    assert dropdown["props"]["value"] == "reverse-tiny", "the app opens on a model that loads"
+
+
+def test_with_no_checkpoint_that_loads_start_up_ends_with_every_reason(tmp_path):
+    shutil.copytree(REPOSITORY_CHECKPOINTS / "reverse-tiny", tmp_path / "reverse-tiny")
+    (tmp_path / "reverse-tiny" / "model.safetensors").write_bytes(b"\0" * 10)
+    with pytest.raises(SystemExit, match="no checkpoint loads:\nreverse-tiny: weights in .* unreadable"):
+        build_app(services.Services(services.ModelRegistry([tmp_path], device="cpu")))

@@ -206,6 +206,50 @@ def test_config_that_does_not_match_the_weights_is_a_checkpoint_error(saved, fie
         load_checkpoint(directory, device="cpu")
 
 
+def edit_config(directory: Path, change) -> None:
+    config = json.loads((directory / "config.json").read_text())
+    change(config)
+    (directory / "config.json").write_text(json.dumps(config))
+
+
+def test_a_config_claiming_huge_sizes_is_refused_before_anything_is_allocated(saved):
+    _, directory = saved
+    # Terabytes of parameters: building the model first would fail with an allocation error, not this message.
+    edit_config(directory, lambda config: config["model"].update(d_model=2**20, d_ff=2**22, n_heads=8,
+                                                                 n_encoder_layers=12, n_decoder_layers=12))
+    with pytest.raises(CheckpointError, match="do not match config.json"):
+        load_checkpoint(directory, device="cpu")
+
+
+@pytest.mark.parametrize("field, value", [("n_heads", 0), ("d_model", -4), ("n_encoder_layers", 0),
+                                          ("d_ff", "wide"), ("max_len", 2.5)])
+def test_a_config_with_a_size_that_is_not_a_positive_whole_number_is_named(saved, field, value):
+    _, directory = saved
+    edit_config(directory, lambda config: config["model"].update({field: value}))
+    with pytest.raises(CheckpointError, match=f"{field} must be a positive whole number"):
+        load_checkpoint(directory, device="cpu")
+
+
+def test_weights_that_are_a_git_lfs_pointer_are_named_as_one(saved):
+    _, directory = saved
+    (directory / "model.safetensors").write_text("version https://git-lfs.github.com/spec/v1\n"
+                                                 "oid sha256:0123\nsize 123456\n")
+    with pytest.raises(CheckpointError, match="Git LFS pointer.*git lfs pull"):
+        load_checkpoint(directory, device="cpu")
+
+
+def test_a_card_metrics_or_training_record_that_is_not_what_it_should_be_is_ignored(saved):
+    _, directory = saved
+    (directory / "README.md").write_bytes(b"# Card\n\xff\xfe not UTF-8")
+    (directory / "metrics.json").write_text("[]")
+    edit_config(directory, lambda config: config.update(training="x"))
+    loaded = load_checkpoint(directory, device="cpu")
+    assert loaded.card.startswith("# Card") and loaded.metrics == {} and loaded.info["training"] == {}
+    (directory / "metrics.json").write_text('{"length_penalty": "strong", "bleu": 30}')
+    loaded = load_checkpoint(directory, device="cpu")
+    assert loaded.length_penalty == 1.0 and loaded.metrics == {"bleu": 30}
+
+
 def test_invalid_config_json_is_a_checkpoint_error(saved):
     _, directory = saved
     (directory / "config.json").write_text('{"model": {"d_model": ')
