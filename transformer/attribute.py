@@ -44,7 +44,7 @@ class Attribution:
 
     def to_json(self, translation: Translation) -> dict:
         result = {"method": self.method, "translation": translation.text, "source_tokens": translation.source_pieces,
-                  "target_tokens": translation.target_pieces,
+                  "target_tokens": translation.target_pieces, "predicted_tokens": translation.predicted_pieces,
                   "attribution": [[round(x, 6) for x in row] for row in self.scores.tolist()]}
         if self.completeness_gap is not None:
             result["completeness_gap"] = [round(x, 6) for x in self.completeness_gap.tolist()]
@@ -155,7 +155,8 @@ def spearman(a: Tensor, b: Tensor) -> float:
     """Rank correlation of two vectors (ties broken by position); nan for vectors of fewer than 2 values."""
     if a.numel() < 2:
         return float("nan")
-    rank_a, rank_b = a.argsort().argsort().float(), b.argsort().argsort().float()
+    rank_a = a.argsort(stable=True).argsort(stable=True).float()
+    rank_b = b.argsort(stable=True).argsort(stable=True).float()
     return float(torch.corrcoef(torch.stack([rank_a, rank_b]))[0, 1])
 
 

@@ -95,7 +95,7 @@ class Sampling:
     """Draw each next token instead of taking the most probable one.
 
     The distribution is softmax(logits / ``temperature``) (T < 1 sharpens it, T > 1 flattens it), cut to the
-    ``top_k`` most probable tokens (0: no cut) and to the smallest set whose probability reaches ``top_p``
+    ``top_k`` most probable tokens (0: no cut; tokens tied with the k-th are kept too) and to the smallest set whose probability reaches ``top_p``
     (nucleus sampling, Holtzman et al., 2020), then renormalised. ``seed`` makes a draw repeatable.
     """
 

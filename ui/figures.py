@@ -452,14 +452,15 @@ def logit_lens_heatmap(chosen_probabilities, favourites: Sequence[Sequence[str]]
 
 
 def pruning_curves(series: dict[str, tuple[Sequence[float], Sequence[str]]], title: str) -> go.Figure:
-    """chrF against heads switched off, one line per order: {label: (scores from 0 heads off, heads in order)}."""
+    """Scores against heads switched off, one line per series: {label naming the score: (scores from 0 heads
+    off, heads in the order switched off)}."""
     fig = go.Figure()
     for label, (scores, order) in series.items():
         fig.add_trace(go.Scatter(x=list(range(len(scores))), y=list(scores), mode="lines+markers", name=label,
                                  customdata=["none"] + _escaped(order),
-                                 hovertemplate="%{x} heads off (the last: %{customdata}): chrF %{y:.1f}"
-                                               "<extra></extra>"))
+                                 hovertemplate=f"{escape(label)}<br>%{{x}} heads off (the last: %{{customdata}}): "
+                                               "%{y:.1f}<extra></extra>"))
     fig.update_xaxes(title="heads switched off", dtick=1)
-    fig.update_yaxes(title="chrF against the unpruned translations", range=[0, 102])
+    fig.update_yaxes(title="score (0-100)", range=[0, 102])
     fig.update_layout(legend=dict(orientation="h", y=-0.25))
     return _layout(fig, title, height=420)

@@ -9,6 +9,7 @@ from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.errors import InputError
 from ui import services
 from ui.tabs import experiments
+from ui.tabs import explain as explain_tab
 from ui.tabs import inside as inside_tab
 from ui.views import experiments as experiment_views
 from ui.views import inside
@@ -32,12 +33,12 @@ def translation(app_services):
 def test_the_table_walks_one_query_through_equation_1_key_by_key(app_services, translation):
     views = inside_tab.on_inside(app_services, "multi30k-en-de", translation, CROSS, 3, 2, 3)
     table = views["inside_table"]
-    assert list(table["key"]) == [f"{j + 1}: {piece}" for j, piece in enumerate(translation.source_pieces)]
+    assert list(table["key"]) == [f"position {j}: {piece}" for j, piece in enumerate(translation.source_pieces)]
     recorded = translation.cross_attention[2, 1, 2].numpy()
     np.testing.assert_allclose(table["softmax weight"].to_numpy(dtype=float), recorded, atol=1e-4)
     np.testing.assert_allclose(table["÷ √d_k"].to_numpy(dtype=float), table["q·k"].to_numpy(dtype=float) / 8,
                                atol=2e-3)
-    assert "Query 3 is **▁Hund**" in views["inside_summary"] and "√64 = 8.00" in views["inside_summary"]
+    assert "Query 3 is step 3: it reads **▁Hund** and produced **▁rennt**" in views["inside_summary"] and "√64 = 8.00" in views["inside_summary"]
     assert "computed **once** per sentence" in views["inside_cache"]
     bars = views["inside_contributions"].data
     assert [bar.name for bar in bars] == ["softmax weight", "share of ‖α v W_O‖"]
@@ -54,7 +55,7 @@ def test_masked_keys_of_decoder_self_attention_read_minus_infinity(app_services,
 def test_a_query_past_the_last_row_is_the_last_row(app_services, translation):
     views = inside_tab.on_inside(app_services, "multi30k-en-de", translation, "Encoder self-attention", 1, 1, 99)
     last = len(translation.source_pieces)
-    assert views["inside_query"].value == last and f"Query {last} is" in views["inside_summary"]
+    assert views["inside_query"].value == last and f"(position {last - 1})" in views["inside_summary"]
 
 
 def test_before_any_translation_the_tab_says_what_to_do(app_services):
@@ -152,6 +153,18 @@ def test_looking_inside_a_step_opens_this_tab_on_that_steps_cross_attention(app_
     views = inside_tab.on_look_inside(app_services, "multi30k-en-de", translation, 3, 2, 4, False, 1, 1.0, 0, 1.0)
     assert views["tabs"].selected == "inside" and views["inside_kind"] == CROSS
     assert views["inside_query"].value == 3 and views["lens_step"] == 3
-    assert "layer 2, head 4.** Query 3 is **▁Hund**, the step that produced **▁rennt**" in views["inside_summary"]
+    assert "layer 2, head 4.** Query 3 is step 3: it reads **▁Hund** and produced **▁rennt**" in views["inside_summary"]
     averaged = inside_tab.on_look_inside(app_services, "multi30k-en-de", translation, 3, 2, 4, True, 1, 1.0, 0, 1.0)
     assert averaged["inside_head"] == 1, "with the heads averaged, the first head"
+
+
+def test_the_sampling_view_never_offers_tokens_decoding_never_generates(app_services):
+    digits = translate_views.run_translation(app_services.registry.get("reverse-tiny"), "3 1 4", "greedy").translation
+    figure = inside_tab.on_temperature(app_services, "reverse-tiny", digits, 1, 3.0, 0, 1.0)["temperature_plot"]
+    shown = {str(piece) for piece in figure.data[0].customdata}  # escaped for Plotly's HTML
+    assert len(shown) == 10 and not {"&lt;pad&gt;", "&lt;s&gt;"} & shown
+
+
+def test_rollout_is_not_scored_against_itself(app_services, translation):
+    views = explain_tab.on_attribute(app_services, "multi30k-en-de", translation, "attention rollout", 32, 1, "1")
+    assert "rollout" not in set(views["explain_agreement"]["attention"])

@@ -18,7 +18,6 @@ from ..services import Services, multi30k_available
 from ..views import explain
 from ..views.choices import MEAN_OF_HEADS, chosen_head, head_options
 from ..views.samples import SAMPLE_SIZE, sample_sentences
-from ..views.translate import layer_and_head_counts
 
 PRUNE_KINDS = {"cross-attention": "cross", "encoder self-attention": "encoder", "decoder self-attention": "decoder"}
 SAMPLE, VALIDATION = "sample sentences that ship with the app", "Multi30K validation, first 100 (with references)"
@@ -27,7 +26,7 @@ RANDOM_ORDER_SEED = 0  # one fixed random order, so the comparison curve is the 
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:
-    layers, heads = layer_and_head_counts(checkpoint)
+    layers, heads = cross_attention_size(checkpoint)
     gr.Markdown("## Does attention explain the translation?\n" + explain.NOTES["intro"])
     with gr.Row():
         explain_method = gr.Radio(list(explain.METHODS), value="integrated gradients", label="Evidence", scale=3)
@@ -76,8 +75,8 @@ def on_attribute(services: Services, model, translation_state, explain_method, e
     return {"explain_summary": view.summary, "explain_attribution": view.figure,
             "explain_encoder_rollout": explain.encoder_rollout_figure(translation_state),
             "explain_attention": explain.attention_beside(translation_state, explain_layer, head),
-            "explain_agreement": explain.agreement_table(explain.agreement_rows(translation_state,
-                                                                                view.attribution.scores))}
+            "explain_agreement": explain.agreement_table(explain.agreement_rows(
+                translation_state, view.attribution.scores, with_rollout=view.attribution.method != "rollout"))}
 
 
 def on_attention(translation_state, explain_layer, explain_head) -> dict:
@@ -144,8 +143,14 @@ def after_translation(translation: Translation) -> dict:
             "explain_encoder_rollout": None}
 
 
+def cross_attention_size(checkpoint: Checkpoint) -> tuple[int, int]:
+    """Layers and heads of cross-attention: the decoder's depth, whatever the encoder's."""
+    config = checkpoint.model.config
+    return config.n_decoder_layers, config.n_heads
+
+
 def after_model_change(checkpoint: Checkpoint) -> dict:
-    layers, heads = layer_and_head_counts(checkpoint)
+    layers, heads = cross_attention_size(checkpoint)
     return {"explain_layer": gr.Slider(1, layers, value=layers, step=1),
             "explain_head": gr.Dropdown(head_options(heads), value=MEAN_OF_HEADS), "prune_plot": None,
             "prune_summary": ""}

@@ -92,7 +92,7 @@ def blackboard_layout(page: Page) -> None:
 
 # --- handlers ------------------------------------------------------------------------------------
 
-HEAD_OUTPUTS = ("inside_query", "inside_summary", "inside_table", "inside_contributions", "inside_vectors",
+HEAD_OUTPUTS = ("inside_query", "inside_layer", "inside_summary", "inside_table", "inside_contributions", "inside_vectors",
                 "inside_merge", "inside_cache", "inside_map_weights", "inside_map_head", "inside_map_layer")
 
 
@@ -103,10 +103,13 @@ def on_inside(services: Services, model, translation_state, inside_kind, inside_
         return {"inside_summary": WAITING}
     queries = inside.query_count(translation_state, inside_kind)
     query = clamp(inside_query, 1, queries)
-    view = inside.inside_view(checkpoint, translation_state, inside_kind, inside_layer, inside_head, query)
+    layers = inside.layers_of(checkpoint, inside_kind)  # the encoder and decoder may differ in depth
+    layer = clamp(inside_layer, 1, layers)
+    view = inside.inside_view(checkpoint, translation_state, inside_kind, layer, inside_head, query)
     weights, head_adds, layer_adds = inside.contribution_map_figures(checkpoint, translation_state, inside_kind,
-                                                                     inside_layer, inside_head)
+                                                                     layer, inside_head)
     return {"inside_query": gr.Slider(1, max(2, queries), value=query, step=1),
+            "inside_layer": gr.Slider(1, layers, value=layer, step=1),
             "inside_summary": view.summary, "inside_table": view.table, "inside_contributions": view.contributions,
             "inside_vectors": view.vectors, "inside_merge": view.merge, "inside_cache": view.cache,
             "inside_map_weights": weights, "inside_map_head": head_adds, "inside_map_layer": layer_adds}
@@ -148,7 +151,7 @@ def on_look_inside(services: Services, model, translation_state, step, layer, he
     """From the Translate tab's step: this tab, on the cross-attention query of that step, in the layer and head
     shown there (head 1 when the heads are averaged)."""
     kind, head = ATTENTION_KINDS["cross"], 1 if average else head
-    return {"tabs": gr.Tabs(selected="inside"), "inside_kind": kind, "inside_layer": layer, "inside_head": head,
+    return {"tabs": gr.Tabs(selected="inside"), "inside_kind": kind, "inside_head": head,
             "lens_step": step, **on_opened(services, model, translation_state, kind, layer, head, step, step,
                                            temperature, sample_top_k, sample_top_p)}
 
@@ -199,7 +202,7 @@ def wire(page: Page, inside_tab: gr.Tab) -> None:
             on_temperature, ["temperature_plot"], trigger_mode="always_last", show_progress="hidden")
     page.on(c["sample_button"].click, on_sample, ["sampled", "sample_seed"], keep_on_input_problem=True)
     page.on(c["look_inside"].click, on_look_inside,  # the Translate tab's step view, looked into here
-            ["tabs", "inside_kind", "inside_layer", "inside_head", "lens_step", *HEAD_OUTPUTS, "lens_plot",
+            ["tabs", "inside_kind", "inside_head", "lens_step", *HEAD_OUTPUTS, "lens_plot",
              "temperature_plot"])
     page.on([c["blackboard_button"].click, c["blackboard_causal"].input], on_blackboard,
             ["blackboard_steps", "blackboard_plot"], keep_on_input_problem=True)

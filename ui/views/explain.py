@@ -24,8 +24,8 @@ METHODS = {"integrated gradients": "integrated_gradients", "gradient × input": 
 NOTES = {
     "intro": "Is the bright cell of a heatmap *why* the model wrote that word? Not necessarily (Jain & Wallace, "
              "2019). Here the cross-attention of any head sits beside two other kinds of evidence: **gradients** "
-             "(how the probability of each output token changes with each source word's embedding; integrated "
-             "gradients add up to the whole change from an empty source) and **rollout** (attention multiplied "
+             "(how the log-probability of each output token changes with each source word's embedding; integrated "
+             "gradients add up to the whole change from all-zero embeddings at the same positions) and **rollout** (attention multiplied "
              "through the layers with the residual connection counted, Abnar & Zuidema, 2020). Neither is an "
              "explanation either: a gradient is local, rollout assumes that attention weights are all that "
              "moves information. Where all three agree, trust grows.",
@@ -37,7 +37,7 @@ NOTES = {
                        "multiplied through the layers. Rows sum to 1. A wide row: that position's vector carries "
                        "much of the sentence, not just its own word.",
     "pruning": "Heads switched off one at a time, least important first (the head ranking of the Experiments tab, "
-               "over the sample sentences), and in a random order for comparison. The score is chrF of the pruned "
+               "over the first 20 of the chosen sentences), and in a random order for comparison. The score is chrF of the pruned "
                "model's translations against the unpruned model's own, so it needs no references. Michel et al. "
                "(2019) and Voita et al. (2019) found that most heads can go at little cost, and that "
                "encoder-decoder attention is the most fragile: compare the three attention types here.",
@@ -95,13 +95,15 @@ def encoder_rollout_figure(translation: Translation | None) -> go.Figure:
                                      value_name="share")
 
 
-def agreement_rows(translation: Translation, scores: torch.Tensor) -> list[dict]:
-    """Agreement of every cross-attention head, each layer's mean of heads, and rollout with ``scores``."""
+def agreement_rows(translation: Translation, scores: torch.Tensor, with_rollout: bool = True) -> list[dict]:
+    """Agreement of every cross-attention head, each layer's mean of heads, and (unless ``scores`` are rollout
+    itself) rollout with ``scores``."""
     cross = translation.cross_attention.float()
     candidates = {f"L{layer + 1}H{head + 1}": cross[layer, head]
                   for layer in range(cross.shape[0]) for head in range(cross.shape[1])}
     candidates.update({f"L{layer + 1} mean of heads": cross[layer].mean(0) for layer in range(cross.shape[0])})
-    candidates["rollout"] = attribute.rollout(translation).scores
+    if with_rollout:
+        candidates["rollout"] = attribute.rollout(translation).scores
     rows = []
     for name, attention in candidates.items():
         top, correlation = attribute.agreement(attention, scores)
@@ -124,7 +126,7 @@ def sample_agreement(checkpoint: Checkpoint, sentences: list[str], method: str, 
     for done, sentence in enumerate(sentences, start=1):
         translation = checkpoint.translate(sentence)
         scores = attribute.attribute(checkpoint.model, translation, key, clamp(steps, 1, 256)).scores
-        rows += agreement_rows(translation, scores)
+        rows += agreement_rows(translation, scores, with_rollout=key != "rollout")
         if on_sentence is not None:
             on_sentence(done, len(sentences))
     return agreement_table(rows)

@@ -14,6 +14,7 @@ from transformer import inspect as head_inspection
 from transformer.checkpoint import Checkpoint
 from transformer.decoding import Sampling, Translation
 from transformer.errors import InputError
+from transformer.tokenizer import BOS_ID, PAD_ID
 
 from .. import figures
 from .choices import ATTENTION_KINDS, clamp, kind_key
@@ -79,7 +80,7 @@ def arithmetic(checkpoint: Checkpoint, translation: Translation | None, kind: st
 def arithmetic_table(a: head_inspection.HeadArithmetic) -> pandas.DataFrame:
     """One row per key: the steps of equation 1, then what the key adds."""
     total = float(a.contribution_norms.sum()) or 1.0
-    rows = [{"key": f"{j + 1}: {token}", "q·k": round(score, 3),
+    rows = [{"key": f"position {j}: {token}", "q·k": round(score, 3),
              "÷ √d_k": round(scaled, 3) if allowed else "−∞ (masked)",
              "softmax weight": round(weight, 4), "‖α v W_O‖": round(norm, 4), "share of what is added": f"{norm / total:.1%}"}
             for j, (token, score, scaled, allowed, weight, norm) in enumerate(zip(
@@ -89,9 +90,10 @@ def arithmetic_table(a: head_inspection.HeadArithmetic) -> pandas.DataFrame:
 
 
 def summary_markdown(a: head_inspection.HeadArithmetic) -> str:
-    producing = f", the step that produced **{figures.escape(a.predicts)}**" if a.predicts is not None else ""
-    return (f"**{ATTENTION_KINDS[a.kind]}, layer {a.layer}, head {a.head}.** Query {a.query} is "
-            f"**{figures.escape(a.query_token)}**{producing}. Each vector has d_k = {a.d_k} numbers, so the scores are "
+    token = figures.escape(a.query_token)
+    query = (f"Query {a.query} is **{token}** (position {a.query - 1})" if a.predicts is None else
+             f"Query {a.query} is step {a.query}: it reads **{token}** and produced **{figures.escape(a.predicts)}**")
+    return (f"**{ATTENTION_KINDS[a.kind]}, layer {a.layer}, head {a.head}.** {query}. Each vector has d_k = {a.d_k} numbers, so the scores are "
             f"divided by √{a.d_k} = {math.sqrt(a.d_k):.2f}. The largest weight, {float(a.weights.max()):.1%}, goes to "
             f"**{figures.escape(a.key_tokens[int(a.weights.argmax())])}**.")
 
@@ -99,13 +101,13 @@ def summary_markdown(a: head_inspection.HeadArithmetic) -> str:
 def merge_markdown(a: head_inspection.HeadArithmetic, checkpoint: Checkpoint) -> str:
     """The way from this head's output to the layer's residual stream, with the sizes of each vector."""
     config = checkpoint.model.config
-    norm = "x + block, as it is: in pre-norm the LayerNorm came before the block" if config.norm_first else \
-        "LayerNorm(x + block), the paper's post-norm"
+    after = ("carried on as x + block (pre-norm: the LayerNorm came before the block)" if config.norm_first else
+             "normalised, LayerNorm(x + block), the paper's post-norm")
     return (f"**Merging the heads (section 3.2.2).** The {config.n_heads} heads' outputs for this query "
             f"({config.n_heads} × {a.d_k} numbers) are concatenated into one vector of {config.d_model} and "
-            f"multiplied by W_O ({config.d_model} × {config.d_model}), plus its bias: ‖W_O · concat‖ = "
+            f"multiplied by W_O ({config.d_model} × {config.d_model}), plus its bias: ‖W_O · concat + b‖ = "
             f"{float(a.projected.norm()):.2f}. That is added to the residual stream (‖x‖ = "
-            f"{float(a.residual.norm()):.2f}) and normalised ({norm}): the layer carries on with a vector of norm "
+            f"{float(a.residual.norm()):.2f}) and {after}: the layer carries on with a vector of norm "
             f"{float(a.block_output.norm()):.2f}.\n\nHeads' output norms: "
             + ", ".join(f"head {h + 1}: {float(n):.2f}" for h, n in enumerate(a.head_outputs.norm(dim=-1))))
 
@@ -131,7 +133,7 @@ def cache_markdown(a: head_inspection.HeadArithmetic, translation: Translation) 
 
 
 def vectors_figure(a: head_inspection.HeadArithmetic) -> go.Figure:
-    keys = [f"{j + 1}: {token}" for j, token in enumerate(a.key_tokens)]
+    keys = [f"position {j}: {token}" for j, token in enumerate(a.key_tokens)]
     return figures.vector_panels({"query q": (a.q[None], [figures.escape(a.query_token)]),
                                   "output Σ weight · v": (a.output[None], ["output"]),
                                   "keys k": (a.k, keys), "values v": (a.v, keys)},
@@ -140,7 +142,7 @@ def vectors_figure(a: head_inspection.HeadArithmetic) -> go.Figure:
 
 def contributions_figure(a: head_inspection.HeadArithmetic) -> go.Figure:
     total = float(a.contribution_norms.sum()) or 1.0
-    return figures.paired_bars([f"{j + 1}: {token}" for j, token in enumerate(a.key_tokens)],
+    return figures.paired_bars([f"position {j}: {token}" for j, token in enumerate(a.key_tokens)],
                                {"softmax weight": a.weights.tolist(),
                                 "share of ‖α v W_O‖": (a.contribution_norms / total).tolist()},
                                f"Where head {a.head} looks, and what each key adds")
@@ -198,7 +200,9 @@ def temperature_figure(checkpoint: Checkpoint, translation: Translation | None, 
         raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
     step = clamp(step, 1, translation.num_steps)
     lens = head_inspection.logit_lens(checkpoint.model, translation, top_k=1)
-    probabilities = sampling.distribution(lens.final_log_probs[step - 1])
+    log_probs = lens.final_log_probs[step - 1].clone()
+    log_probs[[PAD_ID, BOS_ID]] = float("-inf")  # never generated, as in decoding itself
+    probabilities = sampling.distribution(log_probs)
     best = probabilities.topk(top)
     pieces = checkpoint.target_tokenizer.pieces(best.indices.tolist())
     kept = int((probabilities > 0).sum())
@@ -212,10 +216,11 @@ def sampled_translation(checkpoint: Checkpoint, translation: Translation | None,
     """The same sentence translated by drawing every token with ``sampling``."""
     if translation is None:
         raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
-    drawn = checkpoint.translate(translation.source_text, sampling=sampling)
+    drawn = checkpoint.translate(translation.source_text, max_length=translation.extra.get("max_length"),
+                                 sampling=sampling)
     return (f"**Drawn with seed {sampling.seed}:** {figures.escape(drawn.text)}  \n"
-            f"(greedy or beam gave: {figures.escape(translation.text)}; log-probability of the draw "
-            f"{drawn.log_prob:.2f})")
+            f"(greedy or beam gave: {figures.escape(translation.text)}; the model's log-probability of the draw, "
+            f"at T = 1 with no cut: {drawn.log_prob:.2f})")
 
 
 def blackboard(table: pandas.DataFrame | list, causal: bool) -> tuple[str, go.Figure]:
