@@ -54,6 +54,9 @@ class ParallelCorpus:
 
 # --- files ---------------------------------------------------------------------------------------
 
+MAX_TEXT_BYTES = 200 * 10**6  # far above Multi30K's largest file (about 4 MB of text)
+
+
 def sha256_of(path: str | Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -62,17 +65,24 @@ def sha256_of(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def read_lines(path: str | Path) -> list[str]:
-    """Lines of a UTF-8 text file, gzip-compressed or plain, without line endings."""
+def read_lines(path: str | Path, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
+    """Lines of a UTF-8 text file, gzip-compressed or plain, without line endings.
+
+    At most ``max_bytes`` of text are read, decompressed or not: a small gzip file can expand to gigabytes.
+    """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path} does not exist" if not path.exists() else f"{path} is not a file")
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as error:
-            raise DataError(f"{path.name} is a damaged or truncated gzip file ({error})") from None
+    with path.open("rb") as handle:
+        compressed = handle.read(2) == b"\x1f\x8b"
+    try:
+        with (gzip.open(path, "rb") if compressed else path.open("rb")) as handle:
+            raw = handle.read(max_bytes + 1)
+    except (OSError, EOFError, zlib.error) as error:
+        raise DataError(f"{path.name} is a damaged or truncated gzip file ({error})") from None
+    if len(raw) > max_bytes:
+        raise DataError(f"{path.name} holds more than {max_bytes / 1e6:.0f} MB of text"
+                        + (" once decompressed" if compressed else "") + "; that is more than this reads")
     if b"\x00" in raw[:8192]:
         raise DataError(f"{path.name} looks like a binary file, not text")
     try:

@@ -10,6 +10,7 @@ import gradio as gr
 from transformer.checkpoint import Checkpoint, CheckpointError
 
 from . import api, header
+from .jobs import MAX_UPLOAD_BYTES
 from .page import Page
 from .services import Services
 from .tabs import analysis, experiments, explain, inside, model, positions, train, translate
@@ -24,6 +25,8 @@ label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus
 log = logging.getLogger(__name__)
 QUEUE_SIZE = 64
 EXPORTS_KEPT_S = (3600, 86400)  # Gradio's cache of files handed to browsers: checked hourly, kept a day
+# Refused while it arrives, before it is stored: the only upload the app takes is a training TSV.
+LAUNCH_LIMITS = {"max_file_size": MAX_UPLOAD_BYTES}
 
 
 def build_app(services: Services | None = None, default_model: str | None = None,

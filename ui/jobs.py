@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RUNS_DIR = Path(__file__).resolve().parents[1] / "runs"
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+MAX_UPLOAD_TEXT_BYTES = 20 * 10**6  # what an upload may decompress to
+MAX_UPLOAD_LINES = 200_000
+MAX_UPLOAD_LINE_CHARS = 2_000
 MAX_STEPS = 3000
 MAX_MINUTES = 15.0
 APP_PRESETS = ("tiny", "small")
@@ -58,11 +61,22 @@ def parameter_count(preset_name: str, data: str) -> int:
 
 
 def read_upload(path: str | Path, limit: int = MAX_UPLOAD_BYTES) -> datasets.ParallelCorpus:
-    """Check an uploaded parallel TSV: size first, then text and rows (errors name the problem)."""
+    """Check an uploaded parallel TSV: size first (compressed and as text), then rows (errors name the problem).
+
+    A gzip upload may hold at most ``MAX_UPLOAD_TEXT_BYTES`` of text, and no line may be longer than
+    ``MAX_UPLOAD_LINE_CHARS``: a sentence pair is a line or two of a caption, not a megabyte.
+    """
     path = Path(path)
     size = path.stat().st_size
     if size > limit:
         raise datasets.DataError(f"{path.name} is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB")
+    lines = datasets.read_lines(path, MAX_UPLOAD_TEXT_BYTES)
+    if len(lines) > MAX_UPLOAD_LINES:
+        raise datasets.DataError(f"{path.name} has {len(lines):,} lines; the limit is {MAX_UPLOAD_LINES:,}")
+    longest = max(range(len(lines)), key=lambda i: len(lines[i]), default=None)
+    if longest is not None and len(lines[longest]) > MAX_UPLOAD_LINE_CHARS:
+        raise datasets.DataError(f"line {longest + 1} of {path.name} is {len(lines[longest]):,} characters long; "
+                                 f"a sentence pair may have at most {MAX_UPLOAD_LINE_CHARS:,}")
     return datasets.load_training_tsv(path)
 
 
@@ -150,12 +164,14 @@ class JobManager:
             raise JobError(f"choose a model size among {', '.join(APP_PRESETS)}")
         request.steps = clamp(request.steps, 10, MAX_STEPS, "number of updates")
         request.minutes = max(0.2, min(MAX_MINUTES, finite(request.minutes, "time limit in minutes")))
+        # An upload is read and checked before the lock: reading it must not hold up everyone else's requests.
+        corpus = read_upload(request.upload) if request.data == "upload" and request.upload else None
         with self._lock:  # held while the request is checked, so two starts can never both pass
             if self.busy():
                 raise JobError(f"A training job ({self._job.name}) is already running on this server; "
                                f"{self._time_left()}. Wait for it to finish"
                                + (", or stop it first." if self._job.owner in (None, owner) else "."))
-            config = self._config(request)
+            config = self._config(request, corpus)
             name = Path(config.out_dir).name
             self._cancel = threading.Event()
             self._job = JobState(name, "running", request, time.time(), request.steps, owner=owner)
@@ -196,7 +212,7 @@ class JobManager:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _config(self, request: JobRequest) -> TrainConfig:
+    def _config(self, request: JobRequest, corpus: datasets.ParallelCorpus | None = None) -> TrainConfig:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         if request.data in datasets.SYNTHETIC_TASKS:
             data, label, probe = request.data, request.data, [SYNTHETIC_PROBE]
@@ -208,10 +224,9 @@ class JobManager:
             extra = dict(lr=1e-3, warmup_steps=min(400, request.steps // 5), max_tokens=4000,
                          eval_every=max(50, request.steps // 8), eval_sentences=200, data_dir=request.data_dir)
         elif request.data == "upload":
-            if not request.upload:
+            if corpus is None:
                 raise JobError("Upload a parallel TSV file first: on each line a source sentence, a tab, its "
                                "translation.")
-            corpus = read_upload(request.upload)
             self.work_dir.mkdir(parents=True, exist_ok=True)
             handle, kept_name = tempfile.mkstemp(prefix="upload-", suffix=".tsv", dir=self.work_dir)
             kept = Path(kept_name)

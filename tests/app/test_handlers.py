@@ -179,3 +179,15 @@ def test_switching_model_leaves_a_suitable_sentence_in_the_box_alone(app_service
     views = header.on_model(app_services, "reverse-tiny", "4 5 6", {}, "greedy", 4, 40, CROSS, VIEWS[0], 1, 1,
                             False)
     assert views["text"].value is None and views["translation"] == "6 5 4"
+
+
+def test_raw_attention_is_written_only_when_asked_for(app_services, tmp_path, monkeypatch):
+    written = []
+    original = translate.exports.attention_json_file
+    monkeypatch.setattr(translate.exports, "attention_json_file", lambda tr: written.append(tr) or original(tr))
+    views = translated(app_services)
+    assert not written and views["attention_download"].visible is False, "a translation writes no file"
+    prepared = translate.on_prepare_attention(views["translation_state"])["attention_download"]
+    assert written and prepared.visible is True and prepared.value["orig_name"] == "attention.json"
+    with pytest.raises(InputError, match="Translate a sentence first"):
+        translate.on_prepare_attention(None)

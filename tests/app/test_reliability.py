@@ -24,6 +24,7 @@ import unicodedata
 from pathlib import Path
 
 import gradio
+import httpx
 import pytest
 import torch
 from gradio_client import Client
@@ -39,7 +40,7 @@ from transformer.decoding import Translation
 
 from transformer import errors
 from ui import jobs, services
-from ui.build import build_app, close_app
+from ui.build import LAUNCH_LIMITS, build_app, close_app
 from ui.views import text as text_views
 from ui.views import translate as translate_views
 
@@ -186,9 +187,10 @@ def test_any_text_is_translated_or_refused_with_an_input_error(text):
 def check_clean(text) -> None:
     try:
         cleaned, notes = text_views.clean_text(text)
-    except errors.InputError:
+    except errors.InputError:  # refused only when nothing visible is left to translate
         assert not isinstance(text, str) or not "".join(
-            ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs")).strip()
+            ch for ch in text[:text_views.MAX_RAW_CHARS] if unicodedata.category(ch) not in ("Cc", "Cs")
+            and ord(ch) not in text_views.INVISIBLE and ch != "\ufffd").strip()
         return
     assert cleaned and len(cleaned) <= text_views.MAX_INPUT_CHARS
     assert not any(unicodedata.category(ch) in ("Cc", "Cs") for ch in cleaned), repr(cleaned)
@@ -424,3 +426,23 @@ def test_with_no_checkpoint_that_loads_start_up_ends_with_every_reason(tmp_path)
     (tmp_path / "reverse-tiny" / "model.safetensors").write_bytes(b"\0" * 10)
     with pytest.raises(SystemExit, match="no checkpoint loads:\nreverse-tiny: weights in .* unreadable"):
         build_app(services.Services(services.ModelRegistry([tmp_path], device="cpu")))
+
+
+def test_an_upload_over_the_limit_is_refused_while_it_arrives(tmp_path):
+    demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")),
+                     "reverse-tiny")
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
+                **LAUNCH_LIMITS)
+    try:
+        big = tmp_path / "big.tsv"
+        big.write_bytes(b"a\tb\n" * (jobs.MAX_UPLOAD_BYTES // 4 + 1000))
+        with big.open("rb") as file:
+            answer = httpx.post(demo.local_url + "gradio_api/upload", files={"files": ("big.tsv", file)}, timeout=60)
+        assert answer.status_code == 413, answer.text
+        small = tmp_path / "small.tsv"
+        small.write_bytes(b"a\tb\n")
+        with small.open("rb") as file:
+            assert httpx.post(demo.local_url + "gradio_api/upload", files={"files": ("small.tsv", file)},
+                              timeout=60).status_code == 200
+    finally:
+        close_app(demo)

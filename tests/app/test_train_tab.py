@@ -1,5 +1,6 @@
 """The Train tab: a student starts a job, watches it stream, stops it, and translates with the result."""
 
+import gzip
 import json
 import shutil
 import time
@@ -205,3 +206,22 @@ def test_a_client_can_use_a_model_trained_after_it_connected(served):
     assert translation == "3 2 1", "no /models call needed first"
     with pytest.raises(AppError, match="no checkpoint named 'nonexistent'"):
         client.predict("nonexistent", "1 2 3", "greedy", 2, 20, api_name="/translate")
+
+
+def test_a_gzip_bomb_uploaded_as_tsv_is_refused_without_decompressing_it_all(tmp_path):
+    bomb = tmp_path / "pairs.tsv"
+    bomb.write_bytes(gzip.compress(b"a\tb\n" * 10_000_000))  # 39 KB that decompress to 40 MB
+    assert bomb.stat().st_size < 100_000
+    with pytest.raises(DataError, match="more than 20 MB of text once decompressed"):
+        jobs.read_upload(bomb)
+    manager = jobs.JobManager(tmp_path / "runs", trainer=QuickTrainer)
+    with pytest.raises(DataError, match="once decompressed"):
+        manager.start(jobs.JobRequest(data="upload", upload=str(bomb), steps=40, minutes=1), owner="student")
+    assert manager.current is None
+
+
+def test_an_upload_with_a_line_longer_than_a_sentence_pair_is_refused(tmp_path):
+    upload = tmp_path / "pairs.tsv"
+    upload.write_text("A dog.\tEin Hund.\n" + "a" * 1_000_000 + "\tb\n")
+    with pytest.raises(DataError, match="line 2 of pairs.tsv is 1,000,002 characters long"):
+        jobs.read_upload(upload)

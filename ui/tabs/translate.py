@@ -90,9 +90,13 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         head = gr.Slider(1, heads, value=1, step=1, label="Head", elem_id="head-slider")
         average = gr.Checkbox(False, label="Average over heads", elem_id="average-heads")
     attention_plot = gr.Plot(label="Attention", elem_id="attention-plot")
-    attention_download = gr.DownloadButton("Download raw attention (JSON)", visible=False)
+    with gr.Row():
+        # Written when asked for, not at every translation: each file can be megabytes and is kept an hour.
+        attention_prepare = gr.Button("Raw attention as JSON", size="sm", scale=0, elem_id="attention-prepare")
+        attention_download = gr.DownloadButton("Download raw attention (JSON)", visible=False, size="sm", scale=0,
+                                               elem_id="attention-download")
     page.add(kind=kind, view=view, layer=layer, head=head, average=average, attention_plot=attention_plot,
-             attention_download=attention_download)
+             attention_prepare=attention_prepare, attention_download=attention_download)
 
     gr.Markdown(FORCED_INTRO)
     own_translation = gr.Textbox(label="Your translation", lines=1, max_lines=4, max_length=MAX_INPUT_CHARS,
@@ -134,7 +138,7 @@ def translation_views(checkpoint: Checkpoint, text, decoding, beam_size, max_len
     steps = translation.num_steps
     return {"translation_state": translation, "translation": translation.text,
             "notes": notes_markdown(result.notes), "source_tokens": source_pieces(translation),
-            "attention_download": gr.DownloadButton(value=exports.attention_json_file(translation), visible=True),
+            "attention_download": gr.DownloadButton(value=None, visible=False),
             "attention_plot": attention_figure(translation, kind, view, layer, head, average),
             **step_views(translation, steps, layer, head, average),
             "step": gr.Slider(1, max(2, steps), value=steps, step=1, interactive=steps > 1)}
@@ -179,6 +183,13 @@ def on_average(translation_state, kind, view, layer, head, average, step) -> dic
     """Averaging makes the head slider mean nothing, so it is disabled meanwhile."""
     return {"head": gr.Slider(interactive=not average), **on_layer_or_head(translation_state, kind, view, layer,
                                                                             head, average, step)}
+
+
+def on_prepare_attention(translation_state) -> dict:
+    if translation_state is None:
+        raise InputError("Translate a sentence first: its attention is what the file holds.")
+    return {"attention_download": gr.DownloadButton(value=exports.attention_json_file(translation_state),
+                                                    visible=True)}
 
 
 def on_decoding(decoding) -> dict:
@@ -257,6 +268,7 @@ def wire(page: Page) -> None:
                 keep_on_input_problem=True),
         page.on(c["example_list"].click, page.translated(on_example_then_translate), ["text", *translated])]
     # always_last on every selector: a second change while the first is drawn is not dropped.
+    page.on(c["attention_prepare"].click, on_prepare_attention, ["attention_download"], keep_on_input_problem=True)
     page.on(c["decoding"].input, on_decoding, ["beam_size"], show_progress="hidden", trigger_mode="always_last")
     # Sliders take typed numbers too: only the user's own moves redraw, never a value a handler set.
     # Stepping redraws two small charts from a translation already made (about 20 ms of work): it skips the queue,
