@@ -347,6 +347,8 @@ def test_a_shared_link_reopens_the_same_view():
     hostile = share.parse_share_query({"model": "../etc", "kind": "x", "layer": "-1", "text": "a\x00b",
                                           "head": "²", "beam": "500", "max": "100000"}, ["m"])
     assert hostile == {"text": "a b", "beam": translate_views.MAX_BEAM, "max": translate_views.TARGET_TOKENS[1]}
+    huge = {key: "9" * 5000 for key in ("view", "layer", "head", "beam", "max")}  # past int()'s 4,300 digits
+    assert share.parse_share_query({"model": "reverse-tiny", **huge}, ["reverse-tiny"]) == {"model": "reverse-tiny"}
 
 
 
