@@ -9,14 +9,15 @@ import gradio as gr
 
 from transformer.checkpoint import Checkpoint, CheckpointError
 
-from . import api, header
+from . import api, header, lessons
 from .jobs import MAX_UPLOAD_BYTES
 from .page import Page
 from .services import Services
 from .tabs import analysis, experiments, explain, inside, model, positions, train, translate
 
 # Keyboard users must see where they are: Gradio's sliders and radio buttons show no focus mark of their own.
-FOCUS_CSS = """
+# The large-text switch of the lessons panel enlarges labels and chart text for a projector.
+FOCUS_CSS = lessons.LARGE_TEXT_CSS + """
 input[type=range]:focus-visible, input[type=number]:focus-visible { outline: 3px solid #ff7f0e; outline-offset: 2px; }
 label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus-visible) {
     outline: 3px solid #ff7f0e; outline-offset: 2px;
@@ -25,8 +26,9 @@ label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus
 log = logging.getLogger(__name__)
 QUEUE_SIZE = 64
 EXPORTS_KEPT_S = (3600, 86400)  # Gradio's cache of files handed to browsers: checked hourly, kept a day
-# Refused while it arrives, before it is stored: the only upload the app takes is a training TSV.
-LAUNCH_LIMITS = {"max_file_size": MAX_UPLOAD_BYTES}
+# What launch() needs besides the address (Gradio 6 takes the page's CSS there). max_file_size: an upload is
+# refused while it arrives, before it is stored; the only upload the app takes is a training TSV.
+LAUNCH_OPTIONS = {"css": FOCUS_CSS, "max_file_size": MAX_UPLOAD_BYTES}
 
 
 def build_app(services: Services | None = None, default_model: str | None = None,
@@ -38,6 +40,7 @@ def build_app(services: Services | None = None, default_model: str | None = None
     with gr.Blocks(title="Transformer attention explorer", delete_cache=EXPORTS_KEPT_S) as demo:
         page = Page(services)
         header.layout(page, names, default_model, broken)
+        lessons.layout(page)
         with gr.Tabs() as tabs:
             with gr.Tab("Translate", id="translate"):
                 translate.layout(page, checkpoint)
@@ -68,6 +71,7 @@ def build_app(services: Services | None = None, default_model: str | None = None
         model.wire(page)
         train.wire(page, demo, tabs, train_tab)
         header.wire(page, demo)  # last: a model switch cancels the slow work every tab registered
+        lessons.wire(page)
         api.wire(page)
     demo.queue(max_size=queue_size, default_concurrency_limit=2)
     return demo

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ui import jobs
-from ui.build import build_app, close_app
+from ui.build import LAUNCH_OPTIONS, build_app, close_app
 from ui.views.text import EXAMPLES, REVERSE_EXAMPLES
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 
@@ -30,7 +30,8 @@ def app_url(tmp_path_factory):
     manager = jobs.JobManager(tmp_path_factory.mktemp("runs"))
     registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir])
     demo = build_app(services.Services(registry, manager))
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
+                **LAUNCH_OPTIONS)
     yield demo.local_url, registry.default_name()
     close_app(demo)
 
@@ -285,5 +286,31 @@ def test_put_evidence_beside_attention_and_open_a_head_from_the_agreement_table(
     page.wait_for_function("() => document.querySelector('#explain-attention .gtitle') && "
                            "document.querySelector('#explain-attention .gtitle').parentNode.textContent"
                            ".includes('layer 1, head 2')", timeout=30_000)
+    assert not errors
+    page.close()
+
+
+def test_a_lesson_sets_up_its_view_and_large_text_enlarges_the_page(app_url, browser):
+    url, model = app_url
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(url)
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page.get_by_text("Lessons for a class").click()
+    page.locator("#lessons input[role=listbox], #lessons input").first.click()
+    page.get_by_role("option", name="2. The decoder cannot see the future").click()
+    page.locator("#lesson-text").get_by_text("The decoder cannot see the future").wait_for(timeout=30_000)
+    assert "<s>" in page.locator("#lesson-text").inner_text(), "shown as text, not read as a tag"
+    page.locator("#show-me").click()
+    page.wait_for_function("() => document.querySelector('#attention-plot .gtitle') && document.querySelector("
+                           "'#attention-plot .gtitle').textContent.startsWith('Decoder self-attention')",
+                           timeout=60_000)
+    assert page.locator("#source-text textarea").input_value() == "A young girl is playing with a red ball in the park."
+    before = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#lesson-text p')).fontSize)")
+    page.locator("#large-text input").check()
+    page.wait_for_function("() => document.body.classList.contains('large-text')", timeout=10_000)
+    after = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#lesson-text p')).fontSize)")
+    assert after > before * 1.2
     assert not errors
     page.close()

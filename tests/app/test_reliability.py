@@ -40,7 +40,7 @@ from transformer.decoding import Translation
 
 from transformer import errors
 from ui import jobs, services
-from ui.build import LAUNCH_LIMITS, build_app, close_app
+from ui.build import LAUNCH_OPTIONS, build_app, close_app
 from ui.views import text as text_views
 from ui.views import translate as translate_views
 
@@ -432,7 +432,7 @@ def test_an_upload_over_the_limit_is_refused_while_it_arrives(tmp_path):
     demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")),
                      "reverse-tiny")
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
-                **LAUNCH_LIMITS)
+                **LAUNCH_OPTIONS)
     try:
         big = tmp_path / "big.tsv"
         big.write_bytes(b"a\tb\n" * (jobs.MAX_UPLOAD_BYTES // 4 + 1000))

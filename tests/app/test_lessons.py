@@ -1,0 +1,83 @@
+"""Lessons for a class: each explains, asks and says what to look for, and its "Show me" sets up exactly the
+view it talks about."""
+
+import re
+
+import pytest
+
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from ui import lessons as lessons_panel
+from ui import services
+from ui.build import build_app
+from ui.views import lessons
+from ui.views.choices import ATTENTION_KINDS
+
+
+@pytest.fixture(scope="module")
+def app_services():
+    return services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"))
+
+
+def sentences(text: str) -> int:
+    return len(re.findall(r"[.!?](?:\s|$)", text))
+
+
+def test_there_are_at_least_eight_lessons_each_short_with_questions_and_what_to_look_for():
+    assert len(lessons.LESSONS) >= 8
+    for lesson in lessons.LESSONS:
+        assert 2 <= sentences(lesson.explanation) <= 4, lesson.title
+        assert 1 <= len(lesson.questions) <= 2 and all(q.endswith("?") or q.endswith(".") for q in lesson.questions)
+        assert lesson.look_for
+    titles = " ".join(lesson.title.lower() for lesson in lessons.LESSONS)
+    for topic in ("where each word looks", "cannot see the future", "heads specialise", "positions matter",
+                  "few heads matter", "trains", "computed", "explain"):
+        assert topic in titles, topic
+
+
+@pytest.mark.parametrize("choice", lessons.lesson_choices())
+def test_show_me_sets_up_exactly_what_the_lesson_needs(app_services, choice):
+    lesson = lessons.lesson_by_choice(choice)
+    result = lessons_panel.set_up(app_services, choice, 60)
+    translation = result["translation_state"]
+    assert result["model"] == lesson.model and result["text"].value == lesson.sentence
+    assert translation.source_text == lesson.sentence
+    assert result["decoding"] == ("greedy" if lesson.beam == 1 else "beam")
+    assert result["kind"] == ATTENTION_KINDS[lesson.kind] and result["view"] == lesson.view
+    assert result["layer"].value == lesson.layer
+    assert result["average"] == (lesson.head is None) and result["head"].interactive == (lesson.head is not None)
+    if lesson.head is not None:
+        assert result["head"].value == lesson.head
+    expected_step = lesson.step or translation.num_steps
+    assert result["step"].value == expected_step and f"Step {expected_step} of" in result["step_caption"]
+    assert result["tabs"].selected == lesson.tab
+    assert all(result[name] == value for name, value in lesson.extra.items())
+
+
+def test_the_lesson_on_one_weight_opens_inside_the_head_on_its_query(app_services):
+    choice = next(c for c in lessons.lesson_choices() if "computed" in c)
+    result = lessons_panel.after_set_up(app_services, lessons_panel.set_up(app_services, choice, 60), choice)
+    assert result["inside_query"].value == 3 and result["inside_head"] == 2
+    assert "layer 3, head 2.** Query 3 is step 3: it reads **▁Hund** and produced **▁rennt**" in result[
+        "inside_summary"]
+
+
+def test_the_first_lesson_says_what_the_model_really_does_at_its_step(app_services):
+    result = lessons_panel.set_up(app_services, lessons.lesson_choices()[0], 60)
+    translation = result["translation_state"]
+    step = lessons.LESSONS[0].step
+    assert translation.predicted_pieces[step - 1] == "▁Ball"
+    assert translation.source_pieces[int(translation.cross_attention[2, 1, step - 1].argmax())] == "▁ball"
+
+
+def test_choosing_a_lesson_shows_its_text():
+    text = lessons_panel.on_lesson_choice(lessons.lesson_choices()[2])["lesson_text"]
+    assert text.startswith("### Heads specialise") and "**Ask the class**" in text and "**Look for:**" in text
+
+
+def test_where_training_is_off_the_training_lesson_stays_on_the_translate_tab(app_services):
+    off = services.Services(app_services.registry, training=False)
+    choice = next(c for c in lessons.lesson_choices() if "trains" in c)
+    result = lessons_panel.set_up(off, choice, 60)
+    assert result["tabs"].selected == "translate" and "train_data" not in result
+    demo = build_app(off, "reverse-tiny")  # the page builds without the Train tab's components
+    assert demo.get_config_file()["components"]

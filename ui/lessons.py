@@ -1,0 +1,97 @@
+"""Lessons for a class, above every tab: pick one, read it, and "Show me" sets the app up exactly as it needs;
+beside it the glossary and a large-text switch for the projector."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from . import header
+from .page import Page
+from .services import Services
+from .tabs import inside as inside_tab
+from .tabs import translate
+from .views import lessons
+from .views.text import source_label
+
+# Gradio sizes text through its theme's variables: larger values on the page enlarge every label, box and
+# paragraph at once; chart text is set by Plotly on each element, so it is overridden there.
+LARGE_TEXT_CSS = """
+body.large-text, body.large-text .gradio-container {
+  --text-xxs: 12px; --text-xs: 14px; --text-sm: 17px; --text-md: 20px; --text-lg: 23px; --text-xl: 28px;
+  --text-xxl: 34px;
+}
+body.large-text .js-plotly-plot .main-svg text { font-size: 17px !important; }
+"""
+TOGGLE_LARGE_TEXT = "(large) => { document.body.classList.toggle('large-text', large); }"
+
+
+def layout(page: Page) -> None:
+    with gr.Accordion("Lessons for a class", open=False, elem_id="lessons"):
+        with gr.Row():
+            lesson_choice = gr.Dropdown(lessons.lesson_choices(), value=lessons.lesson_choices()[0], label="Lesson",
+                                        scale=3)
+            show_me = gr.Button("Show me", variant="primary", scale=1, elem_id="show-me")
+            large_text = gr.Checkbox(False, label="Large text (projector)", scale=1, elem_id="large-text")
+        lesson_text = gr.Markdown(lessons.lesson_markdown(lessons.LESSONS[0]), elem_id="lesson-text")
+    with gr.Accordion("Glossary", open=False):
+        gr.Markdown(lessons.GLOSSARY)
+    page.add(lesson_choice=lesson_choice, show_me=show_me, large_text=large_text, lesson_text=lesson_text)
+
+
+def on_lesson_choice(lesson_choice) -> dict:
+    return {"lesson_text": lessons.lesson_markdown(lessons.lesson_by_choice(lesson_choice))}
+
+
+def set_up(services: Services, lesson_choice, max_length) -> dict:
+    """The lesson's model, sentence, decoding and view, translated, on the lesson's tab."""
+    lesson = lessons.lesson_by_choice(lesson_choice)
+    checkpoint = services.registry.get(lesson.model)
+    shown = lessons.selector_values(lesson)
+    views = translate.translation_views(checkpoint, lesson.sentence, shown["decoding"], max(2, lesson.beam),
+                                        max_length, shown["kind"], lesson.view, lesson.layer, shown["head"],
+                                        shown["average"])
+    if lesson.step is not None:
+        steps = views["translation_state"].num_steps
+        views.update(translate.step_views(views["translation_state"], lesson.step, lesson.layer, shown["head"],
+                                          shown["average"]))
+        views["step"] = gr.Slider(1, max(2, steps), value=min(lesson.step, steps), step=1, interactive=steps > 1)
+    settings = header.model_settings(checkpoint, lesson.layer, shown["head"])
+    settings["head"] = gr.Slider(settings["head"].minimum, settings["head"].maximum, step=1, value=shown["head"],
+                                 interactive=not shown["average"])
+    return {"model": lesson.model, **settings, **views,
+            "text": gr.Textbox(value=lesson.sentence, label=source_label(checkpoint)),
+            "decoding": shown["decoding"],
+            "beam_size": gr.Slider(value=max(2, lesson.beam), interactive=lesson.beam > 1,
+                                   info=translate.beam_info(checkpoint)),
+            "kind": shown["kind"], "view": lesson.view, "average": shown["average"],
+            # Where training is off (a public Space) the Train tab is not there: the lesson is read where it stands.
+            "tabs": gr.Tabs(selected=lesson.tab if lesson.tab != "train" or services.training else "translate"),
+            **(lesson.extra if lesson.tab != "train" or services.training else {})}
+
+
+def after_set_up(services: Services, result: dict, lesson_choice) -> dict:
+    """What the lesson opens on that the other tabs' answers to a new translation would have reset."""
+    lesson = lessons.lesson_by_choice(lesson_choice)
+    if lesson.query is not None:
+        shown = lessons.selector_values(lesson)
+        result.update(inside_tab.on_opened(services, lesson.model, result["translation_state"], shown["kind"],
+                                           lesson.layer, shown["head"], lesson.query, lesson.step or 1, 1.0, 0, 1.0))
+        result.update(inside_kind=shown["kind"], inside_head=shown["head"], lens_step=lesson.step or 1)
+    return result
+
+
+def wire(page: Page) -> None:
+    """After every tab has declared what a model switch and a translation change in it."""
+    c = page.components
+    prepared = page.model_changed(page.translated(set_up))
+
+    def on_show_me(services: Services, lesson_choice, max_length) -> dict:
+        return after_set_up(services, prepared(services, lesson_choice, max_length), lesson_choice)
+
+    extras = [name for lesson in lessons.LESSONS for name in lesson.extra if name in page.components]
+    outputs = ["model", "model_status", "layer", "head", "beam_size", "text", "decoding", "kind", "view", "average",
+               *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(), *page.model_outputs(), "tabs", *extras,
+               *inside_tab.HEAD_OUTPUTS, "inside_kind", "inside_head", "lens_step", "lens_plot", "temperature_plot"]
+    page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work)
+    page.on(c["lesson_choice"].input, on_lesson_choice, ["lesson_text"], show_progress="hidden")
+    c["large_text"].change(None, c["large_text"], None, js=TOGGLE_LARGE_TEXT)

@@ -1,0 +1,135 @@
+"""Lessons for a class, in order: what to explain, a view to set up, questions to ask, what to look for; and a
+glossary of the words the views use."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+from .choices import ATTENTION_KINDS, VIEWS
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One lesson. ``setup`` is exactly what "Show me" sets: model, sentence, decoding (beam 1 is greedy), attention
+    type, view, layer, head (None: the mean of heads) and step, and the tab it opens on."""
+
+    title: str
+    explanation: str
+    questions: tuple[str, ...]
+    look_for: str
+    model: str = "multi30k-en-de"
+    sentence: str = "A young girl is playing with a red ball in the park."
+    beam: int = 5
+    kind: str = "cross"
+    view: str = VIEWS[0]
+    layer: int = 3
+    head: int | None = 1
+    step: int | None = None  # None: the last step
+    tab: str = "translate"
+    query: int | None = None  # the Inside a head tab's query, where the lesson opens that tab
+    extra: dict = field(default_factory=dict)  # other components the lesson sets, by name
+
+
+LESSONS = (
+    Lesson("Where each word looks",
+           "A translation is made one token at a time. At each step the decoder asks the encoded English sentence "
+           "where to look (cross-attention), then picks the next German token. The step slider replays this.",
+           ("Which English word does the model look at while writing 'Ball'?",
+            "Is it always the word being translated?"),
+           "In the step view, the bar chart of the source jumps to 'ball' at the step that writes 'Ball'; in "
+           "layer 3 most heads point at the English word being translated.",
+           layer=3, head=2, step=9),
+    Lesson("The decoder cannot see the future",
+           "While writing a word, the decoder may only look at the words it has already written. The causal mask "
+           "sets every later position to −∞ before the softmax, so its weight is exactly 0 (section 3.2.3).",
+           ("Why is everything above the diagonal empty?", "What would go wrong in training without the mask?"),
+           "Decoder self-attention is exactly 0 above the diagonal in every head; many heads rest on <s>.",
+           kind="decoder", view=VIEWS[1], layer=1, head=None),
+    Lesson("Heads specialise",
+           "Each layer has several heads, each with its own projections. So each can learn a different habit: look "
+           "at the previous word, at the word being translated, or at a resting place such as <s> or </s>.",
+           ("Find a head that looks at the previous word. Find one that rests on <s>.",
+            "Are the heads of layer 1 like those of layer 3?"),
+           "In the model view of decoder self-attention several heads put a third to a half of their weight on <s> "
+           "(a 'no-op' sink); Analysis → Head statistics ranks them by their share on <s>.",
+           kind="decoder", view=VIEWS[2], layer=1, head=None),
+    Lesson("Attention aligns; it does not copy positions",
+           "The reverse-tiny model learned to write a row of digits backwards. Its cross-attention must therefore "
+           "look at the last input digit first: attention follows what the task needs, not the positions.",
+           ("Where does the first output digit look?", "What shape would a copying model draw?"),
+           "In layer 2 every head draws an anti-diagonal from top right to bottom left.",
+           model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, view=VIEWS[2], layer=2, head=None),
+    Lesson("Positions matter",
+           "Attention itself ignores word order: it compares every position with every other. Order enters only "
+           "through the positional encoding added to the embeddings (section 3.5). Take it away and see.",
+           ("Press 'Remove the positional encoding'. What happens to 'The dog bites the man.'?",
+            "Then translate 'The man bites the dog.' the same way. Can the model tell them apart?"),
+           "Without positions both sentences get the same translation: the model reads a bag of words.",
+           sentence="The dog bites the man.", tab="experiments"),
+    Lesson("Few heads matter",
+           "Not every head is needed. Switching one head off and measuring how much less likely the translation "
+           "becomes ranks the heads (Michel et al., 2019; Voita et al., 2019).",
+           ("Press 'Rank every head'. How many heads barely matter?",
+            "Switch the two most important cross-attention heads off: does the translation survive?"),
+           "Most heads change the translation's log-probability by little; a few carry it.",
+           tab="experiments"),
+    Lesson("How one weight is computed",
+           "A weight is softmax(q·k / √d_k): the query of the word being written meets the key of every source "
+           "word in a dot product, scaled and normalised. Here is that arithmetic with the model's own numbers.",
+           ("Which key has the largest q·k? Is it the largest weight after the softmax?",
+            "On the blackboard, work the three-token example out by hand, then tick the causal mask."),
+           "At step 3 ('rennt'), head 2 of layer 3 gives 'runs' a score of about 34 (4.3 after ÷ √64), which the "
+           "softmax turns into about 79% of the weight.",
+           sentence="A dog runs across the grass.", layer=3, head=2, step=3, tab="inside", query=3),
+    Lesson("Does attention explain the word?",
+           "A bright cell says where a head looked, not why the model wrote its word. Gradients measure how the "
+           "word's probability depends on each source word; compare them with attention.",
+           ("Press 'Attribute the last translation'. Which heads agree best with the attribution?",
+            "Where do attention and attribution disagree?"),
+           "Integrated gradients point 'Hund' at 'dog' and 'Gras' at 'grass'; some heads of layers 1 and 2 "
+           "agree poorly.", sentence="A dog runs across the grass.", tab="explain"),
+    Lesson("Attention forms while a model trains",
+           "Before training, attention is a blur; training shapes it. Train the reverse task and watch the probe "
+           "sentence's cross-attention turn into an anti-diagonal as the loss falls.",
+           ("Press Start. After how many updates does the anti-diagonal appear?",
+            "Does the loss fall before or after the attention sharpens?"),
+           "Within about a minute the loss falls and the replay slider shows the probe attention sharpen.",
+           model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, layer=2, tab="train",
+           extra={"train_data": "reverse", "train_preset": "tiny"}),
+)
+
+GLOSSARY = """**Token, piece**: what the model reads and writes: a word or part of one, from a sentencepiece vocabulary.
+**▁** starts a new word ("▁play" "ing" is one word). **&lt;s&gt;** starts the decoder's input; **&lt;/s&gt;** ends a
+sentence; **&lt;unk&gt;** is a piece the vocabulary lacks. **Step**: one decoding step writes one token.
+**Query, key, value**: each position's vector projected three ways; a query is compared with every key (q·k), and the
+softmax of the scores weights the values. **Head**: one set of those projections; a layer has several, side by side.
+**Layer**: one block of attention and feed-forward network; the encoder and decoder stack several.
+**Self-attention**: positions of one sentence attend to each other; **cross-attention**: the decoder attends to the
+encoded source. **Mask**: positions a query may not see get −∞ before the softmax, so weight 0."""
+
+
+def lesson_choices() -> list[str]:
+    return [f"{number}. {lesson.title}" for number, lesson in enumerate(LESSONS, start=1)]
+
+
+def lesson_by_choice(choice: str | None) -> Lesson:
+    """The lesson a dropdown value names ("3. Heads specialise"); the first for anything else."""
+    titles = lesson_choices()
+    return LESSONS[titles.index(choice)] if choice in titles else LESSONS[0]
+
+
+def lesson_markdown(lesson: Lesson) -> str:
+    """The lesson as Markdown; "<s>" and "</s>" escaped, or the page would read them as HTML tags."""
+    def shown(text: str) -> str:
+        return html.escape(text, quote=False)
+    questions = "\n".join(f"- {shown(question)}" for question in lesson.questions)
+    return (f"### {shown(lesson.title)}\n{shown(lesson.explanation)}\n\n**Ask the class**\n{questions}\n\n"
+            f"**Look for:** {shown(lesson.look_for)}")
+
+
+def selector_values(lesson: Lesson) -> dict:
+    """What the Translate tab's selectors show for the lesson: display values, not keys."""
+    return {"kind": ATTENTION_KINDS[lesson.kind], "view": lesson.view, "layer": lesson.layer,
+            "head": lesson.head or 1, "average": lesson.head is None,
+            "decoding": "greedy" if lesson.beam == 1 else "beam"}
