@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from transformer import interventions
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import lessons as lessons_panel
 from ui import services
@@ -81,3 +82,12 @@ def test_where_training_is_off_the_training_lesson_stays_on_the_translate_tab(ap
     assert result["tabs"].selected == "translate" and "train_data" not in result
     demo = build_app(off, "reverse-tiny")  # the page builds without the Train tab's components
     assert demo.get_config_file()["components"]
+
+
+def test_the_positions_lesson_quotes_what_the_model_really_answers(app_services):
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    answers = {interventions.without_positions(checkpoint, sentence, beam_size=5, max_length=60).after.text
+               for sentence in ("The dog bites the man.", "The man bites the dog.")}
+    assert len(answers) == 1
+    lesson = next(lesson for lesson in lessons.LESSONS if lesson.title == "Positions matter")
+    assert f"('{answers.pop()}'" in lesson.look_for

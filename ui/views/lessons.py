@@ -65,7 +65,8 @@ LESSONS = (
            "through the positional encoding added to the embeddings (section 3.5). Take it away and see.",
            ("Press 'Remove the positional encoding'. What happens to 'The dog bites the man.'?",
             "Then translate 'The man bites the dog.' the same way. Can the model tell them apart?"),
-           "Without positions both sentences get the same translation: the model reads a bag of words.",
+           "Without positions both sentences get the same translation ('Ein Mann beißt in die Luft.': a man "
+           "bites into the air): the model reads a bag of words.",
            sentence="The dog bites the man.", tab="experiments"),
     Lesson("Few heads matter",
            "Not every head is needed. Switching one head off and measuring how much less likely the translation "
