@@ -98,6 +98,11 @@ def test_the_readme_python_example_runs_and_shows_what_it_says(monkeypatch, caps
     assert namespace["result"].text == claimed
     assert tuple(namespace["result"].cross_attention.shape[:2]) == (namespace["model"].config.n_decoder_layers,
                                                                      namespace["model"].config.n_heads)
+    inside = section.split("```python\n", 2)[2].split("```", 1)[0]  # the next example goes on from this one
+    assert "head_arithmetic" in inside
+    exec(compile(inside, "README.md", "exec"), namespace)
+    arithmetic = namespace["a"]
+    assert (arithmetic.kind, arithmetic.layer, arithmetic.head, arithmetic.query) == ("cross", 3, 2, 3)
     assert "</s>" in capsys.readouterr().out, "the step loop printed every token, the end included"
 
 
