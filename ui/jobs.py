@@ -34,6 +34,8 @@ MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 MAX_UPLOAD_TEXT_BYTES = 20 * 10**6  # what an upload may decompress to
 MAX_UPLOAD_LINES = 200_000
 MAX_UPLOAD_LINE_CHARS = 2_000
+# Models trained in the app that stay in everyone's model list (a class of 30 would fill it); the oldest go first.
+KEPT_MODELS = int(os.environ.get("EXPLORER_KEPT_MODELS", "10"))
 MAX_STEPS = 3000
 MAX_MINUTES = 15.0
 APP_PRESETS = ("tiny", "small")
@@ -148,6 +150,7 @@ class JobManager:
         self._cancel: threading.Event | None = None
         self._thread: threading.Thread | None = None
         self._archives: dict[str, str] = {}
+        self._trained_by: dict[str, str | None] = {}  # published model -> the visitor whose job made it
 
     @property
     def current(self) -> JobState | None:
@@ -265,6 +268,8 @@ class JobManager:
             history = run_history(Path(config.out_dir))
             save_checkpoint(self.published_dir / name, trainer.model, trainer.source_tokenizer,
                             trainer.target_tokenizer, info=trainer.info(), extra_files=history)
+            self._trained_by[name] = self._job.owner
+            self.keep_newest(KEPT_MODELS)
             status = "stopped" if final.get("stopped_by") == "cancel" else "finished"
             summary = (f"exact match {final['exact_match']:.0%}" if config.data in datasets.SYNTHETIC_TASKS
                        else f"validation BLEU {final['bleu']:.1f}")
@@ -291,6 +296,41 @@ class JobManager:
         finally:
             if config.data.endswith(".tsv") and Path(config.data).parent == self.work_dir:
                 Path(config.data).unlink(missing_ok=True)
+
+    def published(self) -> list[Path]:
+        """The models trained in the app, oldest first."""
+        if not self.published_dir.is_dir():
+            return []
+        return sorted((d for d in self.published_dir.iterdir() if (d / "config.json").is_file()),
+                      key=lambda d: (d / "config.json").stat().st_mtime)
+
+    def keep_newest(self, count: int) -> list[str]:
+        """Remove all but the ``count`` newest models trained in the app (never a bundled one: those live
+        elsewhere), with their run directories; returns the names removed."""
+        removed = [d.name for d in self.published()[:max(0, len(self.published()) - count)]]
+        for name in removed:
+            self._remove(name)
+            log.info("removed %s: only the %d newest models trained in the app are kept", name, count)
+        return removed
+
+    def delete(self, name: str, owner: str | None) -> str:
+        """Delete a model trained in the app; only the visitor whose job made it may (``owner`` None: the server)."""
+        if not name or "/" in name or not (self.published_dir / name).is_dir():
+            raise JobError(f"{name!r} is not a model trained in this app, so it cannot be deleted here.")
+        if owner is not None and self._trained_by.get(name) != owner:
+            raise JobError(f"{name} was trained by another visitor (or before this server started); only its "
+                           "trainer can delete it.")
+        self._remove(name)
+        return f"Deleted {name}."
+
+    def _remove(self, name: str) -> None:
+        with self._lock:
+            shutil.rmtree(self.published_dir / name, ignore_errors=True)
+            shutil.rmtree(self.work_dir / name, ignore_errors=True)
+            archive = self._archives.pop(name, None)
+            if archive:
+                Path(archive).unlink(missing_ok=True)
+            self._trained_by.pop(name, None)
 
     def archive(self, name: str) -> str:
         """A zip of a published checkpoint, for download."""

@@ -42,16 +42,24 @@ class ModelRegistry:
                 return preferred
         return names[0] if names else None
 
+    def forget(self, name: str) -> None:
+        """Drop a loaded checkpoint whose directory is gone, so its name is refused from now on."""
+        with self._lock:
+            self._loaded.pop(name, None)
+
     def get(self, name: str) -> Checkpoint:
         """The loaded checkpoint called ``name``; CheckpointError when it is not listed or cannot be loaded.
 
         Loading happens outside the lock, so one slow load never holds up
-        translations with models that are already loaded.
+        translations with models that are already loaded. A loaded model whose directory has since been removed
+        (deleted by its trainer, or the oldest of those trained in the app) is dropped.
         """
         with self._lock:
             if name in self._loaded:
-                self._loaded.move_to_end(name)
-                return self._loaded[name]
+                if self._loaded[name].path is None or self._loaded[name].path.is_dir():
+                    self._loaded.move_to_end(name)
+                    return self._loaded[name]
+                del self._loaded[name]
         available = self.available()
         if name not in available:
             raise CheckpointError(f"no checkpoint named {name!r}; choose one of {', '.join(available) or 'none'}")

@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import os
 import shutil
 import time
 
@@ -11,7 +12,7 @@ from gradio_client.exceptions import AppError
 
 from ui import jobs
 from ui.build import build_app, close_app
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
 from transformer.data import DataError
 from transformer.errors import InputError
 
@@ -225,3 +226,38 @@ def test_an_upload_with_a_line_longer_than_a_sentence_pair_is_refused(tmp_path):
     upload.write_text("A dog.\tEin Hund.\n" + "a" * 1_000_000 + "\tb\n")
     with pytest.raises(DataError, match="line 2 of pairs.tsv is 1,000,002 characters long"):
         jobs.read_upload(upload)
+
+
+def publish(manager, name: str, age_s: float) -> None:
+    """A model as a finished job leaves it, ``age_s`` seconds old."""
+    directory = manager.published_dir / name
+    shutil.copytree(REPOSITORY_CHECKPOINTS / "reverse-tiny", directory)
+    stamp = time.time() - age_s
+    os.utime(directory / "config.json", (stamp, stamp))
+
+
+def test_only_the_newest_trained_models_are_kept_and_never_a_bundled_one(tmp_path):
+    manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
+    for number in range(12):
+        publish(manager, f"job-{number:02d}", age_s=1000 - number)
+    removed = manager.keep_newest(10)
+    assert removed == ["job-00", "job-01"]
+    assert [d.name for d in manager.published()] == [f"job-{n:02d}" for n in range(2, 12)]
+    assert (REPOSITORY_CHECKPOINTS / "reverse-tiny" / "config.json").is_file()
+
+
+def test_a_trained_model_can_be_deleted_by_its_trainer_only(tmp_path):
+    manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
+    manager.start(jobs.JobRequest(data="reverse", steps=10, minutes=1), owner="student")
+    manager.wait(60)
+    name = manager.current.checkpoint
+    registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir], device="cpu")
+    assert registry.get(name).translate("1 2 3").text == "3 2 1"
+    with pytest.raises(jobs.JobError, match="trained by another visitor"):
+        manager.delete(name, owner="classmate")
+    assert manager.delete(name, owner="student") == f"Deleted {name}."
+    assert not (manager.published_dir / name).exists() and name not in registry.names()
+    with pytest.raises(CheckpointError, match=f"no checkpoint named '{name}'"):
+        registry.get(name)  # though it was loaded before
+    with pytest.raises(jobs.JobError, match="not a model trained in this app"):
+        manager.delete("reverse-tiny", owner="student")

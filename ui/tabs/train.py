@@ -55,12 +55,15 @@ def layout(page: Page) -> None:
                 "slide to replay how the pattern emerged.")
     replay = gr.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="replay-slider")
     replay_plot = gr.Plot(label="Probe attention", elem_id="replay-plot")
-    trained_download = gr.DownloadButton("Download the trained checkpoint (zip)", visible=False)
+    with gr.Row():
+        trained_download = gr.DownloadButton("Download the trained checkpoint (zip)", visible=False, scale=0)
+        delete_button = gr.Button("Delete this model", visible=False, scale=0, elem_id="delete-model")
     # While this tab is open, a visitor sees the server's job as it runs, whoever started it.
     page.add(train_data=train_data, train_upload=train_upload, train_preset=train_preset, train_steps=train_steps,
              train_minutes=train_minutes, preset_info=preset_info, start_button=start_button,
              stop_button=stop_button, train_status=train_status, train_progress=train_progress,
              train_curves=train_curves, replay=replay, replay_plot=replay_plot, trained_download=trained_download,
+             delete_button=delete_button,
              job_clock=gr.Timer(CLOCK_S, active=False), seen_job=gr.State(None))
 
 
@@ -68,7 +71,7 @@ def layout(page: Page) -> None:
 
 PROGRESS = ("train_status", "train_progress", "train_curves")
 REPLAY = ("replay", "replay_plot")
-JOB_OUTPUTS = (*PROGRESS, *REPLAY, "trained_download")
+JOB_OUTPUTS = (*PROGRESS, *REPLAY, "trained_download", "delete_button")
 
 
 def visitor(request: gr.Request | None) -> str:
@@ -93,8 +96,10 @@ def job_replay(job) -> dict:
 
 def job_download(services: Services, job) -> dict:
     finished = job is not None and job.checkpoint is not None
-    return {"trained_download": gr.DownloadButton(value=services.jobs.archive(job.checkpoint) if finished else None,
-                                                  visible=finished)}
+    kept = finished and (services.jobs.published_dir / job.checkpoint).is_dir()
+    return {"trained_download": gr.DownloadButton(value=services.jobs.archive(job.checkpoint) if kept else None,
+                                                  visible=kept),
+            "delete_button": gr.Button(visible=kept)}
 
 
 def job_views(services: Services, job) -> dict:
@@ -119,6 +124,18 @@ def on_start(services: Services, train_data, train_upload, train_preset, train_s
 def on_stop(services: Services, request: gr.Request) -> dict:
     gr.Info(services.jobs.stop(owner=visitor(request)))
     return {}
+
+
+def on_delete(services: Services, model, request: gr.Request) -> dict:
+    """The last job's model, deleted by the visitor who trained it; the model list follows at once."""
+    job = services.jobs.current
+    if job is None or job.checkpoint is None:
+        raise training_jobs.JobError("No model trained in this app to delete.")
+    gr.Info(services.jobs.delete(job.checkpoint, owner=visitor(request)))
+    services.registry.forget(job.checkpoint)
+    names = services.registry.names()
+    return {**job_download(services, job),
+            "model": gr.Dropdown(choices=names, value=model if model in names else services.registry.default_name())}
 
 
 def on_leave(services: Services, request: gr.Request) -> None:
@@ -177,6 +194,8 @@ def wire(page: Page, demo: gr.Blocks, tabs: gr.Tabs, train_tab: gr.Tab) -> None:
     page.on(c["start_button"].click, on_start, [*JOB_OUTPUTS, "model"], api_name="train", concurrency_id="train",
             concurrency_limit=4, show_progress="hidden")
     page.on(c["stop_button"].click, on_stop, [], api_name="stop_training")
+    page.on(c["delete_button"].click, on_delete, ["trained_download", "delete_button", "model"],
+            api_name="delete_trained_model")
 
     def leave(request: gr.Request) -> None:  # an unload event has no outputs to name
         on_leave(page.services, request)
