@@ -7,6 +7,7 @@ import gradio as gr
 
 from transformer.checkpoint import Checkpoint
 
+from . import components
 from .errors import as_html
 from .page import Page
 from .services import Services
@@ -32,7 +33,7 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, s
                     elem_id="broken-models")
     with gr.Row():
         # Custom values: an API client may name a model trained after it connected; the registry checks every name.
-        model = gr.Dropdown(names, value=default_model, label="Model", scale=2, allow_custom_value=True,
+        model = components.Dropdown(names, value=default_model, label="Model", scale=2, allow_custom_value=True,
                             info="Bundled checkpoints and those trained in this app")
         model_status = gr.Markdown(elem_id="model-status")
     # The last text typed for each kind of model: {"digits"|"text": text}.

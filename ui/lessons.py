@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from . import header
+from . import components, header
 from .page import Page
 from .services import Services
 from .tabs import inside as inside_tab
@@ -28,7 +28,7 @@ TOGGLE_LARGE_TEXT = "(large) => { document.body.classList.toggle('large-text', l
 def layout(page: Page) -> None:
     with gr.Accordion("Lessons for a class", open=False, elem_id="lessons"):
         with gr.Row():
-            lesson_choice = gr.Dropdown(lessons.lesson_choices(), value=lessons.lesson_choices()[0], label="Lesson",
+            lesson_choice = components.Dropdown(lessons.lesson_choices(), value=lessons.lesson_choices()[0], label="Lesson",
                                         scale=3)
             show_me = gr.Button("Show me", variant="primary", scale=1, elem_id="show-me")
             large_text = gr.Checkbox(False, label="Large text (projector)", scale=1, elem_id="large-text")

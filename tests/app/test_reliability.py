@@ -446,3 +446,17 @@ def test_an_upload_over_the_limit_is_refused_while_it_arrives(tmp_path):
                               timeout=60).status_code == 200
     finally:
         close_app(demo)
+
+
+def test_a_refused_value_is_a_message_without_a_traceback_in_the_server_log(capfd):
+    demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")),
+                     "reverse-tiny")
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
+    try:
+        client = Client(demo.local_url, verbose=False)
+        for beam, decoding in ((99, "beam"), (5, "sideways")):
+            with pytest.raises(AppError, match="greater than maximum|not in the list of choices"):
+                client.predict("reverse-tiny", "1 2 3", decoding, beam, 40, api_name="/translate")
+    finally:
+        close_app(demo)
+    assert "Traceback" not in capfd.readouterr().err, "a client's bad value writes no traceback"

@@ -8,6 +8,7 @@ from transformer import analysis
 from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 
+from .. import components
 from ..page import Page
 from ..services import Services
 from ..views import exports, share
@@ -29,8 +30,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
                                    interactive=False)
     with gr.Accordion("Beam search as a tree", open=True):
         with gr.Row():
-            tree_beam = gr.Slider(2, MAX_BEAM, value=4, step=1, label="Beam size")
-            tree_penalty = gr.Slider(0.0, 2.0, value=1.0, step=0.1, label="Length penalty α")
+            tree_beam = components.Slider(2, MAX_BEAM, value=4, step=1, label="Beam size")
+            tree_penalty = components.Slider(0.0, 2.0, value=1.0, step=0.1, label="Length penalty α")
             tree_button = gr.Button("Show the beam", variant="primary")
         tree_plot = gr.Plot(label="Beam tree", elem_id="beam-tree")
         gr.Markdown("Final hypotheses, best first (score = log P / length^α). Click one to see its cross-attention.")
@@ -39,8 +40,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         hypothesis_plot = gr.Plot(label="Cross-attention of the chosen hypothesis")
     with gr.Accordion("Word alignment", open=True):
         with gr.Row():
-            alignment_layer = gr.Slider(1, 6, value=6, step=1, label="Layer")
-            alignment_head = gr.Dropdown([MEAN_OF_HEADS], value=MEAN_OF_HEADS, label="Head")
+            alignment_layer = components.Slider(1, 6, value=6, step=1, label="Layer")
+            alignment_head = components.Dropdown([MEAN_OF_HEADS], value=MEAN_OF_HEADS, label="Head")
         alignment_plot = gr.Plot(label="Alignment", elem_id="alignment-plot")
     with gr.Accordion("Head statistics", open=True):
         gr.Markdown(STATISTICS_NOTE)

@@ -12,6 +12,7 @@ from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 from transformer.errors import InputError
 
+from .. import components
 from ..page import Page
 from ..services import Services
 from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, head_options
@@ -32,9 +33,9 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     experiment_sentence = gr.Textbox(label="Sentence (the last one translated)", interactive=False)
     with gr.Accordion("Switch heads off", open=True):
         with gr.Row():
-            ablate_encoder = gr.CheckboxGroup([], label="Encoder self-attention heads")
-            ablate_decoder = gr.CheckboxGroup([], label="Decoder self-attention heads")
-            ablate_cross = gr.CheckboxGroup([], label="Cross-attention heads")
+            ablate_encoder = components.CheckboxGroup([], label="Encoder self-attention heads")
+            ablate_decoder = components.CheckboxGroup([], label="Decoder self-attention heads")
+            ablate_cross = components.CheckboxGroup([], label="Cross-attention heads")
         with gr.Row():
             ablate_button = gr.Button("Translate with these heads off", variant="primary")
             importance_button = gr.Button("Rank every head (this sentence)")
@@ -44,8 +45,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     with gr.Accordion("Override a token", open=False):
         gr.Markdown(OVERRIDE_NOTE)
         with gr.Row():
-            override_step = gr.Slider(1, 2, value=1, step=1, label="Step")
-            override_choice = gr.Dropdown([], label="Candidate from the top-k", allow_custom_value=True,
+            override_step = components.Slider(1, 2, value=1, step=1, label="Step")
+            override_choice = components.Dropdown([], label="Candidate from the top-k", allow_custom_value=True,
                                           elem_id="override-choice")
             override_button = gr.Button("Continue from this token")
     with gr.Accordion("Take word order away", open=False):
@@ -63,11 +64,11 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
                                          color_map={"removed": "#f4a6a6", "added": "#a6e3a6"})
     experiment_probability = gr.Plot(label="Per-token probability")
     with gr.Row():
-        experiment_kind = gr.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"],
+        experiment_kind = components.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"],
                                    label="Attention to compare", scale=3)
-        experiment_layer = gr.Slider(1, layers, value=layers, step=1, label="Layer", scale=2)
-        experiment_head = gr.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head", scale=1)
-        experiment_measure = gr.Radio(list(MEASURES), value=MEASURES[0], label="Show", scale=3,
+        experiment_layer = components.Slider(1, layers, value=layers, step=1, label="Layer", scale=2)
+        experiment_head = components.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head", scale=1)
+        experiment_measure = components.Radio(list(MEASURES), value=MEASURES[0], label="Show", scale=3,
                                       info="A switched-off head keeps its weights but adds nothing: weights alone "
                                            "would say it still works.")
     with gr.Row():

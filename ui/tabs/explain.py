@@ -13,6 +13,7 @@ from transformer.data import load_multi30k
 from transformer.decoding import Translation
 from transformer.errors import InputError
 
+from .. import components
 from ..page import Page
 from ..services import Services, multi30k_available
 from ..views import explain
@@ -29,16 +30,16 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     layers, heads = cross_attention_size(checkpoint)
     gr.Markdown("## Does attention explain the translation?\n" + explain.NOTES["intro"])
     with gr.Row():
-        explain_method = gr.Radio(list(explain.METHODS), value="integrated gradients", label="Evidence", scale=3)
-        explain_steps = gr.Slider(8, 128, value=32, step=8, label="Integration steps", scale=2)
+        explain_method = components.Radio(list(explain.METHODS), value="integrated gradients", label="Evidence", scale=3)
+        explain_steps = components.Slider(8, 128, value=32, step=8, label="Integration steps", scale=2)
         explain_button = gr.Button("Attribute the last translation", variant="primary", scale=1)
     explain_summary = gr.Markdown(elem_id="explain-summary")
     with gr.Row():
         explain_attribution = gr.Plot(label="Evidence", elem_id="explain-attribution")
         with gr.Column():
             with gr.Row():
-                explain_layer = gr.Slider(1, layers, value=layers, step=1, label="Layer of the cross-attention")
-                explain_head = gr.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head")
+                explain_layer = components.Slider(1, layers, value=layers, step=1, label="Layer of the cross-attention")
+                explain_head = components.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head")
             explain_attention = gr.Plot(label="Cross-attention", elem_id="explain-attention")
     gr.Markdown(explain.NOTES["agreement"])
     explain_agreement = gr.Dataframe(label="Agreement with the evidence, best first", interactive=False,
@@ -54,8 +55,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     with gr.Accordion("Pruning: how many heads does the translation need?", open=False):
         gr.Markdown(explain.NOTES["pruning"])
         with gr.Row():
-            prune_kind = gr.Radio(list(PRUNE_KINDS), value="cross-attention", label="Attention type", scale=3)
-            prune_data = gr.Radio([SAMPLE] + ([VALIDATION] if multi30k_available() else []), value=SAMPLE,
+            prune_kind = components.Radio(list(PRUNE_KINDS), value="cross-attention", label="Attention type", scale=3)
+            prune_data = components.Radio([SAMPLE] + ([VALIDATION] if multi30k_available() else []), value=SAMPLE,
                                   label="Sentences", scale=3)
             prune_button = gr.Button("Prune head by head", variant="primary", scale=1)
             prune_stop = gr.Button("Stop", scale=0)

@@ -8,6 +8,7 @@ import gradio as gr
 from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 
+from .. import components
 from ..page import Page
 from ..services import Services
 from ..views import inside
@@ -24,11 +25,11 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     layers, heads = layer_and_head_counts(checkpoint)
     gr.Markdown(INTRO)
     with gr.Row():
-        inside_kind = gr.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"], label="Attention",
+        inside_kind = components.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"], label="Attention",
                                scale=3)
-        inside_layer = gr.Slider(1, layers, value=layers, step=1, label="Layer")
-        inside_head = gr.Slider(1, heads, value=1, step=1, label="Head")
-        inside_query = gr.Slider(1, 2, value=1, step=1, label="Query (row)", elem_id="inside-query")
+        inside_layer = components.Slider(1, layers, value=layers, step=1, label="Layer")
+        inside_head = components.Slider(1, heads, value=1, step=1, label="Head")
+        inside_query = components.Slider(1, 2, value=1, step=1, label="Query (row)", elem_id="inside-query")
     inside_summary = gr.Markdown(WAITING, elem_id="inside-summary")
     inside_table = gr.Dataframe(label="Equation 1, key by key", interactive=False, wrap=True)
     gr.Markdown(inside.NOTES["arithmetic"])
@@ -57,14 +58,14 @@ def lens_layout(page: Page) -> None:
         lens_plot = gr.Plot(label="Logit lens", elem_id="logit-lens")
         gr.Markdown(inside.NOTES["temperature"])
         with gr.Row():
-            lens_step = gr.Slider(1, 2, value=1, step=1, label="Step")
-            temperature = gr.Slider(0.1, 3.0, value=1.0, step=0.05, label="Temperature T")
-            sample_top_k = gr.Slider(0, 50, value=0, step=1, label="top-k (0: off)")
-            sample_top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="top-p (1: off)")
+            lens_step = components.Slider(1, 2, value=1, step=1, label="Step")
+            temperature = components.Slider(0.1, 3.0, value=1.0, step=0.05, label="Temperature T")
+            sample_top_k = components.Slider(0, 50, value=0, step=1, label="top-k (0: off)")
+            sample_top_p = components.Slider(0.05, 1.0, value=1.0, step=0.05, label="top-p (1: off)")
         temperature_plot = gr.Plot(label="Next-token distribution, as sampling draws from it",
                                    elem_id="temperature-plot")
         with gr.Row():
-            sample_seed = gr.Number(0, precision=0, minimum=0, label="Seed", scale=1)
+            sample_seed = components.Number(0, precision=0, minimum=0, label="Seed", scale=1)
             sample_button = gr.Button("Sample a translation", scale=1)
             sampled = gr.Markdown(elem_id="sampled-translation")
     page.add(lens_plot=lens_plot, lens_step=lens_step, temperature=temperature, sample_top_k=sample_top_k,
@@ -78,7 +79,7 @@ def blackboard_layout(page: Page) -> None:
                     "Edit any number; add a row for a fourth token. The same attention module as the model "
                     "computes it.")
         with gr.Row():
-            blackboard_d = gr.Radio([2, 3, 4], value=2, label="d_k (numbers per vector)")
+            blackboard_d = components.Radio([2, 3, 4], value=2, label="d_k (numbers per vector)")
             blackboard_causal = gr.Checkbox(False, label="Causal mask (as in the decoder)")
             blackboard_button = gr.Button("Compute", variant="primary")
         blackboard_table = gr.Dataframe(inside.BLACKBOARD_EXAMPLE, interactive=True, label="q, k and v per token",

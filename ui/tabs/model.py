@@ -6,7 +6,7 @@ import gradio as gr
 
 from transformer.checkpoint import Checkpoint
 
-from .. import figures
+from .. import components, figures
 from ..page import Page
 from ..views import model as views
 
@@ -23,7 +23,7 @@ def layout(page: Page) -> None:
     with gr.Accordion("How this model learned", open=True):
         history_curves = gr.Plot(label="Training curves")
         gr.Markdown(HISTORY_NOTE)
-        history_step = gr.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="history-slider")
+        history_step = components.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="history-slider")
         history_plot = gr.Plot(label="Probe attention", elem_id="history-plot")
     with gr.Accordion("Model card", open=False):
         model_card = gr.Markdown()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from .. import components
 from ..page import Page
 from ..views.positions import NOTES, positional_views
 
@@ -14,8 +15,8 @@ INTRO = ("The Transformer has no recurrence, so word order enters only through t
 def layout(page: Page) -> None:
     gr.Markdown(INTRO)
     with gr.Row():
-        pe_d_model = gr.Slider(8, 512, value=128, step=2, label="d_model")
-        pe_length = gr.Slider(8, 256, value=64, step=1, label="positions")
+        pe_d_model = components.Slider(8, 512, value=128, step=2, label="d_model")
+        pe_length = components.Slider(8, 256, value=64, step=1, label="positions")
         pe_dimensions = gr.Textbox("0, 1, 10, 11, 60", label="dimensions to plot (comma-separated)",
                                    info="Enter or click elsewhere to redraw.")
     pe_matrix = gr.Plot(label="The encoding matrix")

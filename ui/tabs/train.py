@@ -9,6 +9,7 @@ import gradio as gr
 
 from transformer.data import SYNTHETIC_TASKS
 
+from .. import components
 from .. import jobs as training_jobs
 from ..page import Page
 from ..services import Services, multi30k_available
@@ -33,16 +34,16 @@ def layout(page: Page) -> None:
     data_choices = list(SYNTHETIC_TASKS) + (["multi30k"] if multi30k_available() else []) + ["upload"]
     limit_mb = training_jobs.MAX_UPLOAD_BYTES // 10**6
     with gr.Row():
-        train_data = gr.Radio(data_choices, value="reverse", label="Data",
+        train_data = components.Radio(data_choices, value="reverse", label="Data",
                               info="upload: your own parallel TSV (per line: a source sentence, a tab, its "
                                    "translation)")
         train_upload = gr.File(label=f"Parallel TSV, at most {limit_mb} MB", file_types=[".tsv", ".txt"],
                                type="filepath", visible=False)
     with gr.Row():
-        train_preset = gr.Radio(list(training_jobs.APP_PRESETS), value="tiny", label="Model size")
-        train_steps = gr.Slider(20, training_jobs.MAX_STEPS, value=400, step=10, label="Updates",
+        train_preset = components.Radio(list(training_jobs.APP_PRESETS), value="tiny", label="Model size")
+        train_steps = components.Slider(20, training_jobs.MAX_STEPS, value=400, step=10, label="Updates",
                                 elem_id="train-steps")
-        train_minutes = gr.Slider(0.5, training_jobs.MAX_MINUTES, value=3, step=0.5, label="Time limit (minutes)",
+        train_minutes = components.Slider(0.5, training_jobs.MAX_MINUTES, value=3, step=0.5, label="Time limit (minutes)",
                                   elem_id="train-minutes")
     preset_info = gr.Markdown(elem_id="preset-info")
     with gr.Row():
@@ -53,7 +54,7 @@ def layout(page: Page) -> None:
     train_curves = gr.Plot(label="Curves", elem_id="train-curves")
     gr.Markdown("### Attention as it forms\nAt every evaluation the cross-attention of a fixed sentence is captured; "
                 "slide to replay how the pattern emerged.")
-    replay = gr.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="replay-slider")
+    replay = components.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="replay-slider")
     replay_plot = gr.Plot(label="Probe attention", elem_id="replay-plot")
     with gr.Row():
         trained_download = gr.DownloadButton("Download the trained checkpoint (zip)", visible=False, scale=0)

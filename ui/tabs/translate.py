@@ -9,6 +9,7 @@ from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 from transformer.errors import InputError
 
+from .. import components
 from ..errors import warn
 from ..page import Page
 from ..services import Services
@@ -28,7 +29,7 @@ FORCED_INTRO = ("## Forced decoding: your own translation\nType your own transla
                 "while reading it. Enter scores it.")
 
 
-class UnboundedSlider(gr.Slider):
+class UnboundedSlider(components.Slider):
     """A slider that hands a typed number past either end to its handler, which moves the slider to that end.
     Gradio's own refuses such a number while the page keeps showing it beside the previous step's view."""
 
@@ -52,9 +53,9 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
             example_list = gr.Dataset(components=[gr.Textbox(visible=False)], samples=[[e] for e in examples],
                                       label="Examples", elem_id="examples")
         with gr.Column(scale=2):
-            decoding = gr.Radio(["greedy", "beam"], value="beam", label="Decoding")
-            beam_size = gr.Slider(2, MAX_BEAM, value=5, step=1, label="Beam size", elem_id="beam-size")
-            max_length = gr.Slider(*TARGET_TOKENS, value=60, step=1, label="Maximum target tokens",
+            decoding = components.Radio(["greedy", "beam"], value="beam", label="Decoding")
+            beam_size = components.Slider(2, MAX_BEAM, value=5, step=1, label="Beam size", elem_id="beam-size")
+            max_length = components.Slider(*TARGET_TOKENS, value=60, step=1, label="Maximum target tokens",
                                    elem_id="max-tokens")
             translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button")
     translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation")
@@ -83,11 +84,11 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 
     gr.Markdown(HEATMAP_INTRO)
     with gr.Row():
-        kind = gr.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"], label="Attention", scale=3)
-        view = gr.Radio(list(VIEWS), value=VIEWS[0], label="View", scale=3)
+        kind = components.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"], label="Attention", scale=3)
+        view = components.Radio(list(VIEWS), value=VIEWS[0], label="View", scale=3)
     with gr.Row():
-        layer = gr.Slider(1, layers, value=1, step=1, label="Layer", elem_id="layer-slider")
-        head = gr.Slider(1, heads, value=1, step=1, label="Head", elem_id="head-slider")
+        layer = components.Slider(1, layers, value=1, step=1, label="Layer", elem_id="layer-slider")
+        head = components.Slider(1, heads, value=1, step=1, label="Head", elem_id="head-slider")
         average = gr.Checkbox(False, label="Average over heads", elem_id="average-heads")
     attention_plot = gr.Plot(label="Attention", elem_id="attention-plot")
     with gr.Row():
@@ -103,8 +104,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
                                  info=f"At most {MAX_INPUT_CHARS:,} characters.")
     with gr.Row():
         forced_button = gr.Button("Score my translation")
-        forced_layer = gr.Slider(1, layers, value=layers, step=1, label="Layer of the cross-attention")
-        forced_head = gr.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head")
+        forced_layer = components.Slider(1, layers, value=layers, step=1, label="Layer of the cross-attention")
+        forced_head = components.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head")
     with gr.Row():
         forced_probability_plot = gr.Plot(label="Per-token probability", elem_id="forced-probability")
         forced_attention_plot = gr.Plot(label="Cross-attention", elem_id="forced-attention")
