@@ -15,10 +15,17 @@ client, for answered requests. RSS is this process's VmRSS (server and
 clients together) just before and just after the concurrent phase.
 Traffic goes to 127.0.0.1 only; request count and total time are bounded.
 
-Prints JSON last: {"users", "requests", "errors", "lost", "mismatches", "p50_ms", "p95_ms",
-"rss_before_mb", "rss_after_mb"}.
+With ``--hostile SHARE`` that share of the users are hostile: each of their requests is one of the inputs a
+public server must shrug off (a 10 MB sentence, NaN or an out-of-range beam as raw JSON, text of only invisible
+characters, a model name that does not exist). They must be refused with a message, quickly; the normal users'
+figures are counted apart (``normal_p95_ms``), so a run with and without ``--hostile`` compare the same users.
+``peak_rss_mb`` is this process's highest resident size during the run.
 
-    python benchmarks/load_test.py --users 20 --requests 10 --json
+Prints JSON last: {"users", "hostile_users", "requests", "errors", "lost", "mismatches", "p50_ms", "p95_ms",
+"normal_p95_ms", "hostile_refused", "hostile_answered", "rss_before_mb", "rss_after_mb", "peak_rss_mb"}.
+
+    python benchmarks/load_test.py --users 40 --requests 5 --json
+    python benchmarks/load_test.py --users 40 --requests 5 --hostile 0.25 --json
 """
 
 from __future__ import annotations
@@ -57,6 +64,24 @@ ENGLISH = [
 ]
 
 
+HOSTILE = [  # (what, arguments after the model name, as /translate takes them)
+    ("10 MB sentence", ("a " * 5_000_000, "beam", BEAM, MAX_TOKENS)),
+    ("NaN beam", ("A dog runs.", "beam", float("nan"), MAX_TOKENS)),
+    ("beam past its end", ("A dog runs.", "beam", 99, MAX_TOKENS)),
+    ("only invisible characters", ("\u200b\ufeff\u200b", "greedy", BEAM, MAX_TOKENS)),
+    ("infinite maximum", ("A dog runs.", "greedy", BEAM, float("inf"))),
+]
+
+
+def peak_rss_mb() -> float:
+    """The highest resident size this process has had (VmHWM)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
 def sentences_for(model_name: str, count: int = 12, seed: int = 0) -> list[str]:
     """Distinct test sentences of mixed lengths: digit sequences for synthetic models, English otherwise."""
     if not model_name.startswith(("reverse", "copy", "sort")):
@@ -92,11 +117,12 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, timeout_s: float = 600.0,
-                  registry=None, model_name: str | None = None, say=print, seed: int = 0) -> dict:
+                  registry=None, model_name: str | None = None, say=print, seed: int = 0,
+                  hostile: float = 0.0) -> dict:
     """Serve the app on loopback, run ``users`` x ``requests`` concurrent translations, return the figures."""
     from gradio_client import Client  # imported here so that --help stays fast
     from ui import services
-    from ui.build import build_app, close_app
+    from ui.build import LAUNCH_OPTIONS, build_app, close_app
 
     deadline = time.monotonic() + timeout_s
     registry = registry or services.ModelRegistry()  # the bundled checkpoints
@@ -107,7 +133,8 @@ def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, tim
     sentences = sentences_for(model_name)
 
     demo = build_app(services.Services(registry), model_name)
-    demo.launch(prevent_thread_lock=True, server_name=LOOPBACK, server_port=free_port(), quiet=True)
+    demo.launch(prevent_thread_lock=True, server_name=LOOPBACK, server_port=free_port(), quiet=True,
+                **LAUNCH_OPTIONS)  # as app.py serves it
     url = demo.local_url
     assert url.startswith(f"http://{LOOPBACK}:"), url  # loopback only
     clients: list = []
@@ -127,9 +154,10 @@ def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, tim
 
         rng = random.Random(seed)
         plans = [[rng.choice(sentences) for _ in range(requests)] for _ in range(users)]
+        hostile_users = round(users * hostile)
         lock = threading.Lock()
         latencies: list[float] = []
-        counts = {"errors": 0, "lost": 0, "mismatches": 0}
+        counts = {"errors": 0, "lost": 0, "mismatches": 0, "hostile_refused": 0, "hostile_answered": 0}
         first_errors: list[str] = []
 
         def count(kind: str, detail: str | None = None) -> None:
@@ -170,10 +198,23 @@ def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, tim
                 if answer != expected[text]:
                     count("mismatches", f"{text!r}: expected {expected[text]!r}, got {answer!r}")
 
+        def one_hostile_user(number: int) -> None:
+            client = Client(url, verbose=False)
+            with lock:
+                clients.append(client)
+            for done in range(requests):
+                what, arguments = HOSTILE[(number + done) % len(HOSTILE)]
+                try:
+                    client.predict(model_name, *arguments, api_name="/translate")
+                    count("hostile_answered")  # a sensible answer is fine too (a long text is cut, not refused)
+                except Exception:  # noqa: BLE001 - a refusal is what is expected
+                    count("hostile_refused")
+
         rss_before = rss_mb()
         started = time.perf_counter()
-        pool = ThreadPoolExecutor(max_workers=users, thread_name_prefix="load-user")
+        pool = ThreadPoolExecutor(max_workers=users + hostile_users, thread_name_prefix="load-user")
         futures = [pool.submit(one_user, plan) for plan in plans]
+        futures += [pool.submit(one_hostile_user, number) for number in range(hostile_users)]
         for future in futures:
             try:
                 future.result(timeout=max(0.0, deadline - time.monotonic()) + 5)
@@ -193,10 +234,16 @@ def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, tim
         for detail in first_errors:
             say(f"  e.g. {detail}")
         say(f"latency per request: p50 {percentile(answered, 50)} ms, p95 {percentile(answered, 95)} ms")
-        say(f"RSS of this process (server + clients): {rss_before} MB before, {rss_after} MB after")
-        return {"users": users, "requests": total, "errors": counts["errors"], "lost": counts["lost"],
-                "mismatches": counts["mismatches"], "p50_ms": percentile(answered, 50),
-                "p95_ms": percentile(answered, 95), "rss_before_mb": rss_before, "rss_after_mb": rss_after}
+        say(f"RSS of this process (server + clients): {rss_before} MB before, {rss_after} MB after, "
+            f"{peak_rss_mb()} MB at most")
+        if hostile_users:
+            say(f"hostile: {hostile_users} users, {counts['hostile_refused']} requests refused, "
+                f"{counts['hostile_answered']} answered")
+        return {"users": users, "hostile_users": hostile_users, "requests": total, "errors": counts["errors"],
+                "lost": counts["lost"], "mismatches": counts["mismatches"], "p50_ms": percentile(answered, 50),
+                "p95_ms": percentile(answered, 95), "normal_p95_ms": percentile(answered, 95),
+                "hostile_refused": counts["hostile_refused"], "hostile_answered": counts["hostile_answered"],
+                "rss_before_mb": rss_before, "rss_after_mb": rss_after, "peak_rss_mb": peak_rss_mb()}
     finally:
         for client in clients:
             try:
@@ -212,14 +259,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=10, help="translations per user (default 10)")
     parser.add_argument("--greedy", action="store_true", help="greedy decoding instead of beam search (beam 5)")
     parser.add_argument("--timeout", type=float, default=600.0, help="overall limit in seconds (default 600)")
+    parser.add_argument("--hostile", type=float, default=0.0,
+                        help="share of additional users sending hostile inputs, e.g. 0.25 (default 0)")
     parser.add_argument("--json", action="store_true", help="print only the JSON line")
     args = parser.parse_args(argv)
+    if not 0 <= args.hostile <= 1:
+        parser.error("--hostile is a share between 0 and 1")
     if not (1 <= args.users <= 200 and 1 <= args.requests <= 1000):
         parser.error("--users must be 1-200 and --requests 1-1000")
     import logging
     logging.basicConfig(level=logging.WARNING)
     say = (lambda *_: None) if args.json else print
-    result = run_load_test(args.users, args.requests, args.greedy, args.timeout, say=say)
+    result = run_load_test(args.users, args.requests, args.greedy, args.timeout, say=say, hostile=args.hostile)
     print(json.dumps(result))
     sys.exit(0 if result["errors"] == result["lost"] == result["mismatches"] == 0 else 1)
 

@@ -6,11 +6,13 @@ import asyncio
 import logging
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from transformer.checkpoint import Checkpoint, CheckpointError
 
 from . import api, header, lessons
 from .jobs import MAX_UPLOAD_BYTES
+from .limits import BodySizeLimit
 from .page import Page
 from .services import Services
 from .tabs import analysis, experiments, explain, inside, model, positions, train, translate
@@ -27,8 +29,10 @@ log = logging.getLogger(__name__)
 QUEUE_SIZE = 64
 EXPORTS_KEPT_S = (3600, 86400)  # Gradio's cache of files handed to browsers: checked hourly, kept a day
 # What launch() needs besides the address (Gradio 6 takes the page's CSS there). max_file_size: an upload is
-# refused while it arrives, before it is stored; the only upload the app takes is a training TSV.
-LAUNCH_OPTIONS = {"css": FOCUS_CSS, "max_file_size": MAX_UPLOAD_BYTES}
+# refused while it arrives, before it is stored; the only upload the app takes is a training TSV. Other request
+# bodies are limited before they are parsed.
+LAUNCH_OPTIONS = {"css": FOCUS_CSS, "max_file_size": MAX_UPLOAD_BYTES,
+                  "app_kwargs": {"middleware": [Middleware(BodySizeLimit)]}}
 
 
 def build_app(services: Services | None = None, default_model: str | None = None,

@@ -77,11 +77,12 @@ def test_a_short_load_test_loses_nothing_and_every_answer_matches_the_single_use
     load_test = load_test_module()
     registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")
     result = load_test.run_load_test(users=5, requests=3, greedy=True, timeout_s=120, registry=registry,
-                                     model_name="reverse-tiny", say=lambda *_: None)
-    assert result["users"] == 5 and result["requests"] == 15
+                                     model_name="reverse-tiny", say=lambda *_: None, hostile=0.4)
+    assert result["users"] == 5 and result["requests"] == 15 and result["hostile_users"] == 2
     assert result["errors"] == result["lost"] == result["mismatches"] == 0, result
-    assert 0 < result["p50_ms"] <= result["p95_ms"]
-    assert result["rss_before_mb"] > 0 and result["rss_after_mb"] > 0
+    assert result["hostile_refused"] >= 4 and result["hostile_refused"] + result["hostile_answered"] == 6
+    assert 0 < result["p50_ms"] <= result["p95_ms"] == result["normal_p95_ms"]
+    assert 0 < result["rss_before_mb"] <= result["peak_rss_mb"] and result["rss_after_mb"] > 0
 
 
 def test_load_test_sentences_suit_the_model():
@@ -460,3 +461,20 @@ def test_a_refused_value_is_a_message_without_a_traceback_in_the_server_log(capf
     finally:
         close_app(demo)
     assert "Traceback" not in capfd.readouterr().err, "a client's bad value writes no traceback"
+
+
+def test_a_request_body_over_the_limit_is_refused_before_it_is_parsed():
+    demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")),
+                     "reverse-tiny")
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
+                **LAUNCH_OPTIONS)
+    try:
+        client = Client(demo.local_url, verbose=False)
+        with pytest.raises(Exception, match="413|larger than"):
+            client.predict("reverse-tiny", "1 " * 1_000_000, "greedy", 2, 40, api_name="/translate")
+        assert client.predict("reverse-tiny", "1 2 3", "greedy", 2, 40, api_name="/translate")[0] == "3 2 1"
+        answer = httpx.post(demo.local_url + "gradio_api/queue/join", content=b"{" + b" " * 2_000_000 + b"}",
+                            headers={"content-type": "application/json"}, timeout=60)
+        assert answer.status_code == 413 and "at most a thousand characters" in answer.json()["detail"]
+    finally:
+        close_app(demo)
