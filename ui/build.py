@@ -12,7 +12,7 @@ from transformer.checkpoint import Checkpoint, CheckpointError
 
 from . import api, header, lessons
 from .jobs import MAX_UPLOAD_BYTES
-from .limits import BodySizeLimit
+from .limits import BodySizeLimit, ClientShare
 from .page import Page
 from .services import Services
 from .tabs import analysis, experiments, explain, inside, model, positions, train, translate
@@ -32,7 +32,7 @@ EXPORTS_KEPT_S = (3600, 86400)  # Gradio's cache of files handed to browsers: ch
 # refused while it arrives, before it is stored; the only upload the app takes is a training TSV. Other request
 # bodies are limited before they are parsed.
 LAUNCH_OPTIONS = {"css": FOCUS_CSS, "max_file_size": MAX_UPLOAD_BYTES,
-                  "app_kwargs": {"middleware": [Middleware(BodySizeLimit)]}}
+                  "app_kwargs": {"middleware": [Middleware(BodySizeLimit), Middleware(ClientShare)]}}
 
 
 def build_app(services: Services | None = None, default_model: str | None = None,

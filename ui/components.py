@@ -10,30 +10,45 @@ from __future__ import annotations
 import gradio as gr
 
 
-class QuietRefusals:
-    def preprocess(self, payload):
-        try:
-            return super().preprocess(payload)
-        except gr.Error as error:
-            raise gr.Error(error.message, duration=error.duration, title=error.title,
-                           print_exception=False) from None
+def refused_quietly(preprocess, payload):
+    """``preprocess(payload)``, with a refusal raised again without its traceback in the log."""
+    try:
+        return preprocess(payload)
+    except gr.Error as error:
+        raise gr.Error(error.message, duration=error.duration, title=error.title, print_exception=False) from None
 
 
-class Slider(QuietRefusals, gr.Slider):
+# Gradio finds a component's frontend through its first base class, so each names Gradio's own first.
+class Slider(gr.Slider):
     is_template = True  # drawn by Gradio's own component
 
+    def preprocess(self, payload):
+        return refused_quietly(super().preprocess, payload)
 
-class Radio(QuietRefusals, gr.Radio):
+
+class Radio(gr.Radio):
     is_template = True
 
+    def preprocess(self, payload):
+        return refused_quietly(super().preprocess, payload)
 
-class Dropdown(QuietRefusals, gr.Dropdown):
+
+class Dropdown(gr.Dropdown):
     is_template = True
 
+    def preprocess(self, payload):
+        return refused_quietly(super().preprocess, payload)
 
-class Number(QuietRefusals, gr.Number):
+
+class Number(gr.Number):
     is_template = True
 
+    def preprocess(self, payload):
+        return refused_quietly(super().preprocess, payload)
 
-class CheckboxGroup(QuietRefusals, gr.CheckboxGroup):
+
+class CheckboxGroup(gr.CheckboxGroup):
     is_template = True
+
+    def preprocess(self, payload):
+        return refused_quietly(super().preprocess, payload)

@@ -38,6 +38,7 @@ MAX_UPLOAD_LINES = 200_000
 MAX_UPLOAD_LINE_CHARS = 2_000
 # Models trained in the app that stay in everyone's model list (a class of 30 would fill it); the oldest go first.
 KEPT_MODELS = int(os.environ.get("EXPLORER_KEPT_MODELS", "10"))
+JOBS_PER_CLIENT_HOUR = 3  # one client may not keep the server's one training slot for itself
 MAX_STEPS = 3000
 MAX_MINUTES = 15.0
 APP_PRESETS = ("tiny", "small")
@@ -163,6 +164,7 @@ class JobManager:
         self._thread: threading.Thread | None = None
         self._archives: dict[str, str] = {}
         self._trained_by: dict[str, str | None] = {}  # published model -> the visitor whose job made it
+        self._starts: dict[str, list[float]] = {}  # client address -> when it started jobs, this last hour
 
     @property
     def current(self) -> JobState | None:
@@ -171,8 +173,9 @@ class JobManager:
     def busy(self) -> bool:
         return self._job is not None and self._job.status == "running"
 
-    def start(self, request: JobRequest, owner: str | None = None) -> JobState:
-        """Start a job for the visitor ``owner`` (None: the server itself); refused while another one runs."""
+    def start(self, request: JobRequest, owner: str | None = None, client: str | None = None) -> JobState:
+        """Start a job for the visitor ``owner`` (None: the server itself); refused while another one runs, and
+        for a ``client`` (its address) that started ``JOBS_PER_CLIENT_HOUR`` jobs in the last hour."""
         if training_disabled():
             raise JobError(f"Training is turned off on this server ({DISABLE_VARIABLE} is set).")
         if request.preset not in APP_PRESETS:
@@ -186,6 +189,13 @@ class JobManager:
                 raise JobError(f"A training job ({self._job.name}) is already running on this server; "
                                f"{self._time_left()}. Wait for it to finish"
                                + (", or stop it first." if self._job.owner in (None, owner) else "."))
+            if client is not None:
+                now = time.time()
+                recent = [t for t in self._starts.get(client, []) if t > now - 3600]
+                if len(recent) >= JOBS_PER_CLIENT_HOUR:
+                    raise JobError(f"You have started {len(recent)} training jobs in the last hour, the most one "
+                                   f"visitor may; the next can start in {time_left_text(recent[0] + 3600 - now)}.")
+                self._starts[client] = recent + [now]
             config = self._config(request, corpus)
             name = Path(config.out_dir).name
             self._cancel = threading.Event()

@@ -1,11 +1,16 @@
-"""A limit on request bodies, applied before anything parses them: a 10 MB "sentence" costs the server a JSON
-parse and a copy per request before any of the app's own checks can refuse it."""
+"""Limits applied before the app sees a request: the size of its body (a 10 MB "sentence" costs the server a
+JSON parse and a copy before any of the app's own checks can refuse it) and each client's share of the work."""
 
 from __future__ import annotations
 
+import collections
 import json
+import time
 
 MAX_BODY_BYTES = 1_000_000  # a request of the page is a few kilobytes; uploads have their own limit
+CLIENT_EVENTS, CLIENT_WINDOW_S = 30, 10.0  # a student clicking through the page starts a few per second at most
+MAX_TRACKED_CLIENTS = 10_000
+LOOPBACK = ("127.0.0.1", "::1")
 EXEMPT_PATHS = ("/gradio_api/upload",)  # refused by Gradio's max_file_size as they arrive
 
 
@@ -24,7 +29,8 @@ class BodySizeLimit:
             return await self.app(scope, receive, send)
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            return await self.refuse(send)
+            return await refuse(send, 413, f"The request is larger than {self.max_bytes:,} bytes, the most this "
+                                           "server reads; a sentence has at most a thousand characters.")
         received = 0
 
         async def counted():
@@ -35,9 +41,51 @@ class BodySizeLimit:
 
         return await self.app(scope, counted, send)
 
-    async def refuse(self, send) -> None:
-        body = json.dumps({"detail": f"The request is larger than {self.max_bytes:,} bytes, the most this server "
-                                     "reads; a sentence has at most a thousand characters."}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+
+def client_address(headers, host: str | None) -> str:
+    """Who a request comes from: the first address a proxy (a Hugging Face Space) forwarded, else the peer."""
+    forwarded = headers.get("x-forwarded-for")
+    return forwarded.split(",")[0].strip() if forwarded else (host or "unknown")
+
+
+class ClientShare:
+    """ASGI middleware: each client may start at most ``events`` pieces of work (queue joins, API calls) per
+    ``window_s`` seconds; more get 429 with a message. One client can then fill no more than its share of the
+    queue, however fast it sends. A request from this machine itself with no proxy in between is not counted
+    (the app run locally, tests and benchmarks)."""
+
+    WORK_PATHS = ("/gradio_api/queue/join", "/gradio_api/call/", "/gradio_api/run/")
+
+    def __init__(self, app, events: int = CLIENT_EVENTS, window_s: float = CLIENT_WINDOW_S):
+        self.app, self.events, self.window_s = app, events, window_s
+        self.recent: dict[str, collections.deque] = {}
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].startswith(self.WORK_PATHS):
+            headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+            peer = (scope.get("client") or (None,))[0]
+            if "x-forwarded-for" in headers or peer not in LOOPBACK:
+                if not self.admit(client_address(headers, peer)):
+                    return await refuse(send, 429, f"More than {self.events} requests in {self.window_s:g} s from "
+                                                   "one client; wait a moment and try again.")
+        return await self.app(scope, receive, send)
+
+    def admit(self, client: str) -> bool:
+        now = time.monotonic()
+        recent = self.recent.setdefault(client, collections.deque())
+        while recent and recent[0] <= now - self.window_s:
+            recent.popleft()
+        if len(recent) >= self.events:
+            return False
+        recent.append(now)
+        if len(self.recent) > MAX_TRACKED_CLIENTS:  # forget clients gone quiet, so the table stays small
+            for quiet in [c for c, times in self.recent.items() if not times or times[-1] <= now - self.window_s]:
+                del self.recent[quiet]
+        return True
+
+
+async def refuse(send, status: int, message: str) -> None:
+    body = json.dumps({"detail": message}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

@@ -39,7 +39,7 @@ from transformer.checkpoint import (REPOSITORY_CHECKPOINTS, list_checkpoints, lo
 from transformer.decoding import Translation
 
 from transformer import errors
-from ui import jobs, services
+from ui import jobs, limits, services
 from ui.build import LAUNCH_OPTIONS, build_app, close_app
 from ui.views import text as text_views
 from ui.views import translate as translate_views
@@ -476,5 +476,24 @@ def test_a_request_body_over_the_limit_is_refused_before_it_is_parsed():
         answer = httpx.post(demo.local_url + "gradio_api/queue/join", content=b"{" + b" " * 2_000_000 + b"}",
                             headers={"content-type": "application/json"}, timeout=60)
         assert answer.status_code == 413 and "at most a thousand characters" in answer.json()["detail"]
+    finally:
+        close_app(demo)
+
+
+def test_one_remote_client_gets_only_its_share_of_the_work():
+    demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")),
+                     "reverse-tiny")
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
+                **LAUNCH_OPTIONS)
+    try:
+        def join(address=None):
+            headers = {"x-forwarded-for": address} if address else {}
+            return httpx.post(demo.local_url + "gradio_api/queue/join", json={}, headers=headers, timeout=30)
+
+        answers = [join("203.0.113.7").status_code for _ in range(limits.CLIENT_EVENTS + 1)]
+        assert 429 not in answers[:-1] and answers[-1] == 429
+        assert "wait a moment" in join("203.0.113.7").json()["detail"]
+        assert join("203.0.113.8").status_code != 429, "another client keeps its share"
+        assert all(join().status_code != 429 for _ in range(limits.CLIENT_EVENTS + 1)), "the app run locally"
     finally:
         close_app(demo)

@@ -267,3 +267,15 @@ def test_a_trained_model_can_be_deleted_by_its_trainer_only(tmp_path):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc_trim is glibc's")
 def test_memory_a_finished_job_freed_is_handed_back_to_the_system():
     assert jobs.release_memory() is True
+
+
+def test_one_client_may_start_only_a_few_jobs_an_hour(tmp_path):
+    manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
+    for _ in range(jobs.JOBS_PER_CLIENT_HOUR):
+        manager.start(jobs.JobRequest(data="reverse", steps=10, minutes=1), owner="s", client="10.0.0.7")
+        manager.wait(60)
+    with pytest.raises(jobs.JobError, match="started 3 training jobs in the last hour"):
+        manager.start(jobs.JobRequest(data="reverse", steps=10, minutes=1), owner="s2", client="10.0.0.7")
+    manager.start(jobs.JobRequest(data="reverse", steps=10, minutes=1), owner="t", client="10.0.0.8")
+    manager.wait(60)
+    assert manager.current.owner == "t"
