@@ -1,10 +1,13 @@
-"""Argument types of the command-line tools: a mistake becomes argparse's one-line usage error (exit code 2)."""
+"""Arguments the command-line tools share: a mistake becomes argparse's one-line usage error (exit code 2)."""
 
 from __future__ import annotations
 
 import argparse
 
 import torch
+
+from .checkpoint import DEFAULT_CHECKPOINT, Checkpoint, CheckpointError, load_checkpoint
+from .decoding import Translation
 
 
 def positive_int(value: str) -> int:
@@ -22,3 +25,26 @@ def device(name: str) -> torch.device:
     if chosen.type == "cuda" and not torch.cuda.is_available():
         raise argparse.ArgumentTypeError("this machine has no CUDA GPU that PyTorch can use; use --device cpu")
     return chosen
+
+
+def add_sentence_arguments(parser: argparse.ArgumentParser, purpose: str) -> None:
+    """The arguments of a tool that looks into one translation: the sentence, and the decoding that makes it as
+    ``transformer.translate`` does, so both describe the same translation."""
+    parser.add_argument("text", help=f"the sentence to translate and {purpose}")
+    parser.add_argument("--beam", type=positive_int, default=5, help="beam size (1 = greedy), as in "
+                        "transformer.translate")
+    parser.add_argument("--length-penalty", type=float, help="default: the one the checkpoint was scored with")
+    parser.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--device", type=device, help="cpu or cuda (default: cuda when available)")
+
+
+def translated_sentence(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[Checkpoint, Translation]:
+    """The checkpoint and its translation of ``args.text``; an empty sentence or a bad checkpoint is one line."""
+    if not args.text.strip():
+        parser.error("the sentence is empty")
+    try:
+        checkpoint = load_checkpoint(args.checkpoint, device=args.device)
+    except CheckpointError as error:
+        parser.exit(2, f"error: {error}\n")
+    return checkpoint, checkpoint.translate(args.text, args.beam, length_penalty=args.length_penalty)

@@ -26,8 +26,7 @@ import torch
 from torch import Tensor
 
 from . import arguments
-from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
-from .decoding import Translation, translate
+from .decoding import Translation
 from .model import Transformer
 
 METHODS = ("gradient_x_input", "integrated_gradients", "rollout")
@@ -171,25 +170,11 @@ def agreement(attention: Tensor, evidence: Tensor) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m transformer.attribute", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("text", help="the sentence to translate and attribute")
+    arguments.add_sentence_arguments(parser, "attribute")
     parser.add_argument("--method", choices=METHODS, default="integrated_gradients")
     parser.add_argument("--steps", type=arguments.positive_int, default=64, help="integrated gradients' points")
-    parser.add_argument("--beam", type=arguments.positive_int, default=5, help="beam size (1 = greedy), as in "
-                        "transformer.translate, so both describe the same translation")
-    parser.add_argument("--length-penalty", type=float, help="default: the one the checkpoint was scored with")
-    parser.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--device", type=arguments.device, help="cpu or cuda (default: cuda when available)")
     args = parser.parse_args(argv)
-    if not args.text.strip():
-        parser.error("the sentence is empty")
-    try:
-        checkpoint = load_checkpoint(args.checkpoint, device=args.device)
-    except CheckpointError as error:
-        parser.exit(2, f"error: {error}\n")
-    length_penalty = checkpoint.length_penalty if args.length_penalty is None else args.length_penalty
-    translation = translate(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, args.text,
-                            beam_size=args.beam, length_penalty=length_penalty)
+    checkpoint, translation = arguments.translated_sentence(parser, args)
     result = attribute(checkpoint.model, translation, args.method, args.steps)
     if args.json:
         print(json.dumps(result.to_json(translation), ensure_ascii=False))

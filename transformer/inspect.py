@@ -25,8 +25,7 @@ import torch
 from torch import Tensor
 
 from . import arguments
-from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
-from .decoding import Translation, translate
+from .decoding import Translation
 from .model import AddAndNorm, HeadMask, MultiHeadAttention, ScaledDotProductAttention, Transformer
 
 KINDS = ("encoder", "decoder", "cross")
@@ -346,30 +345,16 @@ def small_attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False) -> Sm
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m transformer.inspect", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("text", help="the sentence to translate and look inside")
+    arguments.add_sentence_arguments(parser, "look inside")
     parser.add_argument("--kind", choices=KINDS, default="cross")
     parser.add_argument("--layer", type=arguments.positive_int, default=1)
     parser.add_argument("--head", type=arguments.positive_int, default=1)
     parser.add_argument("--query", type=arguments.positive_int, default=1,
                         help="row of the attention matrix (a source position for encoder attention, else a "
                              "decoder input position, <s> first)")
-    parser.add_argument("--beam", type=arguments.positive_int, default=5, help="beam size (1 = greedy), as "
-                        "in transformer.translate, so both describe the same translation")
-    parser.add_argument("--length-penalty", type=float, help="default: the one the checkpoint was scored with")
-    parser.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--device", type=arguments.device, help="cpu or cuda (default: cuda when available)")
     args = parser.parse_args(argv)
-    if not args.text.strip():
-        parser.error("the sentence is empty")
-    try:
-        checkpoint = load_checkpoint(args.checkpoint, device=args.device)
-    except CheckpointError as error:
-        parser.exit(2, f"error: {error}\n")
+    checkpoint, translation = arguments.translated_sentence(parser, args)
     model = checkpoint.model
-    length_penalty = checkpoint.length_penalty if args.length_penalty is None else args.length_penalty
-    translation = translate(model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, args.text,
-                            beam_size=args.beam, length_penalty=length_penalty)
     try:
         arithmetic = head_arithmetic(model, translation, args.kind, args.layer, args.head, args.query)
     except ValueError as error:
