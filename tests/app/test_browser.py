@@ -44,6 +44,16 @@ def browser():
         browser.close()
 
 
+def opened(browser, url: str):
+    """A laptop-sized page on the app once its first translation is drawn, and the script errors it meets."""
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(url)
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    return page, errors
+
+
 def plot_title(page, elem_id: str) -> str:
     return page.locator(f"#{elem_id} .js-plotly-plot .gtitle").first.text_content()
 
@@ -247,11 +257,7 @@ def test_results_for_the_previous_sentence_are_cleared_when_the_model_changes(ap
 
 def test_look_inside_a_step_and_work_equation_1_on_the_blackboard(app_url, browser):
     url, model = app_url
-    page = browser.new_page(viewport={"width": 1366, "height": 900})
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(url)
-    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page, errors = opened(browser, url)
     number = page.locator("#step-slider input[type=number]")
     number.fill("2")
     number.press("Enter")
@@ -272,11 +278,7 @@ def test_look_inside_a_step_and_work_equation_1_on_the_blackboard(app_url, brows
 
 def test_put_evidence_beside_attention_and_open_a_head_from_the_agreement_table(app_url, browser):
     url, model = app_url
-    page = browser.new_page(viewport={"width": 1366, "height": 900})
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(url)
-    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page, errors = opened(browser, url)
     page.get_by_role("tab", name="Attention vs evidence").click()
     page.get_by_role("button", name="Attribute the last translation").click()
     page.wait_for_selector("#explain-attribution .js-plotly-plot", timeout=60_000)
@@ -292,11 +294,7 @@ def test_put_evidence_beside_attention_and_open_a_head_from_the_agreement_table(
 
 def test_a_lesson_sets_up_its_view_and_large_text_enlarges_the_page(app_url, browser):
     url, model = app_url
-    page = browser.new_page(viewport={"width": 1366, "height": 900})
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(url)
-    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page, errors = opened(browser, url)
     page.get_by_text("Lessons for a class").click()
     page.locator("#lessons input[role=listbox], #lessons input").first.click()
     page.get_by_role("option", name="2. The decoder cannot see the future").click()

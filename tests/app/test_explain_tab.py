@@ -6,25 +6,12 @@ import pytest
 import torch
 
 from transformer import interventions
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.errors import InputError
 from ui import services
 from ui.tabs import explain as explain_tab
 from ui.views import explain
-from ui.views import translate as translate_views
 
 SENTENCE = "A dog runs across the grass."
-
-
-@pytest.fixture(scope="module")
-def app_services():
-    return services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"))
-
-
-@pytest.fixture(scope="module")
-def translation(app_services):
-    return translate_views.run_translation(app_services.registry.get("multi30k-en-de"), SENTENCE, "beam",
-                                           5).translation
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,9 @@ import numpy as np
 import pytest
 
 from transformer import data as datasets
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.data import DataError
 from transformer.errors import InputError
-from ui import header, services
+from ui import header
 from ui.page import Page
 from ui.tabs import analysis, experiments, translate
 from ui.views import samples
@@ -16,11 +15,6 @@ from ui.views.choices import ATTENTION_KINDS, VIEWS
 
 DIGITS = "3 1 4 1 5 9"
 CROSS = ATTENTION_KINDS["cross"]
-
-
-@pytest.fixture(scope="module")
-def app_services():
-    return services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"))
 
 
 @pytest.fixture(scope="module")

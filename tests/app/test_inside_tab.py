@@ -5,9 +5,7 @@ import pandas
 import pytest
 
 from transformer import inspect as head_inspection
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.errors import InputError
-from ui import services
 from ui.tabs import experiments
 from ui.tabs import explain as explain_tab
 from ui.tabs import inside as inside_tab
@@ -17,17 +15,6 @@ from ui.views import translate as translate_views
 
 SENTENCE = "A dog runs across the grass."
 CROSS = "Cross-attention (decoder → encoder)"
-
-
-@pytest.fixture(scope="module")
-def app_services():
-    return services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"))
-
-
-@pytest.fixture(scope="module")
-def translation(app_services):
-    return translate_views.run_translation(app_services.registry.get("multi30k-en-de"), SENTENCE, "beam",
-                                           5).translation
 
 
 def test_the_table_walks_one_query_through_equation_1_key_by_key(app_services, translation):

@@ -6,17 +6,11 @@ import re
 import pytest
 
 from transformer import interventions
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import lessons as lessons_panel
 from ui import services
 from ui.build import build_app
 from ui.views import lessons
 from ui.views.choices import ATTENTION_KINDS
-
-
-@pytest.fixture(scope="module")
-def app_services():
-    return services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"))
 
 
 def sentences(text: str) -> int:
