@@ -27,12 +27,16 @@ def as_html(problem: Exception | str) -> str:
 
 
 @contextlib.contextmanager
-def as_user_message(name: str):
-    """Problems with the input (or a model, data, job) become ``gr.Error`` with their own words; bugs are logged."""
+def as_user_message(name: str, html: bool = True):
+    """Problems with the input (or a model, data, job) become ``gr.Error`` with their own words; bugs are logged.
+
+    ``html``: the message goes to the page, which shows it as HTML, so "<unk>" is escaped; an API client reads
+    it as plain text and gets it as it is.
+    """
     try:
         yield
     except USER_PROBLEMS as error:
-        raise gr.Error(as_html(error), print_exception=False) from None
+        raise gr.Error(as_html(error) if html else str(error), print_exception=False) from None
     except gr.Error:
         raise
     except Exception:  # a bug or a resource problem: log it, tell the user plainly

@@ -115,21 +115,36 @@ class Page:
             # Gradio reads an empty dict as one value, not as "nothing changes".
             return values or {components[name]: gr.skip() for name in declared or ()}
 
+        own = parameters[1:] if takes_services else parameters
+        # Gradio also hands the wrapper the request, to tell the page (messages shown as HTML) from API clients.
+        asker = inspect.Parameter("asked_by", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                                  annotation=gr.Request)
+
+        def split(args, kwargs):
+            """The handler's own arguments, and whether its messages go to the page."""
+            request = args[-1] if len(args) > len(own) else kwargs.pop("asked_by", None)
+            args = args[:len(own)] if len(args) > len(own) else args
+            page_asked = request is None or request.headers.get("x-gradio-user") != "api"
+            return args, kwargs, page_asked
+
         if inspect.isgeneratorfunction(fn):
             def run(*args, **kwargs):
-                with as_user_message(fn.__name__):
+                args, kwargs, page_asked = split(args, kwargs)
+                with as_user_message(fn.__name__, html=page_asked):
                     for result in bound(*args, **kwargs):
                         yield named(result)
         else:
             def run(*args, **kwargs):
-                with as_user_message(fn.__name__):
+                args, kwargs, page_asked = split(args, kwargs)
+                with as_user_message(fn.__name__, html=page_asked):
                     if not keep_on_input_problem:
                         return named(bound(*args, **kwargs))
                     with as_warning():
                         return named(bound(*args, **kwargs))
                     return named({})
         functools.update_wrapper(run, fn)
-        run.__signature__ = inspect.Signature(parameters[1:] if takes_services else parameters)
+        run.__signature__ = inspect.Signature([*own, asker])
+        run.__annotations__ = {**getattr(fn, "__annotations__", {}), "asked_by": gr.Request}
         return run
 
     def inputs_of(self, fn: Callable) -> list[Component]:

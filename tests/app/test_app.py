@@ -138,3 +138,9 @@ def test_step_replays_the_clients_last_translation_with_four_values(client):
     assert "Step 2 of 5" in caption
     bars = json.loads(attention["plot"])["data"][0]
     assert len(bars["y"]) == 5 and abs(sum(bars["y"]) - 1) < 1e-4, "a weight per source piece, summing to 1"
+
+
+def test_an_api_client_reads_a_refusal_as_plain_text(client):
+    with pytest.raises(AppError) as refused:
+        client.predict("nonexistent<x>", "1 2 3", "greedy", 2, 40, api_name="/translate")
+    assert "no checkpoint named 'nonexistent<x>'" in str(refused.value) and "&lt;" not in str(refused.value)
