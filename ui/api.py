@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from transformer.errors import InputError
+
 from .header import model_settings
 from .page import Page
 from .services import Services
@@ -26,12 +28,21 @@ def translate(services: Services, model, text, decoding, beam_size, max_length) 
     return {"translation_state": translation, "translation": translation.text,
             "notes": notes_markdown(result.notes), "source_tokens": source_pieces(translation),
             "step": gr.Slider(1, max(2, steps), value=steps, step=1, interactive=steps > 1),
-            "attention_download": gr.DownloadButton(value=exports.attention_json_file(translation), visible=True)}
+            # Written only when asked for (/attention): each file can be megabytes, and Gradio keeps a copy.
+            "attention_download": gr.DownloadButton(value=None, visible=False)}
 
 
 def step(translation_state, step, layer, head, average) -> dict:
     """/step: the step view of the session's last translation (the pieces so far, candidates, attention, caption)."""
     return step_views(translation_state, step, layer, head, average)
+
+
+def attention(translation_state) -> dict:
+    """/attention: the raw attention of the client's last translation, as a JSON file (translate's --json)."""
+    if translation_state is None:
+        raise InputError("Translate a sentence first (/translate): its attention is what the file holds.")
+    return {"attention_download": gr.DownloadButton(value=exports.attention_json_file(translation_state),
+                                                    visible=True)}
 
 
 def select_model(services: Services, model, text, layer, head, typed_texts) -> dict:
@@ -50,11 +61,12 @@ def models(services: Services) -> dict:
 def wire(page: Page) -> None:
     # API-only triggers: invisible, so no click on the page ever runs them.
     with gr.Row(visible=False):
-        triggers = {name: gr.Button(visible=False) for name in ("translate", "step", "select_model", "models")}
+        triggers = {name: gr.Button(visible=False) for name in ("translate", "step", "attention", "select_model", "models")}
     page.on(triggers["translate"].click, translate,
             ["translation", "notes", "source_tokens", "step", "attention_download", "translation_state"],
             api_name="translate")
     page.on(triggers["step"].click, step, STEP_VIEWS, api_name="step", queue=False)
+    page.on(triggers["attention"].click, attention, ["attention_download"], api_name="attention")
     page.on(triggers["select_model"].click, select_model,
             ["model_status", "model_metrics", "model_config", "model_parameters", "model_card", "layer", "head",
              "text", "typed_texts"], api_name="select_model")

@@ -27,7 +27,7 @@ label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus
 """
 log = logging.getLogger(__name__)
 QUEUE_SIZE = 64
-EXPORTS_KEPT_S = (3600, 86400)  # Gradio's cache of files handed to browsers: checked hourly, kept a day
+EXPORTS_KEPT_S = (600, 3600)  # Gradio's copies of files handed out: checked every 10 minutes, kept an hour
 # What launch() needs besides the address (Gradio 6 takes the page's CSS there). max_file_size: an upload is
 # refused while it arrives, before it is stored; the only upload the app takes is a training TSV. Other request
 # bodies are limited before they are parsed.

@@ -47,7 +47,14 @@ def test_translate_endpoint_returns_translation_and_source_pieces(client):
     assert translation == "8 7 6 5"
     assert [p["token"].strip() for p in pieces][-1] == "</s>"
     assert step["value"] == 5  # four digits and </s>
-    assert download["visible"] is True
+    assert download["visible"] is False, "no file is written unless asked for"
+
+
+def test_the_raw_attention_of_the_clients_last_translation_comes_as_a_file_when_asked(client):
+    translate(client, "5 6 7 8")
+    download = client.predict(api_name="/attention")
+    contract = json.loads(Path(download["value"]).read_text())
+    assert contract["translation"] == "8 7 6 5" and len(contract["attention"]["cross"]) == 2
 
 
 @pytest.mark.parametrize("text", ["", "    ", "\n"])
