@@ -4,6 +4,7 @@ JSON parse and a copy before any of the app's own checks can refuse it) and each
 from __future__ import annotations
 
 import collections
+import ipaddress
 import json
 import time
 
@@ -43,9 +44,14 @@ class BodySizeLimit:
 
 
 def client_address(headers, host: str | None) -> str:
-    """Who a request comes from: the first address a proxy (a Hugging Face Space) forwarded, else the peer."""
+    """Who a request comes from: the peer, or, when the peer is a proxy on a private network (as on a Hugging Face
+    Space), the first address it forwarded. A client on the open internet cannot name itself someone else."""
     forwarded = headers.get("x-forwarded-for")
-    return forwarded.split(",")[0].strip() if forwarded else (host or "unknown")
+    try:
+        behind_proxy = host is not None and ipaddress.ip_address(host).is_private  # loopback counts as private
+    except ValueError:
+        behind_proxy = False
+    return forwarded.split(",")[0].strip() if forwarded and behind_proxy else (host or "unknown")
 
 
 class ClientShare:

@@ -497,3 +497,11 @@ def test_one_remote_client_gets_only_its_share_of_the_work():
         assert all(join().status_code != 429 for _ in range(limits.CLIENT_EVENTS + 1)), "the app run locally"
     finally:
         close_app(demo)
+
+
+def test_only_a_proxy_on_a_private_network_may_name_the_client_it_forwards():
+    forwarded = {"x-forwarded-for": "1.1.1.1, 10.0.0.2"}
+    assert limits.client_address(forwarded, "10.0.0.2") == "1.1.1.1", "a Space's proxy"
+    assert limits.client_address(forwarded, "127.0.0.1") == "1.1.1.1"
+    assert limits.client_address(forwarded, "8.8.4.4") == "8.8.4.4", "a client cannot pose as another"
+    assert limits.client_address({}, "8.8.4.4") == "8.8.4.4"
