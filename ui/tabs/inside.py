@@ -120,9 +120,9 @@ def on_lens(services: Services, model, translation_state, lens_step, temperature
             sample_top_p) -> dict:
     if translation_state is None:
         return {}
-    checkpoint = services.registry.get(model)
-    return {"lens_plot": inside.logit_lens_figure(checkpoint, translation_state),
-            **on_temperature(services, model, translation_state, lens_step, temperature, sample_top_k, sample_top_p)}
+    sampling = inside.sampling_settings(temperature, sample_top_k, sample_top_p, 0)
+    lens, distribution = inside.lens_figures(services.registry.get(model), translation_state, lens_step, sampling)
+    return {"lens_plot": lens, "temperature_plot": distribution}
 
 
 def on_temperature(services: Services, model, translation_state, lens_step, temperature, sample_top_k,

@@ -18,7 +18,7 @@ from transformer.tokenizer import BOS_ID, PAD_ID
 
 from .. import figures
 from .choices import ATTENTION_KINDS, clamp, kind_key
-from .translate import attention_axes
+from .translate import attention_axes, attention_tensor
 
 NOTES = {
     "arithmetic": "Each row is one key. The query's vector meets each key's in a dot product **q·k** (similar "
@@ -66,13 +66,18 @@ def layers_of(checkpoint: Checkpoint, kind: str) -> int:
     return config.n_encoder_layers if kind_key(kind) == "encoder" else config.n_decoder_layers
 
 
-def arithmetic(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer, head,
-               query) -> head_inspection.HeadArithmetic:
+def chosen_head(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer,
+                head) -> tuple[str, int, int]:
+    """The attention kind's key, and the layer and head kept within the model."""
     if translation is None:
         raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
     kind = kind_key(kind)
-    layer = clamp(layer, 1, layers_of(checkpoint, kind))
-    head = clamp(head, 1, checkpoint.model.config.n_heads)
+    return kind, clamp(layer, 1, layers_of(checkpoint, kind)), clamp(head, 1, checkpoint.model.config.n_heads)
+
+
+def arithmetic(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer, head,
+               query) -> head_inspection.HeadArithmetic:
+    kind, layer, head = chosen_head(checkpoint, translation, kind, layer, head)
     query = clamp(query, 1, query_count(translation, kind))
     return head_inspection.head_arithmetic(checkpoint.model, translation, kind, layer, head, query)
 
@@ -164,25 +169,32 @@ def row_shares(norms: torch.Tensor) -> torch.Tensor:
 def contribution_map_figures(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer,
                              head) -> tuple[go.Figure, go.Figure, go.Figure]:
     """The whole head beside what it adds: weights, this head's contributions, the layer's contributions."""
-    a = arithmetic(checkpoint, translation, kind, layer, head, 1)
-    maps = head_inspection.contribution_maps(checkpoint.model, translation, a.kind)
-    weights = {"encoder": translation.encoder_attention, "decoder": translation.decoder_attention,
-               "cross": translation.cross_attention}[a.kind][a.layer - 1, a.head - 1]
-    rows, columns, row_title, column_title = attention_axes(translation, a.kind)
-    steps = a.kind != "encoder"
-    where = f"layer {a.layer}, head {a.head}"
+    kind, layer, head = chosen_head(checkpoint, translation, kind, layer, head)
+    maps = head_inspection.contribution_maps(checkpoint.model, translation, kind)
+    weights = attention_tensor(translation, kind)[layer - 1, head - 1]
+    rows, columns, row_title, column_title = attention_axes(translation, kind)
+    steps = kind != "encoder"
+    where = f"layer {layer}, head {head}"
     return (figures.attention_heatmap(weights, rows, columns, "Weights", row_title, column_title, steps, where),
-            figures.attention_heatmap(row_shares(maps.heads[a.layer - 1, a.head - 1]), rows, columns,
+            figures.attention_heatmap(row_shares(maps.heads[layer - 1, head - 1]), rows, columns,
                                       "What this head adds", row_title, column_title, steps,
                                       f"{where}, share of ‖α v W_O‖ per row"),
-            figures.attention_heatmap(row_shares(maps.layers[a.layer - 1]), rows, columns, "What the layer adds",
-                                      row_title, column_title, steps, f"layer {a.layer}, all heads together"))
+            figures.attention_heatmap(row_shares(maps.layers[layer - 1]), rows, columns, "What the layer adds",
+                                      row_title, column_title, steps, f"layer {layer}, all heads together"))
 
 
-def logit_lens_figure(checkpoint: Checkpoint, translation: Translation | None) -> go.Figure:
+def lens_figures(checkpoint: Checkpoint, translation: Translation | None, step,
+                 sampling: Sampling) -> tuple[go.Figure, go.Figure]:
+    """The logit lens and one step's distribution as sampling draws from it, from one pass of the model."""
     if translation is None:
         raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
     lens = head_inspection.logit_lens(checkpoint.model, translation, top_k=1)
+    return logit_lens_figure(checkpoint, translation, lens), temperature_figure(checkpoint, translation, step,
+                                                                                sampling, lens=lens)
+
+
+def logit_lens_figure(checkpoint: Checkpoint, translation: Translation,
+                      lens: head_inspection.LogitLens) -> go.Figure:
     favourite = [[checkpoint.target_tokenizer.piece(int(i)) for i in layer] for layer in lens.top_ids[..., 0]]
     return figures.logit_lens_heatmap(lens.probabilities, favourite, translation.predicted_pieces)
 
@@ -194,12 +206,13 @@ def sampling_settings(temperature, top_k, top_p, seed) -> Sampling:
 
 
 def temperature_figure(checkpoint: Checkpoint, translation: Translation | None, step, sampling: Sampling,
-                       top: int = 10) -> go.Figure:
-    """The last layer's distribution at one step as sampling would draw from it: tempered, cut, renormalised."""
+                       top: int = 10, lens: head_inspection.LogitLens | None = None) -> go.Figure:
+    """The last layer's distribution at one step as sampling would draw from it: tempered, cut, renormalised.
+    ``lens``: the translation's logit lens, where it was already computed."""
     if translation is None:
         raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
     step = clamp(step, 1, translation.num_steps)
-    lens = head_inspection.logit_lens(checkpoint.model, translation, top_k=1)
+    lens = lens or head_inspection.logit_lens(checkpoint.model, translation, top_k=1)
     log_probs = lens.final_log_probs[step - 1].clone()
     log_probs[[PAD_ID, BOS_ID]] = float("-inf")  # never generated, as in decoding itself
     probabilities = sampling.distribution(log_probs)
