@@ -26,7 +26,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from tqdm import tqdm
 from . import data as datasets
 from .checkpoint import (CheckpointError, load_checkpoint, load_weights, parse_records, read_config, read_log_text,
                          resolve, save_checkpoint, unique_state_dict)
+from .budget import STEPS_CAP, plan_for_budget
 from .config import PRESETS, preset
 from .decoding import forced_decode, pad_batch, translate_batch
 from .metrics import corpus_scores
@@ -61,13 +62,15 @@ class TrainConfig:
     data_dir: str | None = None           # Multi30K directory (else $MULTI30K_DIR, else download)
     src_lang: str = "en"
     tgt_lang: str = "de"
-    preset: str = "tiny"
+    preset: str = "tiny"                  # a size of config.PRESETS, or "auto": planned for max_minutes (budget.py)
     model: dict = field(default_factory=dict)   # overrides of the preset, e.g. {"d_model": 128}
+    plan: str | None = None               # "auto" once sizes and schedule were planned for max_minutes
     vocab_size: int = 8000                # sentencepiece pieces (per language without a joint vocabulary)
     joint_vocabulary: bool = True         # one tokenizer for both languages; else one each, separate embeddings
     max_tokens: int = 2000                # padded tokens per batch (per process)
     steps: int = 500                      # optimizer updates
-    max_minutes: float | None = None      # wall-clock budget; stops early, keeps the last checkpoint
+    max_minutes: float | None = None      # wall-clock budget (updates and evaluations): the run stops there, and a
+                                          # decaying schedule ends there when it comes before `steps`
     lr: float = 3e-3                      # peak learning rate
     warmup_steps: int = 100
     schedule: str = "cosine"               # noam | cosine | linear | plateau | constant
@@ -88,8 +91,11 @@ class TrainConfig:
     threads: int | None = None
 
     def validate(self) -> None:
-        if self.preset not in PRESETS:
-            raise ValueError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}")
+        if self.preset not in (*PRESETS, AUTO_PRESET):
+            raise ValueError(f"unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)} or {AUTO_PRESET}")
+        if self.preset == AUTO_PRESET and not (self.max_minutes or 0) > 0:
+            raise ValueError(f"preset {AUTO_PRESET} plans the run for its time limit: give it a time limit "
+                             "(--max-minutes)")
         if self.schedule not in ("noam", "cosine", "linear", "plateau", "constant"):
             raise ValueError(f"unknown schedule {self.schedule!r}")
         if self.precision not in ("auto", "bf16", "fp32"):
@@ -104,21 +110,62 @@ class TrainConfig:
             raise ValueError("eval_every_minutes must be positive")
 
 
+AUTO_PRESET = "auto"
+# What a plan for a time budget chooses, unless the person asking set it.
+PLANNED_FIELDS = ("vocab_size", "max_tokens", "steps", "lr", "warmup_steps", "schedule", "eval_every",
+                  "eval_every_minutes")
+
+
+def plan_config(config: TrainConfig, given: Collection[str] = (), pairs: int | None = None) -> TrainConfig:
+    """``config`` (preset "auto") with the model, vocabulary, batch and schedule ``budget.plan_for_budget`` chooses
+    for its time limit on this machine, except the fields named in ``given`` and the model sizes ``config.model``
+    sets. ``pairs``: the size of an uploaded corpus, which bounds its vocabulary. The run then ends by the clock."""
+    config.validate()
+    if config.preset != AUTO_PRESET:
+        return config
+    synthetic = config.data in datasets.SYNTHETIC_TASKS
+    plan = plan_for_budget(config.max_minutes, "cuda" if torch.cuda.is_available() else "cpu", synthetic, pairs)
+    chosen = dict(vocab_size=plan.vocab_size, max_tokens=plan.max_tokens, steps=STEPS_CAP, lr=plan.lr,
+                  warmup_steps=plan.warmup_steps, schedule=plan.schedule, eval_every=STEPS_CAP,
+                  eval_every_minutes=config.max_minutes / plan.evaluations)
+    return dataclasses.replace(config, preset="tiny" if synthetic else "small", plan=AUTO_PRESET,
+                               model={**plan.model, **config.model},
+                               **{name: value for name, value in chosen.items() if name not in given})
+
+
 # --- schedule ------------------------------------------------------------------------------------
 
-def learning_rate(config: TrainConfig, step: int) -> float:
-    """Learning rate for update ``step`` (1-based), before any plateau reduction."""
+def decay_progress(config: TrainConfig, step: int, elapsed_s: float | None = None,
+                   warmup_end_s: float | None = None) -> float:
+    """How far a decaying schedule is past its warm-up, 0 to 1, by whichever budget runs out first.
+
+    By updates: of the ``steps - warmup`` that follow warm-up. By the clock, when the run has a time limit: of the
+    seconds between the end of warm-up (``warmup_end_s``) and the limit. A schedule planned over updates that the
+    clock never allows would otherwise be cut off at a high learning rate; this way it ends when the time does.
+    Neither reaches 1 at the last update, which would be wasted at learning rate 0.
+    """
+    warmup = max(1, config.warmup_steps)
+    progress = (step - warmup) / (max(0, config.steps - warmup) + 1)
+    if config.max_minutes is not None and elapsed_s is not None:
+        start = warmup_end_s if warmup_end_s is not None else elapsed_s
+        budget = 60 * config.max_minutes - start
+        if budget > 0:
+            progress = max(progress, (elapsed_s - start) / budget)
+    return min(1.0, max(0.0, progress))
+
+
+def learning_rate(config: TrainConfig, step: int, elapsed_s: float | None = None,
+                  warmup_end_s: float | None = None) -> float:
+    """Learning rate for update ``step`` (1-based), ``elapsed_s`` into the run, before any plateau reduction."""
     warmup = max(1, config.warmup_steps)
     if step <= warmup:
         return config.lr * step / warmup
     if config.schedule == "noam":  # section 5.3: decays with the inverse square root of the step
         return config.lr * math.sqrt(warmup / step)
-    # Decaying schedules approach 0 at the last update without reaching it (that update would be wasted).
     if config.schedule == "cosine":
-        progress = min(1.0, (step - warmup) / (max(0, config.steps - warmup) + 1))
-        return config.lr * 0.5 * (1 + math.cos(math.pi * progress))
+        return config.lr * 0.5 * (1 + math.cos(math.pi * decay_progress(config, step, elapsed_s, warmup_end_s)))
     if config.schedule == "linear":
-        return config.lr * max(0.0, (config.steps + 1 - step) / (max(0, config.steps - warmup) + 1))
+        return config.lr * (1 - decay_progress(config, step, elapsed_s, warmup_end_s))
     return config.lr  # constant, or plateau (reduced at evaluations)
 
 
@@ -305,7 +352,6 @@ class Trainer:
                  on_step: StepCallback | None = None, on_eval: StepCallback | None = None,
                  cancel: threading.Event | None = None, show_progress: bool = True):
         config.validate()
-        self.config = config
         self.on_step, self.on_eval = on_step, on_eval
         self.cancel = cancel or threading.Event()
         self.show_progress = show_progress
@@ -322,10 +368,18 @@ class Trainer:
             self.device = torch.device("cpu")
         if config.threads:
             torch.set_num_threads(config.threads)
+        self.data = load_datasets(config)
+        if config.preset == AUTO_PRESET:  # planned now that the corpus is known: an upload bounds the vocabulary
+            uploaded = self.data.train is not None and config.data != "multi30k"
+            config = plan_config(config, pairs=len(self.data.train) if uploaded else None)
+        self.config = config
         self.bf16 = use_bf16(config, self.device)
         self.out_dir = Path(config.out_dir)
-        self.data = load_datasets(config)
         self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
+        # The run's clock, which its time limit and a schedule planned by the clock read: seconds of earlier
+        # segments of a resumed run, plus this one's since run() began; and when warm-up ended on it.
+        self.clock_before_s, self._clock_started = 0.0, None
+        self.warmup_end_s: float | None = None
         self.best_score: float | None = None
         self.history: list[dict] = []
 
@@ -418,7 +472,7 @@ class Trainer:
         state = {"step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
                  "best_score": self.best_score, "optimizer": self.optimizer.state_dict(),
                  "plateau": self.plateau.state_dict(), "torch_rng": torch.get_rng_state(),
-                 "history": self.history}
+                 "history": self.history, "elapsed_s": self.elapsed_s(), "warmup_end_s": self.warmup_end_s}
         if torch.cuda.is_available():
             state["cuda_rng"] = torch.cuda.get_rng_state()
         return state
@@ -432,9 +486,27 @@ class Trainer:
         self.plateau.load_state_dict(state["plateau"])
         self.step, self.epoch, self.batch_in_epoch = state["step"], state["epoch"], state["batch_in_epoch"]
         self.best_score, self.history = state["best_score"], state["history"]
+        # Saved by runs of this version on; an older run's clock starts again at 0, as it did then.
+        self.clock_before_s, self.warmup_end_s = state.get("elapsed_s", 0.0), state.get("warmup_end_s")
         torch.set_rng_state(state["torch_rng"])
         if "cuda_rng" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state(state["cuda_rng"])
+
+    def elapsed_s(self) -> float:
+        """Seconds on the run's clock: updates and evaluations, not the set-up before the first update."""
+        running = 0.0 if self._clock_started is None else time.monotonic() - self._clock_started
+        return self.clock_before_s + running
+
+    def _agreed_elapsed_s(self) -> float | None:
+        """The clock a schedule reads, the same on every process (the slowest one's), or the processes would
+        update with different learning rates and drift apart. None without a time limit: updates plan alone."""
+        if self.config.max_minutes is None:
+            return None
+        if not self.distributed:
+            return self.elapsed_s()
+        value = torch.tensor([self.elapsed_s()], dtype=torch.float64, device=self.device)
+        dist.all_reduce(value, op=dist.ReduceOp.MAX)
+        return float(value.item())
 
     def info(self) -> dict:
         """What config.json records about this run besides the model config."""
@@ -460,7 +532,7 @@ class Trainer:
     def _set_lr(self) -> float:
         if self.config.schedule == "plateau" and self.step > self.config.warmup_steps:
             return self.optimizer.param_groups[0]["lr"]
-        lr = learning_rate(self.config, self.step + 1)
+        lr = learning_rate(self.config, self.step + 1, self._agreed_elapsed_s(), self.warmup_end_s)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         return lr
@@ -490,6 +562,8 @@ class Trainer:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
+        if self.step == self.config.warmup_steps:
+            self.warmup_end_s = self._agreed_elapsed_s()
         return {"step": self.step, "loss": loss_value, "lr": lr, "grad_norm": float(grad_norm),
                 "tokens": total_tokens}
 
@@ -559,12 +633,12 @@ class Trainer:
                                  "are done again) or cut off", name, dropped, self.step)
             log.info("%s; model %s with %.2fM parameters; %s on %s", self.data.description, config.preset,
                      self.model.num_parameters() / 1e6, "bf16 autocast" if self.bf16 else "fp32", self.device)
-        started = time.monotonic()
+        self._clock_started = time.monotonic()
         progress = tqdm(total=config.steps, initial=self.step, disable=not self.show_progress or self.rank != 0,
                         dynamic_ncols=True, desc="train")
         stopped_by = "steps"
         window_tokens, window_start = 0, time.monotonic()
-        last_eval_s = 0.0
+        last_eval_s = self.elapsed_s()
         final = {}
         while self.step < config.steps:
             examples, batches = self._epoch_batches(self.epoch)
@@ -579,7 +653,7 @@ class Trainer:
                 window_tokens += metrics["tokens"]
                 elapsed = time.monotonic() - window_start
                 metrics["tokens_per_s"] = window_tokens * self.world_size / elapsed if elapsed > 0 else 0.0
-                metrics["elapsed_s"] = time.monotonic() - started
+                metrics["elapsed_s"] = self.elapsed_s()
                 if elapsed > 10:
                     window_tokens, window_start = 0, time.monotonic()
                 progress.update(1)
@@ -600,7 +674,7 @@ class Trainer:
                     eval_due = self._all_ranks(eval_due or clock_due, any_rank=True)
                 if eval_due and self.step < config.steps:
                     self._after_eval(self.evaluate())
-                    last_eval_s = time.monotonic() - started
+                    last_eval_s = self.elapsed_s()
             if stopped_by != "steps":
                 break
             if self.step < config.steps:
@@ -644,7 +718,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--data-dir", help="directory with Multi30K's {split}.{lang}.gz (default: $MULTI30K_DIR, else download)")
     add("--src-lang", default="en")
     add("--tgt-lang", default="de")
-    add("--preset", default=defaults.preset, choices=sorted(PRESETS))
+    add("--preset", default=defaults.preset, choices=[*sorted(PRESETS), AUTO_PRESET],
+        help=f"model size (default {defaults.preset}); {AUTO_PRESET}: size, vocabulary, batch, learning rate and "
+             "warm-up planned for --max-minutes, with a schedule that ends when the time does")
     for name, kind in (("d_model", int), ("n_heads", int), ("n_encoder_layers", int), ("n_decoder_layers", int),
                        ("d_ff", int), ("dropout", float), ("attention_dropout", float), ("max_len", int)):
         add("--" + name.replace("_", "-"), type=kind, help=f"override the preset's {name}")
@@ -653,19 +729,23 @@ def build_parser() -> argparse.ArgumentParser:
     add("--separate-vocabularies", action="store_true",
         help="one sentencepiece model per language, each of --vocab-size pieces (implies --separate-embeddings); "
              "the digit tasks have the same symbols on both sides, so theirs come out identical")
-    add("--vocab-size", type=int, default=defaults.vocab_size)
-    add("--max-tokens", type=int, default=defaults.max_tokens, help="padded tokens per batch")
-    add("--steps", type=int, default=defaults.steps)
-    add("--max-minutes", type=float)
-    add("--lr", type=float, default=defaults.lr)
-    add("--warmup-steps", type=int, default=defaults.warmup_steps)
-    add("--schedule", default=defaults.schedule, choices=["noam", "cosine", "linear", "plateau", "constant"])
+    # Left unset, these take TrainConfig's defaults, or what --preset auto plans.
+    add("--vocab-size", type=int, help=f"sentencepiece pieces (default {defaults.vocab_size})")
+    add("--max-tokens", type=int, help=f"padded tokens per batch (default {defaults.max_tokens})")
+    add("--steps", type=int, help=f"optimizer updates (default {defaults.steps}); on --resume, the new total")
+    add("--max-minutes", type=float,
+        help="time limit of updates and evaluations: the run stops there and a decaying schedule ends there when "
+             "it comes before --steps; on --resume, the new total")
+    add("--lr", type=float, help=f"peak learning rate (default {defaults.lr})")
+    add("--warmup-steps", type=int, help=f"default {defaults.warmup_steps}")
+    add("--schedule", choices=["noam", "cosine", "linear", "plateau", "constant"],
+        help=f"default {defaults.schedule}")
     add("--label-smoothing", type=float, default=defaults.label_smoothing)
     add("--clip-norm", type=float, default=defaults.clip_norm)
     add("--accumulate", type=int, default=defaults.accumulate)
     add("--weight-decay", type=float, default=defaults.weight_decay)
     add("--seed", type=int, default=defaults.seed)
-    add("--eval-every", type=int, default=defaults.eval_every)
+    add("--eval-every", type=int, help=f"evaluate every this many updates (default {defaults.eval_every})")
     add("--eval-every-minutes", type=float, help="also evaluate this often by the clock")
     add("--eval-sentences", type=int)
     add("--out", default=None, help="run directory (default runs/<data>-<preset>)")
@@ -686,17 +766,21 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     if args.separate_embeddings:
         model.update(share_embeddings=False, tie_output_projection=True)
     data_name = Path(args.data).stem if args.data.endswith(".tsv") else args.data
-    return TrainConfig(
+    given = {name: getattr(args, name) for name in PLANNED_FIELDS if getattr(args, name) is not None}
+    config = TrainConfig(
         data=args.data, data_dir=args.data_dir, src_lang=args.src_lang, tgt_lang=args.tgt_lang, preset=args.preset,
-        model=model, vocab_size=args.vocab_size, joint_vocabulary=not args.separate_vocabularies,
-        max_tokens=args.max_tokens, steps=args.steps,
-        max_minutes=args.max_minutes, lr=args.lr, warmup_steps=args.warmup_steps, schedule=args.schedule,
+        model=model, joint_vocabulary=not args.separate_vocabularies, max_minutes=args.max_minutes,
         label_smoothing=args.label_smoothing, clip_norm=args.clip_norm, accumulate=args.accumulate,
-        weight_decay=args.weight_decay, seed=args.seed, eval_every=args.eval_every,
-        eval_every_minutes=args.eval_every_minutes,
-        eval_sentences=args.eval_sentences, out_dir=args.out or f"runs/{data_name}-{args.preset}",
-        precision=args.precision, keep_checkpoints=args.keep_checkpoints, average_last=args.average_last,
-        probe_sentences=args.probe, threads=args.threads)
+        weight_decay=args.weight_decay, seed=args.seed, eval_sentences=args.eval_sentences,
+        out_dir=args.out or f"runs/{data_name}-{args.preset}", precision=args.precision,
+        keep_checkpoints=args.keep_checkpoints, average_last=args.average_last, probe_sentences=args.probe,
+        threads=args.threads, **given)
+    if config.preset != AUTO_PRESET:
+        return config
+    pairs = None  # an upload's size bounds its vocabulary
+    if config.data not in datasets.SYNTHETIC_TASKS and config.data != "multi30k" and Path(config.data).is_file():
+        pairs = len(datasets.load_training_tsv(config.data))
+    return plan_config(config, given=given, pairs=pairs)
 
 
 @contextlib.contextmanager
@@ -729,14 +813,21 @@ def main(argv: list[str] | None = None) -> int:
             saved = read_config(resolve(Path(args.resume) / "last"))
             config = TrainConfig(**saved["training"])
             config.out_dir = args.resume  # the run continues where it lies now, even if moved
-            if args.steps != TrainConfig.steps:
+            if args.steps is not None:
                 if args.steps != config.steps and config.schedule in ("cosine", "linear"):
                     log.warning("the %s schedule decays over all the updates: changing them from %d to %d reshapes "
                                 "it, so the learning rate jumps where the run resumes", config.schedule,
                                 config.steps, args.steps)
                 config.steps = args.steps
+            if args.max_minutes is not None:  # the clock goes on from where the run stopped: this is its new total
+                if args.max_minutes != config.max_minutes and config.schedule in ("cosine", "linear"):
+                    log.warning("the %s schedule ends with the run's time limit: changing it to %g minutes "
+                                "reshapes it, so the learning rate jumps where the run resumes", config.schedule,
+                                args.max_minutes)
+                config.max_minutes = args.max_minutes
             ignored = [f"--{name.replace('_', '-')}" for name, value in vars(args).items()
-                       if name not in ("resume", "steps", "no_progress") and value != parser.get_default(name)]
+                       if name not in ("resume", "steps", "max_minutes", "no_progress")
+                       and value != parser.get_default(name)]
             if ignored:
                 log.warning("--resume continues with the run's saved settings; ignored: %s", ", ".join(ignored))
         else:

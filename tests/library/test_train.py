@@ -319,6 +319,49 @@ def test_constant_schedule_stays_at_the_peak():
     assert set(schedule("constant")[99:]) == {2.0}
 
 
+@pytest.mark.parametrize("name", ["cosine", "linear"])
+def test_a_decaying_schedule_ends_with_the_time_limit_when_that_comes_before_the_updates(name):
+    config = TrainConfig(schedule=name, lr=2.0, steps=10_000, warmup_steps=100, max_minutes=1.0)
+    # Warm-up ended 6 s in; at 33 s half the remaining time is gone, though only 2% of the updates are.
+    halfway = learning_rate(config, 300, elapsed_s=33.0, warmup_end_s=6.0)
+    assert halfway == pytest.approx(1.0, abs=0.01)
+    assert 0 < learning_rate(config, 900, elapsed_s=59.9, warmup_end_s=6.0) < 0.01, "about to stop: almost 0"
+    assert learning_rate(config, 50, elapsed_s=59.0) == pytest.approx(1.0), "warm-up is counted in updates"
+    by_updates = learning_rate(config, 9_000, elapsed_s=10.0, warmup_end_s=6.0)
+    assert by_updates == learning_rate(TrainConfig(schedule=name, lr=2.0, steps=10_000, warmup_steps=100), 9_000), \
+        "whichever budget runs out first leads"
+    assert learning_rate(TrainConfig(schedule="noam", lr=2.0, warmup_steps=100, max_minutes=1.0), 400,
+                         elapsed_s=59.0, warmup_end_s=1.0) == pytest.approx(1.0), "noam has no end to reach"
+
+
+def test_a_run_with_a_time_limit_spends_its_last_updates_at_a_learning_rate_near_zero(tmp_path):
+    rates = []
+    config = quick_config(tmp_path, "clock", steps=100_000, eval_every=100_000, warmup_steps=5, lr=1e-3,
+                          max_minutes=0.1, eval_sentences=5)
+    final = Trainer(config, show_progress=False, on_step=lambda metrics: rates.append(metrics["lr"])).run()
+    assert final["stopped_by"] == "time" and len(rates) > 10
+    # By its 100,000 updates the schedule would still be at its peak; by the clock it falls to near 0 as the
+    # time runs out (the last update starts a little before the end, later the busier the machine).
+    assert max(rates) == pytest.approx(1e-3) and rates[-1] < 0.5 * max(rates), "the schedule ends with the clock"
+    assert all(a >= b for a, b in zip(rates[5:], rates[6:]))
+
+
+def test_a_resumed_run_continues_the_clock_its_time_limit_and_schedule_read(tmp_path):
+    interrupt = threading.Event()
+    config = quick_config(tmp_path, "run", steps=100_000, eval_every=100_000, warmup_steps=3, max_minutes=5)
+    Trainer(config, show_progress=False, cancel=interrupt,
+            on_step=lambda metrics: metrics["step"] == 10 and interrupt.set()).run()
+    saved = train.decode_state(tmp_path / "run" / "last")
+    assert saved["elapsed_s"] > 0 and 0 < saved["warmup_end_s"] < saved["elapsed_s"]
+    clock = []
+    interrupt.clear()
+    resumed = Trainer(config, resume=tmp_path / "run", show_progress=False, cancel=interrupt,
+                      on_step=lambda metrics: (clock.append(metrics["elapsed_s"]), interrupt.set()))
+    assert resumed.warmup_end_s == saved["warmup_end_s"]
+    resumed.run()
+    assert clock[0] > saved["elapsed_s"], "the resumed segment's clock starts where the saved one stopped"
+
+
 def test_unknown_schedule_and_bad_sizes_are_refused():
     with pytest.raises(ValueError, match="unknown schedule 'exp'"):
         TrainConfig(schedule="exp").validate()
@@ -415,6 +458,23 @@ def test_ctrl_c_stops_the_command_after_its_update_and_saves_a_run_that_resumes(
     assert f"changing them from 100000 to {final['step'] + 2} reshapes it" in caplog.text
 
 
+def test_cli_plans_a_run_for_its_time_limit_and_keeps_what_was_set_by_hand(tmp_path, capsys):
+    out = tmp_path / "planned"
+    assert train.main(["--data", "copy", "--preset", "auto", "--max-minutes", "0.03", "--lr", "0.002",
+                       "--eval-sentences", "5", "--out", str(out), "--no-progress"]) == 0
+    final = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert final["stopped_by"] == "time"
+    recorded = load_checkpoint(out / "last", device="cpu").info["training"]
+    assert recorded["plan"] == "auto" and recorded["preset"] == "tiny" and recorded["lr"] == 0.002
+    assert recorded["max_minutes"] == 0.03 and recorded["steps"] >= 100_000, "the clock, not a count, ends it"
+
+
+def test_cli_asks_for_a_time_limit_before_planning_for_one(caplog):
+    with caplog.at_level(logging.ERROR):
+        assert train.main(["--data", "copy", "--preset", "auto"]) == 2
+    assert "give it a time limit (--max-minutes)" in caplog.text
+
+
 def test_cli_rejects_an_unknown_preset_as_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
         train.main(["--preset", "huge"])
@@ -428,6 +488,7 @@ def test_ddp_with_two_processes_trains_in_lockstep(tmp_path):
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
                "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
                "-m", "transformer.train", "--data", "copy", "--steps", "6", "--eval-every", "6",
+               "--max-minutes", "30",  # a schedule that reads the clock: the processes must agree on it
                "--max-tokens", "400", "--eval-sentences", "20", "--out", str(out), "--no-progress"]
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stderr[-3000:]
