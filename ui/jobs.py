@@ -9,6 +9,7 @@ never writes into the bundled ``checkpoints/``.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import gc
 import logging
 import os
@@ -21,11 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from transformer import data as datasets
 from transformer.checkpoint import run_history, save_checkpoint
-from transformer.config import preset
+from transformer.config import ModelConfig, preset
 from transformer.model import Transformer
-from transformer.train import TrainConfig, Trainer
+from transformer.budget import plan_for_budget
+from transformer.train import AUTO_PRESET, TrainConfig, Trainer
 
 from .views.choices import clamp, finite
 
@@ -41,7 +45,7 @@ KEPT_MODELS = int(os.environ.get("EXPLORER_KEPT_MODELS", "10"))
 JOBS_PER_CLIENT_HOUR = 3  # one client may not keep the server's one training slot for itself
 MAX_STEPS = 3000
 MAX_MINUTES = 15.0
-APP_PRESETS = ("tiny", "small")
+APP_PRESETS = (AUTO_PRESET, "tiny", "small")
 DISABLE_VARIABLE = "EXPLORER_DISABLE_TRAINING"
 SYNTHETIC_PROBE = "3 1 4 1 5 9 2 6"
 
@@ -59,10 +63,23 @@ def training_disabled() -> bool:
     return os.environ.get(DISABLE_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def parameter_count(preset_name: str, data: str) -> int:
-    """Parameters of a preset for a data choice (vocabulary: about 16 pieces for digits, 8,000 for text)."""
-    vocab = 16 if data in datasets.SYNTHETIC_TASKS else 8000
-    return Transformer(preset(preset_name, vocab, vocab)).num_parameters()
+def planned_model(preset_name: str, data: str, minutes: float) -> tuple[dict, int, str | None]:
+    """(model sizes, vocabulary, what the plan chooses or None) of a preset for a data choice and time limit; the
+    vocabulary is about 16 pieces for digits and 8,000 for text, or what ``preset_name`` "auto" plans."""
+    synthetic = data in datasets.SYNTHETIC_TASKS
+    if preset_name != AUTO_PRESET:
+        return dataclasses.asdict(preset(preset_name, 16, 16)), 16 if synthetic else 8000, None
+    plan = plan_for_budget(minutes, "cuda" if torch.cuda.is_available() else "cpu", synthetic)
+    base = dataclasses.asdict(preset("tiny" if synthetic else "small", 16, 16))
+    return {**base, **plan.model}, 16 if synthetic else plan.vocab_size, plan.describe(base)
+
+
+def parameter_count(preset_name: str, data: str, minutes: float = 5.0) -> int:
+    """Parameters of a preset (or of the "auto" plan for ``minutes``) for a data choice."""
+    sizes, vocab, _ = planned_model(preset_name, data, minutes)
+    sizes.update(src_vocab_size=vocab, tgt_vocab_size=vocab)
+    with torch.device("meta"):  # counted, not allocated
+        return Transformer(ModelConfig(**sizes)).num_parameters()
 
 
 def read_upload(path: str | Path, limit: int = MAX_UPLOAD_BYTES) -> datasets.ParallelCorpus:
@@ -113,7 +130,7 @@ class JobState:
     status: str                      # running | finished | stopped | failed
     request: JobRequest
     started: float
-    total_steps: int
+    total_steps: int | None          # None: planned for its time limit, which ends it
     steps: list[dict] = field(default_factory=list)
     evals: list[dict] = field(default_factory=list)
     probes: list[dict] = field(default_factory=list)
@@ -130,7 +147,7 @@ class JobState:
         """Share of the run done, 0 to 1: a run ends at its update count or its time limit, whichever comes first."""
         if self.status == "finished":
             return 1.0
-        done = self.step / max(1, self.total_steps)
+        done = self.step / max(1, self.total_steps) if self.total_steps else 0.0
         if self.status == "running":
             done = max(done, self.training_seconds() / max(1.0, self.request.minutes * 60))
         return min(1.0, done)
@@ -144,8 +161,10 @@ class JobState:
         if self.status != "running" or not self.steps:
             return None
         elapsed = self.training_seconds()
-        by_steps = elapsed / max(1, self.step) * (self.total_steps - self.step)
         by_time = self.request.minutes * 60 - elapsed
+        if not self.total_steps:
+            return max(0.0, by_time)
+        by_steps = elapsed / max(1, self.step) * (self.total_steps - self.step)
         return max(0.0, min(by_steps, by_time))
 
 
@@ -199,7 +218,8 @@ class JobManager:
             config = self._config(request, corpus)
             name = Path(config.out_dir).name
             self._cancel = threading.Event()
-            self._job = JobState(name, "running", request, time.time(), request.steps, owner=owner)
+            total = None if request.preset == AUTO_PRESET else request.steps
+            self._job = JobState(name, "running", request, time.time(), total, owner=owner)
             self._thread = threading.Thread(target=self._run, args=(config, self._cancel), daemon=True,
                                             name=f"train-{name}")
             self._thread.start()
@@ -238,7 +258,11 @@ class JobManager:
             self._thread.join(timeout)
 
     def _config(self, request: JobRequest, corpus: datasets.ParallelCorpus | None = None) -> TrainConfig:
+        """The run a request asks for. "auto" leaves size, vocabulary, batch and schedule to the plan for its
+        time limit (``transformer.budget``); the fixed sizes train for the request's updates, or until the
+        time ends, whichever comes first, with the learning rate ending with it."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
+        planned = request.preset == AUTO_PRESET
         if request.data in datasets.SYNTHETIC_TASKS:
             data, label, probe = request.data, request.data, [SYNTHETIC_PROBE]
             extra = dict(lr=3e-3, warmup_steps=min(100, request.steps // 5), max_tokens=2000,
@@ -247,7 +271,7 @@ class JobManager:
             datasets.multi30k_dir(request.data_dir, download=False)
             data, label, probe = "multi30k", "multi30k", ["A young girl is playing with a red ball in the park."]
             extra = dict(lr=1e-3, warmup_steps=min(400, request.steps // 5), max_tokens=4000,
-                         eval_every=max(50, request.steps // 8), eval_sentences=200, data_dir=request.data_dir)
+                         eval_every=max(50, request.steps // 8))
         elif request.data == "upload":
             if corpus is None:
                 raise JobError("Upload a parallel TSV file first: on each line a source sentence, a tab, its "
@@ -259,10 +283,13 @@ class JobManager:
                 out.writelines(f"{s}\t{t}\n" for s, t in zip(corpus.sources, corpus.targets))
             data, label, probe = str(kept), "upload", [corpus.sources[0]]
             extra = dict(lr=1e-3, warmup_steps=min(200, request.steps // 5), max_tokens=3000,
-                         eval_every=max(20, request.steps // 8), eval_sentences=200,
-                         vocab_size=min(8000, max(200, len(corpus) // 2)))
+                         eval_every=max(20, request.steps // 8), vocab_size=min(8000, max(200, len(corpus) // 2)))
         else:
             raise JobError(f"unknown data choice {request.data!r}")
+        if request.data not in datasets.SYNTHETIC_TASKS:
+            extra.update(eval_sentences=200, data_dir=request.data_dir)
+        if planned:  # the plan chooses these for the time limit
+            extra = {name: value for name, value in extra.items() if name in ("eval_sentences", "data_dir")}
         name = re.sub(r"[^a-z0-9-]", "", f"{label}-{request.preset}-{stamp}")
         # Evaluations by the clock too, so a run its time limit cuts short still draws its curves and replay.
         return TrainConfig(data=data, preset=request.preset, steps=request.steps, max_minutes=request.minutes,
@@ -295,14 +322,12 @@ class JobManager:
             status = "stopped" if final.get("stopped_by") == "cancel" else "finished"
             summary = (f"exact match {final['exact_match']:.0%}" if config.data in datasets.SYNTHETIC_TASKS
                        else f"validation BLEU {final['bleu']:.1f}")
-            ending = (f"at its {config.max_minutes:g}-minute time limit, after {trainer.step} of {config.steps} updates"
+            of_total = "" if trainer.config.plan else f" of {config.steps}"
+            ending = (f"at its {config.max_minutes:g}-minute time limit, after {trainer.step}{of_total} updates"
                       if final.get("stopped_by") == "time" else f"after {trainer.step} updates")
-            advice = (" Its learning rate was planned to fall over all the updates, so it stopped before it fell "
-                      "far: fewer updates fit this time limit better." if final.get("stopped_by") == "time"
-                      and trainer.step < config.steps / 2 else "")
             self._update(status=status, checkpoint=name, ended=time.time(),
                          message=f"{status.capitalize()} {ending}: {summary}. "
-                                 f"The model is now in the model list as {name}.{advice}")
+                                 f"The model is now in the model list as {name}.")
         except datasets.DataError as error:
             self._update(status="failed", ended=time.time(), message=f"Training could not start: {error}")
         except FloatingPointError as error:

@@ -162,9 +162,37 @@ def test_a_job_ended_by_its_time_limit_says_so_and_counts_as_done(tmp_path):
     job = manager.current
     assert job.status == "finished" and job.step < 3000
     assert f"Finished at its 0.2-minute time limit, after {job.step} of 3000 updates" in job.message
-    assert "fewer updates fit this time limit better" in job.message
     assert job.progress() == 1.0
     assert len(job.evals) >= 3, "evaluated along the way by the clock, not only at the end"
+
+
+def test_a_job_fitted_to_its_time_limit_is_planned_for_it_and_ended_by_it(tmp_path):
+    manager = jobs.JobManager(tmp_path / "runs")
+    manager.start(jobs.JobRequest(data="copy", preset="auto", steps=5, minutes=0.2))
+    assert manager.current.total_steps is None and manager.current.seconds_left() is None
+    manager.wait(120)
+    job = manager.current
+    assert job.status == "finished"
+    assert f"Finished at its 0.2-minute time limit, after {job.step} updates:" in job.message
+    assert f"update {job.step} ·" in training_views.job_status_markdown(job)
+    training = json.loads((manager.published_dir / job.checkpoint / "config.json").read_text())["training"]
+    assert training["plan"] == "auto" and training["max_minutes"] == 0.2
+    assert training["steps"] >= 100_000, "the update count is the plan's (the clock ends it), not the request's"
+
+
+def test_choosing_text_data_fits_the_size_to_the_time_limit_and_digits_keep_the_tiny_model():
+    from ui.tabs import train as train_tab
+
+    fitted = train_tab.on_data("multi30k", "tiny", 5)
+    assert fitted["train_preset"] == "auto" and fitted["train_steps"].interactive is False
+    assert fitted["preset_info"].startswith("**Fitted to 5 minutes**: d_model ")
+    assert "parameters" in fitted["preset_info"]
+    longer = train_tab.on_preset("multi30k", "auto", 15)["preset_info"]
+    assert longer != fitted["preset_info"], "the plan follows the time limit"
+    digits = train_tab.on_data("reverse", "auto", 5)
+    assert digits["train_preset"] == "tiny" and digits["train_steps"].interactive is True
+    with pytest.raises(InputError, match="time limit in minutes"):
+        train_tab.on_preset("multi30k", "auto", float("nan"))
 
 
 def test_progress_counts_updates_or_time_whichever_ends_the_run_first():

@@ -15,6 +15,7 @@ from ..limits import client_address
 from ..page import Page
 from ..services import Services, multi30k_available
 from ..views import training as views
+from ..views.choices import finite
 from ..views.model import probe_figure
 
 INTRO = """Train a small Transformer yourself and watch it learn. Synthetic tasks (copy, reverse, sort) need no
@@ -25,6 +26,7 @@ TURNED_OFF = (f"Training is turned off on this server (`{training_jobs.DISABLE_V
               "a public demo. Run the app on your own machine to train models.")
 STREAM_EVERY_S = 1.0  # how often the starter's page hears of the job
 CLOCK_S = 2.0          # how often another visitor's open Train tab looks at the job
+PRESET_LABELS = {training_jobs.AUTO_PRESET: "fitted to the time limit"}
 
 
 def layout(page: Page) -> None:
@@ -41,7 +43,10 @@ def layout(page: Page) -> None:
         train_upload = gr.File(label=f"Parallel TSV, at most {limit_mb} MB", file_types=[".tsv", ".txt"],
                                type="filepath", visible=False)
     with gr.Row():
-        train_preset = components.Radio(list(training_jobs.APP_PRESETS), value="tiny", label="Model size")
+        train_preset = components.Radio([(PRESET_LABELS.get(name, name), name) for name in training_jobs.APP_PRESETS],
+                                        value="tiny", label="Model size",
+                                        info="fitted: size, vocabulary, batch and learning rate chosen for the time "
+                                             "limit, which also ends the run")
         train_steps = components.Slider(20, training_jobs.MAX_STEPS, value=400, step=10, label="Updates",
                                 elem_id="train-steps")
         train_minutes = components.Slider(0.5, training_jobs.MAX_MINUTES, value=3, step=0.5, label="Time limit (minutes)",
@@ -146,14 +151,28 @@ def on_leave(services: Services, request: gr.Request) -> None:
     services.jobs.release(visitor(request))
 
 
-def on_preset(train_data, train_preset) -> dict:
-    count = training_jobs.parameter_count(train_preset, train_data if train_data in SYNTHETIC_TASKS else "text")
-    return {"preset_info": f"**{train_preset}**: {count:,} parameters."}
+def on_preset(train_data, train_preset, train_minutes) -> dict:
+    """What the chosen size means (for "fitted", the plan for the time limit); the update count only where it
+    is the size's to set."""
+    data = train_data if train_data in SYNTHETIC_TASKS else "text"
+    minutes = max(0.2, min(training_jobs.MAX_MINUTES, finite(train_minutes, "time limit in minutes")))
+    count = training_jobs.parameter_count(train_preset, data, minutes)
+    _, _, plan = training_jobs.planned_model(train_preset, data, minutes)
+    info = (f"**Fitted to {minutes:g} minutes**: {plan}; {count:,} parameters." if plan
+            else f"**{train_preset}**: {count:,} parameters; the learning rate ends with the updates or the time "
+                 "limit, whichever comes first.")
+    fitted = train_preset == training_jobs.AUTO_PRESET
+    return {"preset_info": info,
+            "train_steps": gr.Slider(interactive=not fitted,
+                                     info="set by the time limit" if fitted else "the most the run makes")}
 
 
-def on_data(train_data, train_preset) -> dict:
-    """The drop zone only where it is used; a file dropped there stays when the choice changes."""
-    return {"train_upload": gr.update(visible=train_data == "upload"), **on_preset(train_data, train_preset)}
+def on_data(train_data, train_preset, train_minutes) -> dict:
+    """The drop zone only where it is used (a file dropped there stays when the choice changes); real text gets
+    the size fitted to the time limit, the digit tasks the tiny model that learns them in a minute."""
+    chosen = "tiny" if train_data in SYNTHETIC_TASKS else training_jobs.AUTO_PRESET
+    return {"train_upload": gr.update(visible=train_data == "upload"), "train_preset": chosen,
+            **on_preset(train_data, chosen, train_minutes)}
 
 
 def on_replay(services: Services, replay) -> dict:
@@ -161,8 +180,8 @@ def on_replay(services: Services, replay) -> dict:
     return {"replay_plot": probe_figure(job.probes if job else [], replay)}
 
 
-def on_open(services: Services, train_data, train_preset) -> dict:
-    return {**on_preset(train_data, train_preset), **job_views(services, services.jobs.current)}
+def on_open(services: Services, train_data, train_preset, train_minutes) -> dict:
+    return {**on_preset(train_data, train_preset, train_minutes), **job_views(services, services.jobs.current)}
 
 
 def on_clock(services: Services, seen_job, request: gr.Request) -> dict:
@@ -205,9 +224,11 @@ def wire(page: Page, demo: gr.Blocks, tabs: gr.Tabs, train_tab: gr.Tab) -> None:
 
     demo.unload(leave)
     page.on([c["replay"].input, c["replay"].release], on_replay, ["replay_plot"], trigger_mode="always_last")
-    page.on(c["train_data"].input, on_data, ["train_upload", "preset_info"], show_progress="hidden")
-    page.on(c["train_preset"].input, on_preset, ["preset_info"], show_progress="hidden")
-    page.on(demo.load, on_open, ["preset_info", *JOB_OUTPUTS])
+    page.on(c["train_data"].input, on_data, ["train_upload", "train_preset", "preset_info", "train_steps"],
+            show_progress="hidden")
+    page.on([c["train_preset"].input, c["train_minutes"].change], on_preset, ["preset_info", "train_steps"],
+            show_progress="hidden")
+    page.on(demo.load, on_open, ["preset_info", "train_steps", *JOB_OUTPUTS])
     page.on(c["job_clock"].tick, on_clock, [*JOB_OUTPUTS, "model", "seen_job"], show_progress="hidden")
     for tab in tabs.children:  # the clock runs only while the Train tab is open
         tab.select(lambda active=tab is train_tab: gr.Timer(active=active), None, c["job_clock"],

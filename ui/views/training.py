@@ -12,7 +12,7 @@ def job_status_markdown(job: JobState | None) -> str:
     """A line or two on the current job: progress, time left, outcome."""
     if job is None:
         return "No training job has run on this server yet."
-    line = f"**{job.name}**: {job.status}, update {job.step} of {job.total_steps}"
+    line = f"**{job.name}**: {job.status}, update {job.step}" + (f" of {job.total_steps}" if job.total_steps else "")
     left = job.seconds_left()
     if left is not None:
         line += f", {time_left_text(left)}"
