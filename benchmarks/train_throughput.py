@@ -1,11 +1,18 @@
-"""Training throughput of our Transformer against torch.nn.Transformer at the same sizes and precision.
+"""Training throughput of our Transformer against torch.nn.Transformer at the same sizes and precision, and
+how much of the machine's matrix-multiply peak our training achieves.
 
 Both models see the same synthetic batches (about 4,000 target tokens of
 Multi30K-like lengths), run forward, backward and an Adam step, and alternate
-in one process so machine noise hits both alike. Prints JSON last:
-{"ours_tokens_per_s", "reference_tokens_per_s", "ratio", ...}.
+in one process so machine noise hits both alike. The training FLOPs are those
+of the matrix products of forward and backward, counted by PyTorch's
+FlopCounterMode on the same batches; the peak is the best of a few large
+square matrix products on the same device, timed in the same run, in the
+precision training runs in (bf16 where autocast uses it, else float32), so
+``flops_share`` is achieved / peak. The bf16 peak is reported as well. Prints
+JSON last: {"ours_tokens_per_s", "reference_tokens_per_s", "ratio", "flops_share", ...}.
 
     python benchmarks/train_throughput.py --json
+    python benchmarks/train_throughput.py --size fitted-5 --json     # the Train tab's sizes: tiny, small, fitted-M
 """
 
 from __future__ import annotations
@@ -21,10 +28,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from transformer.config import ModelConfig  # noqa: E402
+from transformer.budget import plan_for_budget  # noqa: E402
+from transformer.config import PRESETS, ModelConfig  # noqa: E402
 from transformer.model import Transformer, causal_mask, sinusoidal_table  # noqa: E402
 from transformer.train import TrainConfig, token_loss, use_bf16  # noqa: E402
 
@@ -88,24 +97,76 @@ def train_steps(model, optimizer, batches, bf16: bool, device) -> tuple[int, flo
     return tokens, time.perf_counter() - started
 
 
+def training_flops(model, batches, bf16: bool, device) -> int:
+    """FLOPs of the matrix products of forward and backward over ``batches`` (no update is made)."""
+    counter = FlopCounterMode(display=False)
+    with counter:
+        for src, tgt in batches:
+            src, tgt = src.to(device), tgt.to(device)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                out = model(src, tgt[:, :-1])
+                logits = out.logits if hasattr(out, "logits") else out
+            token_loss(logits, tgt[:, 1:], 0.1).backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops()
+
+
+def matmul_peak_flops(device, dtype: torch.dtype, size: int = 2048, repeats: int = 5) -> float:
+    """The best FLOP/s of ``repeats`` square ``size`` x ``size`` matrix products: what this device's matrix units
+    reach with work large enough to keep them busy."""
+    a = torch.randn(size, size, device=device).to(dtype)
+    b = torch.randn(size, size, device=device).to(dtype)
+    best = float("inf")
+    for _ in range(repeats + 1):  # the first is a warm-up
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        a @ b
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - started)
+    return 2 * size**3 / best
+
+
+def sizes_of(name: str) -> dict:
+    """The Train tab's sizes: a preset (tiny, small) or the plan fitted to M minutes ("fitted-5")."""
+    if name.startswith("fitted-"):
+        device_type = "cuda" if torch.cuda.is_available() else "cpu"
+        plan = plan_for_budget(float(name.split("-", 1)[1]), device_type)
+        values, vocab, tokens = {**PRESETS["small"], **plan.model}, plan.vocab_size, plan.max_tokens
+    elif name in PRESETS:
+        values, vocab, tokens = PRESETS[name], 8000, 4000
+    else:
+        raise SystemExit(f"unknown size {name!r}: tiny, small, base or fitted-MINUTES")
+    return dict(d_model=values["d_model"], layers=values["n_encoder_layers"], heads=values["n_heads"],
+                d_ff=values["d_ff"], dropout=values["dropout"], vocab=vocab, tokens=tokens)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", help="tiny, small, base or fitted-MINUTES (the Train tab's plan); sets the sizes "
+                                       "below")
     parser.add_argument("--d-model", type=int, default=256)
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--d-ff", type=int, default=1024)
     parser.add_argument("--vocab", type=int, default=8000)
+    parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--tokens", type=int, default=4000, help="target tokens per batch")
     parser.add_argument("--rounds", type=int, default=4, help="alternations of the two models")
     parser.add_argument("--steps", type=int, default=8, help="steps per model per round")
     parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])
     parser.add_argument("--json", action="store_true", help="print only the JSON result")
     args = parser.parse_args()
+    if args.size:
+        for name, value in sizes_of(args.size).items():
+            setattr(args, name, value)
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     bf16 = use_bf16(TrainConfig(precision=args.precision), device)
     config = ModelConfig(args.vocab, args.vocab, d_model=args.d_model, n_heads=args.heads,
-                         n_encoder_layers=args.layers, n_decoder_layers=args.layers, d_ff=args.d_ff, dropout=0.1)
+                         n_encoder_layers=args.layers, n_decoder_layers=args.layers, d_ff=args.d_ff,
+                         dropout=args.dropout)
     torch.manual_seed(0)
     models = {"ours": Transformer(config).to(device), "reference": ReferenceModel(config).to(device)}
     optimizers = {name: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98)) for name, m in models.items()}
@@ -122,12 +183,24 @@ def main() -> None:
             totals[name][1] += seconds
     ours = totals["ours"][0] / totals["ours"][1]
     reference = totals["reference"][0] / totals["reference"][1]
+    flops_per_token = training_flops(models["ours"], batches, bf16, device) / sum(
+        int((tgt[:, 1:] != 0).sum()) for _, tgt in batches)
+    peaks = {"fp32": matmul_peak_flops(device, torch.float32), "bf16": matmul_peak_flops(device, torch.bfloat16)}
+    precision = "bf16" if bf16 else "fp32"
+    achieved = ours * flops_per_token
     result = {"ours_tokens_per_s": round(ours, 1), "reference_tokens_per_s": round(reference, 1),
-              "ratio": round(ours / reference, 3), "precision": "bf16" if bf16 else "fp32",
+              "ratio": round(ours / reference, 3), "precision": precision,
+              "training_flops_per_s": round(achieved), "peak_flops_per_s": round(peaks[precision]),
+              "flops_share": round(achieved / peaks[precision], 3), "bf16_peak_flops_per_s": round(peaks["bf16"]),
+              "flops_per_target_token": round(flops_per_token),
               "device": torch.cuda.get_device_name() if device.type == "cuda" else platform.processor() or "cpu",
-              "threads": torch.get_num_threads(), "d_model": args.d_model, "layers": args.layers}
+              "threads": torch.get_num_threads(), "size": args.size, "d_model": args.d_model, "layers": args.layers,
+              "vocab": args.vocab, "tokens": args.tokens, "dropout": args.dropout,
+              "parameters": models["ours"].num_parameters()}
     if not args.json:
-        print(f"ours {ours:.0f} tokens/s, torch.nn.Transformer {reference:.0f} tokens/s, ratio {ours / reference:.2f}")
+        print(f"ours {ours:.0f} tokens/s, torch.nn.Transformer {reference:.0f} tokens/s, ratio {ours / reference:.2f}; "
+              f"{achieved / 1e9:.1f} GFLOP/s of matrix products, {achieved / peaks[precision]:.0%} of this device's "
+              f"{precision} peak ({peaks[precision] / 1e9:.0f} GFLOP/s)")
     print(json.dumps(result))
 
 

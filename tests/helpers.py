@@ -54,7 +54,7 @@ class QuickTrainer:
             time.sleep(self.UPDATE_S)
             self.step += 1
             if self.on_step:
-                self.on_step({"step": self.step, "loss": 3.0 / self.step, "lr": 1e-3, "tokens_per_s": 1000.0,
+                self.on_step({"step": self.step, "loss": 3.0 / self.step, "lr": 1e-3, "tokens": 100, "tokens_per_s": 1000.0,
                               "elapsed_s": self.step * self.UPDATE_S})
             if self.on_eval and self.step % every == 0:
                 self.on_eval({"step": self.step, "val_loss": 1.0 / self.step, "bleu": 50.0, "exact_match": 0.5,

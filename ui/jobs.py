@@ -303,8 +303,8 @@ class JobManager:
 
     def _run(self, config: TrainConfig, cancel: threading.Event) -> None:
         def on_step(metrics: dict) -> None:
-            self._update(steps=self._job.steps + [{k: metrics[k] for k in ("step", "loss", "lr", "tokens_per_s",
-                                                                           "elapsed_s")}])
+            self._update(steps=self._job.steps + [{k: metrics[k] for k in ("step", "loss", "lr", "tokens",
+                                                                           "tokens_per_s", "elapsed_s")}])
 
         def on_eval(metrics: dict) -> None:
             record = {k: v for k, v in metrics.items() if k not in ("probe", "sample")}
