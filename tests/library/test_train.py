@@ -369,6 +369,24 @@ def test_unknown_schedule_and_bad_sizes_are_refused():
         TrainConfig(steps=0).validate()
 
 
+# --- loss ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
+def test_the_training_loss_is_pytorchs_label_smoothed_cross_entropy_in_value_and_gradient(smoothing):
+    generator = torch.Generator().manual_seed(0)
+    logits = (3 * torch.randn(2, 7, 50, generator=generator)).requires_grad_()
+    labels = torch.randint(4, 50, (2, 7), generator=generator)
+    labels[0, 5:] = labels[1, 2:] = 0  # padding, which counts for nothing
+    ours = train.token_loss(logits, labels, smoothing)
+    (ours_grad,) = torch.autograd.grad(3.0 * ours, logits)
+    theirs = torch.nn.functional.cross_entropy(logits.reshape(-1, 50), labels.reshape(-1), ignore_index=0,
+                                               label_smoothing=smoothing, reduction="sum")
+    (their_grad,) = torch.autograd.grad(3.0 * theirs, logits)
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=1e-5)
+    torch.testing.assert_close(ours_grad, their_grad, rtol=1e-5, atol=1e-6)
+    assert ours_grad[0, 5:].abs().max() == 0 and ours_grad[1, 2:].abs().max() == 0
+
+
 # --- metrics -------------------------------------------------------------------------------------
 
 def test_bleu_and_chrf_are_sacrebleus():
