@@ -3,7 +3,8 @@
 Runs exactly what the Train tab runs for Multi30K (``ui.jobs.JobManager`` with the tab's default size, "fitted to
 the time limit", unless --preset says otherwise), then decodes all of val greedily and scores it with sacreBLEU
 (cased, 13a). Multi30K comes from --data-dir or $MULTI30K_DIR. Prints JSON last:
-{"minutes", "updates", "val_bleu", "tokens_per_s", "model_parameters", ...}.
+{"minutes", "updates", "val_bleu", "tokens_per_s", "model_parameters", ...}, where tokens_per_s is the target
+tokens trained on per second of the job's clock, its evaluations included: what the budget bought.
 
     python benchmarks/time_to_bleu.py --minutes 5 --json
 """

@@ -32,7 +32,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from transformer.budget import plan_for_budget  # noqa: E402
+from transformer.budget import plan_here  # noqa: E402
 from transformer.config import PRESETS, ModelConfig  # noqa: E402
 from transformer.model import Transformer, causal_mask, sinusoidal_table  # noqa: E402
 from transformer.train import TrainConfig, token_loss, use_bf16  # noqa: E402
@@ -116,8 +116,9 @@ def matmul_peak_flops(device, dtype: torch.dtype, size: int = 2048, repeats: int
     reach with work large enough to keep them busy."""
     a = torch.randn(size, size, device=device).to(dtype)
     b = torch.randn(size, size, device=device).to(dtype)
+    a @ b  # warm-up: kernels chosen, memory touched
     best = float("inf")
-    for _ in range(repeats + 1):  # the first is a warm-up
+    for _ in range(repeats):
         if device.type == "cuda":
             torch.cuda.synchronize()
         started = time.perf_counter()
@@ -131,9 +132,8 @@ def matmul_peak_flops(device, dtype: torch.dtype, size: int = 2048, repeats: int
 def sizes_of(name: str) -> dict:
     """The Train tab's sizes: a preset (tiny, small) or the plan fitted to M minutes ("fitted-5")."""
     if name.startswith("fitted-"):
-        device_type = "cuda" if torch.cuda.is_available() else "cpu"
-        plan = plan_for_budget(float(name.split("-", 1)[1]), device_type)
-        values, vocab, tokens = {**PRESETS["small"], **plan.model}, plan.vocab_size, plan.max_tokens
+        plan = plan_here(float(name.split("-", 1)[1]))
+        values, vocab, tokens = plan.sizes(), plan.vocab_size, plan.max_tokens
     elif name in PRESETS:
         values, vocab, tokens = PRESETS[name], 8000, 4000
     else:
@@ -152,7 +152,7 @@ def main() -> None:
     parser.add_argument("--d-ff", type=int, default=1024)
     parser.add_argument("--vocab", type=int, default=8000)
     parser.add_argument("--dropout", type=float, default=0.1)
-    parser.add_argument("--tokens", type=int, default=4000, help="target tokens per batch")
+    parser.add_argument("--tokens", type=int, default=4000, help="padded target tokens per batch")
     parser.add_argument("--rounds", type=int, default=4, help="alternations of the two models")
     parser.add_argument("--steps", type=int, default=8, help="steps per model per round")
     parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])

@@ -1,5 +1,6 @@
 """Small helpers shared by the test modules."""
 
+import dataclasses
 import socket
 
 
@@ -27,6 +28,8 @@ class QuickTrainer:
         self.model, self.source_tokenizer, self.target_tokenizer = (reverse.model, reverse.source_tokenizer,
                                                                     reverse.target_tokenizer)
         self._info = reverse.info
+        if config.preset == "auto":  # planned as the Trainer plans: the plan, not the request, sets the updates
+            config = dataclasses.replace(config, preset="tiny", plan="auto", steps=40)
         self.config, self.on_step, self.on_eval, self.cancel = config, on_step, on_eval, cancel
         self.step = 0
 

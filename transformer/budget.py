@@ -15,6 +15,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+import torch
+
+from .config import PRESETS
+
 STEPS_CAP = 1_000_000  # a planned run ends by the clock; this only bounds it
 
 
@@ -23,47 +27,53 @@ class BudgetPlan:
     """What a budget decides: the model (overrides of the "small" preset) and how to train it."""
 
     up_to_minutes: float               # the largest budget on this device this plan is for
+    base: str = "small"                # the preset ``model`` overrides
     model: dict = field(default_factory=dict)
-    vocab_size: int = 8000
+    vocab_size: int | None = 8000      # None: the task's own symbols (the digit tasks)
     max_tokens: int = 4000
     lr: float = 1.5e-3
     warmup_steps: int = 500
     schedule: str = "cosine"
     evaluations: int = 5               # spread over the budget; each costs time the run could train in
 
-    def describe(self, preset_values: dict) -> str:
+    def sizes(self) -> dict:
+        """The model's sizes: the base preset's with this plan's overrides."""
+        return {**PRESETS[self.base], **self.model}
+
+    def describe(self) -> str:
         """One line for people: "d_model 128, 2+2 layers, ffn 512, 4 heads, vocabulary 4,000, ..."."""
-        m = {**preset_values, **self.model}
+        m = self.sizes()
+        vocabulary = f"vocabulary {self.vocab_size:,}, " if self.vocab_size else ""
         return (f"d_model {m['d_model']}, {m['n_encoder_layers']}+{m['n_decoder_layers']} layers, ffn {m['d_ff']}, "
-                f"{m['n_heads']} heads, dropout {m['dropout']:g}, vocabulary {self.vocab_size:,}, batches of "
-                f"{self.max_tokens:,} tokens, peak learning rate {self.lr:g} after {self.warmup_steps} warm-up "
-                f"updates, {self.schedule} decay to the end of the time")
+                f"{m['n_heads']} heads, dropout {m['dropout']:g}, {vocabulary}batches of {self.max_tokens:,} tokens, "
+                f"peak learning rate {self.lr:g} after {self.warmup_steps} warm-up updates, {self.schedule} decay "
+                "to the end of the time")
 
 
 # Measured on Multi30K on a 2-core CPU (fp32): the best of the sizes tried for each budget. Shorter runs see the
 # data once or twice, so they need no dropout; longer ones see it often enough to overfit without it.
 CPU_PLANS = (
-    BudgetPlan(2.5, dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512, dropout=0.0,
+    BudgetPlan(2.5, model=dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512, dropout=0.0,
                          attention_dropout=0.0), vocab_size=4000, max_tokens=2500, lr=2e-3, warmup_steps=60),
-    BudgetPlan(8.0, dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512, dropout=0.0,
+    BudgetPlan(8.0, model=dict(d_model=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=512, dropout=0.0,
                          attention_dropout=0.0), vocab_size=4000, max_tokens=2500, lr=2e-3, warmup_steps=100),
-    BudgetPlan(25.0, dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024, dropout=0.1,
+    BudgetPlan(25.0, model=dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024, dropout=0.1,
                           attention_dropout=0.0), vocab_size=6000, max_tokens=3000, lr=1.5e-3, warmup_steps=200),
-    BudgetPlan(float("inf"), dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024,
+    BudgetPlan(float("inf"), model=dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024,
                                   dropout=0.3, attention_dropout=0.1), vocab_size=8000, max_tokens=4000, lr=1.5e-3,
                warmup_steps=500, evaluations=10),
 )
 # Not measured (no GPU has been available to this project): the small preset for short budgets, then the paper's
 # base model, whose 65M parameters a GPU trains at hundreds of thousands of tokens a second.
 CUDA_PLANS = (
-    BudgetPlan(3.0, dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024, dropout=0.1,
+    BudgetPlan(3.0, model=dict(d_model=256, n_heads=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=1024, dropout=0.1,
                          attention_dropout=0.0), vocab_size=8000, max_tokens=8000, lr=1.5e-3, warmup_steps=200),
-    BudgetPlan(float("inf"), dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048,
+    BudgetPlan(float("inf"), model=dict(d_model=512, n_heads=8, n_encoder_layers=6, n_decoder_layers=6, d_ff=2048,
                                   dropout=0.1, attention_dropout=0.0), vocab_size=8000, max_tokens=16000, lr=1e-3,
                warmup_steps=400, evaluations=10),
 )
 # The synthetic digit tasks: the tiny preset learns them in a minute whatever the budget.
-SYNTHETIC_PLAN = BudgetPlan(float("inf"), dict(dropout=0.0), vocab_size=64, max_tokens=2000, lr=3e-3,
+SYNTHETIC_PLAN = BudgetPlan(float("inf"), "tiny", dict(dropout=0.0), vocab_size=None, max_tokens=2000, lr=3e-3,
                             warmup_steps=100)
 
 
@@ -74,7 +84,7 @@ def plan_for_budget(minutes: float, device_type: str = "cpu", synthetic: bool = 
     ``pairs``: the training pairs of a corpus smaller than Multi30K's 29,000, whose vocabulary must shrink with it
     (sentencepiece cannot learn more pieces than the text holds). Synthetic tasks keep the tiny preset.
     """
-    if not minutes > 0:
+    if not minutes > 0:  # also NaN
         raise ValueError("a run planned for a time budget needs a positive number of minutes")
     if synthetic:
         return SYNTHETIC_PLAN
@@ -83,3 +93,8 @@ def plan_for_budget(minutes: float, device_type: str = "cpu", synthetic: bool = 
     if pairs is not None:
         plan = dataclasses.replace(plan, vocab_size=min(plan.vocab_size, max(200, pairs // 2)))
     return plan
+
+
+def plan_here(minutes: float, synthetic: bool = False, pairs: int | None = None) -> BudgetPlan:
+    """The plan for ``minutes`` on the device training uses here: the GPU when PyTorch sees one."""
+    return plan_for_budget(minutes, "cuda" if torch.cuda.is_available() else "cpu", synthetic, pairs)

@@ -26,7 +26,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +40,7 @@ from tqdm import tqdm
 from . import data as datasets
 from .checkpoint import (CheckpointError, load_checkpoint, load_weights, parse_records, read_config, read_log_text,
                          resolve, save_checkpoint, unique_state_dict)
-from .budget import STEPS_CAP, plan_for_budget
+from .budget import STEPS_CAP, plan_here
 from .config import PRESETS, preset
 from .decoding import forced_decode, pad_batch, translate_batch
 from .metrics import corpus_scores
@@ -110,26 +110,27 @@ class TrainConfig:
 
 
 AUTO_PRESET = "auto"
-# What a plan for a time budget chooses, unless the person asking set it.
+# What a plan for a time budget chooses, where the config leaves them at their defaults.
 PLANNED_FIELDS = ("vocab_size", "max_tokens", "steps", "lr", "warmup_steps", "schedule", "eval_every",
                   "eval_every_minutes")
 
 
-def plan_config(config: TrainConfig, given: Collection[str] = (), pairs: int | None = None) -> TrainConfig:
-    """``config`` (preset "auto") with the model, vocabulary, batch and schedule ``budget.plan_for_budget`` chooses
-    for its time limit on this machine, except the fields named in ``given`` and the model sizes ``config.model``
-    sets. ``pairs``: the size of an uploaded corpus, which bounds its vocabulary. The run then ends by the clock."""
+def plan_config(config: TrainConfig, pairs: int | None = None) -> TrainConfig:
+    """``config`` (preset "auto") with the model, vocabulary, batch and schedule that ``budget.plan_here`` chooses
+    for its time limit, where ``config`` leaves them at TrainConfig's defaults: what was set by hand stays, as do
+    the model sizes ``config.model`` sets. ``pairs``: the training pairs of an uploaded corpus, which bound its
+    vocabulary. The run then ends by the clock."""
     config.validate()
     if config.preset != AUTO_PRESET:
         return config
-    synthetic = config.data in datasets.SYNTHETIC_TASKS
-    plan = plan_for_budget(config.max_minutes, "cuda" if torch.cuda.is_available() else "cpu", synthetic, pairs)
-    chosen = dict(vocab_size=plan.vocab_size, max_tokens=plan.max_tokens, steps=STEPS_CAP, lr=plan.lr,
-                  warmup_steps=plan.warmup_steps, schedule=plan.schedule, eval_every=STEPS_CAP,
+    plan = plan_here(config.max_minutes, config.data in datasets.SYNTHETIC_TASKS, pairs)
+    chosen = dict(vocab_size=plan.vocab_size or config.vocab_size, max_tokens=plan.max_tokens, steps=STEPS_CAP,
+                  lr=plan.lr, warmup_steps=plan.warmup_steps, schedule=plan.schedule, eval_every=STEPS_CAP,
                   eval_every_minutes=config.max_minutes / plan.evaluations)
-    return dataclasses.replace(config, preset="tiny" if synthetic else "small", plan=AUTO_PRESET,
-                               model={**plan.model, **config.model},
-                               **{name: value for name, value in chosen.items() if name not in given})
+    defaults = TrainConfig()
+    return dataclasses.replace(config, preset=plan.base, plan=AUTO_PRESET, model={**plan.model, **config.model},
+                               **{name: value for name, value in chosen.items()
+                                  if getattr(config, name) == getattr(defaults, name)})
 
 
 # --- schedule ------------------------------------------------------------------------------------
@@ -517,8 +518,11 @@ class Trainer:
         self.plateau.load_state_dict(state["plateau"])
         self.step, self.epoch, self.batch_in_epoch = state["step"], state["epoch"], state["batch_in_epoch"]
         self.best_score, self.history = state["best_score"], state["history"]
-        # Saved by runs of this version on; an older run's clock starts again at 0, as it did then.
+        # Saved by runs of this version on; an older run's clock starts again at 0, as it did then, and one past
+        # its warm-up counts it as ended there.
         self.clock_before_s, self.warmup_end_s = state.get("elapsed_s", 0.0), state.get("warmup_end_s")
+        if self.warmup_end_s is None and self.step >= self.config.warmup_steps:
+            self.warmup_end_s = self.clock_before_s
         torch.set_rng_state(state["torch_rng"])
         if "cuda_rng" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state(state["cuda_rng"])
@@ -593,8 +597,9 @@ class Trainer:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
-        if self.step == self.config.warmup_steps:
-            self.warmup_end_s = self._agreed_elapsed_s()
+        if self.warmup_end_s is None and self.step >= self.config.warmup_steps:
+            agreed = self._agreed_elapsed_s()
+            self.warmup_end_s = self.elapsed_s() if agreed is None else agreed
         return {"step": self.step, "loss": loss_value, "lr": lr, "grad_norm": float(grad_norm),
                 "tokens": total_tokens}
 
@@ -671,7 +676,11 @@ class Trainer:
         stopped_by = "steps"
         window_tokens, window_start = 0, time.monotonic()
         last_eval_s = self.elapsed_s()
-        final = {}
+        evaluated = None  # the last evaluation, if the run stops right after it
+
+        def out_of_time() -> bool:
+            return (config.max_minutes is not None and self.step < config.steps
+                    and self.elapsed_s() > 60 * config.max_minutes)
         while self.step < config.steps:
             examples, batches = self._epoch_batches(self.epoch)
             if len(batches) < config.accumulate:
@@ -695,9 +704,7 @@ class Trainer:
                     self._log({"event": "step", **metrics})
                 if self.on_step:
                     self.on_step(metrics)
-                out_of_time = (config.max_minutes is not None and self.step < config.steps
-                               and metrics["elapsed_s"] > 60 * config.max_minutes)
-                if self._all_ranks(self.cancel.is_set() or out_of_time, any_rank=True):
+                if self._all_ranks(self.cancel.is_set() or out_of_time(), any_rank=True):
                     stopped_by = "cancel" if self.cancel.is_set() else "time"
                     break
                 eval_due = self.step % config.eval_every == 0
@@ -705,16 +712,26 @@ class Trainer:
                     clock_due = metrics["elapsed_s"] - last_eval_s >= 60 * config.eval_every_minutes
                     eval_due = self._all_ranks(eval_due or clock_due, any_rank=True)
                 if eval_due and self.step < config.steps:
-                    self._after_eval(self.evaluate())
+                    evaluated = self.evaluate()
+                    self._after_eval(evaluated)
                     last_eval_s = self.elapsed_s()
+                    # An evaluation that used up the time ends the run: one more update would be made at the
+                    # schedule's end, learning rate 0, and evaluated again for nothing.
+                    if self._all_ranks(out_of_time(), any_rank=True):
+                        stopped_by = "time"
+                        break
+                    evaluated = None
             if stopped_by != "steps":
                 break
             if self.step < config.steps:
                 self.epoch, self.batch_in_epoch = self.epoch + 1, 0
         progress.close()
-        final = self.evaluate()
-        final["stopped_by"] = stopped_by
-        self._after_eval(final)
+        if evaluated is not None:
+            final = {**evaluated, "stopped_by": stopped_by}
+        else:
+            final = self.evaluate()
+            final["stopped_by"] = stopped_by
+            self._after_eval(final)
         if self.distributed:
             final["ranks_identical"] = self._ranks_identical()
         if config.average_last > 1 and self.rank == 0:
@@ -807,12 +824,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         out_dir=args.out or f"runs/{data_name}-{args.preset}", precision=args.precision,
         keep_checkpoints=args.keep_checkpoints, average_last=args.average_last, probe_sentences=args.probe,
         threads=args.threads, **given)
-    if config.preset != AUTO_PRESET:
-        return config
-    pairs = None  # an upload's size bounds its vocabulary
-    if config.data not in datasets.SYNTHETIC_TASKS and config.data != "multi30k" and Path(config.data).is_file():
-        pairs = len(datasets.load_training_tsv(config.data))
-    return plan_config(config, given=given, pairs=pairs)
+    return config  # a preset "auto" is planned by the Trainer, around what was given here
 
 
 @contextlib.contextmanager

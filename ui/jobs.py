@@ -28,7 +28,7 @@ from transformer import data as datasets
 from transformer.checkpoint import run_history, save_checkpoint
 from transformer.config import ModelConfig, preset
 from transformer.model import Transformer
-from transformer.budget import plan_for_budget
+from transformer.budget import plan_here
 from transformer.train import AUTO_PRESET, TrainConfig, Trainer
 
 from .views.choices import clamp, finite
@@ -63,23 +63,30 @@ def training_disabled() -> bool:
     return os.environ.get(DISABLE_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def planned_model(preset_name: str, data: str, minutes: float) -> tuple[dict, int, str | None]:
-    """(model sizes, vocabulary, what the plan chooses or None) of a preset for a data choice and time limit; the
-    vocabulary is about 16 pieces for digits and 8,000 for text, or what ``preset_name`` "auto" plans."""
+DIGIT_PIECES = 16  # the digit tasks' vocabulary: ten digits, a space mark and the special pieces
+
+
+@dataclass(frozen=True)
+class SizeSummary:
+    """What a size choice means before a job starts: its parameters, and for "auto" the plan in words."""
+
+    parameters: int
+    plan: str | None = None
+
+
+def size_summary(preset_name: str, data: str, minutes: float) -> SizeSummary:
+    """A preset's size for a data choice (digits, or text with 8,000 pieces), or the plan "auto" makes for
+    ``minutes`` (an upload's vocabulary can come out smaller: it is bounded by the file's size)."""
     synthetic = data in datasets.SYNTHETIC_TASKS
-    if preset_name != AUTO_PRESET:
-        return dataclasses.asdict(preset(preset_name, 16, 16)), 16 if synthetic else 8000, None
-    plan = plan_for_budget(minutes, "cuda" if torch.cuda.is_available() else "cpu", synthetic)
-    base = dataclasses.asdict(preset("tiny" if synthetic else "small", 16, 16))
-    return {**base, **plan.model}, 16 if synthetic else plan.vocab_size, plan.describe(base)
-
-
-def parameter_count(preset_name: str, data: str, minutes: float = 5.0) -> int:
-    """Parameters of a preset (or of the "auto" plan for ``minutes``) for a data choice."""
-    sizes, vocab, _ = planned_model(preset_name, data, minutes)
+    if preset_name == AUTO_PRESET:
+        plan = plan_here(minutes, synthetic)
+        sizes, vocab, words = plan.sizes(), plan.vocab_size, plan.describe()
+    else:
+        sizes, vocab, words = dataclasses.asdict(preset(preset_name, 1, 1)), 8000, None
+    vocab = DIGIT_PIECES if synthetic else vocab
     sizes.update(src_vocab_size=vocab, tgt_vocab_size=vocab)
     with torch.device("meta"):  # counted, not allocated
-        return Transformer(ModelConfig(**sizes)).num_parameters()
+        return SizeSummary(Transformer(ModelConfig(**sizes)).num_parameters(), words)
 
 
 def read_upload(path: str | Path, limit: int = MAX_UPLOAD_BYTES) -> datasets.ParallelCorpus:
@@ -147,9 +154,12 @@ class JobState:
         """Share of the run done, 0 to 1: a run ends at its update count or its time limit, whichever comes first."""
         if self.status == "finished":
             return 1.0
-        done = self.step / max(1, self.total_steps) if self.total_steps else 0.0
+        by_time = self.training_seconds() / max(1.0, self.request.minutes * 60)
+        if not self.total_steps:  # planned for its time limit: the clock is its measure
+            return min(1.0, by_time)
+        done = self.step / max(1, self.total_steps)
         if self.status == "running":
-            done = max(done, self.training_seconds() / max(1.0, self.request.minutes * 60))
+            done = max(done, by_time)
         return min(1.0, done)
 
     def training_seconds(self) -> float:
@@ -288,13 +298,14 @@ class JobManager:
             raise JobError(f"unknown data choice {request.data!r}")
         if request.data not in datasets.SYNTHETIC_TASKS:
             extra.update(eval_sentences=200, data_dir=request.data_dir)
-        if planned:  # the plan chooses these for the time limit
-            extra = {name: value for name, value in extra.items() if name in ("eval_sentences", "data_dir")}
         name = re.sub(r"[^a-z0-9-]", "", f"{label}-{request.preset}-{stamp}")
+        common = dict(data=data, preset=request.preset, max_minutes=request.minutes, out_dir=str(self.work_dir / name),
+                      probe_sentences=probe, keep_checkpoints=1)
+        if planned:  # the plan chooses size, batch, schedule and how often to evaluate, for the time limit
+            return TrainConfig(**common, **{k: v for k, v in extra.items() if k in ("eval_sentences", "data_dir")})
         # Evaluations by the clock too, so a run its time limit cuts short still draws its curves and replay.
-        return TrainConfig(data=data, preset=request.preset, steps=request.steps, max_minutes=request.minutes,
-                           eval_every_minutes=request.minutes / 10, schedule="cosine",
-                           out_dir=str(self.work_dir / name), probe_sentences=probe, keep_checkpoints=1, **extra)
+        return TrainConfig(**common, steps=request.steps, eval_every_minutes=request.minutes / 10, schedule="cosine",
+                           **extra)
 
     def _update(self, **changes) -> None:
         with self._lock:

@@ -1,11 +1,13 @@
 """The Train tab: a student starts a job, watches it stream, stops it, and translates with the result."""
 
 import gzip
+import importlib
 import json
 import os
 import shutil
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from gradio_client import Client, handle_file
@@ -21,6 +23,8 @@ from helpers import QuickTrainer, free_port
 from ui import services
 from ui.views import model as model_views
 from ui.views import training as training_views
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 
@@ -169,7 +173,7 @@ def test_a_job_ended_by_its_time_limit_says_so_and_counts_as_done(tmp_path):
 def test_a_job_fitted_to_its_time_limit_is_planned_for_it_and_ended_by_it(tmp_path):
     manager = jobs.JobManager(tmp_path / "runs")
     manager.start(jobs.JobRequest(data="copy", preset="auto", steps=5, minutes=0.2))
-    assert manager.current.total_steps is None and manager.current.seconds_left() is None
+    assert manager.current.total_steps is None
     manager.wait(120)
     job = manager.current
     assert job.status == "finished"
@@ -187,10 +191,11 @@ def test_choosing_text_data_fits_the_size_to_the_time_limit_and_digits_keep_the_
     assert fitted["train_preset"] == "auto" and fitted["train_steps"].interactive is False
     assert fitted["preset_info"].startswith("**Fitted to 5 minutes**: d_model ")
     assert "parameters" in fitted["preset_info"]
-    longer = train_tab.on_preset("multi30k", "auto", 15)["preset_info"]
-    assert longer != fitted["preset_info"], "the plan follows the time limit"
+    short, long = (jobs.size_summary("auto", "multi30k", minutes) for minutes in (1, 15))
+    assert short.parameters < long.parameters and short.plan != long.plan, "the plan follows the time limit"
     digits = train_tab.on_data("reverse", "auto", 5)
     assert digits["train_preset"] == "tiny" and digits["train_steps"].interactive is True
+    assert train_tab.on_data("upload", "small", 5)["train_preset"] == "small", "a size chosen by hand stays"
     with pytest.raises(InputError, match="time limit in minutes"):
         train_tab.on_preset("multi30k", "auto", float("nan"))
 
@@ -307,3 +312,14 @@ def test_one_client_may_start_only_a_few_jobs_an_hour(tmp_path):
     manager.start(jobs.JobRequest(data="reverse", steps=10, minutes=1), owner="t", client="10.0.0.8")
     manager.wait(60)
     assert manager.current.owner == "t"
+
+
+@pytest.mark.skipif(not os.environ.get("MULTI30K_DIR"), reason="MULTI30K_DIR is not set: Multi30K is not available")
+def test_the_time_to_bleu_benchmark_runs_the_train_tabs_multi30k_job_and_scores_all_of_val(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    time_to_bleu = importlib.import_module("time_to_bleu")
+    result = time_to_bleu.time_to_bleu(0.2, runs_dir=tmp_path)
+    assert {"minutes", "updates", "val_bleu", "tokens_per_s", "model_parameters"} <= result.keys()
+    assert result["minutes"] == 0.2 and result["updates"] > 0 and result["tokens_per_s"] > 0
+    assert result["plan"]["model"]["d_model"] == jobs.plan_here(0.2).sizes()["d_model"], "the tab's fitted size"
+    assert "nrefs:1|case:mixed" in result["signature"]

@@ -8,7 +8,7 @@ from transformer.config import PRESETS
 
 
 def size(plan) -> int:
-    sizes = {**PRESETS["small"], **plan.model}
+    sizes = plan.sizes()
     return sizes["d_model"] ** 2 * (sizes["n_encoder_layers"] + sizes["n_decoder_layers"])
 
 
@@ -32,7 +32,8 @@ def test_a_small_corpus_bounds_the_vocabulary():
 
 
 def test_digit_tasks_keep_the_tiny_model_and_a_gpu_gets_larger_models_sooner():
-    assert plan_for_budget(5, synthetic=True).model == {"dropout": 0.0}
+    digits = plan_for_budget(5, synthetic=True)
+    assert digits.base == "tiny" and digits.vocab_size is None, "the digit tasks keep their own symbols"
     assert size(plan_for_budget(5, "cuda")) >= size(plan_for_budget(5, "cpu"))
 
 
@@ -43,5 +44,5 @@ def test_a_budget_must_be_some_time(minutes):
 
 
 def test_a_plan_describes_itself_for_people():
-    line = plan_for_budget(5).describe(PRESETS["small"])
+    line = plan_for_budget(5).describe()
     assert line.startswith("d_model ") and "vocabulary" in line and "warm-up" in line

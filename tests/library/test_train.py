@@ -1,5 +1,6 @@
 """Training: a tiny model learns a task, runs resume exactly, stop when asked, fail loudly, and scale to DDP."""
 
+import dataclasses
 import json
 import logging
 import math
@@ -474,6 +475,20 @@ def test_ctrl_c_stops_the_command_after_its_update_and_saves_a_run_that_resumes(
                            "--no-progress"]) == 0
     assert "ignored: --lr" in caplog.text
     assert f"changing them from 100000 to {final['step'] + 2} reshapes it" in caplog.text
+
+
+def test_a_run_resumed_with_a_time_limit_it_did_not_have_ends_its_schedule_with_it(tmp_path):
+    interrupt = threading.Event()
+    config = quick_config(tmp_path, "run", steps=100_000, eval_every=100_000, warmup_steps=3, lr=1e-3)
+    Trainer(config, show_progress=False, cancel=interrupt,
+            on_step=lambda metrics: metrics["step"] == 10 and interrupt.set()).run()
+    saved = train.decode_state(tmp_path / "run" / "last")
+    rates = []
+    limited = dataclasses.replace(config, max_minutes=saved["elapsed_s"] / 60 + 0.1)
+    final = Trainer(limited, resume=tmp_path / "run", show_progress=False,
+                    on_step=lambda metrics: rates.append(metrics["lr"])).run()
+    assert final["stopped_by"] == "time"
+    assert rates[0] > 0.9e-3 > 0.5e-3 > rates[-1], "from the peak down with the time that was added"
 
 
 def test_cli_plans_a_run_for_its_time_limit_and_keeps_what_was_set_by_hand(tmp_path, capsys):

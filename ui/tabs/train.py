@@ -154,13 +154,11 @@ def on_leave(services: Services, request: gr.Request) -> None:
 def on_preset(train_data, train_preset, train_minutes) -> dict:
     """What the chosen size means (for "fitted", the plan for the time limit); the update count only where it
     is the size's to set."""
-    data = train_data if train_data in SYNTHETIC_TASKS else "text"
     minutes = max(0.2, min(training_jobs.MAX_MINUTES, finite(train_minutes, "time limit in minutes")))
-    count = training_jobs.parameter_count(train_preset, data, minutes)
-    _, _, plan = training_jobs.planned_model(train_preset, data, minutes)
-    info = (f"**Fitted to {minutes:g} minutes**: {plan}; {count:,} parameters." if plan
-            else f"**{train_preset}**: {count:,} parameters; the learning rate ends with the updates or the time "
-                 "limit, whichever comes first.")
+    size = training_jobs.size_summary(train_preset, train_data, minutes)
+    info = (f"**Fitted to {minutes:g} minutes**: {size.plan}; {size.parameters:,} parameters." if size.plan
+            else f"**{train_preset}**: {size.parameters:,} parameters; the learning rate ends with the updates or "
+                 "the time limit, whichever comes first.")
     fitted = train_preset == training_jobs.AUTO_PRESET
     return {"preset_info": info,
             "train_steps": gr.Slider(interactive=not fitted,
@@ -168,9 +166,12 @@ def on_preset(train_data, train_preset, train_minutes) -> dict:
 
 
 def on_data(train_data, train_preset, train_minutes) -> dict:
-    """The drop zone only where it is used (a file dropped there stays when the choice changes); real text gets
-    the size fitted to the time limit, the digit tasks the tiny model that learns them in a minute."""
-    chosen = "tiny" if train_data in SYNTHETIC_TASKS else training_jobs.AUTO_PRESET
+    """The drop zone only where it is used (a file dropped there stays when the choice changes). Each kind of data
+    gets its own default size in place of the other's: text the size fitted to the time limit, the digit tasks the
+    tiny model that learns them in a minute; a size chosen by hand stays."""
+    synthetic = train_data in SYNTHETIC_TASKS
+    defaults = {True: "tiny", False: training_jobs.AUTO_PRESET}
+    chosen = defaults[synthetic] if train_preset == defaults[not synthetic] else train_preset
     return {"train_upload": gr.update(visible=train_data == "upload"), "train_preset": chosen,
             **on_preset(train_data, chosen, train_minutes)}
 
