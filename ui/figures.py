@@ -418,10 +418,6 @@ def vector_panels(panels: dict, title: str) -> go.Figure:
     return _layout(fig, title, height=260 + 22 * max(len(labels) for _, labels in panels.values()))
 
 
-def _tensor_max(matrix) -> float:
-    return max((abs(value) for row in _matrix(matrix) for value in row), default=0.0)
-
-
 def paired_bars(labels: Sequence[str], series: dict[str, Sequence[float]], title: str) -> go.Figure:
     """Two or more numbers per label, side by side (e.g. attention weight and contribution share)."""
     positions = list(range(len(labels)))

@@ -340,7 +340,6 @@ def test_raw_exports_hold_every_weight(reverse, tmp_path):
 
 def test_a_shared_link_reopens_the_same_view():
     query = share.share_query("reverse-tiny", "3 1 4", "cross", choices.VIEWS[1], 2, 3, beam=1, max_tokens=40)
-    from urllib.parse import parse_qsl
     values = share.parse_share_query(dict(parse_qsl(query)), ["reverse-tiny"])
     assert values == {"model": "reverse-tiny", "text": "3 1 4", "kind": choices.ATTENTION_KINDS["cross"],
                       "view": choices.VIEWS[1], "layer": 2, "head": 3, "beam": 1, "max": 40}

@@ -1,16 +1,14 @@
 """Attention summaries on hand-computed cases, the beam tree, shared links and raw exports."""
 
-import csv
 import json
 import math
 
-import numpy as np
 import pytest
 import torch
 
 from transformer import analysis
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
-from transformer.decoding import beam_search, forced_decode, translate
+from transformer.decoding import beam_search, translate
 
 
 @pytest.fixture(scope="module")

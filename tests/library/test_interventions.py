@@ -1,7 +1,6 @@
 """Experiments change the model's behaviour exactly as described, and leave the unmodified model untouched."""
 
 import copy
-import dataclasses
 
 import pytest
 import torch

@@ -14,7 +14,7 @@ from ..errors import warn
 from ..page import Page
 from ..services import Services
 from ..views import exports
-from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, clamp, head_options
+from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, head_options
 from ..views.text import MAX_INPUT_CHARS, examples_for, source_label
 from ..views.translate import (MAX_BEAM, TARGET_TOKENS, attention_figure, forced_figures, layer_and_head_counts,
                                length_penalty_origin, notes_markdown, run_forced, run_translation, source_pieces,
@@ -24,8 +24,8 @@ STEP_INTRO = ("## Step through the decoding\nMove the slider to replay the trans
               "the model weighed, and where in the source it looked.")
 HEATMAP_INTRO = ("## Attention heatmaps\nRows are queries (the position that looks), columns are keys (the positions "
                  "looked at); each row sums to 1. Hover for the exact weight.")
-FORCED_INTRO = ("## Forced decoding: your own translation\nType your own translation of the sentence above (German, "
-                "for the English-German model) and see how probable the model finds each token, and where it looks "
+FORCED_INTRO = ("## Forced decoding: your own translation\nType your own translation of the sentence above (in "
+                "the model's language: German for multi30k-en-de, French for multi30k-en-fr) and see how probable the model finds each token, and where it looks "
                 "while reading it. Enter scores it.")
 
 
