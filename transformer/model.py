@@ -53,6 +53,43 @@ class PositionalEncoding(nn.Module):
         return x + (table if table.dtype == x.dtype else table.to(x.dtype))
 
 
+def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
+    """Dropout (Srivastava et al., 2014; section 5.4): in training, each element is zeroed with probability p and
+    the rest scaled by 1 / (1 - p), so the expected output is the input.
+
+    On a CPU, ``F.dropout`` draws one random float per element from PyTorch's generator, which does not run in
+    parallel: on the project's 2-core CPU the small preset spent as long on dropout as on everything else in a
+    training step (``benchmarks/train_throughput.py``). Here one 64-bit draw serves four elements, 16 bits each; an
+    element is kept when its bits are not among the lowest ``round(p * 65536)`` of the 65,536 values, so it is kept
+    with probability 1 - p to within 1/65,536, and the scale is the exact inverse of that probability. The draws
+    come from the same generator, so ``torch.manual_seed`` and its saved state make them repeat. On a GPU,
+    PyTorch's own fused dropout runs.
+    """
+    if not training or p == 0:
+        return x
+    if not x.is_cpu:
+        return F.dropout(x, p, training=True)
+    dropped = round(p * 65536)
+    count = x.numel()
+    bits = torch.randint(-2**63, 2**63 - 1, ((count + 3) // 4,), dtype=torch.int64).view(torch.int16)[:count]
+    kept = (bits >= dropped - 32768).view(x.shape)
+    return torch.where(kept, x * (65536 / (65536 - dropped)), 0)
+
+
+class Dropout(nn.Module):
+    """``nn.Dropout`` with this module's faster draws on a CPU (``dropout``); nothing happens in evaluation."""
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        return dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
 class TokenEmbedding(nn.Embedding):
     """Token embedding multiplied by sqrt(d_model) (section 3.4), so it is not drowned by the positional signal."""
 
@@ -143,16 +180,18 @@ class ScaledDotProductAttention(nn.Module):
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
                 need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        dropout = self.dropout if self.training else 0.0
+        dropout_p = self.dropout if self.training else 0.0
         # On a CPU in bf16, PyTorch's fused kernel is about 3x slower than the plain formula for
-        # sentence-length sequences (benchmarks/train_throughput.py), so the formula runs there.
-        if not need_weights and not (q.device.type == "cpu" and q.dtype == torch.bfloat16):
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout), None
+        # sentence-length sequences (benchmarks/train_throughput.py), and its dropout draws as slowly as
+        # F.dropout, so the formula runs there.
+        on_cpu = q.device.type == "cpu"
+        if not need_weights and not (on_cpu and (q.dtype == torch.bfloat16 or dropout_p)):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
         if mask is not None:
             scores = torch.where(mask, scores, float("-inf"))
         weights = scores.softmax(dim=-1)
-        mixing = F.dropout(weights, dropout) if dropout else weights
+        mixing = dropout(weights, dropout_p) if dropout_p else weights
         if mixing.dtype != v.dtype:  # float32 probabilities, bf16 values under autocast
             mixing = mixing.to(v.dtype)
         return mixing @ v, weights if need_weights else None
@@ -237,7 +276,7 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         self.linear1 = Linear(d_model, d_ff)
         self.linear2 = Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         for linear in (self.linear1, self.linear2):
             nn.init.xavier_uniform_(linear.weight)
             nn.init.zeros_(linear.bias)
@@ -258,7 +297,7 @@ class AddAndNorm(nn.Module):
     def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float):
         super().__init__()
         self.norm = LayerNorm(d_model, eps=eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
     def input(self, x: Tensor) -> Tensor:
@@ -471,7 +510,7 @@ class Transformer(nn.Module):
         self.tgt_embed = (self.src_embed if config.share_embeddings
                           else TokenEmbedding(config.tgt_vocab_size, config.d_model, config.pad_id))
         self.positional_encoding = PositionalEncoding(config.d_model, config.max_len)
-        self.embed_dropout = nn.Dropout(config.dropout)
+        self.embed_dropout = Dropout(config.dropout)
         self.encoder = Encoder(config)
         self.decoder = Decoder(config)
         self.output_proj = (None if config.tie_output_projection

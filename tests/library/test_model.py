@@ -8,7 +8,7 @@ from torch import nn
 
 from transformer.config import ModelConfig
 from transformer.decoding import pad_batch
-from transformer.model import DecoderCache, HeadMask, MultiHeadAttention, Transformer, sinusoidal_table
+from transformer.model import DecoderCache, HeadMask, MultiHeadAttention, Transformer, dropout, sinusoidal_table
 from transformer.reference import copy_attention, to_torch_transformer
 
 PAD = 0
@@ -235,3 +235,39 @@ def test_config_rejects_inconsistent_sizes():
         tiny_config(d_model=30)
     with pytest.raises(ValueError, match="joint vocabulary"):
         tiny_config(tgt_vocab_size=41)
+
+
+# --- dropout -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p", [0.1, 0.3])
+def test_dropout_zeroes_a_share_p_of_independent_elements_and_keeps_the_mean(p):
+    torch.manual_seed(0)
+    x = torch.ones(1000, 1000)
+    kept = dropout(x, p) != 0
+    assert kept.float().mean().item() == pytest.approx(1 - p, abs=0.002)
+    assert dropout(x, p).mean().item() == pytest.approx(1.0, abs=0.005), "kept elements are scaled by 1/(1-p)"
+    neighbours = torch.corrcoef(torch.stack([kept[:, :-1].flatten().float(), kept[:, 1:].flatten().float()]))[0, 1]
+    assert abs(neighbours.item()) < 0.005, "four elements share a random draw, yet fall independently"
+    assert dropout(x, p, training=False) is x and dropout(x, 0.0) is x
+
+
+def test_dropout_repeats_with_the_seed_and_its_gradient_is_its_mask():
+    x = torch.randn(64, 33, requires_grad=True)
+    torch.manual_seed(5)
+    y = dropout(x, 0.3)
+    y.sum().backward()
+    torch.manual_seed(5)
+    assert torch.equal(dropout(x, 0.3), y)
+    assert torch.equal(x.grad, (y != 0).float() * (65536 / (65536 - round(0.3 * 65536))))
+    assert dropout(torch.ones(8, dtype=torch.bfloat16), 0.5).dtype == torch.bfloat16
+
+
+def test_every_dropout_of_the_model_is_the_fast_one_and_none_acts_in_evaluation():
+    model = Transformer(ModelConfig(50, 50, d_model=32, n_heads=4, n_encoder_layers=1, n_decoder_layers=1, d_ff=64,
+                                    dropout=0.3, attention_dropout=0.2))
+    assert not [name for name, module in model.named_modules() if isinstance(module, nn.Dropout)]
+    src, tgt = torch.randint(4, 50, (3, 7)), torch.randint(4, 50, (3, 5))
+    model.eval()
+    assert torch.equal(model(src, tgt).logits, model(src, tgt).logits)
+    model.train()
+    assert not torch.equal(model(src, tgt).logits, model(src, tgt).logits)
