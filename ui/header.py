@@ -20,10 +20,11 @@ from .views.translate import layer_and_head_counts
 
 INTRO = """# Transformer attention explorer
 Type an English sentence and watch a Transformer (Vaswani et al., 2017) trained from scratch by this project
-translate it into German **one token at a time**. Then look inside: every head of every layer of the encoder
-self-attention, the decoder's masked self-attention and the encoder-decoder (cross) attention.
-The bundled English→German model learned from 29,000 image captions (Multi30K), so it translates sentences that
-describe a scene best; greetings, questions or news are far from anything it has read."""
+translate it into German or French **one token at a time**. Then look inside: every head of every layer of the
+encoder self-attention, the decoder's masked self-attention and the encoder-decoder (cross) attention.
+The bundled English→German and English→French models learned from the same 29,000 image captions (Multi30K), so
+they translate sentences that describe a scene best; greetings, questions or news are far from anything they have
+read."""
 
 
 def layout(page: Page, names: list[str], default_model: str, broken: dict[str, str] | None = None) -> None:

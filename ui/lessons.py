@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import gradio as gr
 
+from transformer.checkpoint import CheckpointError
+
 from . import components, header
 from .page import Page
 from .services import Services
 from .tabs import inside as inside_tab
 from .tabs import translate
 from .views import lessons
-from .views.text import source_label
+from .views.choices import finite
+from .views.text import markdown_escape, source_label
 
 # Gradio sizes text through its theme's variables: larger values on the page enlarge every label, box and
 # paragraph at once; chart text is set by Plotly on each element, so it is overridden there.
@@ -33,13 +36,43 @@ def layout(page: Page) -> None:
             show_me = gr.Button("Show me", variant="primary", scale=1, elem_id="show-me")
             large_text = gr.Checkbox(False, label="Large text (projector)", scale=1, elem_id="large-text")
         lesson_text = gr.Markdown(lessons.lesson_markdown(lessons.LESSONS[0]), elem_id="lesson-text")
+        # The two runs a lesson compares, where it compares two: filled by Show me.
+        with gr.Row(visible=False, elem_id="lesson-pair") as lesson_pair:
+            with gr.Column():
+                pair_left_caption = gr.Markdown()
+                pair_left_plot = gr.Plot(show_label=False)
+            with gr.Column():
+                pair_right_caption = gr.Markdown()
+                pair_right_plot = gr.Plot(show_label=False)
     with gr.Accordion("Glossary", open=False):
         gr.Markdown(lessons.GLOSSARY)
-    page.add(lesson_choice=lesson_choice, show_me=show_me, large_text=large_text, lesson_text=lesson_text)
+    page.add(lesson_choice=lesson_choice, show_me=show_me, large_text=large_text, lesson_text=lesson_text,
+             lesson_pair=lesson_pair, pair_left_caption=pair_left_caption, pair_left_plot=pair_left_plot,
+             pair_right_caption=pair_right_caption, pair_right_plot=pair_right_plot)
+
+
+PAIR_OUTPUTS = ("lesson_pair", "pair_left_caption", "pair_left_plot", "pair_right_caption", "pair_right_plot")
 
 
 def on_lesson_choice(lesson_choice) -> dict:
-    return {"lesson_text": lessons.lesson_markdown(lessons.lesson_by_choice(lesson_choice))}
+    """The lesson's text; another lesson's pair of runs is put away until its Show me."""
+    return {"lesson_text": lessons.lesson_markdown(lessons.lesson_by_choice(lesson_choice)),
+            "lesson_pair": gr.Row(visible=False)}
+
+
+def pair_views(services: Services, lesson: lessons.Lesson, max_length) -> dict:
+    """The lesson's two runs side by side, or nothing shown for a lesson of one run."""
+    max_length = int(finite(max_length, "maximum number of target tokens")) if max_length else None
+    try:
+        shown = lessons.side_by_side(lesson, services.registry.get, max_length)
+    except CheckpointError as error:  # a server without one of the two models still shows the lesson
+        return {"lesson_pair": gr.Row(visible=True), "pair_left_caption": f"This comparison cannot be shown on this server: {markdown_escape(str(error))}.",
+                "pair_left_plot": None, "pair_right_caption": "", "pair_right_plot": None}
+    if not shown:
+        return {"lesson_pair": gr.Row(visible=False)}
+    (left_caption, left_plot), (right_caption, right_plot) = shown
+    return {"lesson_pair": gr.Row(visible=True), "pair_left_caption": left_caption, "pair_left_plot": left_plot,
+            "pair_right_caption": right_caption, "pair_right_plot": right_plot}
 
 
 def set_up(services: Services, lesson_choice, max_length) -> dict:
@@ -58,7 +91,7 @@ def set_up(services: Services, lesson_choice, max_length) -> dict:
     settings = header.model_settings(checkpoint, lesson.layer, shown["head"])
     settings["head"] = gr.Slider(settings["head"].minimum, settings["head"].maximum, step=1, value=shown["head"],
                                  interactive=not shown["average"])
-    return {"model": lesson.model, **settings, **views,
+    return {"model": lesson.model, **settings, **views, **pair_views(services, lesson, max_length),
             "text": gr.Textbox(value=lesson.sentence, label=source_label(checkpoint)),
             "decoding": shown["decoding"],
             "beam_size": gr.Slider(value=max(2, lesson.beam), interactive=lesson.beam > 1,
@@ -90,8 +123,9 @@ def wire(page: Page) -> None:
 
     extras = [name for lesson in lessons.LESSONS for name in lesson.extra if name in page.components]
     outputs = ["model", "model_status", "layer", "head", "beam_size", "text", "decoding", "kind", "view", "average",
+               *PAIR_OUTPUTS,
                *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(), *page.model_outputs(), "tabs", *extras,
                *inside_tab.HEAD_OUTPUTS, "inside_kind", "inside_head", "lens_step", "lens_plot", "temperature_plot"]
     page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work)
-    page.on(c["lesson_choice"].input, on_lesson_choice, ["lesson_text"], show_progress="hidden")
+    page.on(c["lesson_choice"].input, on_lesson_choice, ["lesson_text", "lesson_pair"], show_progress="hidden")
     c["large_text"].change(None, c["large_text"], None, js=TOGGLE_LARGE_TEXT)

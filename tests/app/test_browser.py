@@ -312,3 +312,25 @@ def test_a_lesson_sets_up_its_view_and_large_text_enlarges_the_page(app_url, bro
     assert after > before * 1.2
     assert not errors
     page.close()
+
+
+def test_a_lesson_that_compares_two_runs_shows_them_side_by_side_until_another_lesson_is_chosen(app_url, browser):
+    url, model = app_url
+    page, errors = opened(browser, url)
+    page.get_by_text("Lessons for a class").click()
+    assert not page.locator("#lesson-pair").is_visible(), "a lesson of one run shows no pair"
+    page.locator("#lessons input[role=listbox], #lessons input").first.click()
+    page.get_by_role("option", name="5. Word order differs across languages").click()
+    page.locator("#lesson-text").get_by_text("Word order differs across languages").wait_for(timeout=30_000)
+    page.locator("#show-me").click()
+    page.wait_for_function("() => document.querySelectorAll('#lesson-pair .js-plotly-plot').length === 2",
+                           timeout=90_000)
+    pair = page.locator("#lesson-pair").inner_text()
+    assert "English → German" in pair and "English → French" in pair and "ballon rouge" in pair
+    assert page.locator("#lesson-pair .js-plotly-plot").first.bounding_box()["y"] == pytest.approx(
+        page.locator("#lesson-pair .js-plotly-plot").last.bounding_box()["y"], abs=2), "side by side, not stacked"
+    page.locator("#lessons input[role=listbox], #lessons input").first.click()
+    page.get_by_role("option", name="1. Where each word looks").click()
+    page.locator("#lesson-pair").wait_for(state="hidden", timeout=30_000)
+    assert not errors
+    page.close()

@@ -46,6 +46,26 @@ def test_show_me_sets_up_exactly_what_the_lesson_needs(app_services, choice):
     assert result["step"].value == expected_step and f"Step {expected_step} of" in result["step_caption"]
     assert result["tabs"].selected == lesson.tab
     assert all(result[name] == value for name, value in lesson.extra.items())
+    assert result["lesson_pair"].visible == (lesson.pair is not None)
+    for run, side in zip(lesson.pair or (), ("left", "right")):
+        caption, figure = result[f"pair_{side}_caption"], result[f"pair_{side}_plot"]
+        assert run.sentence.rstrip(".") in caption.replace("\\", "") and run.model in caption
+        assert ("without the positional encoding" in caption) == (not run.positions)
+        assert figure.data[0].type == "heatmap" and "Cross-attention" in figure.layout.title.text
+
+
+def test_the_lessons_that_compare_two_runs_show_them_side_by_side_and_say_what_differs(app_services):
+    compared = {lesson.title: lesson for lesson in lessons.LESSONS if lesson.pair}
+    assert {"Positions matter", "Word order differs across languages"} <= set(compared)
+    order = lessons.side_by_side(compared["Word order differs across languages"], app_services.registry.get)
+    assert "English → German" in order[0][0] and "English → French" in order[1][0]
+    positions = lessons.side_by_side(compared["Positions matter"], app_services.registry.get)
+    translations = {caption.rsplit("→", 1)[1] for caption, _ in positions}
+    assert len(translations) == 1, "without positions, who bites whom is lost: one translation for both"
+
+
+def test_choosing_another_lesson_puts_the_last_ones_pair_of_runs_away():
+    assert lessons_panel.on_lesson_choice(lessons.lesson_choices()[0])["lesson_pair"].visible is False
 
 
 def test_the_lesson_on_one_weight_opens_inside_the_head_on_its_query(app_services):
@@ -85,3 +105,18 @@ def test_the_positions_lesson_quotes_what_the_model_really_answers(app_services)
     assert len(answers) == 1
     lesson = next(lesson for lesson in lessons.LESSONS if lesson.title == "Positions matter")
     assert f"('{answers.pop()}'" in lesson.look_for
+
+
+def test_the_word_order_lesson_says_what_the_two_models_really_do(app_services):
+    """French 'ballon rouge' crosses English 'red ball' in layer 3, head 2; German 'roten Ball' keeps its order."""
+    lesson = next(lesson for lesson in lessons.LESSONS if lesson.title == "Word order differs across languages")
+    looked_at = {}
+    for run in lesson.pair:
+        translation = app_services.registry.get(run.model).translate(run.sentence, lesson.beam)
+        weights = translation.cross_attention[lesson.layer - 1, lesson.head - 1]
+        looked_at[run.model] = {piece: translation.source_pieces[int(weights[i].argmax())]
+                                for i, piece in enumerate(translation.predicted_pieces)}
+        if run.model == lesson.model:
+            assert translation.predicted_pieces[lesson.step - 2: lesson.step] == ["▁ballon", "▁rouge"]
+    assert looked_at["multi30k-en-fr"]["▁ballon"] == "▁ball" and looked_at["multi30k-en-fr"]["▁rouge"] == "▁red"
+    assert looked_at["multi30k-en-de"]["▁roten"] == "▁red" and looked_at["multi30k-en-de"]["▁Ball"] == "▁ball"

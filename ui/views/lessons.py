@@ -1,12 +1,28 @@
-"""Lessons for a class, in order: what to explain, a view to set up, questions to ask, what to look for; and a
-glossary of the words the views use."""
+"""Lessons for a class, in order: what to explain, a view to set up, questions to ask, what to look for; the two
+runs a lesson compares, side by side; and a glossary of the words the views use."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import plotly.graph_objects as go
+
+from transformer.checkpoint import Checkpoint
+
 from .choices import ATTENTION_KINDS, VIEWS
+from .text import LANGUAGE_NAMES, known_languages, markdown_escape
+from .translate import map_figure
+
+
+@dataclass(frozen=True)
+class Run:
+    """One of two runs a lesson sets side by side: a model translating a sentence, with or without positions."""
+
+    model: str
+    sentence: str
+    positions: bool = True
 
 
 @dataclass(frozen=True)
@@ -29,6 +45,7 @@ class Lesson:
     tab: str = "translate"
     query: int | None = None  # the Inside a head tab's query, where the lesson opens that tab
     extra: dict = field(default_factory=dict)  # other components the lesson sets, by name
+    pair: tuple[Run, Run] | None = None  # two runs it compares, shown side by side in the lessons panel
 
 
 LESSONS = (
@@ -60,14 +77,29 @@ LESSONS = (
            ("Where does the first output digit look?", "What shape would a copying model draw?"),
            "In layer 2 every head draws an anti-diagonal from top right to bottom left.",
            model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, view=VIEWS[2], layer=2, head=None),
+    Lesson("Word order differs across languages",
+           "German keeps the English order of 'a red ball' ('einem roten Ball'); French puts most adjectives after "
+           "the noun ('un ballon rouge'). Cross-attention follows the word being translated, not its position, so "
+           "where French reorders, its bright cells cross. Below, the same sentence goes into both languages.",
+           ("Which French word looks at 'red'? Does it come before or after the one that looks at 'ball'?",
+            "If attention copied positions, where would the bright cells lie?"),
+           "In layer 3, head 2, French 'ballon' (step 8) looks at 'ball' and then 'rouge' (step 9) back at 'red': "
+           "the bright cells cross. German 'roten' and 'Ball' look at 'red' and 'ball' in English order, on the "
+           "diagonal.",
+           model="multi30k-en-fr", layer=3, head=2, step=9,
+           pair=(Run("multi30k-en-de", "A young girl is playing with a red ball in the park."),
+                 Run("multi30k-en-fr", "A young girl is playing with a red ball in the park."))),
     Lesson("Positions matter",
            "Attention itself ignores word order: it compares every position with every other. Order enters only "
            "through the positional encoding added to the embeddings (section 3.5). Take it away and see.",
-           ("Press 'Remove the positional encoding'. What happens to 'The dog bites the man.'?",
-            "Then translate 'The man bites the dog.' the same way. Can the model tell them apart?"),
+           ("Side by side, 'The dog bites the man.' and 'The man bites the dog.' without positions: can the "
+            "model tell who bites whom?",
+            "Press 'Remove the positional encoding' in Experiments: which words of the translation change?"),
            "Without positions both sentences get the same translation ('Ein Mann beißt in die Luft.': a man "
-           "bites into the air): the model reads a bag of words.",
-           sentence="The dog bites the man.", tab="experiments"),
+           "bites into the air) and nearly the same attention: the model reads a bag of words.",
+           sentence="The dog bites the man.", tab="experiments",
+           pair=(Run("multi30k-en-de", "The dog bites the man.", positions=False),
+                 Run("multi30k-en-de", "The man bites the dog.", positions=False))),
     Lesson("Few heads matter",
            "Not every head is needed. Switching one head off and measuring how much less likely the translation "
            "becomes ranks the heads (Michel et al., 2019; Voita et al., 2019).",
@@ -108,6 +140,29 @@ softmax of the scores weights the values. **Head**: one set of those projections
 **Layer**: one block of attention and feed-forward network; the encoder and decoder stack several.
 **Self-attention**: positions of one sentence attend to each other; **cross-attention**: the decoder attends to the
 encoded source. **Mask**: positions a query may not see get −∞ before the softmax, so weight 0."""
+
+
+def run_caption(checkpoint: Checkpoint, run: Run, translation: str) -> str:
+    """"**English → French** · multi30k-en-fr: sentence → *translation*", noting a run without positions."""
+    languages = known_languages(checkpoint)
+    direction = (f"{LANGUAGE_NAMES[languages[0]]} → {LANGUAGE_NAMES.get(languages[1], languages[1])}"
+                 if languages else checkpoint.name)
+    without = ", **without the positional encoding**" if not run.positions else ""
+    return (f"**{direction}** · {checkpoint.name}{without}\n\n{markdown_escape(run.sentence)} → "
+            f"*{markdown_escape(translation)}*")
+
+
+def side_by_side(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint],
+                 max_length: int | None = None) -> list[tuple[str, go.Figure]]:
+    """(caption, cross-attention map) of each of the lesson's two runs, at its layer and head (None: the mean of
+    heads), decoded as the lesson decodes."""
+    shown = []
+    for run in lesson.pair or ():
+        checkpoint = checkpoint_named(run.model)
+        translation = checkpoint.translate(run.sentence, lesson.beam, max_length, positions=run.positions)
+        shown.append((run_caption(checkpoint, run, translation.text),
+                      map_figure(translation, "cross", lesson.layer, lesson.head)))
+    return shown
 
 
 def lesson_choices() -> list[str]:

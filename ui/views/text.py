@@ -145,11 +145,22 @@ EXAMPLES = [
     "A woman in a blue dress sings on a small stage.",
     "Three children are building a sandcastle on the beach.",
 ]
+# For French, which puts most adjectives after their noun: its cross-attention crosses where German's does not.
+FRENCH_EXAMPLES = [
+    "A young girl is playing with a red ball in the park.",
+    "A black dog is running after a white cat.",
+    "A man in a green shirt is riding a blue bike.",
+    "Two little boys are sitting on a wooden bench.",
+    "A woman with long hair is drinking a hot coffee.",
+]
 REVERSE_EXAMPLES = ["3 1 4 1 5 9 2 6", "1 2 3 4 5 6 7", "9 8 7 0 0 1"]
 
 
 def examples_for(checkpoint: Checkpoint) -> list[str]:
-    return REVERSE_EXAMPLES if uses_digits(checkpoint) else EXAMPLES
+    if uses_digits(checkpoint):
+        return REVERSE_EXAMPLES
+    languages = known_languages(checkpoint)
+    return FRENCH_EXAMPLES if languages and languages[1] == "fr" else EXAMPLES
 
 
 def text_for_model(checkpoint: Checkpoint, current: str | None, typed: dict | None) -> tuple[str, dict]:

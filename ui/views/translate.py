@@ -57,7 +57,7 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
         notes.append("Decoding stopped at the maximum length before the model ended the sentence.")
     if len(result.source_ids) > LONG_SOURCE_PIECES and not result.truncated:
         notes.append(f"The input is {len(result.source_ids)} pieces long. Models here learn from far shorter "
-                     "sentences (the English→German model's captions average about 15 pieces), so expect parts of "
+                     "sentences (the Multi30K models' captions average about 15 pieces), so expect parts of "
                      "it to be left out.")
     return TranslateResult(result, notes)
 
