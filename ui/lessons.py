@@ -13,7 +13,7 @@ from .services import Services
 from .tabs import inside as inside_tab
 from .tabs import translate
 from .views import lessons
-from .views.choices import finite
+from .views.choices import max_target_tokens
 from .views.text import markdown_escape, source_label
 
 # Gradio sizes text through its theme's variables: larger values on the page enlarge every label, box and
@@ -31,8 +31,8 @@ TOGGLE_LARGE_TEXT = "(large) => { document.body.classList.toggle('large-text', l
 def layout(page: Page) -> None:
     with gr.Accordion("Lessons for a class", open=False, elem_id="lessons"):
         with gr.Row():
-            lesson_choice = components.Dropdown(lessons.lesson_choices(), value=lessons.lesson_choices()[0], label="Lesson",
-                                        scale=3)
+            lesson_choice = components.Dropdown(lessons.lesson_choices(), value=lessons.lesson_choices()[0],
+                                                label="Lesson", scale=3)
             show_me = gr.Button("Show me", variant="primary", scale=1, elem_id="show-me")
             large_text = gr.Checkbox(False, label="Large text (projector)", scale=1, elem_id="large-text")
         lesson_text = gr.Markdown(lessons.lesson_markdown(lessons.LESSONS[0]), elem_id="lesson-text")
@@ -62,15 +62,15 @@ def on_lesson_choice(lesson_choice) -> dict:
 
 def pair_views(services: Services, lesson: lessons.Lesson, max_length) -> dict:
     """The lesson's two runs side by side, or nothing shown for a lesson of one run."""
-    max_length = int(finite(max_length, "maximum number of target tokens")) if max_length else None
     try:
-        shown = lessons.side_by_side(lesson, services.registry.get, max_length)
-    except CheckpointError as error:  # a server without one of the two models still shows the lesson
-        return {"lesson_pair": gr.Row(visible=True), "pair_left_caption": f"This comparison cannot be shown on this server: {markdown_escape(str(error))}.",
-                "pair_left_plot": None, "pair_right_caption": "", "pair_right_plot": None}
-    if not shown:
+        runs = lessons.side_by_side(lesson, services.registry.get, max_target_tokens(max_length))
+    except CheckpointError as error:  # set_up has loaded the lesson's own model; the pair's other one may be missing
+        return {"lesson_pair": gr.Row(visible=True), "pair_left_plot": None, "pair_right_caption": "",
+                "pair_left_caption": f"This comparison cannot be shown on this server: {markdown_escape(str(error))}.",
+                "pair_right_plot": None}
+    if not runs:
         return {"lesson_pair": gr.Row(visible=False)}
-    (left_caption, left_plot), (right_caption, right_plot) = shown
+    (left_caption, left_plot), (right_caption, right_plot) = runs
     return {"lesson_pair": gr.Row(visible=True), "pair_left_caption": left_caption, "pair_left_plot": left_plot,
             "pair_right_caption": right_caption, "pair_right_plot": right_plot}
 
@@ -126,6 +126,8 @@ def wire(page: Page) -> None:
                *PAIR_OUTPUTS,
                *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(), *page.model_outputs(), "tabs", *extras,
                *inside_tab.HEAD_OUTPUTS, "inside_kind", "inside_head", "lens_step", "lens_plot", "temperature_plot"]
-    page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work)
-    page.on(c["lesson_choice"].input, on_lesson_choice, ["lesson_text", "lesson_pair"], show_progress="hidden")
+    showing = page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work)
+    # A Show me still translating when another lesson is chosen would bring its pair back under the new text.
+    page.on(c["lesson_choice"].input, on_lesson_choice, ["lesson_text", "lesson_pair"], show_progress="hidden",
+            cancels=[showing])
     c["large_text"].change(None, c["large_text"], None, js=TOGGLE_LARGE_TEXT)

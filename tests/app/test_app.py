@@ -151,3 +151,9 @@ def test_an_api_client_reads_a_refusal_as_plain_text(client):
     with pytest.raises(AppError) as refused:
         client.predict("nonexistent<x>", "1 2 3", "greedy", 2, 40, api_name="/translate")
     assert "no checkpoint named 'nonexistent<x>'" in str(refused.value) and "&lt;" not in str(refused.value)
+
+
+def test_both_bundled_translators_are_offered_and_the_german_one_opens_the_app():
+    registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")
+    assert {"multi30k-en-de", "multi30k-en-fr", "reverse-tiny"} <= set(registry.names())
+    assert registry.default_name() == "multi30k-en-de"

@@ -54,6 +54,11 @@ def opened(browser, url: str):
     return page, errors
 
 
+def choose_lesson(page, choice: str) -> None:
+    page.locator("#lessons input").first.click()
+    page.get_by_role("option", name=choice).click()
+
+
 def plot_title(page, elem_id: str) -> str:
     return page.locator(f"#{elem_id} .js-plotly-plot .gtitle").first.text_content()
 
@@ -296,8 +301,7 @@ def test_a_lesson_sets_up_its_view_and_large_text_enlarges_the_page(app_url, bro
     url, model = app_url
     page, errors = opened(browser, url)
     page.get_by_text("Lessons for a class").click()
-    page.locator("#lessons input[role=listbox], #lessons input").first.click()
-    page.get_by_role("option", name="2. The decoder cannot see the future").click()
+    choose_lesson(page, "2. The decoder cannot see the future")
     page.locator("#lesson-text").get_by_text("The decoder cannot see the future").wait_for(timeout=30_000)
     assert "<s>" in page.locator("#lesson-text").inner_text(), "shown as text, not read as a tag"
     page.locator("#show-me").click()
@@ -315,12 +319,10 @@ def test_a_lesson_sets_up_its_view_and_large_text_enlarges_the_page(app_url, bro
 
 
 def test_a_lesson_that_compares_two_runs_shows_them_side_by_side_until_another_lesson_is_chosen(app_url, browser):
-    url, model = app_url
-    page, errors = opened(browser, url)
+    page, errors = opened(browser, app_url[0])
     page.get_by_text("Lessons for a class").click()
     assert not page.locator("#lesson-pair").is_visible(), "a lesson of one run shows no pair"
-    page.locator("#lessons input[role=listbox], #lessons input").first.click()
-    page.get_by_role("option", name="5. Word order differs across languages").click()
+    choose_lesson(page, "5. Word order differs across languages")
     page.locator("#lesson-text").get_by_text("Word order differs across languages").wait_for(timeout=30_000)
     page.locator("#show-me").click()
     page.wait_for_function("() => document.querySelectorAll('#lesson-pair .js-plotly-plot').length === 2",
@@ -329,8 +331,7 @@ def test_a_lesson_that_compares_two_runs_shows_them_side_by_side_until_another_l
     assert "English → German" in pair and "English → French" in pair and "ballon rouge" in pair
     assert page.locator("#lesson-pair .js-plotly-plot").first.bounding_box()["y"] == pytest.approx(
         page.locator("#lesson-pair .js-plotly-plot").last.bounding_box()["y"], abs=2), "side by side, not stacked"
-    page.locator("#lessons input[role=listbox], #lessons input").first.click()
-    page.get_by_role("option", name="1. Where each word looks").click()
+    choose_lesson(page, "1. Where each word looks")
     page.locator("#lesson-pair").wait_for(state="hidden", timeout=30_000)
     assert not errors
     page.close()

@@ -3,9 +3,11 @@ view it talks about."""
 
 import re
 
+import numpy as np
 import pytest
 
 from transformer import interventions
+from transformer.checkpoint import CheckpointError
 from ui import lessons as lessons_panel
 from ui import services
 from ui.build import build_app
@@ -64,8 +66,28 @@ def test_the_lessons_that_compare_two_runs_show_them_side_by_side_and_say_what_d
     assert len(translations) == 1, "without positions, who bites whom is lost: one translation for both"
 
 
-def test_choosing_another_lesson_puts_the_last_ones_pair_of_runs_away():
-    assert lessons_panel.on_lesson_choice(lessons.lesson_choices()[0])["lesson_pair"].visible is False
+def test_without_positions_both_sentences_get_the_same_attention_with_dog_and_man_trading_places(app_services):
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    dog_first, man_first = (checkpoint.translate(sentence, 5, positions=False)
+                            for sentence in ("The dog bites the man.", "The man bites the dog."))
+    assert dog_first.predicted_pieces == man_first.predicted_pieces
+    columns = list(range(len(dog_first.source_pieces)))
+    dog, man = dog_first.source_pieces.index("▁dog"), dog_first.source_pieces.index("▁man")
+    columns[dog], columns[man] = man, dog
+    assert np.allclose(dog_first.cross_attention, man_first.cross_attention[..., columns], atol=1e-4)
+
+
+def test_a_pair_whose_other_model_is_missing_says_so_in_the_panel(app_services):
+    class WithoutFrench:
+        def get(self, name):
+            if name == "multi30k-en-fr":
+                raise CheckpointError("no checkpoint named 'multi30k-en-fr'")
+            return app_services.registry.get(name)
+
+    lesson = next(lesson for lesson in lessons.LESSONS if lesson.title == "Word order differs across languages")
+    shown = lessons_panel.pair_views(services.Services(WithoutFrench(), app_services.jobs, False), lesson, 60)
+    assert shown["lesson_pair"].visible and shown["pair_left_plot"] is None and shown["pair_right_plot"] is None
+    assert shown["pair_left_caption"].startswith("This comparison cannot be shown on this server: no checkpoint named")
 
 
 def test_the_lesson_on_one_weight_opens_inside_the_head_on_its_query(app_services):
@@ -104,7 +126,10 @@ def test_the_positions_lesson_quotes_what_the_model_really_answers(app_services)
                for sentence in ("The dog bites the man.", "The man bites the dog.")}
     assert len(answers) == 1
     lesson = next(lesson for lesson in lessons.LESSONS if lesson.title == "Positions matter")
-    assert f"('{answers.pop()}'" in lesson.look_for
+    answer = answers.pop()
+    assert f"('{answer}'" in lesson.look_for
+    captions = [caption for caption, _ in lessons.side_by_side(lesson, app_services.registry.get, 60)]
+    assert all(caption.replace("\\", "").endswith(f"→ *{answer}*") for caption in captions)
 
 
 def test_the_word_order_lesson_says_what_the_two_models_really_do(app_services):

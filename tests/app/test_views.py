@@ -126,6 +126,16 @@ def test_a_sentence_in_another_language_than_the_model_reads_gets_a_note(registr
                          "translation of other languages is mostly made up."]
 
 
+def test_each_kind_of_model_offers_examples_of_its_own(registry, reverse):
+    assert text.examples_for(registry.get("multi30k-en-de")) == text.EXAMPLES
+    assert text.examples_for(registry.get("multi30k-en-fr")) == text.FRENCH_EXAMPLES
+    assert text.examples_for(reverse) == text.REVERSE_EXAMPLES
+    french = registry.get("multi30k-en-fr")
+    assert translate_views.run_translation(french, "Un chien noir court dans le parc.", "greedy").notes == [
+        "This looks like French. The model reads English (it learned English→French), so its translation of other "
+        "languages is mostly made up."]
+
+
 def test_an_empty_translation_is_said_to_be_so(reverse):
     words = translate_views.run_translation(reverse, "The dog runs.", "greedy")  # a digits model, given words
     assert words.translation.text == ""

@@ -24,6 +24,11 @@ def finite(value, name: str = "value") -> float:
     return number
 
 
+def max_target_tokens(value) -> int | None:
+    """The "maximum number of target tokens" field as a whole number; None (the model's own limit) when unset."""
+    return int(finite(value, "maximum number of target tokens")) if value else None
+
+
 def clamp(value, low: int, high: int, name: str = "value") -> int:
     """``value`` as a whole number within [low, high]: a typed or shared number past the ends means the end."""
     return max(low, min(high, int(finite(value, name))))

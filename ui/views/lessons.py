@@ -17,7 +17,7 @@ from .translate import map_figure
 
 
 @dataclass(frozen=True)
-class Run:
+class PairedRun:
     """One of two runs a lesson sets side by side: a model translating a sentence, with or without positions."""
 
     model: str
@@ -45,7 +45,7 @@ class Lesson:
     tab: str = "translate"
     query: int | None = None  # the Inside a head tab's query, where the lesson opens that tab
     extra: dict = field(default_factory=dict)  # other components the lesson sets, by name
-    pair: tuple[Run, Run] | None = None  # two runs it compares, shown side by side in the lessons panel
+    pair: tuple[PairedRun, PairedRun] | None = None  # two runs it compares, shown side by side in the lessons panel
 
 
 LESSONS = (
@@ -87,8 +87,8 @@ LESSONS = (
            "the bright cells cross. German 'roten' and 'Ball' look at 'red' and 'ball' in English order, on the "
            "diagonal.",
            model="multi30k-en-fr", layer=3, head=2, step=9,
-           pair=(Run("multi30k-en-de", "A young girl is playing with a red ball in the park."),
-                 Run("multi30k-en-fr", "A young girl is playing with a red ball in the park."))),
+           pair=(PairedRun("multi30k-en-de", "A young girl is playing with a red ball in the park."),
+                 PairedRun("multi30k-en-fr", "A young girl is playing with a red ball in the park."))),
     Lesson("Positions matter",
            "Attention itself ignores word order: it compares every position with every other. Order enters only "
            "through the positional encoding added to the embeddings (section 3.5). Take it away and see.",
@@ -96,10 +96,11 @@ LESSONS = (
             "model tell who bites whom?",
             "Press 'Remove the positional encoding' in Experiments: which words of the translation change?"),
            "Without positions both sentences get the same translation ('Ein Mann beißt in die Luft.': a man "
-           "bites into the air) and nearly the same attention: the model reads a bag of words.",
+           "bites into the air) and the same attention word for word (only the columns of 'dog' and 'man' trade "
+           "places): the model reads a bag of words.",
            sentence="The dog bites the man.", tab="experiments",
-           pair=(Run("multi30k-en-de", "The dog bites the man.", positions=False),
-                 Run("multi30k-en-de", "The man bites the dog.", positions=False))),
+           pair=(PairedRun("multi30k-en-de", "The dog bites the man.", positions=False),
+                 PairedRun("multi30k-en-de", "The man bites the dog.", positions=False))),
     Lesson("Few heads matter",
            "Not every head is needed. Switching one head off and measuring how much less likely the translation "
            "becomes ranks the heads (Michel et al., 2019; Voita et al., 2019).",
@@ -142,14 +143,15 @@ softmax of the scores weights the values. **Head**: one set of those projections
 encoded source. **Mask**: positions a query may not see get −∞ before the softmax, so weight 0."""
 
 
-def run_caption(checkpoint: Checkpoint, run: Run, translation: str) -> str:
-    """"**English → French** · multi30k-en-fr: sentence → *translation*", noting a run without positions."""
+def run_caption(checkpoint: Checkpoint, run: PairedRun, translation: str) -> str:
+    """"**English → French** · multi30k-en-fr", noting a run without positions, then a paragraph "sentence →
+    *translation*"."""
+    name = markdown_escape(checkpoint.name)
     languages = known_languages(checkpoint)
-    direction = (f"{LANGUAGE_NAMES[languages[0]]} → {LANGUAGE_NAMES.get(languages[1], languages[1])}"
-                 if languages else checkpoint.name)
+    direction = (" → ".join(LANGUAGE_NAMES.get(code, code or "?") for code in languages)
+                 if languages else name)
     without = ", **without the positional encoding**" if not run.positions else ""
-    return (f"**{direction}** · {checkpoint.name}{without}\n\n{markdown_escape(run.sentence)} → "
-            f"*{markdown_escape(translation)}*")
+    return f"**{direction}** · {name}{without}\n\n{markdown_escape(run.sentence)} → *{markdown_escape(translation)}*"
 
 
 def side_by_side(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint],

@@ -145,7 +145,8 @@ EXAMPLES = [
     "A woman in a blue dress sings on a small stage.",
     "Three children are building a sandcastle on the beach.",
 ]
-# For French, which puts most adjectives after their noun: its cross-attention crosses where German's does not.
+# For French: each holds an adjective that French puts after its noun ('un chien noir', 'un banc en bois'), where
+# German keeps the English order, so French cross-attention crosses.
 FRENCH_EXAMPLES = [
     "A young girl is playing with a red ball in the park.",
     "A black dog is running after a white cat.",

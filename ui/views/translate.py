@@ -15,7 +15,7 @@ from transformer.decoding import Translation, forced_decode
 from transformer.errors import InputError
 
 from .. import figures
-from .choices import ATTENTION_KINDS, VIEWS, clamp, finite, kind_key
+from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key, max_target_tokens
 from .text import clean_text, language_note, markdown_escape
 
 MAX_BEAM = 8
@@ -34,7 +34,7 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
                     max_length: int | None = None, top_k: int = 5) -> TranslateResult:
     cleaned, notes = clean_text(text)
     beam = 1 if decoding == "greedy" else clamp(beam_size, 1, MAX_BEAM, "beam size")
-    max_length = int(finite(max_length, "maximum number of target tokens")) if max_length else None
+    max_length = max_target_tokens(max_length)
     result = checkpoint.translate(cleaned, beam, max_length, top_k=top_k)
     # Experiments and shared links decode this translation the same way.
     result.extra.update(beam_size=beam, max_length=max_length)
