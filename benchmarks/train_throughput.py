@@ -119,22 +119,29 @@ def training_flops(model, batches, bf16: bool, device) -> int:
     return counter.get_total_flops()
 
 
-def matmul_peak_flops(device, dtype: torch.dtype, size: int = 2048, repeats: int = 5) -> float:
-    """The best FLOP/s of ``repeats`` square ``size`` x ``size`` matrix products: what this device's matrix units
-    reach with work large enough to keep them busy."""
-    a = torch.randn(size, size, device=device).to(dtype)
-    b = torch.randn(size, size, device=device).to(dtype)
-    a @ b  # warm-up: kernels chosen, memory touched
-    best = float("inf")
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        started = time.perf_counter()
-        a @ b
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - started)
-    return 2 * size**3 / best
+def matmul_peak_flops(device, dtype: torch.dtype, largest: int = 8192, repeats: int = 5,
+                      enough_s: float = 0.05) -> float:
+    """The best FLOP/s of ``repeats`` square matrix products: what this device's matrix units reach with work large
+    enough to keep them busy. The size doubles from 256 up to ``largest`` while one product takes under
+    ``enough_s``, so a precision the device only emulates (bf16 on a CPU without it: a few GFLOP/s) is measured in
+    seconds rather than minutes."""
+    size = 256
+    while True:
+        a = torch.randn(size, size, device=device).to(dtype)
+        b = torch.randn(size, size, device=device).to(dtype)
+        a @ b  # warm-up: kernels chosen, memory touched
+        best = float("inf")
+        for _ in range(repeats):
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            started = time.perf_counter()
+            a @ b
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            best = min(best, time.perf_counter() - started)
+        if size >= largest or best >= enough_s:
+            return 2 * size**3 / best
+        size *= 2
 
 
 def sizes_of(name: str) -> dict:
