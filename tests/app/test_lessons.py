@@ -51,7 +51,8 @@ def test_show_me_sets_up_exactly_what_the_lesson_needs(app_services, choice):
     assert result["lesson_pair"].visible == (lesson.pair is not None)
     for run, side in zip(lesson.pair or (), ("left", "right")):
         caption, figure = result[f"pair_{side}_caption"], result[f"pair_{side}_plot"]
-        assert run.sentence.rstrip(".") in caption.replace("\\", "") and run.model in caption
+        shown = caption.replace("\\", "")  # markdown escapes
+        assert run.sentence in shown and run.model in shown
         assert ("without the positional encoding" in caption) == (not run.positions)
         assert figure.data[0].type == "heatmap" and "Cross-attention" in figure.layout.title.text
 
