@@ -657,19 +657,24 @@ class Trainer:
         for old in steps[: max(0, len(steps) - max(self.config.keep_checkpoints, self.config.average_last))]:
             shutil.rmtree(old, ignore_errors=True)
 
+    def _open_run_directory(self) -> None:
+        """The output directory, its logs cut back to the resumed step, and one line on what is trained where."""
+        config = self.config
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.continues_logs:
+            for name in ("log.jsonl", "probes.jsonl"):
+                if dropped := drop_records_after(self.out_dir / name, self.step):
+                    log.info("%s: dropped %d lines, records from after step %d (the last save, whose updates "
+                             "are done again) or cut off", name, dropped, self.step)
+        size = f"planned for {config.max_minutes:g} minutes" if config.plan else config.preset
+        log.info("%s; model %s with %.2fM parameters; %s on %s", self.data.description, size,
+                 self.model.num_parameters() / 1e6, "bf16 autocast" if self.bf16 else "fp32", self.device)
+
     def run(self) -> dict:
         """Train to ``config.steps`` (or the time budget, or cancel); returns the final metrics."""
         config = self.config
         if self.rank == 0:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            if self.continues_logs:
-                for name in ("log.jsonl", "probes.jsonl"):
-                    if dropped := drop_records_after(self.out_dir / name, self.step):
-                        log.info("%s: dropped %d lines, records from after step %d (the last save, whose updates "
-                                 "are done again) or cut off", name, dropped, self.step)
-            size = f"planned for {config.max_minutes:g} minutes" if config.plan else config.preset
-            log.info("%s; model %s with %.2fM parameters; %s on %s", self.data.description, size,
-                     self.model.num_parameters() / 1e6, "bf16 autocast" if self.bf16 else "fp32", self.device)
+            self._open_run_directory()
         self._clock_started = time.monotonic()
         progress = tqdm(total=config.steps, initial=self.step, disable=not self.show_progress or self.rank != 0,
                         dynamic_ncols=True, desc="train")
