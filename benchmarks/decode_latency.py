@@ -323,7 +323,7 @@ def main() -> None:
         sentences = [torch.randint(4, vocab, (n,), generator=generator).tolist() + [3] for n in lengths]
         started = time.perf_counter()
         for i in range(0, 1000, 250):
-            greedy_search(model, pad_batch(sentences[i:i + 250]))
+            greedy_search(model, pad_batch(sentences[i:i + 250], model.config.pad_id))
         batch_seconds, batch_data = time.perf_counter() - started, "random sentences"
     result = {"steps": steps, "cached_ms": round(cached_ms, 1), "uncached_ms": round(uncached_ms, 1),
               "speedup": round(uncached_ms / cached_ms, 2), "uncached_all_logits_ms": round(all_logits_ms, 1),

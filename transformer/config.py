@@ -12,6 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+ACTIVATIONS = ("relu", "silu", "gelu")
+POSITION_LAYOUTS = ("interleaved", "halves")
+
+
 @dataclass
 class ModelConfig:
     """Sizes and switches of an encoder-decoder Transformer (paper, section 3)."""
@@ -35,7 +39,15 @@ class ModelConfig:
     # True: pre-norm, x + Sublayer(LayerNorm(x)), which trains more stably when deep.
     norm_first: bool = False
     layer_norm_eps: float = 1e-5
+    # Token ids the model was trained with: padding, the decoder's first input, the end of a sentence.
     pad_id: int = 0
+    start_id: int = 2
+    eos_id: int = 3
+    # Where a converted model (transformers' Marian, see hub.py) departs from the paper; the defaults are the paper's.
+    activation: str = "relu"  # the feed-forward's nonlinearity (equation 2); Marian: "silu" (swish)
+    position_layout: str = "interleaved"  # sin and cos of one frequency side by side; "halves": sines, then cosines
+    scale_embeddings: bool = True  # embeddings times sqrt(d_model) (section 3.4)
+    output_bias: bool = False  # a learned bias on the vocabulary logits (Marian's final_logits_bias)
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len",
@@ -49,6 +61,15 @@ class ModelConfig:
             raise ValueError("share_embeddings needs one joint vocabulary (src_vocab_size == tgt_vocab_size)")
         if not (0.0 <= self.dropout < 1.0 and 0.0 <= self.attention_dropout < 1.0):
             raise ValueError("dropout rates must lie in [0, 1)")
+        for name in ("pad_id", "start_id", "eos_id"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a token id (a whole number from 0), got {value!r}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}")
+        if self.position_layout not in POSITION_LAYOUTS:
+            raise ValueError(f"position_layout must be one of {', '.join(POSITION_LAYOUTS)}, "
+                             f"got {self.position_layout!r}")
 
     @property
     def head_dim(self) -> int:

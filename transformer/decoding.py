@@ -26,12 +26,12 @@ from torch import Tensor
 
 from .errors import InputError
 from .model import DecoderCache, EncoderOutput, HeadMask, Transformer
-from .tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+from .tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
 
 
-def pad_batch(sequences: list[list[int]], pad_id: int = PAD_ID, device: torch.device | None = None) -> Tensor:
+def pad_batch(sequences: list[list[int]], pad_id: int, device: torch.device | None = None) -> Tensor:
     """Right-pad token lists into a (B, longest) LongTensor."""
     longest = max(len(s) for s in sequences)
     batch = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
@@ -50,15 +50,15 @@ def _repeat_encoded(encoded: EncoderOutput, times: int) -> EncoderOutput:
                          encoded.source_mask.repeat_interleave(times, dim=0))
 
 
-def _strip(tokens: list[int]) -> list[int]:
+def _strip(tokens: list[int], eos_id: int) -> list[int]:
     """Generated ids up to (excluding) the first eos."""
-    return tokens[: tokens.index(EOS_ID)] if EOS_ID in tokens else tokens
+    return tokens[: tokens.index(eos_id)] if eos_id in tokens else tokens
 
 
-def _never_generate(logits: Tensor) -> Tensor:
-    """Padding and beginning-of-sentence are inputs, never outputs of a step."""
-    logits[:, PAD_ID] = float("-inf")
-    logits[:, BOS_ID] = float("-inf")
+def never_generate(model: Transformer, logits: Tensor) -> Tensor:
+    """``logits`` (..., vocabulary) in place without padding and the decoder's start token: they are inputs, never
+    outputs of a step."""
+    logits[..., [model.config.pad_id, model.config.start_id]] = float("-inf")
     return logits
 
 
@@ -149,12 +149,13 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
     limits = _length_limits(model, src, max_length)
     encoded = model.encode(src, head_mask=head_mask, positions=positions)
     cache = DecoderCache()
-    inputs = torch.full((src.size(0), 1), BOS_ID, dtype=torch.long, device=src.device)
+    eos_id = model.config.eos_id
+    inputs = torch.full((src.size(0), 1), model.config.start_id, dtype=torch.long, device=src.device)
     outputs: list[list[int]] = [[] for _ in limits]  # per sentence, the prefix included
     if prefix is not None and prefix.size(1):
         inputs = torch.cat([inputs, prefix.to(src.device)], dim=1)
         outputs = prefix.tolist()
-    ended = [EOS_ID in output for output in outputs]
+    ended = [eos_id in output for output in outputs]
     in_batch = list(range(len(outputs)))  # which sentence each row of the batch holds
     generator = torch.Generator(device=src.device).manual_seed(sampling.seed) if sampling else None
     while True:
@@ -166,13 +167,13 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
             encoded, head_mask = _keep_rows(encoded, head_mask, cache, keep)
             inputs, in_batch = inputs.index_select(0, keep), [in_batch[row] for row in going_on]
         logits = model.decode(inputs, encoded, cache, head_mask=head_mask, positions=positions).logits[:, -1]
-        logits = _never_generate(logits.float())
+        logits = never_generate(model, logits.float())
         next_tokens = sampling.choose(logits, generator) if sampling else logits.argmax(dim=-1)
         for i, token in zip(in_batch, next_tokens.tolist()):
             outputs[i].append(token)
-            ended[i] = token == EOS_ID
+            ended[i] = token == eos_id
         inputs = next_tokens.unsqueeze(1)
-    stripped = [_strip(output) for output in outputs]
+    stripped = [_strip(output, eos_id) for output in outputs]
     return (stripped, ended) if return_ended else stripped
 
 
@@ -200,30 +201,65 @@ class BeamStep:
     kept: list[int]           # candidate indices that became the live beams 0..k-1 (none once it is done)
 
 
+@dataclass(frozen=True)
+class SearchRules:
+    """Where beam search implementations differ; the defaults are fairseq's, and a converted model keeps those it
+    was published with (transformers' generation config).
+
+    ``early_stopping`` True: a sentence is done once k hypotheses have ended (fairseq; transformers'
+    ``early_stopping=True``). False (transformers' default): the k best ended hypotheses are kept, and a sentence is
+    done only when its best live beam, scored at its current length, no longer beats the worst of them.
+    ``renormalize``: the tokens a step may not produce (padding, the start token; at the length limit all but eos)
+    are removed before the log-softmax, so each step's probabilities sum to one (transformers'
+    ``renormalize_logits``); otherwise they are removed after it.
+    """
+
+    early_stopping: bool = True
+    renormalize: bool = False
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "SearchRules":
+        return cls(bool(values.get("early_stopping", True)), bool(values.get("renormalize", False)))
+
+
+def _keep_best(finished: list[BeamHypothesis], hypothesis: BeamHypothesis, k: int, early_stopping: bool) -> bool:
+    """Add an ended hypothesis to a sentence's k; whether it was kept."""
+    if len(finished) < k:
+        finished.append(hypothesis)
+        return True
+    if early_stopping:
+        return False
+    worst = min(range(k), key=lambda i: finished[i].score)
+    if hypothesis.score <= finished[worst].score:
+        return False
+    finished[worst] = hypothesis
+    return True
+
+
 @torch.inference_mode()
 def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_penalty: float = 1.0,
                 max_length: int | None = None, return_steps: bool = False,
-                head_mask: HeadMask | None = None, positions: bool = True
+                head_mask: HeadMask | None = None, positions: bool = True, rules: SearchRules = SearchRules()
                 ) -> list[list[BeamHypothesis]] | tuple[list, list]:
     """Batched beam search in the manner of fairseq.
 
     Each step ranks the 2k best continuations of the k live beams. Those that
     end in eos (within the top k) become finished hypotheses, scored as
     log P / length^``length_penalty`` (length counts the eos); the best k of the
-    others live on. A sentence is done when it has k finished hypotheses, and
-    then leaves the batch. ``max_length`` defaults to each sentence's own
-    ``default_max_length``. Returns, per sentence, its hypotheses sorted best
-    first (and, with ``return_steps``, the per-step beams of each sentence for
-    visualisation).
+    others live on. A sentence is done when it has k finished hypotheses (or, by
+    ``rules``, when no live beam can beat them), and then leaves the batch.
+    ``max_length`` defaults to each sentence's own ``default_max_length``.
+    Returns, per sentence, its hypotheses sorted best first (and, with
+    ``return_steps``, the per-step beams of each sentence for visualisation).
     """
-    batch, k = src.size(0), beam_size
+    batch, k, eos_id = src.size(0), beam_size, model.config.eos_id
     limits = _length_limits(model, src, max_length)
     encoded = _repeat_encoded(model.encode(src, head_mask=head_mask, positions=positions), k)
     cache = DecoderCache()
     device = src.device
     scores = torch.full((batch, k), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: keep one alive
-    tokens = torch.full((batch * k, 1), BOS_ID, dtype=torch.long, device=device)
+    tokens = torch.full((batch * k, 1), model.config.start_id, dtype=torch.long, device=device)
     finished: list[list[BeamHypothesis]] = [[] for _ in range(batch)]
     steps: list[list[BeamStep]] = [[] for _ in range(batch)]
     in_batch = list(range(batch))  # which sentence each group of k rows holds
@@ -231,34 +267,36 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     for step in range(max(limits) + 1):  # up to a sentence's limit in tokens, then an eos
         logits = model.decode(tokens[:, -1:], encoded, cache, head_mask=head_mask,
                               positions=positions).logits[:, -1].float()
-        log_probs = _never_generate(torch.log_softmax(logits, dim=-1))
+        log_probs = never_generate(model, logits if rules.renormalize else torch.log_softmax(logits, dim=-1))
         log_probs = log_probs.view(len(in_batch), k, -1)
         at_limit = [row for row, b in enumerate(in_batch) if step == limits[b]]
         if at_limit:  # out of room: every live beam of these sentences must end here
             at_limit = torch.tensor(at_limit, device=device)
-            log_probs[at_limit, :, :EOS_ID] = float("-inf")
-            log_probs[at_limit, :, EOS_ID + 1:] = float("-inf")
+            log_probs[at_limit, :, :eos_id] = float("-inf")
+            log_probs[at_limit, :, eos_id + 1:] = float("-inf")
+        if rules.renormalize:
+            log_probs = torch.log_softmax(log_probs, dim=-1)
         vocab = log_probs.size(-1)
         candidates = (scores.unsqueeze(-1) + log_probs).view(len(in_batch), -1)
         top_scores, top_index = candidates.topk(min(2 * k, candidates.size(1)), dim=1)
         top_beams, top_tokens = top_index // vocab, top_index % vocab
-        is_eos = top_tokens == EOS_ID
+        is_eos = top_tokens == eos_id
 
         eos_rows, eos_cols = (is_eos[:, :k] & torch.isfinite(top_scores[:, :k])).nonzero(as_tuple=True)
         added: set[tuple[int, int]] = set()
         if len(eos_rows):
             prefixes = tokens.view(len(in_batch), k, -1)[eos_rows, top_beams[eos_rows, eos_cols], 1:].tolist()
             for row, col, prefix in zip(eos_rows.tolist(), eos_cols.tolist(), prefixes):
-                b = in_batch[row]
-                if len(finished[b]) >= k:
-                    continue
-                log_prob = top_scores[row, col].item()
-                finished[b].append(BeamHypothesis(prefix, log_prob, log_prob / (len(prefix) + 1) ** length_penalty,
-                                                  ended=step < limits[b]))
-                added.add((row, col))
+                b, log_prob = in_batch[row], top_scores[row, col].item()
+                hypothesis = BeamHypothesis(prefix, log_prob, log_prob / (len(prefix) + 1) ** length_penalty,
+                                            ended=step < limits[b])
+                if _keep_best(finished[b], hypothesis, k, rules.early_stopping):
+                    added.add((row, col))
         live_scores = top_scores.masked_fill(is_eos, float("-inf"))
         scores, keep = live_scores.topk(k, dim=1)
-        going_on = [row for row, b in enumerate(in_batch) if len(finished[b]) < k and step < limits[b]]
+        going_on = [row for row, b in enumerate(in_batch)
+                    if step < limits[b] and _can_improve(finished[b], scores[row, 0].item(), step + 1, k,
+                                                         length_penalty, rules.early_stopping)]
         if return_steps:  # a sentence that is done extends none of its live beams
             for row, b in enumerate(in_batch):
                 finals = [(row, c) in added for c in range(top_scores.size(1))]
@@ -283,6 +321,15 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     return (results, steps) if return_steps else results
 
 
+def _can_improve(finished: list[BeamHypothesis], best_live: float, length: int, k: int, length_penalty: float,
+                 early_stopping: bool) -> bool:
+    """Whether a sentence goes on: fewer than k ended hypotheses, or (without early stopping) a best live beam
+    whose score at its current ``length`` beats the worst of them."""
+    if len(finished) < k:
+        return True
+    return not early_stopping and best_live / length ** length_penalty > min(h.score for h in finished)
+
+
 def report_cut_input(model: Transformer, number: int, pieces: int) -> None:
     """Log that input ``number`` (1-based), ``pieces`` long, was cut to the model's positions."""
     log.warning("input %d has %d pieces; only its first %d are translated (the model's positions)",
@@ -291,7 +338,8 @@ def report_cut_input(model: Transformer, number: int, pieces: int) -> None:
 
 def translate_batch(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
                     sentences: list[str], beam_size: int = 1, length_penalty: float = 1.0,
-                    max_tokens: int = 8000, max_length: int | None = None) -> list[str]:
+                    max_tokens: int = 8000, max_length: int | None = None,
+                    rules: SearchRules = SearchRules()) -> list[str]:
     """Translate many sentences: sorted by length, batched up to ``max_tokens`` source tokens, in order back.
 
     A blank sentence translates to an empty string (the model, given only
@@ -305,7 +353,7 @@ def translate_batch(model: Transformer, source_tokenizer: Tokenizer, target_toke
     for number, ids in enumerate(encoded, start=1):
         if len(ids) > limit:
             report_cut_input(model, number, len(ids))
-            encoded[number - 1] = ids[: limit - 1] + [EOS_ID]
+            encoded[number - 1] = ids[: limit - 1] + [model.config.eos_id]
     order = sorted((i for i, sentence in enumerate(sentences) if sentence.strip()), key=lambda i: len(encoded[i]))
     outputs: list[str] = [""] * len(sentences)
     start = 0
@@ -317,11 +365,12 @@ def translate_batch(model: Transformer, source_tokenizer: Tokenizer, target_toke
                 break
             end += 1
         chunk = order[start:end]
-        src = pad_batch([encoded[i] for i in chunk], device=model.device)
+        src = pad_batch([encoded[i] for i in chunk], model.config.pad_id, model.device)
         if beam_size <= 1:
             results = greedy_search(model, src, max_length)
         else:
-            results = [hyps[0].tokens for hyps in beam_search(model, src, beam_size, length_penalty, max_length)]
+            results = [hyps[0].tokens for hyps in beam_search(model, src, beam_size, length_penalty, max_length,
+                                                               rules=rules)]
         for i, ids in zip(chunk, results):
             outputs[i] = target_tokenizer.decode(ids)
         start = end
@@ -386,7 +435,7 @@ def encode_source(model: Transformer, tokenizer: Tokenizer, text: str) -> tuple[
     """Source ids ending in eos, cut to the model's positions; also whether it had to be cut."""
     ids = tokenizer.encode(text)
     if len(ids) > model.config.max_len:
-        return ids[: model.config.max_len - 1] + [EOS_ID], True
+        return ids[: model.config.max_len - 1] + [model.config.eos_id], True
     return ids, False
 
 
@@ -409,10 +458,11 @@ def forced_decode(model: Transformer, source_tokenizer: Tokenizer, target_tokeni
         source_ids, source_text = list(source), source_tokenizer.decode(source)
     target_body = target_tokenizer.encode(target, add_eos=False) if isinstance(target, str) else list(target)
     target_body = target_body[: model.config.max_len - 1]
+    start, eos = model.config.start_id, model.config.eos_id
     if ended or not target_body:
-        target_ids, predicted_ids = [BOS_ID] + target_body, target_body + [EOS_ID]
+        target_ids, predicted_ids = [start] + target_body, target_body + [eos]
     else:
-        target_ids, predicted_ids = [BOS_ID] + target_body[:-1], list(target_body)
+        target_ids, predicted_ids = [start] + target_body[:-1], list(target_body)
     src = torch.tensor([source_ids], device=model.device)
     tgt = torch.tensor([target_ids], device=model.device)
     out = model(src, tgt, output_attentions=True, head_mask=head_mask, positions=positions)
@@ -435,7 +485,7 @@ def forced_decode(model: Transformer, source_tokenizer: Tokenizer, target_tokeni
 def translate(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, text: str,
               beam_size: int = 1, length_penalty: float = 1.0, max_length: int | None = None,
               top_k: int = 5, head_mask: HeadMask | None = None, positions: bool = True,
-              sampling: Sampling | None = None) -> Translation:
+              sampling: Sampling | None = None, rules: SearchRules = SearchRules()) -> Translation:
     """Translate one sentence (greedy, beam, or sampled with ``sampling``) and return it fully inspected."""
     model.eval()
     source_ids, truncated = encode_source(model, source_tokenizer, text)
@@ -446,7 +496,7 @@ def translate(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer:
         generated, ended = rows[0], ended[0]
     else:
         best = beam_search(model, src, beam_size, length_penalty, max_length, head_mask=head_mask,
-                           positions=positions)[0][0]
+                           positions=positions, rules=rules)[0][0]
         generated, ended = best.tokens, best.ended
     result = forced_decode(model, source_tokenizer, target_tokenizer, source_ids, generated, top_k, head_mask,
                            positions, ended)
@@ -482,20 +532,20 @@ def decode_steps(model: Transformer, source_tokenizer: Tokenizer, target_tokeniz
     src = torch.tensor([source_ids], device=model.device)
     encoded = model.encode(src)
     cache = DecoderCache()
-    last = torch.tensor([[BOS_ID]], device=model.device)
+    last = torch.tensor([[model.config.start_id]], device=model.device)
     (limit,) = _length_limits(model, src, max_length)
     for index in range(limit):
         out = model.decode(last, encoded, cache, need_weights=True)
         logits = out.logits[:, -1].float()
         probs = logits[0].softmax(dim=-1)
         top_probs, top_ids = probs.topk(min(top_k, probs.size(-1)))
-        token = int(_never_generate(logits.clone()).argmax(dim=-1))
+        token = int(never_generate(model, logits.clone()).argmax(dim=-1))
         yield DecodingStep(
             index=index, token_id=token, piece=target_tokenizer.piece(token), probability=float(probs[token]),
             top_ids=top_ids.tolist(), top_pieces=target_tokenizer.pieces(top_ids.tolist()),
             top_probs=top_probs.tolist(),
             self_attention=torch.stack([a[0, :, -1].float() for a in out.self_attentions]).cpu(),
             cross_attention=torch.stack([a[0, :, -1].float() for a in out.cross_attentions]).cpu())
-        if token == EOS_ID:
+        if token == model.config.eos_id:
             return
         last = torch.tensor([[token]], device=model.device)

@@ -18,7 +18,6 @@ from .decoding import Translation, encode_source, forced_decode, greedy_search, 
 from .errors import InputError
 from .metrics import corpus_scores
 from .model import HeadMask
-from .tokenizer import BOS_ID
 
 KINDS = ("encoder", "decoder", "cross")
 
@@ -155,8 +154,9 @@ def override_token(checkpoint: Checkpoint, translation: Translation, step: int, 
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
     step = max(1, min(translation.num_steps, int(step)))
     token_id = token if isinstance(token, int) else tgt_tok.id_of(token)
-    if token_id in (BOS_ID, tgt_tok.pad_id):
-        raise InputError("Choose a word piece, not <s> or <pad>.")
+    if token_id in (model.config.start_id, model.config.pad_id):
+        raise InputError(f"Choose a word piece, not {tgt_tok.piece(model.config.start_id)} or "
+                         f"{tgt_tok.piece(model.config.pad_id)}.")
     if token_id == tgt_tok.unk_id and token != "<unk>":
         token_id = tgt_tok.id_of("▁" + str(token).lstrip("▁"))  # a typed word: try it as a word start
         if token_id == tgt_tok.unk_id:

@@ -23,14 +23,21 @@ from torch import Tensor, nn
 from .config import ModelConfig
 
 
-def sinusoidal_table(length: int, d_model: int) -> Tensor:
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...) (section 3.5)."""
+def sinusoidal_table(length: int, d_model: int, layout: str = "interleaved") -> Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...) (section 3.5).
+
+    ``layout="halves"`` puts the same sines in the first half of each row and the cosines in the second, as
+    Marian (opus-mt) models were trained; the model cannot tell the two apart, its weights can.
+    """
     position = torch.arange(length, dtype=torch.float32).unsqueeze(1)
     inverse_frequency = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
     angles = position * inverse_frequency
+    sines, cosines = torch.sin(angles), torch.cos(angles[:, : d_model // 2])
+    if layout == "halves":
+        return torch.cat([sines, cosines], dim=1)
     table = torch.zeros(length, d_model)
-    table[:, 0::2] = torch.sin(angles)
-    table[:, 1::2] = torch.cos(angles[:, : d_model // 2])
+    table[:, 0::2] = sines
+    table[:, 1::2] = cosines
     return table
 
 
@@ -41,9 +48,9 @@ class PositionalEncoding(nn.Module):
     and is rebuilt from the config, so it never needs to be stored in a checkpoint.
     """
 
-    def __init__(self, d_model: int, max_len: int):
+    def __init__(self, d_model: int, max_len: int, layout: str = "interleaved"):
         super().__init__()
-        self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
+        self.register_buffer("table", sinusoidal_table(max_len, d_model, layout), persistent=False)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         length = x.size(1)
@@ -93,9 +100,9 @@ class Dropout(nn.Module):
 class TokenEmbedding(nn.Embedding):
     """Token embedding multiplied by sqrt(d_model) (section 3.4), so it is not drowned by the positional signal."""
 
-    def __init__(self, vocab_size: int, d_model: int, pad_id: int):
+    def __init__(self, vocab_size: int, d_model: int, pad_id: int, scale: bool = True):
         super().__init__(vocab_size, d_model, padding_idx=pad_id)
-        self.scale = math.sqrt(d_model)
+        self.scale = math.sqrt(d_model) if scale else 1.0
         nn.init.normal_(self.weight, mean=0.0, std=d_model**-0.5)
         with torch.no_grad():
             self.weight[pad_id].zero_()
@@ -264,16 +271,20 @@ class LayerNorm(nn.LayerNorm):
     """Layer normalisation (Ba et al., 2016), applied around every sublayer (section 3.1)."""
 
 
+ACTIVATIONS = {"relu": F.relu, "silu": F.silu, "gelu": F.gelu}
+
+
 class PositionwiseFeedForward(nn.Module):
     """FFN(x) = max(0, x W1 + b1) W2 + b2, the same at every position (equation 2).
 
     In training, dropout also falls on the hidden activations, at the residual
     rate. The paper does not say so; ``torch.nn.Transformer``'s layers do the
-    same.
+    same. ``activation`` replaces max(0, ·) where a converted model was trained with another (Marian: SiLU).
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
         super().__init__()
+        self.activation = ACTIVATIONS[activation]
         self.linear1 = Linear(d_model, d_ff)
         self.linear2 = Linear(d_ff, d_model)
         self.dropout = Dropout(dropout)
@@ -282,7 +293,7 @@ class PositionwiseFeedForward(nn.Module):
             nn.init.zeros_(linear.bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        hidden = F.relu(self.linear1(x))
+        hidden = self.activation(self.linear1(x))
         return self.linear2(self.dropout(hidden) if self.training else hidden)
 
 
@@ -322,7 +333,7 @@ class EncoderLayer(nn.Module):
         args = (config.d_model, config.dropout, config.norm_first, config.layer_norm_eps)
         self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.attention_dropout)
         self.self_attn_norm = AddAndNorm(*args)
-        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.dropout)
+        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.dropout, config.activation)
         self.feed_forward_norm = AddAndNorm(*args)
 
     def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False,
@@ -379,7 +390,7 @@ class DecoderLayer(nn.Module):
         self.self_attn_norm = AddAndNorm(*args)
         self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads, config.attention_dropout)
         self.cross_attn_norm = AddAndNorm(*args)
-        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.dropout)
+        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.dropout, config.activation)
         self.feed_forward_norm = AddAndNorm(*args)
 
     def forward(self, y: Tensor, memory: Tensor, self_mask: Tensor | None, memory_mask: Tensor | None,
@@ -506,16 +517,17 @@ class Transformer(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
-        self.src_embed = TokenEmbedding(config.src_vocab_size, config.d_model, config.pad_id)
-        self.tgt_embed = (self.src_embed if config.share_embeddings
-                          else TokenEmbedding(config.tgt_vocab_size, config.d_model, config.pad_id))
-        self.positional_encoding = PositionalEncoding(config.d_model, config.max_len)
+        self.src_embed = TokenEmbedding(config.src_vocab_size, config.d_model, config.pad_id, config.scale_embeddings)
+        self.tgt_embed = (self.src_embed if config.share_embeddings else
+                          TokenEmbedding(config.tgt_vocab_size, config.d_model, config.pad_id, config.scale_embeddings))
+        self.positional_encoding = PositionalEncoding(config.d_model, config.max_len, config.position_layout)
         self.embed_dropout = Dropout(config.dropout)
         self.encoder = Encoder(config)
         self.decoder = Decoder(config)
         self.output_proj = (None if config.tie_output_projection
                             else Linear(config.d_model, config.tgt_vocab_size, bias=False))
         self.tied_decoding_weight = DecodingWeight() if config.tie_output_projection else None
+        self.output_bias = nn.Parameter(torch.zeros(config.tgt_vocab_size)) if config.output_bias else None
 
     @property
     def device(self) -> torch.device:
@@ -553,7 +565,10 @@ class Transformer(nn.Module):
         offset = cache.length if cache is not None else 0
         y = self._embed(self.tgt_embed, tgt, offset, positions)
         if cache is None:
-            self_mask = causal_mask(tgt.size(1), tgt.device) & (tgt != self.config.pad_id)[:, None, None, :]
+            # Padding is masked as a key, but never the first position: a Marian decoder starts from the padding token.
+            keys = tgt != self.config.pad_id
+            keys[:, 0] = True
+            self_mask = causal_mask(tgt.size(1), tgt.device) & keys[:, None, None, :]
         elif tgt.size(1) > 1:
             self_mask = causal_mask(offset + tgt.size(1), tgt.device)[offset:]
         else:
@@ -571,8 +586,9 @@ class Transformer(nn.Module):
     def project(self, hidden: Tensor) -> Tensor:
         """Hidden states to vocabulary logits, through the (tied) output projection."""
         if self.output_proj is None:
-            return F.linear(hidden, self.tied_decoding_weight(self.tgt_embed.weight))
-        return self.output_proj(hidden)
+            return F.linear(hidden, self.tied_decoding_weight(self.tgt_embed.weight), self.output_bias)
+        logits = self.output_proj(hidden)
+        return logits if self.output_bias is None else logits + self.output_bias
 
     def forward(self, src: Tensor, tgt: Tensor, output_attentions: bool = False,
                 head_mask: HeadMask | None = None, positions: bool = True) -> Seq2SeqOutput:

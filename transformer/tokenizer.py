@@ -2,8 +2,13 @@
 
 One joint model serves both languages by default, which is what lets the
 Transformer share one embedding matrix between encoder, decoder and output
-(paper, section 3.4). The special ids are fixed so that configs stay simple:
-pad 0, unk 1, bos 2, eos 3.
+(paper, section 3.4). The special ids of the models trained here are fixed so
+that configs stay simple: pad 0, unk 1, bos 2, eos 3.
+
+A converted Marian (opus-mt) model segments with sentencepiece too, but its ids
+come from a vocabulary of its own (``vocab.json``, piece -> id, shared by a
+source and a target segmenter): there ``</s>`` is 0, ``<unk>`` 1, ``<pad>`` the
+last id, and there is no ``<s>``.
 """
 
 from __future__ import annotations
@@ -15,21 +20,32 @@ from pathlib import Path
 import sentencepiece as spm
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+SPECIAL_PIECES = {"pad": "<pad>", "unk": "<unk>", "bos": "<s>", "eos": "</s>"}
 
 
 class Tokenizer:
-    """A thin wrapper around one trained sentencepiece model."""
+    """One trained sentencepiece model, and the vocabulary its pieces are numbered by (its own by default)."""
 
-    def __init__(self, model_proto: bytes):
+    def __init__(self, model_proto: bytes, vocabulary: dict[str, int] | None = None):
         self.model_proto = model_proto
         self.processor = spm.SentencePieceProcessor(model_proto=model_proto)
-        expected = {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID}
-        actual = {"pad": self.processor.pad_id(), "unk": self.processor.unk_id(),
-                  "bos": self.processor.bos_id(), "eos": self.processor.eos_id()}
-        if actual != expected:
-            raise ValueError(f"sentencepiece model has special ids {actual}, expected {expected}")
-
-    pad_id, unk_id, bos_id, eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID
+        self.vocabulary = vocabulary
+        if vocabulary is None:
+            expected = {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID}
+            actual = {"pad": self.processor.pad_id(), "unk": self.processor.unk_id(),
+                      "bos": self.processor.bos_id(), "eos": self.processor.eos_id()}
+            if actual != expected:
+                raise ValueError(f"sentencepiece model has special ids {actual}, expected {expected}")
+            self.pad_id, self.unk_id, self.bos_id, self.eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID
+            self._pieces_by_id: list[str] | None = None
+        else:
+            self._pieces_by_id = _pieces_by_id(vocabulary)
+            ids = {name: vocabulary.get(piece) for name, piece in SPECIAL_PIECES.items()}
+            missing = [SPECIAL_PIECES[name] for name in ("pad", "unk", "eos") if ids[name] is None]
+            if missing:
+                raise ValueError(f"the vocabulary has no {', '.join(missing)}")
+            self.pad_id, self.unk_id, self.bos_id, self.eos_id = ids["pad"], ids["unk"], ids["bos"], ids["eos"]
+        self.special_ids = {i for i in (self.pad_id, self.unk_id, self.bos_id, self.eos_id) if i is not None}
 
     @classmethod
     def train(cls, sentences: Iterable[str], vocab_size: int = 8000, model_type: str = "unigram",
@@ -52,12 +68,12 @@ class Tokenizer:
         return cls(buffer.getvalue())
 
     @classmethod
-    def load(cls, path: str | Path) -> "Tokenizer":
+    def load(cls, path: str | Path, vocabulary: dict[str, int] | None = None) -> "Tokenizer":
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"tokenizer model not found: {path}")
         try:
-            return cls(path.read_bytes())
+            return cls(path.read_bytes(), vocabulary)
         except RuntimeError as error:
             raise ValueError(f"{path} is not a valid sentencepiece model ({error})") from None
 
@@ -66,23 +82,42 @@ class Tokenizer:
 
     @property
     def vocab_size(self) -> int:
-        return self.processor.get_piece_size()
+        return self.processor.get_piece_size() if self._pieces_by_id is None else len(self._pieces_by_id)
+
+    def _ids(self, segmented: list[str] | list[int]) -> list[int]:
+        if self.vocabulary is None:
+            return segmented
+        unk = self.unk_id
+        return [self.vocabulary.get(piece, unk) for piece in segmented]
+
+    def _with_specials(self, ids: list[int], add_bos: bool, add_eos: bool) -> list[int]:
+        if add_bos and self.bos_id is None:
+            raise ValueError("this vocabulary has no beginning-of-sentence token")
+        return ([self.bos_id] if add_bos else []) + ids + ([self.eos_id] if add_eos else [])
 
     def encode(self, text: str, add_bos: bool = False, add_eos: bool = True) -> list[int]:
-        ids = self.processor.encode(text)
-        return ([BOS_ID] if add_bos else []) + ids + ([EOS_ID] if add_eos else [])
+        out_type = int if self.vocabulary is None else str
+        return self._with_specials(self._ids(self.processor.encode(text, out_type=out_type)), add_bos, add_eos)
 
     def encode_batch(self, texts: list[str], add_bos: bool = False, add_eos: bool = True) -> list[list[int]]:
-        return [([BOS_ID] if add_bos else []) + ids + ([EOS_ID] if add_eos else [])
-                for ids in self.processor.encode(texts)]
+        out_type = int if self.vocabulary is None else str
+        return [self._with_specials(self._ids(segmented), add_bos, add_eos)
+                for segmented in self.processor.encode(texts, out_type=out_type)]
 
     def decode(self, ids: Iterable[int]) -> str:
         """Text for ids; special tokens are dropped."""
-        return self.processor.decode([int(i) for i in ids if int(i) > EOS_ID])
+        kept = [int(i) for i in ids if int(i) not in self.special_ids]
+        if self._pieces_by_id is None:
+            return self.processor.decode(kept)
+        # A piece of the shared vocabulary that this side's segmenter lacks comes back as it is, ▁ and all (as
+        # transformers' MarianTokenizer decodes it too).
+        return self.processor.decode_pieces([self._pieces_by_id[i] for i in kept]).replace("▁", " ").strip()
 
     def piece(self, token_id: int) -> str:
         """How a token is shown to a person: sentencepiece's piece, specials in angle brackets."""
         token_id = int(token_id)
+        if self._pieces_by_id is not None:
+            return self._pieces_by_id[token_id]
         special = {PAD_ID: "<pad>", UNK_ID: "<unk>", BOS_ID: "<s>", EOS_ID: "</s>"}
         return special.get(token_id) or self.processor.id_to_piece(token_id)
 
@@ -91,7 +126,21 @@ class Tokenizer:
 
     def id_of(self, piece: str) -> int:
         """Id of a piece as shown by ``piece`` (unknown pieces map to unk)."""
+        if self.vocabulary is not None:
+            return self.vocabulary.get(piece, self.unk_id)
         for token_id, name in ((PAD_ID, "<pad>"), (UNK_ID, "<unk>"), (BOS_ID, "<s>"), (EOS_ID, "</s>")):
             if piece == name:
                 return token_id
         return self.processor.piece_to_id(piece)
+
+
+def _pieces_by_id(vocabulary: dict[str, int]) -> list[str]:
+    """The pieces of a vocabulary in id order; its ids must be 0, 1, ... without gaps or repeats."""
+    pieces = [""] * len(vocabulary)
+    for piece, token_id in vocabulary.items():
+        if isinstance(token_id, bool) or not isinstance(token_id, int) or not 0 <= token_id < len(vocabulary) \
+                or pieces[token_id]:
+            raise ValueError(f"the vocabulary's ids must run from 0 to {len(vocabulary) - 1} once each "
+                             f"({piece!r} has {token_id!r})")
+        pieces[token_id] = piece
+    return pieces

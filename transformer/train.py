@@ -231,9 +231,9 @@ def encode_corpus(corpus: datasets.ParallelCorpus, source_tokenizer: Tokenizer,
 
 def collate(examples: list[datasets.Example], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Source (B, S), decoder input (bos + target) and the labels it must predict (target + eos)."""
-    src = pad_batch([s for s, _ in examples], device=device)
-    tgt_in = pad_batch([[BOS_ID] + t[:-1] for _, t in examples], device=device)
-    tgt_out = pad_batch([t for _, t in examples], device=device)
+    src = pad_batch([s for s, _ in examples], PAD_ID, device)
+    tgt_in = pad_batch([[BOS_ID] + t[:-1] for _, t in examples], PAD_ID, device)
+    tgt_out = pad_batch([t for _, t in examples], PAD_ID, device)
     return src, tgt_in, tgt_out
 
 

@@ -8,7 +8,7 @@ from transformer.config import ModelConfig
 from transformer.decoding import (beam_search, decode_steps, default_max_length, forced_decode, greedy_search,
                                   pad_batch, translate, translate_batch)
 from transformer.model import HeadMask, Transformer
-from transformer.tokenizer import BOS_ID, EOS_ID
+from transformer.tokenizer import PAD_ID, BOS_ID, EOS_ID
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def test_bundled_reverse_model_reverses_unseen_sequences(reverse):
 def test_batched_greedy_equals_one_sentence_at_a_time(reverse):
     tok = reverse.source_tokenizer
     sentences = ["5 4 3", "1 1 2 2 3 3 4 4", "8 6"]
-    batch = pad_batch([tok.encode(s) for s in sentences])
+    batch = pad_batch([tok.encode(s) for s in sentences], PAD_ID)
     together = greedy_search(reverse.model, batch)
     alone = [greedy_search(reverse.model, torch.tensor([tok.encode(s)]))[0] for s in sentences]
     assert together == alone
@@ -50,13 +50,13 @@ def sentences_of_lengths(*lengths):
 
 def test_a_sentence_gets_its_own_length_limit_whatever_it_is_batched_with(endless):
     short, long = sentences_of_lengths(3, 30)
-    together, ended = greedy_search(endless, pad_batch([short, long]), return_ended=True)
+    together, ended = greedy_search(endless, pad_batch([short, long], PAD_ID), return_ended=True)
     assert ended == [False, False]
     assert [len(row) for row in together] == [default_max_length(endless, 3), default_max_length(endless, 30)]
     assert together[0] == greedy_search(endless, torch.tensor([short]))[0]
-    assert greedy_search(endless, pad_batch([short, long]), max_length=0) == together, "0 means the default"
+    assert greedy_search(endless, pad_batch([short, long], PAD_ID), max_length=0) == together, "0 means the default"
 
-    beams = beam_search(endless, pad_batch([short, long]), beam_size=3)
+    beams = beam_search(endless, pad_batch([short, long], PAD_ID), beam_size=3)
     for hypotheses, sentence in zip(beams, (short, long)):
         alone = beam_search(endless, torch.tensor([sentence]), beam_size=3)[0]
         assert [h.tokens for h in hypotheses] == [h.tokens for h in alone]
@@ -65,7 +65,7 @@ def test_a_sentence_gets_its_own_length_limit_whatever_it_is_batched_with(endles
 
 def test_beam_search_of_a_batch_equals_each_sentence_alone_as_sentences_end_and_leave(reverse):
     sentences = ["5 4", "1 1 2 2 3 3 4 4 5", "8 6 7", "3 1 4 1 5 9 2 6 5 3"]
-    src = pad_batch([reverse.source_tokenizer.encode(s) for s in sentences])
+    src = pad_batch([reverse.source_tokenizer.encode(s) for s in sentences], PAD_ID)
     together, tree = beam_search(reverse.model, src, beam_size=3, return_steps=True)
     for i, sentence in enumerate(sentences):
         alone, alone_tree = beam_search(reverse.model, torch.tensor([reverse.source_tokenizer.encode(sentence)]),
@@ -78,7 +78,7 @@ def test_beam_search_of_a_batch_equals_each_sentence_alone_as_sentences_end_and_
 
 
 def test_a_length_limit_beyond_the_models_positions_stops_where_the_positions_end(endless):
-    src = pad_batch(sentences_of_lengths(3, 5))
+    src = pad_batch(sentences_of_lengths(3, 5), PAD_ID)
     room = endless.config.max_len - 1  # bos takes the first position
     assert [len(row) for row in greedy_search(endless, src, max_length=500)] == [room, room]
     assert all(len(h.tokens) == room for h in beam_search(endless, src, beam_size=2, max_length=500)[0])
@@ -89,7 +89,7 @@ def test_sentences_leave_the_batch_once_they_have_ended(reverse, monkeypatch):
     decode = reverse.model.decode
     monkeypatch.setattr(reverse.model, "decode", lambda tgt, *a, **kw: rows_decoded.append(tgt.size(0)) or
                         decode(tgt, *a, **kw))
-    src = pad_batch([reverse.source_tokenizer.encode(s) for s in ["1 2", "1 2 3 4 5 6 7 8 9"]])
+    src = pad_batch([reverse.source_tokenizer.encode(s) for s in ["1 2", "1 2 3 4 5 6 7 8 9"]], PAD_ID)
     assert greedy_search(reverse.model, src)[0] == reverse.target_tokenizer.encode("2 1", add_eos=False)
     assert rows_decoded[:3] == [2, 2, 2] and set(rows_decoded[3:]) == {1}  # "2", "1", eos, then the long one alone
 
@@ -102,14 +102,14 @@ def test_greedy_search_keeps_each_sentence_with_its_own_head_mask(endless):
     sentences = sentences_of_lengths(3, 12)
     masks = torch.ones(2, 2, 4)
     masks[1, :, 1:] = 0.0  # the second sentence decodes with one head per layer
-    together = greedy_search(endless, pad_batch(sentences), head_mask=HeadMask(cross=masks))
+    together = greedy_search(endless, pad_batch(sentences, PAD_ID), head_mask=HeadMask(cross=masks))
     alone = [greedy_search(endless, torch.tensor([s]), head_mask=HeadMask(cross=m))[0]
              for s, m in zip(sentences, masks)]
     assert together == alone
 
 
 def test_beam_of_one_equals_greedy(reverse):
-    src = pad_batch([reverse.source_tokenizer.encode(s) for s in ["3 1 4 1 5", "2 7 1 8"]])
+    src = pad_batch([reverse.source_tokenizer.encode(s) for s in ["3 1 4 1 5", "2 7 1 8"]], PAD_ID)
     greedy = greedy_search(reverse.model, src)
     beams = beam_search(reverse.model, src, beam_size=1)
     assert [hyps[0].tokens for hyps in beams] == greedy

@@ -6,7 +6,7 @@ import torch
 
 from transformer.checkpoint import DEFAULT_CHECKPOINT, load_checkpoint, save_checkpoint
 from transformer.decoding import pad_batch, translate_batch
-from transformer.tokenizer import BOS_ID
+from transformer.tokenizer import PAD_ID, BOS_ID
 from transformer.train import TrainConfig, Trainer
 
 pytestmark = [pytest.mark.gpu,
@@ -33,9 +33,9 @@ def on_both():
 def test_the_model_on_the_gpu_gives_the_cpus_logits_and_attention(on_both):
     cpu, gpu = on_both
     assert gpu.model.device.type == "cuda"
-    src = pad_batch([cpu.source_tokenizer.encode(s) for s in SENTENCES], device="cpu")
+    src = pad_batch([cpu.source_tokenizer.encode(s) for s in SENTENCES], PAD_ID, device="cpu")
     tgt = pad_batch([[BOS_ID] + cpu.target_tokenizer.encode(s)[:-1] for s in translate_batch(
-        cpu.model, cpu.source_tokenizer, cpu.target_tokenizer, SENTENCES)], device="cpu")
+        cpu.model, cpu.source_tokenizer, cpu.target_tokenizer, SENTENCES)], PAD_ID, device="cpu")
     with torch.no_grad():
         expected = cpu.model(src, tgt, output_attentions=True)
         got = gpu.model(src.cuda(), tgt.cuda(), output_attentions=True)

@@ -23,7 +23,7 @@ def tiny_config(**overrides) -> ModelConfig:
 
 def padded_batch(lengths, vocab=40, seed=0):
     generator = torch.Generator().manual_seed(seed)
-    return pad_batch([torch.randint(4, vocab, (n,), generator=generator).tolist() for n in lengths])
+    return pad_batch([torch.randint(4, vocab, (n,), generator=generator).tolist() for n in lengths], PAD)
 
 
 @pytest.mark.parametrize("seed, norm_first", [(0, False), (1, False), (2, True)])

@@ -12,9 +12,8 @@ import torch
 
 from transformer import inspect as head_inspection
 from transformer.checkpoint import Checkpoint
-from transformer.decoding import Sampling, Translation
+from transformer.decoding import Sampling, Translation, never_generate
 from transformer.errors import InputError
-from transformer.tokenizer import BOS_ID, PAD_ID
 
 from .. import figures
 from .choices import ATTENTION_KINDS, clamp, kind_key
@@ -214,7 +213,7 @@ def temperature_figure(checkpoint: Checkpoint, translation: Translation | None, 
     step = clamp(step, 1, translation.num_steps)
     lens = lens or head_inspection.logit_lens(checkpoint.model, translation, top_k=1)
     log_probs = lens.final_log_probs[step - 1].clone()
-    log_probs[[PAD_ID, BOS_ID]] = float("-inf")  # never generated, as in decoding itself
+    log_probs = never_generate(checkpoint.model, log_probs)  # as in decoding itself
     probabilities = sampling.distribution(log_probs)
     best = probabilities.topk(top)
     pieces = checkpoint.target_tokenizer.pieces(best.indices.tolist())
