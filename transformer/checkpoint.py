@@ -9,7 +9,11 @@ Layout of a checkpoint directory::
     config.json                 {"model": ModelConfig, "source_tokenizer": ..., "target_tokenizer": ..., ...}
     model.safetensors           weights (or model-0000i-of-0000n.safetensors + model.safetensors.index.json)
     tokenizer.model             joint sentencepiece model (or one file per side)
+    vocab.json                  a converted model's piece -> id vocabulary ("source_vocabulary", "target_vocabulary")
     README.md, metrics.json     model card, when there is one
+
+A converted model's config.json also has "search": the beam size, length penalty and ``SearchRules`` it was
+published with.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from safetensors.torch import load_file
 from safetensors.torch import save as safetensors_bytes
 
 from .config import ModelConfig
-from .decoding import Translation, translate
+from .decoding import SearchRules, Translation, translate
 from .model import Transformer
 from .tokenizer import Tokenizer
 
@@ -64,16 +68,26 @@ class Checkpoint:
     @property
     def length_penalty(self) -> float:
         """The beam search length penalty its scores were made with (export chooses one on val for a Multi30K
-        model), else 1.0."""
-        return float(self.metrics.get("length_penalty", 1.0))
+        model), else the one it was published with, else 1.0."""
+        return float(self.metrics.get("length_penalty", self.search.get("length_penalty", 1.0)))
+
+    @property
+    def search(self) -> dict:
+        """How a converted model was published to search: beam_size, length_penalty, early_stopping, renormalize."""
+        search = self.info.get("search")
+        return search if isinstance(search, dict) else {}
+
+    @property
+    def rules(self) -> SearchRules:
+        return SearchRules.from_dict(self.search)
 
     def translate(self, text: str, beam_size: int = 1, max_length: int | None = None,
                   length_penalty: float | None = None, **options) -> Translation:
-        """``decoding.translate`` with this checkpoint's tokenizers and, unless given, its length penalty (as the
-        app decodes)."""
+        """``decoding.translate`` with this checkpoint's tokenizers, search rules and, unless given, its length
+        penalty (as the app decodes)."""
         return translate(self.model, self.source_tokenizer, self.target_tokenizer, text, beam_size=beam_size,
                          length_penalty=self.length_penalty if length_penalty is None else length_penalty,
-                         max_length=max_length, **options)
+                         max_length=max_length, rules=self.rules, **options)
 
 
 def default_device() -> torch.device:
@@ -247,13 +261,16 @@ def save_checkpoint(directory: str | Path, model: Transformer, source_tokenizer:
     config = {"model": model.config.to_dict(),
               "source_tokenizer": "tokenizer.model" if joint else "source.model",
               "target_tokenizer": "tokenizer.model" if joint else "target.model",
+              **_vocabulary_names(source_tokenizer, target_tokenizer),
               **(info or {})}
 
     def write(tmp: Path) -> None:
         (tmp / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
         _write_weights(tmp, tensors, max_shard_bytes)
-        source_tokenizer.save(tmp / config["source_tokenizer"])
-        target_tokenizer.save(tmp / config["target_tokenizer"])
+        for side, tokenizer in (("source", source_tokenizer), ("target", target_tokenizer)):
+            tokenizer.save(tmp / config[f"{side}_tokenizer"])
+            if tokenizer.vocabulary is not None:
+                (tmp / config[f"{side}_vocabulary"]).write_text(json.dumps(tokenizer.vocabulary, ensure_ascii=False))
         if card is not None:
             (tmp / "README.md").write_text(card)
         if metrics is not None:
@@ -263,6 +280,27 @@ def save_checkpoint(directory: str | Path, model: Transformer, source_tokenizer:
 
     write_directory_atomically(Path(directory), write)
     return Path(directory)
+
+
+def _vocabulary_names(source_tokenizer: Tokenizer, target_tokenizer: Tokenizer) -> dict[str, str]:
+    """config.json's names for the vocabularies of tokenizers that number pieces by one (one file when shared)."""
+    if source_tokenizer.vocabulary is None and target_tokenizer.vocabulary is None:
+        return {}
+    if None in (source_tokenizer.vocabulary, target_tokenizer.vocabulary):
+        raise ValueError("either both tokenizers or neither number their pieces by a vocabulary of their own")
+    if source_tokenizer.vocabulary == target_tokenizer.vocabulary:
+        return {"source_vocabulary": "vocab.json", "target_vocabulary": "vocab.json"}
+    return {"source_vocabulary": "source_vocab.json", "target_vocabulary": "target_vocab.json"}
+
+
+def _read_vocabulary(directory: Path, config: dict, side: str) -> dict[str, int] | None:
+    name = config.get(f"{side}_vocabulary")
+    if name is None:
+        return None
+    vocabulary = json.loads((directory / Path(name).name).read_text(encoding="utf-8"))
+    if not isinstance(vocabulary, dict):
+        raise ValueError(f"{name} is not a JSON object of pieces and ids")
+    return vocabulary
 
 
 def read_log_text(path: Path) -> str:
@@ -328,22 +366,29 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
     config = read_config(directory)
     model_config = ModelConfig.from_dict(config["model"])
     try:
-        source_tokenizer = Tokenizer.load(directory / Path(config.get("source_tokenizer", "tokenizer.model")).name)
-        target_tokenizer = Tokenizer.load(directory / Path(config.get("target_tokenizer", "tokenizer.model")).name)
-    except (FileNotFoundError, ValueError, TypeError) as error:  # TypeError: a config naming it by a non-string
+        source_tokenizer, target_tokenizer = (
+            Tokenizer.load(directory / Path(config.get(f"{side}_tokenizer", "tokenizer.model")).name,
+                           _read_vocabulary(directory, config, side))
+            for side in ("source", "target"))
+    except (OSError, ValueError, TypeError) as error:  # TypeError: a config naming it by a non-string
         raise CheckpointError(f"tokenizer of {directory} is missing or invalid: {error}") from None
     for side, tokenizer, size in (("source", source_tokenizer, model_config.src_vocab_size),
                                   ("target", target_tokenizer, model_config.tgt_vocab_size)):
         if tokenizer.vocab_size != size:
             raise CheckpointError(f"{side} tokenizer of {directory} has {tokenizer.vocab_size} pieces "
                                   f"but the model expects {size}")
+        if (tokenizer.pad_id, tokenizer.eos_id) != (model_config.pad_id, model_config.eos_id):
+            raise CheckpointError(f"{side} tokenizer of {directory} has padding {tokenizer.pad_id} and end of "
+                                  f"sentence {tokenizer.eos_id}, but the model was trained with "
+                                  f"{model_config.pad_id} and {model_config.eos_id}")
     check_shapes(model_config, stored_shapes(directory), directory)
     model = Transformer(model_config)
     load_weights(model, _read_weights(directory), directory)
     model.to(device or default_device()).eval()
     card_path = directory / "README.md"
     card = card_path.read_text(encoding="utf-8", errors="replace") if card_path.is_file() else ""
-    info = {k: v for k, v in config.items() if k not in ("model", "source_tokenizer", "target_tokenizer")}
+    info = {k: v for k, v in config.items() if k not in ("model", "source_tokenizer", "target_tokenizer",
+                                                          "source_vocabulary", "target_vocabulary")}
     if not isinstance(info.get("training", {}), dict):
         log.warning("%s: config.json's \"training\" is not an object; ignored", directory.name)
         info["training"] = {}

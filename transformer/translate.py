@@ -10,7 +10,8 @@ input line, batched). ``--json`` prints one JSON object per input:
 ``attention`` = {"encoder", "decoder", "cross"}, each nested as
 [layer][head][query][key]. ``source_tokens`` are the encoder positions (ending
 with ``</s>``); ``target_tokens`` are the decoder input positions (starting with
-``<s>``): decoder attention is target x target, cross-attention target x source.
+the decoder's start token: ``<s>``, or ``<pad>`` for a converted Marian model): decoder attention is target x
+target, cross-attention target x source.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import sys
 
 from . import arguments
 from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
-from .decoding import report_cut_input, translate, translate_batch
+from .decoding import report_cut_input, translate_batch
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,7 +33,10 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("text", nargs="*", help="sentences to translate (default: lines of standard input)")
     parser.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT))
-    parser.add_argument("--beam", type=arguments.positive_int, default=5, help="beam size (1 = greedy)")
+    parser.add_argument("--beam", type=arguments.positive_int,
+                        help="beam size (1 = greedy; default: the one a converted model was published with, else 5)")
+    parser.add_argument("--max-tokens", type=arguments.positive_int,
+                        help="generate at most this many tokens before </s> (default: 1.5 x the source + 10)")
     parser.add_argument("--length-penalty", type=float,
                         help="beam score = log P / length^this (default: the one the checkpoint was scored with, "
                              "else 1.0)")
@@ -53,19 +57,20 @@ def main(argv: list[str] | None = None) -> int:
         lines = [line.rstrip("\r\n") for line in stdin]
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
     length_penalty = checkpoint.length_penalty if args.length_penalty is None else args.length_penalty
+    beam = args.beam or int(checkpoint.search.get("beam_size", 5))
     if args.json:
         for number, line in enumerate(lines, start=1):
             if not line.strip():  # as in the plain output: nothing to translate, nothing made up
                 print(json.dumps({"source": line, "translation": "", "source_tokens": [], "target_tokens": [],
                                   "attention": {"encoder": [], "decoder": [], "cross": []}}), flush=True)
                 continue
-            result = translate(model, src_tok, tgt_tok, line, beam_size=args.beam, length_penalty=length_penalty)
+            result = checkpoint.translate(line, beam, args.max_tokens, length_penalty)
             if result.truncated:  # as translate_batch reports it for the plain output
                 report_cut_input(model, number, len(src_tok.encode(line)))
             print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
         return 0
-    for translation in translate_batch(model, src_tok, tgt_tok, lines, beam_size=args.beam,
-                                       length_penalty=length_penalty):
+    for translation in translate_batch(model, src_tok, tgt_tok, lines, beam_size=beam, length_penalty=length_penalty,
+                                       max_length=args.max_tokens, rules=checkpoint.rules):
         print(translation)
     return 0
 
