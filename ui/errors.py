@@ -11,12 +11,13 @@ import gradio as gr
 from transformer.checkpoint import CheckpointError
 from transformer.data import DataError
 from transformer.errors import InputError
+from transformer.hub import HubError
 
 from .jobs import JobError
 
 log = logging.getLogger("app")
 
-USER_PROBLEMS = (InputError, CheckpointError, DataError, JobError)
+USER_PROBLEMS = (InputError, CheckpointError, DataError, JobError, HubError)
 UNEXPECTED = ("Something went wrong while computing this view; the server log has details. "
               "Try again, or try a shorter sentence.")
 

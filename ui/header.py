@@ -9,6 +9,7 @@ from transformer.checkpoint import Checkpoint
 
 from . import components
 from .errors import as_html
+from .limits import from_this_machine
 from .page import Page
 from .services import Services
 from .tabs import translate
@@ -35,10 +36,19 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, s
     with gr.Row():
         # Custom values: an API client may name a model trained after it connected; the registry checks every name.
         model = components.Dropdown(names, value=default_model, label="Model", scale=2, allow_custom_value=True,
-                            info="Bundled checkpoints and those trained in this app")
+                            info="Bundled checkpoints, those trained in this app and those opened from the Hub")
         model_status = gr.Markdown(elem_id="model-status")
+    with gr.Accordion("Open a model from the Hub", open=False, visible=page.services.hub.enabled,
+                      elem_id="open-from-hub"):
+        with gr.Row():
+            hub_id = gr.Textbox(label="Hub model id", placeholder="Helsinki-NLP/opus-mt-en-de", scale=3,
+                                info="A Marian translator (the opus-mt models: 300 MB, CC-BY 4.0), downloaded and "
+                                     "converted once, then in the model list for everyone on this server")
+            open_hub = gr.Button("Open", scale=1)
+        hub_status = gr.Markdown(elem_id="hub-status")
     # The last text typed for each kind of model: {"digits"|"text": text}.
-    page.add(model=model, model_status=model_status, typed_texts=gr.State({}), translation_state=gr.State(None))
+    page.add(model=model, model_status=model_status, typed_texts=gr.State({}), translation_state=gr.State(None),
+             hub_id=hub_id, open_hub=open_hub, hub_status=hub_status)
 
 
 def model_settings(checkpoint: Checkpoint, layer, head) -> dict:
@@ -66,6 +76,20 @@ def on_model(services: Services, model, text, typed_texts, decoding, beam_size, 
     return {"model": model, **model_settings(checkpoint, layer, head), "text": box, "typed_texts": typed_texts,
             **translate.translation_views(checkpoint, text, decoding, beam_size, max_length, kind, view, layer, head,
                                           average)}
+
+
+def on_open_from_hub(services: Services, hub_id, text, typed_texts, decoding, beam_size, max_length, kind, view,
+                     layer, head, average, request: gr.Request, progress=gr.Progress(track_tqdm=True)) -> dict:
+    """Download and convert a Hub model (once per server), then switch every tab to it, as a model switch does."""
+    hub_id = (hub_id or "").strip()
+    progress(0, desc=f"Opening {hub_id}")
+    public = request is None or not from_this_machine(request.headers, request.client.host if request.client else None)
+    name = services.hub.open(hub_id, public)
+    opened = on_model(services, name, text, typed_texts, decoding, beam_size, max_length, kind, view, layer, head,
+                      average)
+    # A Hub id has only letters, digits, '.', '-', '_' and one '/' (hub.check_repo_id), so code spans show it as it is.
+    return {**opened, "hub_status": f"Opened `{hub_id}`: it is `{name}` in the model list, for everyone on this "
+                                    "server. Its card is in the Model tab."}
 
 
 def on_open(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head, average,
@@ -107,5 +131,7 @@ def wire(page: Page, demo: gr.Blocks) -> None:
     # always_last: a second pick while the first loads is not dropped, and the dropdown ends on it.
     page.on(page["model"].input, page.model_changed(page.translated(on_model)), switched,
             cancels=page.sentence_work, trigger_mode="always_last")
+    page.on(page["open_hub"].click, page.model_changed(page.translated(on_open_from_hub)), [*switched, "hub_status"],
+            cancels=page.sentence_work, concurrency_limit=1, concurrency_id="open_from_hub")
     page.on(demo.load, page.model_changed(page.translated(on_open)),
             [*OPENED, *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(), *page.model_outputs()])

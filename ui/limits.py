@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import ipaddress
 import json
+import os
 import time
 
 MAX_BODY_BYTES = 1_000_000  # a request of the page is a few kilobytes; uploads have their own limit
@@ -43,6 +44,12 @@ class BodySizeLimit:
         return await self.app(scope, counted, send)
 
 
+def from_this_machine(headers, peer: str | None) -> bool:
+    """Whether a request comes from the app's own user: from loopback with no proxy in between, and not on a Space
+    (whose proxy may reach the app over loopback). Everyone else is a visitor of a public server."""
+    return peer in LOOPBACK and "x-forwarded-for" not in headers and not os.environ.get("SPACE_ID")
+
+
 def client_address(headers, host: str | None) -> str:
     """Who a request comes from: the peer, or, when the peer is a proxy on a private network (as on a Hugging Face
     Space), the first address it forwarded. A client on the open internet cannot name itself someone else."""
@@ -70,7 +77,7 @@ class ClientShare:
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].startswith(self.WORK_PATHS):
             headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
             peer = (scope.get("client") or (None,))[0]
-            if "x-forwarded-for" in headers or peer not in LOOPBACK:
+            if not from_this_machine(headers, peer):
                 if not self.admit(client_address(headers, peer)):
                     return await refuse(send, 429, f"More than {self.events} requests in {self.window_s:g} s from "
                                                    "one client; wait a moment and try again.")

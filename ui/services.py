@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -9,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from transformer import hub
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
 from transformer.data import DataError, multi30k_dir
 
@@ -75,6 +78,56 @@ class ModelRegistry:
             return checkpoint
 
 
+class HubModels:
+    """Translators opened from the Hugging Face Hub: each converted once into a directory the registry lists.
+
+    ``EXPLORER_HUB_CACHE`` is that directory; ``EXPLORER_HUB_MODELS`` the ids a public server opens (shell
+    patterns, comma-separated; empty: none at all), at most ``max_bytes`` each. One is opened at a time.
+    """
+
+    DEFAULT_PATTERNS = "Helsinki-NLP/opus-mt-*"
+    MAX_BYTES = 600 * 10**6  # opus-mt models weigh about 300 MB
+
+    def __init__(self, directory: str | Path | None = None, patterns: str | None = None, max_bytes: int = MAX_BYTES):
+        default = Path.home() / ".cache" / "transformer-explorer" / "hub"
+        self.directory = Path(directory or os.environ.get("EXPLORER_HUB_CACHE") or default)
+        patterns = os.environ.get("EXPLORER_HUB_MODELS", self.DEFAULT_PATTERNS) if patterns is None else patterns
+        self.patterns = [pattern.strip() for pattern in patterns.split(",") if pattern.strip()]
+        self.max_bytes = max_bytes
+        self._opening = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.patterns)
+
+    def name_of(self, repo_id: str) -> str:
+        """The model list's name for a Hub id: Helsinki-NLP/opus-mt-en-de is "Helsinki-NLP--opus-mt-en-de"."""
+        return repo_id.replace("/", "--")
+
+    def open(self, repo_id: str, public: bool) -> str:
+        """Convert the Hub model (unless converted before) and return its name in the model list.
+
+        A public server (a visitor who is not on this machine) opens only ids its patterns allow, of at most
+        ``max_bytes``; this machine's own user opens any Marian model.
+        """
+        repo_id = (repo_id or "").strip()
+        if not self.enabled:
+            raise hub.HubError("Opening models from the Hub is turned off on this server (EXPLORER_HUB_MODELS).")
+        hub.check_repo_id(repo_id)
+        if public and not any(fnmatch.fnmatchcase(repo_id, pattern) for pattern in self.patterns):
+            raise hub.HubError(f"This server opens only models matching {', '.join(self.patterns)}.")
+        name = self.name_of(repo_id)
+        if (self.directory / name / "config.json").is_file():
+            return name
+        if not self._opening.acquire(blocking=False):
+            raise hub.HubError("Another model is being opened on this server; try again when it is done.")
+        try:
+            hub.open_model(repo_id, self.directory / name, max_bytes=self.max_bytes if public else None)
+        finally:
+            self._opening.release()
+        return name
+
+
 def multi30k_available() -> bool:
     try:
         multi30k_dir(download=False)
@@ -90,9 +143,12 @@ class Services:
     registry: ModelRegistry
     jobs: JobManager = field(default_factory=JobManager)
     training: bool = field(default_factory=lambda: not training_disabled())  # the Train tab is on
+    hub: HubModels = field(default_factory=HubModels)
 
     @classmethod
-    def default(cls, roots: list[Path] | None = None, jobs: JobManager | None = None) -> "Services":
-        """The bundled checkpoints (after ``roots``) and the models trained in the app."""
-        jobs = jobs or JobManager()
-        return cls(ModelRegistry([*(roots or []), REPOSITORY_CHECKPOINTS, jobs.published_dir]), jobs)
+    def default(cls, roots: list[Path] | None = None, jobs: JobManager | None = None,
+                hub_models: HubModels | None = None) -> "Services":
+        """The bundled checkpoints (after ``roots``), the models trained in the app and those opened from the Hub."""
+        jobs, hub_models = jobs or JobManager(), hub_models or HubModels()
+        roots = [*(roots or []), REPOSITORY_CHECKPOINTS, jobs.published_dir, hub_models.directory]
+        return cls(ModelRegistry(roots), jobs, hub=hub_models)

@@ -294,6 +294,8 @@ def wire(page: Page) -> None:
 def on_example_then_translate(services: Services, model, example_list, decoding, beam_size, max_length, kind, view,
                               layer, head, average) -> dict:
     """Clicking an example puts it in the box and translates it."""
+    if not isinstance(example_list, (list, tuple)) or not example_list:
+        raise InputError("Choose one of the examples.")
     text = example_list[0]
     return {"text": text, **on_translate(services, model, text, decoding, beam_size, max_length, kind, view, layer,
                                          head, average)}

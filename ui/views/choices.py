@@ -39,7 +39,7 @@ def kind_key(label: str) -> str:
     for key, name in ATTENTION_KINDS.items():
         if label in (key, name):
             return key
-    raise ValueError(f"unknown attention kind {label!r}")
+    raise InputError(f"Choose an attention type ({', '.join(ATTENTION_KINDS.values())}), not {str(label)[:40]!r}.")
 
 
 def head_options(heads: int) -> list[str]:

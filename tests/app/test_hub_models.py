@@ -1,0 +1,97 @@
+"""A Marian translator converted from the Hub's layout is a model like the bundled ones: every event of the page
+runs on it, and the model picker opens one by its Hub id (from huggingface_hub's cache when offline)."""
+
+import shutil
+
+import gradio as gr
+import pytest
+
+from marian_models import build_marian
+from page_driver import PageDriver
+from transformer import hub
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from ui import header
+from ui.build import build_app
+from ui.errors import UNEXPECTED
+from ui.services import HubModels, ModelRegistry, Services
+
+SENTENCE = "A dog runs across the grass."
+# Events that start, stop or delete training jobs: the Train tab's own tests run them. Integrated gradients over the
+# sample sentences is on_attribute's code run 20 times (a minute on this untrained model's long outputs).
+NOT_RUN = {"on_start", "on_stop", "on_delete", "leave", "on_clock", "on_sample_agreement"}
+
+
+@pytest.fixture(scope="module")
+def marian_dir(tmp_path_factory):
+    """Another size than the bundled models (d_model 48, 2+3 layers, 6 heads) and a vocabulary of its own."""
+    return build_marian(tmp_path_factory.mktemp("marian"), d_model=48, heads=6)
+
+
+@pytest.fixture(scope="module")
+def hub_services(marian_dir, tmp_path_factory):
+    root = tmp_path_factory.mktemp("hub")
+    hub.convert(marian_dir, root / "tiny-marian")
+    return Services(ModelRegistry([root, REPOSITORY_CHECKPOINTS], device="cpu"),
+                    hub=HubModels(tmp_path_factory.mktemp("hub-cache")))
+
+
+def test_every_event_of_the_page_runs_on_a_converted_marian_model(hub_services):
+    demo = build_app(hub_services, "tiny-marian")
+    page = PageDriver(demo)
+    components = {block.elem_id: block for block in demo.blocks.values() if getattr(block, "elem_id", None)}
+    page.set(components["source-text"], SENTENCE)
+    page.run(page.event("on_open", "ui.header"))
+    page.run(page.event("on_translate_click"))
+    translation = next(v for v in page.values.values() if type(v).__name__ == "Translation")
+    assert translation.target_pieces[0] == "<pad>" and translation.source_text == SENTENCE
+    refused, ran = {}, set()
+    for event in page.events():
+        if event.name in NOT_RUN:
+            continue
+        try:
+            page.run(event)
+            ran.add(event.name)
+        except gr.Error as error:
+            assert error.message != UNEXPECTED, f"{event.name} failed on the Marian model (see the log)"
+            refused[event.name] = error.message
+    every_tab = {"on_translate_click", "on_step", "on_layer_or_head", "on_attention",  # Translate, model view
+                 "on_inside", "on_temperature", "on_sample", "on_look_inside",  # Inside a head
+                 "on_ablate", "on_override", "on_positions", "on_shuffle", "on_importance",  # Experiments
+                 "on_attribute", "on_prune",  # Attention vs evidence
+                 "on_tree", "on_statistics", "on_alignment", "on_csv", "on_npz", "on_svg", "on_share",  # Analysis
+                 "on_model", "on_history_step"}  # the model switch and the Model tab
+    assert every_tab <= ran, f"refused: {refused}"
+
+
+def test_the_model_picker_opens_a_hub_id_from_the_download_cache(marian_dir, tmp_path, monkeypatch):
+    """Offline, huggingface_hub answers from its cache: the id is converted once and joins the model list."""
+    commit = "89abcdef0123456789abcdef0123456789abcdef"
+    repo = tmp_path / "hf-cache" / "models--Helsinki-NLP--opus-mt-en-xx"
+    shutil.copytree(marian_dir, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    hub_models = HubModels(tmp_path / "converted")
+    services = Services(ModelRegistry([REPOSITORY_CHECKPOINTS, hub_models.directory], device="cpu"), hub=hub_models)
+    arguments = (SENTENCE, {}, "beam", 4, 40, "cross", "one head", 1, 1, False, None)
+    opened = header.on_open_from_hub(services, " Helsinki-NLP/opus-mt-en-xx ", *arguments)
+    assert opened["model"] == "Helsinki-NLP--opus-mt-en-xx" in services.registry.names()
+    assert "`Helsinki-NLP/opus-mt-en-xx`" in opened["hub_status"]
+    assert opened["translation_state"].target_pieces[0] == "<pad>"
+    assert "cc-by-4.0" in services.registry.get("Helsinki-NLP--opus-mt-en-xx").card
+
+
+@pytest.mark.parametrize("repo_id, public, patterns, message", [
+    ("someone/opus-mt-en-de", True, None, "opens only models matching Helsinki-NLP/opus-mt-"),
+    ("Helsinki-NLP/opus-mt-en-de", True, "", "turned off"),
+    ("../../etc", False, None, "not a Hub model id"),
+    ("Helsinki-NLP/opus-mt-en-zz", False, None, "cannot be reached"),
+])
+def test_a_hub_id_the_server_will_not_open_gets_one_sentence(tmp_path, monkeypatch, repo_id, public, patterns,
+                                                             message):
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    hub_models = HubModels(tmp_path / "converted", patterns=patterns)
+    with pytest.raises(hub.HubError, match=message):
+        hub_models.open(repo_id, public=public)
+    assert not any((tmp_path / "converted").glob("*")) if (tmp_path / "converted").exists() else True
