@@ -230,6 +230,12 @@ def licence_of(directory: Path) -> str | None:
     return found.group(1).strip("'\"") if found else None
 
 
+def languages_of(name: str) -> dict[str, str]:
+    """The languages an opus-mt name gives ("opus-mt-en-de": English to German), as a trained model records them."""
+    found = re.fullmatch(r"opus-mt-([a-z]{2,3})-([a-z]{2,3})", Path(name).name)
+    return {"source_lang": found.group(1), "target_lang": found.group(2)} if found else {}
+
+
 def model_card(source: Source, config: ModelConfig, search: dict, ignored: list[str], upstream: str) -> str:
     """The checkpoint's README.md: where it came from, under what licence, what was (not) measured."""
     origin = f"[{source.name}]({source.url})" if source.url else f"`{source.name}`"
@@ -288,7 +294,7 @@ def convert(directory: str | Path, out: str | Path, source: Source | None = None
     upstream = (directory / "README.md").read_text(encoding="utf-8", errors="replace") \
         if (directory / "README.md").is_file() else ""
     info = {"source": {"name": source.name, "revision": source.revision, "license": source.license,
-                       "converted_from": "transformers MarianMTModel"}, "search": search}
+                       "converted_from": "transformers MarianMTModel"}, "search": search, **languages_of(source.name)}
     return save_checkpoint(out, model, source_tokenizer, target_tokenizer, info=info,
                            card=model_card(source, config, search, ignored, upstream))
 

@@ -63,7 +63,8 @@ def on_lesson_choice(lesson_choice) -> dict:
 def pair_views(services: Services, lesson: lessons.Lesson, max_length) -> dict:
     """The lesson's two runs side by side, or nothing shown for a lesson of one run."""
     try:
-        runs = lessons.side_by_side(lesson, services.registry.get, max_target_tokens(max_length))
+        runs = lessons.side_by_side(lesson, services.registry.get, services.registry.names(),
+                                    max_target_tokens(max_length))
     except CheckpointError as error:  # set_up has loaded the lesson's own model; the pair's other one may be missing
         return {"lesson_pair": gr.Row(visible=True), "pair_left_plot": None, "pair_right_caption": "",
                 "pair_left_caption": f"This comparison cannot be shown on this server: {markdown_escape(str(error))}.",

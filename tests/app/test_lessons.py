@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from transformer import interventions
-from transformer.checkpoint import CheckpointError
 from ui import lessons as lessons_panel
 from ui import services
 from ui.build import build_app
@@ -52,6 +51,9 @@ def test_show_me_sets_up_exactly_what_the_lesson_needs(app_services, choice):
     for run, side in zip(lesson.pair or (), ("left", "right")):
         caption, figure = result[f"pair_{side}_caption"], result[f"pair_{side}_plot"]
         shown = caption.replace("\\", "")  # markdown escapes
+        if run.model not in app_services.registry.names():  # a Hub model this server has not opened
+            assert figure is None and "not open on this server" in caption and "Open a model from the Hub" in caption
+            continue
         assert run.sentence in shown and run.model in shown
         assert ("without the positional encoding" in caption) == (not run.positions)
         assert figure.data[0].type == "heatmap" and "Cross-attention" in figure.layout.title.text
@@ -60,9 +62,11 @@ def test_show_me_sets_up_exactly_what_the_lesson_needs(app_services, choice):
 def test_the_lessons_that_compare_two_runs_show_them_side_by_side_and_say_what_differs(app_services):
     compared = {lesson.title: lesson for lesson in lessons.LESSONS if lesson.pair}
     assert {"Positions matter", "Word order differs across languages"} <= set(compared)
-    order = lessons.side_by_side(compared["Word order differs across languages"], app_services.registry.get)
+    order = lessons.side_by_side(compared["Word order differs across languages"], app_services.registry.get,
+                                 app_services.registry.names())
     assert "English → German" in order[0][0] and "English → French" in order[1][0]
-    positions = lessons.side_by_side(compared["Positions matter"], app_services.registry.get)
+    positions = lessons.side_by_side(compared["Positions matter"], app_services.registry.get,
+                                     app_services.registry.names())
     translations = {caption.rsplit("→", 1)[1] for caption, _ in positions}
     assert len(translations) == 1, "without positions, who bites whom is lost: one translation for both"
 
@@ -78,17 +82,30 @@ def test_without_positions_both_sentences_get_the_same_attention_with_dog_and_ma
     assert np.allclose(dog_first.cross_attention, man_first.cross_attention[..., columns], atol=1e-4)
 
 
-def test_a_pair_whose_other_model_is_missing_says_so_in_the_panel(app_services):
+def test_a_pair_whose_other_model_is_missing_shows_one_side_and_says_so_of_the_other(app_services):
     class WithoutFrench:
+        def names(self):
+            return [name for name in app_services.registry.names() if name != "multi30k-en-fr"]
+
         def get(self, name):
-            if name == "multi30k-en-fr":
-                raise CheckpointError("no checkpoint named 'multi30k-en-fr'")
             return app_services.registry.get(name)
 
     lesson = next(lesson for lesson in lessons.LESSONS if lesson.title == "Word order differs across languages")
     shown = lessons_panel.pair_views(services.Services(WithoutFrench(), app_services.jobs, False), lesson, 60)
-    assert shown["lesson_pair"].visible and shown["pair_left_plot"] is None and shown["pair_right_plot"] is None
-    assert shown["pair_left_caption"].startswith("This comparison cannot be shown on this server: no checkpoint named")
+    assert shown["lesson_pair"].visible and shown["pair_left_plot"] is not None and shown["pair_right_plot"] is None
+    assert "multi30k-en-fr** is not open on this server." in shown["pair_right_caption"].replace("\\", "")
+
+
+def test_the_real_translator_lesson_sets_the_caption_model_beside_an_opus_mt_model_when_one_is_open(app_services):
+    lesson = next(lesson for lesson in lessons.LESSONS if lesson.title == "A real translator")
+    names = [*app_services.registry.names(), "Helsinki-NLP--opus-mt-en-de"]
+    opened = lambda name: app_services.registry.get("multi30k-en-fr" if "opus" in name else name)  # noqa: E731
+    (left, _), (right, figure) = lessons.side_by_side(lesson, opened, names, 60)
+    assert "English → German" in left and lesson.sentence in left.replace("\\", "")
+    assert figure is not None and "multi30k-en-fr" in right.replace("\\", "")  # the stand-in, under the Hub's name
+    (_, _), (missing, nothing) = lessons.side_by_side(lesson, app_services.registry.get,
+                                                      app_services.registry.names(), 60)
+    assert nothing is None and "Open Helsinki\\-NLP/opus\\-mt\\-en\\-de under *Open a model from the Hub*" in missing
 
 
 def test_the_lesson_on_one_weight_opens_inside_the_head_on_its_query(app_services):
@@ -129,7 +146,7 @@ def test_the_positions_lesson_quotes_what_the_model_really_answers(app_services)
     lesson = next(lesson for lesson in lessons.LESSONS if lesson.title == "Positions matter")
     answer = answers.pop()
     assert f"('{answer}'" in lesson.look_for
-    captions = [caption for caption, _ in lessons.side_by_side(lesson, app_services.registry.get, 60)]
+    captions = [caption for caption, _ in lessons.side_by_side(lesson, app_services.registry.get, app_services.registry.names(), 60)]
     assert all(caption.replace("\\", "").endswith(f"→ *{answer}*") for caption in captions)
 
 

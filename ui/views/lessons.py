@@ -48,6 +48,10 @@ class Lesson:
     pair: tuple[PairedRun, PairedRun] | None = None  # two runs it compares, shown side by side in the lessons panel
 
 
+MEETING = "The meeting was postponed until next Tuesday because of the storm."
+# Helsinki-NLP/opus-mt-en-de, under the name the server lists it by once it was opened from the Hub.
+REAL_TRANSLATOR = "opus-mt-en-de"
+
 LESSONS = (
     Lesson("Where each word looks",
            "A translation is made one token at a time. At each step the decoder asks the encoded English sentence "
@@ -123,6 +127,17 @@ LESSONS = (
             "Where do attention and attribution disagree?"),
            "Integrated gradients point 'Hund' at 'dog' and 'Gras' at 'grass'; some heads of layers 1 and 2 "
            "agree poorly.", sentence="A dog runs across the grass.", tab="explain"),
+    Lesson("A real translator",
+           "The bundled models learned from 29,000 image captions, so a sentence unlike a caption gets words made "
+           "up. opus-mt-en-de (Helsinki-NLP) is the paper's base Transformer, 6+6 layers of 8 heads, trained on "
+           "millions of sentences of every kind. Open it from the Hub (above the tabs) and the same views show "
+           "both models at work.",
+           ("Which translation of the meeting sentence would a German speaker accept?",
+            "Does each model's cross-attention look at the English word it is translating?"),
+           "The caption model's German has words that are not in the sentence; opus-mt's reads as German. Both "
+           "maps are drawn by the same code from the same kind of attention, mean of the heads of layer 3.",
+           sentence=MEETING, layer=3, head=None,
+           pair=(PairedRun("multi30k-en-de", MEETING), PairedRun(REAL_TRANSLATOR, MEETING))),
     Lesson("Attention forms while a model trains",
            "Before training, attention is a blur; training shapes it. Train the reverse task and watch the probe "
            "sentence's cross-attention turn into an anti-diagonal as the loss falls.",
@@ -154,13 +169,24 @@ def run_caption(checkpoint: Checkpoint, run: PairedRun, translation: str) -> str
     return f"**{direction}** · {name}{without}\n\n{markdown_escape(run.sentence)} → *{markdown_escape(translation)}*"
 
 
-def side_by_side(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint],
-                 max_length: int | None = None) -> list[tuple[str, go.Figure]]:
+def listed_as(model: str, names: list[str]) -> str | None:
+    """The name the model list gives ``model``: itself, or a Hub model's "Owner--model"."""
+    return model if model in names else next((name for name in names if name.endswith("--" + model)), None)
+
+
+def side_by_side(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint], names: list[str],
+                 max_length: int | None = None) -> list[tuple[str, go.Figure | None]]:
     """(caption, cross-attention map) of each of the lesson's two runs, at its layer and head (None: the mean of
-    heads), decoded as the lesson decodes."""
+    heads), decoded as the lesson decodes. A run whose model this server does not list says how to open it."""
     shown = []
     for run in lesson.pair or ():
-        checkpoint = checkpoint_named(run.model)
+        name = listed_as(run.model, names)
+        if name is None:
+            how = (f" Open {markdown_escape('Helsinki-NLP/' + run.model)} under *Open a model from the Hub* (above "
+                   "the tabs), then press Show me again." if run.model == REAL_TRANSLATOR else "")
+            shown.append((f"**{markdown_escape(run.model)}** is not open on this server.{how}", None))
+            continue
+        checkpoint = checkpoint_named(name)
         translation = checkpoint.translate(run.sentence, lesson.beam, max_length, positions=run.positions)
         shown.append((run_caption(checkpoint, run, translation.text),
                       map_figure(translation, "cross", lesson.layer, lesson.head)))

@@ -53,6 +53,8 @@ def parameter_table(checkpoint: Checkpoint) -> Styler:
                 seen.add(id(p))
                 count += p.numel()
         rows.append([name, count, count / total])
+    if model.output_bias is not None:
+        rows.append(["output bias", model.output_bias.numel(), model.output_bias.numel() / total])
     rows.append(["total", total, 1.0])
     table = pandas.DataFrame(rows, columns=["module", "parameters", "share"])
     return table.style.format({"parameters": "{:,}", "share": "{:.1%}"})
@@ -69,6 +71,13 @@ def config_rows(checkpoint: Checkpoint) -> list[list]:
 
 def metrics_markdown(checkpoint: Checkpoint) -> str:
     scores = checkpoint.metrics.get("scores")
+    source = checkpoint.info.get("source")
+    if not scores and isinstance(source, dict):
+        licence = f", licence {source.get('license') or 'not stated'}" if source.get("license") != "cc-by-4.0" else \
+            ", licence CC-BY 4.0 (name Helsinki-NLP / OPUS-MT when you use it)"
+        revision = f" at revision `{source['revision'][:12]}`" if source.get("revision") else ""
+        return (f"Opened from `{source.get('name')}`{revision}{licence}. Its scores were **not measured here**: "
+                "score it on Multi30K with `python -m transformer.evaluate --checkpoint DIR` (see the card below).")
     if not scores:
         return "This checkpoint has no scores yet (no metrics.json)."
     lines = ["| split | decoding | BLEU | chrF |", "|---|---|---|---|"]

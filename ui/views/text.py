@@ -66,14 +66,15 @@ LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"
 
 
 def known_languages(checkpoint: Checkpoint) -> tuple[str, str | None] | None:
-    """(source, target) language codes of a Multi30K model; None for others.
+    """(source, target) language codes of a Multi30K model or an opus-mt one opened from the Hub; None for others.
 
-    Only Multi30K says which languages it holds; an uploaded TSV records the
-    default codes, and the synthetic tasks read digits.
+    Only Multi30K and opus-mt's names say which languages a model holds; an
+    uploaded TSV records the default codes, and the synthetic tasks read digits.
     """
     source, target = checkpoint.info.get("source_lang"), checkpoint.info.get("target_lang")
     multi30k = checkpoint.info.get("training", {}).get("data") == "multi30k"
-    return (source, target) if multi30k and source in LANGUAGE_NAMES else None
+    opened = isinstance(checkpoint.info.get("source"), dict)
+    return (source, target) if (multi30k or opened) and source in LANGUAGE_NAMES else None
 
 
 def source_label(checkpoint: Checkpoint) -> str:

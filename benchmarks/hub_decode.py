@@ -1,0 +1,150 @@
+"""Decoding an opus-mt-sized Marian model: our modules against transformers' ``generate``, on the same weights.
+
+A ``MarianMTModel`` with opus-mt-en-de's shapes (d_model 512, 6+6 layers, 8 heads, feed-forward 2048, vocabulary
+58,101) and random weights is converted by ``transformer.hub`` (as a downloaded one would be). Both then translate
+the same 8 source sentences one at a time, as the app does, for exactly ``--tokens`` tokens each (random weights
+rarely end a sentence; both are held to the same count), greedily and with beam 5 under the generation config's
+rules, in one process with the same threads, alternating so that machine noise hits both alike:
+
+- ``ours``: ``greedy_search`` / ``beam_search``: the search alone;
+- ``ours_recording``: ``decoding.translate``: the search, then one teacher-forced pass that keeps every attention
+  map of every layer (what the app shows);
+- ``transformers`` / ``transformers_recording``: ``generate``, without and with ``output_attentions=True``.
+
+Prints JSON last: {"ours_greedy_ms", "transformers_greedy_ms", "greedy_ratio", "ours_beam_ms",
+"transformers_beam_ms", "beam_ratio", "greedy_ratio_recording", "beam_ratio_recording", "peak_rss_mb", ...};
+a ratio is ours / transformers over the 8 sentences, medians of ``--repeats`` runs.
+
+    python benchmarks/hub_decode.py --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import time
+
+import torch
+
+from common import machine
+from transformer import hub
+from transformer.checkpoint import load_weights
+from transformer.decoding import SearchRules, beam_search, greedy_search, translate
+from transformer.model import Transformer
+
+OPUS_MT_EN_DE = dict(vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
+                     decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
+                     activation_function="swish", scale_embedding=True, max_position_embeddings=512,
+                     pad_token_id=58100, decoder_start_token_id=58100, eos_token_id=0, forced_eos_token_id=0)
+PUBLISHED_RULES = SearchRules(early_stopping=False, renormalize=True)  # opus-mt's generation config
+
+
+class Ids:
+    """A tokenizer of token ids written as numbers ("15 3021 7"): the benchmark's sources are random ids."""
+
+    def encode(self, text: str, add_eos: bool = True) -> list[int]:
+        return [int(word) for word in text.split()] + ([OPUS_MT_EN_DE["eos_token_id"]] if add_eos else [])
+
+    def pieces(self, ids) -> list[str]:
+        return [str(i) for i in ids]
+
+    def decode(self, ids) -> str:
+        return " ".join(self.pieces(ids))
+
+
+def models(seed: int = 0):
+    from transformers import MarianConfig, MarianMTModel
+
+    torch.manual_seed(seed)
+    theirs = MarianMTModel(MarianConfig(**OPUS_MT_EN_DE)).eval()
+    config = hub.model_config(hub.marian_config({"model_type": "marian", **OPUS_MT_EN_DE}))
+    ours = Transformer(config).eval()
+    load_weights(ours, hub.convert_state_dict(theirs.state_dict(), config))
+    return ours, theirs
+
+
+def sentences(count: int, seed: int = 1) -> list[torch.Tensor]:
+    """Sources of 8 to 30 pieces, ending with </s>, as one-row batches."""
+    generator = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(8, 31, (count,), generator=generator).tolist()
+    return [torch.cat([torch.randint(10, 58000, (1, n - 1), generator=generator), torch.zeros(1, 1, dtype=torch.long)],
+                      dim=1) for n in lengths]
+
+
+def timed(fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return 1000 * (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sentences", type=int, default=8)
+    parser.add_argument("--tokens", type=int, default=20, help="tokens each translation is held to")
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    ours, theirs = models()
+    sources, n = sentences(args.sentences), args.tokens
+    generate = dict(max_new_tokens=n, do_sample=False)
+
+    def ours_greedy():
+        return [greedy_search(ours, src, n)[0] for src in sources]
+
+    def theirs_greedy(record=False):
+        theirs.set_attn_implementation("eager" if record else "sdpa")  # only eager attention hands its maps out
+        return [theirs.generate(src, num_beams=1, output_attentions=record, return_dict_in_generate=record,
+                                **generate) for src in sources]
+
+    def ours_beam():
+        return [beam_search(ours, src, args.beam, 1.0, n, rules=PUBLISHED_RULES)[0][0] for src in sources]
+
+    def theirs_beam(record=False):
+        theirs.set_attn_implementation("eager" if record else "sdpa")
+        return [theirs.generate(src, num_beams=args.beam, output_attentions=record, return_dict_in_generate=record,
+                                **generate) for src in sources]
+
+    def ours_recording(beam):
+        return [translate(ours, Ids(), Ids(), Ids().decode(src[0, :-1].tolist()), beam, 1.0, n, rules=PUBLISHED_RULES)
+                for src in sources]
+
+    runs = {"ours_greedy": ours_greedy, "transformers_greedy": theirs_greedy,
+            "ours_beam": ours_beam, "transformers_beam": theirs_beam,
+            "ours_greedy_recording": lambda: ours_recording(1),
+            "transformers_greedy_recording": lambda: theirs_greedy(True),
+            "ours_beam_recording": lambda: ours_recording(args.beam),
+            "transformers_beam_recording": lambda: theirs_beam(True)}
+    with torch.inference_mode():
+        # transformers ends a translation held to n tokens with a forced </s>: the tokens before it must agree.
+        agree = [a[: n - 1] == b.tolist()[0][1:n] for a, b in zip(ours_greedy(), theirs_greedy())]
+        for run in runs.values():  # warm-up
+            run()
+        times = {name: [] for name in runs}
+        for _ in range(args.repeats):
+            for name, run in runs.items():
+                times[name].append(timed(run))
+    ms = {name: statistics.median(values) for name, values in times.items()}
+    result = {f"{name}_ms": round(value, 1) for name, value in ms.items()}
+    result.update({
+        "greedy_ratio": round(ms["ours_greedy"] / ms["transformers_greedy"], 3),
+        "beam_ratio": round(ms["ours_beam"] / ms["transformers_beam"], 3),
+        "greedy_ratio_recording": round(ms["ours_greedy_recording"] / ms["transformers_greedy_recording"], 3),
+        "beam_ratio_recording": round(ms["ours_beam_recording"] / ms["transformers_beam_recording"], 3),
+        "greedy_outputs_equal": sum(agree), "sentences": len(sources), "tokens": n, "beam": args.beam,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "machine": machine()})
+    result["goals_met"] = {"greedy_ratio<=0.7": result["greedy_ratio"] <= 0.7,
+                           "beam_ratio<=0.7": result["beam_ratio"] <= 0.7,
+                           "greedy_ratio_recording<=0.85": result["greedy_ratio_recording"] <= 0.85,
+                           "beam_ratio_recording<=0.85": result["beam_ratio_recording"] <= 0.85}
+    if not args.json:
+        for name, value in result.items():
+            print(f"{name:32} {value}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
