@@ -254,8 +254,7 @@ def decode_flattened_modules(model: Transformer, src: torch.Tensor, steps: int =
             self_weights = torch.bmm(q, keys_t[i][:, :, : t + 1]).mul_(scale).softmax(-1)
             h = torch.bmm(self_weights, values[i][:, : t + 1]).view(1, 1, d)
             y = layer.self_attn_norm.norm(y + self_attn.out_proj(h))
-            query_weight = cross_attn.in_proj.decoding_weight(cross_attn.in_proj.weight)[:d]
-            q = F.linear(y, query_weight, cross_attn.in_proj.bias[:d]).view(heads, 1, head_dim)
+            q = cross_attn.in_proj(y, rows=slice(0, d)).view(heads, 1, head_dim)
             cross_weights = torch.bmm(q, cross_keys_t[i]).mul_(scale).softmax(-1)
             h = torch.bmm(cross_weights, cross_values[i]).view(1, 1, d)
             y = layer.cross_attn_norm.norm(y + cross_attn.out_proj(h))

@@ -1,14 +1,14 @@
-"""The matrix-vector products of one decoding step, in nn.Linear's weight layout and in DecodingWeight's.
+"""The matrix products of one decoding step, with each weight as stored and as ``cpu.DecodingWeight`` prepacks it.
 
-One greedy step of the bundled model (batch 1) multiplies a vector by every
-decoder weight and by the vocabulary projection. This times exactly those
-products, one step's worth in model order, with each weight as ``nn.Linear``
-stores it (output-major W) and as ``DecodingWeight`` hands it out (a view of a
-contiguous W^T where W^T is at least as wide as tall), alternating so machine
-noise hits both alike. Prints JSON last: {"output_major_ms",
+One step of greedy decoding (1 row) or of beam search (``--rows 5``: the beams) multiplies its rows by every
+decoder weight and by the vocabulary projection. This times exactly those products, one step's worth in model
+order, with ``F.linear`` on each weight as ``nn.Linear`` stores it and through the model's own ``DecodingWeight``s
+(prepacked from ``DecodingWeight.LARGE`` elements, else transposed where at least as tall as wide), alternating so machine noise hits both alike.
+``--model opus-mt`` uses opus-mt-en-de's shapes (random weights). Prints JSON last: {"as_stored_ms",
 "decoding_weight_ms", "ratio", ...}.
 
     python benchmarks/weight_layout.py --json
+    python benchmarks/weight_layout.py --model opus-mt --rows 5 --json
 """
 
 from __future__ import annotations
@@ -22,70 +22,66 @@ import torch
 import torch.nn.functional as F
 
 from common import bundled_or_random, machine
+from transformer.model import Transformer
 
-from transformer.model import DecodingWeight
 
-
-def step_weights(model, layout) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
-    """(W, b) of every product in one decoding step, in the order the step runs them, W in the given layout.
-
-    ``layout(W, wide)`` returns W as it is to be multiplied; ``wide`` says
-    whether the model's layers hand it out through a ``DecodingWeight``.
-    """
+def step_products(model: Transformer) -> list[tuple[object, torch.Tensor, torch.Tensor | None, slice]]:
+    """(the model's DecodingWeight, W, b, rows) of every product in one decoding step, in the order the step runs."""
     d = model.config.d_model
-    weights = []
+    products = []
     for layer in model.decoder.layers:
-        self_attn, cross_attn, feed_forward = layer.self_attn, layer.cross_attn, layer.feed_forward
-        weights += [(layout(self_attn.in_proj.weight, True), self_attn.in_proj.bias),
-                    (layout(self_attn.out_proj.weight, True), self_attn.out_proj.bias),
-                    (layout(cross_attn.in_proj.weight, True)[:d], cross_attn.in_proj.bias[:d]),
-                    (layout(cross_attn.out_proj.weight, True), cross_attn.out_proj.bias)]
-        for linear in (feed_forward.linear1, feed_forward.linear2):
-            weights.append((layout(linear.weight, linear.decoding_weight is not None), linear.bias))
-    projection = model.tgt_embed.weight if model.output_proj is None else model.output_proj.weight
-    return weights + [(layout(projection, True), None)]
+        for linear, rows in ((layer.self_attn.in_proj, slice(None)), (layer.self_attn.out_proj, slice(None)),
+                             (layer.cross_attn.in_proj, slice(0, d)), (layer.cross_attn.out_proj, slice(None)),
+                             (layer.feed_forward.linear1, slice(None)), (layer.feed_forward.linear2, slice(None))):
+            products.append((linear.decoding_weight, linear.weight, linear.bias, rows))
+    if model.output_proj is None:
+        return products + [(model.tied_output, model.tgt_embed.weight, model.output_bias, slice(None))]
+    return products + [(model.output_proj.decoding_weight, model.output_proj.weight, None, slice(None))]
 
 
-def output_major(weight: torch.Tensor, wide: bool) -> torch.Tensor:
-    return weight.detach()
+def as_stored(products, inputs) -> None:
+    for _, weight, bias, rows in products:
+        F.linear(inputs[weight.size(1)], weight[rows], None if bias is None else bias[rows])
 
 
-def decoding_layout(weight: torch.Tensor, wide: bool) -> torch.Tensor:
-    return DecodingWeight()(weight) if wide else weight.detach()
+def decoding_layout(products, inputs) -> None:
+    for packing, weight, bias, rows in products:
+        packing.linear(inputs[weight.size(1)], weight, bias, rows)
 
 
-def run_step(weights, inputs) -> None:
-    for weight, bias in weights:
-        F.linear(inputs[weight.size(1)], weight, bias)
+def opus_mt_shaped() -> Transformer:
+    from hub_decode import OPUS_MT_EN_DE
+    from transformer import hub
+
+    torch.manual_seed(0)
+    return Transformer(hub.model_config(hub.marian_config({"model_type": "marian", **OPUS_MT_EN_DE}))).eval()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--model", choices=["bundled", "opus-mt"], default="bundled")
+    parser.add_argument("--rows", type=int, default=1, help="rows multiplied at once (1: greedy; k: k beams)")
+    parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    checkpoint, model = bundled_or_random()
-    times = {"output_major": [], "decoding_weight": []}
-    with torch.inference_mode():  # as decoding runs; the model itself is loaded outside it, as an app loads it
-        layouts = {"output_major": step_weights(model, output_major),
-                   "decoding_weight": step_weights(model, decoding_layout)}
-        inputs = {width: torch.randn(1, 1, width) for width in {w.size(1) for w, _ in layouts["output_major"]}}
-        for _ in range(args.repeats):
-            for name, weights in layouts.items():
+    model = opus_mt_shaped() if args.model == "opus-mt" else bundled_or_random()[1]
+    products = step_products(model)
+    times = {"as_stored": [], "decoding_weight": []}
+    with torch.no_grad():  # as decoding runs; the model is loaded outside it, as the app loads it
+        inputs = {width: torch.randn(args.rows, width) for width in {weight.size(1) for _, weight, _, _ in products}}
+        for _ in range(args.repeats + 1):  # the first round packs the weights
+            for name, run in (("as_stored", as_stored), ("decoding_weight", decoding_layout)):
                 started = time.perf_counter()
-                run_step(weights, inputs)
+                run(products, inputs)
                 times[name].append(1000 * (time.perf_counter() - started))
-    output_major_ms, decoding_ms = (statistics.median(times[name]) for name in times)
-    products = layouts["output_major"]
-    megabytes = sum(weight.numel() * weight.element_size() for weight, _ in products) / 1e6
-    result = {"output_major_ms": round(output_major_ms, 3), "decoding_weight_ms": round(decoding_ms, 3),
-              "ratio": round(output_major_ms / decoding_ms, 2), "products": len(products),
-              "weights_mb": round(megabytes, 1), "model": "bundled multi30k-en-de" if checkpoint else "random small",
-              "machine": machine()}
+    stored_ms, decoding_ms = (statistics.median(values[1:]) for values in times.values())
+    megabytes = sum(weight[rows].numel() * weight.element_size() for _, weight, _, rows in products) / 1e6
+    result = {"as_stored_ms": round(stored_ms, 3), "decoding_weight_ms": round(decoding_ms, 3),
+              "ratio": round(stored_ms / decoding_ms, 2), "products": len(products), "rows": args.rows,
+              "weights_mb": round(megabytes, 1), "model": args.model, "machine": machine()}
     if not args.json:
-        print(f"one decoding step's {len(products)} products ({megabytes:.1f} MB of weights): "
-              f"{output_major_ms:.2f} ms as nn.Linear stores them, {decoding_ms:.2f} ms through DecodingWeight "
-              f"({output_major_ms / decoding_ms:.2f}x)")
+        print(f"one decoding step's {len(products)} products at {args.rows} row(s) ({megabytes:.1f} MB of weights): "
+              f"{stored_ms:.2f} ms as stored, {decoding_ms:.2f} ms through DecodingWeight ({stored_ms / decoding_ms:.2f}x)")
     print(json.dumps(result))
 
 

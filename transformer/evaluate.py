@@ -31,7 +31,7 @@ def evaluate_checkpoint(checkpoint, sources: list[str], references: list[str], b
     with torch.autocast(checkpoint.model.device.type, dtype=torch.bfloat16, enabled=bf16):
         hypotheses = translate_batch(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer,
                                      sources, beam_size=beam_size, length_penalty=length_penalty,
-                                     max_tokens=max_tokens)
+                                     max_tokens=max_tokens, rules=checkpoint.rules)
     seconds = time.perf_counter() - started
     scores = corpus_scores(hypotheses, references)
     return {"bleu": scores["bleu"], "chrf": scores["chrf"], "signature": scores["bleu_signature"],

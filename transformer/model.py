@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import ModelConfig
+from .cpu import DecodingWeight, Dropout, Linear, dropout  # what makes the model fast on a CPU, measured
 
 
 def sinusoidal_table(length: int, d_model: int, layout: str = "interleaved") -> Tensor:
@@ -60,43 +61,6 @@ class PositionalEncoding(nn.Module):
         return x + (table if table.dtype == x.dtype else table.to(x.dtype))
 
 
-def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
-    """Dropout (Srivastava et al., 2014; section 5.4): in training, each element is zeroed with probability p and
-    the rest scaled by 1 / (1 - p), so the expected output is the input.
-
-    On a CPU, ``F.dropout`` draws one random float per element from PyTorch's generator, which does not run in
-    parallel: on the project's 2-core CPU the small preset spent as long on dropout as on everything else in a
-    training step (``benchmarks/train_throughput.py``). Here one 64-bit draw serves four elements, 16 bits each; an
-    element is kept when its bits are not among the lowest ``round(p * 65536)`` of the 65,536 values, so it is kept
-    with probability 1 - p to within 1/65,536, and the scale is the exact inverse of that probability. The draws
-    come from the same generator, so ``torch.manual_seed`` and its saved state make them repeat. On a GPU,
-    PyTorch's own fused dropout runs.
-    """
-    if not training or p == 0:
-        return x
-    if not x.is_cpu:
-        return F.dropout(x, p, training=True)
-    dropped = round(p * 65536)
-    count = x.numel()
-    bits = torch.randint(-2**63, 2**63 - 1, ((count + 3) // 4,), dtype=torch.int64).view(torch.int16)[:count]
-    kept = (bits >= dropped - 32768).view(x.shape)
-    return torch.where(kept, x * (65536 / (65536 - dropped)), 0)
-
-
-class Dropout(nn.Module):
-    """``nn.Dropout`` with this module's faster draws on a CPU (``dropout``); nothing happens in evaluation."""
-
-    def __init__(self, p: float):
-        super().__init__()
-        self.p = p
-
-    def forward(self, x: Tensor) -> Tensor:
-        return dropout(x, self.p, self.training)
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}"
-
-
 class TokenEmbedding(nn.Embedding):
     """Token embedding multiplied by sqrt(d_model) (section 3.4), so it is not drowned by the positional signal."""
 
@@ -109,93 +73,6 @@ class TokenEmbedding(nn.Embedding):
 
     def forward(self, tokens: Tensor) -> Tensor:
         return super().forward(tokens) * self.scale
-
-
-class DecodingWeight:
-    """A weight as the matrix products of decoding on a CPU read it fastest.
-
-    Decoding one token at a time multiplies vectors by matrices, work bound by
-    how fast the weights stream from memory. MKL streams a matrix stored
-    input-major (a contiguous W^T) faster than the output-major W that
-    ``nn.Linear`` keeps, as long as W^T is at least as wide as it is tall: the
-    attention projections, the first feed-forward layer and the vocabulary
-    projection, which are the layers that use one. On an AMD EPYC that made one
-    step's matrix-vector products about 1.8x faster; an Intel Xeon whose caches
-    hold these weights reads both layouts equally fast
-    (benchmarks/weight_layout.py). Without autograd, outside autocast, on a
-    CPU this hands out W as a transposed view of a cached contiguous W^T, which
-    ``F.linear`` multiplies in that layout. Training, autocast, GPUs, checkpoints
-    and weights made under ``torch.inference_mode`` (which carry no version to
-    watch) see W itself.
-
-    The copy is rebuilt when W changes the ways PyTorch tracks: an in-place
-    update (optimizer steps, ``load_state_dict``), new storage (``.to()``,
-    ``.data =``), another dtype. Writes through ``W.data`` in place bypass that
-    tracking, as they do for autograd; call ``clear()`` after them.
-    """
-
-    def __init__(self):
-        # (W as seen, W's version then, W as a view of its W^T copy); holding W's storage keeps
-        # its address from being reused by another tensor.
-        self._cached: tuple[Tensor, int, Tensor] | None = None
-
-    @staticmethod
-    def applies(weight: Tensor) -> bool:
-        """Decoding on a CPU: no autograd, no autocast, a weight whose changes PyTorch tracks."""
-        return not (torch.is_grad_enabled() or not weight.is_cpu or torch.is_autocast_enabled("cpu")
-                    or weight.is_inference())
-
-    def __call__(self, weight: Tensor) -> Tensor:
-        if not self.applies(weight):
-            return weight
-        cached = self._cached
-        if cached is None or cached[1] != weight._version or cached[0].data_ptr() != weight.data_ptr():
-            seen = weight.detach()
-            cached = self._cached = (seen, weight._version, seen.t().contiguous().t())
-        return cached[2]
-
-    def clear(self) -> None:
-        self._cached = None
-
-    # A weight of more elements than this (16 MB in fp32) lies beyond a CPU's caches: opus-mt's 58,101 x 512
-    # vocabulary projection, not the bundled models' 8,000 x 256.
-    LARGE = 4 * 2**20
-    FEW_ROWS = range(2, 33)
-
-    def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-        """``F.linear(x, weight, bias)`` in the layout decoding reads fastest.
-
-        For a few rows (the beams of a step, a short forced translation) and a weight beyond the caches, MKL
-        multiplies W by x^T about 3x faster than x by W^T (58,101 x 512 at 5 rows: 14 ms against 42 ms on the
-        project's AMD EPYC; benchmarks/hub_decode.py).
-        """
-        rows = x.numel() // x.size(-1)
-        if rows in self.FEW_ROWS and weight.numel() > self.LARGE and self.applies(weight):
-            flat = x.reshape(rows, x.size(-1)).t()
-            product = torch.mm(weight, flat) if bias is None else torch.addmm(bias.unsqueeze(1), weight, flat)
-            return product.t().reshape(*x.shape[:-1], weight.size(0))
-        return F.linear(x, self(weight), bias)
-
-    def __getstate__(self) -> dict:
-        return {"_cached": None}  # copies and pickles of a model leave the cache behind
-
-
-class Linear(nn.Linear):
-    """``nn.Linear`` (same parameters, same state dict) that decodes with a ``DecodingWeight`` where that is faster."""
-
-    def __init__(self, in_features: int, out_features: int, bias: bool = True):
-        super().__init__(in_features, out_features, bias)
-        self.decoding_weight = DecodingWeight() if out_features >= in_features else None
-
-    def forward(self, x: Tensor) -> Tensor:
-        if self.decoding_weight is None:
-            return F.linear(x, self.weight, self.bias)
-        return self.decoding_weight.linear(x, self.weight, self.bias)
-
-    def _apply(self, fn, recurse=True):
-        if self.decoding_weight is not None:
-            self.decoding_weight.clear()  # .to(), .half() and friends: the copy belonged to the old tensors
-        return super()._apply(fn, recurse)
 
 
 class ScaledDotProductAttention(nn.Module):
@@ -275,17 +152,16 @@ class MultiHeadAttention(nn.Module):
         (B, H, queries, keys) when asked for, and the keys/values to cache.
         """
         d = self.d_model
-        weight, bias = self.in_proj.decoding_weight(self.in_proj.weight), self.in_proj.bias
         if memory is None:
-            q, k, v = self._split_heads(F.linear(x, weight, bias), parts=3)
+            q, k, v = self._split_heads(self.in_proj(x), parts=3)
             if past is not None:
                 k, v = torch.cat([past.k, k], dim=2), torch.cat([past.v, v], dim=2)
         else:
-            (q,) = self._split_heads(F.linear(x, weight[:d], bias[:d]), parts=1)
+            (q,) = self._split_heads(self.in_proj(x, rows=slice(0, d)), parts=1)
             if past is not None:
                 k, v = past.k, past.v
             else:
-                k, v = self._split_heads(F.linear(memory, weight[d:], bias[d:]), parts=2)
+                k, v = self._split_heads(self.in_proj(memory, rows=slice(d, 3 * d)), parts=2)
         heads, weights = self.attention(q, k, v, mask, need_weights)
         if head_mask is not None:
             heads = heads * head_mask.to(heads.dtype).view(-1, self.n_heads, 1, 1)
@@ -552,7 +428,7 @@ class Transformer(nn.Module):
         self.decoder = Decoder(config)
         self.output_proj = (None if config.tie_output_projection
                             else Linear(config.d_model, config.tgt_vocab_size, bias=False))
-        self.tied_decoding_weight = DecodingWeight() if config.tie_output_projection else None
+        self.tied_output = DecodingWeight() if config.tie_output_projection else None
         self.output_bias = nn.Parameter(torch.zeros(config.tgt_vocab_size)) if config.output_bias else None
 
     @property
@@ -605,14 +481,14 @@ class Transformer(nn.Module):
         return DecoderOutput(self.project(hidden), self_attentions, cross_attentions)
 
     def _apply(self, fn, recurse=True):
-        if self.tied_decoding_weight is not None:
-            self.tied_decoding_weight.clear()
+        if self.tied_output is not None:
+            self.tied_output.clear()
         return super()._apply(fn, recurse)
 
     def project(self, hidden: Tensor) -> Tensor:
         """Hidden states to vocabulary logits, through the (tied) output projection."""
         if self.output_proj is None:
-            return self.tied_decoding_weight.linear(hidden, self.tgt_embed.weight, self.output_bias)
+            return self.tied_output.linear(hidden, self.tgt_embed.weight, self.output_bias)
         logits = self.output_proj(hidden)
         return logits if self.output_bias is None else logits + self.output_bias
 

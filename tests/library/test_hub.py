@@ -15,6 +15,7 @@ from marian_models import ENGLISH, GERMAN, build_marian
 from transformer import hub
 from transformer.checkpoint import load_checkpoint
 from transformer.config import ModelConfig
+from transformer.cpu import DecodingWeight
 from transformer.data import load_multi30k
 from transformer.decoding import SearchRules, beam_search, greedy_search, pad_batch, translate_batch
 from transformer.hub import HubError
@@ -42,7 +43,11 @@ def marian_tokenizer(marian_dir):
     return MarianTokenizer.from_pretrained(marian_dir)
 
 
-def test_logits_and_every_attention_map_equal_transformers(converted, reference):
+@pytest.mark.parametrize("packed", [False, True], ids=["as-stored", "prepacked"])
+def test_logits_and_every_attention_map_equal_transformers(converted, reference, packed, monkeypatch):
+    """With the weights as stored, and prepacked as decoding on a CPU reads large ones (cpu.DecodingWeight)."""
+    monkeypatch.setattr(DecodingWeight, "LARGE", 1 if packed else 2**62)
+    monkeypatch.setattr(DecodingWeight, "WIDE", 1)
     model = converted.model
     src = pad_batch([converted.source_tokenizer.encode(s) for s in ENGLISH[:4]], model.config.pad_id)
     tgt = torch.randint(2, model.config.tgt_vocab_size - 1, (4, 9), generator=torch.Generator().manual_seed(0))

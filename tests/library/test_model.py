@@ -8,6 +8,7 @@ from torch import nn
 
 from transformer.config import ModelConfig
 from transformer.decoding import pad_batch
+from transformer.cpu import DecodingWeight
 from transformer.model import DecoderCache, HeadMask, MultiHeadAttention, Transformer, dropout, sinusoidal_table
 from transformer.reference import copy_attention, to_torch_transformer
 
@@ -125,8 +126,11 @@ def test_incremental_decoding_with_cache_equals_full_forward_pass():
 
 @pytest.mark.parametrize("tied", [True, False])
 @pytest.mark.parametrize("inference", [torch.no_grad, torch.inference_mode])
-def test_inference_computes_what_training_computes_and_follows_every_weight_update(tied, inference):
-    """Without autograd, linear layers on a CPU read a cached transposed copy of their weights (DecodingWeight)."""
+def test_inference_computes_what_training_computes_and_follows_every_weight_update(tied, inference, monkeypatch):
+    """Without autograd, linear layers on a CPU read a copy of their weights in a faster layout (cpu.DecodingWeight):
+    here every weight prepacked, however small."""
+    monkeypatch.setattr(DecodingWeight, "LARGE", 1)
+    monkeypatch.setattr(DecodingWeight, "WIDE", 1)
     torch.manual_seed(0)
     model = Transformer(tiny_config(tie_output_projection=tied)).eval()
     src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
@@ -170,7 +174,7 @@ def test_a_model_made_under_inference_mode_runs_and_copies_leave_the_weight_cach
         made_there.load_state_dict(model.state_dict())
         assert torch.allclose(made_there(src, tgt).logits, expected, atol=1e-6)
     copy = deepcopy(model)
-    assert copy.decoder.layers[0].feed_forward.linear1.decoding_weight._cached is None
+    assert copy.decoder.layers[0].feed_forward.linear1.decoding_weight._copies == {}
     with torch.no_grad():
         assert torch.allclose(copy(src, tgt).logits, expected, atol=1e-6)
 
