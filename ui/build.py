@@ -78,6 +78,7 @@ def build_app(services: Services | None = None, default_model: str | None = None
         lessons.wire(page)
         api.wire(page)
     demo.queue(max_size=queue_size, default_concurrency_limit=2)
+    demo.named_components = page.components  # the page's components by name, for tests and tools
     return demo
 
 

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 ATTENTION_COLORSCALE = "Blues"
+MARK = "#ff7f0e"  # what a lesson or a step points at, as the step view marks the current token
 GRID = "#e5ecf6"
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 MOST_TICK_LABELS = 60  # token labels an axis shows before it labels every n-th position
@@ -90,11 +91,12 @@ def _hover_text(matrix: list[list[float]], query_labels: Sequence[str], key_labe
 def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str = "Attention",
                       query_title: str = "query", key_title: str = "key", rows_are_steps: bool = False,
                       subtitle: str = "", value_name: str = "weight", largest: float = 1.0,
-                      signed: bool = False) -> go.Figure:
+                      signed: bool = False, marked_row: int | None = None) -> go.Figure:
     """One attention map (queries x keys) as a heatmap; rows are queries, columns keys.
 
     ``value_name`` and ``largest`` (the top of the colour scale) for maps of other quantities than weights;
-    ``signed`` for values either side of 0 (blue below, red above, white at 0).
+    ``signed`` for values either side of 0 (blue below, red above, white at 0). ``marked_row`` (0-based) is
+    outlined: the step a lesson or the step view is on.
 
     ``rows_are_steps``: row i is what decoding step i + 1 produced (decoder self- and cross-attention).
     ``subtitle`` (which layer and head) leads the smaller second title line, which also names the columns: an
@@ -112,6 +114,9 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
     fig.update_xaxes(side="top", tickangle=_slanted(key_labels), automargin=False, **_ticks(key_labels))
     fig.update_yaxes(title=f"{query_title} (queries)", autorange="reversed", automargin=False,
                      **_ticks(query_labels))
+    if marked_row is not None:
+        fig.add_shape(type="rect", x0=-0.5, x1=len(key_labels) - 0.5, y0=marked_row - 0.5, y1=marked_row + 0.5,
+                      line=dict(color=MARK, width=3), fillcolor="rgba(0,0,0,0)")
     fig = _layout(fig, _titled(title, subtitle, f"columns: {key_title} (keys)"),
                   height=min(1400, 230 + 26 * len(query_labels)))  # rows stay about 18 px or more
     # Fixed margins: automatic ones make Plotly redraw in a loop with rotated labels on top.

@@ -3,6 +3,8 @@ beside it the glossary and a large-text switch for the projector."""
 
 from __future__ import annotations
 
+import json
+
 import gradio as gr
 
 from transformer.checkpoint import CheckpointError
@@ -10,10 +12,10 @@ from transformer.checkpoint import CheckpointError
 from . import components, header
 from .page import Page
 from .services import Services
+from .tabs import experiments, explain, translate
 from .tabs import inside as inside_tab
-from .tabs import translate
 from .views import lessons
-from .views.choices import max_target_tokens
+from .views.translate import DEFAULT_TARGET_TOKENS
 from .views.text import markdown_escape, source_label
 
 # Gradio sizes text through its theme's variables: larger values on the page enlarge every label, box and
@@ -24,6 +26,7 @@ body.large-text, body.large-text .gradio-container {
   --text-xxl: 34px;
 }
 body.large-text .js-plotly-plot .main-svg text { font-size: 17px !important; }
+.lesson-focus { outline: 4px solid #ff7f0e; outline-offset: 4px; border-radius: 4px; }
 """
 TOGGLE_LARGE_TEXT = "(large) => { document.body.classList.toggle('large-text', large); }"
 
@@ -60,11 +63,10 @@ def on_lesson_choice(lesson_choice) -> dict:
             "lesson_pair": gr.Row(visible=False)}
 
 
-def pair_views(services: Services, lesson: lessons.Lesson, max_length) -> dict:
+def pair_views(services: Services, lesson: lessons.Lesson, max_length: int | None) -> dict:
     """The lesson's two runs side by side, or nothing shown for a lesson of one run."""
     try:
-        runs = lessons.side_by_side(lesson, services.registry.get, services.registry.names(),
-                                    max_target_tokens(max_length))
+        runs = lessons.side_by_side(lesson, services.registry.get, services.registry.names(), max_length)
     except CheckpointError as error:  # set_up has loaded the lesson's own model; the pair's other one may be missing
         return {"lesson_pair": gr.Row(visible=True), "pair_left_plot": None, "pair_right_caption": "",
                 "pair_left_caption": f"This comparison cannot be shown on this server: {markdown_escape(str(error))}.",
@@ -76,58 +78,104 @@ def pair_views(services: Services, lesson: lessons.Lesson, max_length) -> dict:
             "pair_right_caption": right_caption, "pair_right_plot": right_plot}
 
 
-def set_up(services: Services, lesson_choice, max_length) -> dict:
-    """The lesson's model, sentence, decoding and view, translated, on the lesson's tab."""
+def set_up(services: Services, lesson_choice) -> dict:
+    """The lesson's model, sentence, decoding and view, translated, on the lesson's tab, at its step."""
     lesson = lessons.lesson_by_choice(lesson_choice)
     checkpoint = services.registry.get(lesson.model)
     shown = lessons.selector_values(lesson)
     views = translate.translation_views(checkpoint, lesson.sentence, shown["decoding"], max(2, lesson.beam),
-                                        max_length, shown["kind"], lesson.view, lesson.layer, shown["head"],
-                                        shown["average"])
-    if lesson.step is not None:
-        steps = views["translation_state"].num_steps
-        views.update(translate.step_views(views["translation_state"], lesson.step, lesson.layer, shown["head"],
-                                          shown["average"]))
-        views["step"] = gr.Slider(1, max(2, steps), value=min(lesson.step, steps), step=1, interactive=steps > 1)
+                                        DEFAULT_TARGET_TOKENS, shown["kind"], lesson.view, lesson.layer,
+                                        shown["head"], shown["average"], step=lesson.step)
     settings = header.model_settings(checkpoint, lesson.layer, shown["head"])
     settings["head"] = gr.Slider(settings["head"].minimum, settings["head"].maximum, step=1, value=shown["head"],
                                  interactive=not shown["average"])
-    return {"model": lesson.model, **settings, **views, **pair_views(services, lesson, max_length),
+    training_there = lesson.tab != "train" or services.training
+    return {"model": lesson.model, **settings, **views, **pair_views(services, lesson, DEFAULT_TARGET_TOKENS),
             "text": gr.Textbox(value=lesson.sentence, label=source_label(checkpoint)),
             "decoding": shown["decoding"],
             "beam_size": gr.Slider(value=max(2, lesson.beam), interactive=lesson.beam > 1,
                                    info=translate.beam_info(checkpoint)),
             "kind": shown["kind"], "view": lesson.view, "average": shown["average"],
             # Where training is off (a public Space) the Train tab is not there: the lesson is read where it stands.
-            "tabs": gr.Tabs(selected=lesson.tab if lesson.tab != "train" or services.training else "translate"),
-            **(lesson.extra if lesson.tab != "train" or services.training else {})}
+            "tabs": gr.Tabs(selected=lesson.tab if training_there else "translate"),
+            **(lesson.extra if training_there else {})}
 
 
-def after_set_up(services: Services, result: dict, lesson_choice) -> dict:
-    """What the lesson opens on that the other tabs' answers to a new translation would have reset."""
+def after_set_up(services: Services, result: dict, lesson_choice, defaults: dict) -> dict:
+    """What the lesson opens on that the other tabs' answers to a new translation reset: the Inside tab's query,
+    and the result the lesson is about (``Lesson.action``), computed with the controls' defaults."""
     lesson = lessons.lesson_by_choice(lesson_choice)
+    translation = result["translation_state"]
+    shown = lessons.selector_values(lesson)
     if lesson.query is not None:
-        shown = lessons.selector_values(lesson)
-        result.update(inside_tab.on_opened(services, lesson.model, result["translation_state"], shown["kind"],
-                                           lesson.layer, shown["head"], lesson.query, lesson.step or 1, 1.0, 0, 1.0))
-        result.update(inside_kind=shown["kind"], inside_head=shown["head"], lens_step=lesson.step or 1)
+        result.update(inside_tab.on_opened(services, lesson.model, translation, shown["kind"], lesson.layer,
+                                           shown["head"], lesson.query, lesson.step, 1.0, 0, 1.0))
+        result.update(inside_kind=shown["kind"], inside_head=shown["head"], lens_step=lesson.step)
+    comparison = [defaults[name] for name in ("experiment_kind", "experiment_layer", "experiment_head",
+                                              "experiment_measure")]
+    if lesson.action == "positions":
+        result.update(experiments.on_positions(services, lesson.model, translation, *comparison),
+                      word_order_section=gr.Accordion(open=True))
+    elif lesson.action == "importance":
+        result.update(experiments.on_importance(services, lesson.model, translation))
+    elif lesson.action == "attribution":
+        result.update(explain.on_attribute(services, lesson.model, translation, defaults["explain_method"],
+                                           defaults["explain_steps"], defaults["explain_layer"],
+                                           defaults["explain_head"]))
     return result
+
+
+# Show me returns every control to its default but these: the model and lesson chosen, the page's own settings,
+# and the Train tab's (which shape no view: a lesson that trains sets its own through Lesson.extra).
+KEPT = {"model", "lesson_choice", "large_text", "hub_id", "train_data", "train_preset", "train_steps",
+        "train_minutes", "train_upload"}
+CONTROLS = (gr.Slider, gr.Radio, gr.Checkbox, gr.CheckboxGroup, gr.Dropdown, gr.Number)
+
+
+def control_defaults(components: dict) -> dict:
+    """Every control that changes what a view draws, at the value the page was built with."""
+    return {name: component.value for name, component in components.items()
+            if isinstance(component, CONTROLS) and name not in KEPT}
+
+
+def scroll_to_focus_js() -> str:
+    """After Show me, the view the lesson is about scrolled to the top of the screen and outlined a moment (it
+    may still be drawing after the tab switch, so it is looked for a few times)."""
+    focus = json.dumps({choice: lesson.focus for choice, lesson in zip(lessons.lesson_choices(), lessons.LESSONS)})
+    return f"""(choice) => {{
+  const id = {focus}[choice];
+  const scroll = (tries) => {{
+    const element = document.getElementById(id);
+    if (element && element.offsetParent !== null) {{
+      element.scrollIntoView({{block: "start"}});
+      element.classList.add("lesson-focus");
+      setTimeout(() => element.classList.remove("lesson-focus"), 3000);
+    }} else if (tries > 0) {{
+      setTimeout(() => scroll(tries - 1), 100);
+    }}
+  }};
+  scroll(30);
+}}"""
 
 
 def wire(page: Page) -> None:
     """After every tab has declared what a model switch and a translation change in it."""
     c = page.components
     prepared = page.model_changed(page.translated(set_up))
+    defaults = control_defaults(page.components)
 
-    def on_show_me(services: Services, lesson_choice, max_length) -> dict:
-        return after_set_up(services, prepared(services, lesson_choice, max_length), lesson_choice)
+    def on_show_me(services: Services, lesson_choice) -> dict:
+        return after_set_up(services, {**defaults, **prepared(services, lesson_choice)}, lesson_choice, defaults)
 
     extras = [name for lesson in lessons.LESSONS for name in lesson.extra if name in page.components]
     outputs = ["model", "model_status", "layer", "head", "beam_size", "text", "decoding", "kind", "view", "average",
-               *PAIR_OUTPUTS,
+               *defaults, *PAIR_OUTPUTS,
                *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(), *page.model_outputs(), "tabs", *extras,
-               *inside_tab.HEAD_OUTPUTS, "inside_kind", "inside_head", "lens_step", "lens_plot", "temperature_plot"]
+               *inside_tab.HEAD_OUTPUTS, "inside_kind", "inside_head", "lens_step", "lens_plot", "temperature_plot",
+               *experiments.COMPARISON_OUTPUTS, "importance_plot", "importance_summary", "word_order_section",
+               *explain.ATTRIBUTION_OUTPUTS]
     showing = page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work)
+    showing.then(None, [c["lesson_choice"]], None, js=scroll_to_focus_js())
     # A Show me still translating when another lesson is chosen would bring its pair back under the new text.
     page.on(c["lesson_choice"].input, on_lesson_choice, ["lesson_text", "lesson_pair"], show_progress="hidden",
             cancels=[showing])

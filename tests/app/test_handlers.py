@@ -36,11 +36,13 @@ def translated(app_services, text=DIGITS, decoding="greedy", layer=1, head=1, av
                                   average)
 
 
-def test_a_translation_fills_every_view_of_the_tab_at_its_last_step(app_services):
+def test_a_translation_fills_every_view_of_the_tab_at_its_first_step(app_services):
+    """The first step is where decoding starts; the last says only that the sentence ended."""
     views = translated(app_services)
     translation = views["translation_state"]
     assert views["translation"] == translation.text == "9 5 1 4 1 3"
-    assert views["step"].maximum == translation.num_steps and views["step"].value == translation.num_steps
+    assert views["step"].maximum == translation.num_steps and views["step"].value == 1
+    assert "Step 1 of" in views["step_caption"]
     heatmap = views["attention_plot"].data[0]
     assert np.asarray(heatmap.z).shape == (translation.num_steps, len(translation.source_ids))
     assert views["step_caption"] and views["top_k_plot"] is not None

@@ -1,17 +1,20 @@
 """Lessons for a class: each explains, asks and says what to look for, and its "Show me" sets up exactly the
 view it talks about."""
 
+import random
 import re
 
+import gradio as gr
 import numpy as np
 import pytest
 
+from page_driver import PageDriver
 from transformer import interventions
 from ui import lessons as lessons_panel
 from ui import services
 from ui.build import build_app
 from ui.views import lessons
-from ui.views.choices import ATTENTION_KINDS
+from ui.views.choices import ATTENTION_KINDS, VIEWS
 
 
 def sentences(text: str) -> int:
@@ -30,33 +33,83 @@ def test_there_are_at_least_eight_lessons_each_short_with_questions_and_what_to_
         assert topic in titles, topic
 
 
-@pytest.mark.parametrize("choice", lessons.lesson_choices())
-def test_show_me_sets_up_exactly_what_the_lesson_needs(app_services, choice):
-    lesson = lessons.lesson_by_choice(choice)
-    result = lessons_panel.set_up(app_services, choice, 60)
-    translation = result["translation_state"]
-    assert result["model"] == lesson.model and result["text"].value == lesson.sentence
-    assert translation.source_text == lesson.sentence
-    assert result["decoding"] == ("greedy" if lesson.beam == 1 else "beam")
-    assert result["kind"] == ATTENTION_KINDS[lesson.kind] and result["view"] == lesson.view
-    assert result["layer"].value == lesson.layer
-    assert result["average"] == (lesson.head is None) and result["head"].interactive == (lesson.head is not None)
-    if lesson.head is not None:
-        assert result["head"].value == lesson.head
-    expected_step = lesson.step or translation.num_steps
-    assert result["step"].value == expected_step and f"Step {expected_step} of" in result["step_caption"]
-    assert result["tabs"].selected == lesson.tab
-    assert all(result[name] == value for name, value in lesson.extra.items())
-    assert result["lesson_pair"].visible == (lesson.pair is not None)
-    for run, side in zip(lesson.pair or (), ("left", "right")):
-        caption, figure = result[f"pair_{side}_caption"], result[f"pair_{side}_plot"]
-        shown = caption.replace("\\", "")  # markdown escapes
-        if run.model not in app_services.registry.names():  # a Hub model this server has not opened
-            assert figure is None and "not open on this server" in caption and "Open a model from the Hub" in caption
-            continue
-        assert run.sentence in shown and run.model in shown
-        assert ("without the positional encoding" in caption) == (not run.positions)
-        assert figure.data[0].type == "heatmap" and "Cross-attention" in figure.layout.title.text
+@pytest.fixture(scope="module")
+def page(app_services):
+    """The whole app's page, its events run as a visitor's clicks run them."""
+    driver = PageDriver(build_app(app_services))
+    driver.run(driver.event("on_open", "ui.header"))
+    return driver
+
+
+def show_me(page: PageDriver, choice: str) -> dict:
+    """Press Show me on a lesson; what it put on the page, by component name."""
+    named = page.demo.named_components
+    page.set(named["lesson_choice"], choice)
+    result = page.run(page.event("on_show_me"))
+    names = {component._id: name for name, component in named.items()}
+    return {names[component._id]: value for component, value in result.items()}
+
+
+def assert_draws_what_it_promises(lesson: lessons.Lesson, views: dict, checkpoint) -> None:
+    """The rendered views, not only the controls: the heatmap's title, how many heads it draws, the row it marks."""
+    config = checkpoint.model.config
+    layers, heads = max(config.n_encoder_layers, config.n_decoder_layers), config.n_heads
+    translation = views["translation_state"]
+    assert translation.source_text == lesson.sentence and views["text"].value == lesson.sentence
+    figure = views["attention_plot"]
+    title, traces = figure.layout.title.text, [trace for trace in figure.data if trace.type == "heatmap"]
+    if lesson.view == VIEWS[0]:
+        which = f"layer {lesson.layer}, mean of {heads} heads" if lesson.average else \
+            f"layer {lesson.layer}, head {lesson.head}"
+        assert which in title and len(traces) == 1, (lesson.title, title)
+        if lesson.kind != "encoder":
+            (mark,) = figure.layout.shapes
+            assert (mark.y0 + mark.y1) / 2 == lesson.step - 1, lesson.title
+    elif lesson.view == VIEWS[1]:
+        assert f"layer {lesson.layer}, all heads" in title and len(traces) == heads, (lesson.title, title)
+    else:
+        assert "every layer and head" in title and len(traces) == layers * heads, (lesson.title, title)
+    assert views["average"] == lesson.average and views["head"].interactive == (not lesson.average)
+    assert views["step"].value == lesson.step and f"Step {lesson.step} of" in views["step_caption"]
+    assert views["kind"] == ATTENTION_KINDS[lesson.kind] and views["view"] == lesson.view
+    assert views["tabs"].constructor_args["selected"] == lesson.tab
+    assert all(views[name] == value for name, value in lesson.extra.items())
+    assert views["lesson_pair"].visible == (lesson.pair is not None)
+    if lesson.action == "positions":
+        assert views["experiment_after"] and views["word_order_section"].open
+    if lesson.action == "importance":
+        assert views["importance_plot"] is not None and views["importance_summary"]
+    if lesson.action == "attribution":
+        table = views["explain_agreement"]
+        assert len(getattr(table, "data", table)) > 0  # a DataFrame, or a Styler of one
+
+
+def random_clicks(page: PageDriver, rng: random.Random) -> None:
+    """A visitor's own settings left behind: every control Show me resets moved elsewhere, the views redrawn."""
+    named = page.demo.named_components
+    for name in sorted(lessons_panel.control_defaults(named)):
+        component = named[name]
+        if isinstance(component, gr.Checkbox):
+            page.set(component, rng.random() < 0.5)
+        elif isinstance(component, gr.Slider):
+            page.set(component, rng.randint(int(component.minimum), int(component.maximum)))
+        elif isinstance(component, (gr.Radio, gr.Dropdown)) and component.choices \
+                and not getattr(component, "multiselect", False):
+            page.set(component, rng.choice(component.choices)[1])
+    for handler in ("on_average", "on_attention", "on_step"):
+        page.run(page.event(handler, "ui.tabs.translate"))
+
+
+def test_show_me_draws_what_each_lesson_promises_in_order_and_in_reverse_after_random_clicks(page, app_services):
+    choices = lessons.lesson_choices()
+    for choice in choices:
+        lesson = lessons.lesson_by_choice(choice)
+        assert_draws_what_it_promises(lesson, show_me(page, choice), app_services.registry.get(lesson.model))
+    rng = random.Random(0)
+    for choice in reversed(choices):
+        random_clicks(page, rng)
+        lesson = lessons.lesson_by_choice(choice)
+        assert_draws_what_it_promises(lesson, show_me(page, choice), app_services.registry.get(lesson.model))
 
 
 def test_the_lessons_that_compare_two_runs_show_them_side_by_side_and_say_what_differs(app_services):
@@ -108,16 +161,15 @@ def test_the_real_translator_lesson_sets_the_caption_model_beside_an_opus_mt_mod
     assert nothing is None and "Open Helsinki\\-NLP/opus\\-mt\\-en\\-de under *Open a model from the Hub*" in missing
 
 
-def test_the_lesson_on_one_weight_opens_inside_the_head_on_its_query(app_services):
-    choice = next(c for c in lessons.lesson_choices() if "computed" in c)
-    result = lessons_panel.after_set_up(app_services, lessons_panel.set_up(app_services, choice, 60), choice)
+def test_the_lesson_on_one_weight_opens_inside_the_head_on_its_query(page):
+    result = show_me(page, next(c for c in lessons.lesson_choices() if "computed" in c))
     assert result["inside_query"].value == 3 and result["inside_head"] == 2
     assert "layer 3, head 2.** Query 3 is step 3: it reads **▁Hund** and produced **▁rennt**" in result[
         "inside_summary"]
 
 
 def test_the_first_lesson_says_what_the_model_really_does_at_its_step(app_services):
-    result = lessons_panel.set_up(app_services, lessons.lesson_choices()[0], 60)
+    result = lessons_panel.set_up(app_services, lessons.lesson_choices()[0])
     translation = result["translation_state"]
     step = lessons.LESSONS[0].step
     assert translation.predicted_pieces[step - 1] == "▁Ball"
@@ -132,7 +184,7 @@ def test_choosing_a_lesson_shows_its_text():
 def test_where_training_is_off_the_training_lesson_stays_on_the_translate_tab(app_services):
     off = services.Services(app_services.registry, training=False)
     choice = next(c for c in lessons.lesson_choices() if "trains" in c)
-    result = lessons_panel.set_up(off, choice, 60)
+    result = lessons_panel.set_up(off, choice)
     assert result["tabs"].selected == "translate" and "train_data" not in result
     demo = build_app(off, "reverse-tiny")  # the page builds without the Train tab's components
     assert demo.get_config_file()["components"]

@@ -40,7 +40,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
             ablate_button = gr.Button("Translate with these heads off", variant="primary")
             importance_button = gr.Button("Rank every head (this sentence)")
             importance_sample_button = gr.Button(f"Rank every head ({SAMPLE_SIZE} sample sentences)")
-        importance_plot = gr.Plot(label="Head importance")
+        importance_plot = gr.Plot(label="Head importance", elem_id="importance-plot")
         importance_summary = gr.Markdown()
     with gr.Accordion("Override a token", open=False):
         gr.Markdown(OVERRIDE_NOTE)
@@ -49,7 +49,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
             override_choice = components.Dropdown([], label="Candidate from the top-k", allow_custom_value=True,
                                           elem_id="override-choice")
             override_button = gr.Button("Continue from this token")
-    with gr.Accordion("Take word order away", open=False):
+    with gr.Accordion("Take word order away", open=False) as word_order_section:
         gr.Markdown("Without positional encodings the model sees a bag of words; shuffling the source shows what "
                     "word order carries.")
         with gr.Row():
@@ -84,7 +84,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
              experiment_probability=experiment_probability, experiment_kind=experiment_kind,
              experiment_layer=experiment_layer, experiment_head=experiment_head,
              experiment_measure=experiment_measure, experiment_attention_before=experiment_attention_before,
-             experiment_attention_after=experiment_attention_after, last_comparison=gr.State(None))
+             experiment_attention_after=experiment_attention_after, last_comparison=gr.State(None),
+             word_order_section=word_order_section)
 
 
 # --- handlers ------------------------------------------------------------------------------------

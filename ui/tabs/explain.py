@@ -157,19 +157,19 @@ def after_model_change(checkpoint: Checkpoint) -> dict:
             "prune_summary": ""}
 
 
+ATTRIBUTION_OUTPUTS = ("explain_summary", "explain_attribution", "explain_attention", "explain_agreement",
+                       "explain_encoder_rollout")
+
+
 def declare(page: Page) -> None:
-    page.when_translated(after_translation, ("explain_summary", "explain_attribution", "explain_attention",
-                                             "explain_agreement", "explain_encoder_rollout"))
+    page.when_translated(after_translation, ATTRIBUTION_OUTPUTS)
     page.when_model_changes(after_model_change, ("explain_layer", "explain_head", "prune_plot", "prune_summary"))
 
 
 def wire(page: Page) -> None:
     c = page.components
     page.sentence_work += [
-        page.on(c["explain_button"].click, on_attribute, ("explain_summary", "explain_attribution",
-                                                          "explain_attention", "explain_agreement",
-                                                          "explain_encoder_rollout"),
-                keep_on_input_problem=True),
+        page.on(c["explain_button"].click, on_attribute, ATTRIBUTION_OUTPUTS, keep_on_input_problem=True),
         page.on(c["explain_sample_button"].click, on_sample_agreement, ("explain_agreement", "explain_summary"),
                 keep_on_input_problem=True)]
     pruning = page.on(c["prune_button"].click, on_prune, ("prune_plot", "prune_summary"), keep_on_input_problem=True,

@@ -31,7 +31,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         inside_head = components.Slider(1, heads, value=1, step=1, label="Head")
         inside_query = components.Slider(1, 2, value=1, step=1, label="Query (row)", elem_id="inside-query")
     inside_summary = gr.Markdown(WAITING, elem_id="inside-summary")
-    inside_table = gr.Dataframe(label="Equation 1, key by key", interactive=False, wrap=True)
+    inside_table = gr.Dataframe(label="Equation 1, key by key", interactive=False, wrap=True,
+                                elem_id="inside-arithmetic")
     gr.Markdown(inside.NOTES["arithmetic"])
     inside_contributions = gr.Plot(label="Weights and contributions", elem_id="inside-contributions")
     gr.Markdown(inside.NOTES["contributions"])

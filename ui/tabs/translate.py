@@ -16,7 +16,7 @@ from ..services import Services
 from ..views import exports
 from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, head_options
 from ..views.text import MAX_INPUT_CHARS, examples_for, source_label
-from ..views.translate import (MAX_BEAM, TARGET_TOKENS, attention_figure, forced_figures, layer_and_head_counts,
+from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, attention_figure, forced_figures, layer_and_head_counts,
                                length_penalty_origin, notes_markdown, run_forced, run_translation, source_pieces,
                                step_view)
 
@@ -55,8 +55,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         with gr.Column(scale=2):
             decoding = components.Radio(["greedy", "beam"], value="beam", label="Decoding")
             beam_size = components.Slider(2, MAX_BEAM, value=5, step=1, label="Beam size", elem_id="beam-size")
-            max_length = components.Slider(*TARGET_TOKENS, value=60, step=1, label="Maximum target tokens",
-                                   elem_id="max-tokens")
+            max_length = components.Slider(*TARGET_TOKENS, value=DEFAULT_TARGET_TOKENS, step=1,
+                                           label="Maximum target tokens", elem_id="max-tokens")
             translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button")
     translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation")
     notes = gr.Markdown()
@@ -65,7 +65,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     page.add(text=text, example_list=example_list, decoding=decoding, beam_size=beam_size, max_length=max_length,
              translate_button=translate_button, translation=translation, notes=notes, source_tokens=source_tokens)
 
-    gr.Markdown(STEP_INTRO)
+    gr.Markdown(STEP_INTRO, elem_id="step-view")
     with gr.Row():
         previous_step = gr.Button("◀ previous", size="sm", scale=0)
         step = UnboundedSlider(1, 2, value=1, step=1, label="Step", elem_id="step-slider", scale=4)
@@ -132,17 +132,19 @@ def step_views(translation: Translation | None, step, layer, head, average) -> d
 
 
 def translation_views(checkpoint: Checkpoint, text, decoding, beam_size, max_length, kind, view, layer, head,
-                      average) -> dict:
-    """Translate ``text`` and draw every view of the tab from it, at its last step."""
+                      average, step: int = 1) -> dict:
+    """Translate ``text`` and draw every view of the tab from it, the step view at ``step`` (its first: where
+    the decoding starts; its last says only that the sentence ended), whose row the heatmap marks."""
     result = run_translation(checkpoint, text, decoding, beam_size, max_length)
     translation = result.translation
     steps = translation.num_steps
+    step = min(max(1, step), steps)
     return {"translation_state": translation, "translation": translation.text,
             "notes": notes_markdown(result.notes), "source_tokens": source_pieces(translation),
             "attention_download": gr.DownloadButton(value=None, visible=False),
-            "attention_plot": attention_figure(translation, kind, view, layer, head, average),
-            **step_views(translation, steps, layer, head, average),
-            "step": gr.Slider(1, max(2, steps), value=steps, step=1, interactive=steps > 1)}
+            "attention_plot": attention_figure(translation, kind, view, layer, head, average, marked_step=step),
+            **step_views(translation, step, layer, head, average),
+            "step": gr.Slider(1, max(2, steps), value=step, step=1, interactive=steps > 1)}
 
 
 def on_translate(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head,

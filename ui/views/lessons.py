@@ -27,8 +27,9 @@ class PairedRun:
 
 @dataclass(frozen=True)
 class Lesson:
-    """One lesson. ``setup`` is exactly what "Show me" sets: model, sentence, decoding (beam 1 is greedy), attention
-    type, view, layer, head (None: the mean of heads) and step, and the tab it opens on."""
+    """One lesson, and exactly what "Show me" sets: model, sentence, decoding (beam 1 is greedy), attention type,
+    view, layer, head or the mean of heads, step, the tab it opens on and the view it scrolls to; every other
+    control returns to its default. ``action`` names a result the lesson is about, which Show me computes too."""
 
     title: str
     explanation: str
@@ -40,12 +41,20 @@ class Lesson:
     kind: str = "cross"
     view: str = VIEWS[0]
     layer: int = 3
-    head: int | None = 1
-    step: int | None = None  # None: the last step
+    head: int = 1
+    average: bool = False  # the mean of the layer's heads instead of one head
+    step: int = 1
     tab: str = "translate"
+    focus: str = "attention-plot"  # the element id of the view the lesson is about
     query: int | None = None  # the Inside a head tab's query, where the lesson opens that tab
+    action: str | None = None  # "positions", "importance" or "attribution": a result Show me computes
     extra: dict = field(default_factory=dict)  # other components the lesson sets, by name
     pair: tuple[PairedRun, PairedRun] | None = None  # two runs it compares, shown side by side in the lessons panel
+
+    @property
+    def shown_head(self) -> int | None:
+        """The head its maps show: None for the mean of heads."""
+        return None if self.average else self.head
 
 
 MEETING = "The meeting was postponed until next Tuesday because of the storm."
@@ -60,13 +69,13 @@ LESSONS = (
             "Is it always the word being translated?"),
            "In the step view, the bar chart of the source jumps to 'ball' at the step that writes 'Ball'; in "
            "layer 3 most heads point at the English word being translated.",
-           layer=3, head=2, step=9),
+           layer=3, head=2, step=9, focus="step-view"),
     Lesson("The decoder cannot see the future",
            "While writing a word, the decoder may only look at the words it has already written. The causal mask "
            "sets every later position to −∞ before the softmax, so its weight is exactly 0 (section 3.2.3).",
            ("Why is everything above the diagonal empty?", "What would go wrong in training without the mask?"),
            "Decoder self-attention is exactly 0 above the diagonal in every head; many heads rest on <s>.",
-           kind="decoder", view=VIEWS[1], layer=1, head=None),
+           kind="decoder", view=VIEWS[1], layer=1),
     Lesson("Heads specialise",
            "Each layer has several heads, each with its own projections. So each can learn a different habit: look "
            "at the previous word, at the word being translated, or at a resting place such as <s> or </s>.",
@@ -74,13 +83,13 @@ LESSONS = (
             "Are the heads of layer 1 like those of layer 3?"),
            "In the model view of decoder self-attention several heads put a third to a half of their weight on <s> "
            "(a 'no-op' sink); Analysis → Head statistics ranks them by their share on <s>.",
-           kind="decoder", view=VIEWS[2], layer=1, head=None),
+           kind="decoder", view=VIEWS[2], layer=1),
     Lesson("Attention aligns; it does not copy positions",
            "The reverse-tiny model learned to write a row of digits backwards. Its cross-attention must therefore "
            "look at the last input digit first: attention follows what the task needs, not the positions.",
            ("Where does the first output digit look?", "What shape would a copying model draw?"),
            "In layer 2 every head draws an anti-diagonal from top right to bottom left.",
-           model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, view=VIEWS[2], layer=2, head=None),
+           model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, view=VIEWS[2], layer=2),
     Lesson("Word order differs across languages",
            "German keeps the English order of 'a red ball' ('einem roten Ball'); French puts most adjectives after "
            "the noun ('un ballon rouge'). Cross-attention follows the word being translated, not its position, so "
@@ -90,7 +99,7 @@ LESSONS = (
            "In layer 3, head 2, French 'ballon' (step 8) looks at 'ball' and then 'rouge' (step 9) back at 'red': "
            "the bright cells cross. German 'roten' and 'Ball' look at 'red' and 'ball' in English order, on the "
            "diagonal.",
-           model="multi30k-en-fr", layer=3, head=2, step=9,
+           model="multi30k-en-fr", layer=3, head=2, step=9, focus="lesson-pair",
            pair=(PairedRun("multi30k-en-de", "A young girl is playing with a red ball in the park."),
                  PairedRun("multi30k-en-fr", "A young girl is playing with a red ball in the park."))),
     Lesson("Positions matter",
@@ -102,7 +111,7 @@ LESSONS = (
            "Without positions both sentences get the same translation ('Ein Mann beißt in die Luft.': a man "
            "bites into the air) and the same attention word for word (only the columns of 'dog' and 'man' trade "
            "places): the model reads a bag of words.",
-           sentence="The dog bites the man.", tab="experiments",
+           sentence="The dog bites the man.", tab="experiments", focus="lesson-pair", action="positions",
            pair=(PairedRun("multi30k-en-de", "The dog bites the man.", positions=False),
                  PairedRun("multi30k-en-de", "The man bites the dog.", positions=False))),
     Lesson("Few heads matter",
@@ -111,7 +120,7 @@ LESSONS = (
            ("Press 'Rank every head'. How many heads barely matter?",
             "Switch the two most important cross-attention heads off: does the translation survive?"),
            "Most heads change the translation's log-probability by little; a few carry it.",
-           tab="experiments"),
+           tab="experiments", focus="importance-plot", action="importance"),
     Lesson("How one weight is computed",
            "A weight is softmax(q·k / √d_k): the query of the word being written meets the key of every source "
            "word in a dot product, scaled and normalised. Here is that arithmetic with the model's own numbers.",
@@ -119,14 +128,16 @@ LESSONS = (
             "On the blackboard, work the three-token example out by hand, then tick the causal mask."),
            "At step 3 ('rennt'), head 2 of layer 3 gives 'runs' a score of about 34 (4.3 after ÷ √64), which the "
            "softmax turns into about 79% of the weight.",
-           sentence="A dog runs across the grass.", layer=3, head=2, step=3, tab="inside", query=3),
+           sentence="A dog runs across the grass.", layer=3, head=2, step=3, tab="inside", query=3,
+           focus="inside-arithmetic"),
     Lesson("Does attention explain the word?",
            "A bright cell says where a head looked, not why the model wrote its word. Gradients measure how the "
            "word's probability depends on each source word; compare them with attention.",
            ("Press 'Attribute the last translation'. Which heads agree best with the attribution?",
             "Where do attention and attribution disagree?"),
            "Integrated gradients point 'Hund' at 'dog' and 'Gras' at 'grass'; some heads of layers 1 and 2 "
-           "agree poorly.", sentence="A dog runs across the grass.", tab="explain"),
+           "agree poorly.", sentence="A dog runs across the grass.", tab="explain", focus="explain-agreement",
+           action="attribution"),
     Lesson("A real translator",
            "The bundled models learned from 29,000 image captions, so a sentence unlike a caption gets words made "
            "up. opus-mt-en-de (Helsinki-NLP) is the paper's base Transformer, 6+6 layers of 8 heads, trained on "
@@ -136,7 +147,7 @@ LESSONS = (
             "Does each model's cross-attention look at the English word it is translating?"),
            "The caption model's German has words that are not in the sentence; opus-mt's reads as German. Both "
            "maps are drawn by the same code from the same kind of attention, mean of the heads of layer 3.",
-           sentence=MEETING, layer=3, head=None,
+           sentence=MEETING, layer=3, average=True, focus="lesson-pair",
            pair=(PairedRun("multi30k-en-de", MEETING), PairedRun(REAL_TRANSLATOR, MEETING))),
     Lesson("Attention forms while a model trains",
            "Before training, attention is a blur; training shapes it. Train the reverse task and watch the probe "
@@ -144,7 +155,7 @@ LESSONS = (
            ("Press Start. After how many updates does the anti-diagonal appear?",
             "Does the loss fall before or after the attention sharpens?"),
            "Within about a minute the loss falls and the replay slider shows the probe attention sharpen.",
-           model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, layer=2, tab="train",
+           model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, layer=2, tab="train", focus="start-training",
            extra={"train_data": "reverse", "train_preset": "tiny"}),
 )
 
@@ -189,7 +200,7 @@ def side_by_side(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint], 
         checkpoint = checkpoint_named(name)
         translation = checkpoint.translate(run.sentence, lesson.beam, max_length, positions=run.positions)
         shown.append((run_caption(checkpoint, run, translation.text),
-                      map_figure(translation, "cross", lesson.layer, lesson.head)))
+                      map_figure(translation, "cross", lesson.layer, lesson.shown_head)))
     return shown
 
 
@@ -215,5 +226,4 @@ def lesson_markdown(lesson: Lesson) -> str:
 def selector_values(lesson: Lesson) -> dict:
     """What the Translate tab's selectors show for the lesson: display values, not keys."""
     return {"kind": ATTENTION_KINDS[lesson.kind], "view": lesson.view, "layer": lesson.layer,
-            "head": lesson.head or 1, "average": lesson.head is None,
-            "decoding": "greedy" if lesson.beam == 1 else "beam"}
+            "head": lesson.head, "average": lesson.average, "decoding": "greedy" if lesson.beam == 1 else "beam"}

@@ -20,6 +20,7 @@ from .text import clean_text, language_note, markdown_escape
 
 MAX_BEAM = 8
 TARGET_TOKENS = (5, 200)  # the range of "Maximum target tokens" in the app
+DEFAULT_TARGET_TOKENS = 60
 LONG_SOURCE_PIECES = 64  # beyond this, a note warns that the models here learned from far shorter sentences
 SPECIAL_PIECES = ("</s>", "<s>", "<unk>", "<pad>")
 
@@ -131,18 +132,21 @@ def one_map(translation: Translation, kind: str, layer: int, head: int | None) -
     return weights[layer - 1, head - 1], f"layer {layer}, head {head}"
 
 
-def map_figure(translation: Translation, kind: str, layer: int, head: int | None, title: str = "") -> go.Figure:
-    """One heatmap of ``kind``; ``title`` (default: the kind's name) with layer and head on a second line."""
+def map_figure(translation: Translation, kind: str, layer: int, head: int | None, title: str = "",
+               marked_step: int | None = None) -> go.Figure:
+    """One heatmap of ``kind``; ``title`` (default: the kind's name) with layer and head on a second line; the row
+    of decoding step ``marked_step`` outlined, where rows are steps."""
     kind = kind_key(kind)
     matrix, which = one_map(translation, kind, layer, head)
     rows, columns, row_title, column_title = attention_axes(translation, kind)
+    marked = None if kind == "encoder" or marked_step is None else clamp(marked_step, 1, len(rows)) - 1
     # Layer and head on a line of their own: on a phone or a zoomed projector one long line is cut off there.
     return figures.attention_heatmap(matrix, rows, columns, title or ATTENTION_KINDS[kind], row_title, column_title,
-                                     rows_are_steps=kind != "encoder", subtitle=which)
+                                     rows_are_steps=kind != "encoder", subtitle=which, marked_row=marked)
 
 
 def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], layer: int = 1, head: int = 1,
-                     average_heads: bool = False) -> go.Figure:
+                     average_heads: bool = False, marked_step: int | None = None) -> go.Figure:
     """The attention heatmap(s) for the selectors of the Translate tab (layer and head are 1-based)."""
     kind = kind_key(kind)
     weights = attention_tensor(translation, kind)  # (layers, heads, queries, keys)
@@ -162,7 +166,7 @@ def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], 
                                       [f"head {h + 1}" for h in range(heads)], query_title=row_title,
                                       key_title=column_title, rows_are_steps=kind != "encoder",
                                       subtitle=f"layer {layer}, all heads")
-    return map_figure(translation, kind, layer, None if average_heads else head)
+    return map_figure(translation, kind, layer, None if average_heads else head, marked_step=marked_step)
 
 
 # --- stepping through the decoding ---------------------------------------------------------------
