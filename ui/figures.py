@@ -168,13 +168,14 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
 
 def top_k_bar(pieces: Sequence[str], probabilities: Sequence[float], chosen: str | None = None,
               title: str = "Next-token candidates") -> go.Figure:
-    """Horizontal bars of the top-k next tokens; the chosen one is highlighted."""
+    """Horizontal bars of the top-k next tokens, each labelled "piece  12.3%" beside the axis (a label on or by a
+    bar runs into a short bar's neighbour); the chosen one is highlighted."""
     colors = ["#d62728" if piece == chosen else "#1f77b4" for piece in pieces]
     positions = list(range(len(pieces)))
     fig = go.Figure(go.Bar(x=list(probabilities), y=positions, orientation="h", marker_color=colors,
-                           text=[f"{p:.1%}" for p in probabilities], textposition="auto",
                            customdata=_escaped(pieces), hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"))
-    fig.update_yaxes(autorange="reversed", **_ticks(pieces))
+    labels = [f"{piece}  {p:.1%}" for piece, p in zip(pieces, probabilities)]
+    fig.update_yaxes(autorange="reversed", ticklabelstandoff=6, **_ticks(labels))
     fig.update_xaxes(range=[0, 1], title="probability")
     return _layout(fig, title, height=120 + 34 * len(pieces), zoomable=False)
 

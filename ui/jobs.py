@@ -48,6 +48,9 @@ MAX_MINUTES = 15.0
 APP_PRESETS = (AUTO_PRESET, "tiny", "small")
 DISABLE_VARIABLE = "EXPLORER_DISABLE_TRAINING"
 SYNTHETIC_PROBE = "3 1 4 1 5 9 2 6"
+MULTI30K_MISSING = ("Multi30K is not on this server. Put its files ({split}.{lang}.gz: train, val and "
+                    "test_2016_flickr in en, de and fr) in a directory and start the app with MULTI30K_DIR set to it "
+                    "(the command-line trainer takes --data-dir DIR, or downloads it where it can reach the network).")
 
 
 def time_left_text(seconds: float) -> str:
@@ -143,6 +146,7 @@ class JobState:
     probes: list[dict] = field(default_factory=list)
     message: str = ""
     checkpoint: str | None = None    # name of the published checkpoint
+    held: str | None = None          # name of a stopped job's model, kept out of the list until its trainer keeps it
     ended: float | None = None
     owner: str | None = None         # the visitor (session) who started it, while they are still here
 
@@ -186,6 +190,7 @@ class JobManager:
         self.trainer = trainer
         self.runs_dir = Path(runs_dir or os.environ.get("EXPLORER_RUNS_DIR", DEFAULT_RUNS_DIR))
         self.published_dir = self.runs_dir / "app"
+        self.held_dir = self.runs_dir / "app-stopped"  # stopped jobs' models, out of everyone's model list
         self.work_dir = self.runs_dir / "app-jobs"
         self._lock = threading.Lock()
         self._job: JobState | None = None
@@ -218,15 +223,16 @@ class JobManager:
                 raise JobError(f"A training job ({self._job.name}) is already running on this server; "
                                f"{self._time_left()}. Wait for it to finish"
                                + (", or stop it first." if self._job.owner in (None, owner) else "."))
+            now = time.time()
+            recent = [t for t in self._starts.get(client, []) if t > now - 3600]
+            if client is not None and len(recent) >= JOBS_PER_CLIENT_HOUR:
+                raise JobError(f"You have started {len(recent)} training jobs in the last hour, the most one "
+                               f"visitor may; the next can start in {time_left_text(recent[0] + 3600 - now)}.")
+            config = self._config(request, corpus)  # a request that cannot run counts against no one
             if client is not None:
-                now = time.time()
-                recent = [t for t in self._starts.get(client, []) if t > now - 3600]
-                if len(recent) >= JOBS_PER_CLIENT_HOUR:
-                    raise JobError(f"You have started {len(recent)} training jobs in the last hour, the most one "
-                                   f"visitor may; the next can start in {time_left_text(recent[0] + 3600 - now)}.")
                 self._starts[client] = recent + [now]
-            config = self._config(request, corpus)
             name = Path(config.out_dir).name
+            shutil.rmtree(self.held_dir, ignore_errors=True)  # a stopped job's model nobody kept
             self._cancel = threading.Event()
             total = None if request.preset == AUTO_PRESET else request.steps
             self._job = JobState(name, "running", request, time.time(), total, owner=owner)
@@ -250,7 +256,8 @@ class JobManager:
                 raise JobError(f"The running job ({job.name}) was started by another visitor, so only they can "
                                f"stop it; {self._time_left()}.")
             self._cancel.set()
-            return f"Stopping {job.name} after its current update; its model is kept."
+            return (f"Stopping {job.name} after its current update. Its half-trained model stays out of the model "
+                    "list unless you press Keep this model.")
 
     def release(self, owner: str) -> None:
         """The visitor ``owner`` has left: the job they started may now be stopped by anyone."""
@@ -278,7 +285,10 @@ class JobManager:
             extra = dict(lr=3e-3, warmup_steps=min(100, request.steps // 5), max_tokens=2000,
                          eval_every=max(10, request.steps // 10), model={"dropout": 0.0})
         elif request.data == "multi30k":
-            datasets.multi30k_dir(request.data_dir, download=False)
+            try:
+                datasets.multi30k_dir(request.data_dir, download=False)
+            except datasets.DataError:
+                raise JobError(MULTI30K_MISSING) from None
             data, label, probe = "multi30k", "multi30k", ["A young girl is playing with a red ball in the park."]
             extra = dict(lr=1e-3, warmup_steps=min(400, request.steps // 5), max_tokens=4000,
                          eval_every=max(50, request.steps // 8))
@@ -326,19 +336,22 @@ class JobManager:
             final = trainer.run()
             name = Path(config.out_dir).name
             history = run_history(Path(config.out_dir))
-            save_checkpoint(self.published_dir / name, trainer.model, trainer.source_tokenizer,
-                            trainer.target_tokenizer, info=trainer.info(), extra_files=history)
-            self._trained_by[name] = self._job.owner
-            self.keep_newest(KEPT_MODELS)
             status = "stopped" if final.get("stopped_by") == "cancel" else "finished"
+            save_checkpoint((self.held_dir if status == "stopped" else self.published_dir) / name, trainer.model,
+                            trainer.source_tokenizer, trainer.target_tokenizer, info=trainer.info(),
+                            extra_files=history)
+            self._trained_by[name] = self._job.owner
+            if status == "finished":
+                self.keep_newest(KEPT_MODELS)
             summary = (f"exact match {final['exact_match']:.0%}" if config.data in datasets.SYNTHETIC_TASKS
                        else f"validation BLEU {final['bleu']:.1f}")
             of_total = "" if trainer.config.plan else f" of {config.steps}"
             ending = (f"at its {config.max_minutes:g}-minute time limit, after {trainer.step}{of_total} updates"
                       if final.get("stopped_by") == "time" else f"after {trainer.step} updates")
-            self._update(status=status, checkpoint=name, ended=time.time(),
-                         message=f"{status.capitalize()} {ending}: {summary}. "
-                                 f"The model is now in the model list as {name}.")
+            where = (f"The model is now in the model list as {name}." if status == "finished" else
+                     "Its model is not in the model list: its trainer can add it with Keep this model.")
+            self._update(status=status, ended=time.time(), message=f"{status.capitalize()} {ending}: {summary}. {where}",
+                         **({"checkpoint": name} if status == "finished" else {"held": name}))
         except datasets.DataError as error:
             self._update(status="failed", ended=time.time(), message=f"Training could not start: {error}")
         except FloatingPointError as error:
@@ -356,6 +369,25 @@ class JobManager:
                 Path(config.data).unlink(missing_ok=True)
             trainer = None
             release_memory()
+
+    def keep(self, owner: str | None) -> str:
+        """Add a stopped job's model to the model list; only its trainer may (``owner`` None: the server)."""
+        with self._lock:
+            job = self._job
+            if job is None or job.held is None or not (self.held_dir / job.held).is_dir():
+                raise JobError("There is no stopped model to keep.")
+            if owner is not None and self._trained_by.get(job.held) != owner:
+                raise JobError(f"{job.held} was trained by another visitor; only they can keep it.")
+            self.published_dir.mkdir(parents=True, exist_ok=True)
+            (self.held_dir / job.held).rename(self.published_dir / job.held)
+            self._job = JobState(**{**job.__dict__, "checkpoint": job.held, "held": None,
+                                    "message": job.message.replace("Its model is not in the model list: its trainer "
+                                                                   "can add it with Keep this model.",
+                                                                   f"Kept: the model is in the model list as "
+                                                                   f"{job.held}.")})
+            name = job.held
+        self.keep_newest(KEPT_MODELS)
+        return f"{name} is now in the model list."
 
     def published(self) -> list[Path]:
         """The models trained in the app, oldest first."""

@@ -85,7 +85,8 @@ def test_top_k_bar_highlights_the_chosen_token():
     fig = figures.top_k_bar(["▁Hund", "▁Katze", "▁Maus"], [0.7, 0.2, 0.1], chosen="▁Katze")
     colors = list(fig.data[0].marker.color)
     assert colors[1] != colors[0] and colors[0] == colors[2]
-    assert list(fig.layout.yaxis.ticktext) == ["▁Hund", "▁Katze", "▁Maus"]
+    assert list(fig.layout.yaxis.ticktext) == ["▁Hund  70.0%", "▁Katze  20.0%", "▁Maus  10.0%"]
+    assert fig.data[0].text is None, "no label on or beside a bar, where a short bar's runs into its neighbour"
 
 
 def test_positional_encoding_figures_describe_the_table():

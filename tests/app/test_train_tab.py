@@ -60,7 +60,7 @@ def test_a_job_streams_progress_and_its_checkpoint_translates(served):
     assert not (REPOSITORY_CHECKPOINTS / published).exists(), "bundled checkpoints are never written"
 
 
-def test_stop_ends_a_job_cleanly_and_keeps_its_model(served):
+def test_a_stopped_jobs_model_stays_out_of_the_list_until_its_trainer_keeps_it(served):
     client, manager = served
     job = client.submit("copy", None, "tiny", 3000, 10, api_name="/train")
     deadline = time.time() + 60
@@ -68,10 +68,43 @@ def test_stop_ends_a_job_cleanly_and_keeps_its_model(served):
         time.sleep(0.2)
     client.predict(api_name="/stop_training")
     manager.wait(120)
-    assert manager.current.status == "stopped"
-    assert manager.current.step < 3000
-    assert (manager.published_dir / manager.current.checkpoint / "config.json").is_file()
+    stopped = manager.current
+    assert stopped.status == "stopped" and stopped.step < 3000
+    assert stopped.checkpoint is None and "not in the model list" in stopped.message
+    assert stopped.held not in [name for name, _ in client.predict(api_name="/models")["choices"]]
+    with pytest.raises(AppError, match="trained by another visitor"):
+        Client(client.src, verbose=False).predict(api_name="/keep_stopped_model")
+    client.predict(api_name="/keep_stopped_model")
+    assert manager.current.checkpoint == stopped.held and "Kept" in manager.current.message
+    assert (manager.published_dir / stopped.held / "config.json").is_file()
+    assert [stopped.held, stopped.held] in client.predict(api_name="/models")["choices"]
     job.cancel()
+
+
+def test_a_new_job_discards_the_model_of_a_stopped_one_nobody_kept(tmp_path):
+    manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
+    manager.start(jobs.JobRequest(data="sort", steps=3000, minutes=5))
+    manager.stop()
+    manager.wait(120)
+    held = manager.current.held
+    assert (manager.held_dir / held).is_dir() and not manager.published()
+    manager.start(jobs.JobRequest(data="sort", steps=20, minutes=5))
+    manager.wait(120)
+    assert not (manager.held_dir / held).exists()
+    assert [path.name for path in manager.published()] == [manager.current.checkpoint]
+
+
+def test_multi30k_is_always_offered_and_says_how_to_provide_it_when_absent(tmp_path, monkeypatch):
+    from ui.tabs import train as train_tab
+
+    monkeypatch.delenv("MULTI30K_DIR", raising=False)
+    monkeypatch.setattr("transformer.data.default_cache_dir", lambda: tmp_path / "no-cache")
+    shown = train_tab.on_data("multi30k", "auto", 3)
+    assert "MULTI30K_DIR" in shown["preset_info"] and "--data-dir" in shown["preset_info"]
+    manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
+    with pytest.raises(jobs.JobError, match="Multi30K is not on this server.*MULTI30K_DIR"):
+        manager.start(jobs.JobRequest(data="multi30k", preset="auto", minutes=1), client="10.0.0.1")
+    assert manager.current is None and "10.0.0.1" not in manager._starts, "a start that cannot run costs nothing"
 
 
 def test_only_one_job_runs_at_a_time(served):

@@ -465,3 +465,11 @@ def test_a_number_that_is_not_one_gets_a_message_naming_the_field(reverse, numbe
         translate_views.run_translation(reverse, "1 2 3", "greedy", 4, number)
     with pytest.raises(errors.InputError, match="must be a"):
         choices.clamp(number, 1, 4)
+
+
+def test_switching_off_heads_says_whether_the_translation_changed(app_services):
+    checkpoint = app_services.registry.get("reverse-tiny")
+    unchanged = interventions.ablate_heads(checkpoint, "3 1 4 1 5 9", {"cross": ["L1H1"]}, beam_size=1)
+    changed = interventions.ablate_heads(checkpoint, "3 1 4 1 5 9", {"decoder": ["L2H3"]}, beam_size=1)
+    assert "The translation does not change." in experiment_views.comparison_view(unchanged).description
+    assert "does not change" not in experiment_views.comparison_view(changed).description

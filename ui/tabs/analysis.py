@@ -138,7 +138,10 @@ def after_translation(translation: Translation) -> dict:
     """The new sentence is named and aligned; a tree, statistics or hypothesis of the previous one would open the
     wrong heatmap beside it, so they go."""
     layers, heads = translation.cross_attention.shape[:2]
+    beam = decoding_of(translation)["beam_size"]
     return {"analysis_sentence": translation.source_text, "tree_plot": None, "hypotheses_table": None,
+            # The tree starts from the beam the translation was made with (greedy: the smallest beam).
+            "tree_beam": max(2, beam),
             "hypotheses_state": None, "hypothesis_plot": None, "statistics_table": None, "statistics_caption": "",
             "statistics_head_plot": None, "export_file": None, "share_link": "",
             "alignment_layer": gr.Slider(1, layers, value=layers, step=1),
@@ -153,7 +156,7 @@ def after_model_change(checkpoint: Checkpoint) -> dict:
 
 
 def declare(page: Page) -> None:
-    page.when_translated(after_translation, ("analysis_sentence", "tree_plot", "hypotheses_table",
+    page.when_translated(after_translation, ("analysis_sentence", "tree_beam", "tree_plot", "hypotheses_table",
                                              "hypotheses_state", "hypothesis_plot", "statistics_table",
                                              "statistics_caption", "statistics_head_plot", "export_file",
                                              "share_link", "alignment_layer", "alignment_head", "alignment_plot"))

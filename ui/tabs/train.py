@@ -34,7 +34,7 @@ def layout(page: Page) -> None:
         gr.Markdown(TURNED_OFF)
         return
     gr.Markdown(INTRO)
-    data_choices = list(SYNTHETIC_TASKS) + (["multi30k"] if multi30k_available() else []) + ["upload"]
+    data_choices = [*SYNTHETIC_TASKS, "multi30k", "upload"]  # Multi30K where it is not on disk says how to add it
     limit_mb = training_jobs.MAX_UPLOAD_BYTES // 10**6
     with gr.Row():
         train_data = components.Radio(data_choices, value="reverse", label="Data",
@@ -63,6 +63,7 @@ def layout(page: Page) -> None:
     replay = components.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="replay-slider")
     replay_plot = gr.Plot(label="Probe attention", elem_id="replay-plot")
     with gr.Row():
+        keep_button = gr.Button("Keep this model", visible=False, scale=0, elem_id="keep-model")
         trained_download = gr.DownloadButton("Download the trained checkpoint (zip)", visible=False, scale=0)
         delete_button = gr.Button("Delete this model", visible=False, scale=0, elem_id="delete-model")
     # While this tab is open, a visitor sees the server's job as it runs, whoever started it.
@@ -70,6 +71,7 @@ def layout(page: Page) -> None:
              train_minutes=train_minutes, preset_info=preset_info, start_button=start_button,
              stop_button=stop_button, train_status=train_status, train_progress=train_progress,
              train_curves=train_curves, replay=replay, replay_plot=replay_plot, trained_download=trained_download,
+             keep_button=keep_button,
              delete_button=delete_button,
              job_clock=gr.Timer(CLOCK_S, active=False), seen_job=gr.State(None))
 
@@ -78,7 +80,7 @@ def layout(page: Page) -> None:
 
 PROGRESS = ("train_status", "train_progress", "train_curves")
 REPLAY = ("replay", "replay_plot")
-JOB_OUTPUTS = (*PROGRESS, *REPLAY, "trained_download", "delete_button")
+JOB_OUTPUTS = (*PROGRESS, *REPLAY, "trained_download", "delete_button", "keep_button")
 
 
 def visitor(request: gr.Request | None) -> str:
@@ -104,9 +106,10 @@ def job_replay(job) -> dict:
 def job_download(services: Services, job) -> dict:
     finished = job is not None and job.checkpoint is not None
     kept = finished and (services.jobs.published_dir / job.checkpoint).is_dir()
+    held = job is not None and job.held is not None and (services.jobs.held_dir / job.held).is_dir()
     return {"trained_download": gr.DownloadButton(value=services.jobs.archive(job.checkpoint) if kept else None,
                                                   visible=kept),
-            "delete_button": gr.Button(visible=kept)}
+            "delete_button": gr.Button(visible=kept), "keep_button": gr.Button(visible=held)}
 
 
 def job_views(services: Services, job) -> dict:
@@ -132,6 +135,13 @@ def on_start(services: Services, train_data, train_upload, train_preset, train_s
 def on_stop(services: Services, request: gr.Request) -> dict:
     gr.Info(services.jobs.stop(owner=visitor(request)))
     return {}
+
+
+def on_keep(services: Services, request: gr.Request) -> dict:
+    """A stopped job's model, added to everyone's model list by the visitor who trained it."""
+    gr.Info(services.jobs.keep(owner=visitor(request)))
+    job = services.jobs.current
+    return {**job_views(services, job), "model": gr.Dropdown(choices=services.registry.names())}
 
 
 def on_delete(services: Services, model, request: gr.Request) -> dict:
@@ -172,8 +182,11 @@ def on_data(train_data, train_preset, train_minutes) -> dict:
     synthetic = train_data in SYNTHETIC_TASKS
     defaults = {True: "tiny", False: training_jobs.AUTO_PRESET}
     chosen = defaults[synthetic] if train_preset == defaults[not synthetic] else train_preset
-    return {"train_upload": gr.update(visible=train_data == "upload"), "train_preset": chosen,
-            **on_preset(train_data, chosen, train_minutes)}
+    views = {"train_upload": gr.update(visible=train_data == "upload"), "train_preset": chosen,
+             **on_preset(train_data, chosen, train_minutes)}
+    if train_data == "multi30k" and not multi30k_available():
+        views["preset_info"] = f"**{training_jobs.MULTI30K_MISSING}**"
+    return views
 
 
 def on_replay(services: Services, replay) -> dict:
@@ -217,8 +230,9 @@ def wire(page: Page, demo: gr.Blocks, tabs: gr.Tabs, train_tab: gr.Tab) -> None:
     page.on(c["start_button"].click, on_start, [*JOB_OUTPUTS, "model"], api_name="train", concurrency_id="train",
             concurrency_limit=4, show_progress="hidden")
     page.on(c["stop_button"].click, on_stop, [], api_name="stop_training")
-    page.on(c["delete_button"].click, on_delete, ["trained_download", "delete_button", "model"],
+    page.on(c["delete_button"].click, on_delete, ["trained_download", "delete_button", "keep_button", "model"],
             api_name="delete_trained_model")
+    page.on(c["keep_button"].click, on_keep, [*JOB_OUTPUTS, "model"], api_name="keep_stopped_model")
 
     def leave(request: gr.Request) -> None:  # an unload event has no outputs to name
         on_leave(page.services, request)

@@ -25,10 +25,12 @@ def beam_view(checkpoint: Checkpoint, text: str, beam_size: int = 5, length_pena
     beam_size = clamp(beam_size, 2, MAX_BEAM)
     source_ids, _ = encode_source(model, checkpoint.source_tokenizer, cleaned)
     src = torch.tensor([source_ids], device=model.device)
-    results, steps = beam_search(model, src, beam_size, float(length_penalty), return_steps=True)
+    results, steps = beam_search(model, src, beam_size, float(length_penalty), return_steps=True,
+                                 rules=checkpoint.rules)
     nodes = analysis.beam_tree(steps[0])
     pieces = [target_tokenizer.piece(node.token) for node in nodes]
-    figure = figures.beam_tree_figure(nodes, pieces, f"Beam search, k = {beam_size}, length penalty {length_penalty}")
+    figure = figures.beam_tree_figure(nodes, pieces, f"Beam search with {beam_size} beams, length penalty "
+                                                     f"{float(length_penalty):g}")
     rows = [[rank + 1, target_tokenizer.decode(h.tokens), round(h.log_prob, 3), len(h.tokens) + 1, round(h.score, 3)]
             for rank, h in enumerate(results[0])]
     return figure, rows, {"source_ids": source_ids, "hypotheses": [(h.tokens, h.ended) for h in results[0]]}

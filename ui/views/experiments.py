@@ -91,7 +91,8 @@ def comparison_view(comparison: interventions.Comparison, kind: str = "cross", l
     probability = (figures.probability_comparison(changes, "Probability of the original translation's tokens")
                    if changes else None)
     layer = before.cross_attention.shape[0] if layer is None else layer
-    return ComparisonView(f"**With {markdown_escape(comparison.description)}**", before.text, after.text,
+    same = " The translation does not change." if after.predicted_ids == before.predicted_ids else ""
+    return ComparisonView(f"**With {markdown_escape(comparison.description)}**.{same}", before.text, after.text,
                           word_diff(before.text, after.text), probability,
                           *comparison_attention(comparison, kind, layer, head, measure, checkpoint))
 
