@@ -20,6 +20,8 @@ from .tabs import analysis, experiments, explain, inside, model, positions, trai
 # Keyboard users must see where they are: Gradio's sliders and radio buttons show no focus mark of their own.
 # The large-text switch of the lessons panel enlarges labels and chart text for a projector.
 FOCUS_CSS = lessons.LARGE_TEXT_CSS + """
+/* A chart wider than a phone's screen (a heatmap of a long sentence) scrolls sideways inside its own frame. */
+.block:has(> div > .js-plotly-plot), div:has(> .js-plotly-plot) { overflow-x: auto; }
 input[type=range]:focus-visible, input[type=number]:focus-visible { outline: 3px solid #ff7f0e; outline-offset: 2px; }
 label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus-visible) {
     outline: 3px solid #ff7f0e; outline-offset: 2px;

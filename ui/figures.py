@@ -19,6 +19,9 @@ MARK = "#ff7f0e"  # what a lesson or a step points at, as the step view marks th
 GRID = "#e5ecf6"
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 MOST_TICK_LABELS = 60  # token labels an axis shows before it labels every n-th position
+HEATMAP_MARGIN = {"l": 130, "r": 20}
+MIN_COLUMN_PX = 22  # at least 18 px per column on any screen (issue: phones), with room for rotated labels
+PHONE_COLUMNS = 6  # columns that fit a 390-px phone at MIN_COLUMN_PX beside the row labels and colour bar
 # Small multiples: a panel is PANEL_HEIGHT px tall, so about a dozen 11-px labels fit down its side; across, the
 # page's width is shared by the columns (about 80 upright labels on a laptop's screen).
 PANEL_HEIGHT = 230
@@ -120,8 +123,16 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
     fig = _layout(fig, _titled(title, subtitle, f"columns: {key_title} (keys)"),
                   height=min(1400, 230 + 26 * len(query_labels)))  # rows stay about 18 px or more
     # Fixed margins: automatic ones make Plotly redraw in a loop with rotated labels on top.
-    fig.update_layout(margin=dict(l=130, r=20, t=190, b=20))
+    fig.update_layout(margin=dict(l=HEATMAP_MARGIN["l"], r=HEATMAP_MARGIN["r"], t=190, b=20),
+                      width=_readable_width(len(key_labels)))
     return fig
+
+
+def _readable_width(columns: int) -> int | None:
+    """The width a heatmap needs for ``MIN_COLUMN_PX`` per column; None (the page's width) for a few columns,
+    which fit even a phone. A wider chart scrolls sideways inside its own frame on a narrow screen."""
+    needed = HEATMAP_MARGIN["l"] + HEATMAP_MARGIN["r"] + 80 + MIN_COLUMN_PX * columns  # 80: the colour bar
+    return needed if columns > PHONE_COLUMNS else None
 
 
 def _titled(title: str, *notes: str) -> str:

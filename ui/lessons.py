@@ -22,10 +22,20 @@ from .views.text import markdown_escape, source_label
 # paragraph at once; chart text is set by Plotly on each element, so it is overridden there.
 LARGE_TEXT_CSS = """
 body.large-text, body.large-text .gradio-container {
-  --text-xxs: 12px; --text-xs: 14px; --text-sm: 17px; --text-md: 20px; --text-lg: 23px; --text-xl: 28px;
+  --text-xxs: 16px; --text-xs: 16px; --text-sm: 17px; --text-md: 20px; --text-lg: 23px; --text-xl: 28px;
   --text-xxl: 34px;
+  /* The theme resolves these from the sizes above where it declares them, so they are set here too. */
+  --block-info-text-size: 17px; --block-label-text-size: 18px; --block-title-text-size: 20px;
+  --body-text-size: 20px; --prose-text-size: 20px; --section-header-text-size: 20px; --input-text-size: 20px;
+  --checkbox-label-text-size: 20px; --button-small-text-size: 18px; --button-medium-text-size: 20px;
+  --button-large-text-size: 22px;
 }
-body.large-text .js-plotly-plot .main-svg text { font-size: 17px !important; }
+body.large-text .js-plotly-plot .main-svg text, body.large-text .js-plotly-plot .main-svg tspan {
+  font-size: 17px !important;
+}
+body.large-text .js-plotly-plot .main-svg .gtitle, body.large-text .js-plotly-plot .main-svg .gtitle tspan {
+  font-size: 20px !important;
+}
 .lesson-focus { outline: 4px solid #ff7f0e; outline-offset: 4px; border-radius: 4px; }
 """
 TOGGLE_LARGE_TEXT = "(large) => { document.body.classList.toggle('large-text', large); }"

@@ -50,15 +50,28 @@ def from_this_machine(headers, peer: str | None) -> bool:
     return peer in LOOPBACK and "x-forwarded-for" not in headers and not os.environ.get("SPACE_ID")
 
 
+def trusted_proxies() -> int:
+    """How many proxies in front of the app append to X-Forwarded-For (``EXPLORER_TRUSTED_PROXIES``; a Space has
+    one, its edge proxy, which appends the address its client connected from)."""
+    try:
+        return max(1, int(os.environ.get("EXPLORER_TRUSTED_PROXIES", "1")))
+    except ValueError:
+        return 1
+
+
 def client_address(headers, host: str | None) -> str:
     """Who a request comes from: the peer, or, when the peer is a proxy on a private network (as on a Hugging Face
-    Space), the first address it forwarded. A client on the open internet cannot name itself someone else."""
+    Space), the address the outermost trusted proxy saw: the entry of X-Forwarded-For that proxy appended, counted
+    from the right. Entries left of it are whatever the client sent, so a client cannot pose as another."""
     forwarded = headers.get("x-forwarded-for")
     try:
         behind_proxy = host is not None and ipaddress.ip_address(host).is_private  # loopback counts as private
     except ValueError:
         behind_proxy = False
-    return forwarded.split(",")[0].strip() if forwarded and behind_proxy else (host or "unknown")
+    if not (forwarded and behind_proxy):
+        return host or "unknown"
+    entries = [entry.strip() for entry in forwarded.split(",") if entry.strip()]
+    return entries[-min(trusted_proxies(), len(entries))] if entries else host or "unknown"
 
 
 class ClientShare:

@@ -1,5 +1,6 @@
 """End to end in a real browser (Debian's chromium driven by Playwright): what a student sees and does."""
 
+import math
 import os
 import shutil
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 
 from ui import jobs
 from ui.build import LAUNCH_OPTIONS, build_app, close_app
+from ui.views import lessons
 from ui.views.text import EXAMPLES, REVERSE_EXAMPLES
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 
@@ -334,4 +336,51 @@ def test_a_lesson_that_compares_two_runs_shows_them_side_by_side_until_another_l
     choose_lesson(page, "1. Where each word looks")
     page.locator("#lesson-pair").wait_for(state="hidden", timeout=30_000)
     assert not errors
+    page.close()
+
+
+IN_VIEW = """id => { const box = document.getElementById(id).getBoundingClientRect();
+                     return box.top >= -2 && box.top < window.innerHeight * 0.6 && box.height > 0; }"""
+
+
+@pytest.mark.parametrize("width, height", [(1400, 1000), (1280, 720)])
+def test_show_me_brings_the_view_a_lesson_is_about_into_sight(app_url, browser, width, height):
+    """After Show me the chart the lesson talks about starts in the upper part of the screen, outlined a moment."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto(app_url[0])
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page.get_by_text("Lessons for a class").click()
+    for number, focus in ((1, "step-view"), (3, "attention-plot"), (8, "inside-arithmetic")):
+        choice = lessons.lesson_choices()[number - 1]
+        assert lessons.LESSONS[number - 1].focus == focus
+        page.evaluate("window.scrollTo(0, 0)")
+        choose_lesson(page, choice)
+        page.locator("#show-me").click()
+        page.wait_for_function(IN_VIEW, arg=focus, timeout=90_000)
+        assert page.evaluate(f"document.getElementById('{focus}').classList.contains('lesson-focus')"), choice
+    page.close()
+
+
+def test_on_a_phone_a_heatmaps_columns_are_wide_enough_and_their_labels_never_overlap(app_url, browser):
+    page = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True)
+    page.goto(app_url[0])
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page.locator("#source-text textarea").fill("A man in a blue shirt is riding a bike down the busy street.")
+    page.locator("#translate-button").click()
+    page.wait_for_function("() => document.querySelector('#attention-plot .xtick text') && [...document.querySelectorAll("
+                           "'#attention-plot .xtick text')].some(t => t.textContent.includes('street'))",
+                           timeout=60_000)
+    labels = page.evaluate("""() => [...document.querySelectorAll('#attention-plot .xtick text')].map(t => {
+        const box = t.getBoundingClientRect(), turn = (t.getAttribute('transform') || '').match(/rotate\\((-?[0-9.]+)/);
+        return {x: (box.left + box.right) / 2, size: parseFloat(getComputedStyle(t).fontSize),
+                angle: turn ? Math.abs(parseFloat(turn[1])) : 0, width: box.width}; })""")
+    cells = page.evaluate("""() => document.querySelector('#attention-plot .nsewdrag').getBoundingClientRect().width""")
+    columns = len(labels)
+    assert cells / columns >= 18, f"{cells / columns:.1f} px per column"
+    for left, right in zip(labels, labels[1:]):
+        gap = right["x"] - left["x"]
+        if left["angle"]:  # parallel slanted lines of text: apart by the gap across them
+            assert gap * math.sin(math.radians(left["angle"])) >= left["size"], (left, right)
+        else:
+            assert gap >= (left["width"] + right["width"]) / 2, (left, right)
     page.close()

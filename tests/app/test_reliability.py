@@ -499,9 +499,19 @@ def test_one_remote_client_gets_only_its_share_of_the_work():
         close_app(demo)
 
 
-def test_only_a_proxy_on_a_private_network_may_name_the_client_it_forwards():
-    forwarded = {"x-forwarded-for": "1.1.1.1, 10.0.0.2"}
+def test_only_a_proxy_on_a_private_network_may_name_the_client_it_forwards(monkeypatch):
+    forwarded = {"x-forwarded-for": "6.6.6.6, 1.1.1.1"}  # what the client sent, then what the Space's proxy saw
     assert limits.client_address(forwarded, "10.0.0.2") == "1.1.1.1", "a Space's proxy"
     assert limits.client_address(forwarded, "127.0.0.1") == "1.1.1.1"
     assert limits.client_address(forwarded, "8.8.4.4") == "8.8.4.4", "a client cannot pose as another"
     assert limits.client_address({}, "8.8.4.4") == "8.8.4.4"
+    monkeypatch.setenv("EXPLORER_TRUSTED_PROXIES", "2")  # a load balancer behind the edge proxy
+    assert limits.client_address({"x-forwarded-for": "6.6.6.6, 1.1.1.1, 10.0.0.9"}, "10.0.0.2") == "1.1.1.1"
+
+
+def test_a_client_that_prepends_addresses_to_x_forwarded_for_still_gets_only_its_share():
+    """The proxy appends the address it saw; whatever a client writes before it changes nothing."""
+    share = limits.ClientShare(app=None)
+    admitted = [share.admit(limits.client_address({"x-forwarded-for": f"203.0.113.{i}, 198.51.100.7"}, "10.0.0.2"))
+                for i in range(40)]
+    assert sum(admitted) == limits.CLIENT_EVENTS
