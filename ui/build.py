@@ -22,6 +22,8 @@ from .tabs import analysis, experiments, explain, inside, model, positions, trai
 FOCUS_CSS = lessons.LARGE_TEXT_CSS + """
 /* A chart wider than a phone's screen (a heatmap of a long sentence) scrolls sideways inside its own frame. */
 .block:has(> div > .js-plotly-plot), div:has(> .js-plotly-plot) { overflow-x: auto; }
+/* The model view (every layer and head) is taller than a projector's screen: it scrolls inside its own frame. */
+#attention-plot { max-height: 92vh; overflow-y: auto; }
 input[type=range]:focus-visible, input[type=number]:focus-visible { outline: 3px solid #ff7f0e; outline-offset: 2px; }
 label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus-visible) {
     outline: 3px solid #ff7f0e; outline-offset: 2px;

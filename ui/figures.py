@@ -9,6 +9,7 @@ from 0 to 1 so maps are comparable across heads and layers.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -20,6 +21,7 @@ GRID = "#e5ecf6"
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 MOST_TICK_LABELS = 60  # token labels an axis shows before it labels every n-th position
 HEATMAP_MARGIN = {"l": 130, "r": 20}
+LABEL_CHAR_PX = 7.5  # the width of a character of a 13-px tick label
 MIN_COLUMN_PX = 22  # at least 18 px per column on any screen (issue: phones), with room for rotated labels
 PHONE_COLUMNS = 6  # columns that fit a 390-px phone at MIN_COLUMN_PX beside the row labels and colour bar
 # Small multiples: a panel is PANEL_HEIGHT px tall, so about a dozen 11-px labels fit down its side; across, the
@@ -123,9 +125,17 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
     fig = _layout(fig, _titled(title, subtitle, f"columns: {key_title} (keys)"),
                   height=min(1400, 230 + 26 * len(query_labels)))  # rows stay about 18 px or more
     # Fixed margins: automatic ones make Plotly redraw in a loop with rotated labels on top.
-    fig.update_layout(margin=dict(l=HEATMAP_MARGIN["l"], r=HEATMAP_MARGIN["r"], t=190, b=20),
+    fig.update_layout(margin=dict(l=HEATMAP_MARGIN["l"], r=HEATMAP_MARGIN["r"], t=_top_margin(key_labels), b=20),
                       width=_readable_width(len(key_labels)))
     return fig
+
+
+def _top_margin(labels: Sequence[str]) -> int:
+    """Room above a heatmap for its two title lines and its slanted column labels, as long as the longest label
+    needs (a fixed margin for the longest possible one left a blank band over short words)."""
+    longest = max((len(label) for label in labels), default=1)
+    slant = abs(math.sin(math.radians(_slanted(labels))))
+    return int(min(200, 90 + LABEL_CHAR_PX * longest * slant))
 
 
 def _readable_width(columns: int) -> int | None:

@@ -305,10 +305,11 @@ def test_directory_without_config_or_weights_is_not_a_checkpoint(tmp_path):
         load_checkpoint(tmp_path / "ckpt", device="cpu")
 
 
-def test_no_module_unpickles_anything_but_tensors():
+def test_no_code_unpickles_anything_but_tensors():
     """torch.load runs only with weights_only=True (tensors, nothing that runs code: a Hub model's
-    pytorch_model.bin); pickle itself never loads."""
-    for path in sorted(PACKAGE.glob("*.py")):
+    pytorch_model.bin); pickle itself never loads. The library, the app and app.py."""
+    root = PACKAGE.parent
+    for path in [root / "app.py", *sorted(PACKAGE.rglob("*.py")), *sorted((root / "ui").rglob("*.py"))]:
         source = path.read_text()
         for call in re.finditer(r"torch\.load\(([^)]*)\)", source):
             assert "weights_only=True" in call.group(1), path.name
