@@ -7,15 +7,31 @@ it lets any client flood the log.
 
 from __future__ import annotations
 
+import math
+
 import gradio as gr
 
 
 def refused_quietly(preprocess, payload):
-    """``preprocess(payload)``, with a refusal raised again without its traceback in the log."""
+    """``preprocess(payload)``, with a refusal raised again without its traceback in the log; a payload of the
+    wrong shape (None for a list, a list for a number), which Gradio's own code trips over, refused the same way."""
     try:
         return preprocess(payload)
     except gr.Error as error:
         raise gr.Error(error.message, duration=error.duration, title=error.title, print_exception=False) from None
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError):
+        owner = getattr(preprocess, "__self__", None)
+        label = getattr(owner, "label", None) or "This field"
+        raise gr.Error(f"“{label}” cannot take {str(payload)[:40]!r}.", print_exception=False) from None
+
+
+def a_number(component, payload):
+    """A slider's or number field's payload if it is a finite number (Gradio's own check of its range lets None,
+    NaN and text through to fail later with a traceback); refused quietly otherwise."""
+    if isinstance(payload, bool) or not isinstance(payload, (int, float)) or not math.isfinite(payload):
+        raise gr.Error(f"“{component.label or 'This field'}” needs a finite number, not {str(payload)[:40]!r}.",
+                       print_exception=False)
+    return payload
 
 
 # Gradio finds a component's frontend through its first base class, so each names Gradio's own first.
@@ -23,7 +39,7 @@ class Slider(gr.Slider):
     is_template = True  # drawn by Gradio's own component
 
     def preprocess(self, payload):
-        return refused_quietly(super().preprocess, payload)
+        return refused_quietly(super().preprocess, a_number(self, payload))
 
 
 class Radio(gr.Radio):
@@ -44,7 +60,7 @@ class Number(gr.Number):
     is_template = True
 
     def preprocess(self, payload):
-        return refused_quietly(super().preprocess, payload)
+        return refused_quietly(super().preprocess, a_number(self, payload))
 
 
 class CheckboxGroup(gr.CheckboxGroup):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import gradio as gr
 from gradio.components import Component
 
+from . import bounds
 from .errors import as_user_message, as_warning
 from .services import Services
 
@@ -116,6 +117,8 @@ class Page:
             return values or {components[name]: gr.skip() for name in declared or ()}
 
         own = parameters[1:] if takes_services else parameters
+        # Every value is bounded by the component it is for before the handler sees it (bounds.py).
+        checked = [(i, p.name, components[p.name]) for i, p in enumerate(own) if p.name in components]
         # Gradio also hands the wrapper the request, to tell the page (messages shown as HTML) from API clients.
         asker = inspect.Parameter("asked_by", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
                                   annotation=gr.Request)
@@ -127,10 +130,16 @@ class Page:
             page_asked = request is None or request.headers.get("x-gradio-user") != "api"
             return args, kwargs, page_asked
 
+        def bounded(args) -> None:
+            for index, name, component in checked:
+                if index < len(args):
+                    bounds.check(component, args[index], name)
+
         if inspect.isgeneratorfunction(fn):
             def run(*args, **kwargs):
                 args, kwargs, page_asked = split(args, kwargs)
                 with as_user_message(fn.__name__, html=page_asked):
+                    bounded(args)
                     for result in bound(*args, **kwargs):
                         yield named(result)
         else:
@@ -138,8 +147,10 @@ class Page:
                 args, kwargs, page_asked = split(args, kwargs)
                 with as_user_message(fn.__name__, html=page_asked):
                     if not keep_on_input_problem:
+                        bounded(args)
                         return named(bound(*args, **kwargs))
                     with as_warning():
+                        bounded(args)
                         return named(bound(*args, **kwargs))
                     return named({})
         functools.update_wrapper(run, fn)

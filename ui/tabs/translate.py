@@ -36,7 +36,7 @@ class UnboundedSlider(components.Slider):
     is_template = True  # drawn by Gradio's own slider
 
     def preprocess(self, payload: float) -> float:
-        return Number.round_to_precision(payload, self.precision)
+        return Number.round_to_precision(components.a_number(self, payload), self.precision)
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:

@@ -1,0 +1,65 @@
+"""One place that bounds what every event of the page takes in, named API or not.
+
+Any client can call any event (``/gradio_api/queue/join`` with its index), so a handler cannot assume a value came
+from the component shown on the page. Before a handler runs, each value is checked against the component it is
+for: a number is a finite number (Gradio's own check of its range lets None and NaN through), a choice is among the
+choices, a text is no longer than the page lets anyone type, a table is no larger than the page offers. Anything
+else is refused with one sentence and no traceback; the handler's own checks (the sentence, the model) come after.
+"""
+
+from __future__ import annotations
+
+import math
+
+import gradio as gr
+import pandas
+
+from transformer.errors import InputError
+
+MAX_TEXT_CHARS = 4000  # the most any text box holds (a sentence is cut to 1,000 characters after this)
+MAX_TABLE_ROWS = 8  # the blackboard: a few tokens, worked by hand
+MAX_TABLE_COLUMNS = 1 + 3 * 8  # a token and q, k, v of up to 8 numbers each
+MAX_CHOSEN = 512  # heads ticked at once (opus-mt: 3 x 6 x 8 = 144)
+MAX_CHOICE_CHARS = 200  # a model name, a head, a piece
+
+
+def label_of(component, name: str) -> str:
+    return getattr(component, "label", None) or name.replace("_", " ")
+
+
+def check(component, value, name: str) -> None:
+    """Refuse ``value`` for ``component`` (called ``name`` on the page) unless it is one the page could send."""
+    what = label_of(component, name)
+    if isinstance(component, (gr.Slider, gr.Number)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise InputError(f"“{what}” needs a finite number, not {str(value)[:40]!r}.")
+    elif isinstance(component, gr.Checkbox):
+        if not isinstance(value, bool):
+            raise InputError(f"“{what}” is either ticked or not, not {str(value)[:40]!r}.")
+    elif isinstance(component, gr.CheckboxGroup):  # its choices follow the model: the handler reads each one
+        if not isinstance(value, list) or len(value) > MAX_CHOSEN or not all(isinstance(v, str) for v in value):
+            raise InputError(f"“{what}” takes a list of at most {MAX_CHOSEN} of its choices.")
+    elif isinstance(component, gr.Radio):  # a fixed set on this page
+        if value not in [choice[1] for choice in component.choices]:
+            raise InputError(f"“{what}” takes one of its own choices, not {str(value)[:40]!r}.")
+    elif isinstance(component, gr.Dropdown):  # choices that follow the model (heads, pieces, model names)
+        if value is not None and (not isinstance(value, (str, int, float)) or len(str(value)) > MAX_CHOICE_CHARS):
+            raise InputError(f"“{what}” takes one of its choices, not {str(value)[:40]!r}.")
+    elif isinstance(component, gr.Textbox):
+        if value is not None and (not isinstance(value, str) or len(value) > MAX_TEXT_CHARS):
+            raise InputError(f"“{what}” takes a text of at most {MAX_TEXT_CHARS:,} characters.")
+    elif isinstance(component, gr.Dataframe):
+        rows, columns = table_shape(value)
+        if rows > MAX_TABLE_ROWS or columns > MAX_TABLE_COLUMNS:
+            raise InputError(f"“{what}” takes at most {MAX_TABLE_ROWS} rows and {MAX_TABLE_COLUMNS} columns.")
+
+
+def table_shape(value) -> tuple[int, int]:
+    if isinstance(value, pandas.DataFrame):
+        return value.shape
+    if isinstance(value, dict):  # a table as the API sends it
+        data = value.get("data") or []
+        return len(data), max((len(row) for row in data if isinstance(row, list)), default=0)
+    if isinstance(value, list):
+        return len(value), max((len(row) for row in value if isinstance(row, list)), default=0)
+    return 0, 0
