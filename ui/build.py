@@ -35,7 +35,11 @@ EXPORTS_KEPT_S = (600, 3600)  # Gradio's copies of files handed out: checked eve
 # What launch() needs besides the address (Gradio 6 takes the page's CSS there). max_file_size: an upload is
 # refused while it arrives, before it is stored; the only upload the app takes is a training TSV. Other request
 # bodies are limited before they are parsed.
-LAUNCH_OPTIONS = {"css": FOCUS_CSS, "max_file_size": MAX_UPLOAD_BYTES,
+# The system's own fonts: nothing is fetched, and no glyph of a heading falls back to another font (the theme's
+# shipped Source Sans Pro drew some capitals of bold headings from a fallback).
+THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica", "Arial", "sans-serif"],
+                          font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"])
+LAUNCH_OPTIONS = {"css": FOCUS_CSS, "theme": THEME, "head": lessons.LARGE_CHARTS_JS, "max_file_size": MAX_UPLOAD_BYTES,
                   "app_kwargs": {"middleware": [Middleware(BodySizeLimit), Middleware(ClientShare)]}}
 
 

@@ -23,6 +23,7 @@ MOST_TICK_LABELS = 60  # token labels an axis shows before it labels every n-th 
 HEATMAP_MARGIN = {"l": 130, "r": 20}
 LABEL_CHAR_PX = 7.5  # the width of a character of a 13-px tick label
 MIN_COLUMN_PX = 22  # at least 18 px per column on any screen (issue: phones), with room for rotated labels
+LAPTOP_CHART_PX = 760  # a fixed width is no narrower than a laptop's chart, where it fits without scrolling
 PHONE_COLUMNS = 6  # columns that fit a 390-px phone at MIN_COLUMN_PX beside the row labels and colour bar
 # Small multiples: a panel is PANEL_HEIGHT px tall, so about a dozen 11-px labels fit down its side; across, the
 # page's width is shared by the columns (about 80 upright labels on a laptop's screen).
@@ -142,7 +143,7 @@ def _readable_width(columns: int) -> int | None:
     """The width a heatmap needs for ``MIN_COLUMN_PX`` per column; None (the page's width) for a few columns,
     which fit even a phone. A wider chart scrolls sideways inside its own frame on a narrow screen."""
     needed = HEATMAP_MARGIN["l"] + HEATMAP_MARGIN["r"] + 80 + MIN_COLUMN_PX * columns  # 80: the colour bar
-    return needed if columns > PHONE_COLUMNS else None
+    return max(needed, LAPTOP_CHART_PX) if columns > PHONE_COLUMNS else None
 
 
 def _titled(title: str, *notes: str) -> str:

@@ -30,15 +30,40 @@ body.large-text, body.large-text .gradio-container {
   --checkbox-label-text-size: 20px; --button-small-text-size: 18px; --button-medium-text-size: 20px;
   --button-large-text-size: 22px;
 }
-body.large-text .js-plotly-plot .main-svg text, body.large-text .js-plotly-plot .main-svg tspan {
-  font-size: 17px !important;
-}
-body.large-text .js-plotly-plot .main-svg .gtitle, body.large-text .js-plotly-plot .main-svg .gtitle tspan {
-  font-size: 20px !important;
-}
 .lesson-focus { outline: 4px solid #ff7f0e; outline-offset: 4px; border-radius: 4px; }
 """
-TOGGLE_LARGE_TEXT = "(large) => { document.body.classList.toggle('large-text', large); }"
+TOGGLE_LARGE_TEXT = "(large) => { document.body.classList.toggle('large-text', large); window.largeCharts(large); }"
+# Chart text is laid out by Plotly, which places titles, labels and margins for its font sizes: CSS that enlarged
+# them afterwards made lines overlap. So in large text every chart is laid out again, its fonts at least 16 px and
+# its margins grown to match; a chart drawn later (Gradio redraws on every update) gets the same as it is drawn.
+LARGE_CHARTS_JS = """<script>
+(() => {
+  const SIZE = 17, TITLE = 23, GROW = 1.35;  // a title's second line is drawn at 70%: 16 px
+  const enlarged = (div) => div.layout && div.layout.meta && div.layout.meta.explorerLarge;
+  function enlarge(div) {
+    const full = div._fullLayout;
+    if (!full || !div.layout || enlarged(div) || !window.Plotly) return;
+    const update = {"font.size": SIZE, "title.font.size": TITLE,
+                    "meta": {explorerLarge: true, saved: JSON.parse(JSON.stringify(div.layout))}};
+    for (const key of Object.keys(full)) {
+      if (/^[xy]axis[0-9]*$/.test(key)) update[key + ".tickfont.size"] = SIZE - 1;
+    }
+    for (const side of ["l", "t"]) update["margin." + side] = Math.round(full.margin[side] * GROW);
+    (full.annotations || []).forEach((_, i) => { update["annotations[" + i + "].font.size"] = SIZE - 1; });
+    window.Plotly.relayout(div, update);
+  }
+  window.largeCharts = (large) => {
+    window.explorerLarge = large;
+    document.querySelectorAll(".js-plotly-plot").forEach((div) => {
+      if (large) enlarge(div);
+      else if (enlarged(div)) window.Plotly.react(div, div.data, div.layout.meta.saved);
+    });
+  };
+  new MutationObserver(() => {
+    if (window.explorerLarge) document.querySelectorAll(".js-plotly-plot").forEach(enlarge);
+  }).observe(document.documentElement, {childList: true, subtree: true});
+})();
+</script>"""
 
 
 def layout(page: Page) -> None:

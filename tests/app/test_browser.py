@@ -339,7 +339,9 @@ def test_a_lesson_that_compares_two_runs_shows_them_side_by_side_until_another_l
     page.close()
 
 
-IN_VIEW = """id => { const box = document.getElementById(id).getBoundingClientRect();
+IN_VIEW = """id => { const element = document.getElementById(id);
+                     if (!element) return false;  // a tab's content is drawn once the tab opens
+                     const box = element.getBoundingClientRect();
                      return box.top >= -2 && box.top < window.innerHeight * 0.6 && box.height > 0; }"""
 
 
@@ -370,9 +372,11 @@ def test_on_a_phone_a_heatmaps_columns_are_wide_enough_and_their_labels_never_ov
     page.wait_for_function("() => document.querySelector('#attention-plot .xtick text') && [...document.querySelectorAll("
                            "'#attention-plot .xtick text')].some(t => t.textContent.includes('street'))",
                            timeout=60_000)
+    # Each label is anchored where Plotly translates it to (its column), and turned about that point.
     labels = page.evaluate("""() => [...document.querySelectorAll('#attention-plot .xtick text')].map(t => {
-        const box = t.getBoundingClientRect(), turn = (t.getAttribute('transform') || '').match(/rotate\\((-?[0-9.]+)/);
-        return {x: (box.left + box.right) / 2, size: parseFloat(getComputedStyle(t).fontSize),
+        const move = t.getAttribute('transform') || '', at = move.match(/translate\\((-?[0-9.]+)/),
+              turn = move.match(/rotate\\((-?[0-9.]+)/), box = t.getBoundingClientRect();
+        return {x: at ? parseFloat(at[1]) : (box.left + box.right) / 2, size: parseFloat(getComputedStyle(t).fontSize),
                 angle: turn ? Math.abs(parseFloat(turn[1])) : 0, width: box.width}; })""")
     cells = page.evaluate("""() => document.querySelector('#attention-plot .nsewdrag').getBoundingClientRect().width""")
     columns = len(labels)
@@ -383,4 +387,32 @@ def test_on_a_phone_a_heatmaps_columns_are_wide_enough_and_their_labels_never_ov
             assert gap * math.sin(math.radians(left["angle"])) >= left["size"], (left, right)
         else:
             assert gap >= (left["width"] + right["width"]) / 2, (left, right)
+    page.close()
+
+
+SMALLEST_TEXT = """() => {
+    const sizes = [];
+    const visible = (e) => e.getBoundingClientRect().width > 0 && e.textContent.trim();
+    for (const e of document.querySelectorAll('label span, button, [data-testid="block-info"], .prose p'))
+        if (visible(e)) sizes.push(['page', e.textContent.trim().slice(0, 30), parseFloat(getComputedStyle(e).fontSize)]);
+    for (const plot of ['#attention-plot', '#topk-plot', '#step-attention'])
+        for (const e of document.querySelectorAll(plot + ' .xtick text, ' + plot + ' .ytick text, ' + plot + ' .gtitle tspan, ' + plot + ' .gtitle'))
+            if (visible(e)) sizes.push([plot, e.textContent.trim().slice(0, 30), parseFloat(getComputedStyle(e).fontSize)]);
+    return sizes; }"""
+
+
+def test_large_text_enlarges_every_label_button_and_chart_text_to_16_px_or_more(app_url, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(app_url[0])
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page.get_by_text("Lessons for a class").click()
+    page.locator("#large-text input").check()
+    page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').layout.meta", timeout=20_000)
+    small = [entry for entry in page.evaluate(SMALLEST_TEXT) if entry[2] < 16]
+    assert not small, small[:10]
+    frame = page.evaluate("() => document.getElementById('attention-plot').getBoundingClientRect().height")
+    assert frame <= 720, "a chart taller than the screen scrolls inside its own frame"
+    page.locator("#large-text input").uncheck()
+    page.wait_for_function("() => !document.querySelector('#attention-plot .js-plotly-plot').layout.meta",
+                           timeout=20_000)
     page.close()
