@@ -3,7 +3,7 @@
 Any client can call any event (``/gradio_api/queue/join`` with its index), so a handler cannot assume a value came
 from the component shown on the page. Before a handler runs, each value is checked against the component it is
 for: a number is a finite number (Gradio's own check of its range lets None and NaN through), a choice is among the
-choices, a text is no longer than the page lets anyone type, a table is no larger than the page offers. Anything
+choices, a text is a text, a table is no larger than the page offers. Anything
 else is refused with one sentence and no traceback; the handler's own checks (the sentence, the model) come after.
 """
 
@@ -16,7 +16,9 @@ import pandas
 
 from transformer.errors import InputError
 
-MAX_TEXT_CHARS = 4000  # the most any text box holds (a sentence is cut to 1,000 characters after this)
+from .limits import MAX_BODY_BYTES
+
+MAX_TEXT_CHARS = MAX_BODY_BYTES  # what a request can carry at all; a longer sentence is cut, with a note, later
 MAX_TABLE_ROWS = 8  # the blackboard: a few tokens, worked by hand
 MAX_TABLE_COLUMNS = 1 + 3 * 8  # a token and q, k, v of up to 8 numbers each
 MAX_CHOSEN = 512  # heads ticked at once (opus-mt: 3 x 6 x 8 = 144)

@@ -208,7 +208,8 @@ def test_step_view_reveals_tokens_up_to_the_step(result):
     assert list(view.source_attention.data[0].y) == pytest.approx(tr.cross_attention[-1, :, 1].mean(0).tolist())
     assert view.caption.startswith(f"Step 2 of {tr.num_steps}: the model produced")
     moved = translate_views.step_view(tr, 3)
-    assert list(moved.candidates.layout.yaxis.ticktext) == [figures.escape(p) for p in tr.top_pieces[2]]
+    assert list(moved.candidates.layout.yaxis.ticktext) == [f"{figures.escape(piece)}  {p:.1%}"
+                                                            for piece, p in zip(tr.top_pieces[2], tr.top_probs[2])]
 
 
 def test_step_view_clamps_out_of_range_steps(result):
