@@ -267,15 +267,8 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     for step in range(max(limits) + 1):  # up to a sentence's limit in tokens, then an eos
         logits = model.decode(tokens[:, -1:], encoded, cache, head_mask=head_mask,
                               positions=positions).logits[:, -1].float()
-        log_probs = never_generate(model, logits if rules.renormalize else torch.log_softmax(logits, dim=-1))
-        log_probs = log_probs.view(len(in_batch), k, -1)
         at_limit = [row for row, b in enumerate(in_batch) if step == limits[b]]
-        if at_limit:  # out of room: every live beam of these sentences must end here
-            at_limit = torch.tensor(at_limit, device=device)
-            log_probs[at_limit, :, :eos_id] = float("-inf")
-            log_probs[at_limit, :, eos_id + 1:] = float("-inf")
-        if rules.renormalize:
-            log_probs = torch.log_softmax(log_probs, dim=-1)
+        log_probs = _step_log_probs(model, logits.view(len(in_batch), k, -1), at_limit, rules)
         vocab = log_probs.size(-1)
         candidates = (scores.unsqueeze(-1) + log_probs).view(len(in_batch), -1)
         top_scores, top_index = candidates.topk(min(2 * k, candidates.size(1)), dim=1)
@@ -319,6 +312,19 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
 
     results = [sorted(hyps, key=lambda h: h.score, reverse=True) for hyps in finished]
     return (results, steps) if return_steps else results
+
+
+def _step_log_probs(model: Transformer, logits: Tensor, at_limit: list[int], rules: SearchRules) -> Tensor:
+    """Log-probabilities of one step's continuations, (sentences, k, vocabulary): without the tokens a step never
+    produces, and only eos for the sentences (rows) ``at_limit`` of their length; renormalised after that removal
+    or not, by ``rules``."""
+    eos_id = model.config.eos_id
+    log_probs = never_generate(model, logits if rules.renormalize else torch.log_softmax(logits, dim=-1))
+    if at_limit:  # out of room: every live beam of these sentences must end here
+        rows = torch.tensor(at_limit, device=logits.device)
+        log_probs[rows, :, :eos_id] = float("-inf")
+        log_probs[rows, :, eos_id + 1:] = float("-inf")
+    return torch.log_softmax(log_probs, dim=-1) if rules.renormalize else log_probs
 
 
 def _can_improve(finished: list[BeamHypothesis], best_live: float, length: int, k: int, length_penalty: float,
