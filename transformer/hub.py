@@ -115,21 +115,24 @@ def model_config(marian: dict) -> ModelConfig:
         raise HubError(f"its config.json does not describe a model this project can build ({error}).") from None
 
 
-def _layer_weights(marian: dict[str, torch.Tensor], ours: str, theirs: str, attention: tuple[str, str],
+ENCODER_NORMS = {"self_attn_norm": "self_attn_layer_norm", "feed_forward_norm": "final_layer_norm"}
+DECODER_NORMS = {**ENCODER_NORMS, "cross_attn_norm": "encoder_attn_layer_norm"}
+
+
+def _layer_weights(marian: dict[str, torch.Tensor], prefix: str, attentions: dict[str, str],
                    norms: dict[str, str]) -> dict[str, torch.Tensor]:
-    """One layer's tensors under our names: q, k and v stacked into in_proj, the rest renamed."""
+    """One layer's tensors under our names (``prefix`` is the layer's in both): each attention's q, k and v stacked
+    into in_proj, the norms and the feed-forward renamed."""
     weights = {}
-    for our_attention, their_attention in (attention,) if attention else ():
-        for part in ("weight", "bias"):
-            weights[f"{ours}.{our_attention}.in_proj.{part}"] = torch.cat(
-                [marian[f"{theirs}.{their_attention}.{p}_proj.{part}"] for p in "qkv"])
-            weights[f"{ours}.{our_attention}.out_proj.{part}"] = marian[f"{theirs}.{their_attention}.out_proj.{part}"]
-    for our_norm, their_norm in norms.items():
-        for part in ("weight", "bias"):
-            weights[f"{ours}.{our_norm}.norm.{part}"] = marian[f"{theirs}.{their_norm}.{part}"]
-    for our_linear, their_linear in (("linear1", "fc1"), ("linear2", "fc2")):
-        for part in ("weight", "bias"):
-            weights[f"{ours}.feed_forward.{our_linear}.{part}"] = marian[f"{theirs}.{their_linear}.{part}"]
+    for part in ("weight", "bias"):
+        for ours, theirs in attentions.items():
+            weights[f"{prefix}.{ours}.in_proj.{part}"] = torch.cat(
+                [marian[f"{prefix}.{theirs}.{p}_proj.{part}"] for p in "qkv"])
+            weights[f"{prefix}.{ours}.out_proj.{part}"] = marian[f"{prefix}.{theirs}.out_proj.{part}"]
+        for ours, theirs in norms.items():
+            weights[f"{prefix}.{ours}.norm.{part}"] = marian[f"{prefix}.{theirs}.{part}"]
+        for ours, theirs in (("linear1", "fc1"), ("linear2", "fc2")):
+            weights[f"{prefix}.feed_forward.{ours}.{part}"] = marian[f"{prefix}.{theirs}.{part}"]
     return weights
 
 
@@ -149,17 +152,10 @@ def convert_state_dict(marian: dict[str, torch.Tensor], config: ModelConfig) -> 
             weights["output_proj.weight"] = marian["lm_head.weight"]
         weights["output_bias"] = marian.get("final_logits_bias", torch.zeros(1, config.tgt_vocab_size)).reshape(-1)
         for i in range(config.n_encoder_layers):
-            weights.update(_layer_weights(marian, f"encoder.layers.{i}", f"encoder.layers.{i}",
-                                          ("self_attn", "self_attn"),
-                                          {"self_attn_norm": "self_attn_layer_norm",
-                                           "feed_forward_norm": "final_layer_norm"}))
+            weights.update(_layer_weights(marian, f"encoder.layers.{i}", {"self_attn": "self_attn"}, ENCODER_NORMS))
         for i in range(config.n_decoder_layers):
-            for attention in (("self_attn", "self_attn"), ("cross_attn", "encoder_attn")):
-                weights.update(_layer_weights(marian, f"decoder.layers.{i}", f"decoder.layers.{i}", attention, {}))
-            weights.update(_layer_weights(marian, f"decoder.layers.{i}", f"decoder.layers.{i}", (),
-                                          {"self_attn_norm": "self_attn_layer_norm",
-                                           "cross_attn_norm": "encoder_attn_layer_norm",
-                                           "feed_forward_norm": "final_layer_norm"}))
+            weights.update(_layer_weights(marian, f"decoder.layers.{i}",
+                                          {"self_attn": "self_attn", "cross_attn": "encoder_attn"}, DECODER_NORMS))
     except (KeyError, StopIteration) as error:
         raise HubError(f"its weights lack {str(error) or 'the embeddings'}, which a Marian translator has.") from None
     return {name: tensor.float().contiguous() for name, tensor in weights.items()}
