@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
@@ -53,4 +54,13 @@ def machine() -> str:
     return f"{name}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads"
 
 
-__all__ = ["ROOT", "Tokenizer", "bundled_or_random", "machine", "repeat_ms"]
+def report(result: dict, as_json: bool) -> None:
+    """A benchmark's result: one line per figure unless ``as_json``, then the JSON line it always ends with."""
+    if not as_json:
+        width = max(map(len, result)) + 2
+        for name, value in result.items():
+            print(f"{name:{width}} {value}")
+    print(json.dumps(result))
+
+
+__all__ = ["ROOT", "Tokenizer", "bundled_or_random", "machine", "repeat_ms", "report"]

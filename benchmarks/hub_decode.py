@@ -21,14 +21,13 @@ a ratio is ours / transformers over the 8 sentences, medians of ``--repeats`` ru
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import statistics
 import time
 
 import torch
 
-from common import machine
+from common import machine, report
 from transformer import hub
 from transformer.checkpoint import load_weights
 from transformer.decoding import SearchRules, beam_search, greedy_search, translate
@@ -140,10 +139,7 @@ def main() -> None:
                            "beam_ratio<=0.7": result["beam_ratio"] <= 0.7,
                            "greedy_ratio_recording<=0.85": result["greedy_ratio_recording"] <= 0.85,
                            "beam_ratio_recording<=0.85": result["beam_ratio_recording"] <= 0.85}
-    if not args.json:
-        for name, value in result.items():
-            print(f"{name:32} {value}")
-    print(json.dumps(result))
+    report(result, args.json)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pathlib import Path
 import sentencepiece as spm
 import torch
 
-from common import ROOT, machine
+from common import ROOT, machine, report
 from hub_decode import OPUS_MT_EN_DE
 from transformer import hub
 
@@ -96,10 +96,7 @@ def main() -> None:
         checkpoint = hub.convert(marian, scratch / "checkpoints" / "opus-mt-shaped")
         result = {**serve_and_measure(checkpoint, args.port), "goal_mb": 1200, "machine": machine()}
     result["goal_met"] = result["server_peak_mb"] <= result["goal_mb"]
-    if not args.json:
-        for name, value in result.items():
-            print(f"{name:16} {value}")
-    print(json.dumps(result))
+    report(result, args.json)
 
 
 if __name__ == "__main__":
