@@ -135,14 +135,17 @@ def model_view_ms(page, i: int) -> float:
 
 
 def step_ms(page, i: int) -> float:
-    if i == 0:  # the default model, at the last step of a sentence long enough to step back and forth
+    if i == 0:  # the default model, on a sentence long enough to step back and forth
         if page.get_by_label("Model", exact=True).first.input_value() != MODELS[0]:
             choose_model_ms(page, MODELS[0])
         translate_ms(page, i, LONG_SENTENCE)
-    title = page.locator("#topk-plot .gtitle").first.text_content() or ""
-    if not (match := re.match(r"Step (\d+):", title)):
-        raise RuntimeError(f"no step number in the top-k chart's title {title!r}")
-    label, target = ("◀ previous", int(match[1]) - 1) if i % 2 == 0 else ("next ▶", int(match[1]) + 1)
+    caption = page.locator("#step-caption").first.text_content() or ""
+    if not (match := re.search(r"Step (\d+) of (\d+)", caption)):
+        raise RuntimeError(f"no step number in the step caption {caption!r}")
+    step, last = int(match[1]), int(match[2])
+    # Back and forth from wherever the step view opened (the first step; the last before 2026-12-01).
+    forward = step == 1 or (step < last and i % 2 == 0)
+    label, target = ("next ▶", step + 1) if forward else ("◀ previous", step - 1)
     return settle_ms(page, page.get_by_role("button", name=label).click, CHARTS[:2], False, f"Step {target}:")
 
 
