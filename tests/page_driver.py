@@ -45,11 +45,11 @@ class PageDriver:
     def value(self, component: Component):
         return self.values[component._id]
 
-    def run(self, event, inputs: list | None = None):
-        """Call an event's handler with the components' values (or ``inputs``); its outputs become their values.
-        Returns what the handler returned (a generator's last result)."""
+    def run(self, event, inputs: list | None = None, request: gr.Request | None = None):
+        """Call an event's handler with the components' values (or ``inputs``), as sent in ``request``; its outputs
+        become their values. Returns what the handler returned (a generator's last result)."""
         values = [self.values.get(c._id) for c in event.inputs] if inputs is None else list(inputs)
-        arguments = special_args(event.fn, values, event_data=self.selection(event))[0]
+        arguments = special_args(event.fn, values, request=request, event_data=self.selection(event))[0]
         result = event.fn(*arguments)
         if hasattr(result, "__next__"):
             last = None

@@ -8,9 +8,8 @@ never writes into the bundled ``checkpoints/``.
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import dataclasses
-import gc
 import logging
 import os
 import re
@@ -31,6 +30,7 @@ from transformer.model import Transformer
 from transformer.budget import plan_here
 from transformer.train import AUTO_PRESET, TrainConfig, Trainer
 
+from .costly import CORES, release_memory
 from .views.choices import clamp, finite
 
 log = logging.getLogger(__name__)
@@ -110,16 +110,6 @@ def read_upload(path: str | Path, limit: int = MAX_UPLOAD_BYTES) -> datasets.Par
         raise datasets.DataError(f"line {longest + 1} of {path.name} is {len(lines[longest]):,} characters long; "
                                  f"a sentence pair may have at most {MAX_UPLOAD_LINE_CHARS:,}")
     return datasets.load_training_tsv(path)
-
-
-def release_memory() -> bool:
-    """Hand the memory a finished job freed back to the system. glibc keeps freed blocks in its arenas, so without
-    this a server grows with every job it runs and never shrinks. Returns whether memory could be trimmed."""
-    gc.collect()
-    try:
-        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
-    except (OSError, AttributeError):  # not glibc: nothing to trim this way
-        return False
 
 
 @dataclass
@@ -209,7 +199,8 @@ class JobManager:
 
     def start(self, request: JobRequest, owner: str | None = None, client: str | None = None) -> JobState:
         """Start a job for the visitor ``owner`` (None: the server itself); refused while another one runs, and
-        for a ``client`` (its address) that started ``JOBS_PER_CLIENT_HOUR`` jobs in the last hour."""
+        for a ``client`` (a public server's visitor, by address) that started ``JOBS_PER_CLIENT_HOUR`` jobs in the
+        last hour. A client's job trains on half the cores, leaving the others to everyone else."""
         if training_disabled():
             raise JobError(f"Training is turned off on this server ({DISABLE_VARIABLE} is set).")
         if request.preset not in APP_PRESETS:
@@ -236,8 +227,8 @@ class JobManager:
             self._cancel = threading.Event()
             total = None if request.preset == AUTO_PRESET else request.steps
             self._job = JobState(name, "running", request, time.time(), total, owner=owner)
-            self._thread = threading.Thread(target=self._run, args=(config, self._cancel), daemon=True,
-                                            name=f"train-{name}")
+            self._thread = threading.Thread(target=self._run, args=(config, self._cancel, client is not None),
+                                            daemon=True, name=f"train-{name}")
             self._thread.start()
             return self._job
 
@@ -322,7 +313,12 @@ class JobManager:
             job = self._job
             self._job = JobState(**{**job.__dict__, **changes})
 
-    def _run(self, config: TrainConfig, cancel: threading.Event) -> None:
+    def _run(self, config: TrainConfig, cancel: threading.Event, shared: bool) -> None:
+        """Train (``shared``: on the cores a visitor's job may take), then publish the model or say why not."""
+        with CORES.reserve() if shared else contextlib.nullcontext():
+            self._train(config, cancel)
+
+    def _train(self, config: TrainConfig, cancel: threading.Event) -> None:
         def on_step(metrics: dict) -> None:
             self._update(steps=self._job.steps + [{k: metrics[k] for k in ("step", "loss", "lr", "tokens",
                                                                            "tokens_per_s", "elapsed_s")}])

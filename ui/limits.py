@@ -74,6 +74,17 @@ def client_address(headers, host: str | None) -> str:
     return entries[-min(trusted_proxies(), len(entries))] if entries else host or "unknown"
 
 
+def visiting_client(request) -> str | None:
+    """The address of whoever sent a Gradio ``request``, when they are a visitor of a public server; None for this
+    machine's own user (and for calls made without a request, as tests do)."""
+    client = getattr(request, "client", None)
+    if client is None:
+        return None
+    headers = {name.lower(): value for name, value in dict(request.headers).items()}
+    peer = client.host
+    return None if from_this_machine(headers, peer) else client_address(headers, peer)
+
+
 class ClientShare:
     """ASGI middleware: each client may start at most ``events`` pieces of work (queue joins, API calls) per
     ``window_s`` seconds; more get 429 with a message. One client can then fill no more than its share of the

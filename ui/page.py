@@ -9,6 +9,7 @@ has to match a tuple in another file.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import typing
@@ -19,6 +20,8 @@ import gradio as gr
 from gradio.components import Component
 
 from . import bounds
+from .costly import CONCURRENCY as COSTLY_CONCURRENCY
+from .costly import CORES
 from .errors import as_user_message, as_warning
 from .services import Services
 
@@ -92,11 +95,12 @@ class Page:
         return run
 
     def handler(self, fn: Callable, keep_on_input_problem: bool = False,
-                outputs: Iterable[str] | None = None) -> Callable:
+                outputs: Iterable[str] | None = None, costly: bool = False) -> Callable:
         """``fn`` as Gradio calls it: services given, names turned into components, problems into messages.
 
         ``keep_on_input_problem``: for the page's own buttons, a problem with the input is a warning and every
-        output stays as it was (no error badges over earlier results).
+        output stays as it was (no error badges over earlier results). ``costly``: ``fn`` runs within its
+        visitor's budget of CPU-seconds, leaving a core to everyone else (costly.py).
         """
         parameters = list(inspect.signature(fn).parameters.values())
         takes_services = bool(parameters) and parameters[0].name == "services"
@@ -124,33 +128,38 @@ class Page:
                                   annotation=gr.Request)
 
         def split(args, kwargs):
-            """The handler's own arguments, and whether its messages go to the page."""
+            """The handler's own arguments, and the request (whether its messages go to the page, who sent it)."""
             request = args[-1] if len(args) > len(own) else kwargs.pop("asked_by", None)
             args = args[:len(own)] if len(args) > len(own) else args
-            page_asked = request is None or request.headers.get("x-gradio-user") != "api"
-            return args, kwargs, page_asked
+            return args, kwargs, request
 
-        def bounded(args) -> None:
+        def page_asked(request) -> bool:
+            return request is None or request.headers.get("x-gradio-user") != "api"
+
+        def bounded(args, request):
+            """Every value checked, then the work's share of the server taken (a context for the handler)."""
             for index, name, component in checked:
                 if index < len(args):
                     bounds.check(component, args[index], name)
+            if costly:
+                return self.services.costly.share(request)
+            CORES.for_ordinary_event()
+            return contextlib.nullcontext()
 
         if inspect.isgeneratorfunction(fn):
             def run(*args, **kwargs):
-                args, kwargs, page_asked = split(args, kwargs)
-                with as_user_message(fn.__name__, html=page_asked):
-                    bounded(args)
+                args, kwargs, request = split(args, kwargs)
+                with as_user_message(fn.__name__, html=page_asked(request)), bounded(args, request):
                     for result in bound(*args, **kwargs):
                         yield named(result)
         else:
             def run(*args, **kwargs):
-                args, kwargs, page_asked = split(args, kwargs)
-                with as_user_message(fn.__name__, html=page_asked):
+                args, kwargs, request = split(args, kwargs)
+                with as_user_message(fn.__name__, html=page_asked(request)):
                     if not keep_on_input_problem:
-                        bounded(args)
-                        return named(bound(*args, **kwargs))
-                    with as_warning():
-                        bounded(args)
+                        with bounded(args, request):
+                            return named(bound(*args, **kwargs))
+                    with as_warning(), bounded(args, request):
                         return named(bound(*args, **kwargs))
                     return named({})
         functools.update_wrapper(run, fn)
@@ -166,10 +175,14 @@ class Page:
                 and not isinstance(p.default, gr.Progress)]  # Gradio fills a progress tracker itself
 
     def on(self, triggers, fn: Callable, outputs: Iterable[str], *, keep_on_input_problem: bool = False,
-           api_name: str | None = None, **options):
-        """Run ``fn`` when any of ``triggers`` fires; it may set the components named in ``outputs``."""
+           api_name: str | None = None, costly: bool = False, **options):
+        """Run ``fn`` when any of ``triggers`` fires; it may set the components named in ``outputs``.
+
+        ``costly``: ``fn`` is one of the expensive computations, which run one at a time, each within its
+        visitor's budget (costly.py)."""
         triggers = triggers if isinstance(triggers, (list, tuple)) else [triggers]
         outputs = list(dict.fromkeys(outputs))
         visibility = {"api_name": api_name} if api_name else {"api_visibility": "private"}
-        return gr.on(triggers, self.handler(fn, keep_on_input_problem, outputs), self.inputs_of(fn),
-                     [self.components[name] for name in outputs], **visibility, **options)
+        return gr.on(triggers, self.handler(fn, keep_on_input_problem, outputs, costly), self.inputs_of(fn),
+                     [self.components[name] for name in outputs], **visibility,
+                     **(COSTLY_CONCURRENCY if costly else {}), **options)

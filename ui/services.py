@@ -15,6 +15,7 @@ from transformer import hub
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
 from transformer.data import DataError, multi30k_dir
 
+from .costly import CostlyWork
 from .jobs import JobManager, training_disabled
 
 
@@ -138,12 +139,13 @@ def multi30k_available() -> bool:
 
 @dataclass
 class Services:
-    """The one object handed to every tab and handler: models by name, the training job manager."""
+    """The one object handed to every tab and handler: models by name, the training job manager, the budgets."""
 
     registry: ModelRegistry
     jobs: JobManager = field(default_factory=JobManager)
     training: bool = field(default_factory=lambda: not training_disabled())  # the Train tab is on
     hub: HubModels = field(default_factory=HubModels)
+    costly: CostlyWork = field(default_factory=CostlyWork)  # the costly events: one at a time, budgeted
 
     @classmethod
     def default(cls, roots: list[Path] | None = None, jobs: JobManager | None = None,

@@ -167,11 +167,11 @@ def wire(page: Page) -> None:
     c = page.components
     page.sentence_work += [
         page.on(c["tree_button"].click, on_tree, ("tree_plot", "hypotheses_table", "hypotheses_state"),
-                keep_on_input_problem=True),
+                keep_on_input_problem=True, costly=True),
         page.on(c["statistics_button"].click, on_statistics, ("statistics_table", "statistics_caption"),
                 keep_on_input_problem=True),
         page.on(c["statistics_sample_button"].click, on_statistics_sample, ("statistics_table", "statistics_caption"),
-                keep_on_input_problem=True),
+                keep_on_input_problem=True, costly=True),
     ]
     page.on(c["hypotheses_table"].select, on_hypothesis, ["hypothesis_plot"])
     page.on(c["statistics_table"].select, on_statistics_row, ["statistics_head_plot"])

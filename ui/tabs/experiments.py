@@ -225,9 +225,9 @@ def wire(page: Page) -> None:
         page.on(c["no_positions_button"].click, on_positions, COMPARISON_OUTPUTS, keep_on_input_problem=True),
         page.on(c["shuffle_button"].click, on_shuffle, COMPARISON_OUTPUTS, keep_on_input_problem=True),
         page.on(c["importance_button"].click, on_importance, ("importance_plot", "importance_summary"),
-                keep_on_input_problem=True),
+                keep_on_input_problem=True, costly=True),
         page.on(c["importance_sample_button"].click, on_importance_sample, ("importance_plot", "importance_summary"),
-                keep_on_input_problem=True),
+                keep_on_input_problem=True, costly=True),
     ]
     page.on(c["override_step"].input, on_override_step, ["override_choice"], trigger_mode="always_last")
     page.on([c["experiment_kind"].input, c["experiment_layer"].input, c["experiment_head"].input,

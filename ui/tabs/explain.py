@@ -169,11 +169,12 @@ def declare(page: Page) -> None:
 def wire(page: Page) -> None:
     c = page.components
     page.sentence_work += [
-        page.on(c["explain_button"].click, on_attribute, ATTRIBUTION_OUTPUTS, keep_on_input_problem=True),
+        page.on(c["explain_button"].click, on_attribute, ATTRIBUTION_OUTPUTS, keep_on_input_problem=True,
+                costly=True),
         page.on(c["explain_sample_button"].click, on_sample_agreement, ("explain_agreement", "explain_summary"),
-                keep_on_input_problem=True)]
+                keep_on_input_problem=True, costly=True)]
     pruning = page.on(c["prune_button"].click, on_prune, ("prune_plot", "prune_summary"), keep_on_input_problem=True,
-                      concurrency_id="prune", concurrency_limit=1)
+                      costly=True)
     page.sentence_work.append(pruning)
     c["prune_stop"].click(None, cancels=[pruning], api_visibility="private")
     page.on([c["explain_layer"].input, c["explain_head"].input], on_attention, ["explain_attention"],

@@ -11,7 +11,7 @@ from transformer.data import SYNTHETIC_TASKS
 
 from .. import components
 from .. import jobs as training_jobs
-from ..limits import client_address
+from ..limits import visiting_client
 from ..page import Page
 from ..services import Services, multi30k_available
 from ..views import training as views
@@ -121,7 +121,7 @@ def on_start(services: Services, train_data, train_upload, train_preset, train_s
     """Start a job and stream its progress to whoever started it; the model list follows once it is published."""
     services.jobs.start(training_jobs.JobRequest(data=train_data, preset=train_preset, steps=train_steps,
                                                  minutes=train_minutes, upload=train_upload), owner=visitor(request),
-                        client=client_address(request.headers, request.client.host) if request else None)
+                        client=visiting_client(request))
     while True:
         job = services.jobs.current
         finished = job.status != "running"

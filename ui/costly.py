@@ -1,0 +1,171 @@
+"""Costly events (attribution and head ranking over sample sentences, pruning, a beam tree): shared fairly.
+
+They run one at a time, on half the cores, so a class translating meanwhile keeps the others; and each visitor of
+a public server spends at most a budget of CPU-seconds on them in a window of time, so one visitor within the rate
+limit cannot keep that one slot to themselves. A visitor past the budget is told when they may continue.
+Afterwards the memory an event freed goes back to the system.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import gc
+import math
+import os
+import threading
+import time
+
+import torch
+
+from transformer.errors import InputError
+
+from .limits import MAX_TRACKED_CLIENTS, visiting_client
+
+# Gradio's workers for costly events: one runs, the others wait for it in their threads (CostlyWork).
+CONCURRENCY = {"concurrency_id": "costly", "concurrency_limit": 8}
+# About what three attribution agreements over the sample sentences cost; a student exploring spends far less.
+BUDGET_CPU_S = 180.0
+BUDGET_WINDOW_S = 600.0
+TRIM_AFTER_CPU_S = 1.0
+
+
+def release_memory(collect: bool = True) -> bool:
+    """Hand freed memory back to the system. glibc keeps freed blocks in its arenas, so without this a server grows
+    with every costly event or job it runs and never shrinks. ``collect``: first free what only reference cycles
+    hold (a full collection holds every thread up for about a third of a second). Returns whether memory could be
+    trimmed."""
+    if collect:
+        gc.collect()
+    try:
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
+    except (OSError, AttributeError):  # not glibc: nothing to trim this way
+        return False
+
+
+class Cores:
+    """The cores torch computes on, shared between costly work and everything else.
+
+    Costly work (a costly event, a visitor's training job) reserves half of them while it runs; ordinary events
+    (a translation, a view) run on the rest meanwhile and on all of them otherwise. Two computations that each
+    took every core would slow each other down more than by half: their threads wait for each other.
+    """
+
+    def __init__(self, total: int | None = None):
+        self.total = total or torch.get_num_threads()  # torch's count as the server started
+        self.reserved = 0
+        self.lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def reserve(self):
+        """Run this thread's torch work on a reserved half of the cores (at least one); yields how many."""
+        threads = max(1, self.total // 2)
+        with self.lock:
+            self.reserved += threads
+        torch.set_num_threads(threads)
+        try:
+            yield threads
+        finally:
+            with self.lock:
+                self.reserved -= threads
+            torch.set_num_threads(self.total)
+
+    def for_ordinary_event(self) -> int:
+        """Set this thread's torch threads to the cores no costly work holds (at least one), and return them.
+
+        torch's count is per thread, taken from the last one set anywhere when a thread first uses torch: without
+        this, a thread that started during costly work would keep its count ever after."""
+        threads = max(1, self.total - self.reserved)
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        return threads
+
+
+CORES = Cores()
+
+
+def setting(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if math.isfinite(value) and value > 0 else default
+
+
+class CostlyWork:
+    """The server's one slot for costly events, and each client's budget of CPU-seconds for them: at most
+    ``seconds`` in the last ``window_s`` seconds (``EXPLORER_COSTLY_CPU_SECONDS``, ``EXPLORER_COSTLY_WINDOW_S``).
+
+    Events wait for the slot in their own thread rather than in Gradio's queue, and a client has at most one
+    costly event running or waiting: more are refused at once, so a client sending as fast as the rate limit lets
+    it cannot fill the queue that everyone's translations go through.
+    """
+
+    def __init__(self, seconds: float | None = None, window_s: float | None = None):
+        self.seconds = seconds or setting("EXPLORER_COSTLY_CPU_SECONDS", BUDGET_CPU_S)
+        self.window_s = window_s or setting("EXPLORER_COSTLY_WINDOW_S", BUDGET_WINDOW_S)
+        self.spent: dict[str, collections.deque] = {}  # client -> (when, CPU-seconds) of its events in the window
+        self.in_flight: set[str] = set()
+        self.lock = threading.Lock()  # guards spent and in_flight
+        self.slot = threading.Lock()  # held by the costly event that runs
+
+    def wait_s(self, client: str, now: float | None = None) -> float:
+        """Seconds until ``client`` is back within its budget; 0 when it is within it now."""
+        now = time.monotonic() if now is None else now
+        with self.lock:
+            events = self.spent.get(client, collections.deque())
+            while events and events[0][0] <= now - self.window_s:
+                events.popleft()
+            spent = sum(cpu for _, cpu in events)
+            for when, cpu in events:  # the budget comes back as the oldest events leave the window
+                if spent < self.seconds:
+                    break
+                spent -= cpu
+                if spent < self.seconds:
+                    return max(0.0, when + self.window_s - now)
+            return 0.0
+
+    def charge(self, client: str, cpu_s: float, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        with self.lock:
+            self.spent.setdefault(client, collections.deque()).append((now, cpu_s))
+            if len(self.spent) > MAX_TRACKED_CLIENTS:  # forget clients whose events have all left the window
+                cutoff = now - self.window_s
+                for quiet in [c for c, events in self.spent.items() if not events or events[-1][0] <= cutoff]:
+                    del self.spent[quiet]
+
+    def admit(self, client: str | None) -> None:
+        """Take ``client``'s one place in line, or say why not and when to come back."""
+        if client is None:
+            return
+        wait = self.wait_s(client)
+        if wait > 0:
+            raise InputError(f"You have used this server's share of heavy computations for one visitor "
+                             f"({self.seconds:.0f} CPU-seconds in {self.window_s / 60:.0f} minutes); you may "
+                             f"continue in {math.ceil(wait)} seconds. Translating and every view go on meanwhile.")
+        with self.lock:
+            if client in self.in_flight:
+                raise InputError("Your previous heavy computation is still running or waiting its turn; start "
+                                 "this one when it is done.")
+            self.in_flight.add(client)
+
+    @contextlib.contextmanager
+    def share(self, request):
+        """Run a costly event for whoever sent ``request``: in turn, on half the cores, charged with the CPU
+        time it took. This machine's own user (no proxy, loopback) waits in line but is not counted."""
+        client = visiting_client(request)
+        self.admit(client)
+        started, threads = time.thread_time(), 1
+        try:
+            with self.slot, CORES.reserve() as threads:
+                yield
+        finally:
+            with self.lock:
+                self.in_flight.discard(client)
+            # This thread's CPU time; its pool's threads work while it does (an upper bound past one thread).
+            cpu_s = (time.thread_time() - started) * threads
+            if client:
+                self.charge(client, cpu_s)
+            if cpu_s > TRIM_AFTER_CPU_S:  # a refusal or a small computation leaves little to hand back
+                release_memory(collect=False)
