@@ -9,7 +9,7 @@ then scored *as stored*: greedy and beam decoding on val and
 test_2016_flickr, the length penalty chosen on val only. The card records the
 command, config, data checksums, tokenizer settings, hardware, time, and every
 score with its sacreBLEU signature; a picture of the training curves goes beside it
-(training.png).
+(training.svg, drawn by ``transformer.curves``).
 """
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ import torch
 from . import data as datasets
 from .checkpoint import (CheckpointError, load_checkpoint, read_config, read_training_log, run_history,
                          save_checkpoint)
+from .curves import training_curves_svg
 from .evaluate import evaluate_checkpoint
 
 
 log = logging.getLogger(__name__)
-CURVES = "training.png"  # the training curves, saved in the checkpoint beside its card
+CURVES = "training.svg"  # the training curves, saved in the checkpoint beside its card
 
 
 def cpu_name() -> str:
@@ -151,12 +152,14 @@ def main(argv: list[str] | None = None) -> int:
             stored = load_checkpoint(save_checkpoint(Path(staging) / "model", original.model,
                                                      original.source_tokenizer, original.target_tokenizer,
                                                      info=info, dtype=dtype), device="cpu")
-        metrics, curves = score_and_plot(stored, original, config, run_dir, destination.name, args)
+        steps, evals = read_training_log(run_dir / "log.jsonl")
+        metrics = score(stored, original, config, steps, evals, args)
     except (CheckpointError, datasets.DataError) as error:
         log.error("%s; %s was left as it was", error, destination)
         return 2
     command_file = run_dir / "command.txt"
     command = args.command or (command_file.read_text().strip().splitlines()[0] if command_file.is_file() else "?")
+    curves = training_curves_svg(steps, evals, f"{destination.name}: training").encode() if steps or evals else None
     card = model_card(destination.name, metrics, {**config, **info}, command, CURVES if curves else None, args.note)
     save_checkpoint(destination, original.model, original.source_tokenizer, original.target_tokenizer, info=info,
                     dtype=dtype, card=card, metrics=metrics,
@@ -175,11 +178,9 @@ def training_minutes(steps: list[dict]) -> float:
     return (total + last) / 60
 
 
-def score_and_plot(stored, original, config: dict, run_dir: Path, name: str,
-                   args: argparse.Namespace) -> tuple[dict, bytes | None]:
-    """Score the model as stored (and, for translation, the float32 original on val); draw its training curves (PNG)."""
+def score(stored, original, config: dict, steps: list[dict], evals: list[dict], args: argparse.Namespace) -> dict:
+    """Score the model as stored (and, for translation, the float32 original on val)."""
     training = config.get("training", {})
-    steps, evals = read_training_log(run_dir / "log.jsonl")
     metrics: dict = {"scores": {}, "stored_dtype": args.dtype, "hardware": hardware(),
                      "parameters": stored.model.num_parameters(), "steps": config.get("step"),
                      "epochs": evals[-1]["epoch"] + 1 if evals else None,
@@ -233,19 +234,7 @@ def score_and_plot(stored, original, config: dict, run_dir: Path, name: str,
         metrics["precision_check"] = ("scores above are computed with the stored weights" if val is not None else
                                       "not scored: score it with python -m transformer.evaluate --source/--reference")
 
-    curves = None
-    if steps or evals:
-        # Drawn by the app's own figure builders (Plotly), so the card shows what the Model tab shows; imported
-        # here, as only this step of the package needs them.
-        from ui.figures import quiet_image_export_logs, training_curves
-
-        quiet_image_export_logs()
-        figure = training_curves(steps, evals, title=f"{name}: training")
-        try:
-            curves = figure.to_image(format="png", width=1200, height=420, scale=1)
-        except Exception as error:  # kaleido needs a Chromium; the card still gets written
-            log.warning("could not draw the training curves (%s)", error)
-    return metrics, curves
+    return metrics
 
 
 if __name__ == "__main__":
