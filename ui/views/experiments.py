@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import torch
 
-from transformer import inspect as head_inspection
+from transformer import inside_head
 from transformer import interventions
 from transformer.checkpoint import Checkpoint
 
@@ -68,7 +68,7 @@ def comparison_attention(comparison: interventions.Comparison, kind: str, layer:
     runs = ((comparison.before, None, True), (comparison.after, comparison.head_mask, comparison.positions))
     matrices = []
     for translation, mask, positions in runs:
-        maps = head_inspection.contribution_maps(model, translation, kind, mask, positions)
+        maps = inside_head.contribution_maps(model, translation, kind, mask, positions)
         layer = clamp(layer, 1, maps.layers.shape[0])
         matrices.append(maps.layers[layer - 1] if head is None else maps.heads[layer - 1, head - 1])
     largest = max(float(matrices[0].max()), float(matrices[1].max()), 1e-6)

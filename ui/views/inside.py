@@ -10,7 +10,7 @@ import pandas
 import plotly.graph_objects as go
 import torch
 
-from transformer import inspect as head_inspection
+from transformer import inside_head
 from transformer.checkpoint import Checkpoint
 from transformer.decoding import Sampling, Translation, never_generate
 from transformer.errors import InputError
@@ -75,13 +75,13 @@ def chosen_head(checkpoint: Checkpoint, translation: Translation | None, kind: s
 
 
 def arithmetic(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer, head,
-               query) -> head_inspection.HeadArithmetic:
+               query) -> inside_head.HeadArithmetic:
     kind, layer, head = chosen_head(checkpoint, translation, kind, layer, head)
     query = clamp(query, 1, query_count(translation, kind))
-    return head_inspection.head_arithmetic(checkpoint.model, translation, kind, layer, head, query)
+    return inside_head.head_arithmetic(checkpoint.model, translation, kind, layer, head, query)
 
 
-def arithmetic_table(a: head_inspection.HeadArithmetic) -> pandas.DataFrame:
+def arithmetic_table(a: inside_head.HeadArithmetic) -> pandas.DataFrame:
     """One row per key: the steps of equation 1, then what the key adds."""
     total = float(a.contribution_norms.sum()) or 1.0
     rows = [{"key": f"position {j}: {token}", "q·k": round(score, 3),
@@ -93,7 +93,7 @@ def arithmetic_table(a: head_inspection.HeadArithmetic) -> pandas.DataFrame:
     return pandas.DataFrame(rows)
 
 
-def summary_markdown(a: head_inspection.HeadArithmetic) -> str:
+def summary_markdown(a: inside_head.HeadArithmetic) -> str:
     token = figures.escape(a.query_token)
     query = (f"Query {a.query} is **{token}** (position {a.query - 1})" if a.predicts is None else
              f"Query {a.query} is step {a.query}: it reads **{token}** and produced **{figures.escape(a.predicts)}**")
@@ -102,7 +102,7 @@ def summary_markdown(a: head_inspection.HeadArithmetic) -> str:
             f"**{figures.escape(a.key_tokens[int(a.weights.argmax())])}**.")
 
 
-def merge_markdown(a: head_inspection.HeadArithmetic, checkpoint: Checkpoint) -> str:
+def merge_markdown(a: inside_head.HeadArithmetic, checkpoint: Checkpoint) -> str:
     """The way from this head's output to the layer's residual stream, with the sizes of each vector."""
     config = checkpoint.model.config
     after = ("carried on as x + block (pre-norm: the LayerNorm came before the block)" if config.norm_first else
@@ -116,7 +116,7 @@ def merge_markdown(a: head_inspection.HeadArithmetic, checkpoint: Checkpoint) ->
             + ", ".join(f"head {h + 1}: {float(n):.2f}" for h, n in enumerate(a.head_outputs.norm(dim=-1))))
 
 
-def cache_markdown(a: head_inspection.HeadArithmetic, translation: Translation) -> str:
+def cache_markdown(a: inside_head.HeadArithmetic, translation: Translation) -> str:
     """What is computed when: the key/value cache of incremental decoding."""
     if a.kind == "encoder":
         return ("**When is this computed?** Once per sentence: the encoder sees the whole source at once, so all "
@@ -136,7 +136,7 @@ def cache_markdown(a: head_inspection.HeadArithmetic, translation: Translation) 
             + "".join(f"| {t} | 1 | {t} |\n" for t in range(1, min(steps, 4) + 1)) + ("| … | | |\n" if steps > 4 else ""))
 
 
-def vectors_figure(a: head_inspection.HeadArithmetic) -> go.Figure:
+def vectors_figure(a: inside_head.HeadArithmetic) -> go.Figure:
     keys = [f"position {j}: {token}" for j, token in enumerate(a.key_tokens)]
     return figures.vector_panels({"query q": (a.q[None], [figures.escape(a.query_token)]),
                                   "output Σ weight · v": (a.output[None], ["output"]),
@@ -144,7 +144,7 @@ def vectors_figure(a: head_inspection.HeadArithmetic) -> go.Figure:
                                  f"Query, keys and values of layer {a.layer}, head {a.head}")
 
 
-def contributions_figure(a: head_inspection.HeadArithmetic) -> go.Figure:
+def contributions_figure(a: inside_head.HeadArithmetic) -> go.Figure:
     total = float(a.contribution_norms.sum()) or 1.0
     return figures.paired_bars([f"position {j}: {token}" for j, token in enumerate(a.key_tokens)],
                                {"softmax weight": a.weights.tolist(),
@@ -169,7 +169,7 @@ def contribution_map_figures(checkpoint: Checkpoint, translation: Translation | 
                              head) -> tuple[go.Figure, go.Figure, go.Figure]:
     """The whole head beside what it adds: weights, this head's contributions, the layer's contributions."""
     kind, layer, head = chosen_head(checkpoint, translation, kind, layer, head)
-    maps = head_inspection.contribution_maps(checkpoint.model, translation, kind)
+    maps = inside_head.contribution_maps(checkpoint.model, translation, kind)
     weights = attention_tensor(translation, kind)[layer - 1, head - 1]
     rows, columns, row_title, column_title = attention_axes(translation, kind)
     steps = kind != "encoder"
@@ -187,13 +187,13 @@ def lens_figures(checkpoint: Checkpoint, translation: Translation | None, step,
     """The logit lens and one step's distribution as sampling draws from it, from one pass of the model."""
     if translation is None:
         raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
-    lens = head_inspection.logit_lens(checkpoint.model, translation, top_k=1)
+    lens = inside_head.logit_lens(checkpoint.model, translation, top_k=1)
     return logit_lens_figure(checkpoint, translation, lens), temperature_figure(checkpoint, translation, step,
                                                                                 sampling, lens=lens)
 
 
 def logit_lens_figure(checkpoint: Checkpoint, translation: Translation,
-                      lens: head_inspection.LogitLens) -> go.Figure:
+                      lens: inside_head.LogitLens) -> go.Figure:
     favourite = [[checkpoint.target_tokenizer.piece(int(i)) for i in layer] for layer in lens.top_ids[..., 0]]
     return figures.logit_lens_heatmap(lens.probabilities, favourite, translation.predicted_pieces)
 
@@ -205,13 +205,13 @@ def sampling_settings(temperature, top_k, top_p, seed) -> Sampling:
 
 
 def temperature_figure(checkpoint: Checkpoint, translation: Translation | None, step, sampling: Sampling,
-                       top: int = 10, lens: head_inspection.LogitLens | None = None) -> go.Figure:
+                       top: int = 10, lens: inside_head.LogitLens | None = None) -> go.Figure:
     """The last layer's distribution at one step as sampling would draw from it: tempered, cut, renormalised.
     ``lens``: the translation's logit lens, where it was already computed."""
     if translation is None:
         raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
     step = clamp(step, 1, translation.num_steps)
-    lens = lens or head_inspection.logit_lens(checkpoint.model, translation, top_k=1)
+    lens = lens or inside_head.logit_lens(checkpoint.model, translation, top_k=1)
     log_probs = lens.final_log_probs[step - 1].clone()
     log_probs = never_generate(checkpoint.model, log_probs)  # as in decoding itself
     probabilities = sampling.distribution(log_probs)
@@ -249,7 +249,7 @@ def blackboard(table: pandas.DataFrame | list, causal: bool) -> tuple[str, go.Fi
     d = numbers.shape[1] // 3
     tokens = [str(token) for token in frame.iloc[:, 0]]
     values = torch.tensor(numbers, dtype=torch.float32)
-    result = head_inspection.small_attention(values[:, :d], values[:, d:2 * d], values[:, 2 * d:], causal)
+    result = inside_head.small_attention(values[:, :d], values[:, d:2 * d], values[:, 2 * d:], causal)
     return blackboard_markdown(tokens, d, result), figures.attention_heatmap(
         result.weights, tokens, tokens, "Your example's weights", "query", "key", subtitle="softmax of each row")
 
@@ -264,7 +264,7 @@ def _matrix_markdown(tokens: list[str], matrix: torch.Tensor, mask: torch.Tensor
     return head + body
 
 
-def blackboard_markdown(tokens: list[str], d: int, result: head_inspection.SmallAttention) -> str:
+def blackboard_markdown(tokens: list[str], d: int, result: inside_head.SmallAttention) -> str:
     return (f"**1. Scores q·k** (row: query, column: key)\n\n{_matrix_markdown(tokens, result.scores)}\n"
             f"**2. Scaled: ÷ √{d} = {math.sqrt(d):.3f}, masked cells −∞**\n\n"
             f"{_matrix_markdown(tokens, result.scaled, result.mask)}\n"

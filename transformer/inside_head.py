@@ -1,7 +1,7 @@
 """Inside one attention head: how a query and the keys become weights, and the weights an output, in the model's
 own numbers (equation 1 and section 3.2.2 of the paper).
 
-    python -m transformer.inspect "A dog runs across the grass." --kind cross --layer 2 --head 3 --query 4 --json
+    python -m transformer.inside_head "A dog runs across the grass." --kind cross --layer 2 --head 3 --query 4 --json
 
 The numbers are not recomputed by a second implementation of attention: a teacher-forced pass over the
 translation (the pass ``translate`` itself makes to record attention) runs the model's own modules, and hooks
@@ -244,7 +244,7 @@ class HeadArithmetic:
         return self.q.numel()
 
     def to_json(self) -> dict:
-        """The ``--json`` contract of ``python -m transformer.inspect``; masked scores are -inf in the tensors and
+        """The ``--json`` contract of ``python -m transformer.inside_head``; masked scores are -inf in the tensors and
         null in JSON (which has no infinity)."""
         def numbers(t: Tensor) -> list:
             return [None if math.isinf(x) else round(x, 6) for x in t.flatten().tolist()] if t.dim() <= 1 else \
@@ -343,7 +343,7 @@ def small_attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False) -> Sm
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.inspect", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m transformer.inside_head", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     arguments.add_sentence_arguments(parser, "look inside")
     parser.add_argument("--kind", choices=KINDS, default="cross")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer import inspect as head_inspection
+from transformer import inside_head
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.config import ModelConfig
 from transformer.decoding import translate
@@ -44,19 +44,19 @@ CASES = [("encoder", 1, 1, 2), ("encoder", 3, 4, 9), ("decoder", 1, 2, 1), ("dec
 @pytest.mark.parametrize("kind, layer, head, query", CASES)
 def test_the_softmax_of_the_masked_scaled_scores_is_the_attention_the_model_recorded(bundled, translation, kind,
                                                                                     layer, head, query):
-    a = head_inspection.head_arithmetic(bundled.model, translation, kind, layer, head, query)
+    a = inside_head.head_arithmetic(bundled.model, translation, kind, layer, head, query)
     recorded = {"encoder": translation.encoder_attention, "decoder": translation.decoder_attention,
                 "cross": translation.cross_attention}[kind][layer - 1, head - 1, query - 1]
     torch.testing.assert_close(a.scores, a.k @ a.q)
     torch.testing.assert_close(a.scaled, a.scores / math.sqrt(a.d_k))
-    torch.testing.assert_close(head_inspection.masked_scaled(a).softmax(-1), a.weights, atol=1e-5, rtol=0)
+    torch.testing.assert_close(inside_head.masked_scaled(a).softmax(-1), a.weights, atol=1e-5, rtol=0)
     torch.testing.assert_close(a.weights, recorded, atol=1e-5, rtol=0)
     torch.testing.assert_close(a.weights @ a.v, a.output, atol=1e-5, rtol=1e-5)
     assert a.d_k == bundled.model.config.d_model // bundled.model.config.n_heads
 
 
 def test_decoder_self_attention_masks_every_later_position(bundled, translation):
-    a = head_inspection.head_arithmetic(bundled.model, translation, "decoder", 2, 1, 3)
+    a = inside_head.head_arithmetic(bundled.model, translation, "decoder", 2, 1, 3)
     assert a.mask.tolist() == [True, True, True] + [False] * (len(a.key_tokens) - 3)
     assert (a.weights[3:] == 0).all() and (a.contribution_norms[3:] == 0).all()
     assert a.query_token == translation.target_pieces[2] and a.predicts == translation.predicted_pieces[2]
@@ -65,8 +65,8 @@ def test_decoder_self_attention_masks_every_later_position(bundled, translation)
 @pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
 def test_heads_concatenated_and_projected_by_w_o_give_the_block_output_the_model_used(bundled, translation, kind):
     model = bundled.model
-    a = head_inspection.head_arithmetic(model, translation, kind, 2, 1, 2)
-    attention, add_and_norm = head_inspection.block_modules(model, kind, 2)
+    a = inside_head.head_arithmetic(model, translation, kind, 2, 1, 2)
+    attention, add_and_norm = inside_head.block_modules(model, kind, 2)
     with torch.inference_mode():
         projected = attention.out_proj(a.head_outputs.flatten())
     torch.testing.assert_close(projected, a.projected, atol=1e-5, rtol=1e-5)
@@ -85,8 +85,8 @@ def test_heads_concatenated_and_projected_by_w_o_give_the_block_output_the_model
 
 
 def test_each_keys_contribution_is_its_weighted_value_through_its_heads_slice_of_w_o(bundled, translation):
-    a = head_inspection.head_arithmetic(bundled.model, translation, "cross", 3, 2, 3)
-    attention, _ = head_inspection.block_modules(bundled.model, "cross", 3)
+    a = inside_head.head_arithmetic(bundled.model, translation, "cross", 3, 2, 3)
+    attention, _ = inside_head.block_modules(bundled.model, "cross", 3)
     heads, d_k = bundled.model.config.n_heads, a.d_k
     with torch.inference_mode():
         for key in range(len(a.key_tokens)):
@@ -100,7 +100,7 @@ def test_a_head_switched_off_contributes_nothing_whatever_its_weights():
     weights = torch.softmax(torch.randn(2, 3, 4), dim=-1)
     attention = Transformer(ModelConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=8, n_heads=2, d_ff=16,
                                         n_encoder_layers=1, n_decoder_layers=1)).encoder.layers[0].self_attn
-    norms = head_inspection.contribution_norms(attention, weights, torch.randn(2, 4, 4), torch.tensor([1.0, 0.0]))
+    norms = inside_head.contribution_norms(attention, weights, torch.randn(2, 4, 4), torch.tensor([1.0, 0.0]))
     assert (norms[1] == 0).all() and (norms[0] > 0).all() and (weights[1] > 0).all()
 
 
@@ -112,7 +112,7 @@ def test_a_pre_norm_model_adds_the_heads_to_the_residual_stream_before_its_norm(
     seen = {}
     hook = layer.register_forward_pre_hook(keep_input(seen))
     try:
-        block = head_inspection.record_block(model, [5, 6, 7, 2], [1, 8, 9], "encoder", 2)
+        block = inside_head.record_block(model, [5, 6, 7, 2], [1, 8, 9], "encoder", 2)
     finally:
         hook.remove()
     torch.testing.assert_close(block.residual, seen["x"][0])
@@ -127,7 +127,7 @@ def run_cli(module, *args):
 
 
 def test_the_command_line_reports_row_q_of_the_matrix_translate_json_prints():
-    inspected = run_cli("transformer.inspect", SENTENCE, "--kind", "cross", "--layer", "2", "--head", "3",
+    inspected = run_cli("transformer.inside_head", SENTENCE, "--kind", "cross", "--layer", "2", "--head", "3",
                         "--query", "4", "--json")
     translated = run_cli("transformer.translate", "--json", SENTENCE)
     assert inspected.returncode == 0, inspected.stderr
@@ -147,12 +147,12 @@ def test_the_command_line_reports_row_q_of_the_matrix_translate_json_prints():
     (["--kind", "sideways"], "invalid choice"),
 ])
 def test_command_line_mistakes_are_one_line_errors(args, message):
-    done = run_cli("transformer.inspect", "A dog.", *args)
+    done = run_cli("transformer.inside_head", "A dog.", *args)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
 
 
 def test_the_logit_lens_at_the_last_layer_is_the_models_own_next_token_distribution(bundled, translation):
-    lens = head_inspection.logit_lens(bundled.model, translation, top_k=3)
+    lens = inside_head.logit_lens(bundled.model, translation, top_k=3)
     layers = bundled.model.config.n_decoder_layers
     assert lens.probabilities.shape == (layers, translation.num_steps)
     torch.testing.assert_close(lens.probabilities[-1], torch.tensor(translation.token_probs), atol=1e-5, rtol=0)
@@ -161,12 +161,12 @@ def test_the_logit_lens_at_the_last_layer_is_the_models_own_next_token_distribut
 
 
 def test_layer_contributions_add_the_heads_as_vectors_so_never_exceed_their_norms(bundled, translation):
-    maps = head_inspection.contribution_maps(bundled.model, translation, "cross")
+    maps = inside_head.contribution_maps(bundled.model, translation, "cross")
     layers, heads = bundled.model.config.n_decoder_layers, bundled.model.config.n_heads
     assert maps.heads.shape == (layers, heads, translation.num_steps, len(translation.source_ids))
     assert maps.layers.shape == (layers, translation.num_steps, len(translation.source_ids))
     assert (maps.layers <= maps.heads.sum(1) + 1e-5).all(), "the triangle inequality"
-    one = head_inspection.head_arithmetic(bundled.model, translation, "cross", 2, 3, 4)
+    one = inside_head.head_arithmetic(bundled.model, translation, "cross", 2, 3, 4)
     torch.testing.assert_close(maps.heads[1, 2, 3], one.contribution_norms, atol=1e-5, rtol=1e-5)
 
 
@@ -175,9 +175,9 @@ def test_switched_off_heads_contribute_nothing_in_the_maps_though_their_weights_
 
     layers, heads = bundled.model.config.n_decoder_layers, bundled.model.config.n_heads
     off = HeadMask(cross=torch.zeros(layers, heads))
-    maps = head_inspection.contribution_maps(bundled.model, translation, "cross", off)
+    maps = inside_head.contribution_maps(bundled.model, translation, "cross", off)
     assert (maps.heads == 0).all() and (maps.layers == 0).all()
-    block = head_inspection.record_block(bundled.model, translation.source_ids, translation.target_ids, "cross", 1,
+    block = inside_head.record_block(bundled.model, translation.source_ids, translation.target_ids, "cross", 1,
                                          off)
     assert block.weights.amax() > 0.5, "the weights alone would still show crisp attention"
 
@@ -185,7 +185,7 @@ def test_switched_off_heads_contribute_nothing_in_the_maps_though_their_weights_
 def test_the_blackboard_example_goes_through_the_models_own_attention():
     q = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     v = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
-    result = head_inspection.small_attention(q, q, v, causal=True)
+    result = inside_head.small_attention(q, q, v, causal=True)
     assert result.scores.tolist() == [[1, 0, 1], [0, 1, 1], [1, 1, 2]]
     torch.testing.assert_close(result.scaled, result.scores / math.sqrt(2))
     assert result.mask.tolist() == [[True, False, False], [True, True, False], [True, True, True]]
