@@ -42,8 +42,33 @@ def test_views_are_plain_functions_of_plain_values_without_gradio():
     assert "plotly" in loaded and "gradio" not in loaded
 
 
-@pytest.mark.parametrize("path", ["app.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ui").rglob("*.py"))])
-def test_no_function_of_the_app_is_longer_than_a_screenful(path):
+def sources(*folders: str) -> list[str]:
+    return sorted(str(p.relative_to(ROOT)) for folder in folders for p in (ROOT / folder).rglob("*.py"))
+
+
+def imported_packages(source: str) -> set[str]:
+    """Top-level packages a source imports anywhere in it, inside functions too; relative imports are its own."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+@pytest.mark.parametrize("path", sources("transformer"))
+def test_no_file_of_the_library_imports_the_app_even_inside_a_function(path):
+    assert not {"ui", "app", "gradio", "plotly"} & imported_packages((ROOT / path).read_text())
+
+
+def test_the_import_check_sees_imports_inside_functions_and_not_relative_ones():
+    lazy = "def draw():\n    from ui.figures import training_curves\n    from .data import x\n    import plotly.io\n"
+    assert imported_packages(lazy) == {"ui", "plotly"}
+
+
+@pytest.mark.parametrize("path", ["app.py", *sources("ui", "transformer")])
+def test_no_function_is_longer_than_a_screenful(path):
     tree = ast.parse((ROOT / path).read_text())
     too_long = {node.name: node.end_lineno - node.lineno + 1 for node in ast.walk(tree)
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
