@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from transformer import data as datasets
+from transformer import recipes
 from transformer.checkpoint import run_history, save_checkpoint
 from transformer.config import ModelConfig, preset
 from transformer.model import Transformer
@@ -273,16 +274,14 @@ class JobManager:
         planned = request.preset == AUTO_PRESET
         if request.data in datasets.SYNTHETIC_TASKS:
             data, label, probe = request.data, request.data, [SYNTHETIC_PROBE]
-            extra = dict(lr=3e-3, warmup_steps=min(100, request.steps // 5), max_tokens=2000,
-                         eval_every=max(10, request.steps // 10), model={"dropout": 0.0})
+            extra = recipes.fixed_size_run("synthetic", request.steps)
         elif request.data == "multi30k":
             try:
                 datasets.multi30k_dir(request.data_dir, download=False)
             except datasets.DataError:
                 raise JobError(MULTI30K_MISSING) from None
             data, label, probe = "multi30k", "multi30k", ["A young girl is playing with a red ball in the park."]
-            extra = dict(lr=1e-3, warmup_steps=min(400, request.steps // 5), max_tokens=4000,
-                         eval_every=max(50, request.steps // 8))
+            extra = recipes.fixed_size_run("multi30k", request.steps)
         elif request.data == "upload":
             if corpus is None:
                 raise JobError("Upload a parallel TSV file first: on each line a source sentence, a tab, its "
@@ -293,12 +292,11 @@ class JobManager:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 out.writelines(f"{s}\t{t}\n" for s, t in zip(corpus.sources, corpus.targets))
             data, label, probe = str(kept), "upload", [corpus.sources[0]]
-            extra = dict(lr=1e-3, warmup_steps=min(200, request.steps // 5), max_tokens=3000,
-                         eval_every=max(20, request.steps // 8), vocab_size=min(8000, max(200, len(corpus) // 2)))
+            extra = recipes.fixed_size_run("upload", request.steps, pairs=len(corpus))
         else:
             raise JobError(f"unknown data choice {request.data!r}")
         if request.data not in datasets.SYNTHETIC_TASKS:
-            extra.update(eval_sentences=200, data_dir=request.data_dir)
+            extra.update(data_dir=request.data_dir)
         name = re.sub(r"[^a-z0-9-]", "", f"{label}-{request.preset}-{stamp}")
         common = dict(data=data, preset=request.preset, max_minutes=request.minutes, out_dir=str(self.work_dir / name),
                       probe_sentences=probe, keep_checkpoints=1)
