@@ -1,6 +1,7 @@
 """Costly events are shared fairly: one at a time, leaving a core to translations, within each visitor's budget of
 CPU-seconds, with the memory they freed handed back."""
 
+import sys
 import threading
 
 import gradio as gr
@@ -101,6 +102,22 @@ def test_the_cpu_time_of_a_costly_event_is_charged_to_its_visitor_and_not_to_thi
     assert list(budget.spent) == ["203.0.113.9"]
     [(_, charged)] = budget.spent["203.0.113.9"]
     assert 0.005 < charged < 5
+
+
+def resident_mb() -> float:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc_trim is glibc's, VmRSS Linux's")
+def test_memory_freed_after_costly_work_or_a_job_goes_back_to_the_system():
+    blocks = [bytearray(64 * 1024) for _ in range(3200)]  # 200 MB in pieces glibc keeps in its heap once freed
+    pinned = bytearray(64 * 1024)  # above them, so the heap cannot simply shrink from its top
+    del blocks
+    freed_but_held = resident_mb()
+    assert costly.release_memory(collect=False) is True
+    assert freed_but_held - resident_mb() > 150
+    del pinned
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import torch
 
 from transformer import train
 from transformer.checkpoint import load_checkpoint
+from transformer.decoding import translate
 from transformer.metrics import corpus_scores
 from transformer.train import TrainConfig, Trainer, learning_rate
 
@@ -91,7 +92,11 @@ def test_separate_vocabularies_give_each_language_its_own_tokenizer_and_embeddin
     saved = load_checkpoint(tmp_path / "run" / "last", device="cpu")
     assert {"source.model", "target.model"} <= {p.name for p in (tmp_path / "run" / "last").iterdir()}
     assert saved.target_tokenizer.model_proto == target.model_proto != saved.source_tokenizer.model_proto
-    assert isinstance(saved.translate("the dog sees the cat").text, str)
+    # The saved model reads with the source vocabulary and writes with the target one, as the trained one did.
+    reloaded = saved.translate("the dog sees the cat", beam_size=2, length_penalty=1.0)
+    trained = translate(trainer.model.eval(), source, target, "the dog sees the cat", beam_size=2, length_penalty=1.0)
+    assert reloaded.source_ids == source.encode("the dog sees the cat") != target.encode("the dog sees the cat")
+    assert reloaded.target_ids == trained.target_ids and reloaded.text == target.decode(trained.target_ids)
 
 
 def test_a_joint_vocabulary_is_the_default_one_file_and_one_embedding(tmp_path):
