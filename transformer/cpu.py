@@ -126,3 +126,10 @@ class Dropout(nn.Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
+
+
+def formula_is_faster(q: Tensor, dropout_p: float) -> bool:
+    """Whether attention's plain formula beats PyTorch's fused kernel: on a CPU in bf16 the kernel is about 3x
+    slower for sentence-length sequences (benchmarks/train_throughput.py), and its dropout draws as slowly as
+    ``F.dropout``."""
+    return q.device.type == "cpu" and (q.dtype == torch.bfloat16 or dropout_p > 0)

@@ -471,7 +471,7 @@ def forced_decode(model: Transformer, source_tokenizer: Tokenizer, target_tokeni
         target_ids, predicted_ids = [start] + target_body[:-1], list(target_body)
     src = torch.tensor([source_ids], device=model.device)
     tgt = torch.tensor([target_ids], device=model.device)
-    out = model(src, tgt, output_attentions=True, head_mask=head_mask, positions=positions)
+    out = model(src, tgt, need_weights=True, head_mask=head_mask, positions=positions)
     probs = out.logits[0].float().softmax(dim=-1)
     token_probs = probs.gather(1, torch.tensor(predicted_ids, device=probs.device).unsqueeze(1)).squeeze(1)
     top_probs, top_ids = probs.topk(min(top_k, probs.size(-1)), dim=-1)

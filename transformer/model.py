@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import ModelConfig
-from .cpu import DecodingWeight, Dropout, Linear, dropout  # what makes the model fast on a CPU, measured
+from .cpu import DecodingWeight, Dropout, Linear, dropout, formula_is_faster  # what makes it fast on a CPU, measured
 
 
 def sinusoidal_table(length: int, d_model: int, layout: str = "interleaved") -> Tensor:
@@ -80,7 +80,7 @@ class ScaledDotProductAttention(nn.Module):
 
     Two paths, one result: the fused PyTorch kernel when nobody needs the
     probabilities, and the explicit formula when they are to be returned (or
-    where it is faster: bf16 on a CPU).
+    where it is faster, ``cpu.formula_is_faster``).
     Masked keys get probability exactly 0 (their scores are -inf).
     """
 
@@ -91,11 +91,7 @@ class ScaledDotProductAttention(nn.Module):
     def forward(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
                 need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         dropout_p = self.dropout if self.training else 0.0
-        # On a CPU in bf16, PyTorch's fused kernel is about 3x slower than the plain formula for
-        # sentence-length sequences (benchmarks/train_throughput.py), and its dropout draws as slowly as
-        # F.dropout, so the formula runs there.
-        on_cpu = q.device.type == "cpu"
-        if not need_weights and not (on_cpu and (q.dtype == torch.bfloat16 or dropout_p)):
+        if not need_weights and not formula_is_faster(q, dropout_p):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
         if mask is not None:
@@ -385,7 +381,7 @@ class Seq2SeqOutput:
 
     Attention lists have one tensor per layer: ``encoder_attentions`` (B, H, S, S),
     ``decoder_attentions`` (B, H, T, T), ``cross_attentions`` (B, H, T, S); rows
-    are queries, columns keys. They are empty unless ``output_attentions=True``.
+    are queries, columns keys. They are empty unless ``need_weights=True``.
     """
 
     logits: Tensor
@@ -492,11 +488,11 @@ class Transformer(nn.Module):
         logits = self.output_proj(hidden)
         return logits if self.output_bias is None else logits + self.output_bias
 
-    def forward(self, src: Tensor, tgt: Tensor, output_attentions: bool = False,
+    def forward(self, src: Tensor, tgt: Tensor, need_weights: bool = False,
                 head_mask: HeadMask | None = None, positions: bool = True) -> Seq2SeqOutput:
         """Teacher-forced pass: logits for every target position (B, T, V) given the whole prefix."""
-        encoded = self.encode(src, output_attentions, head_mask, positions)
-        decoded = self.decode(tgt, encoded, need_weights=output_attentions, head_mask=head_mask, positions=positions)
+        encoded = self.encode(src, need_weights, head_mask, positions)
+        decoded = self.decode(tgt, encoded, need_weights=need_weights, head_mask=head_mask, positions=positions)
         return Seq2SeqOutput(decoded.logits, encoded.memory, encoded.attentions,
                              decoded.self_attentions, decoded.cross_attentions)
 

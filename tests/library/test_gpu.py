@@ -37,8 +37,8 @@ def test_the_model_on_the_gpu_gives_the_cpus_logits_and_attention(on_both):
     tgt = pad_batch([[BOS_ID] + cpu.target_tokenizer.encode(s)[:-1] for s in translate_batch(
         cpu.model, cpu.source_tokenizer, cpu.target_tokenizer, SENTENCES)], PAD_ID, device="cpu")
     with torch.no_grad():
-        expected = cpu.model(src, tgt, output_attentions=True)
-        got = gpu.model(src.cuda(), tgt.cuda(), output_attentions=True)
+        expected = cpu.model(src, tgt, need_weights=True)
+        got = gpu.model(src.cuda(), tgt.cuda(), need_weights=True)
     torch.testing.assert_close(got.logits.cpu(), expected.logits, atol=1e-4, rtol=0)
     for kind in ("encoder_attentions", "decoder_attentions", "cross_attentions"):
         for layer, (g, e) in enumerate(zip(getattr(got, kind), getattr(expected, kind))):

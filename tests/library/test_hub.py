@@ -55,7 +55,7 @@ def test_logits_and_every_attention_map_equal_transformers(converted, reference,
     with torch.no_grad():
         theirs = reference(input_ids=src, attention_mask=src != model.config.pad_id, decoder_input_ids=tgt,
                            output_attentions=True)
-        ours = model(src, tgt, output_attentions=True)
+        ours = model(src, tgt, need_weights=True)
     torch.testing.assert_close(ours.logits, theirs.logits, atol=1e-5, rtol=0)
     for kind in ("encoder_attentions", "decoder_attentions", "cross_attentions"):
         for layer, (mine, other) in enumerate(zip(getattr(ours, kind), getattr(theirs, kind), strict=True)):

@@ -69,7 +69,7 @@ def test_attention_maps_have_documented_shapes_and_are_probabilities():
     config = tiny_config(n_encoder_layers=3, n_decoder_layers=2)
     model = Transformer(config).eval()
     src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
-    out = model(src, tgt, output_attentions=True)
+    out = model(src, tgt, need_weights=True)
     assert len(out.encoder_attentions) == 3 and len(out.decoder_attentions) == 2 and len(out.cross_attentions) == 2
     assert out.encoder_attentions[0].shape == (2, 4, 6, 6)
     assert out.decoder_attentions[0].shape == (2, 4, 5, 5)
@@ -100,7 +100,7 @@ def test_fused_and_explicit_attention_paths_agree(norm_first):
     src, tgt = padded_batch([6, 2, 4]), padded_batch([3, 5, 1], seed=4)
     with torch.no_grad():
         fused = model(src, tgt).logits
-        explicit = model(src, tgt, output_attentions=True).logits
+        explicit = model(src, tgt, need_weights=True).logits
     assert torch.allclose(fused, explicit, atol=1e-5)
 
 
@@ -109,7 +109,7 @@ def test_incremental_decoding_with_cache_equals_full_forward_pass():
     model = Transformer(tiny_config(n_decoder_layers=3)).eval()
     src, tgt = padded_batch([6, 4]), padded_batch([5, 5], seed=5)
     with torch.no_grad():
-        full = model(src, tgt, output_attentions=True)
+        full = model(src, tgt, need_weights=True)
         encoded = model.encode(src)
         cache = DecoderCache()
         steps = [model.decode(tgt[:, t:t + 1], encoded, cache, need_weights=True) for t in range(tgt.size(1))]
