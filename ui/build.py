@@ -24,9 +24,9 @@ FOCUS_CSS = lessons.LARGE_TEXT_CSS + """
 .block:has(> div > .js-plotly-plot), div:has(> .js-plotly-plot) { overflow-x: auto; }
 /* The model view (every layer and head) is taller than a projector's screen: it scrolls inside its own frame. */
 #attention-plot { max-height: 92vh; overflow-y: auto; }
-input[type=range]:focus-visible, input[type=number]:focus-visible { outline: 3px solid #ff7f0e; outline-offset: 2px; }
+input[type=range]:focus-visible, input[type=number]:focus-visible { outline: 3px solid #b34700; outline-offset: 2px; }
 label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus-visible) {
-    outline: 3px solid #ff7f0e; outline-offset: 2px;
+    outline: 3px solid #b34700; outline-offset: 2px;
 }
 """
 log = logging.getLogger(__name__)
@@ -37,9 +37,21 @@ EXPORTS_KEPT_S = (600, 3600)  # Gradio's copies of files handed out: checked eve
 # bodies are limited before they are parsed.
 # The system's own fonts: nothing is fetched, and no glyph of a heading falls back to another font (the theme's
 # shipped Source Sans Pro drew some capitals of bold headings from a fallback).
+# Contrast of 4.5:1 or more (WCAG 2.1 AA, checked by axe-core in tests/app/test_accessibility.py): the default
+# theme's grey info text (#bbbbc2, 1.9:1) and white on its orange buttons and tab labels (2.8:1) fall short.
 THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica", "Arial", "sans-serif"],
-                          font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"])
-LAUNCH_OPTIONS = {"css": FOCUS_CSS, "theme": THEME, "head": lessons.LARGE_CHARTS_JS, "max_file_size": MAX_UPLOAD_BYTES,
+                          font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"]).set(
+    body_text_color_subdued="*neutral_600", block_info_text_color="*neutral_600", color_accent="*primary_700",
+    button_primary_background_fill="*primary_700", button_primary_background_fill_hover="*primary_800",
+    button_primary_text_color="white")
+# Gradio draws an empty plot, image or text as <div aria-label="Empty value"> with no role, which ARIA does not allow
+# (axe: aria-prohibited-attr); the page gives each one the role of the picture it stands in for.
+EMPTY_PLACEHOLDER_ROLE_JS = """<script>
+new MutationObserver(() => document.querySelectorAll('.empty[aria-label]:not([role])')
+  .forEach(el => el.setAttribute('role', 'img'))).observe(document.documentElement, {childList: true, subtree: true});
+</script>"""
+LAUNCH_OPTIONS = {"css": FOCUS_CSS, "theme": THEME, "head": lessons.LARGE_CHARTS_JS + EMPTY_PLACEHOLDER_ROLE_JS,
+                  "max_file_size": MAX_UPLOAD_BYTES,
                   "app_kwargs": {"middleware": [Middleware(BodySizeLimit), Middleware(ClientShare)]}}
 
 

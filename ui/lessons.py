@@ -30,7 +30,7 @@ body.large-text, body.large-text .gradio-container {
   --checkbox-label-text-size: 20px; --button-small-text-size: 18px; --button-medium-text-size: 20px;
   --button-large-text-size: 22px;
 }
-.lesson-focus { outline: 4px solid #ff7f0e; outline-offset: 4px; border-radius: 4px; }
+.lesson-focus { outline: 4px solid #b34700; outline-offset: 4px; border-radius: 4px; }
 """
 TOGGLE_LARGE_TEXT = "(large) => { document.body.classList.toggle('large-text', large); window.largeCharts(large); }"
 # Chart text is laid out by Plotly, which places titles, labels and margins for its font sizes: CSS that enlarged

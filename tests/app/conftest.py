@@ -1,10 +1,20 @@
-"""Fixtures the app's tests share: the bundled models, and one translation by the German model to look into."""
+"""Fixtures the app's tests share: the bundled models, one translation by the German model to look into, and the
+app served on loopback with Debian's Chromium to open it in."""
+
+import os
+import shutil
 
 import pytest
 
+from helpers import free_port
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
-from ui import services
+from ui import jobs, services
+from ui.build import LAUNCH_OPTIONS, build_app, close_app
 from ui.views import translate as translate_views
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 
 SENTENCE = "A dog runs across the grass."
 
@@ -19,3 +29,28 @@ def translation(app_services):
     """'Ein Hund rennt über das Gras.', beam 5."""
     return translate_views.run_translation(app_services.registry.get("multi30k-en-de"), SENTENCE, "beam",
                                            5).translation
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    """The app as ``python app.py`` serves it (the bundled models, real training), and its default model."""
+    manager = jobs.JobManager(tmp_path_factory.mktemp("runs"))
+    registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir])
+    demo = build_app(services.Services(registry, manager))
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
+                **LAUNCH_OPTIONS)
+    yield demo.local_url, registry.default_name()
+    close_app(demo)
+    manager.stop()
+    manager.wait(60)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not shutil.which(CHROMIUM):
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield browser
+        browser.close()

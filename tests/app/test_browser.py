@@ -2,48 +2,16 @@
 
 import math
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from ui import jobs
-from ui.build import LAUNCH_OPTIONS, build_app, close_app
 from ui.views import lessons
 from ui.views.text import EXAMPLES, REVERSE_EXAMPLES
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 
-from helpers import free_port
-from ui import services
-
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 SCREENSHOT = Path(__file__).resolve().parents[2] / "assets" / "screenshot.png"
 
 playwright = pytest.importorskip("playwright.sync_api")
-if not shutil.which(CHROMIUM):
-    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-
-
-
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    manager = jobs.JobManager(tmp_path_factory.mktemp("runs"))
-    registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir])
-    demo = build_app(services.Services(registry, manager))
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
-                **LAUNCH_OPTIONS)
-    yield demo.local_url, registry.default_name()
-    close_app(demo)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield browser
-        browser.close()
 
 
 def opened(browser, url: str):

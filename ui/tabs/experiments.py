@@ -61,7 +61,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         experiment_before = gr.Textbox(label="Unmodified translation", interactive=False, elem_id="experiment-before")
         experiment_after = gr.Textbox(label="With the intervention", interactive=False, elem_id="experiment-after")
     experiment_diff = gr.HighlightedText(label="What changed (words)",
-                                         color_map={"removed": "#f4a6a6", "added": "#a6e3a6"})
+                                         color_map={"removed": "#b42318", "added": "#1a7f37"})
     experiment_probability = gr.Plot(label="Per-token probability")
     with gr.Row():
         experiment_kind = components.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"],

@@ -60,8 +60,9 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
             translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button")
     translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation")
     notes = gr.Markdown()
+    # Each piece's label is drawn in white on its colour: these keep 4.5:1 (WCAG AA).
     source_tokens = gr.HighlightedText(label="Source pieces the encoder saw (▁ starts a word)",
-                                       color_map={"special": "#cccccc"})
+                                       color_map={"special": "#595959"})
     page.add(text=text, example_list=example_list, decoding=decoding, beam_size=beam_size, max_length=max_length,
              translate_button=translate_button, translation=translation, notes=notes, source_tokens=source_tokens)
 
@@ -74,7 +75,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         step_caption = gr.Markdown(elem_id="step-caption")
         look_inside = gr.Button("Look inside this step ▸", size="sm", scale=0, elem_id="look-inside")
     revealed = gr.HighlightedText(label="Translation so far, in pieces (▁ starts a word)",
-                                  color_map={"current": "#ff7f0e"})
+                                  color_map={"current": "#b34700"})
     with gr.Row():
         top_k_plot = gr.Plot(label="Top-k candidates", elem_id="topk-plot")
         step_attention_plot = gr.Plot(label="Cross-attention of this step", elem_id="step-attention")
