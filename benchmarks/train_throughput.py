@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from transformer.budget import plan_here  # noqa: E402
 from transformer.config import PRESETS, ModelConfig  # noqa: E402
 from transformer.model import Transformer, causal_mask, sinusoidal_table  # noqa: E402
-from transformer.train import TrainConfig, token_loss, use_bf16  # noqa: E402
+from transformer.loss import token_loss  # noqa: E402
+from transformer.train_config import TrainConfig, use_bf16  # noqa: E402
 
 
 class ReferenceModel(nn.Module):

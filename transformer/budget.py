@@ -3,7 +3,7 @@ wall-clock budget, instead of for a number of updates the clock may never allow.
 
 Within a fixed time, a model too large for it sees too little data and one too small cannot use what it sees, so
 the budget picks the size (the lesson of "cramming" a model into a day, Geiping and Goldstein, 2023, and of
-training speedruns). The schedule then decays by the clock (``train.decay_progress``) and reaches its end when the
+training speedruns). The schedule then decays by the clock (``train_config.decay_progress``) and reaches its end when the
 time does. The sizes below were measured on the project's 2-core CPU on Multi30K (``benchmarks/time_to_bleu.py``,
 figures in the README); a GPU does far more in a minute, so it gets the larger sizes sooner.
 

@@ -98,7 +98,7 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "transformer-explorer" / "multi30k"
 
 
-def _split_file(directory: Path, split: str, lang: str) -> Path | None:
+def split_file(directory: Path, split: str, lang: str) -> Path | None:
     for name in (f"{split}.{lang}.gz", f"{split}.{lang}"):
         if (directory / name).is_file():
             return directory / name
@@ -157,13 +157,13 @@ def load_multi30k(split: str, src_lang: str = "en", tgt_lang: str = "de",
         raise DataError(f"Multi30K has no {' or '.join(unknown)} side (it has {', '.join(MULTI30K_LANGS)})")
     if data_dir or os.environ.get("MULTI30K_DIR"):
         directory = multi30k_dir(data_dir)
-        paths = [_split_file(directory, split, lang) for lang in (src_lang, tgt_lang)]
+        paths = [split_file(directory, split, lang) for lang in (src_lang, tgt_lang)]
         if None in paths:
             missing = [f"{split}.{lang}.gz" for lang, p in zip((src_lang, tgt_lang), paths) if p is None]
             raise DataError(f"{directory} lacks {', '.join(missing)}")
     else:  # fetched (or found already checked) in the cache: this split only, not the whole corpus
         directory = download_multi30k(splits=(split,), langs=(src_lang, tgt_lang))
-        paths = [_split_file(directory, split, lang) for lang in (src_lang, tgt_lang)]
+        paths = [split_file(directory, split, lang) for lang in (src_lang, tgt_lang)]
     return load_parallel_files(*paths)
 
 

@@ -29,7 +29,8 @@ from transformer.checkpoint import run_history, save_checkpoint
 from transformer.config import ModelConfig, preset
 from transformer.model import Transformer
 from transformer.budget import plan_here
-from transformer.train import AUTO_PRESET, TrainConfig, Trainer
+from transformer.train import Trainer
+from transformer.train_config import AUTO_PRESET, TrainConfig
 
 from .costly import CORES, release_memory
 from .views.choices import clamp, finite

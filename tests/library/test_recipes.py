@@ -3,7 +3,7 @@
 import pytest
 
 from transformer.recipes import KINDS, fixed_size_run
-from transformer.train import TrainConfig
+from transformer.train_config import TrainConfig
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -15,11 +15,13 @@ import pytest
 import sacrebleu
 import torch
 
-from transformer import train
-from transformer.checkpoint import load_checkpoint
+from transformer import train, train_cli
+from transformer.checkpoint import decode_state, drop_records_after, load_checkpoint
 from transformer.decoding import translate
 from transformer.metrics import corpus_scores
-from transformer.train import TrainConfig, Trainer, learning_rate
+from transformer.loss import token_loss
+from transformer.train import Trainer
+from transformer.train_config import TrainConfig, learning_rate
 
 from helpers import free_port
 
@@ -77,7 +79,7 @@ def small_parallel_tsv(path: Path) -> Path:
 
 
 def test_separate_vocabularies_give_each_language_its_own_tokenizer_and_embedding(tmp_path):
-    config = train.config_from_args(train.build_parser().parse_args(
+    config = train_cli.config_from_args(train_cli.build_parser().parse_args(
         ["--data", str(small_parallel_tsv(tmp_path / "pairs.tsv")), "--separate-vocabularies", "--vocab-size", "40",
          "--steps", "4", "--eval-every", "4", "--eval-sentences", "5", "--out", str(tmp_path / "run")]))
     assert config.joint_vocabulary is False
@@ -100,7 +102,7 @@ def test_separate_vocabularies_give_each_language_its_own_tokenizer_and_embeddin
 
 
 def test_a_joint_vocabulary_is_the_default_one_file_and_one_embedding(tmp_path):
-    config = train.config_from_args(train.build_parser().parse_args(
+    config = train_cli.config_from_args(train_cli.build_parser().parse_args(
         ["--data", str(small_parallel_tsv(tmp_path / "pairs.tsv")), "--vocab-size", "40", "--steps", "2",
          "--eval-every", "2", "--eval-sentences", "5", "--out", str(tmp_path / "run")]))
     assert config.joint_vocabulary is True
@@ -153,7 +155,7 @@ def test_resumed_run_ends_with_exactly_the_weights_of_an_uninterrupted_one(tmp_p
     interrupt = threading.Event()
     Trainer(quick_config(tmp_path, "b", steps=40, **small), show_progress=False, cancel=interrupt,
             on_step=lambda metrics: metrics["step"] == 20 and interrupt.set()).run()
-    cut = train.decode_state(tmp_path / "b" / "last")
+    cut = decode_state(tmp_path / "b" / "last")
     assert cut["step"] == 20 and cut["epoch"] >= 1 and cut["batch_in_epoch"] > 0
     resumed = Trainer(quick_config(tmp_path, "b", steps=40, **small), resume=tmp_path / "b",
                       show_progress=False).run()
@@ -162,7 +164,7 @@ def test_resumed_run_ends_with_exactly_the_weights_of_an_uninterrupted_one(tmp_p
     assert a.keys() == b.keys()
     for name in a:
         assert torch.equal(a[name], b[name]), name
-    state_a, state_b = train.decode_state(tmp_path / "a" / "last"), train.decode_state(tmp_path / "b" / "last")
+    state_a, state_b = decode_state(tmp_path / "a" / "last"), decode_state(tmp_path / "b" / "last")
     assert (state_a["step"], state_a["epoch"], state_a["batch_in_epoch"]) == \
            (state_b["step"], state_b["epoch"], state_b["batch_in_epoch"])
     assert torch.equal(state_a["torch_rng"], state_b["torch_rng"])
@@ -197,12 +199,12 @@ def test_drop_records_after_keeps_the_log_of_saved_updates_and_lines_without_a_s
     log_file.write_text('\ufeff{"event": "step", "step": 1}\r\n{"note": "no step"}\n{"event": "eval", "step": 20}\n'
                         '{"event": "step", "step": 50}\n{"event": "step", "step": 60.0}\n[1, 2]\n{"event": "st',
                         encoding="utf-8")
-    assert train.drop_records_after(log_file, 20) == 4
+    assert drop_records_after(log_file, 20) == 4
     assert log_file.read_text() == '{"event": "step", "step": 1}\n{"note": "no step"}\n{"event": "eval", "step": 20}\n'
-    assert train.drop_records_after(log_file, 20) == 0
-    assert train.drop_records_after(tmp_path / "missing.jsonl", 20) == 0
+    assert drop_records_after(log_file, 20) == 0
+    assert drop_records_after(tmp_path / "missing.jsonl", 20) == 0
     log_file.write_text('{"event": "step", "step": 1}')  # whole, but with no newline for the next record
-    assert train.drop_records_after(log_file, 20) == 0 and log_file.read_text() == '{"event": "step", "step": 1}\n'
+    assert drop_records_after(log_file, 20) == 0 and log_file.read_text() == '{"event": "step", "step": 1}\n'
 
 
 def test_a_run_killed_right_after_saving_still_logs_that_evaluation_once(tmp_path, monkeypatch):
@@ -259,7 +261,7 @@ def test_cancel_stops_after_the_current_update_and_saves_last(tmp_path):
     final = Trainer(config, on_step=on_step, cancel=cancel, show_progress=False).run()
     assert seen == [1, 2, 3, 4, 5]
     assert final["stopped_by"] == "cancel" and final["step"] == 5
-    state = train.decode_state(tmp_path / "run" / "last")
+    state = decode_state(tmp_path / "run" / "last")
     assert state["step"] == 5
     assert load_checkpoint(tmp_path / "run" / "last", device="cpu").info["step"] == 5
 
@@ -357,7 +359,7 @@ def test_a_resumed_run_continues_the_clock_its_time_limit_and_schedule_read(tmp_
     config = quick_config(tmp_path, "run", steps=100_000, eval_every=100_000, warmup_steps=3, max_minutes=5)
     Trainer(config, show_progress=False, cancel=interrupt,
             on_step=lambda metrics: metrics["step"] == 10 and interrupt.set()).run()
-    saved = train.decode_state(tmp_path / "run" / "last")
+    saved = decode_state(tmp_path / "run" / "last")
     assert saved["elapsed_s"] > 0 and 0 < saved["warmup_end_s"] < saved["elapsed_s"]
     clock = []
     interrupt.clear()
@@ -383,7 +385,7 @@ def test_the_training_loss_is_pytorchs_label_smoothed_cross_entropy_in_value_and
     logits = (3 * torch.randn(2, 7, 50, generator=generator)).requires_grad_()
     labels = torch.randint(4, 50, (2, 7), generator=generator)
     labels[0, 5:] = labels[1, 2:] = 0  # padding, which counts for nothing
-    ours = train.token_loss(logits, labels, smoothing)
+    ours = token_loss(logits, labels, smoothing)
     (ours_grad,) = torch.autograd.grad(3.0 * ours, logits)
     theirs = torch.nn.functional.cross_entropy(logits.reshape(-1, 50), labels.reshape(-1), ignore_index=0,
                                                label_smoothing=smoothing, reduction="sum")
@@ -414,7 +416,7 @@ def test_bleu_and_chrf_are_sacrebleus():
 
 def test_cli_reports_bad_data_with_exit_code_2_and_no_traceback(tmp_path, caplog, capsys):
     with caplog.at_level(logging.ERROR):
-        code = train.main(["--data", "no-such-corpus.tsv", "--out", str(tmp_path / "run"), "--no-progress"])
+        code = train_cli.main(["--data", "no-such-corpus.tsv", "--out", str(tmp_path / "run"), "--no-progress"])
     assert code == 2
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1 and errors[0].exc_info is None
@@ -428,11 +430,11 @@ def test_cli_reports_a_malformed_tsv_with_exit_code_2(tmp_path, caplog):
     path = tmp_path / "few.tsv"
     path.write_text("one\teins\ntwo\tzwei\n")
     with caplog.at_level(logging.ERROR):
-        assert train.main(["--data", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+        assert train_cli.main(["--data", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
     assert "few.tsv has only 2 usable pairs; at least 20 are needed" in caplog.text
     path.write_text("one\teins\ntwo zwei\n")
     with caplog.at_level(logging.ERROR):
-        assert train.main(["--data", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+        assert train_cli.main(["--data", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
     assert ("few.tsv has only 1 usable pair; at least 20 are needed (1 row skipped, first few.tsv line 2: no tab "
             "between source and target)") in caplog.text
 
@@ -473,10 +475,10 @@ def test_ctrl_c_stops_the_command_after_its_update_and_saves_a_run_that_resumes(
     assert "Traceback" not in stderr and "press Ctrl-C again to stop at once" in stderr
     final = json.loads(stdout.strip().splitlines()[-1])
     assert final["stopped_by"] == "cancel"
-    assert train.decode_state(out / "last")["step"] == final["step"]
+    assert decode_state(out / "last")["step"] == final["step"]
 
     with caplog.at_level(logging.WARNING):
-        assert train.main(["--resume", str(out), "--steps", str(final["step"] + 2), "--lr", "0.5",
+        assert train_cli.main(["--resume", str(out), "--steps", str(final["step"] + 2), "--lr", "0.5",
                            "--no-progress"]) == 0
     assert "ignored: --lr" in caplog.text
     assert f"changing them from 100000 to {final['step'] + 2} reshapes it" in caplog.text
@@ -487,7 +489,7 @@ def test_a_run_resumed_with_a_time_limit_it_did_not_have_ends_its_schedule_with_
     config = quick_config(tmp_path, "run", steps=100_000, eval_every=100_000, warmup_steps=3, lr=1e-3)
     Trainer(config, show_progress=False, cancel=interrupt,
             on_step=lambda metrics: metrics["step"] == 10 and interrupt.set()).run()
-    saved = train.decode_state(tmp_path / "run" / "last")
+    saved = decode_state(tmp_path / "run" / "last")
     rates = []
     limited = dataclasses.replace(config, max_minutes=saved["elapsed_s"] / 60 + 0.1)
     final = Trainer(limited, resume=tmp_path / "run", show_progress=False,
@@ -498,7 +500,7 @@ def test_a_run_resumed_with_a_time_limit_it_did_not_have_ends_its_schedule_with_
 
 def test_cli_plans_a_run_for_its_time_limit_and_keeps_what_was_set_by_hand(tmp_path, capsys):
     out = tmp_path / "planned"
-    assert train.main(["--data", "copy", "--preset", "auto", "--max-minutes", "0.03", "--lr", "0.002",
+    assert train_cli.main(["--data", "copy", "--preset", "auto", "--max-minutes", "0.03", "--lr", "0.002",
                        "--eval-sentences", "5", "--out", str(out), "--no-progress"]) == 0
     final = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert final["stopped_by"] == "time"
@@ -509,13 +511,13 @@ def test_cli_plans_a_run_for_its_time_limit_and_keeps_what_was_set_by_hand(tmp_p
 
 def test_cli_asks_for_a_time_limit_before_planning_for_one(caplog):
     with caplog.at_level(logging.ERROR):
-        assert train.main(["--data", "copy", "--preset", "auto"]) == 2
+        assert train_cli.main(["--data", "copy", "--preset", "auto"]) == 2
     assert "give it a time limit (--max-minutes)" in caplog.text
 
 
 def test_cli_rejects_an_unknown_preset_as_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        train.main(["--preset", "huge"])
+        train_cli.main(["--preset", "huge"])
     assert exit_info.value.code == 2
     assert "invalid choice: 'huge'" in capsys.readouterr().err
 
@@ -533,6 +535,6 @@ def test_ddp_with_two_processes_trains_in_lockstep(tmp_path):
     final = json.loads(result.stdout.strip().splitlines()[-1])
     assert final["step"] == 6 and final["stopped_by"] == "steps"
     assert final["ranks_identical"] is True
-    assert train.decode_state(out / "last")["step"] == 6
+    assert decode_state(out / "last")["step"] == 6
     assert load_checkpoint(out / "last", device="cpu").info["step"] == 6
     assert len((out / "command.txt").read_text().splitlines()) == 1  # written by rank 0 only

@@ -1,0 +1,98 @@
+"""A training run's data: its corpora loaded (with their files' checksums for the model card), encoded into
+token ids, and batched into the tensors the model reads under teacher forcing."""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from . import data as datasets
+from .decoding import pad_batch
+from .processes import Processes
+from .tokenizer import BOS_ID, PAD_ID, Tokenizer
+from .train_config import TrainConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Datasets:
+    train: datasets.ParallelCorpus | None   # None for synthetic tasks: generated fresh each epoch
+    val: datasets.ParallelCorpus
+    description: str
+    files: dict[str, str] = field(default_factory=dict)   # name -> sha256
+
+
+def load_datasets(config: TrainConfig) -> Datasets:
+    if config.data in datasets.SYNTHETIC_TASKS:
+        val = datasets.synthetic_corpus(config.data, 200, seed=10_000 + config.seed)
+        return Datasets(None, val, f"synthetic {config.data} task (digits, length 3-10)")
+    if config.data == "multi30k":
+        train = datasets.load_multi30k("train", config.src_lang, config.tgt_lang, config.data_dir)
+        val = datasets.load_multi30k("val", config.src_lang, config.tgt_lang, config.data_dir)
+        directory = datasets.multi30k_dir(config.data_dir)
+        files = {}
+        for lang in (config.src_lang, config.tgt_lang):
+            for split in ("train", "val"):
+                path = datasets.split_file(directory, split, lang)
+                files[path.name] = datasets.sha256_of(path)
+        return Datasets(train, val, f"Multi30K task 1, {config.src_lang}->{config.tgt_lang}", files)
+    path = Path(config.data)
+    if not path.is_file():
+        raise datasets.DataError(f"--data must be copy, reverse, sort, multi30k or an existing .tsv file; "
+                                 f"{config.data!r} is none of these")
+    corpus = datasets.load_training_tsv(path)
+    if corpus.skipped:
+        log.warning("skipped %d malformed rows of %s: %s", corpus.skipped, path.name, "; ".join(corpus.problems[:3]))
+    rng = random.Random(config.seed)
+    order = list(range(len(corpus)))
+    rng.shuffle(order)
+    n_val = max(10, min(1000, len(corpus) // 20))
+    pick = lambda idx: datasets.ParallelCorpus([corpus.sources[i] for i in idx], [corpus.targets[i] for i in idx])  # noqa: E731
+    train, val = pick(order[n_val:]), pick(order[:n_val])
+    train.skipped, train.problems = corpus.skipped, corpus.problems
+    return Datasets(train, val, f"{path.name} ({len(corpus)} pairs, {corpus.skipped} malformed rows skipped)",
+                    {path.name: datasets.sha256_of(path)})
+
+
+def encode_corpus(corpus: datasets.ParallelCorpus, source_tokenizer: Tokenizer,
+                  target_tokenizer: Tokenizer) -> list[datasets.Example]:
+    """(source ids + eos, target ids + eos) pairs; bos is added when batching."""
+    return list(zip(source_tokenizer.encode_batch(corpus.sources), target_tokenizer.encode_batch(corpus.targets)))
+
+
+def collate(examples: list[datasets.Example], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Source (B, S), decoder input (bos + target) and the labels it must predict (target + eos)."""
+    src = pad_batch([s for s, _ in examples], PAD_ID, device)
+    tgt_in = pad_batch([[BOS_ID] + t[:-1] for _, t in examples], PAD_ID, device)
+    tgt_out = pad_batch([t for _, t in examples], PAD_ID, device)
+    return src, tgt_in, tgt_out
+
+
+def new_tokenizers(config: TrainConfig, data: Datasets) -> tuple[Tokenizer, Tokenizer]:
+    """(source, target) tokenizers trained for a new run: one joint model twice, or one per language."""
+    if data.train is None:  # synthetic: one piece per digit
+        sample = datasets.synthetic_corpus(config.data, 2000, seed=config.seed)
+        sources, targets, options = sample.sources, sample.targets, dict(vocab_size=64, model_type="word")
+    else:
+        sources, targets = data.train.sources, data.train.targets
+        options = dict(vocab_size=config.vocab_size)
+    if config.joint_vocabulary:
+        joint = Tokenizer.train(sources + targets, **options)
+        return joint, joint
+    return Tokenizer.train(sources, **options), Tokenizer.train(targets, **options)
+
+
+def train_tokenizers(config: TrainConfig, data: Datasets, processes: Processes) -> tuple[Tokenizer, Tokenizer]:
+    """``new_tokenizers``, trained by rank 0 and received by the other processes: sentencepiece is not
+    bit-reproducible."""
+    if not processes.distributed:
+        return new_tokenizers(config, data)
+    protos = [t.model_proto for t in new_tokenizers(config, data)] if processes.rank == 0 else [None, None]
+    protos = processes.from_first(protos)
+    source = Tokenizer(protos[0])
+    return source, source if protos[1] == protos[0] else Tokenizer(protos[1])
