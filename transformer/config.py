@@ -75,6 +75,11 @@ class ModelConfig:
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
 
+    def layers(self, kind: str) -> int:
+        """The layers of the stack an attention kind lives in: the encoder's for "encoder" self-attention, the
+        decoder's for "decoder" self-attention and "cross"-attention."""
+        return self.n_encoder_layers if kind == "encoder" else self.n_decoder_layers
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -412,7 +412,8 @@ class Translation:
     truncated: bool = False
     ended: bool = True
     log_prob: float = 0.0
-    extra: dict = field(default_factory=dict)
+    beam_size: int = 1                   # how it was decoded (1: greedy or sampled), so others decode it alike
+    max_length: int | None = None
 
     @property
     def num_steps(self) -> int:
@@ -507,6 +508,7 @@ def translate(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer:
     result = forced_decode(model, source_tokenizer, target_tokenizer, source_ids, generated, top_k, head_mask,
                            positions, ended)
     result.source_text, result.truncated = text, truncated
+    result.beam_size, result.max_length = (1 if sampling is not None else max(1, beam_size)), max_length
     return result
 
 

@@ -160,7 +160,7 @@ def contribution_maps(model: Transformer, translation: Translation, kind: str, h
                       positions: bool = True) -> ContributionMaps:
     """Contributions of every head and layer of ``kind`` over ``translation``, with ``head_mask`` and
     ``positions`` as it ran."""
-    layers = model.config.n_encoder_layers if kind == "encoder" else model.config.n_decoder_layers
+    layers = model.config.layers(kind)
     per_head, per_layer = [], []
     for layer in range(1, layers + 1):
         block = record_block(model, translation.source_ids, translation.target_ids, kind, layer, head_mask, positions)
@@ -276,7 +276,7 @@ def head_arithmetic(model: Transformer, translation: Translation, kind: str, lay
                     query: int) -> HeadArithmetic:
     """The arithmetic of head ``head`` in ``layer`` of ``kind`` attention at row ``query`` of ``translation``."""
     config = model.config
-    layers = config.n_encoder_layers if kind == "encoder" else config.n_decoder_layers
+    layers = config.layers(kind)
     check_position("layer", layer, layers, f"the {kind} stack")
     check_position("head", head, config.n_heads, "each layer")
     query_tokens, key_tokens = query_and_key_tokens(translation, kind)

@@ -8,28 +8,22 @@ from __future__ import annotations
 
 import gradio as gr
 
-from transformer.errors import InputError
 
 from .header import model_settings
 from .page import Page
 from .services import Services
 from .tabs.model import after_model_change as model_tab
-from .tabs.translate import STEP_VIEWS, step_views
+from .tabs.translate import STEP_VIEWS, step_views, translated
 from .views import exports
+from .views.choices import require_translation
 from .views.text import source_label, text_for_model
-from .views.translate import notes_markdown, run_translation, source_pieces
+from .views.translate import run_translation
 
 
 def translate(services: Services, model, text, decoding, beam_size, max_length) -> dict:
     """/translate: the translation, its notes, the source pieces, the step slider and the attention download."""
     result = run_translation(services.registry.get(model), text, decoding, beam_size, max_length)
-    translation = result.translation
-    steps = translation.num_steps
-    return {"translation_state": translation, "translation": translation.text,
-            "notes": notes_markdown(result.notes), "source_tokens": source_pieces(translation),
-            "step": gr.Slider(1, max(2, steps), value=steps, step=1, interactive=steps > 1),
-            # Written only when asked for (/attention): each file can be megabytes, and Gradio keeps a copy.
-            "attention_download": gr.DownloadButton(value=None, visible=False)}
+    return translated(result, step=result.translation.num_steps)
 
 
 def step(translation_state, step, layer, head, average) -> dict:
@@ -39,10 +33,8 @@ def step(translation_state, step, layer, head, average) -> dict:
 
 def attention(translation_state) -> dict:
     """/attention: the raw attention of the client's last translation, as a JSON file (translate's --json)."""
-    if translation_state is None:
-        raise InputError("Translate a sentence first (/translate): its attention is what the file holds.")
-    return {"attention_download": gr.DownloadButton(value=exports.attention_json_file(translation_state),
-                                                    visible=True)}
+    written = exports.attention_json_file(require_translation(translation_state))
+    return {"attention_download": gr.DownloadButton(value=written, visible=True)}
 
 
 def select_model(services: Services, model, text, layer, head, typed_texts) -> dict:

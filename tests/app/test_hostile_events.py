@@ -4,6 +4,7 @@ dependency list, so a new one is covered without editing this test."""
 
 import logging
 import math
+import warnings
 
 import gradio as gr
 import pandas
@@ -14,7 +15,8 @@ from page_driver import PageDriver
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import jobs, services
 from ui.build import build_app
-from ui.errors import UNEXPECTED
+from ui.errors import UNEXPECTED, as_html
+from ui.views.choices import NO_TRANSLATION
 
 HOSTILE = {
     gr.Slider: [None, math.nan, math.inf, -1e308, "3; drop table"],
@@ -72,3 +74,25 @@ def test_every_event_answers_every_hostile_value_with_a_sentence_and_logs_no_tra
                 assert not tracebacks, (event.name, component.label, str(value)[:60], tracebacks[0].getMessage())
                 page.demo.named_components  # the page stays whole
     assert tried > 300
+
+
+def test_every_event_that_looks_at_a_translation_asks_for_one_in_the_same_words(page, caplog):
+    state = page.demo.named_components["translation_state"]
+    asked = set()
+    for event in page.events():
+        if state not in event.inputs:
+            continue
+        inputs = [None if c is state else page.values.get(c._id) for c in event.inputs]
+        with caplog.at_level(logging.ERROR), warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            try:
+                page.run(event, inputs)
+                said = [str(w.message) for w in warned]  # the page's own buttons warn and keep their views
+            except gr.Error as error:
+                said = [error.message]
+        asking = [message for message in said if "ranslate" in message and "first" in message]
+        if asking:
+            assert asking == [as_html(NO_TRANSLATION)], (event.name, asking)
+            asked.add(event.name)
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR], event.name
+    assert {"on_tree", "on_override", "on_sample", "on_attribute", "on_prepare_attention", "attention"} <= asked, asked

@@ -5,7 +5,7 @@ import torch
 
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.config import ModelConfig
-from transformer.decoding import (beam_search, decode_steps, default_max_length, forced_decode, greedy_search,
+from transformer.decoding import (Sampling, beam_search, decode_steps, default_max_length, forced_decode, greedy_search,
                                   pad_batch, translate, translate_batch)
 from transformer.model import HeadMask, Transformer
 from transformer.tokenizer import PAD_ID, BOS_ID, EOS_ID
@@ -187,3 +187,12 @@ def test_translate_batch_keeps_input_order_and_handles_empty_lists(reverse):
                           max_tokens=16)
     assert out == ["8 7 6 5 4 3 2 1", "3 0 9", "5 4 4"]
     assert translate_batch(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, []) == []
+
+
+def test_a_translation_records_how_it_was_decoded_so_others_can_decode_it_alike(reverse):
+    beam = translate(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, "1 2 3", beam_size=3,
+                     max_length=7)
+    assert (beam.beam_size, beam.max_length) == (3, 7)
+    drawn = translate(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, "1 2 3", beam_size=3,
+                      sampling=Sampling(temperature=0.5, seed=1))
+    assert (drawn.beam_size, drawn.max_length) == (1, None)  # a sampled translation is drawn token by token

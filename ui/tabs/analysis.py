@@ -14,10 +14,9 @@ from ..services import Services
 from ..views import exports, share
 from ..views.analysis import (STATISTICS_HEADERS, alignment_view, beam_view, hypothesis_attention,
                               sample_statistics, statistics_rows)
-from ..views.choices import MEAN_OF_HEADS, VIEWS, chosen_head, head_options
+from ..views.choices import MEAN_OF_HEADS, VIEWS, chosen_head, head_options, require_translation
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import MAX_BEAM, attention_figure, decoding_of, length_penalty_origin
-from .experiments import require
 
 STATISTICS_NOTE = ("Entropy (low: focused), mean distance attended in positions, share of attention on `<s>`/`</s>` "
                    "(a common 'no-op' sink) and diagonality (1: each query looks at its own position, or the "
@@ -72,8 +71,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 # --- handlers ------------------------------------------------------------------------------------
 
 def on_tree(services: Services, model, translation_state, tree_beam, tree_penalty) -> dict:
-    figure, rows, hypotheses = beam_view(services.registry.get(model), require(translation_state).source_text,
-                                         tree_beam, tree_penalty)
+    source = require_translation(translation_state).source_text
+    figure, rows, hypotheses = beam_view(services.registry.get(model), source, tree_beam, tree_penalty)
     return {"tree_plot": figure, "hypotheses_table": rows, "hypotheses_state": hypotheses}
 
 
@@ -93,7 +92,7 @@ def on_alignment(translation_state, alignment_layer, alignment_head) -> dict:
 
 
 def on_statistics(translation_state) -> dict:
-    return {"statistics_table": statistics_rows(analysis.head_statistics(require(translation_state))),
+    return {"statistics_table": statistics_rows(analysis.head_statistics(require_translation(translation_state))),
             "statistics_caption": "**This sentence.** Click a row to open that head's heatmap."}
 
 
@@ -113,21 +112,21 @@ def on_statistics_row(translation_state, event: gr.SelectData) -> dict:
 
 
 def on_csv(translation_state) -> dict:
-    return {"export_file": exports.attention_csv_file(require(translation_state))}
+    return {"export_file": exports.attention_csv_file(require_translation(translation_state))}
 
 
 def on_npz(translation_state) -> dict:
-    return {"export_file": exports.attention_npz_file(require(translation_state))}
+    return {"export_file": exports.attention_npz_file(require_translation(translation_state))}
 
 
 def on_svg(translation_state, kind, view, layer, head, average) -> dict:
-    figure = attention_figure(require(translation_state), kind, view, layer, head, average)
+    figure = attention_figure(require_translation(translation_state), kind, view, layer, head, average)
     return {"export_file": exports.figure_svg_file(figure, "attention")}
 
 
 def on_share(model, translation_state, kind, view, layer, head, request: gr.Request) -> dict:
     base = str(request.url).split("?")[0].split("gradio_api")[0] if request else ""
-    decoding = decoding_of(require(translation_state))
+    decoding = decoding_of(require_translation(translation_state))
     return {"share_link": base + "?" + share.share_query(model, translation_state.source_text, kind, view, layer,
                                                          head, decoding["beam_size"], decoding["max_length"])}
 

@@ -15,7 +15,7 @@ from transformer.errors import InputError
 from .. import components
 from ..page import Page
 from ..services import Services
-from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, head_options
+from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, head_options, require_translation
 from ..views.experiments import MEASURES, comparison_attention, comparison_view, head_choices, importance_views
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import decoding_of, layer_and_head_counts
@@ -95,12 +95,6 @@ COMPARISON_OUTPUTS = ("last_comparison", "experiment_description", "experiment_b
                       "experiment_attention_after")
 
 
-def require(translation: Translation | None) -> Translation:
-    if translation is None:
-        raise InputError("Translate a sentence first.")
-    return translation
-
-
 def comparison_outputs(comparison: interventions.Comparison, checkpoint: Checkpoint, kind, layer, head,
                        measure) -> dict:
     heads = comparison.before.cross_attention.shape[1]
@@ -116,15 +110,16 @@ def on_ablate(services: Services, model, translation_state, ablate_encoder, abla
     if not (ablate_encoder or ablate_decoder or ablate_cross):
         raise InputError("Tick the heads to switch off first (encoder, decoder or cross-attention).")
     switched_off = {"encoder": ablate_encoder, "decoder": ablate_decoder, "cross": ablate_cross}
-    comparison = interventions.ablate_heads(services.registry.get(model), require(translation_state).source_text,
-                                            switched_off, **decoding_of(translation_state))
+    source = require_translation(translation_state).source_text
+    comparison = interventions.ablate_heads(services.registry.get(model), source, switched_off,
+                                            **decoding_of(translation_state))
     return comparison_outputs(comparison, services.registry.get(model), experiment_kind, experiment_layer,
                               experiment_head, experiment_measure)
 
 
 def on_override(services: Services, model, translation_state, override_step, override_choice, experiment_kind,
                 experiment_layer, experiment_head, experiment_measure) -> dict:
-    require(translation_state)
+    require_translation(translation_state)
     if not override_choice:
         raise InputError("Choose or type the token to force.")
     comparison = interventions.override_token(services.registry.get(model), translation_state, override_step,
@@ -135,15 +130,16 @@ def on_override(services: Services, model, translation_state, override_step, ove
 
 def on_positions(services: Services, model, translation_state, experiment_kind, experiment_layer,
                  experiment_head, experiment_measure) -> dict:
-    comparison = interventions.without_positions(services.registry.get(model), require(translation_state).source_text,
-                                                 **decoding_of(translation_state))
+    source = require_translation(translation_state).source_text
+    comparison = interventions.without_positions(services.registry.get(model), source, **decoding_of(translation_state))
     return comparison_outputs(comparison, services.registry.get(model), experiment_kind, experiment_layer,
                               experiment_head, experiment_measure)
 
 
 def on_shuffle(services: Services, model, translation_state, experiment_kind, experiment_layer,
                experiment_head, experiment_measure) -> dict:
-    comparison = interventions.shuffled_source(services.registry.get(model), require(translation_state).source_text,
+    source = require_translation(translation_state).source_text
+    comparison = interventions.shuffled_source(services.registry.get(model), source,
                                                seed=random.randrange(2**32),  # each click a new order
                                                **decoding_of(translation_state))
     return comparison_outputs(comparison, services.registry.get(model), experiment_kind, experiment_layer,
@@ -162,7 +158,7 @@ def on_comparison_attention(services: Services, model, last_comparison, experime
 
 
 def on_importance(services: Services, model, translation_state) -> dict:
-    importance = interventions.head_importance(services.registry.get(model), require(translation_state))
+    importance = interventions.head_importance(services.registry.get(model), require_translation(translation_state))
     figure, summary = importance_views(importance, "Head importance for this sentence")
     return {"importance_plot": figure, "importance_summary": summary}
 

@@ -14,11 +14,11 @@ from ..errors import warn
 from ..page import Page
 from ..services import Services
 from ..views import exports
-from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, head_options
+from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, head_options, require_translation
 from ..views.text import MAX_INPUT_CHARS, examples_for, source_label
-from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, attention_figure, forced_figures, layer_and_head_counts,
-                               length_penalty_origin, notes_markdown, run_forced, run_translation, source_pieces,
-                               step_view)
+from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, TranslateResult, attention_figure,
+                               forced_figures, layer_and_head_counts, length_penalty_origin, notes_markdown,
+                               run_forced, run_translation, source_pieces, step_view)
 
 STEP_INTRO = ("## Step through the decoding\nMove the slider to replay the translation token by token: the candidates "
               "the model weighed, and where in the source it looked.")
@@ -132,20 +132,27 @@ def step_views(translation: Translation | None, step, layer, head, average) -> d
             "step_attention_plot": view.source_attention, "step_caption": view.caption}
 
 
+def translated(result: TranslateResult, step: int) -> dict:
+    """What a Translate click and ``/translate`` both return: the translation kept for every other view, its text,
+    notes and source pieces, the step slider at ``step``, and the attention download hidden (each file can be
+    megabytes, and Gradio keeps a copy: it is written only when asked for)."""
+    translation = result.translation
+    steps = translation.num_steps
+    return {"translation_state": translation, "translation": translation.text,
+            "notes": notes_markdown(result.notes), "source_tokens": source_pieces(translation),
+            "attention_download": gr.DownloadButton(value=None, visible=False),
+            "step": gr.Slider(1, max(2, steps), value=step, step=1, interactive=steps > 1)}
+
+
 def translation_views(checkpoint: Checkpoint, text, decoding, beam_size, max_length, kind, view, layer, head,
                       average, step: int = 1) -> dict:
     """Translate ``text`` and draw every view of the tab from it, the step view at ``step`` (its first: where
     the decoding starts; its last says only that the sentence ended), whose row the heatmap marks."""
     result = run_translation(checkpoint, text, decoding, beam_size, max_length)
-    translation = result.translation
-    steps = translation.num_steps
-    step = min(max(1, step), steps)
-    return {"translation_state": translation, "translation": translation.text,
-            "notes": notes_markdown(result.notes), "source_tokens": source_pieces(translation),
-            "attention_download": gr.DownloadButton(value=None, visible=False),
-            "attention_plot": attention_figure(translation, kind, view, layer, head, average, marked_step=step),
-            **step_views(translation, step, layer, head, average),
-            "step": gr.Slider(1, max(2, steps), value=step, step=1, interactive=steps > 1)}
+    step = min(max(1, step), result.translation.num_steps)
+    return {**step_views(result.translation, step, layer, head, average), **translated(result, step),
+            "attention_plot": attention_figure(result.translation, kind, view, layer, head, average,
+                                               marked_step=step)}
 
 
 def on_translate(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head,
@@ -190,10 +197,8 @@ def on_average(translation_state, kind, view, layer, head, average, step) -> dic
 
 
 def on_prepare_attention(translation_state) -> dict:
-    if translation_state is None:
-        raise InputError("Translate a sentence first: its attention is what the file holds.")
-    return {"attention_download": gr.DownloadButton(value=exports.attention_json_file(translation_state),
-                                                    visible=True)}
+    written = exports.attention_json_file(require_translation(translation_state))
+    return {"attention_download": gr.DownloadButton(value=written, visible=True)}
 
 
 def on_decoding(decoding) -> dict:

@@ -1,4 +1,5 @@
-"""The selectors' vocabulary: attention kinds, heatmap views, and keeping a chosen number within range."""
+"""The selectors' vocabulary: attention kinds, heatmap views, keeping a chosen number within range, and the
+translation a view looks at."""
 
 from __future__ import annotations
 
@@ -50,3 +51,14 @@ def head_options(heads: int) -> list[str]:
 def chosen_head(choice, heads: int) -> int | None:
     """A head picker's value as a 1-based head, or None for the mean of heads."""
     return None if choice in (None, "", MEAN_OF_HEADS) else clamp(choice, 1, heads)
+
+
+NO_TRANSLATION = ("Translate a sentence first (the Translate tab, or /translate for API clients): this looks at that "
+                  "translation.")
+
+
+def require_translation(translation):
+    """The visitor's last translation, which a view looks into; one sentence if there is none yet."""
+    if translation is None:
+        raise InputError(NO_TRANSLATION)
+    return translation

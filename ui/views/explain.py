@@ -13,10 +13,9 @@ import torch
 from transformer import attribute, interventions
 from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
-from transformer.errors import InputError
 
 from .. import figures
-from .choices import clamp
+from .choices import clamp, require_translation
 from .translate import attention_axes, map_figure
 
 METHODS = {"integrated gradients": "integrated_gradients", "gradient × input": "gradient_x_input",
@@ -51,14 +50,8 @@ class AttributionView:
     summary: str
 
 
-def require(translation: Translation | None) -> Translation:
-    if translation is None:
-        raise InputError("Translate a sentence first (Translate tab); this tab looks at that translation.")
-    return translation
-
-
 def attribution_view(checkpoint: Checkpoint, translation: Translation | None, method: str, steps) -> AttributionView:
-    translation = require(translation)
+    translation = require_translation(translation)
     key = METHODS.get(method, method)
     result = attribute.attribute(checkpoint.model, translation, key, clamp(steps, 1, 256))
     rows, columns, row_title, column_title = attention_axes(translation, "cross")
@@ -82,13 +75,13 @@ def attribution_view(checkpoint: Checkpoint, translation: Translation | None, me
 
 
 def attention_beside(translation: Translation | None, layer, head: int | None) -> go.Figure:
-    translation = require(translation)
+    translation = require_translation(translation)
     layers = translation.cross_attention.shape[0]
     return map_figure(translation, "cross", clamp(layer, 1, layers), head, "Cross-attention")
 
 
 def encoder_rollout_figure(translation: Translation | None) -> go.Figure:
-    translation = require(translation)
+    translation = require_translation(translation)
     pieces = translation.source_pieces
     return figures.attention_heatmap(attribute.encoder_rollout(translation), pieces, pieces, "Encoder rollout",
                                      "encoder output", "source word", subtitle="every layer, residual counted",

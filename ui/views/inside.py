@@ -16,7 +16,7 @@ from transformer.decoding import Sampling, Translation, never_generate
 from transformer.errors import InputError
 
 from .. import figures
-from .choices import ATTENTION_KINDS, clamp, kind_key
+from .choices import ATTENTION_KINDS, clamp, kind_key, require_translation
 from .translate import attention_axes, attention_tensor
 
 NOTES = {
@@ -61,15 +61,13 @@ def query_count(translation: Translation, kind: str) -> int:
 
 
 def layers_of(checkpoint: Checkpoint, kind: str) -> int:
-    config = checkpoint.model.config
-    return config.n_encoder_layers if kind_key(kind) == "encoder" else config.n_decoder_layers
+    return checkpoint.model.config.layers(kind_key(kind))
 
 
 def chosen_head(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer,
                 head) -> tuple[str, int, int]:
     """The attention kind's key, and the layer and head kept within the model."""
-    if translation is None:
-        raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
+    require_translation(translation)
     kind = kind_key(kind)
     return kind, clamp(layer, 1, layers_of(checkpoint, kind)), clamp(head, 1, checkpoint.model.config.n_heads)
 
@@ -185,8 +183,7 @@ def contribution_map_figures(checkpoint: Checkpoint, translation: Translation | 
 def lens_figures(checkpoint: Checkpoint, translation: Translation | None, step,
                  sampling: Sampling) -> tuple[go.Figure, go.Figure]:
     """The logit lens and one step's distribution as sampling draws from it, from one pass of the model."""
-    if translation is None:
-        raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
+    require_translation(translation)
     lens = inside_head.logit_lens(checkpoint.model, translation, top_k=1)
     return logit_lens_figure(checkpoint, translation, lens), temperature_figure(checkpoint, translation, step,
                                                                                 sampling, lens=lens)
@@ -208,8 +205,7 @@ def temperature_figure(checkpoint: Checkpoint, translation: Translation | None, 
                        top: int = 10, lens: inside_head.LogitLens | None = None) -> go.Figure:
     """The last layer's distribution at one step as sampling would draw from it: tempered, cut, renormalised.
     ``lens``: the translation's logit lens, where it was already computed."""
-    if translation is None:
-        raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
+    require_translation(translation)
     step = clamp(step, 1, translation.num_steps)
     lens = lens or inside_head.logit_lens(checkpoint.model, translation, top_k=1)
     log_probs = lens.final_log_probs[step - 1].clone()
@@ -226,9 +222,8 @@ def temperature_figure(checkpoint: Checkpoint, translation: Translation | None, 
 
 def sampled_translation(checkpoint: Checkpoint, translation: Translation | None, sampling: Sampling) -> str:
     """The same sentence translated by drawing every token with ``sampling``."""
-    if translation is None:
-        raise InputError("Translate a sentence first (Translate tab); this tab looks inside that translation.")
-    drawn = checkpoint.translate(translation.source_text, max_length=translation.extra.get("max_length"),
+    require_translation(translation)
+    drawn = checkpoint.translate(translation.source_text, max_length=translation.max_length,
                                  sampling=sampling)
     return (f"**Drawn with seed {sampling.seed}:** {figures.escape(drawn.text)}  \n"
             f"(greedy or beam gave: {figures.escape(translation.text)}; the model's log-probability of the draw, "

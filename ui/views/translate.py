@@ -37,8 +37,6 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
     beam = 1 if decoding == "greedy" else clamp(beam_size, 1, MAX_BEAM, "beam size")
     max_length = max_target_tokens(max_length)
     result = checkpoint.translate(cleaned, beam, max_length, top_k=top_k)
-    # Experiments and shared links decode this translation the same way.
-    result.extra.update(beam_size=beam, max_length=max_length)
     if result.truncated:
         notes.append(f"The sentence is longer than the model's {checkpoint.model.config.max_len} positions; "
                      "only its beginning was translated.")
@@ -69,7 +67,7 @@ def notes_markdown(notes: list[str]) -> str:
 
 def decoding_of(translation: Translation) -> dict:
     """``beam_size`` (1: greedy) and ``max_length`` a translation was made with, so a comparison decodes alike."""
-    return {"beam_size": int(translation.extra.get("beam_size", 1)), "max_length": translation.extra.get("max_length")}
+    return {"beam_size": translation.beam_size, "max_length": translation.max_length}
 
 
 def run_forced(checkpoint: Checkpoint, source: str, target: str, top_k: int = 5) -> TranslateResult:
