@@ -36,7 +36,6 @@ from hypothesis import strategies as st
 import app
 from transformer.checkpoint import (REPOSITORY_CHECKPOINTS, list_checkpoints, load_checkpoint, resolve,
                                     unique_state_dict)
-from transformer.decoding import Translation
 
 from transformer import errors
 from ui import jobs, limits, services
@@ -167,10 +166,12 @@ def translated_or_refused(text: str, decoding: str = "greedy") -> None:
     except errors.InputError as error:
         assert str(error)
         return
-    assert isinstance(result, translate_views.TranslateResult)
-    assert isinstance(result.translation, Translation)
-    assert isinstance(result.translation.text, str)
-    assert all(isinstance(note, str) for note in result.notes)
+    translation, config = result.translation, bundled().model.config
+    steps, sources = len(translation.predicted_pieces), len(translation.source_pieces)
+    assert translation.source_pieces[-1] == "</s>" and steps == len(translation.token_probs) >= 1
+    assert tuple(translation.cross_attention.shape) == (config.n_decoder_layers, config.n_heads, steps, sources)
+    assert torch.allclose(translation.cross_attention.sum(-1), torch.ones(()), atol=1e-4)
+    assert all(0 <= p <= 1 for p in translation.token_probs) and all(note.strip() for note in result.notes)
 
 
 @pytest.mark.parametrize("decoding", ["greedy", "beam"])
