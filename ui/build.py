@@ -50,7 +50,8 @@ EMPTY_PLACEHOLDER_ROLE_JS = """<script>
 new MutationObserver(() => document.querySelectorAll('.empty[aria-label]:not([role])')
   .forEach(el => el.setAttribute('role', 'img'))).observe(document.documentElement, {childList: true, subtree: true});
 </script>"""
-LAUNCH_OPTIONS = {"css": FOCUS_CSS, "theme": THEME, "head": lessons.LARGE_CHARTS_JS + EMPTY_PLACEHOLDER_ROLE_JS,
+LAUNCH_OPTIONS = {"css": FOCUS_CSS, "theme": THEME,
+                  "head": lessons.LARGE_CHARTS_JS + lessons.SAFE_COLOURS_JS + EMPTY_PLACEHOLDER_ROLE_JS,
                   "max_file_size": MAX_UPLOAD_BYTES,
                   "app_kwargs": {"middleware": [Middleware(BodySizeLimit), Middleware(ClientShare)]}}
 

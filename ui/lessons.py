@@ -65,6 +65,40 @@ LARGE_CHARTS_JS = """<script>
 })();
 </script>"""
 
+TOGGLE_SAFE_COLOURS = "(safe) => window.safeColours(safe)"
+# For students who do not see red and green (or blue and yellow) apart: every heatmap's scale becomes one that stays
+# ordered for every kind of colour vision, cividis for weights and blue-orange for signed values (red-blue ones);
+# the page's own colours come back when it is unticked. Charts drawn later get the same as they are drawn.
+SAFE_COLOURS_JS = """<script>
+(() => {
+  const DIVERGING = [[0, "#2166ac"], [0.25, "#92c5de"], [0.5, "#f7f7f7"], [0.75, "#fdb863"], [1, "#b35806"]];
+  const signed = (t) => t.zmid !== undefined || (t.zmin !== undefined && t.zmin < 0);
+  const heatmaps = (div) => (div.data || []).map((t, i) => [t, i]).filter(([t]) => t.type === "heatmap");
+  function recolour(div, safe) {
+    const traces = heatmaps(div).filter(([t]) => safe !== Boolean(t.meta && t.meta.explorerSafe));
+    if (!traces.length || !window.Plotly) return;
+    const indices = traces.map(([, i]) => i);
+    if (safe) {
+      window.Plotly.restyle(div, {
+        colorscale: traces.map(([t]) => signed(t) ? DIVERGING : "Cividis"), reversescale: traces.map(() => false),
+        meta: traces.map(([t]) => ({explorerSafe: {colorscale: t.colorscale, reversescale: !!t.reversescale}}))},
+        indices);
+    } else {
+      window.Plotly.restyle(div, {
+        colorscale: traces.map(([t]) => t.meta.explorerSafe.colorscale),
+        reversescale: traces.map(([t]) => t.meta.explorerSafe.reversescale), meta: traces.map(() => null)}, indices);
+    }
+  }
+  window.safeColours = (safe) => {
+    window.explorerSafe = safe;
+    document.querySelectorAll(".js-plotly-plot").forEach((div) => recolour(div, safe));
+  };
+  new MutationObserver(() => {
+    if (window.explorerSafe) document.querySelectorAll(".js-plotly-plot").forEach((div) => recolour(div, true));
+  }).observe(document.documentElement, {childList: true, subtree: true});
+})();
+</script>"""
+
 
 def layout(page: Page) -> None:
     with gr.Accordion("Lessons for a class", open=False, elem_id="lessons"):
@@ -73,6 +107,7 @@ def layout(page: Page) -> None:
                                                 label="Lesson", scale=3)
             show_me = gr.Button("Show me", variant="primary", scale=1, elem_id="show-me")
             large_text = gr.Checkbox(False, label="Large text (projector)", scale=1, elem_id="large-text")
+            safe_colours = gr.Checkbox(False, label="Colour-blind-safe colours", scale=1, elem_id="safe-colours")
         lesson_text = gr.Markdown(lessons.lesson_markdown(lessons.LESSONS[0]), elem_id="lesson-text")
         # The two runs a lesson compares, where it compares two: filled by Show me.
         with gr.Row(visible=False, elem_id="lesson-pair") as lesson_pair:
@@ -84,7 +119,8 @@ def layout(page: Page) -> None:
                 pair_right_plot = gr.Plot(show_label=False)
     with gr.Accordion("Glossary", open=False):
         gr.Markdown(lessons.GLOSSARY)
-    page.add(lesson_choice=lesson_choice, show_me=show_me, large_text=large_text, lesson_text=lesson_text,
+    page.add(lesson_choice=lesson_choice, show_me=show_me, large_text=large_text, safe_colours=safe_colours,
+             lesson_text=lesson_text,
              lesson_pair=lesson_pair, pair_left_caption=pair_left_caption, pair_left_plot=pair_left_plot,
              pair_right_caption=pair_right_caption, pair_right_plot=pair_right_plot)
 
@@ -162,8 +198,8 @@ def after_set_up(services: Services, result: dict, lesson_choice, defaults: dict
 
 # Show me returns every control to its default but these: the model and lesson chosen, the page's own settings,
 # and the Train tab's (which shape no view: a lesson that trains sets its own through Lesson.extra).
-KEPT = {"model", "lesson_choice", "large_text", "hub_id", "train_data", "train_preset", "train_steps",
-        "train_minutes", "train_upload"}
+KEPT = {"model", "lesson_choice", "large_text", "safe_colours", "hub_id", "train_data", "train_preset",
+        "train_steps", "train_minutes", "train_upload"}
 CONTROLS = (gr.Slider, gr.Radio, gr.Checkbox, gr.CheckboxGroup, gr.Dropdown, gr.Number)
 
 
@@ -215,3 +251,4 @@ def wire(page: Page) -> None:
     page.on(c["lesson_choice"].input, on_lesson_choice, ["lesson_text", "lesson_pair"], show_progress="hidden",
             cancels=[showing])
     c["large_text"].change(None, c["large_text"], None, js=TOGGLE_LARGE_TEXT)
+    c["safe_colours"].change(None, c["safe_colours"], None, js=TOGGLE_SAFE_COLOURS)

@@ -384,3 +384,27 @@ def test_large_text_enlarges_every_label_button_and_chart_text_to_16_px_or_more(
     page.wait_for_function("() => !document.querySelector('#attention-plot .js-plotly-plot').layout.meta",
                            timeout=20_000)
     page.close()
+
+
+HEATMAP_SCALES = ("() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(div => (div.data || [])"
+                  ".filter(trace => trace.type === 'heatmap').map(trace => JSON.stringify(trace.colorscale)))")
+SAFE = "(scale) => scale === '\"Cividis\"' || scale.includes('#b35806')"  # cividis, or the blue-orange scale
+
+
+def test_colour_blind_safe_colours_recolour_every_heatmap_also_those_drawn_later_and_come_back(app_url, browser):
+    page, errors = opened(browser, app_url[0])
+    assert page.evaluate(HEATMAP_SCALES), "the page opens on a translation's heatmaps"
+    page.get_by_text("Lessons for a class").click()
+    page.locator("#safe-colours input").check()
+    page.wait_for_function(f"() => ({HEATMAP_SCALES})().every({SAFE})", timeout=10_000)
+    before = translation_text(page)
+    page.locator("#source-text textarea").fill("Two dogs are playing in the snow.")
+    page.locator("#translate-button").click()
+    page.wait_for_function("text => { const box = document.querySelector('#translation textarea, #translation input');"
+                           " return box && box.value && box.value !== text; }", arg=before, timeout=60_000)
+    page.wait_for_function(f"() => ({HEATMAP_SCALES})().length && ({HEATMAP_SCALES})().every({SAFE})",
+                           timeout=20_000)
+    page.locator("#safe-colours input").uncheck()
+    page.wait_for_function(f"() => !({HEATMAP_SCALES})().some({SAFE})", timeout=10_000)
+    assert not errors
+    page.close()
