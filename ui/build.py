@@ -10,7 +10,7 @@ from starlette.middleware import Middleware
 
 from transformer.checkpoint import Checkpoint, CheckpointError
 
-from . import api, header, lessons
+from . import accessibility, api, header, lessons
 from .jobs import MAX_UPLOAD_BYTES
 from .limits import BodySizeLimit, ClientShare
 from .page import Page
@@ -44,14 +44,9 @@ THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Robot
     body_text_color_subdued="*neutral_600", block_info_text_color="*neutral_600", color_accent="*primary_700",
     button_primary_background_fill="*primary_700", button_primary_background_fill_hover="*primary_800",
     button_primary_text_color="white")
-# Gradio draws an empty plot, image or text as <div aria-label="Empty value"> with no role, which ARIA does not allow
-# (axe: aria-prohibited-attr); the page gives each one the role of the picture it stands in for.
-EMPTY_PLACEHOLDER_ROLE_JS = """<script>
-new MutationObserver(() => document.querySelectorAll('.empty[aria-label]:not([role])')
-  .forEach(el => el.setAttribute('role', 'img'))).observe(document.documentElement, {childList: true, subtree: true});
-</script>"""
-LAUNCH_OPTIONS = {"css": FOCUS_CSS, "theme": THEME,
-                  "head": lessons.LARGE_CHARTS_JS + lessons.SAFE_COLOURS_JS + EMPTY_PLACEHOLDER_ROLE_JS,
+LAUNCH_OPTIONS = {"css": FOCUS_CSS + accessibility.CHART_TEXT_CSS, "theme": THEME,
+                  "head": (lessons.LARGE_CHARTS_JS + lessons.SAFE_COLOURS_JS + accessibility.EMPTY_PLACEHOLDER_ROLE_JS
+                           + accessibility.CHART_TEXT_JS),
                   "max_file_size": MAX_UPLOAD_BYTES,
                   "app_kwargs": {"middleware": [Middleware(BodySizeLimit), Middleware(ClientShare)]}}
 

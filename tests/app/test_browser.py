@@ -408,3 +408,22 @@ def test_colour_blind_safe_colours_recolour_every_heatmap_also_those_drawn_later
     page.wait_for_function(f"() => !({HEATMAP_SCALES})().some({SAFE})", timeout=10_000)
     assert not errors
     page.close()
+
+
+def test_every_chart_is_also_text_a_screen_reader_reads_and_a_table_one_click_away(app_url, browser):
+    page, errors = opened(browser, app_url[0])
+    plot = page.locator("#attention-plot .js-plotly-plot").first
+    playwright.expect(plot).to_have_attribute("role", "figure")
+    said = plot.get_attribute("aria-label")
+    assert said.startswith("Cross-attention") and ": strongest " in said, said
+    rows = page.evaluate("() => document.querySelector('#attention-plot .js-plotly-plot').data[0].z.length")
+    assert any(word in said for word in ("Ein", "Mädchen", "junges")), said  # the tokens, named as hover names them
+    page.locator("#attention-plot details.chart-text summary").click()
+    table = page.locator("#attention-plot details.chart-text table").first
+    assert table.locator("tbody tr").count() == rows
+    assert table.locator("tbody tr").first.locator("td").count() == len(page.evaluate(
+        "() => document.querySelector('#attention-plot .js-plotly-plot').data[0].z[0]"))
+    curves = page.locator("#topk-plot .js-plotly-plot").first  # a bar chart: its series in words
+    assert "points; last" in curves.get_attribute("aria-label")
+    assert not errors
+    page.close()

@@ -1,0 +1,106 @@
+"""What the page needs so that a student who cannot see a chart, or uses no mouse, still gets what it shows.
+
+Both are scripts in the page's head: they work on what the browser already holds, whatever event drew it.
+"""
+
+# Gradio draws an empty plot, image or text as <div aria-label="Empty value"> with no role, which ARIA does not allow
+# (axe: aria-prohibited-attr); the page gives each one the role of the picture it stands in for.
+EMPTY_PLACEHOLDER_ROLE_JS = """<script>
+new MutationObserver(() => document.querySelectorAll('.empty[aria-label]:not([role])')
+  .forEach(el => el.setAttribute('role', 'img'))).observe(document.documentElement, {childList: true, subtree: true});
+</script>"""
+
+# Every chart as text, from the numbers Plotly holds: the chart becomes a figure whose label says what is strongest
+# in it (for a heatmap, each row's two largest cells, named as its hover text names them; for a line or bar, its
+# last, highest and lowest points), and "Chart as text" under it opens the whole matrix or every point as a table.
+CHART_TEXT_JS = """<script>
+(() => {
+  const TOP = 2, MOST_ROWS = 60, MOST_COLUMNS = 60, MOST_POINTS = 200, LABEL_LINES = 6;
+  const plain = (html) => {
+    const d = document.createElement("div"); d.innerHTML = String(html ?? ""); return d.textContent;
+  };
+  const number = (v) => (typeof v === "number" ? (Math.abs(v) >= 100 ? v.toFixed(0) : v.toPrecision(3)) : String(v));
+  function names(t, i, j) {  // a cell's row and column, as its hover text names them
+    const hover = t.text && t.text[i] && t.text[i][j];
+    if (typeof hover === "string" && hover.includes(" → ")) {
+      const [row, rest] = plain(hover.replace(/<br>/g, "\\n")).split(" → ");
+      return [row, rest.split("\\n")[0]];
+    }
+    return ["row " + (t.y ? plain(t.y[i]) : i), "column " + (t.x ? plain(t.x[j]) : j)];
+  }
+  function heatmapLines(t) {
+    return t.z.slice(0, MOST_ROWS).map((row, i) => {
+      const strongest = row.map((v, j) => [v, j]).filter(([v]) => typeof v === "number")
+        .sort((a, b) => Math.abs(b[0]) - Math.abs(a[0])).slice(0, TOP);
+      if (!strongest.length) return "";
+      return names(t, i, strongest[0][1])[0] + ": strongest " +
+        strongest.map(([v, j]) => names(t, i, j)[1] + " " + number(v)).join(", ");
+    }).filter(Boolean);
+  }
+  function points(t) {  // a line's or bar's labels (the names its hover shows, where it has them) and values
+    const horizontal = t.orientation === "h";
+    const values = Array.from((horizontal ? t.x : t.y) || [], Number);
+    const positions = (horizontal ? t.y : t.x) || values.map((_, k) => k);
+    const named = (k) => (t.customdata && t.customdata[k] !== undefined ? t.customdata[k] : positions[k]);
+    return [values.map((_, k) => plain(named(k))), values];
+  }
+  function seriesLine(t) {
+    const [labels, values] = points(t);
+    if (!values.length) return "";
+    const at = (k) => labels[k] + ": " + number(values[k]);
+    const top = values.indexOf(Math.max(...values)), bottom = values.indexOf(Math.min(...values));
+    return (plain(t.name) || "values") + ", " + values.length + " points; last " + at(values.length - 1) +
+      "; highest " + at(top) + "; lowest " + at(bottom);
+  }
+  function cell(tag, text, scope) {
+    const c = document.createElement(tag); c.textContent = text; if (scope) c.setAttribute("scope", scope); return c;
+  }
+  function table(t) {
+    const tab = document.createElement("table"), head = tab.createTHead().insertRow();
+    if (t.type === "heatmap") {
+      const rows = t.z.slice(0, MOST_ROWS), columns = Math.min(MOST_COLUMNS, (rows[0] || []).length);
+      head.append(cell("th", "", "col"));
+      for (let j = 0; j < columns; j++) head.append(cell("th", names(t, 0, j)[1], "col"));
+      const body = tab.createTBody();
+      rows.forEach((row, i) => {
+        const tr = body.insertRow(); tr.append(cell("th", names(t, i, 0)[0], "row"));
+        row.slice(0, columns).forEach((v) => tr.append(cell("td", typeof v === "number" ? number(v) : "")));
+      });
+    } else {
+      head.append(cell("th", "", "col"), cell("th", plain(t.name) || "value", "col"));
+      const body = tab.createTBody(), [labels, values] = points(t);
+      values.slice(0, MOST_POINTS).forEach((v, k) => {
+        const tr = body.insertRow(); tr.append(cell("th", labels[k], "row"), cell("td", number(v)));
+      });
+    }
+    return tab;
+  }
+  function describe(div) {
+    if (!div.data || div.__described === div.data) return;
+    div.__described = div.data;
+    const shown = div.data.filter((t) => (t.type === "heatmap" && t.z) ||
+                                         ((t.type === "scatter" || t.type === "bar") && (t.y || t.x)));
+    const heading = div.layout && div.layout.title;
+    const title = plain(String((heading && (heading.text ?? heading)) || "").replace(/<br>/g, ". ")).trim() || "Chart";
+    const lines = shown.flatMap((t) => (t.type === "heatmap" ? heatmapLines(t) : [seriesLine(t)])).filter(Boolean);
+    div.setAttribute("role", "figure");  // not "img": its tool buttons stay reachable
+    div.setAttribute("aria-label", [title, ...lines.slice(0, LABEL_LINES)].join(". ") +
+      (lines.length > LABEL_LINES ? ". More under Chart as text." : ""));
+    let box = div.parentElement.querySelector(":scope > details.chart-text");
+    if (!box) {
+      box = document.createElement("details"); box.className = "chart-text";
+      box.append(cell("summary", "Chart as text")); div.after(box);
+    }
+    box.replaceChildren(box.querySelector("summary"), ...lines.map((line) => cell("p", line)), ...shown.map(table));
+  }
+  new MutationObserver(() => document.querySelectorAll(".js-plotly-plot").forEach(describe))
+    .observe(document.documentElement, {childList: true, subtree: true});
+})();
+</script>"""
+
+# The text under a chart stays small and out of the way until it is opened.
+CHART_TEXT_CSS = """
+details.chart-text { font-size: var(--text-sm); margin-top: 4px; }
+details.chart-text table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+details.chart-text th, details.chart-text td { border: 1px solid var(--border-color-primary); padding: 1px 4px; }
+"""
