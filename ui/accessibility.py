@@ -90,8 +90,17 @@ CHART_TEXT_JS = """<script>
     if (!box) {
       box = document.createElement("details"); box.className = "chart-text";
       box.append(cell("summary", "Chart as text")); div.after(box);
+      box.addEventListener("toggle", () => tabulate(box));
     }
-    box.replaceChildren(box.querySelector("summary"), ...lines.map((line) => cell("p", line)), ...shown.map(table));
+    box.traces = shown;
+    box.replaceChildren(box.querySelector("summary"), ...lines.map((line) => cell("p", line)));
+    tabulate(box);
+  }
+  function tabulate(box) {  // tables are built when they are first opened: a step or view click draws no table
+    if (box.open && box.tabled !== box.traces) {
+      box.tabled = box.traces;
+      box.append(...box.traces.map(table));
+    }
   }
   new MutationObserver(() => document.querySelectorAll(".js-plotly-plot").forEach(describe))
     .observe(document.documentElement, {childList: true, subtree: true});
