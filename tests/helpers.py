@@ -1,7 +1,13 @@
 """Small helpers shared by the test modules."""
 
+import contextlib
 import dataclasses
+import importlib
+import io
+import logging
 import socket
+import sys
+import traceback
 
 
 def free_port() -> int:
@@ -9,6 +15,46 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@dataclasses.dataclass
+class Finished:
+    """What a finished command left: as ``subprocess.run`` reports it."""
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_command(module: str, *args: str, stdin: str | bytes = "") -> Finished:
+    """``python -m module args`` run in this process, as a new process would run it: what it reads on stdin,
+    logging not yet set up, an exception that escapes printed as Python prints it (exit status 1).
+
+    A second Python costs 3-4 s of importing torch on a 2-core machine, more than most commands take; the tests
+    that start the real ``python -m`` keep one command each."""
+    main = importlib.import_module(module).main
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    out, err = io.StringIO(), io.StringIO()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers = []  # so the command's logging.basicConfig writes to its own stderr, as in a new process
+    saved_stdin = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args)) or 0
+            except SystemExit as exit:
+                code = exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 1
+                if not isinstance(exit.code, int | None):
+                    print(exit.code, file=sys.stderr)
+            except Exception:  # noqa: BLE001 - printed as the interpreter prints it, and the status it exits with
+                traceback.print_exc()
+                code = 1
+    finally:
+        sys.stdin = saved_stdin
+        root.handlers = handlers
+        root.setLevel(level)
+    return Finished(code, out.getvalue(), err.getvalue())
 
 
 class QuickTrainer:

@@ -3,13 +3,12 @@ distribution, and a command line that speaks translate's --json language."""
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from helpers import run_command
 from transformer import attribute
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.decoding import translate
@@ -81,16 +80,14 @@ def test_agreement_counts_matching_favourites_and_correlates_ranks():
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "transformer.attribute", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    return run_command("transformer.attribute", *args)
 
 
 def test_the_command_line_prints_attributions_with_translates_tokens():
     done = run_cli(SENTENCES[0], "--method", "integrated_gradients", "--steps", "16", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.splitlines()[-1])
-    full = json.loads(subprocess.run([sys.executable, "-m", "transformer.translate", "--json", SENTENCES[0]],
-                                     cwd=ROOT, capture_output=True, text=True, timeout=300).stdout.splitlines()[-1])
+    full = json.loads(run_command("transformer.translate", "--json", SENTENCES[0]).stdout.splitlines()[-1])
     assert report["translation"] == full["translation"]
     assert report["source_tokens"] == full["source_tokens"] and report["target_tokens"] == full["target_tokens"]
     assert len(report["attribution"]) == len(report["target_tokens"]) == len(report["completeness_gap"])

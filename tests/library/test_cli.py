@@ -1,4 +1,5 @@
-"""The command-line tools, run as a user runs them."""
+"""The command-line tools, run as a user runs them: in this process as ``python -m`` runs them (``run_command``), and
+one of them in a new Python, through the real entry point."""
 
 import json
 import shutil
@@ -9,13 +10,14 @@ from xml.etree import ElementTree
 
 import torch
 
+from helpers import run_command
+
 ROOT = Path(__file__).resolve().parents[2]
 REVERSE = str(ROOT / "checkpoints" / "reverse-tiny")
 
 
-def run(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, input=stdin, capture_output=True, text=True,
-                          timeout=120)
+def run(module, *args, stdin=""):
+    return run_command(module, *args, stdin=stdin)
 
 
 def test_translate_prints_one_line_per_input_line():

@@ -4,13 +4,12 @@ same logits and attention maps, the same greedy and beam translations, the same 
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 import torch
 from transformers import MarianMTModel, MarianTokenizer
 
+from helpers import run_command
 from marian_models import ENGLISH, GERMAN, build_marian
 from transformer import hub
 from transformer.checkpoint import load_checkpoint
@@ -200,8 +199,7 @@ def test_a_hub_id_that_cannot_be_fetched_gets_one_sentence(tmp_path, name, messa
 
 def test_command_line_converts_and_translate_limits_generated_tokens(marian_dir, tmp_path):
     out = tmp_path / "converted"
-    run = lambda *args: subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True,  # noqa: E731
-                                       cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    run = run_command
     converted = run("transformer.hub", str(marian_dir), "--out", str(out))
     assert converted.returncode == 0, converted.stderr
     translated = run("transformer.translate", "--checkpoint", str(out), "--max-tokens", "3", "--json",

@@ -2,13 +2,12 @@
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from helpers import run_command
 from transformer import inside_head
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.config import ModelConfig
@@ -122,8 +121,7 @@ def test_a_pre_norm_model_adds_the_heads_to_the_residual_stream_before_its_norm(
 
 
 def run_cli(module, *args):
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    return run_command(module, *args)
 
 
 def test_the_command_line_reports_row_q_of_the_matrix_translate_json_prints():
