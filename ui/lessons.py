@@ -210,22 +210,30 @@ def control_defaults(components: dict) -> dict:
 
 
 def scroll_to_focus_js() -> str:
-    """After Show me, the view the lesson is about scrolled to the top of the screen and outlined a moment (it
-    may still be drawing after the tab switch, so it is looked for a few times)."""
+    """After Show me, the view the lesson is about scrolled to the top of the screen and outlined a moment. The tab
+    it lives on may still be drawing, and charts above it may grow as they draw, so the view is looked for and held
+    at the top until the page settles, or until the visitor scrolls, types or clicks themselves."""
     focus = json.dumps({choice: lesson.focus for choice, lesson in zip(lessons.lesson_choices(), lessons.LESSONS)})
     return f"""(choice) => {{
-  const id = {focus}[choice];
-  const scroll = (tries) => {{
-    const element = document.getElementById(id);
-    if (element && element.offsetParent !== null) {{
-      element.scrollIntoView({{block: "start"}});
-      element.classList.add("lesson-focus");
-      setTimeout(() => element.classList.remove("lesson-focus"), 3000);
-    }} else if (tries > 0) {{
-      setTimeout(() => scroll(tries - 1), 100);
+  const id = {focus}[choice], inputs = ["wheel", "touchstart", "keydown", "mousedown"];
+  let visitorMoved = false, outlined = false, deadline = performance.now() + 15000;
+  const stop = () => {{ visitorMoved = true; }};
+  inputs.forEach((type) => window.addEventListener(type, stop, {{passive: true, capture: true}}));
+  const hold = () => {{
+    const element = document.getElementById(id), shown = element && element.offsetParent !== null;
+    if (shown && !visitorMoved) {{
+      if (Math.abs(element.getBoundingClientRect().top) > 2) element.scrollIntoView({{block: "start"}});
+      if (!outlined) {{
+        outlined = true;
+        deadline = performance.now() + 3000;
+        element.classList.add("lesson-focus");
+        setTimeout(() => element.classList.remove("lesson-focus"), 3000);
+      }}
     }}
+    if (!visitorMoved && performance.now() < deadline) setTimeout(hold, 100);
+    else inputs.forEach((type) => window.removeEventListener(type, stop, {{capture: true}}));
   }};
-  scroll(30);
+  hold();
 }}"""
 
 

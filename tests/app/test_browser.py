@@ -331,7 +331,11 @@ def test_show_me_brings_the_view_a_lesson_is_about_into_sight(app_url, browser, 
         page.evaluate("window.scrollTo(0, 0)")
         choose_lesson(page, choice)
         page.locator("#show-me").click()
-        page.wait_for_function(IN_VIEW, arg=focus, timeout=90_000)
+        try:
+            page.wait_for_function(IN_VIEW, arg=focus, timeout=60_000)
+        except playwright.Error:
+            where = page.evaluate("id => JSON.stringify(document.getElementById(id)?.getBoundingClientRect())", focus)
+            raise AssertionError(f"{choice}: #{focus} is at {where} in a {width}x{height} window") from None
         assert page.evaluate(f"document.getElementById('{focus}').classList.contains('lesson-focus')"), choice
     page.close()
 
