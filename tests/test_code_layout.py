@@ -35,6 +35,16 @@ def test_the_library_loads_neither_gradio_nor_plotly():
     assert not {"gradio", "plotly"} & loaded
 
 
+def test_no_name_the_library_exports_is_also_one_of_its_modules():
+    """Importing ``transformer.translate`` (the command line) sets the package's attribute ``translate`` to that
+    module: a function exported under a module's name would change into the module behind its user's back."""
+    import transformer
+
+    modules = {name.rsplit(".", 1)[1] for name in modules_of("transformer")}
+    assert "translate" in modules
+    assert not set(transformer.__all__) & modules
+
+
 def test_views_are_plain_functions_of_plain_values_without_gradio():
     modules = modules_of("ui.views")
     assert "ui.views.translate" in modules
