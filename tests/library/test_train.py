@@ -491,11 +491,12 @@ def test_a_run_resumed_with_a_time_limit_it_did_not_have_ends_its_schedule_with_
             on_step=lambda metrics: metrics["step"] == 10 and interrupt.set()).run()
     saved = decode_state(tmp_path / "run" / "last")
     rates = []
-    limited = dataclasses.replace(config, max_minutes=saved["elapsed_s"] / 60 + 0.1)
+    limited = dataclasses.replace(config, max_minutes=saved["elapsed_s"] / 60 + 0.15)
     final = Trainer(limited, resume=tmp_path / "run", show_progress=False,
                     on_step=lambda metrics: rates.append(metrics["lr"])).run()
     assert final["stopped_by"] == "time"
-    assert rates[0] > 0.9e-3 > 0.5e-3 > rates[-1], "from the peak down with the time that was added"
+    # Near the peak at first (a busy machine may take a few of the 9 s added to resume), near zero at the end.
+    assert rates[0] > 0.75e-3 and rates[-1] < 0.1e-3, "from the peak down with the time that was added"
 
 
 def test_cli_plans_a_run_for_its_time_limit_and_keeps_what_was_set_by_hand(tmp_path, capsys):
