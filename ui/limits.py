@@ -74,15 +74,18 @@ def client_address(headers, host: str | None) -> str:
     return entries[-min(trusted_proxies(), len(entries))] if entries else host or "unknown"
 
 
+def visitor(headers: dict[str, str], peer: str | None) -> str | None:
+    """The address of a visitor of a public server, from a request's headers (lower-case names) and the address
+    it came from; None for this machine's own user, who is neither counted nor budgeted."""
+    return None if from_this_machine(headers, peer) else client_address(headers, peer)
+
+
 def visiting_client(request) -> str | None:
-    """The address of whoever sent a Gradio ``request``, when they are a visitor of a public server; None for this
-    machine's own user (and for calls made without a request, as tests do)."""
+    """``visitor`` of a Gradio ``request`` (None for calls made without one, as tests do)."""
     client = getattr(request, "client", None)
     if client is None:
         return None
-    headers = {name.lower(): value for name, value in dict(request.headers).items()}
-    peer = client.host
-    return None if from_this_machine(headers, peer) else client_address(headers, peer)
+    return visitor({name.lower(): value for name, value in dict(request.headers).items()}, client.host)
 
 
 class ClientShare:
@@ -100,11 +103,10 @@ class ClientShare:
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].startswith(self.WORK_PATHS):
             headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
-            peer = (scope.get("client") or (None,))[0]
-            if not from_this_machine(headers, peer):
-                if not self.admit(client_address(headers, peer)):
-                    return await refuse(send, 429, f"More than {self.events} requests in {self.window_s:g} s from "
-                                                   "one client; wait a moment and try again.")
+            client = visitor(headers, (scope.get("client") or (None,))[0])
+            if client is not None and not self.admit(client):
+                return await refuse(send, 429, f"More than {self.events} requests in {self.window_s:g} s from "
+                                               "one client; wait a moment and try again.")
         return await self.app(scope, receive, send)
 
     def admit(self, client: str) -> bool:

@@ -100,7 +100,8 @@ class Page:
 
         ``keep_on_input_problem``: for the page's own buttons, a problem with the input is a warning and every
         output stays as it was (no error badges over earlier results). ``costly``: ``fn`` runs within its
-        visitor's budget of CPU-seconds, leaving a core to everyone else (costly.py).
+        visitor's budget of CPU-seconds, one at a time, on half the cores; the rest stay for everyone else
+        (costly.py).
         """
         parameters = list(inspect.signature(fn).parameters.values())
         takes_services = bool(parameters) and parameters[0].name == "services"
