@@ -52,20 +52,21 @@ def weights(run_dir: Path, name: str = "last") -> dict[str, torch.Tensor]:
 # --- learning ------------------------------------------------------------------------------------
 
 def test_tiny_model_learns_to_reverse_digit_sequences(tmp_path):
-    config = TrainConfig(data="reverse", preset="tiny", steps=450, model={"dropout": 0.0},
-                         out_dir=str(tmp_path / "run"), eval_every=450)
+    # Half the default batch at a higher peak: as good a reverser in half the time (0.975 exact, measured).
+    config = TrainConfig(data="reverse", preset="tiny", steps=400, model={"dropout": 0.0}, max_tokens=1000,
+                         lr=5e-3, warmup_steps=50, out_dir=str(tmp_path / "run"), eval_every=400)
     final = Trainer(config, show_progress=False).run()
     assert final["exact_match"] >= 0.95, final["sample"]
-    assert final["stopped_by"] == "steps" and final["step"] == 450
+    assert final["stopped_by"] == "steps" and final["step"] == 400
     run = tmp_path / "run"
-    for name in ("last", "best", "step-000450"):
+    for name in ("last", "best", "step-000400"):
         assert (run / name / "config.json").is_file(), name
     records = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert records[-1]["event"] == "eval" and records[-1]["exact_match"] == final["exact_match"]
     losses = [r["loss"] for r in records if r["event"] == "step"]
     assert losses[-1] < losses[0] / 3
     saved = load_checkpoint(run / "last", device="cpu")
-    assert saved.info["training"]["data"] == "reverse" and saved.info["step"] == 450
+    assert saved.info["training"]["data"] == "reverse" and saved.info["step"] == 400
 
 
 def small_parallel_tsv(path: Path) -> Path:
