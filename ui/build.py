@@ -24,7 +24,11 @@ FOCUS_CSS = lessons.LARGE_TEXT_CSS + """
 .block:has(> div > .js-plotly-plot), div:has(> .js-plotly-plot) { overflow-x: auto; }
 /* The model view (every layer and head) is taller than a projector's screen: it scrolls inside its own frame. */
 #attention-plot { max-height: 92vh; overflow-y: auto; }
-input[type=range]:focus-visible, input[type=number]:focus-visible { outline: 3px solid #b34700; outline-offset: 2px; }
+/* Focus always visible (WCAG 2.4.7), one ring for every control a keyboard reaches: Gradio shows some focus only by
+   a border's colour (text boxes, dropdowns) or not at all (sliders); a radio button's also rings its label. */
+:is(button, a, summary, textarea, input, [role=tab], [tabindex]):focus-visible {
+    outline: 3px solid #b34700; outline-offset: 2px;
+}
 label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus-visible) {
     outline: 3px solid #b34700; outline-offset: 2px;
 }

@@ -341,8 +341,9 @@ def probability_comparison(changes: Sequence[tuple[str, float, float]], title: s
 def beam_tree_figure(nodes: Sequence, pieces: Sequence[str], title: str = "Beam search") -> go.Figure:
     """Candidates per step (x) ordered by cumulative log-probability (y); edges to the beam each extends.
 
-    ``nodes`` are analysis.BeamNode; ``pieces[i]`` labels node i. Kept beams are
-    blue, finished hypotheses green, pruned candidates grey.
+    ``nodes`` are analysis.BeamNode; ``pieces[i]`` labels node i. Kept beams are blue circles, finished
+    hypotheses green stars, pruned candidates open grey circles on dotted edges: shape and line say what colour
+    says, for readers who do not tell the colours apart (WCAG 1.4.1), and grey labels keep 4.5:1 contrast.
     """
     positions: dict[int, tuple[float, float]] = {}
     by_step: dict[int, list[int]] = {}
@@ -360,7 +361,7 @@ def beam_tree_figure(nodes: Sequence, pieces: Sequence[str], title: str = "Beam 
         target_x, target_y = (pruned_x, pruned_y) if node.status == "pruned" else (edge_x, edge_y)
         target_x += [px, x, None]
         target_y += [py, y, None]
-    fig.add_trace(go.Scatter(x=pruned_x, y=pruned_y, mode="lines", line=dict(color="#dddddd", width=1),
+    fig.add_trace(go.Scatter(x=pruned_x, y=pruned_y, mode="lines", line=dict(color="#bbbbbb", width=1, dash="dot"),
                              hoverinfo="skip", showlegend=False))
     fig.add_trace(go.Scatter(x=edge_x, y=edge_y, mode="lines", line=dict(color="#7f9fbf", width=1.5),
                              hoverinfo="skip", showlegend=False))
@@ -372,7 +373,7 @@ def beam_tree_figure(nodes: Sequence, pieces: Sequence[str], title: str = "Beam 
             x=[positions[i][0] for i in members], y=[positions[i][1] for i in members], mode="markers+text",
             marker=dict(color=color, symbol=symbol, size=14 if status == "finished" else 9), name=name,
             text=[escape(pieces[i]) for i in members], textposition="top center",
-            textfont=dict(color="#999999" if status == "pruned" else "#222222", size=11),
+            textfont=dict(color="#767676" if status == "pruned" else "#222222", size=11),
             customdata=[[nodes[i].log_prob, nodes[i].step] for i in members],
             hovertemplate="%{text}<br>step %{customdata[1]}<br>log P %{customdata[0]:.3f}<extra></extra>"))
     fig.add_trace(go.Scatter(x=[0], y=[0], mode="markers+text", text=[escape("<s>")], textposition="top center",

@@ -4,7 +4,10 @@ projector's large text at 1280 x 720, and the Train tab while a job runs."""
 
 import pytest
 
+from ui.views import lessons
+
 axe_playwright = pytest.importorskip("axe_playwright_python.sync_playwright")
+playwright = pytest.importorskip("playwright.sync_api")
 
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 TABS = ["Inside a head", "Experiments", "Attention vs evidence", "Analysis", "Positional encoding", "Model"]
@@ -49,3 +52,91 @@ def test_no_serious_or_critical_wcag_violation_wherever_a_student_goes(app_url, 
     for where, violations in found.items():
         print(where, violations or "none")
     assert not any(found.values()), {where: violations for where, violations in found.items() if violations}
+
+
+# The focused element (named by the elem_id of its component), and whether a ring shows it: its own outline or shadow, or its label's (Gradio draws a
+# radio button's or a checkbox's focus on the label around it).
+FOCUSED = """() => {
+  const element = document.activeElement;
+  if (!element || element === document.body) return null;
+  const ring = (e) => { if (!e) return false; const s = getComputedStyle(e);
+    return (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0) || s.boxShadow !== 'none'; };
+  let named = element;  // Gradio's own ids (a slider's range input, a chart's tool bar) are not the component's
+  while (named && (!named.id || /^(range_id|modebar)/.test(named.id))) named = named.parentElement;
+  return {id: named?.id || '', tag: element.tagName.toLowerCase(), type: element.type || '',
+          role: element.getAttribute('role') || '', text: (element.innerText || '').trim().slice(0, 60),
+          ring: ring(element) || ring(element.closest('label'))};
+}"""
+
+
+def tab_to(page, wanted, what: str, backwards: bool = False, presses: int = 120) -> dict:
+    """Press Tab (Shift+Tab backwards) until ``wanted(focused)``; every element passed on the way shows its focus."""
+    for _ in range(presses):
+        page.keyboard.press("Shift+Tab" if backwards else "Tab")
+        focused = page.evaluate(FOCUSED)
+        if focused is None:
+            continue
+        assert focused["ring"], f"on the way to {what}, {focused} has the focus but shows no ring"
+        if wanted(focused):
+            return focused
+    raise AssertionError(f"{presses} presses of Tab never reached {what}")
+
+
+def slider(elem_id: str):
+    return lambda focused: focused["id"] == elem_id and focused["type"] == "range"
+
+
+def text_of(page, selector: str) -> str:
+    return page.locator(selector).first.inner_text()
+
+
+def test_a_keyboard_alone_translates_steps_changes_head_switches_tabs_and_runs_show_me(app_url, browser):
+    """Tab, Shift+Tab, arrows, Enter and Space only, as a student who cannot use a mouse; focus always shows."""
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(app_url[0])
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+
+    tab_to(page, lambda f: f["id"] == "source-text" and f["tag"] == "textarea", "the text box")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("Two dogs play in the snow.")
+    tab_to(page, lambda f: f["id"] == "translate-button", "Translate")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => /Hunde/.test(document.querySelector('#translation textarea').value)",
+                           timeout=60_000)
+
+    caption = text_of(page, "#step-caption")
+    tab_to(page, slider("step-slider"), "the step slider")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("text => document.querySelector('#step-caption').innerText !== text", arg=caption,
+                           timeout=30_000)
+
+    title = page.locator("#attention-plot .gtitle").first.text_content()
+    tab_to(page, slider("layer-slider"), "the layer slider")
+    page.keyboard.press("ArrowLeft")
+    tab_to(page, slider("head-slider"), "the head slider")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("text => { const t = document.querySelector('#attention-plot .gtitle'); "
+                           "return t && t.textContent !== text && /head 2\\b/i.test(t.textContent); }", arg=title,
+                           timeout=30_000)
+
+    tab_to(page, lambda f: f["role"] == "tab" and f["text"] == "Inside a head", "the tabs", backwards=True)
+    page.keyboard.press("Enter")
+    playwright.expect(page.get_by_role("tab", name="Inside a head")).to_have_attribute("aria-selected", "true")
+
+    tab_to(page, lambda f: "Lessons for a class" in f["text"], "the lessons", backwards=True)
+    page.keyboard.press("Enter")
+    tab_to(page, lambda f: f["id"] == "lessons" and f["tag"] == "input", "the list of lessons")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    chosen = page.locator("#lessons input").first.input_value()
+    lesson = dict(zip(lessons.lesson_choices(), lessons.LESSONS))[chosen]
+    playwright.expect(page.locator("#lesson-text")).to_contain_text(lesson.title)  # read before Show me
+    tab_to(page, lambda f: f["id"] == "show-me", "Show me")
+    page.keyboard.press("Space")
+    playwright.expect(page.locator(f"button[role=tab][data-tab-id={lesson.tab}]")).to_have_attribute(
+        "aria-selected", "true", timeout=60_000)
+    page.wait_for_function("id => { const box = document.getElementById(id)?.getBoundingClientRect(); "
+                           "return box && box.top >= -2 && box.top < innerHeight * 0.6; }", arg=lesson.focus,
+                           timeout=30_000)
+    page.close()
