@@ -1,6 +1,7 @@
 """Every student can use the page: axe-core (WCAG 2.0 and 2.1, levels A and AA) finds no serious or critical
 violation wherever a student goes: the opening page, each tab after a translation, the lessons panel, the
-projector's large text at 1280 x 720, and the Train tab while a job runs."""
+projector's large text at 1280 x 720, and the Train tab while a job runs; and the keyboard alone reaches and works
+every step of a lesson, its focus always in sight."""
 
 import pytest
 

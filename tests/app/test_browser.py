@@ -434,5 +434,14 @@ def test_every_chart_is_also_text_a_screen_reader_reads_and_a_table_one_click_aw
         "() => document.querySelector('#attention-plot .js-plotly-plot').data[0].z[0]"))
     curves = page.locator("#topk-plot .js-plotly-plot").first  # a bar chart: its series in words
     assert "points; last" in curves.get_attribute("aria-label")
+    unlabelled = "() => [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent !== null)" \
+                 ".map(p => [p.closest('[id]')?.id, p.getAttribute('role'), p.getAttribute('aria-label')])"
+    for tab in ("Positional encoding", "Model"):  # the sinusoids, and the training curves of the model card
+        page.get_by_role("tab", name=tab).click()
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent "
+                               "!== null).length >= 2", timeout=30_000)
+        page.wait_for_timeout(500)
+        charts = page.evaluate(unlabelled)
+        assert all(role == "figure" and label for _, role, label in charts), (tab, charts)
     assert not errors
     page.close()
