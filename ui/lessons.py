@@ -109,6 +109,7 @@ def layout(page: Page) -> None:
             large_text = gr.Checkbox(False, label="Large text (projector)", scale=1, elem_id="large-text")
             safe_colours = gr.Checkbox(False, label="Colour-blind-safe colours", scale=1, elem_id="safe-colours")
         lesson_text = gr.Markdown(lessons.lesson_markdown(lessons.LESSONS[0]), elem_id="lesson-text")
+        shown_lesson = gr.State(None)  # the lesson the last Show me set the page up for
         # The two runs a lesson compares, where it compares two: filled by Show me.
         with gr.Row(visible=False, elem_id="lesson-pair") as lesson_pair:
             with gr.Column():
@@ -120,7 +121,7 @@ def layout(page: Page) -> None:
     with gr.Accordion("Glossary", open=False):
         gr.Markdown(lessons.GLOSSARY)
     page.add(lesson_choice=lesson_choice, show_me=show_me, large_text=large_text, safe_colours=safe_colours,
-             lesson_text=lesson_text,
+             lesson_text=lesson_text, shown_lesson=shown_lesson,
              lesson_pair=lesson_pair, pair_left_caption=pair_left_caption, pair_left_plot=pair_left_plot,
              pair_right_caption=pair_right_caption, pair_right_plot=pair_right_plot)
 
@@ -132,6 +133,13 @@ def on_lesson_choice(lesson_choice) -> dict:
     """The lesson's text; another lesson's pair of runs is put away until its Show me."""
     return {"lesson_text": lessons.lesson_markdown(lessons.lesson_by_choice(lesson_choice)),
             "lesson_pair": gr.Row(visible=False)}
+
+
+def after_show_me(lesson_choice, shown_lesson) -> dict:
+    """A lesson chosen while Show me was setting up another: the chosen one's text, and the other's pair put
+    away. (Cancelling Show me when a lesson is chosen lost a Show me pressed right after choosing: the choice's
+    event can reach the server after the press.)"""
+    return {} if lesson_choice == shown_lesson else on_lesson_choice(lesson_choice)
 
 
 def pair_views(services: Services, lesson: lessons.Lesson, max_length: int | None) -> dict:
@@ -244,7 +252,8 @@ def wire(page: Page) -> None:
     defaults = control_defaults(page.components)
 
     def on_show_me(services: Services, lesson_choice) -> dict:
-        return after_set_up(services, {**defaults, **prepared(services, lesson_choice)}, lesson_choice, defaults)
+        return {**after_set_up(services, {**defaults, **prepared(services, lesson_choice)}, lesson_choice, defaults),
+                "shown_lesson": lesson_choice}
 
     extras = [name for lesson in lessons.LESSONS for name in lesson.extra if name in page.components]
     outputs = ["model", "model_status", "layer", "head", "beam_size", "text", "decoding", "kind", "view", "average",
@@ -252,11 +261,10 @@ def wire(page: Page) -> None:
                *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(), *page.model_outputs(), "tabs", *extras,
                *inside_tab.HEAD_OUTPUTS, "inside_kind", "inside_head", "lens_step", "lens_plot", "temperature_plot",
                *experiments.COMPARISON_OUTPUTS, "importance_plot", "importance_summary", "word_order_section",
-               *explain.ATTRIBUTION_OUTPUTS]
+               *explain.ATTRIBUTION_OUTPUTS, "shown_lesson"]
     showing = page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work)
     showing.then(None, [c["lesson_choice"]], None, js=scroll_to_focus_js())
-    # A Show me still translating when another lesson is chosen would bring its pair back under the new text.
-    page.on(c["lesson_choice"].input, on_lesson_choice, ["lesson_text", "lesson_pair"], show_progress="hidden",
-            cancels=[showing])
+    page.then(showing, after_show_me, ["lesson_text", "lesson_pair"], show_progress="hidden")
+    page.on(c["lesson_choice"].input, on_lesson_choice, ["lesson_text", "lesson_pair"], show_progress="hidden")
     c["large_text"].change(None, c["large_text"], None, js=TOGGLE_LARGE_TEXT)
     c["safe_colours"].change(None, c["safe_colours"], None, js=TOGGLE_SAFE_COLOURS)

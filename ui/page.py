@@ -187,3 +187,10 @@ class Page:
         return gr.on(triggers, self.handler(fn, keep_on_input_problem, outputs, costly), self.inputs_of(fn),
                      [self.components[name] for name in outputs], **visibility,
                      **(COSTLY_CONCURRENCY if costly else {}), **options)
+
+    def then(self, event, fn: Callable, outputs: Iterable[str], **options):
+        """Run ``fn`` once ``event`` (what ``on`` returned) has finished; it may set the components named in
+        ``outputs``."""
+        outputs = list(dict.fromkeys(outputs))
+        return event.then(self.handler(fn, outputs=outputs), self.inputs_of(fn),
+                          [self.components[name] for name in outputs], api_visibility="private", **options)

@@ -181,6 +181,14 @@ def test_choosing_a_lesson_shows_its_text():
     assert text.startswith("### Heads specialise") and "**Ask the class**" in text and "**Look for:**" in text
 
 
+def test_a_lesson_chosen_while_show_me_ran_keeps_its_text_and_puts_the_other_lessons_pair_away():
+    word_order, first = lessons.lesson_choices()[4], lessons.lesson_choices()[0]
+    assert lessons_panel.after_show_me(word_order, shown_lesson=word_order) == {}, "the pair Show me drew stays"
+    settled = lessons_panel.after_show_me(first, shown_lesson=word_order)
+    assert settled["lesson_text"].startswith("### " + lessons.LESSONS[0].title)
+    assert settled["lesson_pair"].visible is False
+
+
 def test_where_training_is_off_the_training_lesson_stays_on_the_translate_tab(app_services):
     off = services.Services(app_services.registry, training=False)
     choice = next(c for c in lessons.lesson_choices() if "trains" in c)
