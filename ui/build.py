@@ -76,7 +76,7 @@ def build_app(services: Services | None = None, default_model: str | None = None
                 explain.layout(page, checkpoint)
             with gr.Tab("Analysis", id="analysis"):
                 analysis.layout(page, checkpoint)
-            with gr.Tab("Positional encoding", id="positions"):
+            with gr.Tab("Positional encoding", id="positions") as positions_tab:
                 positions.layout(page)
             with gr.Tab("Model", id="model"):
                 model.layout(page)
@@ -91,7 +91,7 @@ def build_app(services: Services | None = None, default_model: str | None = None
         experiments.wire(page)
         explain.wire(page)
         analysis.wire(page)
-        positions.wire(page, demo)
+        positions.wire(page, positions_tab)
         model.wire(page)
         train.wire(page, demo, tabs, train_tab)
         header.wire(page, demo)  # last: a model switch cancels the slow work every tab registered

@@ -157,3 +157,17 @@ def test_both_bundled_translators_are_offered_and_the_german_one_opens_the_app()
     registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")
     assert {"multi30k-en-de", "multi30k-en-fr", "reverse-tiny"} <= set(registry.names())
     assert registry.default_name() == "multi30k-en-de"
+
+
+def test_the_positional_encoding_charts_are_drawn_when_their_tab_opens_not_with_the_page():
+    demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")), "reverse-tiny")
+    charts = {block._id for block in demo.blocks.values() if isinstance(block, gr.Plot) and block.label in (
+        "The encoding matrix", "Dimensions across positions", "Dot products between positions")}
+    assert len(charts) == 3
+
+    def drawn_by(trigger: str) -> set[int]:
+        return {output._id for event in demo.fns.values() if trigger in (name for _, name in event.targets)
+                for output in event.outputs}
+
+    assert not charts & drawn_by("load"), "the page's first load carries no chart of a tab nobody opened"
+    assert charts <= drawn_by("select")
