@@ -9,10 +9,11 @@ from transformer.data import DataError
 from transformer.errors import InputError
 from ui import header
 from ui.page import Page
-from ui.tabs import analysis, experiments, translate
+from ui.tabs import analysis, experiments, explain, inside, model, positions, train, translate
 from ui.views import samples
 from ui.views.choices import ATTENTION_KINDS, VIEWS
 
+TAB_MODULES = (translate, inside, experiments, explain, analysis, positions, model, train)
 DIGITS = "3 1 4 1 5 9"
 CROSS = ATTENTION_KINDS["cross"]
 
@@ -187,3 +188,29 @@ def test_raw_attention_is_written_only_when_asked_for(app_services, tmp_path, mo
     assert written and prepared.visible is True and prepared.value["orig_name"] == "attention.json"
     with pytest.raises(InputError, match="Translate a sentence first"):
         translate.on_prepare_attention(None)
+
+
+class Declarations:
+    """Stands where a tab's ``declare`` expects the page, and keeps what it declares."""
+
+    def __init__(self):
+        self.after_translation, self.after_model_change = [], []
+
+    def when_translated(self, fn, outputs):
+        self.after_translation.append((fn, tuple(outputs)))
+
+    def when_model_changes(self, fn, outputs):
+        self.after_model_change.append((fn, tuple(outputs)))
+
+
+@pytest.mark.parametrize("tab", TAB_MODULES, ids=lambda tab: tab.__name__.rsplit(".", 1)[1])
+def test_what_a_tab_declares_a_translation_or_a_model_switch_changes_is_exactly_what_it_changes(
+        tab, app_services, translation):
+    """A tab names its outputs before any call (Gradio needs them to build the page) and returns them by name
+    after: the two lists are held equal here, so neither can grow without the other."""
+    declared = Declarations()
+    tab.declare(declared)
+    for fn, outputs in declared.after_translation:
+        assert sorted(fn(translation)) == sorted(outputs), fn.__qualname__
+    for fn, outputs in declared.after_model_change:
+        assert sorted(fn(app_services.registry.get("multi30k-en-de"))) == sorted(outputs), fn.__qualname__
