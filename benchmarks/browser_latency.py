@@ -6,14 +6,17 @@ with Playwright. Each figure is the median over ``--clicks`` clicks, after one u
 - translate_settled_ms: Translate tab, default model, a new sentence typed and Translate clicked;
 - model_view_settled_ms: the same with the View "model view: every layer and head";
 - switch_model_settled_ms: the Model dropdown switched between reverse-tiny and multi30k-en-de;
-- step_settled_ms: "◀ previous" / "next ▶" under the step view of a long sentence.
+- step_settled_ms: "◀ previous" / "next ▶" under the step view of a long sentence;
+- first_load_ms: a first visit (a new browser context, nothing cached) from navigation until the text box and
+  the Translate button are shown and enabled; first_translation_ms: until the page's own first translation is
+  drawn (the same settled test as a click's). Medians over ``--clicks`` loads.
 
 Settled: the translation box has a new non-empty value (not for steps), every chart the click changes
 (#topk-plot, #step-attention, #attention-plot; the first two for steps) holds a new Plotly data array
 (steps: titled "Step N:" for the new N), and no Gradio status tracker in them is pending.
 Goals on a 2-core CPU: translate <= 800 ms, model view <= 1,200 ms, model switch <= 2,000 ms, step <= 300 ms.
 Prints JSON last (with --json): {"translate_settled_ms", "model_view_settled_ms", "switch_model_settled_ms",
-"step_settled_ms", "clicks", "runs", "failures"}.
+"step_settled_ms", "first_load_ms", "first_translation_ms", "clicks", "runs", "failures"}.
 
     python benchmarks/browser_latency.py --clicks 5 --json
 """
@@ -45,7 +48,13 @@ SENTENCES = ["A man in a red shirt is riding a bicycle down the street.", "Two d
              "A woman is reading a book on a bench in the park.", "Children are playing football on the beach."]
 LONG_SENTENCE = "An old man with a grey beard is playing the guitar on a busy corner of the market."
 TIMEOUT_MS = 60_000  # a click not settled by then is a failure
-NAMES = ["translate_settled_ms", "model_view_settled_ms", "switch_model_settled_ms", "step_settled_ms"]
+LOADS = ["first_load_ms", "first_translation_ms"]
+NAMES = ["translate_settled_ms", "model_view_settled_ms", "switch_model_settled_ms", "step_settled_ms", *LOADS]
+USABLE_JS = """() => {
+  const box = document.querySelector('#source-text textarea'), button = document.querySelector('#translate-button');
+  return !!box && !!button && !box.disabled && !button.disabled && box.offsetParent !== null
+         && button.offsetParent !== null;
+}"""
 
 # Marks each chart's current data array (Plotly.react gives the div a new one; a replaced div loses the mark)
 # and returns the translation box's value.
@@ -149,6 +158,37 @@ def step_ms(page, i: int) -> float:
     return settle_ms(page, page.get_by_role("button", name=label).click, CHARTS[:2], False, f"Step {target}:")
 
 
+def first_visit_ms(browser, url: str) -> tuple[float, float]:
+    """A first visit: milliseconds until the page can be used, and until its first translation is drawn."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        started = time.perf_counter()
+        page.goto(url, wait_until="commit")
+        page.wait_for_function(USABLE_JS, timeout=TIMEOUT_MS)
+        usable = time.perf_counter()
+        page.wait_for_function(SETTLED_JS, arg={"charts": list(CHARTS), "oldTranslation": "", "stepPrefix": None},
+                               timeout=TIMEOUT_MS)
+        return 1000 * (usable - started), 1000 * (time.perf_counter() - started)
+    finally:
+        context.close()
+
+
+def repeat_loads(browser, url: str, loads: int, runs: dict, failures: dict) -> None:
+    """``first_visit_ms`` after one untimed warm-up load (the server's first page), into ``runs``."""
+    for name in LOADS:
+        runs[name] = []
+    for i in range(loads + 1):
+        try:
+            times = first_visit_ms(browser, url)
+        except PlaywrightError as error:
+            failures[LOADS[0]].append(f"{f'load {i}' if i else 'warm-up'}: {str(error).splitlines()[0]}")
+            continue
+        if i:
+            for name, ms in zip(LOADS, times):
+                runs[name].append(round(ms, 1))
+
+
 def repeat_clicks(page, one_click, clicks: int, failures: list[str]) -> list[float]:
     """Times ``one_click(page, i)`` for i = 1..clicks after the untimed warm-up i = 0; a failure is noted."""
     times = []
@@ -170,6 +210,7 @@ def measure(url: str, clicks: int, screenshots: Path | None) -> tuple[dict, dict
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=BROWSER_ARGS)
         try:
+            repeat_loads(browser, url, clicks, runs, failures)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
             page.wait_for_function(SETTLED_JS, arg={"charts": list(CHARTS), "oldTranslation": "", "stepPrefix": None},
@@ -186,7 +227,7 @@ def measure(url: str, clicks: int, screenshots: Path | None) -> tuple[dict, dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
-    parser.add_argument("--clicks", type=int, default=5)
+    parser.add_argument("--clicks", type=int, default=5, help="timed clicks of each kind, and first visits")
     parser.add_argument("--port", type=int, help="default: a free port on 127.0.0.1")
     parser.add_argument("--screenshots", type=Path, help="folder for a full-page screenshot after each measurement")
     parser.add_argument("--json", action="store_true")

@@ -41,7 +41,7 @@ def declare(page: Page) -> None:
 def wire(page: Page, positions_tab: gr.Tab) -> None:
     c = page.components
     # Drawn when the tab opens, not with the page: most visitors never open it, and its three charts were 267 of
-    # the 387 kB the page's first load received (0.8 s of a 7 s load in Chromium here). The list of dimensions
-    # redraws when submitted or left, not on every keystroke.
+    # the 387 kB the page's first load received. The list of dimensions redraws when submitted or left, not on
+    # every keystroke.
     page.on([positions_tab.select, c["pe_d_model"].input, c["pe_length"].input, c["pe_dimensions"].submit,
              c["pe_dimensions"].blur], on_positions, ["pe_matrix", "pe_lines", "pe_dots"], trigger_mode="always_last")
