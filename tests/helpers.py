@@ -6,6 +6,7 @@ import importlib
 import io
 import logging
 import socket
+import subprocess
 import sys
 import traceback
 
@@ -17,15 +18,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@dataclasses.dataclass
-class Finished:
-    """What a finished command left: as ``subprocess.run`` reports it."""
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def run_command(module: str, *args: str, stdin: str | bytes = "") -> Finished:
+def run_command(module: str, *args: str, stdin: str | bytes = "") -> subprocess.CompletedProcess:
     """``python -m module args`` run in this process, as a new process would run it: what it reads on stdin,
     logging not yet set up, an exception that escapes printed as Python prints it (exit status 1).
 
@@ -54,7 +47,7 @@ def run_command(module: str, *args: str, stdin: str | bytes = "") -> Finished:
         sys.stdin = saved_stdin
         root.handlers = handlers
         root.setLevel(level)
-    return Finished(code, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(["python", "-m", module, *args], code, out.getvalue(), err.getvalue())
 
 
 class QuickTrainer:
