@@ -32,7 +32,7 @@ def time_to_bleu(minutes: float, preset: str = jobs.AUTO_PRESET, steps: int = 40
                  runs_dir: str | Path | None = None) -> dict:
     """Train as the Train tab does for ``minutes``, then score greedy decoding of all of Multi30K's val."""
     with tempfile.TemporaryDirectory(prefix="time-to-bleu-") as scratch:
-        manager = jobs.JobManager(runs_dir or scratch)
+        manager = jobs.JobManager(runs_dir or scratch, max_minutes=max(minutes, jobs.MAX_MINUTES))
         manager.start(jobs.JobRequest(data="multi30k", preset=preset, steps=steps, minutes=minutes,
                                       data_dir=data_dir))
         manager.wait()
@@ -52,6 +52,7 @@ def time_to_bleu(minutes: float, preset: str = jobs.AUTO_PRESET, steps: int = 40
                 "epochs": job.evals[-1]["epoch"] + 1 if job.evals else None, "preset": preset,
                 "plan": {name: training[name] for name in ("model", "vocab_size", "max_tokens", "lr", "warmup_steps",
                                                            "schedule")},
+                "expected": checkpoint.info.get("budget_plan"),
                 "machine": machine()}
 
 

@@ -14,7 +14,7 @@ precision training runs in (bf16 where autocast uses it, else float32), so
 JSON last: {"ours_tokens_per_s", "reference_tokens_per_s", "ratio", "flops_share", ...}.
 
     python benchmarks/train_throughput.py --json
-    python benchmarks/train_throughput.py --size fitted-5 --json     # the Train tab's sizes: tiny, small, fitted-M
+    python benchmarks/train_throughput.py --size d192 --json     # a preset, or a size a time budget chooses
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from transformer.budget import plan_here  # noqa: E402
+from transformer.budget import LADDER  # noqa: E402
 from transformer.config import PRESETS, ModelConfig  # noqa: E402
 from transformer.model import Transformer, causal_mask, sinusoidal_table  # noqa: E402
 from transformer.loss import token_loss  # noqa: E402
@@ -146,22 +146,23 @@ def matmul_peak_flops(device, dtype: torch.dtype, largest: int = 8192, repeats: 
 
 
 def sizes_of(name: str) -> dict:
-    """The Train tab's sizes: a preset (tiny, small) or the plan fitted to M minutes ("fitted-5")."""
-    if name.startswith("fitted-"):
-        plan = plan_here(float(name.split("-", 1)[1]))
-        values, vocab, tokens = plan.sizes(), plan.vocab_size, plan.max_tokens
+    """The Train tab's sizes: a preset (tiny, small, base) or a size a time budget chooses from (d128, d192 ...)."""
+    rungs = {size.name: size for size in LADDER}
+    if name in rungs:
+        values, vocab, tokens = rungs[name].sizes(), rungs[name].vocab_size, rungs[name].max_tokens
+        values = {**values, "dropout": 0.0}
     elif name in PRESETS:
         values, vocab, tokens = PRESETS[name], 8000, 4000
     else:
-        raise SystemExit(f"unknown size {name!r}: tiny, small, base or fitted-MINUTES")
+        raise SystemExit(f"unknown size {name!r}: {', '.join([*PRESETS, *rungs])}")
     return dict(d_model=values["d_model"], layers=values["n_encoder_layers"], heads=values["n_heads"],
                 d_ff=values["d_ff"], dropout=values["dropout"], vocab=vocab, tokens=tokens)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", help="tiny, small, base or fitted-MINUTES (the Train tab's plan); sets the sizes "
-                                       "below")
+    parser.add_argument("--size", help="tiny, small, base, or d128, d192, d256, d512 (the sizes a time budget "
+                                       "chooses from); sets the sizes below")
     parser.add_argument("--d-model", type=int, default=256)
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--heads", type=int, default=4)

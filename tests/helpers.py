@@ -70,7 +70,7 @@ class QuickTrainer:
         if config.preset == "auto":  # planned as the Trainer plans: the plan, not the request, sets the updates
             config = dataclasses.replace(config, preset="tiny", plan="auto", steps=40)
         self.config, self.on_step, self.on_eval, self.cancel = config, on_step, on_eval, cancel
-        self.step = 0
+        self.step, self.budget_plan = 0, None
 
     def info(self) -> dict:
         return {**self._info, "step": self.step}

@@ -1,11 +1,16 @@
-"""A run planned for the minutes there are: model size, vocabulary, batch, learning rate and warm-up for a
-wall-clock budget, instead of for a number of updates the clock may never allow.
+"""A run planned for the work a time budget buys: model size, dropout, vocabulary, batch, learning rate and warm-up
+chosen by the updates and epochs this machine can make in the minutes given, not by the minutes themselves.
 
 Within a fixed time, a model too large for it sees too little data and one too small cannot use what it sees, so
 the budget picks the size (the lesson of "cramming" a model into a day, Geiping and Goldstein, 2023, and of
-training speedruns). The schedule then decays by the clock (``train_config.decay_progress``) and reaches its end when the
-time does. The sizes below were measured on the project's 2-core CPU on Multi30K (``benchmarks/time_to_bleu.py``,
-figures in the README); a GPU does far more in a minute, so it gets the larger sizes sooner.
+training speedruns). How much a minute buys differs threefold between two CPUs and a hundredfold on a GPU, so the
+plan starts from measured speed (``calibrate.measure``: a few timed updates of each size) and chooses by work:
+the largest size whose expected updates reach what it needs to beat the next smaller one, then dropout by the
+expected number of passes over the data (a model that sees the data many times overfits without it; one that sees
+it a few times loses more updates to dropout than it gains). The schedule decays by the clock
+(``train_config.decay_progress``) and reaches its end when the time does. ``plan_for_work`` is a pure function
+of the budget, the measured speeds and the corpus's size, and is monotone (tested): more work never gives a
+smaller model, more epochs never less dropout.
 
     python -m transformer.train --data multi30k --preset auto --max-minutes 5
 """
@@ -14,19 +19,94 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-
-import torch
+from typing import Mapping
 
 from .config import PRESETS
 
 STEPS_CAP = 1_000_000  # a planned run ends by the clock; this only bounds it
+# An evaluation (validation loss, and greedy BLEU on a sample) takes about as long as this many updates: 3 to 14 s
+# (the first, of a model that writes long nonsense, the longest) against 0.54 s per update, d_model 192 in a
+# 15-minute Multi30K job on the 2-core AMD EPYC. Both scale with the machine's speed.
+EVALUATION_UPDATES = 10
+
+@dataclass(frozen=True)
+class Size:
+    """One rung of the ladder of sizes a budget chooses from, with the batch and peak learning rate it trains with.
+
+    ``needs_updates``: about the updates it takes to beat the rung below in the same time; below that, the smaller
+    model's extra updates win (see ``LADDER`` for what was measured and what was not)."""
+
+    name: str
+    model: dict                        # overrides of the "small" preset
+    max_tokens: int
+    lr: float
+    vocab_size: int
+    needs_updates: int
+    evaluations: int = 5               # spread over the budget; each costs time the run could train in
+
+    def sizes(self) -> dict:
+        return {**PRESETS["small"], **self.model}
+
+
+def _layers(d_model: int, layers: int, heads: int = 4) -> dict:
+    """A feed-forward layer 4 x d_model wide (the paper's ratio), as many decoder layers as encoder layers."""
+    return dict(d_model=d_model, n_heads=heads, n_encoder_layers=layers, n_decoder_layers=layers, d_ff=4 * d_model)
+
+
+# Smallest first. Measured on Multi30K on the 2-core AMD EPYC: in five minutes, d_model 192 (646 updates) beat 128
+# (852 updates; 28.3 against 27.1 val BLEU) and 256 with 2+2 layers (374 updates, 23.2); vocabularies of 3,000 or
+# 6,000 and batches of 4,000 tokens did worse than 4,000 pieces and 2,500 tokens; d_model 192 with 539 updates
+# still reached 26.1. So d_model 192 needs about 400. The bundled models' recipe (d_model 256, 3+3 layers, dropout
+# 0.3) reached 38 with 3,600 updates; where it overtakes d_model 192 is not measured: 3,000 is a judgement, as is
+# the threshold of the paper's base model, a GPU's size (no GPU has been lent to this project).
+LADDER = (
+    Size("d128", _layers(128, 2), max_tokens=2500, lr=2e-3, vocab_size=4000, needs_updates=0),
+    Size("d192", _layers(192, 2), max_tokens=2500, lr=2e-3, vocab_size=4000, needs_updates=400),
+    Size("d256", _layers(256, 3), max_tokens=4000, lr=1.5e-3, vocab_size=8000, needs_updates=3000, evaluations=10),
+    Size("d512", _layers(512, 6, heads=8), max_tokens=16000, lr=1e-3, vocab_size=8000, needs_updates=6000,
+         evaluations=10),
+)
+
+
+@dataclass(frozen=True)
+class Speed:
+    """One size's measured speed on this machine: seconds per update, and the target tokens an update trains on."""
+
+    update_s: float
+    tokens_per_update: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_per_update / self.update_s
+
+
+def expected_updates(size: Size, speed: Speed, seconds: float) -> int:
+    """The updates ``seconds`` of a run of ``size`` buy at ``speed``, the time of its evaluations taken out."""
+    return max(0, int(seconds / speed.update_s) - size.evaluations * EVALUATION_UPDATES)
+
+
+def affordable(size: Size, speed: Speed, seconds: float) -> bool:
+    return expected_updates(size, speed, seconds) >= size.needs_updates
+
+
+def dropout_for_epochs(epochs: float) -> tuple[float, float]:
+    """(dropout, attention dropout) for a run that passes over its data ``epochs`` times: none below 10 (in 15
+    minutes on the AMD EPYC, 8 epochs did better without), the bundled recipe's 0.3 and 0.1 from 24 (26 epochs);
+    a 2-core Intel Xeon's 15 epochs without dropout did no better than its 5 without."""
+    steps = ((24, 0.3, 0.1), (16, 0.2, 0.0), (10, 0.1, 0.0))
+    return next(((dropout, attention) for least, dropout, attention in steps if epochs >= least), (0.0, 0.0))
+
+
+def warmup_for_updates(updates: int) -> int:
+    """Warm-up: a sixteenth of the run, at least 100 updates (the measured 5- and 15-minute plans), at most the
+    500 of the bundled recipe."""
+    return min(500, max(100, updates // 16))
 
 
 @dataclass(frozen=True)
 class BudgetPlan:
-    """What a budget decides: the model (overrides of the "small" preset) and how to train it."""
+    """What a budget decides: the model (overrides of ``base``), how to train it, and what it expects."""
 
-    up_to_minutes: float               # the largest budget on this device this plan is for
     base: str = "small"                # the preset ``model`` overrides
     model: dict = field(default_factory=dict)
     vocab_size: int | None = 8000      # None: the task's own symbols (the digit tasks)
@@ -34,73 +114,61 @@ class BudgetPlan:
     lr: float = 1.5e-3
     warmup_steps: int = 500
     schedule: str = "cosine"
-    evaluations: int = 5               # spread over the budget; each costs time the run could train in
+    evaluations: int = 5
+    expected_updates: int | None = None
+    expected_epochs: float | None = None
+    why: str = ""
+    measured: dict = field(default_factory=dict)   # Speed fields by size, as measured for this plan
 
     def sizes(self) -> dict:
         """The model's sizes: the base preset's with this plan's overrides."""
         return {**PRESETS[self.base], **self.model}
 
     def describe(self) -> str:
-        """One line for people: "d_model 128, 2+2 layers, ffn 512, 4 heads, vocabulary 4,000, ..."."""
+        """For people: "d_model 192, 2+2 layers, ... ; expects about 1,600 updates (8 epochs): why"."""
         m = self.sizes()
         vocabulary = f"vocabulary {self.vocab_size:,}, " if self.vocab_size else ""
-        return (f"d_model {m['d_model']}, {m['n_encoder_layers']}+{m['n_decoder_layers']} layers, ffn {m['d_ff']}, "
+        line = (f"d_model {m['d_model']}, {m['n_encoder_layers']}+{m['n_decoder_layers']} layers, ffn {m['d_ff']}, "
                 f"{m['n_heads']} heads, dropout {m['dropout']:g}, {vocabulary}batches of {self.max_tokens:,} tokens, "
                 f"peak learning rate {self.lr:g} after {self.warmup_steps} warm-up updates, {self.schedule} decay "
                 "to the end of the time")
+        if self.expected_updates is not None:
+            line += (f"; expects about {self.expected_updates:,} updates ({self.expected_epochs:.1f} epochs)"
+                     f"{': ' + self.why if self.why else ''}")
+        return line
 
 
-def _layers(d_model: int, layers: int, dropout: float, attention_dropout: float = 0.0) -> dict:
-    """Overrides of a plan's base preset (``BudgetPlan.base``): 4 heads, a feed-forward layer 4 x d_model wide (the
-    paper's ratio), as many decoder layers as encoder layers."""
-    return dict(d_model=d_model, n_heads=4, n_encoder_layers=layers, n_decoder_layers=layers, d_ff=4 * d_model,
-                dropout=dropout, attention_dropout=attention_dropout)
-
-
-# Measured on Multi30K on the project's 2-core AMD EPYC (float32; README, "Training in a time budget"). For five
-# minutes d_model 192 with 2+2 layers beat 128 (too small to use what it saw) and 256 or 3+3 layers (fewer updates);
-# vocabularies of 3,000 and 6,000 and batches of 4,000 tokens did worse than 4,000 and 2,500. For fifteen, the same
-# model without dropout beat it with dropout 0.1 (32.7 against 32.1 val BLEU) and d_model 256 with dropout (24.4):
-# runs this short see the data a few times, and dropout costs them more updates and learning per update than it
-# saves them from overfitting. The shortest budgets get the smaller model by the same reasoning (not tuned
-# separately); long ones train the bundled models' recipe.
-CPU_PLANS = (
-    BudgetPlan(2.5, model=_layers(128, 2, dropout=0.0), vocab_size=4000, max_tokens=2500, lr=2e-3, warmup_steps=60),
-    BudgetPlan(25.0, model=_layers(192, 2, dropout=0.0), vocab_size=4000, max_tokens=2500, lr=2e-3, warmup_steps=100),
-    BudgetPlan(float("inf"), model=_layers(256, 3, dropout=0.3, attention_dropout=0.1), vocab_size=8000,
-               max_tokens=4000, lr=1.5e-3, warmup_steps=500, evaluations=10),
-)
-# Not measured (no GPU has been available to this project): the small preset for short budgets, then the paper's
-# base model, whose 65M parameters a GPU trains at hundreds of thousands of tokens a second.
-CUDA_PLANS = (
-    BudgetPlan(3.0, model=_layers(256, 3, dropout=0.1), vocab_size=8000, max_tokens=8000, lr=1.5e-3,
-               warmup_steps=200),
-    BudgetPlan(float("inf"), model={**_layers(512, 6, dropout=0.1), "n_heads": 8}, vocab_size=8000,
-               max_tokens=16000, lr=1e-3, warmup_steps=400, evaluations=10),
-)
 # The synthetic digit tasks: the tiny preset learns them in a minute whatever the budget.
-SYNTHETIC_PLAN = BudgetPlan(float("inf"), "tiny", dict(dropout=0.0), vocab_size=None, max_tokens=2000, lr=3e-3,
-                            warmup_steps=100)
+SYNTHETIC_PLAN = BudgetPlan("tiny", dict(dropout=0.0), vocab_size=None, max_tokens=2000, lr=3e-3, warmup_steps=100)
 
 
-def plan_for_budget(minutes: float, device_type: str = "cpu", synthetic: bool = False,
-                    pairs: int | None = None) -> BudgetPlan:
-    """The plan for ``minutes`` of training on a ``device_type`` ("cpu" or "cuda") device.
-
-    ``pairs``: the training pairs of a corpus smaller than Multi30K's 29,000, whose vocabulary must shrink with it
-    (sentencepiece cannot learn more pieces than the text holds). Synthetic tasks keep the tiny preset.
-    """
+def plan_for_work(minutes: float, speeds: Mapping[str, Speed], epoch_tokens: int, pairs: int | None = None,
+                  spent_s: float = 0.0) -> BudgetPlan:
+    """The plan for ``minutes`` of training, of which ``spent_s`` went on measuring ``speeds`` (by ``Size.name``;
+    a size not measured is not chosen), over a corpus of ``epoch_tokens`` target tokens and ``pairs`` pairs (a
+    corpus smaller than Multi30K's 29,000 shrinks the vocabulary: sentencepiece cannot learn more pieces than the
+    text holds)."""
     if not minutes > 0:  # also NaN
         raise ValueError("a run planned for a time budget needs a positive number of minutes")
-    if synthetic:
-        return SYNTHETIC_PLAN
-    plans = CUDA_PLANS if device_type == "cuda" else CPU_PLANS
-    plan = next(p for p in plans if minutes <= p.up_to_minutes)
-    if pairs is not None:
-        plan = dataclasses.replace(plan, vocab_size=min(plan.vocab_size, max(200, pairs // 2)))
-    return plan
+    if LADDER[0].name not in speeds:
+        raise ValueError(f"the smallest size, {LADDER[0].name}, must be measured")
+    seconds = 60 * minutes - spent_s
+    measured = [size for size in LADDER if size.name in speeds]
+    size = [size for size in measured if affordable(size, speeds[size.name], seconds)][-1]
+    speed = speeds[size.name]
+    updates = expected_updates(size, speed, seconds)
+    epochs = round(updates * speed.tokens_per_update / max(1, epoch_tokens), 1)  # as shown, and as chosen by
+    dropout, attention_dropout = dropout_for_epochs(epochs)
+    larger = LADDER[LADDER.index(size) + 1] if size is not LADDER[-1] else None
+    why = f"{speed.tokens_per_s:,.0f} target tokens/s measured"
+    if larger is not None and larger.name in speeds:
+        could = expected_updates(larger, speeds[larger.name], seconds)
+        why += (f"; d_model {larger.sizes()['d_model']} would make {could:,} updates of the "
+                f"{larger.needs_updates:,} it needs to do better")
+    vocab_size = size.vocab_size if pairs is None else min(size.vocab_size, max(200, pairs // 2))
+    return BudgetPlan(model={**size.model, "dropout": dropout, "attention_dropout": attention_dropout},
+                      vocab_size=vocab_size, max_tokens=size.max_tokens, lr=size.lr,
+                      warmup_steps=warmup_for_updates(updates), evaluations=size.evaluations,
+                      expected_updates=updates, expected_epochs=epochs, why=why,
+                      measured={name: dataclasses.asdict(speed) for name, speed in speeds.items()})
 
-
-def plan_here(minutes: float, synthetic: bool = False, pairs: int | None = None) -> BudgetPlan:
-    """The plan for ``minutes`` on the device training uses here: the GPU when PyTorch sees one."""
-    return plan_for_budget(minutes, "cuda" if torch.cuda.is_available() else "cpu", synthetic, pairs)

@@ -47,3 +47,12 @@ def token_loss(logits: torch.Tensor, labels: torch.Tensor, label_smoothing: floa
     """
     return SmoothedCrossEntropy.apply(logits.float().reshape(-1, logits.size(-1)), labels.reshape(-1),
                                       label_smoothing, PAD_ID)
+
+
+def batch_loss(model: torch.nn.Module, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor,
+               label_smoothing: float, bf16: bool = False) -> torch.Tensor:
+    """A batch's summed training loss under teacher forcing: the forward pass (under bf16 autocast where the run
+    uses it), then ``token_loss`` in float32."""
+    with torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=bf16):
+        logits = model(src, tgt_in).logits
+    return token_loss(logits, tgt_out, label_smoothing)

@@ -29,13 +29,15 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from . import data as datasets
+from . import calibrate, data as datasets
+from .budget import SYNTHETIC_PLAN, BudgetPlan, plan_for_work
+from .calibrate import CorpusShape
 from .checkpoint import (STATE_JSON, average_checkpoints, decode_state, drop_records_after, encode_state,
                          load_checkpoint, load_weights, resolve, save_checkpoint, unique_state_dict)
 from .config import preset
 from .decoding import forced_decode, translate_batch
 from .evaluate import evaluate_translation, validation_loss
-from .loss import token_loss
+from .loss import batch_loss
 from .model import Transformer
 from .processes import Processes
 from .train_config import AUTO_PRESET, TrainConfig, learning_rate, plan_config, use_bf16
@@ -72,17 +74,17 @@ class Trainer:
         if config.threads:
             torch.set_num_threads(config.threads)
         self.data = load_datasets(config)
-        if config.preset == AUTO_PRESET:  # planned now that the corpus is known: an upload bounds the vocabulary
-            uploaded = self.data.train is not None and config.data != "multi30k"
-            config = plan_config(config, pairs=len(self.data.train) if uploaded else None)
-        self.config = config
         self.bf16 = use_bf16(config, self.device)
+        self.budget_plan, self.measuring_s = self._plan(config) if config.preset == AUTO_PRESET else (None, 0.0)
+        self.config = config = plan_config(config, self.budget_plan) if self.budget_plan else config
         self.out_dir = Path(config.out_dir)
         self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
         # The run's clock, which its time limit and a schedule planned by the clock read: seconds of earlier
-        # segments of a resumed run, plus this one's since run() began; and when warm-up ended on it.
-        self.clock_before_s, self._clock_started = 0.0, None
+        # segments of a resumed run (or spent measuring this machine's speed for the plan), plus this one's since
+        # run() began; and when warm-up ended on it.
+        self.clock_before_s, self._clock_started = self.measuring_s, None
         self.warmup_end_s: float | None = None
+        self.resumed_plan: dict | None = None
         self.best_score: float | None = None
         self.history: list[dict] = []
 
@@ -119,6 +121,24 @@ class Trainer:
         self.probes = config.probe_sentences or [self.data.val.sources[0]]
 
     # -- setup helpers --
+    def _plan(self, config: TrainConfig) -> tuple[BudgetPlan, float]:
+        """The plan for ``config``'s time limit (``budget``), from this machine's speed measured now on batches
+        shaped like the corpus's (rank 0's, which every process then follows); and the seconds measuring took,
+        which count against the limit. An upload's size bounds the vocabulary."""
+        if self.data.train is None:
+            return SYNTHETIC_PLAN, 0.0
+        shape = CorpusShape.of(self.data.train)
+        measurement = (calibrate.measure(shape, 60 * config.max_minutes, self.device, self.bf16)
+                       if self.rank == 0 else None)
+        measurement = self.processes.from_first([measurement])[0]
+        pairs = shape.pairs if config.data != "multi30k" else None
+        # Each process trains on its own batches: an epoch takes 1 / world_size of the updates it takes one.
+        plan = plan_for_work(config.max_minutes, measurement.speeds, shape.epoch_tokens // self.world_size, pairs,
+                             measurement.seconds)
+        log.info("planned for %g minutes after %.1f s measuring: %s", config.max_minutes, measurement.seconds,
+                 plan.describe())
+        return plan, measurement.seconds
+
     def _filter(self, examples: list[datasets.Example]) -> list[datasets.Example]:
         kept, dropped = datasets.filter_by_length(examples, self.model.config.max_len)
         if dropped:
@@ -161,7 +181,9 @@ class Trainer:
         self.best_score, self.history = state["best_score"], state["history"]
         # Saved by runs of this version on; an older run's clock starts again at 0, as it did then, and one past
         # its warm-up counts it as ended there.
-        self.clock_before_s, self.warmup_end_s = state.get("elapsed_s", 0.0), state.get("warmup_end_s")
+        self.clock_before_s = state.get("elapsed_s", 0.0) + self.measuring_s
+        self.warmup_end_s = state.get("warmup_end_s")
+        self.resumed_plan = loaded.info.get("budget_plan")  # what the run was planned as, kept on its record
         if self.warmup_end_s is None and self.step >= self.config.warmup_steps:
             self.warmup_end_s = self.clock_before_s
         torch.set_rng_state(state["torch_rng"])
@@ -169,7 +191,8 @@ class Trainer:
             torch.cuda.set_rng_state(state["cuda_rng"])
 
     def elapsed_s(self) -> float:
-        """Seconds on the run's clock: updates and evaluations, not the set-up before the first update."""
+        """Seconds on the run's clock: updates, evaluations and measuring the machine's speed for a plan; not the
+        rest of the set-up (data, tokenizers) before the first update."""
         running = 0.0 if self._clock_started is None else time.monotonic() - self._clock_started
         return self.clock_before_s + running
 
@@ -182,6 +205,7 @@ class Trainer:
         """What config.json records about this run besides the model config."""
         return {"training": dataclasses.asdict(self.config), "data": self.data.description,
                 "data_files_sha256": self.data.files, "step": self.step,
+                "budget_plan": dataclasses.asdict(self.budget_plan) if self.budget_plan else self.resumed_plan,
                 "source_lang": self.config.src_lang if self.config.data not in datasets.SYNTHETIC_TASKS else "digits",
                 "target_lang": self.config.tgt_lang if self.config.data not in datasets.SYNTHETIC_TASKS else "digits"}
 
@@ -220,9 +244,7 @@ class Trainer:
             # Under DDP, gradients are averaged across processes once per update, not per micro-batch.
             sync = contextlib.nullcontext() if last or not self.distributed else self.train_model.no_sync()
             with sync:
-                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-                    logits = self.train_model(src, tgt_in).logits
-                loss = token_loss(logits, tgt_out, self.config.label_smoothing)
+                loss = batch_loss(self.train_model, src, tgt_in, tgt_out, self.config.label_smoothing, self.bf16)
                 (loss / max(1, total_tokens)).backward()
             total_loss += loss.item()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm or float("inf"))

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import torch
 
-from . import data as datasets
-from .budget import STEPS_CAP, plan_here
+from .budget import STEPS_CAP, BudgetPlan
 from .config import PRESETS
 
 
@@ -77,15 +76,13 @@ PLANNED_FIELDS = ("vocab_size", "max_tokens", "steps", "lr", "warmup_steps", "sc
                   "eval_every_minutes")
 
 
-def plan_config(config: TrainConfig, pairs: int | None = None) -> TrainConfig:
-    """``config`` (preset "auto") with the model, vocabulary, batch and schedule that ``budget.plan_here`` chooses
-    for its time limit, where ``config`` leaves them at TrainConfig's defaults: what was set by hand stays, as do
-    the model sizes ``config.model`` sets. ``pairs``: the training pairs of an uploaded corpus, which bound its
-    vocabulary. The run then ends by the clock."""
+def plan_config(config: TrainConfig, plan: BudgetPlan) -> TrainConfig:
+    """``config`` (preset "auto") with the model, vocabulary, batch and schedule of ``plan`` (``budget``), where
+    ``config`` leaves them at TrainConfig's defaults: what was set by hand stays, as do the model sizes
+    ``config.model`` sets. The run then ends by the clock."""
     config.validate()
     if config.preset != AUTO_PRESET:
         return config
-    plan = plan_here(config.max_minutes, config.data in datasets.SYNTHETIC_TASKS, pairs)
     chosen = dict(vocab_size=plan.vocab_size or config.vocab_size, max_tokens=plan.max_tokens, steps=STEPS_CAP,
                   lr=plan.lr, warmup_steps=plan.warmup_steps, schedule=plan.schedule, eval_every=STEPS_CAP,
                   eval_every_minutes=config.max_minutes / plan.evaluations)

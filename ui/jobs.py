@@ -25,12 +25,13 @@ import torch
 
 from transformer import data as datasets
 from transformer import recipes
-from transformer.checkpoint import run_history, save_checkpoint
+from transformer.checkpoint import default_device, run_history, save_checkpoint
 from transformer.config import ModelConfig, preset
 from transformer.model import Transformer
-from transformer.budget import plan_here
+from transformer import calibrate
+from transformer.budget import SYNTHETIC_PLAN, BudgetPlan, plan_for_work
 from transformer.train import Trainer
-from transformer.train_config import AUTO_PRESET, TrainConfig
+from transformer.train_config import AUTO_PRESET, TrainConfig, use_bf16
 
 from .costly import CORES, release_memory
 from .views.choices import clamp, finite
@@ -46,7 +47,7 @@ MAX_UPLOAD_LINE_CHARS = 2_000
 KEPT_MODELS = int(os.environ.get("EXPLORER_KEPT_MODELS", "10"))
 JOBS_PER_CLIENT_HOUR = 3  # one client may not keep the server's one training slot for itself
 MAX_STEPS = 3000
-MAX_MINUTES = 15.0
+MAX_MINUTES = 15.0  # a visitor may hold the server's one training slot this long
 APP_PRESETS = (AUTO_PRESET, "tiny", "small")
 DISABLE_VARIABLE = "EXPLORER_DISABLE_TRAINING"
 SYNTHETIC_PROBE = "3 1 4 1 5 9 2 6"
@@ -73,18 +74,71 @@ DIGIT_PIECES = 16  # the digit tasks' vocabulary: ten digits, a space mark and t
 
 @dataclass(frozen=True)
 class SizeSummary:
-    """What a size choice means before a job starts: its parameters, and for "auto" the plan in words."""
+    """What a size choice means before a job starts: its parameters, and for "auto" the plan in words (None: it
+    cannot be known yet, and ``plan`` says why)."""
 
-    parameters: int
+    parameters: int | None
     plan: str | None = None
 
 
-def size_summary(preset_name: str, data: str, minutes: float) -> SizeSummary:
+class PreviewSpeeds:
+    """This machine's speed on Multi30K, measured once per way a job would train (on all cores for this machine's
+    own user, on half for a public server's visitor), for the Train tab to show the plan a job would make before it
+    starts. The job measures again when it starts, as a machine's speed drifts."""
+
+    def __init__(self):
+        self._measuring = threading.Lock()  # one measurement at a time; reading what was measured never waits
+        self._measured: dict[tuple, tuple[calibrate.CorpusShape, calibrate.Measurement]] = {}
+
+    def get(self, data_dir: str | None = None, shared: bool = False, measure: bool = True):
+        """(shape, measurement) of Multi30K in ``data_dir`` (which must be there: see ``fitted_plan``), measured
+        now unless it was before or ``measure`` is False (then None)."""
+        key = (data_dir, shared)
+        if key not in self._measured and measure:
+            with self._measuring, CORES.reserve() if shared else contextlib.nullcontext():
+                if key not in self._measured:
+                    shape = calibrate.CorpusShape.of(datasets.load_multi30k("train", "en", "de", data_dir))
+                    device = default_device()
+                    bf16 = use_bf16(TrainConfig(data="multi30k"), device)
+                    self._measured[key] = shape, calibrate.measure(shape, 60 * MAX_MINUTES, device, bf16)
+        return self._measured.get(key)
+
+
+PREVIEW_SPEEDS = PreviewSpeeds()
+PLANNED_AT_START = ("the size is chosen when the job starts, from {data} and this machine's speed measured then (a "
+                    "few timed updates of each size, at most {share:.0%} of the time)")
+
+
+def fitted_plan(data: str, minutes: float, data_dir: str | None = None, shared: bool = False,
+                measure: bool = True) -> BudgetPlan | str:
+    """The plan "auto" would make for ``minutes`` of training on ``data`` (``shared``: as a visitor's job, on half
+    the cores), or why it cannot be shown yet: Multi30K is not on this server, or not measured (``measure``
+    False), or the data is an upload whose size is known only when the job starts."""
+    if data in datasets.SYNTHETIC_TASKS:
+        return SYNTHETIC_PLAN
+    share = calibrate.MEASURING_SHARE
+    if data != "multi30k":
+        return PLANNED_AT_START.format(data="the file's size", share=share)
+    try:
+        datasets.multi30k_dir(data_dir, download=False)
+    except datasets.DataError:
+        return MULTI30K_MISSING
+    measured = PREVIEW_SPEEDS.get(data_dir, shared, measure)
+    if measured is None:
+        return PLANNED_AT_START.format(data="Multi30K's size", share=share)
+    shape, measurement = measured
+    return plan_for_work(minutes, measurement.speeds, shape.epoch_tokens, spent_s=measurement.seconds)
+
+
+def size_summary(preset_name: str, data: str, minutes: float, shared: bool = False,
+                 measure: bool = True) -> SizeSummary:
     """A preset's size for a data choice (digits, or text with 8,000 pieces), or the plan "auto" makes for
-    ``minutes`` (an upload's vocabulary can come out smaller: it is bounded by the file's size)."""
+    ``minutes`` (``fitted_plan``)."""
     synthetic = data in datasets.SYNTHETIC_TASKS
     if preset_name == AUTO_PRESET:
-        plan = plan_here(minutes, synthetic)
+        plan = fitted_plan(data, minutes, shared=shared, measure=measure)
+        if isinstance(plan, str):
+            return SizeSummary(None, plan)
         sizes, vocab, words = plan.sizes(), plan.vocab_size, plan.describe()
     else:
         sizes, vocab, words = dataclasses.asdict(preset(preset_name, 1, 1)), 8000, None
@@ -141,6 +195,7 @@ class JobState:
     held: str | None = None          # name of a stopped job's model, kept out of the list until its trainer keeps it
     ended: float | None = None
     owner: str | None = None         # the visitor (session) who started it, while they are still here
+    plan: str | None = None          # what a job fitted to its time limit planned, from the speed it measured
 
     @property
     def step(self) -> int:
@@ -160,7 +215,7 @@ class JobState:
 
     def training_seconds(self) -> float:
         """Seconds of training so far on the trainer's clock, which the time limit reads: data and tokenizer
-        preparation before the first update do not count."""
+        preparation before the first update do not count; measuring the machine's speed for a plan does."""
         return self.steps[-1].get("elapsed_s", 0.0) if self.steps else 0.0
 
     def seconds_left(self) -> float | None:
@@ -177,8 +232,11 @@ class JobState:
 class JobManager:
     """Runs at most one training job at a time and publishes finished models under ``published_dir``."""
 
-    def __init__(self, runs_dir: str | Path | None = None, trainer: Callable[..., Trainer] = Trainer):
-        """``trainer``: what runs a job, called as ``Trainer`` is (tests give a quick stand-in)."""
+    def __init__(self, runs_dir: str | Path | None = None, trainer: Callable[..., Trainer] = Trainer,
+                 max_minutes: float = MAX_MINUTES):
+        """``trainer``: what runs a job, called as ``Trainer`` is (tests give a quick stand-in); ``max_minutes``:
+        the longest time limit a job may have (benchmarks run longer jobs than the tab offers)."""
+        self.max_minutes = max_minutes
         self.trainer = trainer
         self.runs_dir = Path(runs_dir or os.environ.get("EXPLORER_RUNS_DIR", DEFAULT_RUNS_DIR))
         self.published_dir = self.runs_dir / "app"
@@ -208,7 +266,7 @@ class JobManager:
         if request.preset not in APP_PRESETS:
             raise JobError(f"choose a model size among {', '.join(APP_PRESETS)}")
         request.steps = clamp(request.steps, 10, MAX_STEPS, "number of updates")
-        request.minutes = max(0.2, min(MAX_MINUTES, finite(request.minutes, "time limit in minutes")))
+        request.minutes = max(0.2, min(self.max_minutes, finite(request.minutes, "time limit in minutes")))
         # An upload is read and checked before the lock: reading it must not hold up everyone else's requests.
         corpus = read_upload(request.upload) if request.data == "upload" and request.upload else None
         with self._lock:  # held while the request is checked, so two starts can never both pass
@@ -328,6 +386,8 @@ class JobManager:
 
         try:
             trainer = self.trainer(config, on_step=on_step, on_eval=on_eval, cancel=cancel, show_progress=False)
+            if trainer.budget_plan is not None and trainer.budget_plan.expected_updates is not None:
+                self._update(plan=trainer.budget_plan.describe())
             final = trainer.run()
             name = Path(config.out_dir).name
             history = run_history(Path(config.out_dir))

@@ -98,9 +98,10 @@ def test_multi30k_is_always_offered_and_says_how_to_provide_it_when_absent(tmp_p
 
     monkeypatch.delenv("MULTI30K_DIR", raising=False)
     monkeypatch.setattr("transformer.data.default_cache_dir", lambda: tmp_path / "no-cache")
-    shown = train_tab.on_data("multi30k", "auto", 3)
-    assert "MULTI30K_DIR" in shown["preset_info"] and "--data-dir" in shown["preset_info"]
     manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
+    for size in ("auto", "small"):
+        shown = train_tab.on_data(tab_services(manager), "multi30k", size, 3, None)
+        assert "MULTI30K_DIR" in shown["preset_info"] and "--data-dir" in shown["preset_info"]
     with pytest.raises(jobs.JobError, match="Multi30K is not on this server.*MULTI30K_DIR"):
         manager.start(jobs.JobRequest(data="multi30k", preset="auto", minutes=1), client="10.0.0.1")
     assert manager.current is None and "10.0.0.1" not in manager._starts, "a start that cannot run costs nothing"
@@ -216,20 +217,67 @@ def test_a_job_fitted_to_its_time_limit_is_planned_for_it_and_ended_by_it(tmp_pa
     assert training["steps"] >= 100_000, "the update count is the plan's (the clock ends it), not the request's"
 
 
-def test_choosing_text_data_fits_the_size_to_the_time_limit_and_digits_keep_the_tiny_model():
+def test_a_job_on_text_shows_the_plan_it_made_from_this_machines_speed(tmp_path):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"the {a} sees {b} birds\tle {a} voit {b} oiseaux\n" for a in ("cat", "dog", "cow")
+                             for b in range(2, 30)))
+    manager = jobs.JobManager(tmp_path / "runs")
+    manager.start(jobs.JobRequest(data="upload", upload=str(pairs), preset="auto", minutes=0.2))
+    manager.wait(120)
+    job = manager.current
+    assert job.status == "finished", job.message
+    shown = training_views.job_status_markdown(job)
+    assert "Planned for this machine: d_model " in shown and "expects about" in shown
+    assert "target tokens/s measured" in shown
+
+
+MULTI30K = pytest.mark.skipif(not os.environ.get("MULTI30K_DIR"), reason="MULTI30K_DIR is not set: Multi30K is not "
+                                                                          "available")
+
+
+def tab_services(manager: jobs.JobManager) -> services.Services:
+    return services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"), manager)
+
+
+@MULTI30K
+def test_choosing_text_data_fits_the_size_to_the_time_limit_and_digits_keep_the_tiny_model(monkeypatch, tmp_path):
     from ui.tabs import train as train_tab
 
-    fitted = train_tab.on_data("multi30k", "tiny", 5)
+    monkeypatch.setattr(jobs, "PREVIEW_SPEEDS", jobs.PreviewSpeeds())
+    shared = tab_services(jobs.JobManager(tmp_path, trainer=QuickTrainer))
+    fitted = train_tab.on_data(shared, "multi30k", "tiny", 5, None)
     assert fitted["train_preset"] == "auto" and fitted["train_steps"].interactive is False
     assert fitted["preset_info"].startswith("**Fitted to 5 minutes**: d_model ")
-    assert "parameters" in fitted["preset_info"]
-    short, long = (jobs.size_summary("auto", "multi30k", minutes) for minutes in (1, 15))
+    assert "parameters" in fitted["preset_info"] and "expects about" in fitted["preset_info"]
+    assert "target tokens/s measured" in fitted["preset_info"], "planned from this machine's measured speed"
+    short, long = (jobs.size_summary("auto", "multi30k", minutes) for minutes in (0.5, 15))
     assert short.parameters < long.parameters and short.plan != long.plan, "the plan follows the time limit"
-    digits = train_tab.on_data("reverse", "auto", 5)
+    digits = train_tab.on_data(shared, "reverse", "auto", 5, None)
     assert digits["train_preset"] == "tiny" and digits["train_steps"].interactive is True
-    assert train_tab.on_data("upload", "small", 5)["train_preset"] == "small", "a size chosen by hand stays"
+    assert train_tab.on_data(shared, "upload", "small", 5, None)["train_preset"] == "small", "chosen by hand, kept"
+    upload = train_tab.on_preset(shared, "upload", "auto", 5, None)["preset_info"]
+    assert "chosen when the job starts, from the file's size and this machine's speed measured then" in upload
     with pytest.raises(InputError, match="time limit in minutes"):
-        train_tab.on_preset("multi30k", "auto", float("nan"))
+        train_tab.on_preset(shared, "multi30k", "auto", float("nan"), None)
+
+
+@MULTI30K
+def test_the_page_measures_this_machines_speed_when_the_train_tab_opens_and_no_job_trains(monkeypatch, tmp_path):
+    from ui.tabs import train as train_tab
+
+    monkeypatch.setattr(jobs, "PREVIEW_SPEEDS", jobs.PreviewSpeeds())
+    manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
+    shared = tab_services(manager)
+    loaded = train_tab.on_open(shared, "multi30k", "auto", 5)["preset_info"]
+    assert "the size is chosen when the job starts, from Multi30K's size" in loaded
+    assert jobs.PREVIEW_SPEEDS.get(measure=False) is None, "nothing measured while the page loads"
+    manager.start(jobs.JobRequest(data="reverse", steps=40, minutes=1))
+    assert train_tab.on_preset(shared, "multi30k", "auto", 5, None)["preset_info"] == loaded, "not while a job runs"
+    assert jobs.PREVIEW_SPEEDS.get(measure=False) is None
+    manager.wait(60)
+    opened = train_tab.on_preset(shared, "multi30k", "auto", 5, None)["preset_info"]
+    assert "expects about" in opened and jobs.PREVIEW_SPEEDS.get(measure=False) is not None
+    assert train_tab.on_open(shared, "multi30k", "auto", 5)["preset_info"] == opened, "measured once, then known"
 
 
 def test_progress_counts_updates_or_time_whichever_ends_the_run_first():
@@ -341,12 +389,14 @@ def test_one_client_may_start_only_a_few_jobs_an_hour(tmp_path):
     assert manager.current.owner == "t"
 
 
-@pytest.mark.skipif(not os.environ.get("MULTI30K_DIR"), reason="MULTI30K_DIR is not set: Multi30K is not available")
+@MULTI30K
 def test_the_time_to_bleu_benchmark_runs_the_train_tabs_multi30k_job_and_scores_all_of_val(monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     time_to_bleu = importlib.import_module("time_to_bleu")
     result = time_to_bleu.time_to_bleu(0.2, runs_dir=tmp_path)
     assert {"minutes", "updates", "val_bleu", "tokens_per_s", "model_parameters"} <= result.keys()
     assert result["minutes"] == 0.2 and result["updates"] > 0 and result["tokens_per_s"] > 0
-    assert result["plan"]["model"]["d_model"] == jobs.plan_here(0.2).sizes()["d_model"], "the tab's fitted size"
+    expected = result["expected"]
+    assert expected["model"] == result["plan"]["model"], "the job trained the plan it made"
+    assert expected["expected_updates"] is not None and "d128" in expected["measured"], "what it expected, and why"
     assert "nrefs:1|case:mixed" in result["signature"]

@@ -16,6 +16,8 @@ import sacrebleu
 import torch
 
 from transformer import train, train_cli
+from transformer.budget import LADDER, Speed, plan_for_work
+from transformer.calibrate import CorpusShape
 from transformer.checkpoint import decode_state, drop_records_after, load_checkpoint
 from transformer.decoding import translate
 from transformer.metrics import corpus_scores
@@ -268,10 +270,10 @@ def test_cancel_stops_after_the_current_update_and_saves_last(tmp_path):
 
 
 def test_a_nan_loss_stops_training_with_a_clear_error(tmp_path, monkeypatch):
-    real_loss = train.token_loss
+    real_loss = train.batch_loss
 
-    def poisoned(logits, labels, label_smoothing):
-        loss = real_loss(logits, labels, label_smoothing)
+    def poisoned(*args, **kwargs):
+        loss = real_loss(*args, **kwargs)
         return loss * float("nan") if poisoned.calls >= 2 else loss
 
     poisoned.calls = 0
@@ -279,7 +281,7 @@ def test_a_nan_loss_stops_training_with_a_clear_error(tmp_path, monkeypatch):
     def count(metrics):
         poisoned.calls += 1
 
-    monkeypatch.setattr(train, "token_loss", poisoned)
+    monkeypatch.setattr(train, "batch_loss", poisoned)
     trainer = Trainer(quick_config(tmp_path, "run", steps=10), on_step=count, show_progress=False)
     with pytest.raises(FloatingPointError, match=r"loss became nan at step 3; lower the learning rate"):
         trainer.run()
@@ -509,6 +511,24 @@ def test_cli_plans_a_run_for_its_time_limit_and_keeps_what_was_set_by_hand(tmp_p
     recorded = load_checkpoint(out / "last", device="cpu").info["training"]
     assert recorded["plan"] == "auto" and recorded["preset"] == "tiny" and recorded["lr"] == 0.002
     assert recorded["max_minutes"] == 0.03 and recorded["steps"] >= 100_000, "the clock, not a count, ends it"
+
+
+def test_a_run_planned_for_text_measures_this_machine_and_counts_the_time_in_its_budget(tmp_path):
+    config = TrainConfig(data=str(small_parallel_tsv(tmp_path / "pairs.tsv")), preset="auto", max_minutes=0.1,
+                         eval_sentences=5, out_dir=str(tmp_path / "run"))
+    clock = []
+    trainer = Trainer(config, show_progress=False, on_step=lambda metrics: clock.append(metrics["elapsed_s"]))
+    assert trainer.measuring_s > 0 and trainer.elapsed_s() == trainer.measuring_s, "measuring is on the run's clock"
+    recorded = trainer.info()["budget_plan"]
+    speeds = {name: Speed(**fields) for name, fields in recorded["measured"].items()}
+    assert LADDER[0].name in speeds
+    again = plan_for_work(0.1, speeds, CorpusShape.of(trainer.data.train).epoch_tokens, pairs=80,
+                          spent_s=trainer.measuring_s)
+    assert recorded == dataclasses.asdict(again), "the plan is the planner's for the speeds it measured"
+    assert trainer.config.model["d_model"] == again.model["d_model"] and trainer.config.lr == again.lr
+    assert again.vocab_size == 200, "80 pairs bound the vocabulary"
+    assert trainer.run()["stopped_by"] == "time"
+    assert clock[0] > trainer.measuring_s and clock[-2] <= 6, "updates from the end of measuring to the 6 s limit"
 
 
 def test_cli_asks_for_a_time_limit_before_planning_for_one(caplog):

@@ -161,21 +161,33 @@ def on_leave(services: Services, request: gr.Request) -> None:
     services.jobs.release(visitor(request))
 
 
-def on_preset(train_data, train_preset, train_minutes) -> dict:
-    """What the chosen size means (for "fitted", the plan for the time limit); the update count only where it
-    is the size's to set."""
+def preset_views(train_data, train_preset, train_minutes, shared: bool = False, measure: bool = True) -> dict:
+    """What the chosen size means (for "fitted", the plan for the time limit from this machine's speed, measured
+    once, a few seconds, unless ``measure`` is False; ``shared``: as a visitor's job, on half the cores); the update
+    count only where it is the size's to set."""
     minutes = max(0.2, min(training_jobs.MAX_MINUTES, finite(train_minutes, "time limit in minutes")))
-    size = training_jobs.size_summary(train_preset, train_data, minutes)
-    info = (f"**Fitted to {minutes:g} minutes**: {size.plan}; {size.parameters:,} parameters." if size.plan
-            else f"**{train_preset}**: {size.parameters:,} parameters; the learning rate ends with the updates or "
-                 "the time limit, whichever comes first.")
+    size = training_jobs.size_summary(train_preset, train_data, minutes, shared, measure)
+    if size.parameters is None:
+        info = f"**Fitted to {minutes:g} minutes**: {size.plan}."
+    elif size.plan:
+        info = f"**Fitted to {minutes:g} minutes**: {size.plan}; {size.parameters:,} parameters."
+    else:
+        info = (f"**{train_preset}**: {size.parameters:,} parameters; the learning rate ends with the updates or the "
+                "time limit, whichever comes first.")
     fitted = train_preset == training_jobs.AUTO_PRESET
     return {"preset_info": info,
             "train_steps": gr.Slider(interactive=not fitted,
                                      info="set by the time limit" if fitted else "the most the run makes")}
 
 
-def on_data(train_data, train_preset, train_minutes) -> dict:
+def on_preset(services: Services, train_data, train_preset, train_minutes, request: gr.Request) -> dict:
+    """The size's meaning; this machine's speed is measured for it, but not while a job trains (it would measure
+    the job's leftovers)."""
+    return preset_views(train_data, train_preset, train_minutes, shared=visiting_client(request) is not None,
+                        measure=not services.jobs.busy())
+
+
+def on_data(services: Services, train_data, train_preset, train_minutes, request: gr.Request) -> dict:
     """The drop zone only where it is used (a file dropped there stays when the choice changes). Each kind of data
     gets its own default size in place of the other's: text the size fitted to the time limit, the digit tasks the
     tiny model that learns them in a minute; a size chosen by hand stays."""
@@ -183,7 +195,7 @@ def on_data(train_data, train_preset, train_minutes) -> dict:
     defaults = {True: "tiny", False: training_jobs.AUTO_PRESET}
     chosen = defaults[synthetic] if train_preset == defaults[not synthetic] else train_preset
     views = {"train_upload": gr.update(visible=train_data == "upload"), "train_preset": chosen,
-             **on_preset(train_data, chosen, train_minutes)}
+             **on_preset(services, train_data, chosen, train_minutes, request)}
     if train_data == "multi30k" and not multi30k_available():
         views["preset_info"] = f"**{training_jobs.MULTI30K_MISSING}**"
     return views
@@ -195,7 +207,10 @@ def on_replay(services: Services, replay) -> dict:
 
 
 def on_open(services: Services, train_data, train_preset, train_minutes) -> dict:
-    return {**on_preset(train_data, train_preset, train_minutes), **job_views(services, services.jobs.current)}
+    """The page's first view of the tab: the plan only if this machine's speed is known (measuring it waits for
+    the tab to open), and the job running now."""
+    return {**preset_views(train_data, train_preset, train_minutes, measure=False),
+            **job_views(services, services.jobs.current)}
 
 
 def on_clock(services: Services, seen_job, request: gr.Request) -> dict:
@@ -241,8 +256,8 @@ def wire(page: Page, demo: gr.Blocks, tabs: gr.Tabs, train_tab: gr.Tab) -> None:
     page.on([c["replay"].input, c["replay"].release], on_replay, ["replay_plot"], trigger_mode="always_last")
     page.on(c["train_data"].input, on_data, ["train_upload", "train_preset", "preset_info", "train_steps"],
             show_progress="hidden")
-    page.on([c["train_preset"].input, c["train_minutes"].change], on_preset, ["preset_info", "train_steps"],
-            show_progress="hidden")
+    page.on([train_tab.select, c["train_preset"].input, c["train_minutes"].change], on_preset,
+            ["preset_info", "train_steps"], show_progress="hidden")
     page.on(demo.load, on_open, ["preset_info", "train_steps", *JOB_OUTPUTS])
     page.on(c["job_clock"].tick, on_clock, [*JOB_OUTPUTS, "model", "seen_job"], show_progress="hidden")
     for tab in tabs.children:  # the clock runs only while the Train tab is open

@@ -21,6 +21,8 @@ def job_status_markdown(job: JobState | None) -> str:
         line += f" · validation loss {last['val_loss']:.3f}, BLEU {last['bleu']:.1f}"
         if "exact_match" in last:
             line += f", exact match {last['exact_match']:.0%}"
+    if job.plan:
+        line += f"\n\nPlanned for this machine: {job.plan}."
     if job.message:
         line += f"\n\n{job.message}"
     return line
