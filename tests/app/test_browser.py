@@ -429,7 +429,7 @@ def test_every_chart_is_also_text_a_screen_reader_reads_and_a_table_one_click_aw
     assert any(word in said for word in ("Ein", "Mädchen", "junges")), said  # the tokens, named as hover names them
     page.locator("#attention-plot details.chart-text summary").click()
     table = page.locator("#attention-plot details.chart-text table").first
-    assert table.locator("tbody tr").count() == rows
+    playwright.expect(table.locator("tbody tr")).to_have_count(rows)  # written when the summary opens
     assert table.locator("tbody tr").first.locator("td").count() == len(page.evaluate(
         "() => document.querySelector('#attention-plot .js-plotly-plot').data[0].z[0]"))
     curves = page.locator("#topk-plot .js-plotly-plot").first  # a bar chart: its series in words
