@@ -9,6 +9,9 @@ from __future__ import annotations
 import gradio as gr
 
 
+from . import components
+from .class_page import session_of
+from .classroom import CODE_LENGTH, Round
 from .header import model_settings
 from .page import Page
 from .services import Services
@@ -16,6 +19,8 @@ from .tabs.model import after_model_change as model_tab
 from .tabs.translate import STEP_VIEWS, step_views, translated
 from .views import exports
 from .views.choices import require_translation
+from .views.lessons import LESSONS
+from .views.questions import CHOICES
 from .views.text import source_label, text_for_model
 from .views.translate import run_translation
 
@@ -50,6 +55,45 @@ def models(services: Services) -> dict:
     return {"model": gr.Dropdown(choices=services.registry.names())}
 
 
+def class_round(current: Round) -> dict:
+    return {"lesson": current.lesson, "question": current.question.text, "choices": list(current.question.choices),
+            "revealed": current.revealed}
+
+
+def class_open(services: Services, class_lesson, request: gr.Request) -> dict:
+    """/class_open: a class on lesson N (1-based), opened by this client, which alone may reveal or close it."""
+    code = services.classes.open(int(class_lesson), teacher=session_of(request))
+    return {"class_reply": {"code": code, **class_round(services.classes.question(code))}}
+
+
+def class_question(services: Services, class_api_code, request: gr.Request) -> dict:
+    """/class_question: the class's current question and choices; asking joins the class."""
+    return {"class_reply": class_round(services.classes.question(class_api_code, student=session_of(request)))}
+
+
+def class_answer(services: Services, class_api_code, class_choice, request: gr.Request) -> dict:
+    """/class_answer: this client's one answer (a choice's index) to the current question."""
+    said = services.classes.answer(class_api_code, session_of(request), int(class_choice))
+    return {"class_reply": {"accepted": True, "message": said}}
+
+
+def class_results(services: Services, class_api_code) -> dict:
+    """/class_results: answers per choice, and whether the answer was revealed (and then which it is)."""
+    results = services.classes.results(class_api_code)
+    reply = {"lesson": results.lesson, "counts": results.counts, "students": results.students,
+             "revealed": results.revealed}
+    if results.revealed:
+        reply["answer"] = results.question.answer
+    return {"class_reply": reply}
+
+
+def class_reveal(services: Services, class_api_code, request: gr.Request) -> dict:
+    """/class_reveal: the model's answer, its index and why; only for the client that opened the class."""
+    question = services.classes.reveal(class_api_code, session_of(request)).question
+    return {"class_reply": {"answer": question.answer, "choice": question.choices[question.answer],
+                            "why": question.why}}
+
+
 def wire(page: Page) -> None:
     # API-only triggers: invisible, so no click on the page ever runs them.
     with gr.Row(visible=False):
@@ -63,3 +107,13 @@ def wire(page: Page) -> None:
             ["model_status", "model_metrics", "model_config", "model_parameters", "model_card", "layer", "head",
              "text", "typed_texts"], api_name="select_model")
     page.on(triggers["models"].click, models, ["model"], api_name="models")
+    with gr.Row(visible=False):
+        classes = {name: gr.Button(visible=False) for name in ("open", "question", "answer", "results", "reveal")}
+        page.add(class_lesson=components.Number(1, precision=0, minimum=1, maximum=len(LESSONS)),
+                 class_api_code=gr.Textbox(max_length=2 * CODE_LENGTH),
+                 class_choice=components.Number(0, precision=0, minimum=0, maximum=CHOICES - 1),
+                 class_reply=gr.JSON())
+    page.on(classes["open"].click, class_open, ["class_reply"], api_name="class_open", costly=True)
+    for name, fn in (("question", class_question), ("answer", class_answer), ("results", class_results),
+                     ("reveal", class_reveal)):
+        page.on(classes[name].click, fn, ["class_reply"], api_name=f"class_{name}", queue=False)

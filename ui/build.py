@@ -10,7 +10,7 @@ from starlette.middleware import Middleware
 
 from transformer.checkpoint import Checkpoint, CheckpointError
 
-from . import accessibility, api, header, lessons
+from . import accessibility, api, class_page, header, lessons
 from .jobs import MAX_UPLOAD_BYTES
 from .limits import BodySizeLimit, ClientShare
 from .page import Page
@@ -22,6 +22,9 @@ from .tabs import analysis, experiments, explain, inside, model, positions, trai
 FOCUS_CSS = lessons.LARGE_TEXT_CSS + """
 /* A chart wider than a phone's screen (a heatmap of a long sentence) scrolls sideways inside its own frame. */
 .block:has(> div > .js-plotly-plot), div:has(> .js-plotly-plot) { overflow-x: auto; }
+/* The students' page of a class is reached by its link: no bar of pages over either page (gr.Navbar's visible=False
+   leaves it drawn in Gradio 6.31). */
+.nav-holder { display: none; }
 /* The model view (every layer and head) is taller than a projector's screen: it scrolls inside its own frame. */
 #attention-plot { max-height: 92vh; overflow-y: auto; }
 /* Focus always visible (WCAG 2.4.7), one ring for every control a keyboard reaches: Gradio shows some focus only by
@@ -65,6 +68,7 @@ def build_app(services: Services | None = None, default_model: str | None = None
         page = Page(services)
         header.layout(page, names, default_model, broken)
         lessons.layout(page)
+        class_page.teacher_layout(page)
         with gr.Tabs() as tabs:
             with gr.Tab("Translate", id="translate"):
                 translate.layout(page, checkpoint)
@@ -96,7 +100,11 @@ def build_app(services: Services | None = None, default_model: str | None = None
         train.wire(page, demo, tabs, train_tab)
         header.wire(page, demo)  # last: a model switch cancels the slow work every tab registered
         lessons.wire(page)
+        class_page.wire_teacher(page)
         api.wire(page)
+    with demo.route("Class", f"/{class_page.STUDENT_PATH}", show_in_navbar=False) as student_page:
+        class_page.student_layout(page)
+        class_page.wire_students(page, student_page)
     demo.queue(max_size=queue_size, default_concurrency_limit=2)
     demo.named_components = page.components  # the page's components by name, for tests and tools
     return demo

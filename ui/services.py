@@ -15,8 +15,10 @@ from transformer import hub
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
 from transformer.data import DataError, multi30k_dir
 
+from .classroom import Classrooms
 from .costly import CostlyWork
 from .jobs import JobManager, training_disabled
+from .views.questions import predict_question
 
 
 class ModelRegistry:
@@ -146,6 +148,11 @@ class Services:
     training: bool = field(default_factory=lambda: not training_disabled())  # the Train tab is on
     hub: HubModels = field(default_factory=HubModels)
     costly: CostlyWork = field(default_factory=CostlyWork)  # the costly events: one at a time, budgeted
+    classes: Classrooms | None = None  # the classes open on this server; by default asking the registry's models
+
+    def __post_init__(self):
+        if self.classes is None:
+            self.classes = Classrooms(lambda lesson: predict_question(lesson, self.registry.get))
 
     @classmethod
     def default(cls, roots: list[Path] | None = None, jobs: JobManager | None = None,

@@ -1,0 +1,44 @@
+"""A class in Chromium: the teacher opens it on the projector's page, three phones (390 px) join by its link and
+answer, the teacher sees three answers, and Reveal reaches every phone within 2 seconds."""
+
+import re
+import time
+
+PHONE = {"width": 390, "height": 844}
+
+
+def test_three_phones_join_by_link_answer_and_see_the_reveal(app_url, browser):
+    url, _ = app_url
+    teacher = browser.new_page(viewport={"width": 1366, "height": 900})
+    teacher.goto(url)
+    teacher.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    teacher.locator("#lessons").get_by_text("Lessons for a class").click()
+    teacher.locator("#class-panel").get_by_text("Run a class").click()
+    teacher.locator("#class-open").click()
+    link = teacher.locator("#class-join a")
+    link.wait_for(timeout=60_000)
+    address = link.get_attribute("href")
+    assert re.fullmatch(re.escape(url.rstrip("/")) + r"/class\?code=[A-Z2-9]{5}", address), address
+    assert teacher.locator("#class-join svg").count() == 1, "the QR code, drawn on the server"
+
+    phones = []
+    for number in range(3):
+        phone = browser.new_page(viewport=PHONE)
+        phone.goto(address)
+        phone.locator("#student-choice input[type=radio]").first.wait_for(state="visible", timeout=60_000)
+        phone.wait_for_function("() => !document.querySelector('#student-choice input').disabled", timeout=30_000)
+        assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"], "no sideways scroll"
+        phone.locator("#student-choice label").nth(number % 2).click()
+        phone.locator("#student-send").click()
+        phone.get_by_text("Your answer is in.").wait_for(timeout=30_000)
+        phones.append(phone)
+
+    teacher.get_by_text("3 answers").wait_for(timeout=10_000)
+    teacher.locator("#class-reveal").click()
+    revealed_at = time.monotonic()
+    for phone in phones:
+        phone.get_by_text("The model's answer:").wait_for(timeout=5_000)
+    assert time.monotonic() - revealed_at <= 2.0 + 0.5, "every phone within 2 s of the reveal (0.5 s for clicks)"
+    assert phones[0].get_by_text("The model's answer:").is_visible()
+    for page in (teacher, *phones):
+        page.close()

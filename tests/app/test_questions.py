@@ -1,0 +1,122 @@
+"""Every lesson has a question to predict whose answer the model computes: for each lesson, the revealed answer is
+what the model does, recomputed here from the model directly."""
+
+import pytest
+import torch
+
+from transformer.attribute import attribute
+from transformer.inside_head import head_arithmetic
+from transformer.interventions import ablate_heads
+from ui.views import questions
+from ui.views.lessons import LESSONS
+from ui.views.questions import ATTRIBUTION_STEPS, predict_question, word
+
+
+@pytest.fixture(scope="module")
+def models(app_services):
+    return app_services.registry.get
+
+
+@pytest.fixture(scope="module")
+def asked(models):
+    """Each lesson's question, by lesson number."""
+    return {number: predict_question(lesson, models) for number, lesson in enumerate(LESSONS, start=1)}
+
+
+def revealed(question) -> str:
+    return question.choices[question.answer]
+
+
+def test_every_lesson_asks_a_question_a_phone_shows_whole(asked):
+    assert set(questions.PREDICT) == {lesson.title for lesson in LESSONS}
+    for number, question in asked.items():
+        assert question.text.endswith("?") and question.why, number
+        assert 2 <= len(question.choices) <= questions.CHOICES and 0 <= question.answer < len(question.choices)
+        assert len(set(question.choices)) == len(question.choices), f"lesson {number}: choices that read alike"
+
+
+def test_1_the_word_a_heads_row_looks_at_most(asked, models):
+    lesson = LESSONS[0]
+    translation = models(lesson.model).translate(lesson.sentence, lesson.beam)
+    row = translation.cross_attention[lesson.layer - 1, lesson.head - 1, lesson.step - 1]
+    assert revealed(asked[1]) == word(translation.source_pieces[int(row.argmax())]) == "ball"
+    assert asked[1].figure is not None
+
+
+def test_2_a_later_token_gets_exactly_nothing(asked, models):
+    lesson = LESSONS[1]
+    weights = models(lesson.model).translate(lesson.sentence, lesson.beam).decoder_attention[lesson.layer - 1,
+                                                                                             lesson.head - 1]
+    assert torch.equal(weights.triu(diagonal=1), torch.zeros_like(weights)), "the model's own weights above"
+    assert revealed(asked[2]) == "exactly 0"
+
+
+def test_3_the_head_that_rests_on_the_start_token(asked, models):
+    lesson = LESSONS[2]
+    weights = models(lesson.model).translate(lesson.sentence, lesson.beam).decoder_attention[lesson.layer - 1]
+    assert revealed(asked[3]) == f"head {int(weights[:, :, 0].mean(dim=1).argmax()) + 1}"
+
+
+def test_4_the_first_reversed_digit_looks_at_the_last_input_digit(asked, models):
+    lesson = LESSONS[3]
+    translation = models(lesson.model).translate(lesson.sentence, lesson.beam)
+    looks = int(translation.cross_attention[lesson.layer - 1, lesson.head - 1, 0].argmax())
+    assert revealed(asked[4]).startswith(f"the {looks + 1}") and looks == len(lesson.sentence.split()) - 1
+
+
+def test_5_french_writes_the_word_for_red_after_the_word_for_ball(asked, models):
+    lesson = LESSONS[4]
+    translation = models(lesson.model).translate(lesson.sentence, lesson.beam)
+    weights = translation.cross_attention[lesson.layer - 1, lesson.head - 1]
+    sources = [word(piece) for piece in translation.source_pieces]
+    red, ball = (int(weights[:, sources.index(name)].argmax()) for name in ("red", "ball"))
+    assert revealed(asked[5]) == ("after" if red > ball else "before") == "after"
+
+
+def test_6_without_positions_word_order_is_lost(asked, models):
+    first, second = (models(run.model).translate(run.sentence, LESSONS[5].beam, positions=run.positions)
+                     for run in LESSONS[5].pair)
+    assert revealed(asked[6]) == ("yes, the same" if first.text == second.text else "no, different")
+
+
+def test_7_switching_a_head_off_changes_the_translation_or_not(asked, models):
+    lesson = LESSONS[6]
+    comparison = ablate_heads(models(lesson.model), lesson.sentence, {"cross": [f"L{lesson.layer}H{lesson.head}"]},
+                              lesson.beam)
+    assert revealed(asked[7]) == ("yes" if comparison.after.text != comparison.before.text else "no, not a word")
+    assert comparison.after.text in asked[7].why
+
+
+def test_8_the_largest_score_q_dot_k(asked, models):
+    lesson = LESSONS[7]
+    checkpoint = models(lesson.model)
+    translation = checkpoint.translate(lesson.sentence, lesson.beam)
+    scores = head_arithmetic(checkpoint.model, translation, "cross", lesson.layer, lesson.head, lesson.step).scores
+    assert revealed(asked[8]) == word(translation.source_pieces[int(scores.argmax())])
+
+
+def test_9_the_word_integrated_gradients_credit_most(asked, models):
+    lesson = LESSONS[8]
+    checkpoint = models(lesson.model)
+    translation = checkpoint.translate(lesson.sentence, lesson.beam)
+    step = [word(piece) for piece in translation.predicted_pieces].index("Hund")
+    scores = attribute(checkpoint.model, translation, "integrated_gradients", ATTRIBUTION_STEPS).scores[step]
+    assert revealed(asked[9]) == word(translation.source_pieces[int(scores.argmax())])
+
+
+def test_10_the_caption_model_is_surer_of_a_caption(asked, models):
+    checkpoint = models(LESSONS[0].model)
+    sure = [sum(probs) / len(probs) for probs in (checkpoint.translate(sentence, LESSONS[9].beam).token_probs
+                                                  for sentence in (LESSONS[0].sentence, LESSONS[9].sentence))]
+    assert asked[10].answer == int(sure[1] > sure[0]) == 0
+
+
+def test_11_attention_that_training_formed(asked, models):
+    lesson = LESSONS[10]
+    checkpoint = models(lesson.model)
+    translation = checkpoint.translate(lesson.sentence, lesson.beam)
+    digits = len(lesson.sentence.split())
+    looks = translation.cross_attention[lesson.layer - 1, lesson.head - 1].argmax(dim=1).tolist()
+    mirrored = sum(looks[step] == digits - 1 - step for step in range(digits))
+    assert f"after training: {mirrored} of {digits}" in asked[11].why and mirrored > digits / 2
+    assert revealed(asked[11]) != "all", "random weights do not reverse"

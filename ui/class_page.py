@@ -1,0 +1,259 @@
+"""A class on every student's phone: the teacher's panel (open a class on the chosen lesson, its code, link and QR
+code, answers arriving, Reveal, Next question, End) and the students' page at /class (the question, one answer,
+then the model's answer). The classes themselves are ``classroom.Classrooms``; the questions, computed from the
+model, are ``views.questions``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import gradio as gr
+import segno
+
+from . import components
+from .classroom import CODE_LENGTH, ClassError, Round, normal_code
+from .page import Page
+from .services import Services
+from .views import lessons
+from .views.text import markdown_escape
+
+STUDENT_PATH = "class"
+# A student's page asks every 1.5 s whether the question changed or was revealed: a reveal reaches every phone
+# within 2 s, and 250 phones make about 170 small requests a second, each answered without the queue.
+POLL_S = 1.5
+TEACHER_POLL_S = 1.0
+CHOICE_SLOTS = 4  # the most choices a question has (views.questions.CHOICES): the answer buttons' values
+PAGE_ADDRESS = re.compile(r"^https?://[^\s\"'<>]{1,300}$")
+# The teacher's page sends its own address, from which the students' link is made (behind a proxy, as on a Space,
+# the server cannot know the address people reach it by).
+PAGE_ADDRESS_JS = "(lesson, address) => [lesson, window.location.origin + window.location.pathname]"
+
+
+def session_of(request: gr.Request | None) -> str:
+    """Who asks: the session of their page or client (a student is nothing more)."""
+    session = getattr(request, "session_hash", None)
+    if not session:
+        raise ClassError("A class is taken part in from its page, or from a client with a session.")
+    return session
+
+
+def student_link(page_address: str, code: str) -> str:
+    """The students' page with the code filled in, on the server the teacher's page came from."""
+    if not PAGE_ADDRESS.match(page_address or ""):
+        raise ClassError("This page's address is not one a phone can open; open the class from the page itself.")
+    return f"{page_address.rstrip('/')}/{STUDENT_PATH}?code={code}"
+
+
+def qr_svg(link: str) -> str:
+    """A QR code of ``link`` as inline SVG, drawn here (no service on the network is asked)."""
+    return segno.make(link, error="m").svg_inline(scale=6, border=2, title="QR code of the students' link")
+
+
+def join_html(code: str, link: str) -> str:
+    escaped = html.escape(link)
+    return (f'<div id="class-join"><p style="font-size:2.5em;font-weight:700;letter-spacing:.15em;margin:0">{code}'
+            f'</p><p>Students open <a href="{escaped}" target="_blank" rel="noopener">{escaped}</a> (or scan the '
+            f"code) and answer on their phones.</p>{qr_svg(link)}</div>")
+
+
+def counts_markdown(question, counts: list[int], revealed: bool) -> str:
+    """Answers per choice as bars; after the reveal, the model's answer marked."""
+    total = sum(counts)
+    lines = [f"**{markdown_escape(question.text)}**", ""]
+    for index, (choice, count) in enumerate(zip(question.choices, counts)):
+        share = count / total if total else 0.0
+        mark = " ← the model" if revealed and index == question.answer else ""
+        lines.append(f"- {markdown_escape(choice)}: {'█' * round(20 * share)} {count} ({share:.0%}){mark}")
+    lines.append(f"\n{total} answer{'s' if total != 1 else ''}")
+    return "\n".join(lines)
+
+
+def teacher_views(services: Services, code: str) -> dict:
+    results = services.classes.results(code)
+    right, answered = results.score
+    score = f" · the class so far: {right} of {answered} right" if answered else ""
+    title = lessons.LESSONS[results.lesson - 1].title
+    status = f"Lesson {results.lesson}, *{markdown_escape(title)}* · {results.students} students joined{score}"
+    views = {"class_status": status,
+             "class_counts": counts_markdown(results.question, results.counts, results.revealed),
+             "class_reveal": gr.Button(interactive=not results.revealed),
+             "class_next": gr.Button(interactive=results.revealed and results.lesson < len(lessons.LESSONS))}
+    if results.revealed:
+        views.update(class_why=f"**The model:** {markdown_escape(results.question.choices[results.question.answer])}"
+                               f". {markdown_escape(results.question.why)}",
+                     class_why_plot=gr.Plot(value=results.question.figure, visible=results.question.figure is not None))
+    else:
+        views.update(class_why="", class_why_plot=gr.Plot(value=None, visible=False))
+    return views
+
+
+def on_class_open(services: Services, lesson_choice, page_address, request: gr.Request) -> dict:
+    """Open a class on the chosen lesson: its code, the students' link and QR code, and the first question."""
+    lesson = lessons.LESSONS.index(lessons.lesson_by_choice(lesson_choice)) + 1
+    student_link(page_address, "")  # the address checked before the question is computed
+    code = services.classes.open(lesson, teacher=session_of(request))
+    return {"class_code": code, "class_join": join_html(code, student_link(page_address, code)),
+            "class_clock": gr.Timer(active=True),
+            "class_close": gr.Button(interactive=True), **teacher_views(services, code)}
+
+
+def on_class_tick(services: Services, class_code) -> dict:
+    """The answers so far; a class that ended meanwhile (two hours unused) stops the clock and says so."""
+    if not class_code:
+        return {}
+    try:
+        return teacher_views(services, class_code)
+    except ClassError as ended:
+        return {"class_clock": gr.Timer(active=False), "class_status": markdown_escape(str(ended))}
+
+
+def on_class_reveal(services: Services, class_code, request: gr.Request) -> dict:
+    services.classes.reveal(class_code, session_of(request))
+    return teacher_views(services, class_code)
+
+
+def on_class_next(services: Services, class_code, request: gr.Request) -> dict:
+    services.classes.next(class_code, session_of(request))
+    return teacher_views(services, class_code)
+
+
+def on_class_close(services: Services, class_code, request: gr.Request) -> dict:
+    right, answered = services.classes.close(class_code, session_of(request))
+    score = f"{right} of {answered} answers were right." if answered else "No question was revealed."
+    return {"class_code": "", "class_clock": gr.Timer(active=False), "class_join": "",
+            "class_status": f"The class has ended. {score}", "class_counts": "", "class_why": "",
+            "class_why_plot": gr.Plot(value=None, visible=False), "class_reveal": gr.Button(interactive=False),
+            "class_next": gr.Button(interactive=False), "class_close": gr.Button(interactive=False)}
+
+
+def round_key(current: Round) -> list:
+    """What a student's page has shown: the question's lesson and whether it was revealed."""
+    return [current.lesson, current.revealed]
+
+
+def student_views(current: Round, answered: int | None) -> dict:
+    """The question, its choices while it is open, and after the reveal the model's answer and the student's."""
+    question = current.question
+    views = {"student_question": f"### {markdown_escape(question.text)}",
+             "student_choice": gr.Radio(choices=[(choice, index) for index, choice in enumerate(question.choices)],
+                                        value=None, interactive=not current.revealed and answered is None),
+             "student_send": gr.Button(interactive=not current.revealed and answered is None),
+             "student_seen": round_key(current)}
+    if current.revealed:
+        yours = ("" if answered is None else
+                 " You were right!" if answered == question.answer else
+                 f" You chose {markdown_escape(question.choices[answered])}.")
+        views["student_status"] = (f"**The model's answer: {markdown_escape(question.choices[question.answer])}.**"
+                                   f"{yours} {markdown_escape(question.why)}")
+    else:
+        views["student_status"] = ("Your answer is in. Wait for the reveal." if answered is not None else
+                                   "Choose an answer and send it.")
+    return views
+
+
+def on_student_join(services: Services, student_code, request: gr.Request) -> dict:
+    code = normal_code(student_code)
+    current = services.classes.question(code, student=session_of(request))
+    return {"student_code": code, "student_clock": gr.Timer(active=True),
+            **student_views(current, current.answers.get(session_of(request)))}
+
+
+def on_student_poll(services: Services, student_code, student_seen, request: gr.Request) -> dict:
+    """Nothing, unless the teacher revealed the answer or moved on since the page last looked."""
+    if not student_code:
+        return {}
+    try:
+        current = services.classes.question(student_code)
+    except ClassError as ended:
+        return {"student_clock": gr.Timer(active=False), "student_status": markdown_escape(str(ended)),
+                "student_send": gr.Button(interactive=False)}
+    if round_key(current) == student_seen:
+        return {}
+    return student_views(current, current.answers.get(session_of(request)))
+
+
+def on_student_send(services: Services, student_code, student_choice, request: gr.Request) -> dict:
+    if student_choice is None:
+        raise ClassError("Choose an answer first.")
+    services.classes.answer(student_code, session_of(request), int(student_choice))
+    current = services.classes.question(student_code)
+    return student_views(current, int(student_choice))
+
+
+def teacher_layout(page: Page) -> None:
+    """Inside the lessons panel: a class on the lesson chosen there."""
+    with gr.Accordion("Run a class on this lesson (students answer on their phones)", open=False,
+                      elem_id="class-panel"):
+        with gr.Row():
+            open_button = gr.Button("Open a class", variant="primary", elem_id="class-open")
+            reveal = gr.Button("Reveal", interactive=False, elem_id="class-reveal")
+            next_question = gr.Button("Next question", interactive=False, elem_id="class-next")
+            close = gr.Button("End the class", interactive=False, elem_id="class-close")
+        join = gr.HTML(elem_id="class-join-panel")
+        status = gr.Markdown(elem_id="class-status")
+        with gr.Row():
+            counts = gr.Markdown(elem_id="class-counts")
+            with gr.Column():
+                why = gr.Markdown(elem_id="class-why")
+                why_plot = gr.Plot(visible=False, show_label=False)
+        page.add(class_open=open_button, class_reveal=reveal, class_next=next_question, class_close=close,
+                 class_join=join, class_status=status, class_counts=counts, class_why=why, class_why_plot=why_plot,
+                 class_code=gr.State(""), class_clock=gr.Timer(TEACHER_POLL_S, active=False),
+                 page_address=gr.Textbox(visible=False, max_length=400))
+
+
+def student_layout(page: Page) -> None:
+    """The students' page: a code, the question, the choices, one answer."""
+    gr.Markdown("## Transformer attention explorer: class")
+    with gr.Row():
+        code = gr.Textbox(label="Class code", max_length=2 * CODE_LENGTH, scale=3, elem_id="student-code")
+        join = gr.Button("Join", variant="primary", scale=1, elem_id="student-join")
+    question = gr.Markdown(elem_id="student-question")
+    choice = components.Radio([(f"answer {i + 1}", i) for i in range(CHOICE_SLOTS)], value=None, label="Your answer",
+                              interactive=False, elem_id="student-choice")
+    send = gr.Button("Send my answer", variant="primary", interactive=False, elem_id="student-send")
+    status = gr.Markdown(elem_id="student-status")
+    page.add(student_code=code, student_join=join, student_question=question, student_choice=choice,
+             student_send=send, student_status=status, student_seen=gr.State(None),
+             student_clock=gr.Timer(POLL_S, active=False))
+
+
+TEACHER_OUTPUTS = ("class_status", "class_counts", "class_reveal", "class_next", "class_why", "class_why_plot")
+STUDENT_OUTPUTS = ("student_question", "student_choice", "student_send", "student_seen", "student_status")
+
+
+def wire_teacher(page: Page) -> None:
+    c = page.components
+    page.on(c["class_open"].click, on_class_open,
+            ["class_code", "class_join", "class_clock", "class_close", *TEACHER_OUTPUTS], js=PAGE_ADDRESS_JS,
+            costly=True)
+    page.on(c["class_clock"].tick, on_class_tick, ["class_clock", *TEACHER_OUTPUTS], show_progress="hidden",
+            queue=False)
+    page.on(c["class_reveal"].click, on_class_reveal, TEACHER_OUTPUTS)
+    page.on(c["class_next"].click, on_class_next, TEACHER_OUTPUTS, costly=True)
+    page.on(c["class_close"].click, on_class_close,
+            ["class_code", "class_clock", "class_join", "class_close", *TEACHER_OUTPUTS])
+
+
+def wire_students(page: Page, student_page: gr.Blocks) -> None:
+    """Inside the students' page (events belong to the page their components are on)."""
+    c = page.components
+    joining = ["student_code", "student_clock", *STUDENT_OUTPUTS]
+    page.on([c["student_join"].click, c["student_code"].submit], on_student_join, joining)
+    page.on(student_page.load, on_student_load, joining)
+    page.on(c["student_clock"].tick, on_student_poll, ["student_clock", *STUDENT_OUTPUTS], show_progress="hidden",
+            queue=False)
+    page.on(c["student_send"].click, on_student_send, STUDENT_OUTPUTS, queue=False)
+
+
+def on_student_load(services: Services, request: gr.Request) -> dict:
+    """A link with ?code= joins at once."""
+    code = normal_code(dict(getattr(request, "query_params", None) or {}).get("code", ""))
+    if not code:
+        return {}
+    try:
+        return on_student_join(services, code, request)
+    except ClassError as wrong:
+        return {"student_code": code, "student_status": markdown_escape(str(wrong))}

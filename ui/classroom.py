@@ -1,0 +1,203 @@
+"""Classes that explore together: a teacher opens a class on a lesson, students join with a short code from their
+phones, each answers the lesson's question once, and the teacher reveals the model's answer on every phone.
+
+Held in memory only: no names, no accounts, and nothing kept once a class ends. A student is the session their
+page (or script) opened; the teacher is the session that opened the class, and only it may reveal, move on or
+close. A server holds a few classes of a few hundred students at most, and a class ends two hours after anyone
+last used it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from transformer.errors import InputError
+
+from .views.lessons import LESSONS, Lesson
+from .views.questions import Question
+
+CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # none that read alike (0 and O, 1 and I)
+CODE_LENGTH = 5
+MAX_CLASSES = int(os.environ.get("EXPLORER_MAX_CLASSES", "5"))
+MAX_STUDENTS = int(os.environ.get("EXPLORER_MAX_STUDENTS", "250"))
+IDLE_S = 2 * 3600
+
+
+class ClassError(InputError):
+    """Why a class request cannot be done, in one sentence for the person who asked."""
+
+
+@dataclass
+class Round:
+    """One question put to the class: its lesson, the model's answer, and each student's choice."""
+
+    lesson: int                                   # 1-based
+    question: Question
+    answers: dict[str, int] = field(default_factory=dict)
+    revealed: bool = False
+
+    def counts(self) -> list[int]:
+        tally = [0] * len(self.question.choices)
+        for choice in self.answers.values():
+            tally[choice] += 1
+        return tally
+
+    def right(self) -> int:
+        return sum(choice == self.question.answer for choice in self.answers.values())
+
+
+@dataclass
+class Classroom:
+    code: str
+    teacher: str
+    rounds: list[Round]
+    students: set[str] = field(default_factory=set)
+    last_used: float = 0.0
+
+    @property
+    def current(self) -> Round:
+        return self.rounds[-1]
+
+    def score(self) -> tuple[int, int]:
+        """(right answers, answers) over every question revealed so far."""
+        shown = [r for r in self.rounds if r.revealed]
+        return sum(r.right() for r in shown), sum(len(r.answers) for r in shown)
+
+
+@dataclass(frozen=True)
+class Results:
+    """What the teacher sees: the question's number, counts per choice, and whether it was revealed."""
+
+    lesson: int
+    question: Question
+    counts: list[int]
+    students: int
+    revealed: bool
+    score: tuple[int, int]
+
+
+class Classrooms:
+    """Every open class of a server. ``ask(lesson)`` computes a lesson's question (``questions.predict_question``
+    with the server's models)."""
+
+    def __init__(self, ask: Callable[[Lesson], Question], max_classes: int = MAX_CLASSES,
+                 max_students: int = MAX_STUDENTS, idle_s: float = IDLE_S,
+                 clock: Callable[[], float] = time.monotonic):
+        self.ask, self.max_classes, self.max_students, self.idle_s, self.clock = (
+            ask, max_classes, max_students, idle_s, clock)
+        self._lock = threading.Lock()
+        self._classes: dict[str, Classroom] = {}
+
+    def _expire(self) -> None:
+        now = self.clock()
+        for code in [code for code, room in self._classes.items() if now - room.last_used > self.idle_s]:
+            del self._classes[code]
+
+    def _room(self, code: str) -> Classroom:
+        typed = normal_code(code)
+        room = self._classes.get(typed)
+        if room is None:
+            named = typed if len(typed) == CODE_LENGTH and set(typed) <= set(CODE_LETTERS) else "you typed"
+            raise ClassError(f"No open class has the code {named}: check it with your teacher.")
+        room.last_used = self.clock()
+        return room
+
+    def _teachers(self, code: str, teacher: str) -> Classroom:
+        room = self._room(code)
+        if room.teacher != teacher:
+            raise ClassError("Only the page that opened this class can do that.")
+        return room
+
+    def open(self, lesson: int, teacher: str) -> str:
+        """A new class on ``lesson`` (1-based) opened by the session ``teacher``; its code."""
+        if not 1 <= lesson <= len(LESSONS):
+            raise ClassError(f"Choose a lesson from 1 to {len(LESSONS)}.")
+        with self._lock:
+            self._expire()
+            if len(self._classes) >= self.max_classes:
+                raise ClassError(f"This server holds {self.max_classes} open classes, the most it may; close one, "
+                                 "or wait until one has been unused for two hours.")
+        question = self.ask(LESSONS[lesson - 1])  # computed outside the lock: other classes go on meanwhile
+        with self._lock:
+            code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
+            while code in self._classes:
+                code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
+            self._classes[code] = Classroom(code, teacher, [Round(lesson, question)], last_used=self.clock())
+            return code
+
+    def question(self, code: str, student: str | None = None) -> Round:
+        """The class's current round; ``student`` joins the class by asking (the class has room for so many)."""
+        with self._lock:
+            self._expire()
+            room = self._room(code)
+            if student is not None and student != room.teacher and student not in room.students:
+                if len(room.students) >= self.max_students:
+                    raise ClassError(f"This class is full: it has {self.max_students} students, the most it may.")
+                room.students.add(student)
+            return room.current
+
+    def answer(self, code: str, student: str, choice: int) -> str:
+        """Record ``student``'s one answer to the current question; what happened, in a sentence."""
+        round_ = self.question(code, student)
+        with self._lock:
+            if round_.revealed:
+                raise ClassError("The answer has been revealed: wait for the next question.")
+            if student in round_.answers:
+                raise ClassError("You have answered this question already.")
+            if not 0 <= choice < len(round_.question.choices):
+                raise ClassError(f"Choose one of the {len(round_.question.choices)} answers.")
+            round_.answers[student] = choice
+            return "Your answer is in. Wait for the reveal."
+
+    def results(self, code: str) -> Results:
+        with self._lock:
+            self._expire()
+            room = self._room(code)
+            round_ = room.current
+            return Results(round_.lesson, round_.question, round_.counts(), len(room.students), round_.revealed,
+                           room.score())
+
+    def reveal(self, code: str, teacher: str) -> Round:
+        with self._lock:
+            self._expire()
+            room = self._teachers(code, teacher)
+            room.current.revealed = True
+            return room.current
+
+    def next(self, code: str, teacher: str) -> Round:
+        """The next lesson's question, once this one was revealed (the last lesson's is the last)."""
+        with self._lock:
+            self._expire()
+            room = self._teachers(code, teacher)
+            if not room.current.revealed:
+                raise ClassError("Reveal this question's answer first.")
+            if room.current.lesson == len(LESSONS):
+                raise ClassError("That was the last lesson's question.")
+            lesson = room.current.lesson + 1
+        question = self.ask(LESSONS[lesson - 1])
+        with self._lock:
+            if room.current.lesson == lesson - 1:  # a second press meanwhile has moved on already
+                room.rounds.append(Round(lesson, question))
+            return room.current
+
+    def close(self, code: str, teacher: str) -> tuple[int, int]:
+        """End the class; its score (right answers, answers) over the questions revealed."""
+        with self._lock:
+            room = self._teachers(code, teacher)
+            del self._classes[room.code]
+            return room.score()
+
+    def open_count(self) -> int:
+        with self._lock:
+            self._expire()
+            return len(self._classes)
+
+
+def normal_code(code: str | None) -> str:
+    """A code as typed: case and spaces do not matter."""
+    return "".join(str(code or "").split()).upper()[:2 * CODE_LENGTH]

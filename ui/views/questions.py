@@ -1,0 +1,271 @@
+"""Predict-then-reveal questions for a class, one per lesson, whose right answer the model computes when the
+question opens: never written by hand, so the reveal is what the model does, not what a teacher expected.
+
+Each question names the choices a student picks from, the index of the model's answer, a sentence on why (the
+numbers behind it), and the view that shows it (an attention map with the row in question outlined), or None
+where the sentence is the view (two translations side by side). Texts are plain: a page escapes them as it shows
+them, and scripts read them as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import torch
+
+from transformer.attribute import attribute
+from transformer.checkpoint import Checkpoint
+from transformer.decoding import forced_decode
+from transformer.inside_head import head_arithmetic
+from transformer.interventions import ablate_heads, head_label
+from transformer.model import Transformer
+
+from .lessons import LESSONS, Lesson
+from .translate import map_figure
+
+CHOICES = 4  # at most, so a phone shows them without scrolling
+WORD_MARK = "▁"  # sentencepiece's start of a word
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question to predict, its choices, the model's answer (an index into ``choices``), why, and the view that
+    shows it."""
+
+    text: str
+    choices: tuple[str, ...]
+    answer: int
+    why: str
+    figure: go.Figure | None = None
+
+
+def word(piece: str) -> str:
+    """A piece as a student reads it: "▁ball" is "ball"; a piece that is only the mark stays as it is."""
+    return piece.replace(WORD_MARK, "") or piece
+
+
+def quoted(piece: str) -> str:
+    return f"'{word(piece)}'"
+
+
+def strongest(pieces: Sequence[str], scores: Sequence[float], count: int = CHOICES) -> tuple[tuple[str, ...], int]:
+    """The highest-scoring piece and the next highest with different words (so a student's choice names one
+    piece), in sentence order; and the index of the highest among them."""
+    picked, seen = [], set()
+    for i in sorted(range(len(pieces)), key=lambda i: -float(scores[i])):
+        if word(pieces[i]) not in seen:
+            seen.add(word(pieces[i]))
+            picked.append(i)
+        if len(picked) == count:
+            break
+    in_order = sorted(picked)
+    return tuple(word(pieces[i]) for i in in_order), in_order.index(picked[0])
+
+
+def shares(pieces: Sequence[str], weights: Sequence[float], shown: int = 3) -> str:
+    """"'ball' 62%, 'red' 21%, 'a' 5%": the largest weights of a row."""
+    top = sorted(range(len(pieces)), key=lambda i: -float(weights[i]))[:shown]
+    return ", ".join(f"{quoted(pieces[i])} {float(weights[i]):.0%}" for i in top)
+
+
+def step_of(predicted: Sequence[str], wanted: str, fallback: int) -> int:
+    """The 1-based step that wrote the word ``wanted``, or ``fallback``."""
+    return next((i + 1 for i, piece in enumerate(predicted) if word(piece) == wanted), fallback)
+
+
+def where_it_looks(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 1: which source word one head's cross-attention row looks at most."""
+    translation = checkpoint_named(lesson.model).translate(lesson.sentence, lesson.beam)
+    step = min(lesson.step, translation.num_steps)
+    row = translation.cross_attention[lesson.layer - 1, lesson.head - 1, step - 1]
+    choices, answer = strongest(translation.source_pieces, row.tolist())
+    writes = quoted(translation.predicted_pieces[step - 1])
+    return Question(f"At step {step} the model writes {writes}. Which English word does head {lesson.head} of layer "
+                    f"{lesson.layer} look at most?", choices, answer,
+                    f"Its weights at step {step}: {shares(translation.source_pieces, row.tolist())}.",
+                    map_figure(translation, "cross", lesson.layer, lesson.head, marked_step=step))
+
+
+FUTURE_BANDS = ("exactly 0", "under 10%", "10% to 50%", "over 50%")
+
+
+def band(weight: float) -> int:
+    return 0 if weight == 0 else 1 if weight < 0.1 else 2 if weight <= 0.5 else 3
+
+
+def no_future(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 2: the weight a decoder row gives a token written later."""
+    translation = checkpoint_named(lesson.model).translate(lesson.sentence, lesson.beam)
+    query = max(1, min(4, translation.num_steps - 2))
+    later = query + 2
+    weight = float(translation.decoder_attention[lesson.layer - 1, lesson.head - 1, query - 1, later - 1])
+    return Question(f"While writing step {query} ({quoted(translation.predicted_pieces[query - 1])}), how much of "
+                    f"its weight does head {lesson.head} of layer {lesson.layer} give to the token written at step "
+                    f"{later} ({quoted(translation.target_pieces[later - 1])})?", FUTURE_BANDS, band(weight),
+                    f"The model gives it {weight:.4g}: the causal mask set its score to −∞ before the softmax.",
+                    map_figure(translation, "decoder", lesson.layer, lesson.head, marked_step=query))
+
+
+def resting_head(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 3: which head of a layer puts the most weight on <s>."""
+    translation = checkpoint_named(lesson.model).translate(lesson.sentence, lesson.beam)
+    on_start = translation.decoder_attention[lesson.layer - 1, :, :, 0].mean(dim=1)  # (heads,), averaged over steps
+    heads = len(on_start)
+    chosen = sorted(sorted(range(heads), key=lambda h: -float(on_start[h]))[:CHOICES])
+    best = int(on_start.argmax())
+    each = ", ".join(f"head {h + 1} {float(on_start[h]):.0%}" for h in range(heads))
+    return Question(f"In decoder self-attention, which head of layer {lesson.layer} puts the most weight on <s>, "
+                    "on average over the steps?", tuple(f"head {h + 1}" for h in chosen), chosen.index(best),
+                    f"The share of each head's weight on <s>: {each}.",
+                    map_figure(translation, "decoder", lesson.layer, best + 1))
+
+
+def ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def reversed_digits(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 4: which input position the first output digit looks at."""
+    translation = checkpoint_named(lesson.model).translate(lesson.sentence, lesson.beam)
+    row = translation.cross_attention[lesson.layer - 1, lesson.head - 1, 0]
+    labels = [f"the {ordinal(i + 1)} input digit ({word(piece)})" for i, piece in enumerate(translation.source_pieces)]
+    choices, answer = strongest(labels, row.tolist())
+    return Question(f"When the model writes its first digit ({quoted(translation.predicted_pieces[0])}), which input "
+                    f"position does head {lesson.head} of layer {lesson.layer} look at most?", choices, answer,
+                    f"Its weights at step 1: {shares(translation.source_pieces, row.tolist())}.",
+                    map_figure(translation, "cross", lesson.layer, lesson.head, marked_step=1))
+
+
+def crossing_order(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 5: in French, is the word that looks at 'red' written before or after the one that looks at
+    'ball'?"""
+    translation = checkpoint_named(lesson.model).translate(lesson.sentence, lesson.beam)
+    weights = translation.cross_attention[lesson.layer - 1, lesson.head - 1]  # (steps, source)
+    sources = [word(piece) for piece in translation.source_pieces]
+    red_step, ball_step = (int(weights[:, sources.index(name)].argmax()) + 1 for name in ("red", "ball"))
+    return Question(f"In French, head {lesson.head} of layer {lesson.layer}: is the word that looks most at 'red' "
+                    "written before or after the word that looks most at 'ball'?", ("before", "after"),
+                    int(red_step > ball_step),
+                    f"{quoted(translation.predicted_pieces[red_step - 1])} (step {red_step}) looks most at 'red', "
+                    f"{quoted(translation.predicted_pieces[ball_step - 1])} (step {ball_step}) at 'ball'.",
+                    map_figure(translation, "cross", lesson.layer, lesson.head, marked_step=red_step))
+
+
+def same_without_positions(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 6: without the positional encoding, do two sentences that differ only in order translate alike?"""
+    first, second = (checkpoint_named(run.model).translate(run.sentence, lesson.beam, positions=run.positions)
+                     for run in lesson.pair)
+    same = first.text == second.text
+    return Question(f"Without the positional encoding, do {quoted(first.source_text)} and "
+                    f"{quoted(second.source_text)} get the same translation?", ("yes, the same", "no, different"),
+                    0 if same else 1,
+                    f"{first.source_text} → {first.text} / {second.source_text} → {second.text}")
+
+
+def switched_off(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 7: does switching one cross-attention head off change the translation?"""
+    comparison = ablate_heads(checkpoint_named(lesson.model), lesson.sentence,
+                              {"cross": [head_label(lesson.layer - 1, lesson.head - 1)]}, lesson.beam)
+    changed = comparison.before.text != comparison.after.text
+    return Question(f"Switch off head {lesson.head} of layer {lesson.layer}'s cross-attention. Does the translation "
+                    f"of {quoted(lesson.sentence)} change?", ("no, not a word", "yes"), int(changed),
+                    f"With it: {comparison.before.text} / without it: {comparison.after.text}")
+
+
+def largest_score(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 8: which key gets the largest q·k from one query."""
+    checkpoint = checkpoint_named(lesson.model)
+    translation = checkpoint.translate(lesson.sentence, lesson.beam)
+    step = min(lesson.step, translation.num_steps)
+    arithmetic = head_arithmetic(checkpoint.model, translation, "cross", lesson.layer, lesson.head, step)
+    choices, answer = strongest(translation.source_pieces, arithmetic.scores.tolist())
+    best = int(arithmetic.scores.argmax())
+    return Question(f"At step {step} ({quoted(translation.predicted_pieces[step - 1])}), which English word gets the "
+                    f"largest score q·k from head {lesson.head} of layer {lesson.layer}?", choices, answer,
+                    f"{quoted(translation.source_pieces[best])} scores {float(arithmetic.scores[best]):.1f} "
+                    f"({float(arithmetic.scaled[best]):.2f} after ÷ √{arithmetic.d_k}), which the softmax turns "
+                    f"into {float(arithmetic.weights[best]):.0%} of the weight.",
+                    map_figure(translation, "cross", lesson.layer, lesson.head, marked_step=step))
+
+
+ATTRIBUTION_STEPS = 32  # integrated gradients' path: enough for the largest attribution, in a second
+
+
+def attributed_word(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 9: which source word integrated gradients credit most with the word 'Hund'."""
+    checkpoint = checkpoint_named(lesson.model)
+    translation = checkpoint.translate(lesson.sentence, lesson.beam)
+    step = step_of(translation.predicted_pieces, "Hund", fallback=min(2, translation.num_steps))
+    scores = attribute(checkpoint.model, translation, "integrated_gradients", ATTRIBUTION_STEPS).scores[step - 1]
+    choices, answer = strongest(translation.source_pieces, scores.tolist())
+    return Question(f"For the German word {quoted(translation.predicted_pieces[step - 1])}, which English word has "
+                    "the largest attribution (integrated gradients)?", choices, answer,
+                    f"The attributions at step {step}: {shares(translation.source_pieces, scores.tolist())}.")
+
+
+def mean_probability(checkpoint: Checkpoint, sentence: str, beam: int) -> float:
+    probabilities = checkpoint.translate(sentence, beam).token_probs
+    return sum(probabilities) / max(1, len(probabilities))
+
+
+def surer_sentence(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 10: is the caption model surer of its words on a caption or on a sentence unlike its captions?"""
+    checkpoint = checkpoint_named(LESSONS[0].model)
+    caption, other = LESSONS[0].sentence, lesson.sentence
+    sure = [mean_probability(checkpoint, sentence, lesson.beam) for sentence in (caption, other)]
+    return Question("The caption model learned from image captions. Of which sentence is it surer of its "
+                    "translation (the mean probability of the words it writes)?",
+                    (f"the caption {quoted(caption)}", f"the other {quoted(other)}"), int(sure[1] > sure[0]),
+                    f"Mean probability of its words: {sure[0]:.0%} for the caption, {sure[1]:.0%} for the other.")
+
+
+MIRRORED_BANDS = ("none", "some", "most", "all")
+
+
+def mirrored_steps(model: Transformer, checkpoint: Checkpoint, translation, layer: int, head: int) -> int:
+    """The steps at which a head of ``model`` looks most at the input digit that step must write (the mirror)."""
+    forced = forced_decode(model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, translation.source_ids,
+                           translation.predicted_ids[:-1])
+    digits = len(translation.source_ids) - 1  # the source ends with </s>
+    looks = forced.cross_attention[layer - 1, head - 1].argmax(dim=1).tolist()
+    return sum(looks[step] == digits - 1 - step for step in range(min(digits, len(looks))))
+
+
+def untrained_attention(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 11: before training, at how many steps does a head already look at the mirrored digit?"""
+    checkpoint = checkpoint_named(lesson.model)
+    translation = checkpoint.translate(lesson.sentence, lesson.beam)
+    torch.manual_seed(0)
+    untrained = Transformer(checkpoint.model.config).eval()
+    digits = len(translation.source_ids) - 1
+    before, after = (mirrored_steps(model, checkpoint, translation, lesson.layer, lesson.head)
+                     for model in (untrained, checkpoint.model))
+
+    def counted(steps: int) -> int:
+        return 0 if steps == 0 else 3 if steps == digits else 2 if steps > digits / 2 else 1
+    return Question(f"Reversing {quoted(lesson.sentence)}: before any training (random weights), at how many of the "
+                    f"{digits} steps does head {lesson.head} of layer {lesson.layer} look most at the digit it must "
+                    "write?", MIRRORED_BANDS, counted(before),
+                    f"Before training: {before} of {digits} steps; after training: {after} of {digits}.")
+
+
+PREDICT: dict[str, Callable[[Lesson, Callable[[str], Checkpoint]], Question]] = {
+    LESSONS[0].title: where_it_looks,
+    LESSONS[1].title: no_future,
+    LESSONS[2].title: resting_head,
+    LESSONS[3].title: reversed_digits,
+    LESSONS[4].title: crossing_order,
+    LESSONS[5].title: same_without_positions,
+    LESSONS[6].title: switched_off,
+    LESSONS[7].title: largest_score,
+    LESSONS[8].title: attributed_word,
+    LESSONS[9].title: surer_sentence,
+    LESSONS[10].title: untrained_attention,
+}
+
+
+def predict_question(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """The lesson's question, its answer computed now from the models ``checkpoint_named`` returns."""
+    return PREDICT[lesson.title](lesson, checkpoint_named)
