@@ -70,14 +70,20 @@ def counts_markdown(question, counts: list[int], revealed: bool) -> str:
     return "\n".join(lines)
 
 
-def teacher_views(services: Services, code: str) -> dict:
-    results = services.classes.results(code)
+def answers_views(results) -> dict:
+    """What changes as students join and answer: who joined, the score so far, the answers per choice."""
     right, answered = results.score
     score = f" · the class so far: {right} of {answered} right" if answered else ""
     title = lessons.LESSONS[results.lesson - 1].title
-    status = f"Lesson {results.lesson}, *{markdown_escape(title)}* · {results.students} students joined{score}"
-    views = {"class_status": status,
-             "class_counts": counts_markdown(results.question, results.counts, results.revealed),
+    return {"class_status": f"Lesson {results.lesson}, *{markdown_escape(title)}* · {results.students} students "
+                            f"joined{score}",
+            "class_counts": counts_markdown(results.question, results.counts, results.revealed)}
+
+
+def teacher_views(services: Services, code: str) -> dict:
+    """The answers, the buttons the question's state allows, and after the reveal the model's answer and view."""
+    results = services.classes.results(code)
+    views = {**answers_views(results),
              "class_reveal": gr.Button(interactive=not results.revealed),
              "class_next": gr.Button(interactive=results.revealed and results.lesson < len(lessons.LESSONS))}
     if results.revealed:
@@ -100,11 +106,12 @@ def on_class_open(services: Services, lesson_choice, page_address, request: gr.R
 
 
 def on_class_tick(services: Services, class_code) -> dict:
-    """The answers so far; a class that ended meanwhile (two hours unused) stops the clock and says so."""
+    """The answers so far (only those: the chart of a reveal is not sent again every second); a class that ended
+    meanwhile (two hours unused) stops the clock and says so."""
     if not class_code:
         return {}
     try:
-        return teacher_views(services, class_code)
+        return answers_views(services.classes.results(class_code))
     except ClassError as ended:
         return {"class_clock": gr.Timer(active=False), "class_status": markdown_escape(str(ended))}
 
@@ -229,8 +236,8 @@ def wire_teacher(page: Page) -> None:
     page.on(c["class_open"].click, on_class_open,
             ["class_code", "class_join", "class_clock", "class_close", *TEACHER_OUTPUTS], js=PAGE_ADDRESS_JS,
             costly=True)
-    page.on(c["class_clock"].tick, on_class_tick, ["class_clock", *TEACHER_OUTPUTS], show_progress="hidden",
-            queue=False)
+    page.on(c["class_clock"].tick, on_class_tick, ["class_clock", "class_status", "class_counts"],
+            show_progress="hidden", queue=False)
     page.on(c["class_reveal"].click, on_class_reveal, TEACHER_OUTPUTS)
     page.on(c["class_next"].click, on_class_next, TEACHER_OUTPUTS, costly=True)
     page.on(c["class_close"].click, on_class_close,

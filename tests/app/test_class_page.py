@@ -1,0 +1,71 @@
+"""The class panel's and the students' page's views, called as functions: the link and its QR code, the answers as
+bars, the reveal, and a class that ended while a page was open."""
+
+import types
+
+import pytest
+
+from ui import class_page
+from ui.classroom import ClassError, Classrooms
+from ui.views.questions import Question
+
+
+def ask(lesson) -> Question:
+    return Question("Which <b>word</b>?", ("ball", "red"), 0, "Its weights: 'ball' 99%.")
+
+
+@pytest.fixture
+def services():
+    return types.SimpleNamespace(classes=Classrooms(ask))
+
+
+def session(name: str):
+    return types.SimpleNamespace(session_hash=name, query_params={})
+
+
+def test_the_students_link_is_made_from_the_teachers_page_and_drawn_as_a_qr_code():
+    link = class_page.student_link("https://someone-explorer.hf.space/", "ABCDE")
+    assert link == "https://someone-explorer.hf.space/class?code=ABCDE"
+    shown = class_page.join_html("ABCDE", link)
+    assert "ABCDE" in shown and f'href="{link}"' in shown and "<svg" in shown and "<title>" in shown
+    for address in ("", "javascript:alert(1)", 'https://x/"><script>', "file:///etc/passwd"):
+        with pytest.raises(ClassError, match="not one a phone can open"):
+            class_page.student_link(address, "ABCDE")
+
+
+def test_the_teacher_sees_answers_as_bars_and_after_the_reveal_the_models_answer(services):
+    code = services.classes.open(1, "T")
+    for student, choice in (("s1", 0), ("s2", 1), ("s3", 1)):
+        services.classes.answer(code, student, choice)
+    ticked = class_page.on_class_tick(services, code)
+    assert set(ticked) == {"class_status", "class_counts"}, "each second, only what answers change"
+    assert "red: " + "█" * 13 + " 2 (67%)" in ticked["class_counts"] and "3 answers" in ticked["class_counts"]
+    assert "&lt;b&gt;word&lt;/b&gt;" in ticked["class_counts"], "the question is text, never HTML"
+    revealed = class_page.on_class_reveal(services, code, session("T"))
+    assert "ball: " in revealed["class_counts"] and "← the model" in revealed["class_counts"]
+    assert revealed["class_why"].startswith("**The model:** ball. Its weights")
+    assert revealed["class_reveal"].interactive is False, "revealed once"
+
+
+def test_a_phone_shows_the_question_then_its_answer_and_the_models(services):
+    code = services.classes.open(1, "T")
+    joined = class_page.on_student_join(services, code.lower(), session("s1"))
+    assert joined["student_code"] == code and joined["student_choice"].interactive
+    sent = class_page.on_student_send(services, code, 1, session("s1"))
+    assert sent["student_status"] == "Your answer is in. Wait for the reveal." and not sent["student_send"].interactive
+    seen = sent["student_seen"]
+    assert class_page.on_student_poll(services, code, seen, session("s1")) == {}, "nothing new: nothing sent"
+    services.classes.reveal(code, "T")
+    shown = class_page.on_student_poll(services, code, seen, session("s1"))
+    assert shown["student_status"].startswith("**The model's answer: ball.** You chose red.")
+
+
+def test_a_page_open_on_a_class_that_ended_stops_asking_and_says_so(services):
+    code = services.classes.open(1, "T")
+    class_page.on_student_join(services, code, session("s1"))
+    services.classes.close(code, "T")
+    for ended in (class_page.on_class_tick(services, code),
+                  class_page.on_student_poll(services, code, [1, False], session("s1"))):
+        timer = ended.get("class_clock", ended.get("student_clock"))
+        assert timer.active is False
+    assert "No open class has the code" in class_page.on_class_tick(services, code)["class_status"]
