@@ -220,20 +220,25 @@ def control_defaults(components: dict) -> dict:
 def scroll_to_focus_js() -> str:
     """After Show me, the view the lesson is about scrolled to the top of the screen and outlined a moment. The tab
     it lives on may still be drawing, and charts above it may grow as they draw, so the view is looked for and held
-    at the top until the page settles, or until the visitor scrolls, types or clicks themselves."""
+    at the top until the page settles (3 s after it appears, and 1.5 s after the last time it had moved, at most 20
+    s), or until the visitor scrolls, types or clicks themselves."""
     focus = json.dumps({choice: lesson.focus for choice, lesson in zip(lessons.lesson_choices(), lessons.LESSONS)})
     return f"""(choice) => {{
   const id = {focus}[choice], inputs = ["wheel", "touchstart", "keydown", "mousedown"];
-  let visitorMoved = false, outlined = false, deadline = performance.now() + 15000;
+  let visitorMoved = false, outlined = false, deadline = performance.now() + 15000, cap = deadline;
   const stop = () => {{ visitorMoved = true; }};
   inputs.forEach((type) => window.addEventListener(type, stop, {{passive: true, capture: true}}));
   const hold = () => {{
     const element = document.getElementById(id), shown = element && element.offsetParent !== null;
     if (shown && !visitorMoved) {{
-      if (Math.abs(element.getBoundingClientRect().top) > 2) element.scrollIntoView({{block: "start"}});
+      if (Math.abs(element.getBoundingClientRect().top) > 2) {{
+        element.scrollIntoView({{block: "start"}});
+        if (outlined) deadline = Math.min(cap, Math.max(deadline, performance.now() + 1500));
+      }}
       if (!outlined) {{
         outlined = true;
         deadline = performance.now() + 3000;
+        cap = performance.now() + 20000;
         element.classList.add("lesson-focus");
         setTimeout(() => element.classList.remove("lesson-focus"), 3000);
       }}
