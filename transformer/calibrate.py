@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from . import data as datasets
-from .budget import LADDER, Size, Speed, affordable
+from .budget import LADDER, BudgetPlan, Size, Speed, affordable, plan_for_work
 from .config import preset
 from .loss import batch_loss
 from .model import Transformer
@@ -62,6 +62,11 @@ class CorpusShape:
 class Measurement:
     speeds: dict[str, Speed]
     seconds: float                     # spent measuring
+
+    def plan(self, minutes: float, shape: CorpusShape, pairs: int | None = None, processes: int = 1) -> BudgetPlan:
+        """``budget.plan_for_work`` for these speeds, the time measuring took counted against ``minutes``. Each of
+        ``processes`` trains on its own batches: an epoch takes 1 / processes of the updates it takes one."""
+        return plan_for_work(minutes, self.speeds, shape.epoch_tokens // processes, pairs, self.seconds)
 
 
 def _synchronize(device: torch.device) -> None:

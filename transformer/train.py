@@ -30,7 +30,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from . import calibrate, data as datasets
-from .budget import SYNTHETIC_PLAN, BudgetPlan, plan_for_work
+from .budget import SYNTHETIC_PLAN, BudgetPlan
 from .calibrate import CorpusShape
 from .checkpoint import (STATE_JSON, average_checkpoints, decode_state, drop_records_after, encode_state,
                          load_checkpoint, load_weights, resolve, save_checkpoint, unique_state_dict)
@@ -132,9 +132,7 @@ class Trainer:
                        if self.rank == 0 else None)
         measurement = self.processes.from_first([measurement])[0]
         pairs = shape.pairs if config.data != "multi30k" else None
-        # Each process trains on its own batches: an epoch takes 1 / world_size of the updates it takes one.
-        plan = plan_for_work(config.max_minutes, measurement.speeds, shape.epoch_tokens // self.world_size, pairs,
-                             measurement.seconds)
+        plan = measurement.plan(config.max_minutes, shape, pairs, self.world_size)
         log.info("planned for %g minutes after %.1f s measuring: %s", config.max_minutes, measurement.seconds,
                  plan.describe())
         return plan, measurement.seconds

@@ -23,13 +23,12 @@ from pathlib import Path
 
 import torch
 
+from transformer import calibrate, recipes
 from transformer import data as datasets
-from transformer import recipes
 from transformer.checkpoint import default_device, run_history, save_checkpoint
 from transformer.config import ModelConfig, preset
+from transformer.budget import SYNTHETIC_PLAN, BudgetPlan
 from transformer.model import Transformer
-from transformer import calibrate
-from transformer.budget import SYNTHETIC_PLAN, BudgetPlan, plan_for_work
 from transformer.train import Trainer
 from transformer.train_config import AUTO_PRESET, TrainConfig, use_bf16
 
@@ -127,7 +126,7 @@ def fitted_plan(data: str, minutes: float, data_dir: str | None = None, shared: 
     if measured is None:
         return PLANNED_AT_START.format(data="Multi30K's size", share=share)
     shape, measurement = measured
-    return plan_for_work(minutes, measurement.speeds, shape.epoch_tokens, spent_s=measurement.seconds)
+    return measurement.plan(minutes, shape)
 
 
 def size_summary(preset_name: str, data: str, minutes: float, shared: bool = False,
