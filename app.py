@@ -10,7 +10,7 @@ from pathlib import Path
 
 import ui  # noqa: F401  (sets gradio's analytics off before gradio loads)
 from ui import figures
-from ui.build import LAUNCH_OPTIONS, build_app
+from ui.build import build_app, launch_options
 from ui.services import Services
 
 
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     services = Services.default(roots=[checkpoint.parent] if checkpoint else None)
     demo = build_app(services, checkpoint.name if checkpoint else None)
     demo.launch(server_name=host, server_port=args.port, share=args.share, footer_links=["api", "settings"],
-                **LAUNCH_OPTIONS)
+                **launch_options())
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, tim
     """Serve the app on loopback, run ``users`` x ``requests`` concurrent translations, return the figures."""
     from gradio_client import Client  # imported here so that --help stays fast
     from ui import services
-    from ui.build import LAUNCH_OPTIONS, build_app, close_app
+    from ui.build import build_app, close_app, launch_options
 
     deadline = time.monotonic() + timeout_s
     registry = registry or services.ModelRegistry()  # the bundled checkpoints
@@ -134,7 +134,7 @@ def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, tim
 
     demo = build_app(services.Services(registry), model_name)
     demo.launch(prevent_thread_lock=True, server_name=LOOPBACK, server_port=free_port(), quiet=True,
-                **LAUNCH_OPTIONS)  # as app.py serves it
+                **launch_options())  # as app.py serves it
     url = demo.local_url
     assert url.startswith(f"http://{LOOPBACK}:"), url  # loopback only
     clients: list = []

@@ -107,13 +107,22 @@ def wire(page: Page) -> None:
             ["model_status", "model_metrics", "model_config", "model_parameters", "model_card", "layer", "head",
              "text", "typed_texts"], api_name="select_model")
     page.on(triggers["models"].click, models, ["model"], api_name="models")
+    wire_class_endpoints(page, tuple(CLASS_ENDPOINTS))
+
+
+CLASS_ENDPOINTS = {"open": class_open, "question": class_question, "answer": class_answer, "results": class_results,
+                   "reveal": class_reveal}
+STUDENT_ENDPOINTS = ("question", "answer")  # what the students' page serves to scripts besides the main page
+
+
+def wire_class_endpoints(page: Page, names: tuple[str, ...]) -> None:
+    """The class endpoints named, as /class_<name>, on the page being built (the main page, or the students')."""
     with gr.Row(visible=False):
-        classes = {name: gr.Button(visible=False) for name in ("open", "question", "answer", "results", "reveal")}
+        triggers = {name: gr.Button(visible=False) for name in names}
         page.add(class_lesson=components.Number(1, precision=0, minimum=1, maximum=len(LESSONS)),
                  class_api_code=gr.Textbox(max_length=2 * CODE_LENGTH),
                  class_choice=components.Number(0, precision=0, minimum=0, maximum=CHOICES - 1),
                  class_reply=gr.JSON())
-    page.on(classes["open"].click, class_open, ["class_reply"], api_name="class_open", costly=True)
-    for name, fn in (("question", class_question), ("answer", class_answer), ("results", class_results),
-                     ("reveal", class_reveal)):
-        page.on(classes[name].click, fn, ["class_reply"], api_name=f"class_{name}", queue=False)
+    for name in names:
+        page.on(triggers[name].click, CLASS_ENDPOINTS[name], ["class_reply"], api_name=f"class_{name}",
+                **({"costly": True} if name == "open" else {"queue": False}))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 import gradio as gr
@@ -22,9 +23,6 @@ from .tabs import analysis, experiments, explain, inside, model, positions, trai
 FOCUS_CSS = lessons.LARGE_TEXT_CSS + """
 /* A chart wider than a phone's screen (a heatmap of a long sentence) scrolls sideways inside its own frame. */
 .block:has(> div > .js-plotly-plot), div:has(> .js-plotly-plot) { overflow-x: auto; }
-/* The students' page of a class is reached by its link: no bar of pages over either page (gr.Navbar's visible=False
-   leaves it drawn in Gradio 6.31). */
-.nav-holder { display: none; }
 /* The model view (every layer and head) is taller than a projector's screen: it scrolls inside its own frame. */
 #attention-plot { max-height: 92vh; overflow-y: auto; }
 /* Focus always visible (WCAG 2.4.7), one ring for every control a keyboard reaches: Gradio shows some focus only by
@@ -39,9 +37,6 @@ label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus
 log = logging.getLogger(__name__)
 QUEUE_SIZE = 64
 EXPORTS_KEPT_S = (600, 3600)  # Gradio's copies of files handed out: checked every 10 minutes, kept an hour
-# What launch() needs besides the address (Gradio 6 takes the page's CSS there). max_file_size: an upload is
-# refused while it arrives, before it is stored; the only upload the app takes is a training TSV. Other request
-# bodies are limited before they are parsed.
 # The system's own fonts: nothing is fetched, and no glyph of a heading falls back to another font (the theme's
 # shipped Source Sans Pro drew some capitals of bold headings from a fallback).
 # Contrast of 4.5:1 or more (WCAG 2.1 AA, checked by axe-core in tests/app/test_accessibility.py): the default
@@ -51,11 +46,24 @@ THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Robot
     body_text_color_subdued="*neutral_600", block_info_text_color="*neutral_600", color_accent="*primary_700",
     button_primary_background_fill="*primary_700", button_primary_background_fill_hover="*primary_800",
     button_primary_text_color="white")
-LAUNCH_OPTIONS = {"css": FOCUS_CSS + accessibility.CHART_TEXT_CSS, "theme": THEME,
-                  "head": (lessons.LARGE_CHARTS_JS + lessons.SAFE_COLOURS_JS + accessibility.EMPTY_PLACEHOLDER_ROLE_JS
-                           + accessibility.CHART_TEXT_JS),
-                  "max_file_size": MAX_UPLOAD_BYTES,
-                  "app_kwargs": {"middleware": [Middleware(BodySizeLimit), Middleware(ClientShare)]}}
+PAGE_STYLE = {"css": FOCUS_CSS + accessibility.CHART_TEXT_CSS, "theme": THEME,
+              "head": (lessons.LARGE_CHARTS_JS + lessons.SAFE_COLOURS_JS + accessibility.EMPTY_PLACEHOLDER_ROLE_JS
+                       + accessibility.CHART_TEXT_JS)}
+# One school's class on a Space reaches it through one address (its network's); the students' page's requests, a
+# few milliseconds each, are counted apart from the main page's, with room for this many phones behind one address.
+PHONES_PER_ADDRESS = 40
+
+
+def launch_options() -> dict:
+    """What launch() needs besides the address, made afresh for each launch (Gradio writes into ``app_kwargs``).
+
+    Gradio 6 takes the page's CSS there. max_file_size: an upload is refused while it arrives, before it is
+    stored; the only upload the app takes is a training TSV. Other request bodies are limited before they are
+    parsed. No server-side rendering: it would need Node beside Python, for a page that renders in the browser.
+    The lifespan mounts the students' page of a class beside the main page when the server starts."""
+    share = Middleware(ClientShare, own_allowance={f"/{class_page.STUDENT_PATH}/": PHONES_PER_ADDRESS})
+    return {**PAGE_STYLE, "max_file_size": MAX_UPLOAD_BYTES, "ssr_mode": False,
+            "app_kwargs": {"middleware": [Middleware(BodySizeLimit), share], "lifespan": serve_students}}
 
 
 def build_app(services: Services | None = None, default_model: str | None = None,
@@ -102,12 +110,39 @@ def build_app(services: Services | None = None, default_model: str | None = None
         lessons.wire(page)
         class_page.wire_teacher(page)
         api.wire(page)
-    with demo.route("Class", f"/{class_page.STUDENT_PATH}", show_in_navbar=False) as student_page:
-        class_page.student_layout(page)
-        class_page.wire_students(page, student_page)
     demo.queue(max_size=queue_size, default_concurrency_limit=2)
     demo.named_components = page.components  # the page's components by name, for tests and tools
+    demo.students_page = build_students_page(services)
     return demo
+
+
+def build_students_page(services: Services) -> gr.Blocks:
+    """The students' page of a class, an app of its own: a phone's session holds its dozen components, not the
+    main page's hundreds (a new session of the main page costs about 50 ms of CPU), and its events answer
+    without the queue. Scripts find /class_question and /class_answer on it too."""
+    with gr.Blocks(title="Transformer attention explorer: class") as students:
+        page = Page(services)
+        class_page.student_layout(page)
+        class_page.wire_students(page, students)
+        api.wire_class_endpoints(page, api.STUDENT_ENDPOINTS)
+    # Scripts' clients (gradio_client) send even these events through the queue: room for every student of a full
+    # class to wait at once, served a few at a time.
+    students.queue(max_size=services.classes.max_students, default_concurrency_limit=4)
+    return students
+
+
+@contextlib.asynccontextmanager
+async def serve_students(app):
+    """The server's lifespan: the main page's students' page mounted at /class while the server runs."""
+    students = app.get_blocks().students_page
+    gr.mount_gradio_app(app, students, f"/{class_page.STUDENT_PATH}", ssr_mode=False, footer_links=[],
+                        **PAGE_STYLE)
+    students.run_startup_events()
+    await students.run_extra_startup_events()
+    try:
+        yield
+    finally:
+        students.close(verbose=False)
 
 
 def first_that_loads(services: Services, preferred: str | None) -> tuple[str, Checkpoint, dict[str, str]]:

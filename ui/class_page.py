@@ -19,7 +19,7 @@ from .services import Services
 from .views import lessons
 from .views.text import markdown_escape
 
-STUDENT_PATH = "class"
+STUDENT_PATH = "class"  # the students' page is a small app of its own, mounted here beside the main page
 # A student's page asks every 1.5 s whether the question changed or was revealed: a reveal reaches every phone
 # within 2 s, and 250 phones make about 170 small requests a second, each answered without the queue.
 POLL_S = 1.5
@@ -43,7 +43,7 @@ def student_link(page_address: str, code: str) -> str:
     """The students' page with the code filled in, on the server the teacher's page came from."""
     if not PAGE_ADDRESS.match(page_address or ""):
         raise ClassError("This page's address is not one a phone can open; open the class from the page itself.")
-    return f"{page_address.rstrip('/')}/{STUDENT_PATH}?code={code}"
+    return f"{page_address.rstrip('/')}/{STUDENT_PATH}/?code={code}"
 
 
 def qr_svg(link: str) -> str:
@@ -245,11 +245,11 @@ def wire_teacher(page: Page) -> None:
 
 
 def wire_students(page: Page, student_page: gr.Blocks) -> None:
-    """Inside the students' page (events belong to the page their components are on)."""
+    """The students' page's events, none of them queued: each is a look-up of a few milliseconds."""
     c = page.components
     joining = ["student_code", "student_clock", *STUDENT_OUTPUTS]
-    page.on([c["student_join"].click, c["student_code"].submit], on_student_join, joining)
-    page.on(student_page.load, on_student_load, joining)
+    page.on([c["student_join"].click, c["student_code"].submit], on_student_join, joining, queue=False)
+    page.on(student_page.load, on_student_load, joining, queue=False)
     page.on(c["student_clock"].tick, on_student_poll, ["student_clock", *STUDENT_OUTPUTS], show_progress="hidden",
             queue=False)
     page.on(c["student_send"].click, on_student_send, STUDENT_OUTPUTS, queue=False)

@@ -7,6 +7,7 @@ import collections
 import ipaddress
 import json
 import os
+import re
 import time
 
 MAX_BODY_BYTES = 1_000_000  # a request of the page is a few kilobytes; uploads have their own limit
@@ -92,29 +93,37 @@ class ClientShare:
     """ASGI middleware: each client may start at most ``events`` pieces of work (queue joins, API calls) per
     ``window_s`` seconds; more get 429 with a message. One client can then fill no more than its share of the
     queue, however fast it sends. A request from this machine itself with no proxy in between is not counted
-    (the app run locally, tests and benchmarks)."""
+    (the app run locally, tests and benchmarks).
 
-    WORK_PATHS = ("/gradio_api/queue/join", "/gradio_api/call/", "/gradio_api/run/")
+    ``own_allowance`` maps a mounted app's path (``"/class/"``) to how many clients' shares one address has
+    there, counted apart from the rest: the students of a class on a Space all come through their school's one
+    address."""
 
-    def __init__(self, app, events: int = CLIENT_EVENTS, window_s: float = CLIENT_WINDOW_S):
+    WORK = re.compile(r"^(/[\w-]+)?/gradio_api/(queue/join|call/|run/)")
+
+    def __init__(self, app, events: int = CLIENT_EVENTS, window_s: float = CLIENT_WINDOW_S,
+                 own_allowance: dict[str, int] | None = None):
         self.app, self.events, self.window_s = app, events, window_s
-        self.recent: dict[str, collections.deque] = {}
+        self.own_allowance = own_allowance or {}
+        self.recent: dict[tuple[str, str], collections.deque] = {}
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].startswith(self.WORK_PATHS):
+        if scope["type"] == "http" and scope["method"] == "POST" and (work := self.WORK.match(scope["path"])):
             headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
             client = visitor(headers, (scope.get("client") or (None,))[0])
-            if client is not None and not self.admit(client):
-                return await refuse(send, 429, f"More than {self.events} requests in {self.window_s:g} s from "
-                                               "one client; wait a moment and try again.")
+            mount = f"{work.group(1)}/" if work.group(1) else ""
+            events = self.events * self.own_allowance.get(mount, 1)
+            if client is not None and not self.admit((client, mount), events):
+                return await refuse(send, 429, f"More than {events} requests in {self.window_s:g} s from "
+                                               "one address; wait a moment and try again.")
         return await self.app(scope, receive, send)
 
-    def admit(self, client: str) -> bool:
+    def admit(self, key, events: int | None = None) -> bool:
         now = time.monotonic()
-        recent = self.recent.setdefault(client, collections.deque())
+        recent = self.recent.setdefault(key, collections.deque())
         while recent and recent[0] <= now - self.window_s:
             recent.popleft()
-        if len(recent) >= self.events:
+        if len(recent) >= (events or self.events):
             return False
         recent.append(now)
         if len(self.recent) > MAX_TRACKED_CLIENTS:  # forget clients gone quiet, so the table stays small

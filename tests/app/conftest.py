@@ -9,7 +9,7 @@ import pytest
 from helpers import free_port
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import jobs, services
-from ui.build import LAUNCH_OPTIONS, build_app, close_app
+from ui.build import build_app, close_app, launch_options
 from ui.views import translate as translate_views
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -38,7 +38,7 @@ def app_url(tmp_path_factory):
     registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir])
     demo = build_app(services.Services(registry, manager))
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
-                **LAUNCH_OPTIONS)
+                **launch_options())
     yield demo.local_url, registry.default_name()
     close_app(demo)
     manager.stop()

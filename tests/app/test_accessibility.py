@@ -1,6 +1,6 @@
 """Every student can use the page: axe-core (WCAG 2.0 and 2.1, levels A and AA) finds no serious or critical
 violation wherever a student goes: the opening page, each tab after a translation, the lessons panel, the
-projector's large text at 1280 x 720, and the Train tab while a job runs; and the keyboard alone reaches and works
+projector's large text at 1280 x 720, the Train tab while a job runs and a class's page on a phone; and the keyboard alone reaches and works
 every step of a lesson, its focus always in sight."""
 
 import pytest
@@ -53,6 +53,24 @@ def test_no_serious_or_critical_wcag_violation_wherever_a_student_goes(app_url, 
     for where, violations in found.items():
         print(where, violations or "none")
     assert not any(found.values()), {where: violations for where, violations in found.items() if violations}
+
+
+def test_the_students_page_of_a_class_on_a_phone_has_no_serious_violation(app_url, browser):
+    from gradio_client import Client
+
+    url, _ = app_url
+    code = Client(url, verbose=False).predict(2, api_name="/class_open")["code"]
+    phone = browser.new_page(viewport={"width": 390, "height": 844})
+    phone.goto(f"{url}class/?code={code}")
+    phone.locator("#student-choice input[type=radio]").first.wait_for(state="visible", timeout=60_000)
+    phone.wait_for_function("() => !document.querySelector('#student-choice input').disabled", timeout=30_000)
+    found = {"question open": serious_violations(phone)}
+    phone.locator("#student-choice label").first.click()
+    phone.locator("#student-send").click()
+    phone.get_by_text("Your answer is in.").wait_for(timeout=30_000)
+    found["answer sent"] = serious_violations(phone)
+    phone.close()
+    assert not any(found.values()), found
 
 
 # The focused element (named by the elem_id of its component), and whether a ring shows it: its own outline or shadow, or its label's (Gradio draws a

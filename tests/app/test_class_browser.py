@@ -18,7 +18,7 @@ def test_three_phones_join_by_link_answer_and_see_the_reveal(app_url, browser):
     link = teacher.locator("#class-join a")
     link.wait_for(timeout=60_000)
     address = link.get_attribute("href")
-    assert re.fullmatch(re.escape(url.rstrip("/")) + r"/class\?code=[A-Z2-9]{5}", address), address
+    assert re.fullmatch(re.escape(url.rstrip("/")) + r"/class/\?code=[A-Z2-9]{5}", address), address
     assert teacher.locator("#class-join svg").count() == 1, "the QR code, drawn on the server"
 
     phones = []

@@ -25,7 +25,7 @@ def session(name: str):
 
 def test_the_students_link_is_made_from_the_teachers_page_and_drawn_as_a_qr_code():
     link = class_page.student_link("https://someone-explorer.hf.space/", "ABCDE")
-    assert link == "https://someone-explorer.hf.space/class?code=ABCDE"
+    assert link == "https://someone-explorer.hf.space/class/?code=ABCDE"
     shown = class_page.join_html("ABCDE", link)
     assert "ABCDE" in shown and f'href="{link}"' in shown and "<svg" in shown and "<title>" in shown
     for address in ("", "javascript:alert(1)", 'https://x/"><script>', "file:///etc/passwd"):

@@ -39,7 +39,7 @@ from transformer.checkpoint import (REPOSITORY_CHECKPOINTS, list_checkpoints, lo
 
 from transformer import errors
 from ui import jobs, limits, services
-from ui.build import LAUNCH_OPTIONS, build_app, close_app
+from ui.build import build_app, close_app, launch_options
 from ui.views import text as text_views
 from ui.views import translate as translate_views
 
@@ -423,7 +423,7 @@ def test_an_upload_over_the_limit_is_refused_while_it_arrives(tmp_path):
     demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")),
                      "reverse-tiny")
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
-                **LAUNCH_OPTIONS)
+                **launch_options())
     try:
         big = tmp_path / "big.tsv"
         big.write_bytes(b"a\tb\n" * (jobs.MAX_UPLOAD_BYTES // 4 + 1000))
@@ -457,7 +457,7 @@ def test_a_request_body_over_the_limit_is_refused_before_it_is_parsed():
     demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")),
                      "reverse-tiny")
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
-                **LAUNCH_OPTIONS)
+                **launch_options())
     try:
         client = Client(demo.local_url, verbose=False)
         with pytest.raises(Exception, match="413|larger than"):
@@ -474,16 +474,18 @@ def test_one_remote_client_gets_only_its_share_of_the_work():
     demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")),
                      "reverse-tiny")
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
-                **LAUNCH_OPTIONS)
+                **launch_options())
     try:
-        def join(address=None):
+        def join(address=None, page=""):
             headers = {"x-forwarded-for": address} if address else {}
-            return httpx.post(demo.local_url + "gradio_api/queue/join", json={}, headers=headers, timeout=30)
+            return httpx.post(f"{demo.local_url}{page}gradio_api/queue/join", json={}, headers=headers, timeout=30)
 
         answers = [join("203.0.113.7").status_code for _ in range(limits.CLIENT_EVENTS + 1)]
         assert 429 not in answers[:-1] and answers[-1] == 429
         assert "wait a moment" in join("203.0.113.7").json()["detail"]
         assert join("203.0.113.8").status_code != 429, "another client keeps its share"
+        phones = [join("203.0.113.7", "class/").status_code for _ in range(limits.CLIENT_EVENTS + 1)]
+        assert 429 not in phones, "a class's phones behind one school address are counted apart, with more room"
         assert all(join().status_code != 429 for _ in range(limits.CLIENT_EVENTS + 1)), "the app run locally"
     finally:
         close_app(demo)
