@@ -92,6 +92,10 @@ class Checkpoint:
 
 
 def default_device() -> torch.device:
+    """CUDA when PyTorch sees a GPU, unless ``EXPLORER_DEVICE`` names the device: on a ZeroGPU Space PyTorch
+    reports a GPU that only functions run under ``@spaces.GPU`` have, so the app's own process says cpu."""
+    if chosen := os.environ.get("EXPLORER_DEVICE"):
+        return torch.device(chosen)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 

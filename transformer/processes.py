@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from .checkpoint import default_device
+
 log = logging.getLogger(__name__)
 
 
@@ -26,13 +28,12 @@ class Processes:
         """This process's place: torchrun's environment (NCCL on GPUs, gloo on CPUs), else a run of one."""
         distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
         if distributed and not dist.is_initialized():
-            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-        if torch.cuda.is_available():
+            dist.init_process_group("nccl" if default_device().type == "cuda" else "gloo")
+        device = default_device()
+        if device.type == "cuda":
             local_rank = int(os.environ.get("LOCAL_RANK", "0"))
             torch.cuda.set_device(local_rank)
             device = torch.device("cuda", local_rank)
-        else:
-            device = torch.device("cpu")
         return cls(distributed, dist.get_rank() if distributed else 0,
                    dist.get_world_size() if distributed else 1, device)
 

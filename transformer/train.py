@@ -164,7 +164,7 @@ class Trainer:
                  "best_score": self.best_score, "optimizer": self.optimizer.state_dict(),
                  "plateau": self.plateau.state_dict(), "torch_rng": torch.get_rng_state(),
                  "history": self.history, "elapsed_s": self.elapsed_s(), "warmup_end_s": self.warmup_end_s}
-        if torch.cuda.is_available():
+        if self.device.type == "cuda":
             state["cuda_rng"] = torch.cuda.get_rng_state()
         return state
 
@@ -185,7 +185,7 @@ class Trainer:
         if self.warmup_end_s is None and self.step >= self.config.warmup_steps:
             self.warmup_end_s = self.clock_before_s
         torch.set_rng_state(state["torch_rng"])
-        if "cuda_rng" in state and torch.cuda.is_available():
+        if "cuda_rng" in state and self.device.type == "cuda":
             torch.cuda.set_rng_state(state["cuda_rng"])
 
     def elapsed_s(self) -> float:

@@ -14,7 +14,7 @@ from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation, forced_decode
 from transformer.errors import InputError
 
-from .. import figures
+from .. import figures, gpu
 from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key, max_target_tokens
 from .text import clean_text, language_note, markdown_escape
 
@@ -36,7 +36,7 @@ def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", b
     cleaned, notes = clean_text(text)
     beam = 1 if decoding == "greedy" else clamp(beam_size, 1, MAX_BEAM, "beam size")
     max_length = max_target_tokens(max_length)
-    result = checkpoint.translate(cleaned, beam, max_length, top_k=top_k)
+    result = gpu.translate(checkpoint, cleaned, beam, max_length, top_k=top_k)
     if result.truncated:
         notes.append(f"The sentence is longer than the model's {checkpoint.model.config.max_len} positions; "
                      "only its beginning was translated.")

@@ -1,0 +1,56 @@
+"""On a ZeroGPU Space a translation is decoded in a worker process that ZeroGPU forks and hands a GPU, its
+arguments and result pickled both ways; the app's own process keeps its models on the CPU. Here, without ZeroGPU,
+the same worker function runs in a forked process on the CPU: what comes back is the translation made in place."""
+
+import logging
+import multiprocessing
+from concurrent.futures import ThreadPoolExecutor
+
+import gradio as gr
+import pytest
+import torch
+
+from transformer.checkpoint import DEFAULT_CHECKPOINT, default_device, load_checkpoint
+from ui import gpu
+
+SENTENCE = "A young girl is playing with a red ball in the park."
+
+
+@pytest.fixture(scope="module")
+def checkpoint():
+    return load_checkpoint(DEFAULT_CHECKPOINT, device="cpu")
+
+
+def as_zero_gpu_runs_it(*args):
+    """In the forked worker, as ZeroGPU's does: the call in a thread of its own (the thread that forked may not
+    start PyTorch's OpenMP threads again)."""
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(gpu.translate_in_worker, *args).result()
+
+
+def test_a_translation_made_in_a_forked_worker_comes_back_whole(checkpoint):
+    here = checkpoint.translate(SENTENCE, 5, 60, top_k=5)
+    with multiprocessing.get_context("fork").Pool(1) as worker:
+        there = worker.apply(as_zero_gpu_runs_it, (str(checkpoint.path), SENTENCE, 5, 60, {"top_k": 5}, "cpu"))
+    assert there.text == here.text and there.top_pieces == here.top_pieces
+    for kind in ("encoder_attention", "decoder_attention", "cross_attention"):
+        assert torch.equal(getattr(there, kind), getattr(here, kind)), kind
+
+
+def test_with_no_gpu_lent_the_translation_is_made_on_the_cpu_and_the_reason_logged(checkpoint, monkeypatch,
+                                                                                  caplog):
+    def refused(*args):
+        raise gr.Error("You have exceeded your GPU quota")
+    monkeypatch.setattr(gpu, "ON_ZERO_GPU", True)
+    monkeypatch.setattr(gpu, "translate_on_gpu", refused)
+    with caplog.at_level(logging.WARNING, logger="ui.gpu"):
+        made = gpu.translate(checkpoint, SENTENCE, 5, 60)
+    assert made.text == checkpoint.translate(SENTENCE, 5, 60).text
+    assert "exceeded your GPU quota" in caplog.text
+
+
+def test_the_app_s_process_can_be_told_its_device(monkeypatch):
+    monkeypatch.setenv("EXPLORER_DEVICE", "cpu")  # as on ZeroGPU, where PyTorch reports a GPU it cannot use here
+    assert default_device() == torch.device("cpu")
+    monkeypatch.delenv("EXPLORER_DEVICE")
+    assert default_device().type == ("cuda" if torch.cuda.is_available() else "cpu")

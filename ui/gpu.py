@@ -1,0 +1,57 @@
+"""Where a translation is decoded: in this process (on CUDA when this machine has a GPU), or, on a ZeroGPU Space,
+in a GPU that ZeroGPU lends for the length of one ``@spaces.GPU`` call.
+
+ZeroGPU runs such a call in a worker process forked from this one and hands it the arguments and the result
+pickled, so the call takes a checkpoint's directory, not the model, and returns the translation's plain numbers.
+The worker keeps what it loaded between calls. Everything else the app computes runs on the Space's CPU (its
+models are small: a beam-5 translation takes 0.1 s on two CPU cores), as does training.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from transformer.checkpoint import Checkpoint, load_checkpoint
+from transformer.decoding import Translation
+
+log = logging.getLogger(__name__)
+
+ON_ZERO_GPU = os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true")  # as the spaces package reads it
+# The GPU time asked for one translation. Decoding a sentence takes well under a second on a GPU, and loading a
+# model into a fresh worker a few seconds; ZeroGPU serves shorter requests first.
+DECODE_S = 15
+_on_gpu: dict[str, Checkpoint] = {}  # the worker's own models, by directory
+
+
+def translate(checkpoint: Checkpoint, text: str, beam_size: int, max_length: int | None, **options) -> Translation:
+    """``checkpoint.translate``, on a lent GPU on a ZeroGPU Space; should no GPU be lent (the visitor's daily
+    quota is spent, the queue is full), here on the CPU, with the reason logged."""
+    if not ON_ZERO_GPU or checkpoint.path is None:
+        return checkpoint.translate(text, beam_size, max_length, **options)
+    import gradio as gr  # what spaces raises when it lends no GPU (the views import no gradio elsewhere)
+
+    try:
+        return translate_on_gpu(str(checkpoint.path), text, beam_size, max_length, options)
+    except gr.Error as refused:
+        log.warning("no GPU lent for a translation (%s); decoding it on the CPU", refused.message)
+        return checkpoint.translate(text, beam_size, max_length, **options)
+
+
+def translate_in_worker(directory: str, text: str, beam_size: int, max_length: int | None, options: dict,
+                        device: str = "cuda") -> Translation:
+    """The work of one lent GPU: the checkpoint at ``directory`` on ``device`` (loaded once per worker), one
+    translation, its tensors on the CPU (as ``Translation`` keeps them) to be sent back."""
+    checkpoint = _on_gpu.get(directory)
+    if checkpoint is None or checkpoint.model.device.type != device:
+        checkpoint = _on_gpu[directory] = load_checkpoint(Path(directory), device)
+    return checkpoint.translate(text, beam_size, max_length, **options)
+
+
+if ON_ZERO_GPU:
+    import spaces
+
+    translate_on_gpu = spaces.GPU(duration=DECODE_S)(translate_in_worker)
+else:
+    translate_on_gpu = translate_in_worker
