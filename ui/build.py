@@ -78,26 +78,31 @@ def build_app(services: Services | None = None, default_model: str | None = None
         lessons.layout(page)
         class_page.teacher_layout(page)
         with gr.Tabs() as tabs:
-            with gr.Tab("Translate", id="translate"):
+            with gr.Tab("Translate", id=translate.TAB_ID) as translate_tab:
                 translate.layout(page, checkpoint)
-            with gr.Tab("Inside a head", id="inside") as inside_tab:
+            with gr.Tab("Inside a head", id=inside.TAB_ID) as inside_tab:
                 inside.layout(page, checkpoint)
-            with gr.Tab("Experiments", id="experiments"):
+            with gr.Tab("Experiments", id=experiments.TAB_ID) as experiments_tab:
                 experiments.layout(page, checkpoint)
-            with gr.Tab("Attention vs evidence", id="explain"):
+            with gr.Tab("Attention vs evidence", id=explain.TAB_ID) as explain_tab:
                 explain.layout(page, checkpoint)
-            with gr.Tab("Analysis", id="analysis"):
+            with gr.Tab("Analysis", id=analysis.TAB_ID) as analysis_tab:
                 analysis.layout(page, checkpoint)
             with gr.Tab("Positional encoding", id="positions") as positions_tab:
                 positions.layout(page)
-            with gr.Tab("Model", id="model"):
+            with gr.Tab("Model", id="model") as model_tab:
                 model.layout(page)
             with gr.Tab("Train", id="train") as train_tab:
                 train.layout(page)
-        page.add(tabs=tabs)
+        # The tab on screen (set in the browser as tabs open), and the tabs whose views of the last translation are
+        # still to be drawn: a translation draws only the shown tab's.
+        page.add(tabs=tabs, visible_tab=gr.Textbox(translate.TAB_ID, visible=False, max_length=40),
+                 tabs_waiting=gr.State([]))
 
         for tab in (translate, inside, experiments, explain, analysis, positions, model, train):
             tab.declare(page)
+        page.wire_tabs({tab.id: tab for tab in (translate_tab, inside_tab, experiments_tab, explain_tab,
+                                                 analysis_tab, positions_tab, model_tab, train_tab)})
         translate.wire(page)
         inside.wire(page, inside_tab)
         experiments.wire(page)

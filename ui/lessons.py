@@ -187,8 +187,9 @@ def after_set_up(services: Services, result: dict, lesson_choice, defaults: dict
     translation = result["translation_state"]
     shown = lessons.selector_values(lesson)
     if lesson.query is not None:
-        result.update(inside_tab.on_opened(services, lesson.model, translation, shown["kind"], lesson.layer,
-                                           shown["head"], lesson.query, lesson.step, 1.0, 0, 1.0))
+        result.update(inside_tab.on_opened(services, lesson.model, translation, result["tabs_waiting"],
+                                           shown["kind"], lesson.layer, shown["head"], lesson.query, lesson.step,
+                                           1.0, 0, 1.0))
         result.update(inside_kind=shown["kind"], inside_head=shown["head"], lens_step=lesson.step)
     comparison = [defaults[name] for name in ("experiment_kind", "experiment_layer", "experiment_head",
                                               "experiment_measure")]
@@ -256,8 +257,9 @@ def wire(page: Page) -> None:
     prepared = page.model_changed(page.translated(set_up))
     defaults = control_defaults(page.components)
 
-    def on_show_me(services: Services, lesson_choice) -> dict:
-        return {**after_set_up(services, {**defaults, **prepared(services, lesson_choice)}, lesson_choice, defaults),
+    def on_show_me(services: Services, lesson_choice, visible_tab) -> dict:
+        set_up_views = prepared(services, lesson_choice, visible_tab)  # the lesson's tab drawn, the others wait
+        return {**after_set_up(services, {**defaults, **set_up_views}, lesson_choice, defaults),
                 "shown_lesson": lesson_choice}
 
     extras = [name for lesson in lessons.LESSONS for name in lesson.extra if name in page.components]

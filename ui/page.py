@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import json
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -30,10 +31,13 @@ SPECIAL_PARAMETERS = (gr.Request, gr.SelectData, gr.EventData)
 
 @dataclass
 class Hook:
-    """A tab's answer to something that happened elsewhere: ``fn`` returns new values of ``outputs``."""
+    """A tab's answer to something that happened elsewhere: ``fn`` returns new values of ``outputs``. A hook with
+    a ``tab`` answers a translation only while that tab is shown: another tab's views wait until it is opened."""
 
     fn: Callable[..., dict]
     outputs: tuple[str, ...]
+    tab: str | None = None
+    drawn_on_opening: bool = True  # else the tab's own opening event draws what waits (it needs it first)
 
 
 class Page:
@@ -56,27 +60,67 @@ class Page:
     def __getitem__(self, name: str) -> Component:
         return self.components[name]
 
-    def when_translated(self, fn: Callable[..., dict], outputs: Iterable[str]) -> None:
-        self.after_translation.append(Hook(fn, tuple(outputs)))
+    def when_translated(self, fn: Callable[..., dict], outputs: Iterable[str], tab: str,
+                        drawn_on_opening: bool = True) -> None:
+        """``fn(translation)`` sets ``outputs`` of ``tab`` for a new translation: at once while the tab is shown,
+        else when it is next opened (once per translation; ``wire_tabs``, or the tab's own opening event)."""
+        self.after_translation.append(Hook(fn, tuple(outputs), tab, drawn_on_opening))
 
     def when_model_changes(self, fn: Callable[..., dict], outputs: Iterable[str]) -> None:
         self.after_model_change.append(Hook(fn, tuple(outputs)))
 
     def translation_outputs(self) -> tuple[str, ...]:
-        return tuple(name for hook in self.after_translation for name in hook.outputs)
+        return (*(name for hook in self.after_translation for name in hook.outputs), "tabs_waiting", "visible_tab")
 
     def model_outputs(self) -> tuple[str, ...]:
         return tuple(name for hook in self.after_model_change for name in hook.outputs)
 
+    def views_for(self, translation, shown: str, waiting: Iterable[str] = ()) -> dict:
+        """What a new translation sets in the tab ``shown``; the other tabs join ``waiting``, to be drawn when
+        they are opened."""
+        views, waiting = {}, set(waiting) - {shown}
+        for hook in self.after_translation:
+            if hook.tab == shown:
+                views.update(hook.fn(translation))
+            else:
+                waiting.add(hook.tab)
+        return {**views, "tabs_waiting": sorted(waiting), "visible_tab": shown}
+
+    def wire_tabs(self, tabs: dict[str, gr.Tab]) -> None:
+        """Opening a tab notes, in the page, that it is shown; a tab with views of a translation made while another
+        was shown draws them (the first time it is opened after it). Called once every tab has declared its hooks."""
+        for tab_id, tab in tabs.items():
+            tab.select(None, None, self.components["visible_tab"], js=f"() => {json.dumps(tab_id)}")
+            hooks = [hook for hook in self.after_translation if hook.tab == tab_id and hook.drawn_on_opening]
+            if hooks:
+                self.on(tab.select, self.opened_views(tab_id),
+                        [*(name for hook in hooks for name in hook.outputs), "tabs_waiting", "visible_tab"],
+                        show_progress="hidden")
+
+    def opened_views(self, tab_id: str) -> Callable[..., dict]:
+        """The handler of opening ``tab_id``: its views of the last translation, if they wait."""
+        def on_opened(translation_state, tabs_waiting) -> dict:
+            if translation_state is None or tab_id not in (tabs_waiting or ()):
+                return {}
+            return self.views_for(translation_state, tab_id, tabs_waiting)
+        on_opened.__name__ = f"on_{tab_id}_opened"
+        return on_opened
+
     def translated(self, fn: Callable[..., dict]) -> Callable[..., dict]:
-        """``fn`` followed, in the same round trip, by every tab's answer to the translation it made (if any)."""
+        """``fn`` followed, in the same round trip, by the shown tab's answer to the translation it made (if any):
+        the tab ``fn`` opens, else the one the page shows (its last input, ``visible_tab``). The other tabs wait."""
         @functools.wraps(fn)
         def run(*args, **kwargs):
+            *args, visible_tab = args
             result = fn(*args, **kwargs)
             if result and result.get("translation_state") is not None:
-                for hook in self.after_translation:
-                    result.update(hook.fn(result["translation_state"]))
+                opened = getattr(result.get("tabs"), "selected", None)
+                result.update(self.views_for(result["translation_state"], opened or visible_tab or "translate"))
             return result
+        signature = inspect.signature(fn)
+        run.__signature__ = signature.replace(parameters=[
+            *signature.parameters.values(),
+            inspect.Parameter("visible_tab", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="translate")])
         return run
 
     def model_changed(self, fn: Callable[..., dict]) -> Callable[..., dict]:

@@ -229,8 +229,10 @@ def test_results_for_the_previous_sentence_are_cleared_when_the_model_changes(ap
     page.wait_for_function(
         "() => /[a-z]/i.test((document.querySelector('#translation textarea, #translation input') || {}).value)",
         timeout=60_000)
-    playwright.expect(table).not_to_contain_text("encoder", timeout=30_000)  # a row would open the wrong heatmap
     playwright.expect(forced).to_have_count(0, timeout=30_000)  # a score of another model's sentence
+    page.get_by_role("tab", name="Analysis").click()  # a hidden tab is redrawn when it is opened
+    playwright.expect(table).not_to_contain_text("encoder", timeout=30_000)  # a row would open the wrong heatmap
+    page.get_by_role("tab", name="Translate").click()
     playwright.expect(page.get_by_label("Your translation")).to_have_value("")  # digits mean nothing to it
     page.close()
 

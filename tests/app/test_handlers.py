@@ -95,12 +95,32 @@ def test_a_typed_step_past_either_end_moves_the_slider_to_that_end(app_services)
 
 def test_a_new_translation_clears_scores_made_for_the_last_sentence(app_services, page):
     result = page.translated(translate.on_translate)(app_services, "reverse-tiny", DIGITS, "greedy", 4, 40, CROSS,
-                                                     VIEWS[0], 1, 1, False)
+                                                     VIEWS[0], 1, 1, False, "translate")
     cleared = set(page.translation_outputs())
     assert {"forced_state", "forced_probability_plot", "forced_attention_plot"} <= cleared
     assert all(result[name] is None for name in ("forced_state", "forced_probability_plot",
                                                  "forced_attention_plot"))
     assert result["translation"] == "9 5 1 4 1 3", "the hooks add to the translation, never replace it"
+
+
+def test_a_translation_draws_the_shown_tab_and_another_tab_the_same_views_once_it_is_opened(app_services):
+    page = Page(app_services)  # what every tab declares a translation changes in it
+    for tab in TAB_MODULES:
+        tab.declare(page)
+    translate_on = page.translated(translate.on_translate)
+    asked = (app_services, "multi30k-en-de", "A dog runs across the grass.", "beam", 5, 40, CROSS, VIEWS[0], 1, 1,
+             False)
+    on_analysis = translate_on(*asked, "analysis")
+    on_translate = translate_on(*asked, "translate")
+    assert "alignment_plot" in on_analysis and "alignment_plot" not in on_translate, "only the shown tab's work"
+    assert {"inside", "experiments", "explain", "analysis"} <= set(on_translate["tabs_waiting"])
+    assert "analysis" not in on_analysis["tabs_waiting"] and "translate" in on_analysis["tabs_waiting"]
+    opened = page.opened_views("analysis")(on_translate["translation_state"], on_translate["tabs_waiting"])
+    assert opened["alignment_plot"].to_json() == on_analysis["alignment_plot"].to_json(), "the same views, later"
+    assert opened["analysis_sentence"] == on_analysis["analysis_sentence"] and opened["visible_tab"] == "analysis"
+    assert "analysis" not in opened["tabs_waiting"]
+    assert page.opened_views("analysis")(on_translate["translation_state"], opened["tabs_waiting"]) == {}, \
+        "drawn once per translation"
 
 
 def test_switching_model_brings_a_sentence_it_reads_and_fits_the_sliders(app_services):
@@ -196,7 +216,7 @@ class Declarations:
     def __init__(self):
         self.after_translation, self.after_model_change = [], []
 
-    def when_translated(self, fn, outputs):
+    def when_translated(self, fn, outputs, tab, **options):
         self.after_translation.append((fn, tuple(outputs)))
 
     def when_model_changes(self, fn, outputs):

@@ -18,6 +18,8 @@ from ..views.choices import MEAN_OF_HEADS, VIEWS, chosen_head, head_options, req
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import MAX_BEAM, attention_figure, decoding_of, length_penalty_origin
 
+TAB_ID = "analysis"  # the tab's id in the page (build.py)
+
 STATISTICS_NOTE = ("Entropy (low: focused), mean distance attended in positions, share of attention on `<s>`/`</s>` "
                    "(a common 'no-op' sink) and diagonality (1: each query looks at its own position, or the "
                    "stretched diagonal for cross-attention). Sort with the ⋮ menu in a column's header; click a row "
@@ -158,7 +160,8 @@ def declare(page: Page) -> None:
     page.when_translated(after_translation, ("analysis_sentence", "tree_beam", "tree_plot", "hypotheses_table",
                                              "hypotheses_state", "hypothesis_plot", "statistics_table",
                                              "statistics_caption", "statistics_head_plot", "export_file",
-                                             "share_link", "alignment_layer", "alignment_head", "alignment_plot"))
+                                             "share_link", "alignment_layer", "alignment_head", "alignment_plot"),
+                         TAB_ID)
     page.when_model_changes(after_model_change, ("tree_penalty",))
 
 

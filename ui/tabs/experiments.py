@@ -20,6 +20,8 @@ from ..views.experiments import MEASURES, comparison_attention, comparison_view,
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import decoding_of, layer_and_head_counts
 
+TAB_ID = "experiments"  # the tab's id in the page (build.py)
+
 INTRO = ("Change the model and see what follows, on the sentence last translated in the Translate tab. Every result "
          "is shown beside the unmodified run.")
 OVERRIDE_NOTE = ("Pick a decoding step and force another token there; the model continues greedily from it. The "
@@ -208,7 +210,7 @@ def after_model_change(checkpoint: Checkpoint) -> dict:
 
 def declare(page: Page) -> None:
     page.when_translated(after_translation, ("experiment_sentence", "importance_plot", "importance_summary",
-                                             *COMPARISON_OUTPUTS, "override_step", "override_choice"))
+                                             *COMPARISON_OUTPUTS, "override_step", "override_choice"), TAB_ID)
     page.when_model_changes(after_model_change, ("ablate_encoder", "ablate_decoder", "ablate_cross",
                                                  "experiment_layer", "experiment_head"))
 

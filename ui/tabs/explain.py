@@ -20,6 +20,8 @@ from ..views import explain
 from ..views.choices import MEAN_OF_HEADS, chosen_head, head_options
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 
+TAB_ID = "explain"  # the tab's id in the page (build.py)
+
 PRUNE_KINDS = {"cross-attention": "cross", "encoder self-attention": "encoder", "decoder self-attention": "decoder"}
 SAMPLE, VALIDATION = "sample sentences that ship with the app", "Multi30K validation, first 100 (with references)"
 VALIDATION_SENTENCES = 100  # enough for a BLEU that means something, few enough to prune in a class
@@ -162,7 +164,7 @@ ATTRIBUTION_OUTPUTS = ("explain_summary", "explain_attribution", "explain_attent
 
 
 def declare(page: Page) -> None:
-    page.when_translated(after_translation, ATTRIBUTION_OUTPUTS)
+    page.when_translated(after_translation, ATTRIBUTION_OUTPUTS, TAB_ID)
     page.when_model_changes(after_model_change, ("explain_layer", "explain_head", "prune_plot", "prune_summary"))
 
 

@@ -15,6 +15,8 @@ from ..views import inside
 from ..views.choices import ATTENTION_KINDS, clamp
 from ..views.translate import layer_and_head_counts
 
+TAB_ID = "inside"  # the tab's id in the page (build.py)
+
 INTRO = ("## Inside a head\nHow does a head decide where to look? Pick an attention kind, a layer, a head and a query "
          "(a row of the heatmap in the Translate tab) and follow equation 1 of the paper, "
          "softmax(q·k / √d_k) · v, with the model's own numbers for the sentence last translated.")
@@ -142,20 +144,36 @@ def on_sample(services: Services, model, translation_state, temperature, sample_
             "sample_seed": sampling.seed + 1}  # the text names this draw's seed; the next click draws anew
 
 
-def on_opened(services: Services, model, translation_state, inside_kind, inside_layer, inside_head, inside_query,
-              lens_step, temperature, sample_top_k, sample_top_p) -> dict:
-    return {**on_inside(services, model, translation_state, inside_kind, inside_layer, inside_head, inside_query),
+def reset_if_waiting(translation_state, tabs_waiting) -> dict:
+    """What a translation made while this tab was hidden resets here, if that still waits (``Page.views_for``)."""
+    waiting = list(tabs_waiting or ())
+    if TAB_ID not in waiting or translation_state is None:
+        return {"visible_tab": TAB_ID}
+    return {**after_translation(translation_state), "tabs_waiting": [tab for tab in waiting if tab != TAB_ID],
+            "visible_tab": TAB_ID}
+
+
+def on_opened(services: Services, model, translation_state, tabs_waiting, inside_kind, inside_layer, inside_head,
+              inside_query, lens_step, temperature, sample_top_k, sample_top_p) -> dict:
+    """The tab opened: what a translation made meanwhile resets here first, in the same round trip as the views
+    (drawn at the query and step it resets to)."""
+    reset = reset_if_waiting(translation_state, tabs_waiting)
+    if "inside_query" in reset:
+        inside_query, lens_step = first_rows(translation_state)
+    return {**reset, **on_inside(services, model, translation_state, inside_kind, inside_layer, inside_head,
+                                 inside_query),
             **on_lens(services, model, translation_state, lens_step, temperature, sample_top_k, sample_top_p)}
 
 
-def on_look_inside(services: Services, model, translation_state, step, layer, head, average, lens_step,
-                   temperature, sample_top_k, sample_top_p) -> dict:
+def on_look_inside(services: Services, model, translation_state, tabs_waiting, step, layer, head, average,
+                   lens_step, temperature, sample_top_k, sample_top_p) -> dict:
     """From the Translate tab's step: this tab, on the cross-attention query of that step, in the layer and head
     shown there (head 1 when the heads are averaged)."""
     kind, head = ATTENTION_KINDS["cross"], 1 if average else head
-    return {"tabs": gr.Tabs(selected="inside"), "inside_kind": kind, "inside_head": head,
-            "lens_step": step, **on_opened(services, model, translation_state, kind, layer, head, step, step,
-                                           temperature, sample_top_k, sample_top_p)}
+    return {**reset_if_waiting(translation_state, tabs_waiting), "tabs": gr.Tabs(selected=TAB_ID),
+            "inside_kind": kind, "inside_head": head, "lens_step": step,
+            **on_inside(services, model, translation_state, kind, layer, head, step),
+            **on_lens(services, model, translation_state, step, temperature, sample_top_k, sample_top_p)}
 
 
 def on_blackboard(blackboard_table, blackboard_causal) -> dict:
@@ -173,11 +191,17 @@ def on_blackboard_size(blackboard_d, blackboard_table, blackboard_causal) -> dic
 def after_translation(translation: Translation) -> dict:
     """A new sentence: its rows to pick from; the views are drawn when the tab is opened or a selector moves."""
     steps = translation.num_steps
-    return {"inside_query": gr.Slider(1, max(2, steps), value=min(2, steps), step=1), "inside_summary": WAITING,
+    query, lens_step = first_rows(translation)
+    return {"inside_query": gr.Slider(1, max(2, steps), value=query, step=1), "inside_summary": WAITING,
             "inside_table": None, "inside_contributions": None, "inside_vectors": None, "inside_merge": "",
             "inside_cache": "", "inside_map_weights": None, "inside_map_head": None, "inside_map_layer": None,
             "lens_plot": None, "temperature_plot": None, "sampled": "",
-            "lens_step": gr.Slider(1, max(2, steps), value=1, step=1, interactive=steps > 1)}
+            "lens_step": gr.Slider(1, max(2, steps), value=lens_step, step=1, interactive=steps > 1)}
+
+
+def first_rows(translation: Translation) -> tuple[int, int]:
+    """The query and the logit lens's step a new sentence opens on."""
+    return min(2, translation.num_steps), 1
 
 
 def after_model_change(checkpoint: Checkpoint) -> dict:
@@ -186,26 +210,28 @@ def after_model_change(checkpoint: Checkpoint) -> dict:
             "inside_head": gr.Slider(1, heads, value=1, step=1)}
 
 
+INSIDE_RESET = ("inside_query", "inside_summary", "inside_table", "inside_contributions", "inside_vectors",
+                "inside_merge", "inside_cache", "inside_map_weights", "inside_map_head", "inside_map_layer", "lens_plot",
+                "temperature_plot", "sampled", "lens_step")
+
+
 def declare(page: Page) -> None:
-    page.when_translated(after_translation, ("inside_query", "inside_summary", "inside_table", "inside_contributions",
-                                             "inside_vectors", "inside_merge", "inside_cache", "inside_map_weights",
-                                             "inside_map_head", "inside_map_layer", "lens_plot", "temperature_plot",
-                                             "sampled", "lens_step"))
+    page.when_translated(after_translation, INSIDE_RESET, TAB_ID, drawn_on_opening=False)  # on_opened draws it
     page.when_model_changes(after_model_change, ("inside_layer", "inside_head"))
 
 
 def wire(page: Page, inside_tab: gr.Tab) -> None:
     c = page.components
-    page.on(inside_tab.select, on_opened, [*HEAD_OUTPUTS, "lens_plot", "temperature_plot"],
-            trigger_mode="always_last")
+    page.on(inside_tab.select, on_opened, [*HEAD_OUTPUTS, "lens_plot", "temperature_plot", *INSIDE_RESET,
+                                           "tabs_waiting", "visible_tab"], trigger_mode="always_last")
     page.on([c["inside_kind"].input, c["inside_layer"].input, c["inside_head"].input, c["inside_query"].input],
             on_inside, HEAD_OUTPUTS, trigger_mode="always_last", show_progress="hidden")
     page.on([c["lens_step"].input, c["temperature"].input, c["sample_top_k"].input, c["sample_top_p"].input],
             on_temperature, ["temperature_plot"], trigger_mode="always_last", show_progress="hidden")
     page.on(c["sample_button"].click, on_sample, ["sampled", "sample_seed"], keep_on_input_problem=True)
     page.on(c["look_inside"].click, on_look_inside,  # the Translate tab's step view, looked into here
-            ["tabs", "inside_kind", "inside_head", "lens_step", *HEAD_OUTPUTS, "lens_plot",
-             "temperature_plot"])
+            ["tabs", "inside_kind", "inside_head", "lens_step", *HEAD_OUTPUTS, "lens_plot", "temperature_plot",
+             *INSIDE_RESET, "tabs_waiting", "visible_tab"])
     page.on([c["blackboard_button"].click, c["blackboard_causal"].input], on_blackboard,
             ["blackboard_steps", "blackboard_plot"], keep_on_input_problem=True)
     page.on(c["blackboard_d"].input, on_blackboard_size, ["blackboard_table", "blackboard_steps", "blackboard_plot"],

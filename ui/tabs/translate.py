@@ -20,6 +20,8 @@ from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, T
                                forced_figures, layer_and_head_counts, length_penalty_origin, notes_markdown,
                                run_forced, run_translation, source_pieces, step_view)
 
+TAB_ID = "translate"  # the tab's id in the page (build.py)
+
 STEP_INTRO = ("## Step through the decoding\nMove the slider to replay the translation token by token: the candidates "
               "the model weighed, and where in the source it looked.")
 HEATMAP_INTRO = ("## Attention heatmaps\nRows are queries (the position that looks), columns are keys (the positions "
@@ -264,7 +266,8 @@ def after_translation(translation: Translation) -> dict:
 def declare(page: Page) -> None:
     """What a model switch and a new translation change in this tab."""
     page.when_model_changes(after_model_change, MODEL_OUTPUTS)
-    page.when_translated(after_translation, ("forced_state", "forced_probability_plot", "forced_attention_plot"))
+    page.when_translated(after_translation, ("forced_state", "forced_probability_plot", "forced_attention_plot"),
+                         TAB_ID)
 
 
 def wire(page: Page) -> None:
