@@ -13,6 +13,10 @@ playwright = pytest.importorskip("playwright.sync_api")
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 TABS = ["Inside a head", "Experiments", "Attention vs evidence", "Analysis", "Positional encoding", "Model"]
 SETTLE_MS = 1500  # a tab's views arrive within this after it is opened
+# No event still pending in the tab on screen: Gradio dims an output while its event runs, which axe would read as
+# low contrast (a loaded machine can take longer than SETTLE_MS).
+TAB_SETTLED = """() => [...document.querySelectorAll('[role=tabpanel]')].filter(tab => tab.offsetParent !== null)
+  .every(tab => [...tab.querySelectorAll('[data-testid=status-tracker]')].every(t => t.classList.contains('hide')))"""
 
 
 def serious_violations(page) -> list[str]:
@@ -40,6 +44,7 @@ def test_no_serious_or_critical_wcag_violation_wherever_a_student_goes(app_url, 
     for tab in TABS:
         page.get_by_role("tab", name=tab).click()
         page.wait_for_timeout(SETTLE_MS)
+        page.wait_for_function(TAB_SETTLED, timeout=30_000)
         found[tab] = serious_violations(page)
     page.get_by_role("tab", name="Train").click()
     page.locator("#start-training").click()
