@@ -6,20 +6,21 @@ distinct sentence is translated once by a single user: that is the expected
 answer. Then ``--users`` users, each with its own ``gradio_client.Client``,
 send ``--requests`` translations each (mixed sentence lengths) to the
 ``/translate`` endpoint at the same time, and every answer is compared with
-the expected one.
+the expected one. The users run in ``--processes`` other processes (clients
+in the server's process would share its interpreter lock).
 
 Counted per planned request: ``errors`` (the server or client raised),
 ``lost`` (no answer and no error before the overall deadline), ``mismatches``
 (an answer that differs from the single-user one). Latency is measured by the
-client, for answered requests. RSS is this process's VmRSS (server and
-clients together) just before and just after the concurrent phase.
+client, for answered requests. RSS is the server's process's VmRSS just
+before and just after the concurrent phase.
 Traffic goes to 127.0.0.1 only; request count and total time are bounded.
 
 With ``--hostile SHARE`` that share of the users are hostile: each of their requests is one of the inputs a
 public server must shrug off (a 10 MB sentence, NaN or an out-of-range beam as raw JSON, text of only invisible
 characters, a model name that does not exist). They must be refused with a message, quickly; the normal users'
 figures are counted apart (``normal_p95_ms``), so a run with and without ``--hostile`` compare the same users.
-``peak_rss_mb`` is this process's highest resident size during the run.
+``peak_rss_mb`` is the server's process's highest resident size during the run.
 
 Prints JSON last: {"users", "hostile_users", "requests", "errors", "lost", "mismatches", "p50_ms", "p95_ms",
 "normal_p95_ms", "hostile_refused", "hostile_answered", "rss_before_mb", "rss_after_mb", "peak_rss_mb"}.
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import random
 import socket
@@ -39,7 +41,7 @@ import statistics
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
@@ -116,15 +118,101 @@ def percentile(values: list[float], q: float) -> float | None:
     return round(statistics.quantiles(values, n=100, method="inclusive")[q - 1], 1)
 
 
+CLIENT_OPTIONS = {"verbose": False, "ssl_verify": False}  # plain http on loopback: see user_group
+
+
+def user_group(url: str, model_name: str, decoding: str, plans: list[list[str]], hostile_numbers: list[int],
+               requests: int, expected: dict[str, str], deadline: float) -> dict:
+    """Some users in one process, a thread each: their counts, latencies and first errors. ``deadline`` is
+    ``time.time()``. The clients skip certificate checks (plain http on loopback has none to check); checking
+    would load the certificate bundle again for every request, about 60 ms of CPU each, and the benchmark would
+    measure its own clients."""
+    from gradio_client import Client
+
+    lock = threading.Lock()
+    latencies: list[float] = []
+    counts = {"errors": 0, "lost": 0, "mismatches": 0, "hostile_refused": 0, "hostile_answered": 0}
+    first_errors: list[str] = []
+    clients: list = []
+
+    def count(kind: str, detail: str | None = None) -> None:
+        with lock:
+            counts[kind] += 1
+            if detail and len(first_errors) < 5:
+                first_errors.append(detail)
+
+    def one_user(plan: list[str]) -> None:
+        try:
+            client = Client(url, **CLIENT_OPTIONS)
+        except Exception as error:  # noqa: BLE001 - every failure is counted, none stops the test
+            for _ in plan:
+                count("errors", f"connect: {type(error).__name__}: {error}")
+            return
+        with lock:
+            clients.append(client)
+        for done, text in enumerate(plan):
+            left = deadline - time.time()
+            if left <= 0:
+                for _ in plan[done:]:
+                    count("lost")
+                return
+            began = time.perf_counter()
+            job = client.submit(model_name, text, decoding, BEAM, MAX_TOKENS, api_name="/translate")
+            try:
+                answer = job.result(timeout=left)[0]
+            except FutureTimeout:
+                job.cancel()
+                for _ in plan[done:]:
+                    count("lost")
+                return
+            except Exception as error:  # noqa: BLE001
+                count("errors", f"{type(error).__name__}: {error}")
+                continue
+            with lock:
+                latencies.append((time.perf_counter() - began) * 1000)
+            if answer != expected[text]:
+                count("mismatches", f"{text!r}: expected {expected[text]!r}, got {answer!r}")
+
+    def one_hostile_user(number: int) -> None:
+        client = Client(url, **CLIENT_OPTIONS)
+        with lock:
+            clients.append(client)
+        for done in range(requests):
+            what, arguments = HOSTILE[(number + done) % len(HOSTILE)]
+            try:
+                client.predict(model_name, *arguments, api_name="/translate")
+                count("hostile_answered")  # a sensible answer is fine too (a long text is cut, not refused)
+            except Exception:  # noqa: BLE001 - a refusal is what is expected
+                count("hostile_refused")
+
+    pool = ThreadPoolExecutor(max_workers=max(1, len(plans) + len(hostile_numbers)), thread_name_prefix="load-user")
+    futures = [pool.submit(one_user, plan) for plan in plans]
+    futures += [pool.submit(one_hostile_user, number) for number in hostile_numbers]
+    for future in futures:
+        try:
+            future.result(timeout=max(0.0, deadline - time.time()) + 5)
+        except FutureTimeout:
+            pass  # that user's unanswered requests are in no count yet: the caller counts them as lost
+    pool.shutdown(wait=False, cancel_futures=True)
+    for client in clients:
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001
+            pass
+    with lock:
+        return {"counts": dict(counts), "latencies": list(latencies), "first_errors": list(first_errors)}
+
+
 def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, timeout_s: float = 600.0,
                   registry=None, model_name: str | None = None, say=print, seed: int = 0,
-                  hostile: float = 0.0) -> dict:
-    """Serve the app on loopback, run ``users`` x ``requests`` concurrent translations, return the figures."""
+                  hostile: float = 0.0, processes: int = 4) -> dict:
+    """Serve the app on loopback, run ``users`` x ``requests`` concurrent translations, return the figures.
+    The users run in ``processes`` other processes, as a class's browsers are other machines: in the server's
+    own process their clients would share its interpreter lock."""
     from gradio_client import Client  # imported here so that --help stays fast
     from ui import services
     from ui.build import build_app, close_app, launch_options
 
-    deadline = time.monotonic() + timeout_s
     registry = registry or services.ModelRegistry()  # the bundled checkpoints
     model_name = model_name or registry.default_name()
     if model_name is None:
@@ -137,105 +225,40 @@ def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, tim
                 **launch_options())  # as app.py serves it
     url = demo.local_url
     assert url.startswith(f"http://{LOOPBACK}:"), url  # loopback only
-    clients: list = []
     try:
-        def translate(client, text):
-            return client.predict(model_name, text, decoding, BEAM, MAX_TOKENS, api_name="/translate")[0]
-
         say(f"model {model_name}, {decoding} decoding, app at {url}")
-        single = Client(url, verbose=False)
-        clients.append(single)
-        expected = {}
+        single = Client(url, **CLIENT_OPTIONS)
         started = time.perf_counter()
-        for text in sentences:
-            expected[text] = translate(single, text)
+        expected = {text: single.predict(model_name, text, decoding, BEAM, MAX_TOKENS, api_name="/translate")[0]
+                    for text in sentences}
+        single.close()
         say(f"single user: {len(sentences)} distinct sentences ({min(map(len, sentences))}-"
             f"{max(map(len, sentences))} characters) in {time.perf_counter() - started:.1f} s")
 
         rng = random.Random(seed)
         plans = [[rng.choice(sentences) for _ in range(requests)] for _ in range(users)]
         hostile_users = round(users * hostile)
-        lock = threading.Lock()
-        latencies: list[float] = []
-        counts = {"errors": 0, "lost": 0, "mismatches": 0, "hostile_refused": 0, "hostile_answered": 0}
-        first_errors: list[str] = []
-
-        def count(kind: str, detail: str | None = None) -> None:
-            with lock:
-                counts[kind] += 1
-                if detail and len(first_errors) < 5:
-                    first_errors.append(detail)
-
-        def one_user(plan: list[str]) -> None:
-            try:
-                client = Client(url, verbose=False)
-            except Exception as error:  # noqa: BLE001 - every failure is counted, none stops the test
-                for _ in plan:
-                    count("errors", f"connect: {type(error).__name__}: {error}")
-                return
-            with lock:
-                clients.append(client)
-            for done, text in enumerate(plan):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    for _ in plan[done:]:
-                        count("lost")
-                    return
-                began = time.perf_counter()
-                job = client.submit(model_name, text, decoding, BEAM, MAX_TOKENS, api_name="/translate")
-                try:
-                    answer = job.result(timeout=left)[0]
-                except FutureTimeout:
-                    job.cancel()
-                    for _ in plan[done:]:
-                        count("lost")
-                    return
-                except Exception as error:  # noqa: BLE001
-                    count("errors", f"{type(error).__name__}: {error}")
-                    continue
-                with lock:
-                    latencies.append((time.perf_counter() - began) * 1000)
-                if answer != expected[text]:
-                    count("mismatches", f"{text!r}: expected {expected[text]!r}, got {answer!r}")
-
-        def one_hostile_user(number: int) -> None:
-            client = Client(url, verbose=False)
-            with lock:
-                clients.append(client)
-            for done in range(requests):
-                what, arguments = HOSTILE[(number + done) % len(HOSTILE)]
-                try:
-                    client.predict(model_name, *arguments, api_name="/translate")
-                    count("hostile_answered")  # a sensible answer is fine too (a long text is cut, not refused)
-                except Exception:  # noqa: BLE001 - a refusal is what is expected
-                    count("hostile_refused")
-
         rss_before = rss_mb()
         started = time.perf_counter()
-        pool = ThreadPoolExecutor(max_workers=users + hostile_users, thread_name_prefix="load-user")
-        futures = [pool.submit(one_user, plan) for plan in plans]
-        futures += [pool.submit(one_hostile_user, number) for number in range(hostile_users)]
-        for future in futures:
-            try:
-                future.result(timeout=max(0.0, deadline - time.monotonic()) + 5)
-            except FutureTimeout:
-                pass  # that user's unanswered requests are not in any count yet: see below
-        pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.time() + timeout_s
+        with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+            groups = [pool.submit(user_group, url, model_name, decoding, plans[i::processes],
+                                  list(range(hostile_users))[i::processes], requests, expected, deadline)
+                      for i in range(processes)]
+            outcomes = [group.result() for group in groups]
         elapsed = time.perf_counter() - started
         rss_after = rss_mb()
+        counts = {kind: sum(outcome["counts"][kind] for outcome in outcomes) for kind in outcomes[0]["counts"]}
+        answered = sorted(ms for outcome in outcomes for ms in outcome["latencies"])
         total = users * requests
-        with lock:
-            unaccounted = total - len(latencies) - counts["errors"] - counts["lost"]
-            counts["lost"] += max(0, unaccounted)
-            answered = sorted(latencies)
+        counts["lost"] += max(0, total - len(answered) - counts["errors"] - counts["lost"])  # unaccounted
         say(f"concurrent: {users} users x {requests} requests = {total} in {elapsed:.1f} s "
             f"({len(answered) / elapsed:.1f} answers/s)")
         say(f"errors {counts['errors']}, lost {counts['lost']}, mismatches {counts['mismatches']}")
-        for detail in first_errors:
+        for detail in [detail for outcome in outcomes for detail in outcome["first_errors"]][:5]:
             say(f"  e.g. {detail}")
         say(f"latency per request: p50 {percentile(answered, 50)} ms, p95 {percentile(answered, 95)} ms")
-        say(f"RSS of this process (server + clients): {rss_before} MB before, {rss_after} MB after, "
-            f"{peak_rss_mb()} MB at most")
+        say(f"RSS of the server's process: {rss_before} MB before, {rss_after} MB after, {peak_rss_mb()} MB at most")
         if hostile_users:
             say(f"hostile: {hostile_users} users, {counts['hostile_refused']} requests refused, "
                 f"{counts['hostile_answered']} answered")
@@ -245,11 +268,6 @@ def run_load_test(users: int = 20, requests: int = 10, greedy: bool = False, tim
                 "hostile_refused": counts["hostile_refused"], "hostile_answered": counts["hostile_answered"],
                 "rss_before_mb": rss_before, "rss_after_mb": rss_after, "peak_rss_mb": peak_rss_mb()}
     finally:
-        for client in clients:
-            try:
-                client.close()
-            except Exception:  # noqa: BLE001
-                pass
         close_app(demo)
 
 
@@ -261,16 +279,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=600.0, help="overall limit in seconds (default 600)")
     parser.add_argument("--hostile", type=float, default=0.0,
                         help="share of additional users sending hostile inputs, e.g. 0.25 (default 0)")
+    parser.add_argument("--processes", type=int, default=4, help="processes the users run in (default 4)")
     parser.add_argument("--json", action="store_true", help="print only the JSON line")
     args = parser.parse_args(argv)
     if not 0 <= args.hostile <= 1:
         parser.error("--hostile is a share between 0 and 1")
-    if not (1 <= args.users <= 200 and 1 <= args.requests <= 1000):
-        parser.error("--users must be 1-200 and --requests 1-1000")
+    if not (1 <= args.users <= 200 and 1 <= args.requests <= 1000 and 1 <= args.processes <= 16):
+        parser.error("--users must be 1-200, --requests 1-1000 and --processes 1-16")
     import logging
     logging.basicConfig(level=logging.WARNING)
     say = (lambda *_: None) if args.json else print
-    result = run_load_test(args.users, args.requests, args.greedy, args.timeout, say=say, hostile=args.hostile)
+    result = run_load_test(args.users, args.requests, args.greedy, args.timeout, say=say, hostile=args.hostile,
+                           processes=args.processes)
     print(json.dumps(result))
     sys.exit(0 if result["errors"] == result["lost"] == result["mismatches"] == 0 else 1)
 

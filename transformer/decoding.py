@@ -464,29 +464,48 @@ def forced_decode(model: Transformer, source_tokenizer: Tokenizer, target_tokeni
     else:
         source_ids, source_text = list(source), source_tokenizer.decode(source)
     target_body = target_tokenizer.encode(target, add_eos=False) if isinstance(target, str) else list(target)
-    target_body = target_body[: model.config.max_len - 1]
+    translation = inspect_together(model, source_tokenizer, target_tokenizer, [source_ids], [target_body], [ended],
+                                   top_k, head_mask, positions)[0]
+    translation.source_text, translation.truncated = source_text, truncated
+    return translation
+
+
+@torch.inference_mode()
+def inspect_together(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
+                     sources: list[list[int]], targets: list[list[int]], ended: list[bool], top_k: int = 5,
+                     head_mask: HeadMask | None = None, positions: bool = True) -> list[Translation]:
+    """``forced_decode`` of several finished targets (generated ids without bos/eos) in one padded pass, each
+    sentence's numbers cut to its own length. Padding is masked, so a sentence's numbers are those of its pass
+    alone up to float rounding (about 1e-6: sums over other shapes add in another order)."""
     start, eos = model.config.start_id, model.config.eos_id
-    if ended or not target_body:
-        target_ids, predicted_ids = [start] + target_body, target_body + [eos]
-    else:
-        target_ids, predicted_ids = [start] + target_body[:-1], list(target_body)
-    src = torch.tensor([source_ids], device=model.device)
-    tgt = torch.tensor([target_ids], device=model.device)
-    out = model(src, tgt, need_weights=True, head_mask=head_mask, positions=positions)
-    probs = out.logits[0].float().softmax(dim=-1)
-    token_probs = probs.gather(1, torch.tensor(predicted_ids, device=probs.device).unsqueeze(1)).squeeze(1)
-    top_probs, top_ids = probs.topk(min(top_k, probs.size(-1)), dim=-1)
-    stack = lambda maps: torch.stack([m[0].float() for m in maps]).cpu()  # noqa: E731
-    return Translation(
-        source_ids=source_ids, source_pieces=source_tokenizer.pieces(source_ids),
-        target_ids=target_ids, target_pieces=target_tokenizer.pieces(target_ids),
-        predicted_ids=predicted_ids, predicted_pieces=target_tokenizer.pieces(predicted_ids),
-        text=target_tokenizer.decode(target_body), token_probs=token_probs.tolist(),
-        top_ids=top_ids.tolist(), top_pieces=[target_tokenizer.pieces(row) for row in top_ids.tolist()],
-        top_probs=top_probs.tolist(), encoder_attention=stack(out.encoder_attentions),
-        decoder_attention=stack(out.decoder_attentions), cross_attention=stack(out.cross_attentions),
-        source_text=source_text, truncated=truncated, ended=ended or not target_body,
-        log_prob=float(token_probs.clamp_min(1e-30).log().sum()))
+    bodies = [target[: model.config.max_len - 1] for target in targets]
+    ended = [done or not body for body, done in zip(bodies, ended)]
+    inputs = [[start] + (body if done else body[:-1]) for body, done in zip(bodies, ended)]
+    predictions = [body + [eos] if done else list(body) for body, done in zip(bodies, ended)]
+    out = model(pad_batch(sources, model.config.pad_id, model.device),
+                pad_batch(inputs, model.config.pad_id, model.device),
+                need_weights=True, head_mask=head_mask, positions=positions)
+    translations = []
+    for row, (source_ids, body, target_ids, predicted_ids, done) in enumerate(
+            zip(sources, bodies, inputs, predictions, ended)):
+        queries, keys = len(target_ids), len(source_ids)
+        probs = out.logits[row, :queries].float().softmax(dim=-1)
+        token_probs = probs.gather(1, torch.tensor(predicted_ids, device=probs.device).unsqueeze(1)).squeeze(1)
+        top_probs, top_ids = probs.topk(min(top_k, probs.size(-1)), dim=-1)
+        maps = lambda layers, rows, columns: torch.stack(  # noqa: E731
+            [m[row, :, :rows, :columns].float() for m in layers]).cpu()
+        translations.append(Translation(
+            source_ids=list(source_ids), source_pieces=source_tokenizer.pieces(source_ids),
+            target_ids=target_ids, target_pieces=target_tokenizer.pieces(target_ids),
+            predicted_ids=predicted_ids, predicted_pieces=target_tokenizer.pieces(predicted_ids),
+            text=target_tokenizer.decode(body), token_probs=token_probs.tolist(),
+            top_ids=top_ids.tolist(), top_pieces=[target_tokenizer.pieces(ids) for ids in top_ids.tolist()],
+            top_probs=top_probs.tolist(), encoder_attention=maps(out.encoder_attentions, keys, keys),
+            decoder_attention=maps(out.decoder_attentions, queries, queries),
+            cross_attention=maps(out.cross_attentions, queries, keys),
+            source_text=source_tokenizer.decode(source_ids), ended=done,
+            log_prob=float(token_probs.clamp_min(1e-30).log().sum())))
+    return translations
 
 
 def translate(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, text: str,
@@ -494,22 +513,40 @@ def translate(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer:
               top_k: int = 5, head_mask: HeadMask | None = None, positions: bool = True,
               sampling: Sampling | None = None, rules: SearchRules = SearchRules()) -> Translation:
     """Translate one sentence (greedy, beam, or sampled with ``sampling``) and return it fully inspected."""
+    return translate_together(model, source_tokenizer, target_tokenizer, [text], beam_size, length_penalty,
+                              max_length, top_k, head_mask, positions, sampling, rules)[0]
+
+
+def translate_together(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
+                       texts: list[str], beam_size: int = 1, length_penalty: float = 1.0,
+                       max_length: int | None = None, top_k: int = 5, head_mask: HeadMask | None = None,
+                       positions: bool = True, sampling: Sampling | None = None,
+                       rules: SearchRules = SearchRules()) -> list[Translation]:
+    """Translate sentences that arrive together in one batched search, then inspect them in one padded pass.
+
+    A search step costs the CPU little more for many sentences than for one (its time goes to launching small
+    operations), so a server that receives sentences at once decodes them together. Each sentence keeps its own
+    length limit and leaves the batch when done, so its translation is the one it gets alone, and its numbers
+    are, up to float rounding (the tests check both).
+    """
     model.eval()
-    source_ids, truncated = encode_source(model, source_tokenizer, text)
-    src = torch.tensor([source_ids], device=model.device)
+    sources = [encode_source(model, source_tokenizer, text) for text in texts]
+    src = pad_batch([ids for ids, _ in sources], model.config.pad_id, model.device)
     if beam_size <= 1 or sampling is not None:
         rows, ended = greedy_search(model, src, max_length, head_mask=head_mask, positions=positions,
                                     return_ended=True, sampling=sampling)
-        generated, ended = rows[0], ended[0]
+        searched = list(zip(rows, ended))
     else:
-        best = beam_search(model, src, beam_size, length_penalty, max_length, head_mask=head_mask,
-                           positions=positions, rules=rules)[0][0]
-        generated, ended = best.tokens, best.ended
-    result = forced_decode(model, source_tokenizer, target_tokenizer, source_ids, generated, top_k, head_mask,
-                           positions, ended)
-    result.source_text, result.truncated = text, truncated
-    result.beam_size, result.max_length = (1 if sampling is not None else max(1, beam_size)), max_length
-    return result
+        searched = [(hyps[0].tokens, hyps[0].ended)
+                    for hyps in beam_search(model, src, beam_size, length_penalty, max_length, head_mask=head_mask,
+                                            positions=positions, rules=rules)]
+    translations = inspect_together(model, source_tokenizer, target_tokenizer, [ids for ids, _ in sources],
+                                    [generated for generated, _ in searched], [ended for _, ended in searched],
+                                    top_k, head_mask, positions)
+    for translation, text, (_, truncated) in zip(translations, texts, sources):
+        translation.source_text, translation.truncated = text, truncated
+        translation.beam_size, translation.max_length = (1 if sampling is not None else max(1, beam_size)), max_length
+    return translations
 
 
 @dataclass

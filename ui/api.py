@@ -9,7 +9,7 @@ from __future__ import annotations
 import gradio as gr
 
 
-from . import components
+from . import batching, components
 from .class_page import session_of
 from .classroom import CODE_LENGTH, Round
 from .header import model_settings
@@ -100,7 +100,7 @@ def wire(page: Page) -> None:
         triggers = {name: gr.Button(visible=False) for name in ("translate", "step", "attention", "select_model", "models")}
     page.on(triggers["translate"].click, translate,
             ["translation", "notes", "source_tokens", "step", "attention_download", "translation_state"],
-            api_name="translate")
+            api_name="translate", **batching.CONCURRENCY)
     page.on(triggers["step"].click, step, STEP_VIEWS, api_name="step", queue=False)
     page.on(triggers["attention"].click, attention, ["attention_download"], api_name="attention")
     page.on(triggers["select_model"].click, select_model,

@@ -11,7 +11,7 @@ from starlette.middleware import Middleware
 
 from transformer.checkpoint import Checkpoint, CheckpointError
 
-from . import accessibility, api, class_page, header, lessons
+from . import accessibility, api, batching, class_page, costly, header, lessons
 from .jobs import MAX_UPLOAD_BYTES
 from .limits import BodySizeLimit, ClientShare
 from .page import Page
@@ -51,6 +51,11 @@ PAGE_STYLE = {"css": FOCUS_CSS + accessibility.CHART_TEXT_CSS, "theme": THEME,
                        + accessibility.CHART_TEXT_JS)}
 # One school's class on a Space reaches it through one address (its network's); the students' page's requests, a
 # few milliseconds each, are counted apart from the main page's, with room for this many phones behind one address.
+# Gradio's threads for events: its default for those that compute, and one more for each event that may wait
+# without computing (translations gathering for a batch, costly events waiting their turn), so that waiting ones
+# never hold up a step or a view.
+COMPUTING_THREADS = 40
+THREADS = COMPUTING_THREADS + batching.CONCURRENCY["concurrency_limit"] + costly.CONCURRENCY["concurrency_limit"]
 PHONES_PER_ADDRESS = 40
 
 
@@ -60,9 +65,10 @@ def launch_options() -> dict:
     Gradio 6 takes the page's CSS there. max_file_size: an upload is refused while it arrives, before it is
     stored; the only upload the app takes is a training TSV. Other request bodies are limited before they are
     parsed. No server-side rendering: it would need Node beside Python, for a page that renders in the browser.
+    Threads: see THREADS.
     The lifespan mounts the students' page of a class beside the main page when the server starts."""
     share = Middleware(ClientShare, own_allowance={f"/{class_page.STUDENT_PATH}/": PHONES_PER_ADDRESS})
-    return {**PAGE_STYLE, "max_file_size": MAX_UPLOAD_BYTES, "ssr_mode": False,
+    return {**PAGE_STYLE, "max_file_size": MAX_UPLOAD_BYTES, "ssr_mode": False, "max_threads": THREADS,
             "app_kwargs": {"middleware": [Middleware(BodySizeLimit), share], "lifespan": serve_students}}
 
 

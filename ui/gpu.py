@@ -16,6 +16,8 @@ from pathlib import Path
 from transformer.checkpoint import Checkpoint, load_checkpoint
 from transformer.decoding import Translation
 
+from .batching import BATCHES
+
 log = logging.getLogger(__name__)
 
 ON_ZERO_GPU = os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true")  # as the spaces package reads it
@@ -27,16 +29,17 @@ _on_gpu: dict[str, Checkpoint] = {}  # the worker's own models, by directory
 
 def translate(checkpoint: Checkpoint, text: str, beam_size: int, max_length: int | None, **options) -> Translation:
     """``checkpoint.translate``, on a lent GPU on a ZeroGPU Space; should no GPU be lent (the visitor's daily
-    quota is spent, the queue is full), here on the CPU, with the reason logged."""
+    quota is spent, the queue is full), here on the CPU, with the reason logged. Here, with the translations asked
+    for meanwhile (batching.py)."""
     if not ON_ZERO_GPU or checkpoint.path is None:
-        return checkpoint.translate(text, beam_size, max_length, **options)
+        return BATCHES.translate(checkpoint, text, beam_size, max_length, **options)
     import gradio as gr  # what spaces raises when it lends no GPU (the views import no gradio elsewhere)
 
     try:
         return translate_on_gpu(str(checkpoint.path), text, beam_size, max_length, options)
     except gr.Error as refused:
         log.warning("no GPU lent for a translation (%s); decoding it on the CPU", refused.message)
-        return checkpoint.translate(text, beam_size, max_length, **options)
+        return BATCHES.translate(checkpoint, text, beam_size, max_length, **options)
 
 
 def translate_in_worker(directory: str, text: str, beam_size: int, max_length: int | None, options: dict,

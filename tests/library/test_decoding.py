@@ -6,7 +6,7 @@ import torch
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.config import ModelConfig
 from transformer.decoding import (Sampling, beam_search, decode_steps, default_max_length, forced_decode, greedy_search,
-                                  pad_batch, translate, translate_batch)
+                                  pad_batch, translate, translate_batch, translate_together)
 from transformer.model import HeadMask, Transformer
 from transformer.tokenizer import PAD_ID, BOS_ID, EOS_ID
 
@@ -196,3 +196,24 @@ def test_a_translation_records_how_it_was_decoded_so_others_can_decode_it_alike(
     drawn = translate(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, "1 2 3", beam_size=3,
                       sampling=Sampling(temperature=0.5, seed=1))
     assert (drawn.beam_size, drawn.max_length) == (1, None)  # a sampled translation is drawn token by token
+
+
+TRANSLATION_NUMBERS = ("encoder_attention", "decoder_attention", "cross_attention")
+
+
+@pytest.mark.parametrize("beam_size, max_length", [(1, None), (4, None), (3, 4)])
+def test_sentences_translated_together_are_the_translations_each_gets_alone(reverse, beam_size, max_length):
+    """A server decodes sentences that arrive at once in one batch; nobody may get another translation for it."""
+    texts = ["5 4 3", "1 1 2 2 3 3 4 4 5 5 6", "8", " ".join(["7"] * (reverse.model.config.max_len + 5)), "9 0"]
+    args = (reverse.model, reverse.source_tokenizer, reverse.target_tokenizer)
+    together = translate_together(*args, texts, beam_size=beam_size, max_length=max_length)
+    for text, made in zip(texts, together):
+        alone = translate(*args, text, beam_size=beam_size, max_length=max_length)
+        assert (made.text, made.source_ids, made.target_ids, made.predicted_ids, made.top_ids, made.ended,
+                made.truncated, made.source_text, made.beam_size, made.max_length) == (
+            alone.text, alone.source_ids, alone.target_ids, alone.predicted_ids, alone.top_ids, alone.ended,
+            alone.truncated, alone.source_text, alone.beam_size, alone.max_length)
+        assert made.token_probs == pytest.approx(alone.token_probs, abs=1e-5)
+        for name in TRANSLATION_NUMBERS:  # padding is masked: only float rounding differs
+            torch.testing.assert_close(getattr(made, name), getattr(alone, name), rtol=0, atol=1e-5)
+    assert not together[1].ended if max_length == 4 else together[1].ended

@@ -9,7 +9,7 @@ from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 from transformer.errors import InputError
 
-from .. import components
+from .. import batching, components
 from ..errors import warn
 from ..page import Page
 from ..services import Services
@@ -275,10 +275,12 @@ def wire(page: Page) -> None:
     c = page.components
     translated = [*TRANSLATION_OUTPUTS, *page.translation_outputs()]
     # A model switch cancels a translation still running, so none lands under the new model's name.
+    # Many at once: translations asked for together are decoded together (batching.py).
     page.sentence_work += [
         page.on([c["translate_button"].click, c["text"].submit], page.translated(on_translate_click), translated,
-                keep_on_input_problem=True),
-        page.on(c["example_list"].click, page.translated(on_example_then_translate), ["text", *translated])]
+                keep_on_input_problem=True, **batching.CONCURRENCY),
+        page.on(c["example_list"].click, page.translated(on_example_then_translate), ["text", *translated],
+                **batching.CONCURRENCY)]
     # always_last on every selector: a second change while the first is drawn is not dropped.
     page.on(c["attention_prepare"].click, on_prepare_attention, ["attention_download"], keep_on_input_problem=True)
     page.on(c["decoding"].input, on_decoding, ["beam_size"], show_progress="hidden", trigger_mode="always_last")

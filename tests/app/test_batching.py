@@ -1,0 +1,104 @@
+"""Translations asked for while another is being decoded wait, and are then decoded together in one batch, each
+the translation it would have been alone."""
+
+import threading
+import time
+
+import pytest
+
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.errors import InputError
+from ui.batching import Batches
+
+SENTENCES = ["5 4 3", "1 1 2 2 3 3", "8", "9 0 7 7", "6 6 1"]
+
+
+@pytest.fixture
+def checkpoint():
+    return load_checkpoint(REPOSITORY_CHECKPOINTS / "reverse-tiny", device="cpu")
+
+
+class HeldFirstBatch:
+    """The checkpoint's own batched decoding, recording each batch's sentences; the first batch waits until
+    ``release`` is set, so that the others' requests arrive while it is being decoded."""
+
+    def __init__(self, checkpoint):
+        self.decode_together = checkpoint.translate_together
+        self.batches: list[list[str]] = []
+        self.release = threading.Event()
+        checkpoint.translate_together = self
+
+    def __call__(self, texts, *args, **options):
+        self.batches.append(list(texts))
+        if len(self.batches) == 1:
+            assert self.release.wait(30)
+        return self.decode_together(texts, *args, **options)
+
+
+def ask_together(batches: Batches, checkpoint, texts, beam_size=3, max_length=None, held=None) -> list:
+    """Each text from a thread of its own, as Gradio's workers ask; the first is asked first and held (if
+    ``held``) until every other one waits."""
+    answers: list = [None] * len(texts)
+
+    def ask(number):
+        try:
+            answers[number] = batches.translate(checkpoint, texts[number], beam_size, max_length, top_k=3)
+        except Exception as error:  # noqa: BLE001 - each thread's outcome is checked by the test
+            answers[number] = error
+    threads = [threading.Thread(target=ask, args=(number,)) for number in range(len(texts))]
+    threads[0].start()
+    while held is not None and not held.batches:
+        time.sleep(0.01)
+    for thread in threads[1:]:
+        thread.start()
+    while held is not None and len(batches.waiting) < len(texts) - 1:
+        time.sleep(0.01)
+    if held is not None:
+        held.release.set()
+    for thread in threads:
+        thread.join(60)
+    return answers
+
+
+def test_translations_asked_for_meanwhile_are_decoded_together_as_each_would_be_alone(checkpoint):
+    held = HeldFirstBatch(checkpoint)
+    answers = ask_together(Batches(most=8), checkpoint, SENTENCES, held=held)
+    assert held.batches == [SENTENCES[:1], SENTENCES[1:]]
+    for text, answer in zip(SENTENCES, answers):
+        alone = checkpoint.translate(text, 3, None, top_k=3)
+        assert (answer.text, answer.predicted_ids, answer.top_ids) == (alone.text, alone.predicted_ids, alone.top_ids)
+
+
+def test_a_batch_holds_at_most_its_limit_and_only_requests_decoded_alike(checkpoint):
+    held = HeldFirstBatch(checkpoint)
+    batches = Batches(most=2)
+    texts = SENTENCES[:4]
+    answers: list = []
+    threads = [threading.Thread(target=lambda: answers.append(batches.translate(checkpoint, texts[0], 3, None)))]
+    threads[0].start()
+    while not held.batches:
+        time.sleep(0.01)
+    for text, max_length in zip(texts[1:], (None, 2, None)):  # the second asks for another length limit
+        threads.append(threading.Thread(target=lambda t=text, m=max_length: answers.append(
+            batches.translate(checkpoint, t, 3, m))))
+        threads[-1].start()
+        while len(batches.waiting) < len(threads) - 1:
+            time.sleep(0.01)
+    held.release.set()
+    for thread in threads:
+        thread.join(60)
+    assert held.batches == [[texts[0]], [texts[1], texts[3]], [texts[2]]]
+    assert len(answers) == 4
+
+
+def test_a_sentence_that_fails_fails_alone(checkpoint, monkeypatch):
+    decode_together = checkpoint.translate_together
+
+    def refusing(texts, *args, **options):
+        if "refused" in texts:
+            raise InputError("this sentence is refused")
+        return decode_together(texts, *args, **options)
+    monkeypatch.setattr(checkpoint, "translate_together", refusing)
+    answers = ask_together(Batches(), checkpoint, ["5 4 3", "refused", "8 6"])
+    assert isinstance(answers[1], InputError)
+    assert [answers[0].text, answers[2].text] == ["3 4 5", "6 8"]
