@@ -38,7 +38,7 @@ from transformer.checkpoint import (REPOSITORY_CHECKPOINTS, list_checkpoints, lo
                                     unique_state_dict)
 
 from transformer import errors
-from ui import jobs, limits, services
+from ui import batching, jobs, limits, services
 from ui.build import build_app, close_app, launch_options
 from ui.views import text as text_views
 from ui.views import translate as translate_views
@@ -124,9 +124,10 @@ def test_past_the_queue_limit_a_user_is_told_the_app_is_busy_instead_of_hanging(
         registry.close()
         args = ("reverse-tiny", "1 2 3", "greedy", 2, 20)
         running = []
-        for _ in range(2):  # concurrency limit is 2; one at a time, so neither meets a queue of size 1 still full
+        # As many as may be translated at once, one at a time, so none meets a queue of size 1 still full.
+        for _ in range(batching.CONCURRENCY["concurrency_limit"]):
             running.append(client.submit(*args, api_name="/translate"))
-            assert registry.waiting.acquire(timeout=60), "the first two requests should be running"
+            assert registry.waiting.acquire(timeout=60), "the first requests should be running"
         queued = client.submit(*args, api_name="/translate")
         deadline = time.monotonic() + 60
         while len(demo._queue) < 1 and time.monotonic() < deadline:
@@ -139,7 +140,7 @@ def test_past_the_queue_limit_a_user_is_told_the_app_is_busy_instead_of_hanging(
         assert time.monotonic() - started < 30, "refused at once, not after a wait"
 
         registry.gate.set()
-        assert [job.result(timeout=60)[0] for job in running + [queued]] == ["3 2 1"] * 3
+        assert [job.result(timeout=60)[0] for job in running + [queued]] == ["3 2 1"] * (len(running) + 1)
         assert client.predict(*args, api_name="/translate")[0] == "3 2 1", "serves again once drained"
         client.close()
     finally:
