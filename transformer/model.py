@@ -24,6 +24,13 @@ from .config import ModelConfig
 from .cpu import DecodingWeight, Dropout, Linear, dropout, formula_is_faster  # what makes it fast on a CPU, measured
 
 
+def building_shapes_only() -> bool:
+    """Whether modules are being built on the meta device, for their shapes only (as a checkpoint's are checked
+    before it loads). There they draw no weights and compute no tables: on the meta device that would import
+    PyTorch's compiler stack, 1.5 s of every start of the app."""
+    return torch.empty(0).is_meta
+
+
 def sinusoidal_table(length: int, d_model: int, layout: str = "interleaved") -> Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...) (section 3.5).
 
@@ -51,7 +58,8 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int, layout: str = "interleaved"):
         super().__init__()
-        self.register_buffer("table", sinusoidal_table(max_len, d_model, layout), persistent=False)
+        table = torch.empty(max_len, d_model) if building_shapes_only() else sinusoidal_table(max_len, d_model, layout)
+        self.register_buffer("table", table, persistent=False)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         length = x.size(1)
@@ -65,8 +73,12 @@ class TokenEmbedding(nn.Embedding):
     """Token embedding multiplied by sqrt(d_model) (section 3.4), so it is not drowned by the positional signal."""
 
     def __init__(self, vocab_size: int, d_model: int, pad_id: int, scale: bool = True):
-        super().__init__(vocab_size, d_model, padding_idx=pad_id)
+        shapes_only = building_shapes_only()
+        super().__init__(vocab_size, d_model, padding_idx=pad_id,
+                         _weight=torch.empty(vocab_size, d_model) if shapes_only else None)
         self.scale = math.sqrt(d_model) if scale else 1.0
+        if shapes_only:
+            return
         nn.init.normal_(self.weight, mean=0.0, std=d_model**-0.5)
         with torch.no_grad():
             self.weight[pad_id].zero_()

@@ -1,8 +1,8 @@
 """Translations asked for at the same time are decoded together: one search over a batch of sentences.
 
 A class pressing Translate at once would otherwise be served one sentence after another. On a CPU a search step
-over many sentences costs little more than over one (its time goes to launching small operations), so one thread
-decodes, and the translations asked for while it does wait and are decoded next, together. A lone request starts
+over many sentences costs little more than over one (its time goes to launching small operations), so while one
+batch is decoded, the translations asked for meanwhile wait, and are decoded next, together. A lone request starts
 at once: nobody waits for others to arrive.
 """
 
@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 
 from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
-
-from .costly import CORES
 
 log = logging.getLogger(__name__)
 
@@ -41,48 +39,56 @@ class Request:
 
 
 class Batches:
-    """The waiting translations and the thread that decodes them, a batch at a time: the oldest request with
-    those of the same model and settings that wait beside it, up to ``most``."""
+    """The translations waiting to be decoded. The thread of a request that finds no batch being decoded decodes
+    one: the oldest request with those of the same model and settings that wait beside it, up to ``most``. The
+    others' threads wait for it; when it is done, one of them decodes the next batch, until each thread's own
+    request is done. A lone request is decoded in its own thread at once, as without batching."""
 
     def __init__(self, most: int = MOST_TOGETHER):
         self.most = most
         self.waiting: list[Request] = []
-        self.arrived = threading.Condition()
-        self.decoder: threading.Thread | None = None
+        self.changed = threading.Condition()
+        self.decoding = False
 
     def translate(self, checkpoint: Checkpoint, text: str, beam_size: int, max_length: int | None,
                   **options) -> Translation:
         """``checkpoint.translate(text, beam_size, max_length, **options)``, decoded with the translations asked
         for meanwhile. ``options`` hold plain values (``top_k``)."""
         request = Request(checkpoint, text, (beam_size, max_length, sorted(options.items())))
-        with self.arrived:
+        with self.changed:
             self.waiting.append(request)
-            if self.decoder is None:
-                self.decoder = threading.Thread(target=self.decode_forever, name="translation-batches", daemon=True)
-                self.decoder.start()
-            self.arrived.notify()
-        request.done.wait()
+        while not request.done.is_set():
+            with self.changed:
+                if self.decoding:
+                    self.changed.wait()
+                    continue
+                if request.done.is_set():
+                    break
+                self.decoding = True
+                batch = self.next_batch()
+            try:
+                self.decode(batch)
+            finally:
+                for stranded in (other for other in batch if not other.done.is_set()):  # this thread was stopped
+                    stranded.error = RuntimeError("the server stopped decoding this translation; try again")
+                    stranded.done.set()
+                with self.changed:
+                    self.decoding = False
+                    self.changed.notify_all()
         if request.error is not None:
             raise request.error
         return request.translation
 
     def next_batch(self) -> list[Request]:
-        with self.arrived:
-            while not self.waiting:
-                self.arrived.wait()
-            oldest = self.waiting[0]
-            batch = [request for request in self.waiting if oldest.batches_with(request)][: self.most]
-            self.waiting = [request for request in self.waiting if request not in batch]
+        """Taken from the waiting (with ``changed`` held): the oldest request and those that decode alike."""
+        oldest = self.waiting[0]
+        batch = [request for request in self.waiting if oldest.batches_with(request)][: self.most]
+        self.waiting = [request for request in self.waiting if request not in batch]
         return batch
-
-    def decode_forever(self) -> None:
-        while True:
-            self.decode(self.next_batch())
 
     def decode(self, batch: list[Request]) -> None:
         """Decode the batch together; should that fail, each request alone, so one sentence's error is its
         own."""
-        CORES.for_ordinary_event()  # the cores no costly work holds, as the request's own thread would take
         first = batch[0]
         beam_size, max_length, options = first.settings
         try:

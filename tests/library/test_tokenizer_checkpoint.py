@@ -2,6 +2,8 @@
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -220,6 +222,17 @@ def test_a_config_claiming_huge_sizes_is_refused_before_anything_is_allocated(sa
     with pytest.raises(CheckpointError, match="do not match config.json"):
         load_checkpoint(directory, device="cpu")
 
+
+
+def test_checking_the_shapes_before_loading_starts_no_compiler(saved):
+    """The check builds the model on the meta device. Drawing weights or computing the position table there would
+    import PyTorch's compiler stack: 1.5 s more at every start of the app."""
+    _, directory = saved
+    loads = ("import sys; from transformer.checkpoint import load_checkpoint; "
+             f"load_checkpoint({str(directory)!r}, device='cpu'); print('torch._dynamo' in sys.modules)")
+    answer = subprocess.run([sys.executable, "-c", loads], capture_output=True, text=True, timeout=120,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert answer.stdout.strip() == "False", answer.stderr
 
 @pytest.mark.parametrize("field, value", [("n_heads", 0), ("d_model", -4), ("n_encoder_layers", 0),
                                           ("d_ff", "wide"), ("max_len", 2.5)])
