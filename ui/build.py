@@ -48,7 +48,7 @@ THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Robot
     button_primary_text_color="white")
 PAGE_STYLE = {"css": FOCUS_CSS + accessibility.CHART_TEXT_CSS, "theme": THEME,
               "head": (lessons.LARGE_CHARTS_JS + lessons.SAFE_COLOURS_JS + accessibility.EMPTY_PLACEHOLDER_ROLE_JS
-                       + accessibility.CHART_TEXT_JS)}
+                       + accessibility.CHART_TEXT_JS + translate.PICK_STEP_JS)}
 # One school's class on a Space reaches it through one address (its network's); the students' page's requests, a
 # few milliseconds each, are counted apart from the main page's, with room for this many phones behind one address.
 # Gradio's threads for events: its default for those that compute, and one more for each event that may wait

@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 
 ATTENTION_COLORSCALE = "Blues"
 MARK = "#ff7f0e"  # what a lesson or a step points at, as the step view marks the current token
+ROWS_ARE_STEPS = "rows are steps"  # a heatmap trace's meta: row i is decoding step i + 1 (a click can go there)
 GRID = "#e5ecf6"
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 MOST_TICK_LABELS = 60  # token labels an axis shows before it labels every n-th position
@@ -104,7 +105,8 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
     ``signed`` for values either side of 0 (blue below, red above, white at 0). ``marked_row`` (0-based) is
     outlined: the step a lesson or the step view is on.
 
-    ``rows_are_steps``: row i is what decoding step i + 1 produced (decoder self- and cross-attention).
+    ``rows_are_steps``: row i is what decoding step i + 1 produced (decoder self- and cross-attention); the trace
+    says so in its ``meta``, so that a click on a row can go to that step.
     ``subtitle`` (which layer and head) leads the smaller second title line, which also names the columns: an
     axis title above the key labels would collide with the title on a narrow screen.
     """
@@ -116,7 +118,8 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
         z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))),
         zmin=-largest if signed else 0, zmax=largest, colorscale="RdBu_r" if signed else ATTENTION_COLORSCALE,
         text=_hover_text(matrix, query_labels, key_labels, rows_are_steps, value_name),
-        hovertemplate="%{text}<extra></extra>", colorbar=dict(title=value_name, thickness=12)))
+        hovertemplate="%{text}<extra></extra>", colorbar=dict(title=value_name, thickness=12),
+        meta=ROWS_ARE_STEPS if rows_are_steps else None))
     fig.update_xaxes(side="top", tickangle=_slanted(key_labels), automargin=False, **_ticks(key_labels))
     fig.update_yaxes(title=f"{query_title} (queries)", autorange="reversed", automargin=False,
                      **_ticks(query_labels))
@@ -174,7 +177,8 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
                 colorscale=ATTENTION_COLORSCALE, showscale=(r == 0 and c == 0),
                 colorbar=dict(title="weight", thickness=10),
                 text=_hover_text(matrix, query_labels, key_labels, rows_are_steps),
-                hovertemplate=f"{panel}<br>%{{text}}<extra></extra>"), row=r + 1, col=c + 1)
+                hovertemplate=f"{panel}<br>%{{text}}<extra></extra>",
+                meta=ROWS_ARE_STEPS if rows_are_steps else None), row=r + 1, col=c + 1)
     tick_font = dict(size=11)  # readable on a projector
     fig.update_xaxes(tickangle=_slanted(key_labels, -60), tickfont=tick_font,
                      **_ticks(key_labels, most=max(MOST_PANEL_LABELS, MOST_GRID_COLUMN_LABELS // columns)))

@@ -114,6 +114,40 @@ def test_translate_step_through_and_see_the_heatmaps(app_url, browser, tmp_path)
     page.close()
 
 
+CELL_CENTRE_JS = """([row, column]) => {
+    const chart = document.querySelector('#attention-plot .js-plotly-plot');
+    const x = chart._fullLayout.xaxis, y = chart._fullLayout.yaxis, box = chart.getBoundingClientRect();
+    return [box.left + x._offset + x.l2p(column), box.top + y._offset + y.l2p(row)];
+}"""
+
+
+def click_heatmap_cell(page, row: int, column: int) -> None:
+    """As a mouse does: onto the cell (Plotly picks the point it hovers), then a click."""
+    page.locator("#attention-plot .js-plotly-plot").first.scroll_into_view_if_needed()
+    x, y = page.evaluate(CELL_CENTRE_JS, [row, column])
+    page.mouse.move(x, y)
+    page.wait_for_timeout(200)
+    page.mouse.click(x, y)
+
+
+def test_clicking_a_heatmap_row_goes_to_its_decoding_step_where_rows_are_steps(app_url, browser):
+    page, errors = opened(browser, app_url[0])
+    step = page.locator("#step-slider input[type=number]")
+    assert int(step.get_attribute("max")) >= 3, "the opening example decodes in three steps or more"
+    click_heatmap_cell(page, 1, 0)  # cross-attention: row 2 is step 2
+    page.wait_for_function("() => document.querySelector('#topk-plot .gtitle').textContent.startsWith('Step 2:')",
+                           timeout=30_000)
+    assert step.input_value() == "2"
+
+    page.get_by_label("Encoder self-attention").check()  # rows are source positions: a click picks no step
+    page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').data[0].meta == null",
+                           timeout=30_000)
+    click_heatmap_cell(page, 0, 0)
+    page.wait_for_timeout(1500)
+    assert step.input_value() == "2" and plot_title(page, "topk-plot").startswith("Step 2:")
+    assert errors == []
+    page.close()
+
 def test_html_in_the_input_is_shown_as_text_never_run(app_url, browser):
     url, _ = app_url
     page = browser.new_page()

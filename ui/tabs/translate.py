@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import gradio as gr
 from gradio.components import Number
 
@@ -9,7 +11,7 @@ from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 from transformer.errors import InputError
 
-from .. import batching, components
+from .. import batching, components, figures
 from ..errors import warn
 from ..page import Page
 from ..services import Services
@@ -25,10 +27,33 @@ TAB_ID = "translate"  # the tab's id in the page (build.py)
 STEP_INTRO = ("## Step through the decoding\nMove the slider to replay the translation token by token: the candidates "
               "the model weighed, and where in the source it looked.")
 HEATMAP_INTRO = ("## Attention heatmaps\nRows are queries (the position that looks), columns are keys (the positions "
-                 "looked at); each row sums to 1. Hover for the exact weight.")
+                 "looked at); each row sums to 1. Hover for the exact weight. In decoder and cross-attention each row "
+                 "is a decoding step: click a cell to go to its step.")
 FORCED_INTRO = ("## Forced decoding: your own translation\nType your own translation of the sentence above (in "
                 "the model's language: German for multi30k-en-de, French for multi30k-en-fr) and see how probable the model finds each token, and where it looks "
                 "while reading it. Enter scores it.")
+
+
+# A click on a cell of the heatmap, where its rows are decoding steps, moves the step view to that cell's step, as
+# if the step had been typed (gr.Plot has no click event: Plotly's own, on the chart, is caught here).
+PICK_STEP_JS = """<script>
+document.addEventListener("pointerover", (event) => {
+  const chart = event.target.closest && event.target.closest("#attention-plot .js-plotly-plot");
+  if (!chart || chart.pickingSteps || !chart.on) return;
+  chart.pickingSteps = true;
+  chart.on("plotly_click", (clicked) => {
+    const point = clicked.points && clicked.points[0];
+    if (!point || point.data.meta !== ROWS_ARE_STEPS) return;
+    const step = (Array.isArray(point.pointNumber) ? point.pointNumber[0] : point.y) + 1;
+    const box = document.querySelector("#step-slider input[type=number]");
+    if (!box || box.disabled || step > Number(box.max)) return;
+    box.value = step;
+    box.dispatchEvent(new Event("input", {bubbles: true}));
+    box.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", bubbles: true}));
+    document.getElementById("step-view").scrollIntoView({behavior: "smooth", block: "start"});
+  });
+}, true);
+</script>""".replace("ROWS_ARE_STEPS", json.dumps(figures.ROWS_ARE_STEPS))
 
 
 class UnboundedSlider(components.Slider):
