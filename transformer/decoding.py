@@ -2,11 +2,12 @@
 
 Search runs incrementally: the source is encoded once and each step feeds only
 the newest token through the decoder's key/value cache. Inspection goes through
-one path, ``forced_decode``: one teacher-forced pass over a finished target
-returns, for every position, the probability of the chosen token, the top-k
-alternatives and every attention map. Its numbers equal those of the
-incremental steps (the tests check this), so whatever search produced a
-translation, the picture the app shows of it is exact.
+one path, ``inspect_together`` (``forced_decode`` for one sentence): one
+teacher-forced pass over finished targets returns, for every position, the
+probability of the chosen token, the top-k alternatives and every attention
+map. Its numbers equal those of the incremental steps (the tests check this),
+so whatever search produced a translation, the picture the app shows of it is
+exact.
 
 The searches and ``forced_decode`` run under ``torch.inference_mode`` (less
 bookkeeping per operation than ``no_grad``), so the tensors they and the
@@ -529,6 +530,8 @@ def translate_together(model: Transformer, source_tokenizer: Tokenizer, target_t
     length limit and leaves the batch when done, so its translation is the one it gets alone, and its numbers
     are, up to float rounding (the tests check both).
     """
+    if not texts:
+        return []
     model.eval()
     sources = [encode_source(model, source_tokenizer, text) for text in texts]
     src = pad_batch([ids for ids, _ in sources], model.config.pad_id, model.device)

@@ -49,13 +49,13 @@ THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Robot
 PAGE_STYLE = {"css": FOCUS_CSS + accessibility.CHART_TEXT_CSS, "theme": THEME,
               "head": (lessons.LARGE_CHARTS_JS + lessons.SAFE_COLOURS_JS + accessibility.EMPTY_PLACEHOLDER_ROLE_JS
                        + accessibility.CHART_TEXT_JS + translate.PICK_STEP_JS)}
-# One school's class on a Space reaches it through one address (its network's); the students' page's requests, a
-# few milliseconds each, are counted apart from the main page's, with room for this many phones behind one address.
 # Gradio's threads for events: its default for those that compute, and one more for each event that may wait
 # without computing (translations gathering for a batch, costly events waiting their turn), so that waiting ones
 # never hold up a step or a view.
 COMPUTING_THREADS = 40
 THREADS = COMPUTING_THREADS + batching.CONCURRENCY["concurrency_limit"] + costly.CONCURRENCY["concurrency_limit"]
+# One school's class on a Space reaches it through one address (its network's); the students' page's requests, a
+# few milliseconds each, are counted apart from the main page's, with room for this many phones behind one address.
 PHONES_PER_ADDRESS = 40
 
 
