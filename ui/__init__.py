@@ -5,7 +5,9 @@ import os
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: nothing leaves the machine
 
-if os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true"):
+ON_ZERO_GPU = os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true")  # as the spaces package reads it
+
+if ON_ZERO_GPU:
     # On a ZeroGPU Space: spaces patches PyTorch before anything starts CUDA, and the app's own process keeps its
     # models on the CPU; translations borrow a GPU (ui/gpu.py).
     import spaces  # noqa: F401

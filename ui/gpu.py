@@ -10,17 +10,16 @@ models are small: a beam-5 translation takes 0.1 s on two CPU cores), as does tr
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 from transformer.checkpoint import Checkpoint, load_checkpoint
 from transformer.decoding import Translation
 
+from . import ON_ZERO_GPU
 from .batching import BATCHES
 
 log = logging.getLogger(__name__)
 
-ON_ZERO_GPU = os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true")  # as the spaces package reads it
 # The GPU time asked for one translation. Decoding a sentence takes well under a second on a GPU, and loading a
 # model into a fresh worker a few seconds; ZeroGPU serves shorter requests first.
 DECODE_S = 15
