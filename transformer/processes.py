@@ -27,9 +27,9 @@ class Processes:
     def join(cls) -> "Processes":
         """This process's place: torchrun's environment (NCCL on GPUs, gloo on CPUs), else a run of one."""
         distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
-        if distributed and not dist.is_initialized():
-            dist.init_process_group("nccl" if default_device().type == "cuda" else "gloo")
         device = default_device()
+        if distributed and not dist.is_initialized():
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
         if device.type == "cuda":
             local_rank = int(os.environ.get("LOCAL_RANK", "0"))
             torch.cuda.set_device(local_rank)
