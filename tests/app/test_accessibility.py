@@ -19,8 +19,15 @@ TAB_SETTLED = """() => [...document.querySelectorAll('[role=tabpanel]')].filter(
   .every(tab => [...tab.querySelectorAll('[data-testid=status-tracker]')].every(t => t.classList.contains('hide')))"""
 
 
+# No colour still changing: a button Gradio has just enabled fades into its colour (a CSS transition), and axe
+# read its half-way colour as low contrast once (white on #c26542, 4.0:1).
+TRANSITIONS_ENDED = """() => document.getAnimations().filter(animation => animation instanceof CSSTransition)
+  .every(transition => transition.playState !== 'running')"""
+
+
 def serious_violations(page) -> list[str]:
-    """axe-core's serious and critical findings on the page as it is now, one line per rule."""
+    """axe-core's serious and critical findings on the page once its colours have settled, one line per rule."""
+    page.wait_for_function(TRANSITIONS_ENDED, timeout=10_000)
     options = {"runOnly": {"type": "tag", "values": WCAG_AA}, "resultTypes": ["violations"]}
     found = axe_playwright.Axe().run(page, options=options).response["violations"]
     return [f"{v['id']} ({v['impact']}, {len(v['nodes'])} elements, e.g. {v['nodes'][0]['target']}: "
