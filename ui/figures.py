@@ -192,31 +192,57 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
                    height=90 + PANEL_HEIGHT * rows)
 
 
+def changed(fig: go.Figure, changes: dict) -> go.Figure:
+    """``fig`` with ``changes`` merged in: objects key by key, anything else replaced, ``data`` trace by trace. A view
+    whose figures differ only in a few values is sent as one figure and each variant's changes; the page merges
+    them the same way (``STEP_JS`` in ``ui/tabs/translate.py``)."""
+    fig.update(layout=changes.get("layout", {}))
+    for trace, trace_changes in zip(fig.data, changes.get("data", [])):
+        trace.update(trace_changes)
+    return fig
+
+
+def _numbers(values) -> list[float]:
+    return values.tolist() if hasattr(values, "tolist") else [float(value) for value in values]
+
+
+def top_k_changes(pieces: Sequence[str], probabilities: Sequence[float], chosen: str | None = None,
+                  title: str = "Next-token candidates") -> dict:
+    """What one step's top-k bars change in the chart (``changed``): bars, labels, colours, height and title."""
+    probabilities = _numbers(probabilities)
+    labels = [f"{piece}  {p:.1%}" for piece, p in zip(pieces, probabilities)]
+    colors = ["#d62728" if piece == chosen else "#1f77b4" for piece in pieces]
+    return {"data": [{"x": probabilities, "y": list(range(len(pieces))), "marker": {"color": colors},
+                      "customdata": _escaped(pieces)}],
+            "layout": {"title": {"text": title}, "height": 120 + 34 * len(pieces), "yaxis": _ticks(labels)}}
+
+
 def top_k_bar(pieces: Sequence[str], probabilities: Sequence[float], chosen: str | None = None,
               title: str = "Next-token candidates") -> go.Figure:
     """Horizontal bars of the top-k next tokens, each labelled "piece  12.3%" beside the axis (a label on or by a
     bar runs into a short bar's neighbour); the chosen one is highlighted."""
-    colors = ["#d62728" if piece == chosen else "#1f77b4" for piece in pieces]
-    positions = list(range(len(pieces)))
-    fig = go.Figure(go.Bar(x=list(probabilities), y=positions, orientation="h", marker_color=colors,
-                           customdata=_escaped(pieces), hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"))
-    labels = [f"{piece}  {p:.1%}" for piece, p in zip(pieces, probabilities)]
-    fig.update_yaxes(autorange="reversed", ticklabelstandoff=6, **_ticks(labels))
+    fig = go.Figure(go.Bar(orientation="h", hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", ticklabelstandoff=6)
     fig.update_xaxes(range=[0, 1], title="probability")
-    return _layout(fig, title, height=120 + 34 * len(pieces), zoomable=False)
+    return changed(_layout(fig, title, zoomable=False), top_k_changes(pieces, probabilities, chosen, title))
+
+
+def source_attention_changes(weights: Sequence[float], title: str) -> dict:
+    """What one step's attention over the source changes in the chart (``changed``): the bars and the title."""
+    values = _numbers(weights)
+    return {"data": [{"y": values, "marker": {"color": values}}], "layout": {"title": {"text": title}}}
 
 
 def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str], title: str) -> go.Figure:
     """Where one decoding step looked in the source: one bar per source token."""
-    values = list(_matrix(weights)) if hasattr(weights, "tolist") else list(weights)
     positions = list(range(len(source_labels)))
-    fig = go.Figure(go.Bar(x=positions, y=values, marker=dict(color=values, colorscale=ATTENTION_COLORSCALE,
-                                                              cmin=0, cmax=1, line=dict(color="#444", width=0.5)),
+    fig = go.Figure(go.Bar(x=positions, marker=dict(colorscale=ATTENTION_COLORSCALE, cmin=0, cmax=1,
+                                                    line=dict(color="#444", width=0.5)),
                            customdata=_escaped(source_labels),
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     fig.update_xaxes(tickangle=_slanted(source_labels), **_ticks(source_labels))
     fig.update_yaxes(range=[0, 1], title="attention")
-    return _layout(fig, title, height=320, zoomable=False)
+    return changed(_layout(fig, title, height=320, zoomable=False), source_attention_changes(weights, title))
 
 
 def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float], title: str) -> go.Figure:

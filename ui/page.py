@@ -232,6 +232,13 @@ class Page:
                      [self.components[name] for name in outputs], **visibility,
                      **(COSTLY_CONCURRENCY if costly else {}), **options)
 
+    def in_browser(self, triggers, js: str, inputs: Iterable[str], outputs: Iterable[str]):
+        """Run ``js`` in the browser alone when any of ``triggers`` fires: it gets the values of the components
+        named in ``inputs`` and returns new values of ``outputs``. For views drawn from data already on the page,
+        which need no round trip."""
+        return gr.on(triggers, None, [self.components[name] for name in inputs],
+                     [self.components[name] for name in outputs], js=js, queue=False, api_visibility="private")
+
     def then(self, event, fn: Callable, outputs: Iterable[str], **options):
         """Run ``fn`` once ``event`` (what ``on`` returned) has finished; it may set the components named in
         ``outputs``."""

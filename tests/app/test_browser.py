@@ -114,6 +114,57 @@ def test_translate_step_through_and_see_the_heatmaps(app_url, browser, tmp_path)
     page.close()
 
 
+# What the step view shows: each chart's data and layout as drawn (Plotly forgets a layout's height once it has
+# resized a chart to it: the drawn height is compared), the caption, the pieces so far and the step.
+STEP_SHOWN_JS = """() => {
+    const chart = id => { const gd = document.querySelector(`#${id} .js-plotly-plot`);
+                          const layout = {...gd.layout, height: gd._fullLayout.height};
+                          return JSON.parse(JSON.stringify({data: gd.data, layout})); };
+    const text = id => document.querySelector(`#${id}`).innerText;
+    return [chart('topk-plot'), chart('step-attention'), text('step-caption'), text('revealed'),
+            document.querySelector('#step-slider input[type=number]').value];
+}"""
+
+
+def wait_for_step_title(page, chart: str, start: str) -> None:
+    page.wait_for_function("([chart, start]) => document.querySelector(`#${chart} .gtitle`).textContent"
+                           ".startsWith(start)", arg=[chart, start], timeout=30_000)
+
+
+def test_stepping_is_drawn_in_the_page_without_the_server_and_as_the_server_draws_it(app_url, browser):
+    page, errors = opened(browser, app_url[0])
+    number = page.locator("#step-slider input[type=number]")
+    steps = int(number.get_attribute("max"))
+    assert steps >= 3, "the opening example decodes in three steps or more"
+    asked = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.get_by_role("button", name="◀ previous").click()  # at the first step: it stays there
+    page.get_by_role("button", name="next ▶").click()
+    page.get_by_role("button", name="next ▶").click()
+    wait_for_step_title(page, "topk-plot", "Step 3:")
+    drawn_here = page.evaluate(STEP_SHOWN_JS)
+    number.fill("99")  # past the last step: the slider moves to it
+    number.press("Enter")
+    wait_for_step_title(page, "step-attention", f"Step {steps}:")
+    assert number.input_value() == str(steps)
+    assert f"Step {steps} of {steps}" in page.locator("#step-caption").inner_text()
+    assert [url for url in asked if "/gradio_api/" in url] == [], "no round trip"
+
+    number.fill("3")
+    number.press("Enter")
+    wait_for_step_title(page, "topk-plot", "Step 3:")
+    layer = page.locator("#layer-slider input[type=number]")
+    for shown in ("2", "1"):  # the server draws step 3 again, at layer 2 and then at layer 1 as before
+        layer.fill(shown)
+        layer.press("Enter")
+        page.wait_for_function("shown => document.querySelector('#step-attention .gtitle')"
+                               ".textContent.includes(`layer ${shown},`)", arg=shown, timeout=30_000)
+    page.wait_for_timeout(300)
+    assert page.evaluate(STEP_SHOWN_JS) == drawn_here
+    assert errors == []
+    page.close()
+
+
 CELL_CENTRE_JS = """([row, column]) => {
     const chart = document.querySelector('#attention-plot .js-plotly-plot');
     const x = chart._fullLayout.xaxis, y = chart._fullLayout.yaxis, box = chart.getBoundingClientRect();

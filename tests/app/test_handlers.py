@@ -71,26 +71,23 @@ def test_averaging_over_heads_disables_the_head_slider_and_redraws_with_the_mean
     assert translate.on_average(translation, CROSS, VIEWS[0], 1, 2, False, 3)["head"].interactive is True
 
 
-def test_the_step_buttons_stop_at_either_end(app_services):
-    translation = translated(app_services)["translation_state"]
-    assert translate.on_previous_step(translation, 1, 1, 1, False)["step"] == 1
-    last = translation.num_steps
-    assert translate.on_next_step(translation, last, 1, 1, False)["step"] == last
-    assert translate.on_next_step(translation, 2, 1, 1, False)["step"] == 3
-
-
-def test_a_typed_step_past_either_end_moves_the_slider_to_that_end(app_services):
-    translation = translated(app_services)["translation_state"]
+def test_a_typed_step_past_either_end_is_handed_to_the_page_which_moves_the_slider_there():
+    """Gradio's own slider would refuse it while still showing it; the page's step script clamps it
+    (test_browser.py)."""
     with gr.Blocks():
         slider = translate.UnboundedSlider(1, 5, step=1)
-    assert slider.preprocess(99) == 99, "handed to the handler, not refused"
-    last = translation.num_steps
-    past_the_end = translate.on_step(translation, 99, 1, 1, False)
-    assert past_the_end["step"] == last and f"Step {last} of {last}" in past_the_end["step_caption"]
-    assert translate.on_step(translation, 0, 1, 1, False)["step"] == 1
-    within = translate.on_step(translation, 3, 1, 1, False)
-    assert "step" not in within, "a step in range is not echoed back to a slider being dragged"
-    assert "Step 3 of" in within["step_caption"]
+    assert slider.preprocess(99) == 99
+
+
+def test_every_step_view_the_server_draws_brings_the_frames_the_page_steps_through(app_services):
+    translation = translated(app_services)["translation_state"]
+    for views in (translated(app_services), translate.on_layer_or_head(translation, CROSS, VIEWS[0], 2, 1, False, 3),
+                  translate.on_average(translation, CROSS, VIEWS[0], 1, 1, True, 3)):
+        frames = views["step_frames"]
+        assert len(frames["steps"]) == translation.num_steps
+        assert views["step_caption"] in [frame["caption"] for frame in frames["steps"]]
+    averaged = translate.on_average(translation, CROSS, VIEWS[0], 1, 1, True, 3)["step_frames"]
+    assert "mean of" in averaged["steps"][0]["source_attention"]["layout"]["title"]["text"]
 
 
 def test_a_new_translation_clears_scores_made_for_the_last_sentence(app_services, page):
@@ -145,8 +142,8 @@ def test_a_handler_naming_a_component_that_does_not_exist_fails_loudly(page, cap
 
 
 def test_a_handler_reads_the_components_its_parameters_name(page):
-    assert page.inputs_of(translate.on_step) == [page[name] for name in
-                                                 ("translation_state", "step", "layer", "head", "average")]
+    assert page.inputs_of(translate.on_layer_or_head) == [page[name] for name in (
+        "translation_state", "kind", "view", "layer", "head", "average", "step")]
 
 
 @pytest.fixture

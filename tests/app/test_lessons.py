@@ -96,7 +96,7 @@ def random_clicks(page: PageDriver, rng: random.Random) -> None:
         elif isinstance(component, (gr.Radio, gr.Dropdown)) and component.choices \
                 and not getattr(component, "multiselect", False):
             page.set(component, rng.choice(component.choices)[1])
-    for handler in ("on_average", "on_attention", "on_step"):
+    for handler in ("on_average", "on_attention", "on_layer_or_head"):
         page.run(page.event(handler, "ui.tabs.translate"))
 
 

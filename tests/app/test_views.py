@@ -220,6 +220,38 @@ def test_step_view_clamps_out_of_range_steps(result):
     assert translate_views.step_view(tr, 999).revealed[-1][0] != "…"
 
 
+def merged(figure: dict, changes: dict) -> dict:
+    """The page's merge (STEP_JS in ui/tabs/translate.py), as a specification: objects key by key, anything else
+    replaced, ``data`` trace by trace."""
+    def merge(into: dict, update: dict) -> None:
+        for key, value in update.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                merge(into[key], value)
+            else:
+                into[key] = value
+    figure = json.loads(json.dumps(figure))
+    for trace, trace_changes in zip(figure["data"], changes.get("data", [])):
+        merge(trace, trace_changes)
+    merge(figure["layout"], changes.get("layout", {}))
+    return figure
+
+
+@pytest.mark.parametrize("layer, head", [(1, 2), (2, None)])
+def test_every_step_of_the_step_view_is_the_first_steps_charts_with_its_frame_merged_in(bundled, layer, head):
+    """So the page draws any step from the first step's charts and the frames, as the server would draw it."""
+    tr = translate_views.run_translation(bundled, "Two dogs play in the snow near a red house.").translation
+    frames = translate_views.step_frames(tr, layer, head)
+    assert frames["pieces"] == tr.predicted_pieces and len(frames["steps"]) == tr.num_steps
+    json.dumps(frames, allow_nan=False)  # sent to the page as JSON
+    first = translate_views.step_view(tr, 1, layer, head)
+    for step, frame in enumerate(frames["steps"], start=1):
+        view = translate_views.step_view(tr, step, layer, head)
+        assert frame["caption"] == view.caption
+        for chart, changes, base in ((view.candidates, frame["candidates"], first.candidates),
+                                     (view.source_attention, frame["source_attention"], first.source_attention)):
+            assert merged(json.loads(base.to_json()), changes) == json.loads(chart.to_json()), f"step {step}"
+
+
 def test_forced_decoding_says_when_the_translation_holds_pieces_the_model_cannot_read(reverse):
     assert translate_views.run_forced(reverse, "1 2 3", "3 2 1").notes == []
     notes = translate_views.run_forced(reverse, "1 2 3", "3 😀 1 ☃").notes

@@ -20,7 +20,7 @@ from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, 
 from ..views.text import MAX_INPUT_CHARS, examples_for, source_label
 from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, TranslateResult, attention_figure,
                                forced_figures, layer_and_head_counts, length_penalty_origin, notes_markdown,
-                               run_forced, run_translation, source_pieces, step_view)
+                               run_forced, run_translation, source_pieces, step_frames, step_view)
 
 TAB_ID = "translate"  # the tab's id in the page (build.py)
 
@@ -54,6 +54,36 @@ document.addEventListener("pointerover", (event) => {
   });
 }, true);
 </script>""".replace("ROWS_ARE_STEPS", json.dumps(figures.ROWS_ARE_STEPS))
+
+# Stepping needs no server: every step's views came with the translation (``step_frames``), and the page draws a
+# step here from its frame, merging the frame's changes into the charts as ``figures.changed`` does. Called with
+# the values of STEP_AND_FRAMES and a move (-1, 0 or 1); returns those of STEP_OUTPUTS.
+STEP_JS = """<script>
+window.explorerStep = ([frames, step, revealed, candidates, attention, caption], move) => {
+  const steps = frames && frames.steps ? frames.steps.length : 0;
+  if (!steps || !candidates || !attention) return [step, revealed, candidates, attention, caption];
+  step = Math.min(Math.max(1, Math.round(Number(step) || 1) + move), steps);
+  const frame = frames.steps[step - 1];
+  const merge = (into, changes) => {
+    for (const [key, value] of Object.entries(changes)) {
+      const nested = value && typeof value === "object" && !Array.isArray(value);
+      if (nested && into[key] && typeof into[key] === "object") merge(into[key], value);
+      else into[key] = value;
+    }
+  };
+  const changed = (plot, changes) => {
+    const figure = JSON.parse(plot.plot);
+    (changes.data || []).forEach((trace, i) => merge(figure.data[i], trace));
+    merge(figure.layout, changes.layout || {});
+    return {...plot, plot: JSON.stringify(figure)};
+  };
+  const shown = frames.pieces.slice(0, step).map((piece, i) =>
+    ({token: piece + " ", class_or_confidence: i === step - 1 ? "current" : null}));
+  if (step < steps) shown.push({token: "…", class_or_confidence: null});
+  return [step, shown, changed(candidates, frame.candidates), changed(attention, frame.source_attention),
+          frame.caption];
+};
+</script>"""
 
 
 class UnboundedSlider(components.Slider):
@@ -102,12 +132,12 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         step_caption = gr.Markdown(elem_id="step-caption")
         look_inside = gr.Button("Look inside this step ▸", size="sm", scale=0, elem_id="look-inside")
     revealed = gr.HighlightedText(label="Translation so far, in pieces (▁ starts a word)",
-                                  color_map={"current": "#b34700"})
+                                  color_map={"current": "#b34700"}, elem_id="revealed")
     with gr.Row():
         top_k_plot = gr.Plot(label="Top-k candidates", elem_id="topk-plot")
         step_attention_plot = gr.Plot(label="Cross-attention of this step", elem_id="step-attention")
     page.add(previous_step=previous_step, step=step, next_step=next_step, step_caption=step_caption,
-             look_inside=look_inside,
+             look_inside=look_inside, step_frames=gr.JSON(None, visible=False),
              revealed=revealed, top_k_plot=top_k_plot, step_attention_plot=step_attention_plot)
 
     gr.Markdown(HEATMAP_INTRO)
@@ -145,18 +175,23 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 # --- handlers ------------------------------------------------------------------------------------
 
 STEP_VIEWS = ("revealed", "top_k_plot", "step_attention_plot", "step_caption")
+# What a step moves in the page (STEP_JS); the frames it is drawn from travel with every step view the server draws.
 STEP_OUTPUTS = ("step", *STEP_VIEWS)
+STEP_AND_FRAMES = ("step_frames", *STEP_OUTPUTS)
 TRANSLATION_OUTPUTS = ("translation_state", "translation", "notes", "source_tokens", "attention_download",
-                       "attention_plot", *STEP_OUTPUTS)
+                       "attention_plot", *STEP_AND_FRAMES)
 
 
 def step_views(translation: Translation | None, step, layer, head, average) -> dict:
+    """The step view at ``step``, and the frames from which the page draws every other step."""
     if translation is None:
-        return {"revealed": [], "top_k_plot": None, "step_attention_plot": None,
+        return {"revealed": [], "top_k_plot": None, "step_attention_plot": None, "step_frames": None,
                 "step_caption": "Translate a sentence to step through it."}
-    view = step_view(translation, step, layer, None if average else head)
+    head = None if average else head
+    view = step_view(translation, step, layer, head)
     return {"step": view.step, "revealed": view.revealed, "top_k_plot": view.candidates,
-            "step_attention_plot": view.source_attention, "step_caption": view.caption}
+            "step_attention_plot": view.source_attention, "step_caption": view.caption,
+            "step_frames": step_frames(translation, layer, head)}
 
 
 def translated(result: TranslateResult, step: int) -> dict:
@@ -186,23 +221,6 @@ def on_translate(services: Services, model, text, decoding, beam_size, max_lengt
                  average) -> dict:
     return translation_views(services.registry.get(model), text, decoding, beam_size, max_length, kind, view,
                              layer, head, average)
-
-
-def on_step(translation_state, step, layer, head, average) -> dict:
-    """The step's views; the slider is moved only when the number was past either end (an echo of the value
-    being dragged could pull the thumb back mid-drag)."""
-    views = step_views(translation_state, step, layer, head, average)
-    if views.get("step") == step:
-        del views["step"]
-    return views
-
-
-def on_previous_step(translation_state, step, layer, head, average) -> dict:
-    return step_views(translation_state, (step or 1) - 1, layer, head, average)
-
-
-def on_next_step(translation_state, step, layer, head, average) -> dict:
-    return step_views(translation_state, (step or 1) + 1, layer, head, average)
 
 
 def on_attention(translation_state, kind, view, layer, head, average) -> dict:
@@ -310,17 +328,15 @@ def wire(page: Page) -> None:
     page.on(c["attention_prepare"].click, on_prepare_attention, ["attention_download"], keep_on_input_problem=True)
     page.on(c["decoding"].input, on_decoding, ["beam_size"], show_progress="hidden", trigger_mode="always_last")
     # Sliders take typed numbers too: only the user's own moves redraw, never a value a handler set.
-    # Stepping redraws two small charts from a translation already made (about 20 ms of work): it skips the queue,
-    # whose round trip would otherwise cost more than the work.
-    page.on(c["step"].input, on_step, STEP_OUTPUTS, trigger_mode="always_last", show_progress="hidden",
-            queue=False)
-    page.on(c["previous_step"].click, on_previous_step, STEP_OUTPUTS, show_progress="hidden", queue=False)
-    page.on(c["next_step"].click, on_next_step, STEP_OUTPUTS, show_progress="hidden", queue=False)
+    # Stepping is drawn in the page from the frames sent with the step views (STEP_JS): no round trip.
+    for trigger, move in ((c["step"].input, 0), (c["previous_step"].click, -1), (c["next_step"].click, 1)):
+        page.in_browser(trigger, f"(...values) => explorerStep(values, {move})", STEP_AND_FRAMES,
+                        STEP_OUTPUTS)
     page.on([c["kind"].input, c["view"].input], on_attention, ["attention_plot"], show_progress="hidden",
             trigger_mode="always_last")
-    page.on([c["layer"].input, c["head"].input], on_layer_or_head, ["attention_plot", *STEP_OUTPUTS],
+    page.on([c["layer"].input, c["head"].input], on_layer_or_head, ["attention_plot", *STEP_AND_FRAMES],
             trigger_mode="always_last", show_progress="hidden")
-    page.on(c["average"].input, on_average, ["head", "attention_plot", *STEP_OUTPUTS], show_progress="hidden",
+    page.on(c["average"].input, on_average, ["head", "attention_plot", *STEP_AND_FRAMES], show_progress="hidden",
             trigger_mode="always_last")
     page.sentence_work += [
         page.on([c["forced_button"].click, c["own_translation"].submit], on_forced,
