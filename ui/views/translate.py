@@ -198,7 +198,8 @@ def step_view(translation: Translation, step: int, layer: int | None = None, hea
 def step_frames(translation: Translation, layer: int | None = None, head: int | None = None) -> dict:
     """Every step of the step view at once, for the page to step through without asking the server: the pieces
     produced, and for each step its caption and what it changes in the first step's two charts
-    (``figures.changed``). A few kB, where drawing every step's charts here would take 13 ms a step."""
+    (``figures.changed``). About 25 kB for a 15-word sentence, built in 0.3 ms; drawing every step's charts here
+    would take 13 ms a step."""
     matrix, which = one_map(translation, "cross", _layer_or_last(translation, layer), head)
     return {"pieces": list(translation.predicted_pieces), "steps": [
         {"caption": _step_caption(translation, index),
