@@ -477,7 +477,8 @@ def inspect_together(model: Transformer, source_tokenizer: Tokenizer, target_tok
                      head_mask: HeadMask | None = None, positions: bool = True) -> list[Translation]:
     """``forced_decode`` of several finished targets (generated ids without bos/eos) in one padded pass, each
     sentence's numbers cut to its own length. Padding is masked, so a sentence's numbers are those of its pass
-    alone up to float rounding (about 1e-6: sums over other shapes add in another order)."""
+    alone up to float rounding (about 1e-6: sums over other shapes add in another order). The source text and
+    whether it was cut are the caller's to fill in: it knows the text as it was given."""
     start, eos = model.config.start_id, model.config.eos_id
     bodies = [target[: model.config.max_len - 1] for target in targets]
     ended = [done or not body for body, done in zip(bodies, ended)]
@@ -503,8 +504,7 @@ def inspect_together(model: Transformer, source_tokenizer: Tokenizer, target_tok
             top_ids=top_ids.tolist(), top_pieces=[target_tokenizer.pieces(ids) for ids in top_ids.tolist()],
             top_probs=top_probs.tolist(), encoder_attention=maps(out.encoder_attentions, keys, keys),
             decoder_attention=maps(out.decoder_attentions, queries, queries),
-            cross_attention=maps(out.cross_attentions, queries, keys),
-            source_text=source_tokenizer.decode(source_ids), ended=done,
+            cross_attention=maps(out.cross_attentions, queries, keys), ended=done,
             log_prob=float(token_probs.clamp_min(1e-30).log().sum())))
     return translations
 
