@@ -86,13 +86,14 @@ def _matrix(values) -> list[list[float]]:
     return values.tolist() if hasattr(values, "tolist") else [list(row) for row in values]
 
 
-def _hover_text(matrix: list[list[float]], query_labels: Sequence[str], key_labels: Sequence[str],
-                rows_are_steps: bool, value_name: str = "weight") -> list[list[str]]:
-    """Positions count from 0, as in the positional encoding; decoding steps count from 1, as on the step slider."""
+def _hover_text(query_labels: Sequence[str], key_labels: Sequence[str], rows_are_steps: bool) -> list[list[str]]:
+    """Each cell's row and column, named for the hover (its value comes from Plotly's own ``%{z}``, so maps of one
+    sentence share their text and a change of head sends only the numbers). Positions count from 0, as in the
+    positional encoding; decoding steps count from 1, as on the step slider."""
     rows = [f"step {i + 1}: {escape(label)}" if rows_are_steps else f"position {i}: {escape(label)}"
             for i, label in enumerate(query_labels)]
-    return [[f"{rows[i]} → position {j}: {escape(key_labels[j])}<br>{value_name} {value:.4f}"
-             for j, value in enumerate(row)] for i, row in enumerate(matrix)]
+    columns = [f"position {j}: {escape(label)}" for j, label in enumerate(key_labels)]
+    return [[f"{row} → {column}" for column in columns] for row in rows]
 
 
 def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str = "Attention",
@@ -117,8 +118,9 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
     fig = go.Figure(go.Heatmap(
         z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))),
         zmin=-largest if signed else 0, zmax=largest, colorscale="RdBu_r" if signed else ATTENTION_COLORSCALE,
-        text=_hover_text(matrix, query_labels, key_labels, rows_are_steps, value_name),
-        hovertemplate="%{text}<extra></extra>", colorbar=dict(title=value_name, thickness=12),
+        text=_hover_text(query_labels, key_labels, rows_are_steps),
+        hovertemplate=f"%{{text}}<br>{value_name} %{{z:.4f}}<extra></extra>",
+        colorbar=dict(title=value_name, thickness=12),
         meta=ROWS_ARE_STEPS if rows_are_steps else None))
     fig.update_xaxes(side="top", tickangle=_slanted(key_labels), automargin=False, **_ticks(key_labels))
     fig.update_yaxes(title=f"{query_title} (queries)", autorange="reversed", automargin=False,
@@ -126,7 +128,7 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
     if marked_row is not None:
         fig.add_shape(type="rect", x0=-0.5, x1=len(key_labels) - 0.5, y0=marked_row - 0.5, y1=marked_row + 0.5,
                       line=dict(color=MARK, width=3), fillcolor="rgba(0,0,0,0)")
-    fig = _layout(fig, _titled(title, subtitle, f"columns: {key_title} (keys)"),
+    fig = _layout(fig, heatmap_title(title, subtitle, key_title),
                   height=min(1400, 230 + 26 * len(query_labels)))  # rows stay about 18 px or more
     # Fixed margins: automatic ones make Plotly redraw in a loop with rotated labels on top.
     fig.update_layout(margin=dict(l=HEATMAP_MARGIN["l"], r=HEATMAP_MARGIN["r"], t=_top_margin(key_labels), b=20),
@@ -147,6 +149,16 @@ def _readable_width(columns: int) -> int | None:
     which fit even a phone. A wider chart scrolls sideways inside its own frame on a narrow screen."""
     needed = HEATMAP_MARGIN["l"] + HEATMAP_MARGIN["r"] + 80 + MIN_COLUMN_PX * columns  # 80: the colour bar
     return max(needed, LAPTOP_CHART_PX) if columns > PHONE_COLUMNS else None
+
+
+def heatmap_title(title: str, subtitle: str, key_title: str) -> str:
+    """A heatmap's title: its name, then which map (layer and head) and what its columns are on a smaller line."""
+    return _titled(title, subtitle, f"columns: {key_title} (keys)")
+
+
+def heatmap_changes(weights, title: str) -> dict:
+    """What another map of the same queries and keys changes in a heatmap (``changed``): the numbers and title."""
+    return {"data": [{"z": _matrix(weights)}], "layout": {"title": {"text": title}}}
 
 
 def _titled(title: str, *notes: str) -> str:
@@ -176,8 +188,8 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
                 z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=1,
                 colorscale=ATTENTION_COLORSCALE, showscale=(r == 0 and c == 0),
                 colorbar=dict(title="weight", thickness=10),
-                text=_hover_text(matrix, query_labels, key_labels, rows_are_steps),
-                hovertemplate=f"{panel}<br>%{{text}}<extra></extra>",
+                text=_hover_text(query_labels, key_labels, rows_are_steps),
+                hovertemplate=f"{panel}<br>%{{text}}<br>weight %{{z:.4f}}<extra></extra>",
                 meta=ROWS_ARE_STEPS if rows_are_steps else None), row=r + 1, col=c + 1)
     tick_font = dict(size=11)  # readable on a projector
     fig.update_xaxes(tickangle=_slanted(key_labels, -60), tickfont=tick_font,
@@ -195,7 +207,7 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
 def changed(fig: go.Figure, changes: dict) -> go.Figure:
     """``fig`` with ``changes`` merged in: objects key by key, anything else replaced, ``data`` trace by trace. A view
     whose figures differ only in a few values is sent as one figure and each variant's changes; the page merges
-    them the same way (``STEP_JS`` in ``ui/tabs/translate.py``)."""
+    them the same way (``EXPLORER_JS`` in ``ui/tabs/translate.py``)."""
     fig.update(layout=changes.get("layout", {}))
     for trace, trace_changes in zip(fig.data, changes.get("data", [])):
         trace.update(trace_changes)

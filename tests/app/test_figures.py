@@ -34,10 +34,10 @@ def test_a_very_long_input_labels_every_nth_position_instead_of_a_smear():
 def test_hover_counts_positions_from_0_and_decoding_steps_from_1_as_the_step_slider_does():
     weights = [[0.25, 0.75], [1.0, 0.0]]
     encoder = figures.attention_heatmap(weights, ["▁A", "</s>"], ["▁A", "</s>"], "Encoder", "source", "source")
-    assert encoder.data[0].text[1][0] == "position 1: &lt;/s&gt; → position 0: ▁A<br>weight 1.0000"
+    assert encoder.data[0].text[1][0] == "position 1: &lt;/s&gt; → position 0: ▁A"
     cross = figures.attention_heatmap(weights, ["▁Ein", "</s>"], ["▁A", "</s>"], "Cross", "producing", "source",
                                       rows_are_steps=True)
-    assert cross.data[0].text[0][1] == "step 1: ▁Ein → position 1: &lt;/s&gt;<br>weight 0.7500"
+    assert cross.data[0].text[0][1] == "step 1: ▁Ein → position 1: &lt;/s&gt;"
     grid = figures.attention_grid([[weights]], ["▁Ein", "</s>"], ["▁A", "</s>"], "Cross", [""], ["head 1"],
                                   rows_are_steps=True)
     assert grid.data[0].text[1][0].startswith("step 2: &lt;/s&gt; → position 0: ▁A")
@@ -60,7 +60,18 @@ def test_attention_heatmap_titles_rows_as_queries_and_columns_as_keys():
     assert fig.layout.yaxis.title.text == "producing (queries)"
     assert "columns: source (keys)" in fig.layout.title.text, "named in the title's second line, clear of the labels"
     assert not fig.layout.xaxis.title.text
-    assert "weight 1.0000" in fig.data[0].text[0][0] and "▁Hund" in fig.data[0].text[0][0]
+    assert fig.data[0].text[0][0] == "position 0: ▁Hund → position 0: ▁dog"
+    assert fig.data[0].hovertemplate == "%{text}<br>weight %{z:.4f}<extra></extra>", \
+        "the weight is Plotly's own: every map of a sentence shares its hover text, and another head sends numbers only"
+
+
+def test_another_map_of_the_same_tokens_changes_only_the_numbers_and_the_title():
+    first = figures.attention_heatmap([[1.0, 0.0]], ["▁Hund"], ["▁dog", "</s>"], "Cross", "producing", "source",
+                                      subtitle="layer 1, head 1")
+    title = figures.heatmap_title("Cross", "layer 1, head 2", "source")
+    second = figures.attention_heatmap([[0.25, 0.75]], ["▁Hund"], ["▁dog", "</s>"], "Cross", "producing", "source",
+                                       subtitle="layer 1, head 2")
+    assert figures.changed(first, figures.heatmap_changes([[0.25, 0.75]], title)) == second
 
 
 def test_attention_heatmap_rejects_labels_that_do_not_fit():
