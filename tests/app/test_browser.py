@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from ui.tabs import translate
 from ui.views import lessons
+from ui.views import translate as translate_views
+from ui.views.choices import ATTENTION_KINDS, VIEWS
+from ui.views.translate import DEFAULT_TARGET_TOKENS
 from ui.views.text import EXAMPLES, REVERSE_EXAMPLES
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "assets" / "screenshot.png"
@@ -161,6 +166,62 @@ def test_stepping_is_drawn_in_the_page_without_the_server_and_as_the_server_draw
                                ".textContent.includes(`layer ${shown},`)", arg=shown, timeout=30_000)
     page.wait_for_timeout(300)
     assert page.evaluate(STEP_SHOWN_JS) == drawn_here
+    assert errors == []
+    page.close()
+
+
+# Each call of the page's script for a change of layer, head or attention type, and what it says it did.
+RECORD_SELECTIONS_JS = """() => {
+    const select = window.explorer.select;
+    window.selections = [];
+    window.explorer.select = (values) => { const out = select(values); window.selections.push(out[2]); return out; };
+}"""
+CHART_SHOWN_JS = """id => { const gd = document.querySelector(`#${id} .js-plotly-plot`);
+                            return JSON.parse(JSON.stringify({data: gd.data, title: gd.layout.title.text})); }"""
+
+
+def test_a_layer_head_or_attention_type_is_drawn_in_the_page_once_every_heads_frames_have_come(app_url, browser):
+    url, model = app_url
+    page, errors = opened(browser, url)
+    page.evaluate(RECORD_SELECTIONS_JS)
+    head, layer = (page.locator(f"#{name}-slider input[type=number]") for name in ("head", "layer"))
+    for attempt in range(1, 41):  # the frames follow the page's first translation; until then the server draws
+        head.fill(str(2 + attempt % 2))
+        head.press("Enter")
+        page.wait_for_function("n => window.selections.length >= n", arg=attempt)
+        if page.evaluate("() => window.selections.at(-1)") == translate.DRAWN_IN_PAGE:
+            break
+        page.wait_for_timeout(250)
+    else:
+        pytest.fail("every head's frames never came")
+    waiting = []
+    page.route("**/gradio_api/queue/join*", lambda route: waiting.append(route))  # the server answers nothing yet
+    layer.fill("2")
+    layer.press("Enter")
+    head.fill("3")
+    head.press("Enter")
+    page.get_by_label(ATTENTION_KINDS["decoder"]).check()
+    page.wait_for_function("() => (document.querySelector('#attention-plot .gtitle') || {}).textContent"
+                           "?.startsWith('Decoder self-attention') && document.querySelector('#attention-plot .gtitle')"
+                           ".textContent.includes('layer 2, head 3')", timeout=30_000)
+    page.wait_for_timeout(300)
+    heatmap, bars = (page.evaluate(CHART_SHOWN_JS, name) for name in ("attention-plot", "step-attention"))
+
+    checkpoint = load_checkpoint(REPOSITORY_CHECKPOINTS / model, device="cpu")
+    sentence = page.locator("#source-text textarea").input_value()
+    tr = translate_views.run_translation(checkpoint, sentence, "beam", 5, DEFAULT_TARGET_TOKENS).translation
+    expected = translate_views.attention_figure(tr, "decoder", VIEWS[0], 2, 3)
+    assert heatmap["data"][0]["z"] == [list(row) for row in expected.data[0].z]
+    assert heatmap["title"] == expected.layout.title.text
+    step = int(page.locator("#step-slider input[type=number]").input_value())
+    expected_bars = translate_views.step_view(tr, step, 2, 3).source_attention
+    assert bars["data"][0]["y"] == list(expected_bars.data[0].y) and bars["title"] == expected_bars.layout.title.text
+    assert page.evaluate("() => window.selections.slice(-3)") == [translate.DRAWN_IN_PAGE] * 3
+    for route in waiting:
+        route.continue_()
+    page.unroute("**/gradio_api/queue/join*")
+    page.wait_for_timeout(500)
+    assert page.evaluate(CHART_SHOWN_JS, "attention-plot") == heatmap, "the server's answers drew nothing over it"
     assert errors == []
     page.close()
 

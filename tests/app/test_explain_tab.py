@@ -10,8 +10,10 @@ from transformer.errors import InputError
 from ui import services
 from ui.tabs import explain as explain_tab
 from ui.views import explain
+from ui.views.translate import WEIGHT_DECIMALS
 
 SENTENCE = "A dog runs across the grass."
+DRAWN_TO = 0.5 * 10 ** -WEIGHT_DECIMALS  # weights are drawn rounded
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +26,7 @@ def test_the_evidence_and_the_attention_share_rows_and_columns(attributed, trans
     evidence, attention = attributed["explain_attribution"].data[0], attributed["explain_attention"].data[0]
     shape = (translation.num_steps, len(translation.source_ids))
     assert np.asarray(evidence.z).shape == np.asarray(attention.z).shape == shape
-    np.testing.assert_allclose(np.asarray(attention.z), translation.cross_attention[2].mean(0).numpy(), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(attention.z), translation.cross_attention[2].mean(0).numpy(), atol=DRAWN_TO)
     assert evidence.zmin == -evidence.zmax, "signed evidence on a scale centred on 0"
     assert "Completeness" in attributed["explain_summary"]
 
@@ -43,7 +45,7 @@ def test_clicking_a_heads_row_opens_that_head_beside_the_evidence(translation):
     views = explain_tab.on_agreement_row(translation, event)
     assert views["explain_layer"] == 2 and views["explain_head"] == "3"
     np.testing.assert_allclose(np.asarray(views["explain_attention"].data[0].z),
-                               translation.cross_attention[1, 2].numpy(), atol=1e-6)
+                               translation.cross_attention[1, 2].numpy(), atol=DRAWN_TO)
     rollout = gr.SelectData(None, {"index": [0, 0], "value": "rollout", "row_value": ["rollout", "50%", 0.5]})
     assert explain_tab.on_agreement_row(translation, rollout) == {}
 

@@ -1,5 +1,7 @@
 """The app's handlers, called as plain functions: what each one changes on the page, by component name."""
 
+import json
+
 import gradio as gr
 import numpy as np
 import pytest
@@ -12,10 +14,13 @@ from ui.page import Page
 from ui.tabs import analysis, experiments, explain, inside, model, positions, train, translate
 from ui.views import samples
 from ui.views.choices import ATTENTION_KINDS, VIEWS
+from ui.views.translate import WEIGHT_DECIMALS
 
 TAB_MODULES = (translate, inside, experiments, explain, analysis, positions, model, train)
 DIGITS = "3 1 4 1 5 9"
 CROSS = ATTENTION_KINDS["cross"]
+CHOSEN = translate.CHOSEN_SELECTION  # the page holds the chosen head's frames only
+DRAWN_TO = 0.5 * 10 ** -WEIGHT_DECIMALS  # weights are drawn rounded
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +69,15 @@ def test_an_empty_box_is_refused_with_a_message_and_changes_nothing(app_services
 
 def test_averaging_over_heads_disables_the_head_slider_and_redraws_with_the_mean(app_services):
     translation = translated(app_services)["translation_state"]
-    averaged = translate.on_average(translation, CROSS, VIEWS[0], 1, 2, True, 3)
+    averaged = translate.on_average(translation, CHOSEN, CROSS, VIEWS[0], 1, 2, True, 3)
     assert averaged["head"].interactive is False
     weights = translation.cross_attention[0]  # (heads, steps, source)
-    np.testing.assert_allclose(np.asarray(averaged["attention_plot"].data[0].z), weights.mean(0).numpy(), atol=1e-5)
-    assert translate.on_average(translation, CROSS, VIEWS[0], 1, 2, False, 3)["head"].interactive is True
+    np.testing.assert_allclose(np.asarray(averaged["attention_plot"].data[0].z), weights.mean(0).numpy(),
+                               atol=DRAWN_TO)
+    assert translate.on_average(translation, CHOSEN, CROSS, VIEWS[0], 1, 2, False, 3)["head"].interactive is True
+    drawn = translate.on_average(translation, translate.DRAWN_IN_PAGE, CROSS, VIEWS[0], 1, 2, True, 3)
+    assert drawn == {"head": drawn["head"]} and drawn["head"].interactive is False, \
+        "where the page drew the mean itself, the server only disables the head slider"
 
 
 def test_a_typed_step_past_either_end_is_handed_to_the_page_which_moves_the_slider_there():
@@ -81,13 +90,28 @@ def test_a_typed_step_past_either_end_is_handed_to_the_page_which_moves_the_slid
 
 def test_every_step_view_the_server_draws_brings_the_frames_the_page_steps_through(app_services):
     translation = translated(app_services)["translation_state"]
-    for views in (translated(app_services), translate.on_layer_or_head(translation, CROSS, VIEWS[0], 2, 1, False, 3),
-                  translate.on_average(translation, CROSS, VIEWS[0], 1, 1, True, 3)):
-        frames = views["step_frames"]
+    for views, selection in ((translated(app_services), "1 1"),
+                             (translate.on_layer_or_head(translation, CHOSEN, CROSS, VIEWS[0], 2, 1, False, 3), "2 1"),
+                             (translate.on_average(translation, CHOSEN, CROSS, VIEWS[0], 1, 1, True, 3), "1 mean")):
+        frames = json.loads(views["view_frames"])
         assert len(frames["steps"]) == translation.num_steps
         assert views["step_caption"] in [frame["caption"] for frame in frames["steps"]]
-    averaged = translate.on_average(translation, CROSS, VIEWS[0], 1, 1, True, 3)["step_frames"]
-    assert "mean of" in averaged["steps"][0]["source_attention"]["layout"]["title"]["text"]
+        assert list(frames["source_attention"]) == [selection], "the chosen head's steps only: the rest come later"
+        assert "heatmaps" not in frames
+
+
+def test_soon_after_a_translation_come_every_heads_frames_and_the_server_then_draws_only_what_the_page_cannot(
+        app_services):
+    translation = translated(app_services)["translation_state"]
+    frames = json.loads(translate.on_every_head(translation)["view_frames"])
+    layers, heads = translation.cross_attention.shape[:2]
+    assert len(frames["source_attention"]) == layers * (heads + 1) and set(frames["heatmaps"]) == set(ATTENTION_KINDS.values())
+    assert translate.on_layer_or_head(translation, translate.DRAWN_IN_PAGE, CROSS, VIEWS[0], 2, 1, False, 3) == {}
+    assert translate.on_attention(translation, translate.DRAWN_IN_PAGE, CROSS, VIEWS[0], 2, 1, False) == {}
+    other_view = translate.on_layer_or_head(translation, translate.EVERY_SELECTION, CROSS, VIEWS[1], 2, 1, False, 3)
+    assert "attention_plot" in other_view and "step_attention_plot" in other_view
+    assert "view_frames" not in other_view, "the page keeps every head's frames it holds"
+    assert translate.on_every_head(None) == {}
 
 
 def test_a_new_translation_clears_scores_made_for_the_last_sentence(app_services, page):
@@ -143,7 +167,7 @@ def test_a_handler_naming_a_component_that_does_not_exist_fails_loudly(page, cap
 
 def test_a_handler_reads_the_components_its_parameters_name(page):
     assert page.inputs_of(translate.on_layer_or_head) == [page[name] for name in (
-        "translation_state", "kind", "view", "layer", "head", "average", "step")]
+        "translation_state", "page_frames", "kind", "view", "layer", "head", "average", "step")]
 
 
 @pytest.fixture

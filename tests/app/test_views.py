@@ -26,6 +26,7 @@ from ui.views import share
 from ui.views import text
 from ui.views import translate as translate_views
 
+DRAWN_TO = 0.5 * 10 ** -translate_views.WEIGHT_DECIMALS  # weights are drawn rounded
 
 @pytest.fixture(scope="module")
 def registry():
@@ -171,7 +172,7 @@ def test_attention_views_cover_every_kind_and_view(result):
             assert len(fig.data) == count, (kind, view, average)
             assert all(np.asarray(panel.z).shape == weights.shape[2:] for panel in fig.data), (kind, view)
     single = translate_views.attention_figure(tr, "cross", one, layer=2, head=3)
-    np.testing.assert_allclose(np.asarray(single.data[0].z), tr.cross_attention[1, 2].numpy(), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(single.data[0].z), tr.cross_attention[1, 2].numpy(), atol=DRAWN_TO)
 
 
 def test_cross_attention_rows_are_labelled_by_the_token_being_produced(result):
@@ -205,7 +206,8 @@ def test_step_view_reveals_tokens_up_to_the_step(result):
     assert [piece.strip() for piece, _ in view.revealed[:2]] == tr.predicted_pieces[:2]
     assert view.revealed[1][1] == "current" and view.revealed[-1][0] == "…"
     assert list(view.candidates.data[0].y) == list(range(len(tr.top_pieces[1])))
-    assert list(view.source_attention.data[0].y) == pytest.approx(tr.cross_attention[-1, :, 1].mean(0).tolist())
+    assert list(view.source_attention.data[0].y) == pytest.approx(tr.cross_attention[-1, :, 1].mean(0).tolist(),
+                                                                  abs=DRAWN_TO)
     assert view.caption.startswith(f"Step 2 of {tr.num_steps}: the model produced")
     moved = translate_views.step_view(tr, 3)
     assert list(moved.candidates.layout.yaxis.ticktext) == [f"{figures.escape(piece)}  {p:.1%}"
@@ -240,16 +242,46 @@ def merged(figure: dict, changes: dict) -> dict:
 def test_every_step_of_the_step_view_is_the_first_steps_charts_with_its_frame_merged_in(bundled, layer, head):
     """So the page draws any step from the first step's charts and the frames, as the server would draw it."""
     tr = translate_views.run_translation(bundled, "Two dogs play in the snow near a red house.").translation
-    frames = translate_views.step_frames(tr, layer, head)
+    frames = json.loads(json.dumps(translate_views.view_frames(tr, layer, head), allow_nan=False))  # as sent
     assert frames["pieces"] == tr.predicted_pieces and len(frames["steps"]) == tr.num_steps
-    json.dumps(frames, allow_nan=False)  # sent to the page as JSON
+    bars = frames["source_attention"][translate_views.selection_key(layer, head)]
     first = translate_views.step_view(tr, 1, layer, head)
-    for step, frame in enumerate(frames["steps"], start=1):
+    for step, (frame, source_attention) in enumerate(zip(frames["steps"], bars, strict=True), start=1):
         view = translate_views.step_view(tr, step, layer, head)
         assert frame["caption"] == view.caption
         for chart, changes, base in ((view.candidates, frame["candidates"], first.candidates),
-                                     (view.source_attention, frame["source_attention"], first.source_attention)):
+                                     (view.source_attention, source_attention, first.source_attention)):
             assert merged(json.loads(base.to_json()), changes) == json.loads(chart.to_json()), f"step {step}"
+
+
+def test_every_heads_frames_draw_each_heatmap_and_step_view_as_the_server_draws_them(bundled):
+    """Each attention type's one-head heatmap of every layer and head (or mean of heads), and the step view's bars
+    of each, merged into the frames' figures, are the server's figures: the page draws them without asking."""
+    tr = translate_views.run_translation(bundled, "A dog runs.").translation
+    frames = json.loads(json.dumps(translate_views.view_frames(tr, every_selection=True), allow_nan=False))
+    layers, heads = tr.cross_attention.shape[:2]
+    selections = [(layer, head) for layer in range(1, layers + 1) for head in [*range(1, heads + 1), None]]
+    assert frames["heads"] == heads and len(frames["source_attention"]) == len(selections)
+    first_step = translate_views.step_view(tr, 1).source_attention
+    for kind, label in choices.ATTENTION_KINDS.items():
+        heatmaps = frames["heatmaps"][label]
+        assert frames["layers"][label] == translate_views.attention_tensor(tr, kind).shape[0]
+        for layer, head in selections:
+            server = translate_views.attention_figure(tr, label, choices.VIEWS[0], layer, head or 1, head is None)
+            changes = heatmaps["maps"][translate_views.selection_key(layer, head)]
+            assert merged(heatmaps["figure"], changes) == json.loads(server.to_json()), (kind, layer, head)
+    for layer, head in selections:
+        for step, bars in enumerate(frames["source_attention"][translate_views.selection_key(layer, head)], 1):
+            server = translate_views.step_view(tr, step, layer, head).source_attention
+            assert merged(json.loads(first_step.to_json()), bars) == json.loads(server.to_json()), (layer, head)
+
+
+def test_a_translation_too_long_for_every_heads_frames_sends_the_chosen_heads_steps(bundled, monkeypatch):
+    tr = translate_views.run_translation(bundled, "A dog runs.").translation
+    monkeypatch.setattr(translate_views, "MOST_FRAME_NUMBERS", 100)
+    assert not translate_views.frames_hold_every_map(tr)
+    frames = translate_views.view_frames(tr, 2, 3, every_selection=True)
+    assert list(frames["source_attention"]) == ["2 3"] and "heatmaps" not in frames
 
 
 def test_forced_decoding_says_when_the_translation_holds_pieces_the_model_cannot_read(reverse):
@@ -447,7 +479,8 @@ def test_comparison_views_show_the_difference(reverse):
         assert "layer 2, mean of 4 heads" in attention.layout.title.text, "the last layer unless one is chosen"
     chosen = experiment_views.comparison_view(comparison, "encoder", layer=1, head=3)
     assert "layer 1, head 3" in chosen.attention_after.layout.title.text
-    assert [list(row) for row in chosen.attention_before.data[0].z] == comparison.before.encoder_attention[0, 2].tolist()
+    np.testing.assert_allclose(np.asarray(chosen.attention_before.data[0].z),
+                               comparison.before.encoder_attention[0, 2].numpy(), atol=DRAWN_TO)
     assert experiment_views.word_diff("a b c", "a x c") == [("a ", None), ("b ", "removed"), ("x ", "added"), ("c ", None)]
 
 

@@ -19,8 +19,8 @@ from ..views import exports
 from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, head_options, require_translation
 from ..views.text import MAX_INPUT_CHARS, examples_for, source_label
 from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, TranslateResult, attention_figure,
-                               forced_figures, layer_and_head_counts, length_penalty_origin, notes_markdown,
-                               run_forced, run_translation, source_pieces, step_frames, step_view)
+                               forced_figures, frames_hold_every_map, layer_and_head_counts, length_penalty_origin,
+                               notes_markdown, run_forced, run_translation, source_pieces, step_view, view_frames)
 
 TAB_ID = "translate"  # the tab's id in the page (build.py)
 
@@ -55,15 +55,21 @@ document.addEventListener("pointerover", (event) => {
 }, true);
 </script>""".replace("ROWS_ARE_STEPS", json.dumps(figures.ROWS_ARE_STEPS))
 
-# Stepping needs no server: every step's views came with the translation (``step_frames``), and the page draws a
-# step here from its frame, merging the frame's changes into the charts as ``figures.changed`` does. Called with
-# the values of STEP_AND_FRAMES and a move (-1, 0 or 1); returns those of STEP_OUTPUTS.
-STEP_JS = """<script>
-window.explorerStep = ([frames, step, revealed, candidates, attention, caption], move) => {
-  const steps = frames && frames.steps ? frames.steps.length : 0;
-  if (!steps || !candidates || !attention) return [step, revealed, candidates, attention, caption];
-  step = Math.min(Math.max(1, Math.round(Number(step) || 1) + move), steps);
-  const frame = frames.steps[step - 1];
+# What the page holds of a translation's view frames (``page_frames``), as the page's script says after a change of
+# layer, head, averaging, attention type or view: the server then draws only what the page could not.
+CHOSEN_SELECTION, EVERY_SELECTION, DRAWN_IN_PAGE = "the chosen head's steps", "every head's maps", "drawn in the page"
+
+# Stepping needs no server, nor does a layer, head or attention type in the one-head view once every head's maps
+# have come (``view_frames``): the page draws a view from its frames, merging a variant's changes into the figure as
+# ``figures.changed`` does. ``explorer.step`` takes the values of STEP_INPUTS and a move (-1, 0 or 1) and returns
+# those of STEP_OUTPUTS; ``explorer.select`` takes SELECT_INPUTS' and returns SELECT_OUTPUTS'.
+EXPLORER_JS = """<script>
+window.explorer = (() => {
+  let text = null, frames = null;
+  const parsed = (value) => {  // the frames travel as text: parsed once, not at every click
+    if (value !== text) { text = value; frames = value ? JSON.parse(value) : null; }
+    return frames;
+  };
   const merge = (into, changes) => {
     for (const [key, value] of Object.entries(changes)) {
       const nested = value && typeof value === "object" && !Array.isArray(value);
@@ -71,19 +77,42 @@ window.explorerStep = ([frames, step, revealed, candidates, attention, caption],
       else into[key] = value;
     }
   };
-  const changed = (plot, changes) => {
-    const figure = JSON.parse(plot.plot);
+  const changed = (figure, changes) => {
     (changes.data || []).forEach((trace, i) => merge(figure.data[i], trace));
     merge(figure.layout, changes.layout || {});
-    return {...plot, plot: JSON.stringify(figure)};
+    return figure;
   };
-  const shown = frames.pieces.slice(0, step).map((piece, i) =>
-    ({token: piece + " ", class_or_confidence: i === step - 1 ? "current" : null}));
-  if (step < steps) shown.push({token: "…", class_or_confidence: null});
-  return [step, shown, changed(candidates, frame.candidates), changed(attention, frame.source_attention),
-          frame.caption];
-};
+  const redrawn = (plot, changes, figure) =>
+    ({...plot, plot: JSON.stringify(changed(figure || JSON.parse(plot.plot), changes))});
+  const within = (value, high) => Math.min(Math.max(1, Math.trunc(Number(value)) || 1), high);
+  const selection = (f, kind, layer, head, average) =>  // as selection_key names it, clamped as the server clamps
+    `${within(layer, f.layers[kind])} ${average ? "mean" : within(head, f.heads)}`;
+  const bars = (f, layer, head, average) => f && f.source_attention[selection(f, CROSS, layer, head, average)];
+  return {
+    step([value, step, layer, head, average, revealed, candidates, attention, caption], move) {
+      const f = parsed(value), sources = bars(f, layer, head, average);
+      if (!sources || !candidates || !attention) return [step, revealed, candidates, attention, caption];
+      step = within(Math.round(Number(step) || 1) + move, f.steps.length);
+      const shown = f.pieces.slice(0, step).map((piece, i) =>
+        ({token: piece + " ", class_or_confidence: i === step - 1 ? "current" : null}));
+      if (step < f.steps.length) shown.push({token: "…", class_or_confidence: null});
+      return [step, shown, redrawn(candidates, f.steps[step - 1].candidates), redrawn(attention, sources[step - 1]),
+              f.steps[step - 1].caption];
+    },
+    select([value, kind, view, layer, head, average, step, heatmap, attention]) {
+      const f = parsed(value), sources = bars(f, layer, head, average);
+      const held = f && f.heatmaps ? EVERY_SELECTION : CHOSEN_SELECTION;
+      if (held !== EVERY_SELECTION || view !== ONE_HEAD || !heatmap || !attention) return [heatmap, attention, held];
+      const maps = f.heatmaps[kind];
+      return [redrawn(heatmap, maps.maps[selection(f, kind, layer, head, average)], structuredClone(maps.figure)),
+              redrawn(attention, sources[within(step, f.steps.length) - 1]), DRAWN_IN_PAGE];
+    },
+  };
+})();
 </script>"""
+for name, value in {"CROSS": ATTENTION_KINDS["cross"], "ONE_HEAD": VIEWS[0], "CHOSEN_SELECTION": CHOSEN_SELECTION,
+                    "EVERY_SELECTION": EVERY_SELECTION, "DRAWN_IN_PAGE": DRAWN_IN_PAGE}.items():
+    EXPLORER_JS = EXPLORER_JS.replace(name, json.dumps(value))
 
 
 class UnboundedSlider(components.Slider):
@@ -137,7 +166,9 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         top_k_plot = gr.Plot(label="Top-k candidates", elem_id="topk-plot")
         step_attention_plot = gr.Plot(label="Cross-attention of this step", elem_id="step-attention")
     page.add(previous_step=previous_step, step=step, next_step=next_step, step_caption=step_caption,
-             look_inside=look_inside, step_frames=gr.JSON(None, visible=False),
+             look_inside=look_inside, view_frames=gr.Textbox(None, visible=False),
+             page_frames=gr.Radio([CHOSEN_SELECTION, EVERY_SELECTION, DRAWN_IN_PAGE], value=CHOSEN_SELECTION,
+                                  visible=False),
              revealed=revealed, top_k_plot=top_k_plot, step_attention_plot=step_attention_plot)
 
     gr.Markdown(HEATMAP_INTRO)
@@ -175,9 +206,14 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 # --- handlers ------------------------------------------------------------------------------------
 
 STEP_VIEWS = ("revealed", "top_k_plot", "step_attention_plot", "step_caption")
-# What a step moves in the page (STEP_JS); the frames it is drawn from travel with every step view the server draws.
+# What a step moves in the page (explorer.step); the frames it is drawn from travel with every step view the server
+# draws, and every head's with a translation soon after it.
 STEP_OUTPUTS = ("step", *STEP_VIEWS)
-STEP_AND_FRAMES = ("step_frames", *STEP_OUTPUTS)
+STEP_AND_FRAMES = ("view_frames", *STEP_OUTPUTS)
+STEP_INPUTS = ("view_frames", "step", "layer", "head", "average", *STEP_VIEWS)
+SELECT_INPUTS = ("view_frames", "kind", "view", "layer", "head", "average", "step", "attention_plot",
+                 "step_attention_plot")
+SELECT_OUTPUTS = ("attention_plot", "step_attention_plot", "page_frames")
 TRANSLATION_OUTPUTS = ("translation_state", "translation", "notes", "source_tokens", "attention_download",
                        "attention_plot", *STEP_AND_FRAMES)
 
@@ -185,13 +221,26 @@ TRANSLATION_OUTPUTS = ("translation_state", "translation", "notes", "source_toke
 def step_views(translation: Translation | None, step, layer, head, average) -> dict:
     """The step view at ``step``, and the frames from which the page draws every other step."""
     if translation is None:
-        return {"revealed": [], "top_k_plot": None, "step_attention_plot": None, "step_frames": None,
+        return {"revealed": [], "top_k_plot": None, "step_attention_plot": None, "view_frames": None,
                 "step_caption": "Translate a sentence to step through it."}
     head = None if average else head
     view = step_view(translation, step, layer, head)
     return {"step": view.step, "revealed": view.revealed, "top_k_plot": view.candidates,
             "step_attention_plot": view.source_attention, "step_caption": view.caption,
-            "step_frames": step_frames(translation, layer, head)}
+            "view_frames": frames_text(view_frames(translation, layer, head))}
+
+
+def frames_text(frames: dict) -> str:
+    """The frames as the page keeps them: one text, parsed by its script once, not a value Gradio tracks deeply."""
+    return json.dumps(frames, separators=(",", ":"), allow_nan=False)
+
+
+def on_every_head(translation_state) -> dict:
+    """Once a new translation is drawn: the frames of every layer, head and attention type, from which the page
+    then draws a change of them itself (where they fit; else the page keeps asking the server)."""
+    if translation_state is None or not frames_hold_every_map(translation_state):
+        return {}
+    return {"view_frames": frames_text(view_frames(translation_state, every_selection=True))}
 
 
 def translated(result: TranslateResult, step: int) -> dict:
@@ -223,22 +272,29 @@ def on_translate(services: Services, model, text, decoding, beam_size, max_lengt
                              layer, head, average)
 
 
-def on_attention(translation_state, kind, view, layer, head, average) -> dict:
-    if translation_state is None:
+def on_attention(translation_state, page_frames, kind, view, layer, head, average) -> dict:
+    """The heatmap, unless the page drew it from its frames."""
+    if translation_state is None or page_frames == DRAWN_IN_PAGE:
         return {}
     return {"attention_plot": attention_figure(translation_state, kind, view, layer, head, average)}
 
 
-def on_layer_or_head(translation_state, kind, view, layer, head, average, step) -> dict:
-    """Both views that show a layer and head, in one answer: a number out of range is refused once."""
-    return {**on_attention(translation_state, kind, view, layer, head, average),
-            **step_views(translation_state, step, layer, head, average)}
+def on_layer_or_head(translation_state, page_frames, kind, view, layer, head, average, step) -> dict:
+    """Both views that show a layer and head, in one answer (a number out of range is refused once), unless the
+    page drew them; the frames of the new selection's steps unless the page holds every selection's."""
+    if page_frames == DRAWN_IN_PAGE:
+        return {}
+    views = {**on_attention(translation_state, page_frames, kind, view, layer, head, average),
+             **step_views(translation_state, step, layer, head, average)}
+    if page_frames == EVERY_SELECTION:
+        views.pop("view_frames")
+    return views
 
 
-def on_average(translation_state, kind, view, layer, head, average, step) -> dict:
+def on_average(translation_state, page_frames, kind, view, layer, head, average, step) -> dict:
     """Averaging makes the head slider mean nothing, so it is disabled meanwhile."""
-    return {"head": gr.Slider(interactive=not average), **on_layer_or_head(translation_state, kind, view, layer,
-                                                                            head, average, step)}
+    return {"head": gr.Slider(interactive=not average),
+            **on_layer_or_head(translation_state, page_frames, kind, view, layer, head, average, step)}
 
 
 def on_prepare_attention(translation_state) -> dict:
@@ -319,25 +375,32 @@ def wire(page: Page) -> None:
     translated = [*TRANSLATION_OUTPUTS, *page.translation_outputs()]
     # A model switch cancels a translation still running, so none lands under the new model's name.
     # Many at once: translations asked for together are decoded together (batching.py).
-    page.sentence_work += [
-        page.on([c["translate_button"].click, c["text"].submit], page.translated(on_translate_click), translated,
-                keep_on_input_problem=True, **batching.CONCURRENCY),
-        page.on(c["example_list"].click, page.translated(on_example_then_translate), ["text", *translated],
-                **batching.CONCURRENCY)]
-    # always_last on every selector: a second change while the first is drawn is not dropped.
+    asked = [c["translate_button"].click, c["text"].submit, c["example_list"].click]
+    translations = [
+        page.on(asked[:2], page.translated(on_translate_click), translated, keep_on_input_problem=True,
+                **batching.CONCURRENCY),
+        page.on(asked[2], page.translated(on_example_then_translate), ["text", *translated], **batching.CONCURRENCY)]
+    # Every head's frames follow each new translation once it is drawn, off its path, whatever made it (this tab,
+    # the page's opening, a model switch, a lesson). A newer translation asked for, a model switch or a lesson
+    # cancels them, so none lands beside another sentence's views.
+    every_head = page.on(c["translation_state"].change, on_every_head, ["view_frames"], show_progress="hidden",
+                         trigger_mode="always_last")
+    gr.on(asked, None, cancels=[every_head], queue=False)
+    page.sentence_work += [*translations, every_head]
     page.on(c["attention_prepare"].click, on_prepare_attention, ["attention_download"], keep_on_input_problem=True)
     page.on(c["decoding"].input, on_decoding, ["beam_size"], show_progress="hidden", trigger_mode="always_last")
     # Sliders take typed numbers too: only the user's own moves redraw, never a value a handler set.
-    # Stepping is drawn in the page from the frames sent with the step views (STEP_JS): no round trip.
+    # Stepping is drawn in the page from the frames sent with the step views: no round trip.
     for trigger, move in ((c["step"].input, 0), (c["previous_step"].click, -1), (c["next_step"].click, 1)):
-        page.in_browser(trigger, f"(...values) => explorerStep(values, {move})", STEP_AND_FRAMES,
-                        STEP_OUTPUTS)
-    page.on([c["kind"].input, c["view"].input], on_attention, ["attention_plot"], show_progress="hidden",
-            trigger_mode="always_last")
-    page.on([c["layer"].input, c["head"].input], on_layer_or_head, ["attention_plot", *STEP_AND_FRAMES],
-            trigger_mode="always_last", show_progress="hidden")
-    page.on(c["average"].input, on_average, ["head", "attention_plot", *STEP_AND_FRAMES], show_progress="hidden",
-            trigger_mode="always_last")
+        page.in_browser(trigger, f"(...values) => explorer.step(values, {move})", STEP_INPUTS, STEP_OUTPUTS)
+    # So is a change of layer, head or attention type once every head's frames have come; the server, told what the
+    # page drew, draws the rest. always_last: a second change while the first is drawn is not dropped.
+    for triggers, fn, outputs in (([c["kind"].input, c["view"].input], on_attention, ["attention_plot"]),
+                                  ([c["layer"].input, c["head"].input], on_layer_or_head,
+                                   ["attention_plot", *STEP_AND_FRAMES]),
+                                  (c["average"].input, on_average, ["head", "attention_plot", *STEP_AND_FRAMES])):
+        drawn = page.in_browser(triggers, "(...values) => explorer.select(values)", SELECT_INPUTS, SELECT_OUTPUTS)
+        page.then(drawn, fn, outputs, show_progress="hidden", trigger_mode="always_last")
     page.sentence_work += [
         page.on([c["forced_button"].click, c["own_translation"].submit], on_forced,
                 ["forced_state", "forced_probability_plot", "forced_attention_plot"], api_name="forced")]

@@ -5,6 +5,7 @@ Plain values in (a checkpoint, a ``Translation``, selector values), plain values
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
@@ -23,6 +24,12 @@ TARGET_TOKENS = (5, 200)  # the range of "Maximum target tokens" in the app
 DEFAULT_TARGET_TOKENS = 60
 LONG_SOURCE_PIECES = 64  # beyond this, a note warns that the models here learned from far shorter sentences
 SPECIAL_PIECES = ("</s>", "<s>", "<unk>", "<pad>")
+# Weights are drawn to the 4 decimals their hover shows: the page receives every head's maps (``view_frames``),
+# and full floats would triple what it downloads.
+WEIGHT_DECIMALS = 4
+# Numbers in the view frames beyond which (a long sentence on a large model: several MB) the page gets only the
+# chosen head's frames and asks the server for any other.
+MOST_FRAME_NUMBERS = 250_000
 
 
 @dataclass
@@ -120,14 +127,18 @@ def attention_tensor(translation: Translation, kind: str) -> torch.Tensor:
 
 
 def one_map(translation: Translation, kind: str, layer: int, head: int | None) -> tuple[torch.Tensor, str]:
-    """The map of one layer (1-based, clamped) and head (None: the mean of heads), and its subtitle."""
+    """The map of one layer (1-based, clamped) and head (None: the mean of heads), as drawn, and its subtitle."""
     weights = attention_tensor(translation, kind)
     layers, heads = weights.shape[:2]
     layer = clamp(layer, 1, layers)
     if head is None:
-        return weights[layer - 1].mean(dim=0), f"layer {layer}, mean of {heads} heads"
+        return _drawn(weights[layer - 1].mean(dim=0)), f"layer {layer}, mean of {heads} heads"
     head = clamp(head, 1, heads)
-    return weights[layer - 1, head - 1], f"layer {layer}, head {head}"
+    return _drawn(weights[layer - 1, head - 1]), f"layer {layer}, head {head}"
+
+
+def _drawn(weights: torch.Tensor) -> torch.Tensor:
+    return weights.double().round(decimals=WEIGHT_DECIMALS)
 
 
 def map_figure(translation: Translation, kind: str, layer: int, head: int | None, title: str = "",
@@ -153,14 +164,14 @@ def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], 
     rows, columns, row_title, column_title = attention_axes(translation, kind)
     name = ATTENTION_KINDS[kind]
     if view == VIEWS[2]:
-        grid = weights.mean(dim=1, keepdim=True) if average_heads else weights
+        grid = _drawn(weights.mean(dim=1, keepdim=True) if average_heads else weights)
         column_names = ["mean of heads"] if average_heads else [f"head {h + 1}" for h in range(heads)]
         which = "every layer, mean of heads" if average_heads else "every layer and head"
         return figures.attention_grid(grid, rows, columns, name, [f"layer {l + 1}" for l in range(layers)],
                                       column_names, query_title=row_title, key_title=column_title,
                                       rows_are_steps=kind != "encoder", subtitle=which)
     if view == VIEWS[1] and not average_heads:
-        return figures.attention_grid([weights[layer - 1]], rows, columns, name, [""],
+        return figures.attention_grid([_drawn(weights[layer - 1])], rows, columns, name, [""],
                                       [f"head {h + 1}" for h in range(heads)], query_title=row_title,
                                       key_title=column_title, rows_are_steps=kind != "encoder",
                                       subtitle=f"layer {layer}, all heads")
@@ -195,17 +206,73 @@ def step_view(translation: Translation, step: int, layer: int | None = None, hea
                     _step_caption(translation, index))
 
 
-def step_frames(translation: Translation, layer: int | None = None, head: int | None = None) -> dict:
-    """Every step of the step view at once, for the page to step through without asking the server: the pieces
-    produced, and for each step its caption and what it changes in the first step's two charts
-    (``figures.changed``). About 25 kB for a 15-word sentence, built in 0.3 ms; drawing every step's charts here
-    would take 13 ms a step."""
-    matrix, which = one_map(translation, "cross", _layer_or_last(translation, layer), head)
-    return {"pieces": list(translation.predicted_pieces), "steps": [
-        {"caption": _step_caption(translation, index),
-         "candidates": figures.top_k_changes(*_candidates(translation, index)),
-         "source_attention": figures.source_attention_changes(row, _source_attention_title(index + 1, which))}
-        for index, row in enumerate(matrix.tolist())]}
+def view_frames(translation: Translation, layer: int | None = None, head: int | None = None,
+                every_selection: bool = False) -> dict:
+    """What the page needs to draw every step of the step view without asking the server; with
+    ``every_selection``, where it fits (``frames_hold_every_map``), also every layer's and head's (or mean of
+    heads') step view and one-head heatmap of each attention type.
+
+    Each view is sent as one figure and each variant's changes (``figures.changed``): the pieces produced; each
+    step's caption and top-k changes; each selection's step-by-step source attention and heatmap changes, keyed by
+    ``selection_key``. Otherwise only the selection ``layer`` and ``head`` (None: the mean of heads), and no
+    heatmaps: 25 kB for a 15-word sentence, against 160-480 kB with every selection on the bundled model."""
+    heads = translation.cross_attention.shape[1]
+    layers = {ATTENTION_KINDS[kind]: attention_tensor(translation, kind).shape[0] for kind in ATTENTION_KINDS}
+    every = every_selection and frames_hold_every_map(translation)
+    frames = {"pieces": list(translation.predicted_pieces), "heads": heads, "layers": layers,
+              "steps": [{"caption": _step_caption(translation, index),
+                         "candidates": figures.top_k_changes(*_candidates(translation, index))}
+                        for index in range(translation.num_steps)],
+              "source_attention": {}}
+    cross_layers = translation.cross_attention.shape[0]
+    chosen = [(clamp(_layer_or_last(translation, layer), 1, cross_layers),
+               None if head is None else clamp(head, 1, heads))]
+    for selection in _selections(cross_layers, heads) if every else chosen:
+        matrix, which = one_map(translation, "cross", *selection)
+        frames["source_attention"][selection_key(*selection)] = [
+            figures.source_attention_changes(row, _source_attention_title(index + 1, which))
+            for index, row in enumerate(matrix.tolist())]
+    if every:
+        frames["heatmaps"] = {ATTENTION_KINDS[kind]: _heatmap_frames(translation, kind) for kind in ATTENTION_KINDS}
+    return frames
+
+
+def selection_key(layer: int, head: int | None) -> str:
+    """A layer and head (None: the mean of heads) as the page names them in the view frames."""
+    return f"{layer} {'mean' if head is None else head}"
+
+
+def _selections(layers: int, heads: int) -> list[tuple[int, int | None]]:
+    return [(layer, head) for layer in range(1, layers + 1) for head in [*range(1, heads + 1), None]]
+
+
+def _heatmap_frames(translation: Translation, kind: str) -> dict:
+    """One kind's heatmap of layer 1, head 1 as the page holds it, and what every layer and head (or mean of heads)
+    changes in it."""
+    base = json.loads(map_figure(translation, kind, 1, 1).to_json())
+    _, _, _, column_title = attention_axes(translation, kind)
+    weights = attention_tensor(translation, kind)
+    changes = {}
+    for selection in _selections(*weights.shape[:2]):
+        matrix, which = one_map(translation, kind, *selection)
+        title = figures.heatmap_title(ATTENTION_KINDS[kind], which, column_title)
+        changes[selection_key(*selection)] = figures.heatmap_changes(matrix, title)
+    return {"figure": base, "maps": changes}
+
+
+def frames_hold_every_map(translation: Translation) -> bool:
+    """Whether ``view_frames`` holds every heatmap and selection (the page then draws a layer, head or type of
+    attention of the one-head view itself), or only the chosen selection's step view."""
+    return _frame_numbers(translation) <= MOST_FRAME_NUMBERS
+
+
+def _frame_numbers(translation: Translation) -> int:
+    """How many numbers every selection's frames hold: each map once per layer and head or mean of heads, and the
+    cross-attention twice more for the step view's bars (their heights and colours)."""
+    cross = translation.cross_attention
+    maps = sum(t.shape[0] * (t.shape[1] + 1) * t.shape[2] * t.shape[3]
+               for t in (translation.encoder_attention, translation.decoder_attention, cross))
+    return maps + 2 * cross.shape[0] * (cross.shape[1] + 1) * cross.shape[2] * cross.shape[3]
 
 
 def _layer_or_last(translation: Translation, layer: int | None) -> int:
