@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import gradio as gr
@@ -61,8 +62,10 @@ CHOSEN_SELECTION, EVERY_SELECTION, DRAWN_IN_PAGE = "the chosen head's steps", "e
 
 # Stepping needs no server, nor does a layer, head or attention type in the one-head view once every head's maps
 # have come (``view_frames``): the page draws a view from its frames, merging a variant's changes into the figure as
-# ``figures.changed`` does. ``explorer.step`` takes the values of STEP_INPUTS and a move (-1, 0 or 1) and returns
-# those of STEP_OUTPUTS; ``explorer.select`` takes SELECT_INPUTS' and returns SELECT_OUTPUTS'.
+# ``figures.changed`` does, with Plotly on the chart already shown. (Handed to Gradio as a new value, each figure
+# would be drawn on a new chart, and twice: 100-250 ms a click here, against 10-30 ms.) ``explorer.step`` takes the
+# values of STEP_INPUTS and a move (-1, 0 or 1) and returns those of STEP_OUTPUTS; ``explorer.select`` takes
+# SELECT_INPUTS' and returns SELECT_OUTPUTS'.
 EXPLORER_JS = """<script>
 window.explorer = (() => {
   let text = null, frames = null;
@@ -82,37 +85,66 @@ window.explorer = (() => {
     merge(figure.layout, changes.layout || {});
     return figure;
   };
-  const redrawn = (plot, changes, figure) =>
-    ({...plot, plot: JSON.stringify(changed(figure || JSON.parse(plot.plot), changes))});
+  const chart = (id) => document.querySelector(`#${id} .js-plotly-plot`);
+  // As Gradio's Plot readies a figure (responsive, sized to its box, room above for its title line), on the chart
+  // it shows: with its configuration unchanged, Plotly.react redraws only what differs.
+  const draw = (id, figure) => {
+    const layout = figure.layout;
+    layout.autosize = true;
+    layout.margin = layout.margin || {};
+    if (layout.title) layout.margin.t = Math.max(100, layout.margin.t || 0);
+    layout.margin.autoexpand = true;
+    window.Plotly.react(chart(id), figure.data, layout);
+  };
   const within = (value, high) => Math.min(Math.max(1, Math.trunc(Number(value)) || 1), high);
   const selection = (f, kind, layer, head, average) =>  // as selection_key names it, clamped as the server clamps
     `${within(layer, f.layers[kind])} ${average ? "mean" : within(head, f.heads)}`;
   const bars = (f, layer, head, average) => f && f.source_attention[selection(f, CROSS, layer, head, average)];
+  const drawable = (...ids) => window.Plotly && ids.every(chart);
   return {
     step([value, step, layer, head, average, revealed, candidates, attention, caption], move) {
       const f = parsed(value), sources = bars(f, layer, head, average);
-      if (!sources || !candidates || !attention) return [step, revealed, candidates, attention, caption];
+      if (!sources || !candidates || !attention || !drawable(TOP_K, STEP_ATTENTION)) return [step, revealed, caption];
       step = within(Math.round(Number(step) || 1) + move, f.steps.length);
+      draw(TOP_K, changed(JSON.parse(candidates.plot), f.steps[step - 1].candidates));
+      draw(STEP_ATTENTION, changed(JSON.parse(attention.plot), sources[step - 1]));
       const shown = f.pieces.slice(0, step).map((piece, i) =>
         ({token: piece + " ", class_or_confidence: i === step - 1 ? "current" : null}));
       if (step < f.steps.length) shown.push({token: "…", class_or_confidence: null});
-      return [step, shown, redrawn(candidates, f.steps[step - 1].candidates), redrawn(attention, sources[step - 1]),
-              f.steps[step - 1].caption];
+      return [step, shown, f.steps[step - 1].caption];
     },
-    select([value, kind, view, layer, head, average, step, heatmap, attention]) {
+    select([value, kind, view, layer, head, average, step, attention]) {
       const f = parsed(value), sources = bars(f, layer, head, average);
       const held = f && f.heatmaps ? EVERY_SELECTION : CHOSEN_SELECTION;
-      if (held !== EVERY_SELECTION || view !== ONE_HEAD || !heatmap || !attention) return [heatmap, attention, held];
+      if (held !== EVERY_SELECTION || view !== ONE_HEAD || !attention || !drawable(HEATMAP, STEP_ATTENTION))
+        return [held];
       const maps = f.heatmaps[kind];
-      return [redrawn(heatmap, maps.maps[selection(f, kind, layer, head, average)], structuredClone(maps.figure)),
-              redrawn(attention, sources[within(step, f.steps.length) - 1]), DRAWN_IN_PAGE];
+      draw(HEATMAP, changed(structuredClone(maps.figure), maps.maps[selection(f, kind, layer, head, average)]));
+      draw(STEP_ATTENTION, changed(JSON.parse(attention.plot), sources[within(step, f.steps.length) - 1]));
+      return [DRAWN_IN_PAGE];
     },
   };
 })();
 </script>"""
 for name, value in {"CROSS": ATTENTION_KINDS["cross"], "ONE_HEAD": VIEWS[0], "CHOSEN_SELECTION": CHOSEN_SELECTION,
-                    "EVERY_SELECTION": EVERY_SELECTION, "DRAWN_IN_PAGE": DRAWN_IN_PAGE}.items():
+                    "EVERY_SELECTION": EVERY_SELECTION, "DRAWN_IN_PAGE": DRAWN_IN_PAGE, "TOP_K": "topk-plot",
+                    "STEP_ATTENTION": "step-attention", "HEATMAP": "attention-plot"}.items():
     EXPLORER_JS = EXPLORER_JS.replace(name, json.dumps(value))
+
+
+class PageDrawnPlot(gr.Plot):
+    """A chart the page also draws itself (EXPLORER_JS), without telling Gradio. Each figure the server sends is
+    numbered, so that Gradio draws it even where it equals the last one Gradio drew, which the page's may since
+    have replaced (a step, then the same sentence translated again)."""
+
+    is_template = True  # drawn by Gradio's own plot
+    sent = itertools.count()
+
+    def postprocess(self, value):
+        data = super().postprocess(value)
+        if data is not None and data.type == "plotly":
+            data.plot = f'{data.plot[:-1]},"sent":{next(self.sent)}}}'  # a key Plotly's drawing ignores
+        return data
 
 
 class UnboundedSlider(components.Slider):
@@ -163,8 +195,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     revealed = gr.HighlightedText(label="Translation so far, in pieces (▁ starts a word)",
                                   color_map={"current": "#b34700"}, elem_id="revealed")
     with gr.Row():
-        top_k_plot = gr.Plot(label="Top-k candidates", elem_id="topk-plot")
-        step_attention_plot = gr.Plot(label="Cross-attention of this step", elem_id="step-attention")
+        top_k_plot = PageDrawnPlot(label="Top-k candidates", elem_id="topk-plot")
+        step_attention_plot = PageDrawnPlot(label="Cross-attention of this step", elem_id="step-attention")
     page.add(previous_step=previous_step, step=step, next_step=next_step, step_caption=step_caption,
              look_inside=look_inside, view_frames=gr.Textbox(None, visible=False),
              page_frames=gr.Radio([CHOSEN_SELECTION, EVERY_SELECTION, DRAWN_IN_PAGE], value=CHOSEN_SELECTION,
@@ -173,13 +205,14 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 
     gr.Markdown(HEATMAP_INTRO)
     with gr.Row():
-        kind = components.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"], label="Attention", scale=3)
+        kind = components.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"], label="Attention", scale=3,
+                                elem_id="attention-kind")
         view = components.Radio(list(VIEWS), value=VIEWS[0], label="View", scale=3)
     with gr.Row():
         layer = components.Slider(1, layers, value=1, step=1, label="Layer", elem_id="layer-slider")
         head = components.Slider(1, heads, value=1, step=1, label="Head", elem_id="head-slider")
         average = gr.Checkbox(False, label="Average over heads", elem_id="average-heads")
-    attention_plot = gr.Plot(label="Attention", elem_id="attention-plot")
+    attention_plot = PageDrawnPlot(label="Attention", elem_id="attention-plot")
     with gr.Row():
         # Written when asked for, not at every translation: each file can be megabytes and is kept an hour.
         attention_prepare = gr.Button("Raw attention as JSON", size="sm", scale=0, elem_id="attention-prepare")
@@ -208,12 +241,11 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 STEP_VIEWS = ("revealed", "top_k_plot", "step_attention_plot", "step_caption")
 # What a step moves in the page (explorer.step); the frames it is drawn from travel with every step view the server
 # draws, and every head's with a translation soon after it.
-STEP_OUTPUTS = ("step", *STEP_VIEWS)
-STEP_AND_FRAMES = ("view_frames", *STEP_OUTPUTS)
+STEP_AND_FRAMES = ("view_frames", "step", *STEP_VIEWS)
 STEP_INPUTS = ("view_frames", "step", "layer", "head", "average", *STEP_VIEWS)
-SELECT_INPUTS = ("view_frames", "kind", "view", "layer", "head", "average", "step", "attention_plot",
-                 "step_attention_plot")
-SELECT_OUTPUTS = ("attention_plot", "step_attention_plot", "page_frames")
+STEP_OUTPUTS = ("step", "revealed", "step_caption")  # and the two charts, drawn in place
+SELECT_INPUTS = ("view_frames", "kind", "view", "layer", "head", "average", "step", "step_attention_plot")
+SELECT_OUTPUTS = ("page_frames",)  # and the charts, drawn in place
 TRANSLATION_OUTPUTS = ("translation_state", "translation", "notes", "source_tokens", "attention_download",
                        "attention_plot", *STEP_AND_FRAMES)
 
