@@ -8,6 +8,8 @@ with Playwright. Each figure is the median over ``--clicks`` clicks, after one u
 - switch_model_settled_ms: the Model dropdown switched between reverse-tiny and multi30k-en-de;
 - step_settled_ms: "◀ previous" / "next ▶" under the step view of a long sentence; step_in_page_ms: the same
   timed inside the page (click() to the first frame that finds the charts settled), without Playwright's overhead;
+- head_settled_ms: the Head slider of the heatmaps typed between 1 and 2 (Enter), on the same sentence, until the
+  heatmap and the step view's cross-attention show the new head; head_in_page_ms: the same timed inside the page;
 - first_load_ms: a first visit (a new browser context, nothing cached) from navigation until the text box and
   the Translate button are shown and enabled; first_translation_ms: until the page's own first translation is
   drawn (the same settled test as a click's). Medians over ``--clicks`` loads.
@@ -17,7 +19,8 @@ Settled: the translation box has a new non-empty value (not for steps), every ch
 (steps: titled "Step N:" for the new N), and no Gradio status tracker in them is pending.
 Goals on a 2-core CPU: translate <= 800 ms, model view <= 1,200 ms, model switch <= 2,000 ms, step <= 300 ms.
 Prints JSON last (with --json): {"translate_settled_ms", "model_view_settled_ms", "switch_model_settled_ms",
-"step_settled_ms", "step_in_page_ms", "first_load_ms", "first_translation_ms", "clicks", "runs", "failures"}.
+"step_settled_ms", "step_in_page_ms", "head_settled_ms", "head_in_page_ms", "first_load_ms", "first_translation_ms",
+"clicks", "runs", "failures"}.
 
     python benchmarks/browser_latency.py --clicks 5 --json
 """
@@ -51,7 +54,8 @@ LONG_SENTENCE = "An old man with a grey beard is playing the guitar on a busy co
 TIMEOUT_MS = 60_000  # a click not settled by then is a failure
 LOADS = ["first_load_ms", "first_translation_ms"]
 NAMES = ["translate_settled_ms", "model_view_settled_ms", "switch_model_settled_ms", "step_settled_ms",
-         "step_in_page_ms", *LOADS]
+         "step_in_page_ms", "head_settled_ms", "head_in_page_ms", *LOADS]
+HEAD_CHARTS = ("step-attention", "attention-plot")  # what a head changes
 USABLE_JS = """() => {
   const box = document.querySelector('#source-text textarea'), button = document.querySelector('#translate-button');
   return !!box && !!button && !box.disabled && !button.disabled && box.offsetParent !== null
@@ -68,7 +72,7 @@ MARK_JS = """charts => {
 # Gradio 6 shows a pending event on each of its outputs' status tracker: that [data-testid=status-tracker]
 # element loses its class "hide" while the event is queued or running. Events with show_progress="hidden"
 # (the View radio's redraw) never show it: their charts are caught by the new-data test alone.
-SETTLED_JS = """({charts, oldTranslation, stepPrefix}) => {
+SETTLED_JS = """({charts, oldTranslation, stepPrefix, titleHas}) => {
   if (oldTranslation !== null) {
     const box = document.querySelector('#translation textarea, #translation input');
     if (!box || !box.value || box.value === oldTranslation) return false;
@@ -80,7 +84,8 @@ SETTLED_JS = """({charts, oldTranslation, stepPrefix}) => {
     if (id === 'translation') continue;
     const plots = [...root.querySelectorAll('.js-plotly-plot')];
     if (!plots.length || !plots.every(el => el.data && el.data !== el.__old)) return false;
-    if (stepPrefix && !((root.querySelector('.gtitle') || {}).textContent || '').startsWith(stepPrefix)) return false;
+    const title = (root.querySelector('.gtitle') || {}).textContent || '';
+    if ((stepPrefix && !title.startsWith(stepPrefix)) || (titleHas && !title.includes(titleHas))) return false;
   }
   return true;
 }"""
@@ -114,12 +119,12 @@ def stop_app(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def settle_ms(page, click, charts=CHARTS, translation_changes=True, step_prefix=None) -> float:
+def settle_ms(page, click, charts=CHARTS, translation_changes=True, step_prefix=None, title_has=None) -> float:
     """Milliseconds from ``click()`` until the charts hold new data (and the translation box a new value)."""
     old_translation = page.evaluate(MARK_JS, list(charts))
     started = time.perf_counter()
     click()
-    page.wait_for_function(SETTLED_JS, arg={"charts": list(charts), "stepPrefix": step_prefix,
+    page.wait_for_function(SETTLED_JS, arg={"charts": list(charts), "stepPrefix": step_prefix, "titleHas": title_has,
                                             "oldTranslation": (old_translation or "") if translation_changes else None},
                            timeout=TIMEOUT_MS)
     return 1000 * (time.perf_counter() - started)
@@ -152,11 +157,18 @@ def step_ms(page, i: int) -> float:
 
 # The same click timed inside the page: from the button's click() until a frame finds the step charts settled,
 # without Playwright's own round trips for the click and the waiting (tens of milliseconds on this machine).
-IN_PAGE_JS = """async ([label, settledSource, args]) => {
+# A number typed into a slider's box is sent as the page does on Enter (its input event, then the key).
+IN_PAGE_JS = """async ([label, settledSource, args, number]) => {
   const settled = (0, eval)(settledSource);
   const button = [...document.querySelectorAll('button')].find(b => b.textContent.trim() === label);
+  const box = document.querySelector(`#${label} input[type=number]`);
   const started = performance.now();
-  button.click();
+  if (number === null) button.click();
+  else {
+    box.value = number;
+    box.dispatchEvent(new Event("input", {bubbles: true}));
+    box.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", bubbles: true}));
+  }
   await new Promise(done => { const check = () => settled(args) ? done() : requestAnimationFrame(check); check(); });
   return performance.now() - started;
 }"""
@@ -166,7 +178,26 @@ def step_in_page_ms(page, i: int) -> float:
     label, target = next_step(page, i)
     page.evaluate(MARK_JS, list(CHARTS[:2]))
     return page.evaluate(IN_PAGE_JS, [label, SETTLED_JS, {"charts": list(CHARTS[:2]), "oldTranslation": None,
-                                                          "stepPrefix": f"Step {target}:"}])
+                                                          "stepPrefix": f"Step {target}:"}, None])
+
+
+def head_ms(page, i: int) -> float:
+    """Head 2, then 1, ... on the heatmaps of the sentence the step view was timed on."""
+    box = page.locator("#head-slider input[type=number]")
+    head = str(2 - i % 2)
+
+    def type_head() -> None:  # the box sends its value as it is typed, and again on Enter
+        box.fill(head)
+        box.press("Enter")
+    return settle_ms(page, type_head, HEAD_CHARTS, False, title_has=f"head {head}")
+
+
+def head_in_page_ms(page, i: int) -> float:
+    head = str(2 - i % 2)
+    page.evaluate(MARK_JS, list(HEAD_CHARTS))
+    return page.evaluate(IN_PAGE_JS, ["head-slider", SETTLED_JS, {"charts": list(HEAD_CHARTS), "oldTranslation": None,
+                                                                  "stepPrefix": None, "titleHas": f"head {head}"},
+                                      head])
 
 
 def next_step(page, i: int) -> tuple[str, int]:
@@ -232,8 +263,8 @@ def repeat_clicks(page, one_click, clicks: int, failures: list[str]) -> list[flo
 def measure(url: str, clicks: int, screenshots: Path | None) -> tuple[dict, dict]:
     runs, failures = {}, {name: [] for name in NAMES}
     plan = {"translate_settled_ms": translate_ms, "switch_model_settled_ms": switch_model_ms,
-            "step_settled_ms": step_ms, "step_in_page_ms": step_in_page_ms,
-            "model_view_settled_ms": model_view_ms}  # model view last: it stays on
+            "step_settled_ms": step_ms, "step_in_page_ms": step_in_page_ms, "head_settled_ms": head_ms,
+            "head_in_page_ms": head_in_page_ms, "model_view_settled_ms": model_view_ms}  # model view last: it stays on
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=BROWSER_ARGS)
         try:

@@ -132,6 +132,10 @@ for name, value in {"CROSS": ATTENTION_KINDS["cross"], "ONE_HEAD": VIEWS[0], "CH
     EXPLORER_JS = EXPLORER_JS.replace(name, json.dumps(value))
 
 
+# Passes an event's values on once the browser is idle (at most 2 s later).
+ONCE_DRAWN_JS = "(...values) => new Promise(go => requestIdleCallback(() => go(values), {timeout: 2000}))"
+
+
 class PageDrawnPlot(gr.Plot):
     """A chart the page also draws itself (EXPLORER_JS), without telling Gradio. Each figure the server sends is
     numbered, so that Gradio draws it even where it equals the last one Gradio drew, which the page's may since
@@ -412,11 +416,12 @@ def wire(page: Page) -> None:
         page.on(asked[:2], page.translated(on_translate_click), translated, keep_on_input_problem=True,
                 **batching.CONCURRENCY),
         page.on(asked[2], page.translated(on_example_then_translate), ["text", *translated], **batching.CONCURRENCY)]
-    # Every head's frames follow each new translation once it is drawn, off its path, whatever made it (this tab,
-    # the page's opening, a model switch, a lesson). A newer translation asked for, a model switch or a lesson
-    # cancels them, so none lands beside another sentence's views.
+    # Every head's frames follow each new translation, whatever made it (this tab, the page's opening, a model
+    # switch, a lesson), asked for once the browser has drawn it: built meanwhile, they took the CPU from its
+    # drawing. A newer translation asked for, a model switch or a lesson cancels them, so none lands beside another
+    # sentence's views.
     every_head = page.on(c["translation_state"].change, on_every_head, ["view_frames"], show_progress="hidden",
-                         trigger_mode="always_last")
+                         trigger_mode="always_last", js=ONCE_DRAWN_JS)
     gr.on(asked, None, cancels=[every_head], queue=False)
     page.sentence_work += [*translations, every_head]
     page.on(c["attention_prepare"].click, on_prepare_attention, ["attention_download"], keep_on_input_problem=True)
