@@ -91,8 +91,12 @@ SETTLED_JS = """({charts, oldTranslation, stepPrefix, titleHas}) => {
 }"""
 
 
-def start_app(repo: Path, port: int, log) -> subprocess.Popen:
+def start_app(repo: Path, port: int, log, device: str | None = None) -> subprocess.Popen:
+    """``python app.py`` in ``repo``, offline, training disabled; its models on ``device`` (default: CUDA when
+    PyTorch sees a GPU, else the CPU)."""
     env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "EXPLORER_DISABLE_TRAINING": "1"}
+    if device:
+        env["EXPLORER_DEVICE"] = device
     return subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=repo, env=env,
                             stdout=log, stderr=subprocess.STDOUT)
 
@@ -288,6 +292,7 @@ def main() -> None:
     parser.add_argument("--clicks", type=int, default=5, help="timed clicks of each kind, and first visits")
     parser.add_argument("--port", type=int, help="default: a free port on 127.0.0.1")
     parser.add_argument("--screenshots", type=Path, help="folder for a full-page screenshot after each measurement")
+    parser.add_argument("--device", help="where the app's models run (cpu, cuda; default: the app's own choice)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     clicks = max(1, args.clicks)
@@ -297,7 +302,7 @@ def main() -> None:
     if args.screenshots:
         args.screenshots.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile() as log:
-        process = start_app(args.repo.resolve(), port, log)
+        process = start_app(args.repo.resolve(), port, log, args.device)
         try:
             wait_until_serving(f"http://127.0.0.1:{port}/", process)
             runs, failures = measure(f"http://127.0.0.1:{port}/", clicks, args.screenshots)
