@@ -240,6 +240,26 @@ def test_a_layer_head_or_attention_type_is_drawn_in_the_page_once_every_heads_fr
     page.unroute("**/gradio_api/queue/join*")
     page.wait_for_timeout(500)
     assert heatmap_and_bars(page) == drawn_in_page, "the server's answers drew nothing over the page's"
+
+    # A change the server draws (another view), then one the page draws while that answer is still to come: the
+    # server draws the second too, so that its answer, landing last, shows the last change.
+    page.route("**/gradio_api/queue/join*", lambda route: waiting.append(route))
+    waiting.clear()
+    page.locator("#attention-view").get_by_label(VIEWS[1]).check()
+    page.locator("#attention-view").get_by_label(VIEWS[0]).check()
+    page.wait_for_timeout(300)
+    assert page.evaluate("() => window.selections.slice(-2)") == [translate.EVERY_SELECTION] * 2
+    assert heatmap_and_bars(page) == drawn_in_page, "drawn in the page at once"
+    for route in waiting:
+        route.continue_()
+    page.unroute("**/gradio_api/queue/join*")
+    page.wait_for_function("() => document.querySelectorAll('#attention-plot .js-plotly-plot .gtitle').length === 1"
+                           " && document.querySelector('#attention-plot .gtitle').textContent.includes('head 1 ')",
+                           timeout=30_000)
+    page.wait_for_timeout(1000)
+    assert heatmap_and_bars(page)[0]["data"] == drawn_in_page[0]["data"], "the one-head view, not the layer's heads"
+    choose(page, "cross", 1, 2)
+    assert page.evaluate("() => window.selections.at(-1)") == translate.DRAWN_IN_PAGE, "every answer has come"
     assert errors == []
     page.close()
 

@@ -101,6 +101,7 @@ window.explorer = (() => {
     `${within(layer, f.layers[kind])} ${average ? "mean" : within(head, f.heads)}`;
   const bars = (f, layer, head, average) => f && f.source_attention[selection(f, CROSS, layer, head, average)];
   const drawable = (...ids) => window.Plotly && ids.every(chart);
+  let asked = 0;  // changes the server is drawing: its answers, in order, would land over a change drawn here
   return {
     step([value, step, layer, head, average, revealed, candidates, attention, caption], move) {
       const f = parsed(value), sources = bars(f, layer, head, average);
@@ -116,13 +117,18 @@ window.explorer = (() => {
     select([value, kind, view, layer, head, average, step, attention]) {
       const f = parsed(value), sources = bars(f, layer, head, average);
       const held = f && f.heatmaps ? EVERY_SELECTION : CHOSEN_SELECTION;
-      if (held !== EVERY_SELECTION || view !== ONE_HEAD || !attention || !drawable(HEATMAP, STEP_ATTENTION))
+      if (held !== EVERY_SELECTION || view !== ONE_HEAD || !attention || !drawable(HEATMAP, STEP_ATTENTION)) {
+        asked += 1;
         return [held];
+      }
       const maps = f.heatmaps[kind];
       draw(HEATMAP, changed(structuredClone(maps.figure), maps.maps[selection(f, kind, layer, head, average)]));
       draw(STEP_ATTENTION, changed(JSON.parse(attention.plot), sources[within(step, f.steps.length) - 1]));
-      return [DRAWN_IN_PAGE];
+      if (!asked) return [DRAWN_IN_PAGE];
+      asked += 1;  // the server draws this one too, after those before it
+      return [EVERY_SELECTION];
     },
+    answered() { asked = Math.max(0, asked - 1); },
   };
 })();
 </script>"""
@@ -132,6 +138,10 @@ for name, value in {"CROSS": ATTENTION_KINDS["cross"], "ONE_HEAD": VIEWS[0], "CH
     EXPLORER_JS = EXPLORER_JS.replace(name, json.dumps(value))
 
 
+# Every change of selection the server draws, none dropped (the page counts their answers), one at a time in the
+# order made: the answers land in that order. (Those the page drew return at once; the others are a few tens of
+# milliseconds of the CPU, a model view a few hundred.)
+SELECTIONS_IN_ORDER = {"trigger_mode": "multiple", "concurrency_id": "selection", "concurrency_limit": 1}
 # Passes an event's values on once the browser is idle (at most 2 s later).
 ONCE_DRAWN_JS = "(...values) => new Promise(go => requestIdleCallback(() => go(values), {timeout: 2000}))"
 
@@ -211,7 +221,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     with gr.Row():
         kind = components.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"], label="Attention", scale=3,
                                 elem_id="attention-kind")
-        view = components.Radio(list(VIEWS), value=VIEWS[0], label="View", scale=3)
+        view = components.Radio(list(VIEWS), value=VIEWS[0], label="View", scale=3, elem_id="attention-view")
     with gr.Row():
         layer = components.Slider(1, layers, value=1, step=1, label="Layer", elem_id="layer-slider")
         head = components.Slider(1, heads, value=1, step=1, label="Head", elem_id="head-slider")
@@ -317,13 +327,16 @@ def on_attention(translation_state, page_frames, kind, view, layer, head, averag
 
 def on_layer_or_head(translation_state, page_frames, kind, view, layer, head, average, step) -> dict:
     """Both views that show a layer and head, in one answer (a number out of range is refused once), unless the
-    page drew them; the frames of the new selection's steps unless the page holds every selection's."""
+    page drew them. Unless the page holds every head's frames, they come too (or, where they do not fit, the new
+    selection's steps): the frames sent after a translation are then never fewer than those it already has."""
     if page_frames == DRAWN_IN_PAGE:
         return {}
     views = {**on_attention(translation_state, page_frames, kind, view, layer, head, average),
              **step_views(translation_state, step, layer, head, average)}
     if page_frames == EVERY_SELECTION:
         views.pop("view_frames")
+    elif translation_state is not None:
+        views.update(on_every_head(translation_state))
     return views
 
 
@@ -431,13 +444,15 @@ def wire(page: Page) -> None:
     for trigger, move in ((c["step"].input, 0), (c["previous_step"].click, -1), (c["next_step"].click, 1)):
         page.in_browser(trigger, f"(...values) => explorer.step(values, {move})", STEP_INPUTS, STEP_OUTPUTS)
     # So is a change of layer, head or attention type once every head's frames have come; the server, told what the
-    # page drew, draws the rest. always_last: a second change while the first is drawn is not dropped.
+    # page drew, draws the rest (SELECTIONS_IN_ORDER), and the page counts its answers: where one is still to come,
+    # the server draws the page's change too, so that the last answer is the last change.
     for triggers, fn, outputs in (([c["kind"].input, c["view"].input], on_attention, ["attention_plot"]),
                                   ([c["layer"].input, c["head"].input], on_layer_or_head,
                                    ["attention_plot", *STEP_AND_FRAMES]),
                                   (c["average"].input, on_average, ["head", "attention_plot", *STEP_AND_FRAMES])):
         drawn = page.in_browser(triggers, "(...values) => explorer.select(values)", SELECT_INPUTS, SELECT_OUTPUTS)
-        page.then(drawn, fn, outputs, show_progress="hidden", trigger_mode="always_last")
+        answered = page.then(drawn, fn, outputs, show_progress="hidden", **SELECTIONS_IN_ORDER)
+        answered.then(None, js="() => explorer.answered()", queue=False)
     page.sentence_work += [
         page.on([c["forced_button"].click, c["own_translation"].submit], on_forced,
                 ["forced_state", "forced_probability_plot", "forced_attention_plot"], api_name="forced")]
