@@ -194,6 +194,8 @@ def choose(page, kind: str, layer: int, head: int) -> None:
 def test_a_layer_head_or_attention_type_is_drawn_in_the_page_once_every_heads_frames_have_come(app_url, browser):
     url, model = app_url
     page, errors = opened(browser, url)
+    page.wait_for_function("() => document.querySelector('#step-caption').innerText.startsWith('Step 1 of')")
+    page.wait_for_timeout(300)
     drawn_by_server = heatmap_and_bars(page)
     page.evaluate(RECORD_SELECTIONS_JS)
     head = page.locator("#head-slider input[type=number]")
