@@ -48,7 +48,8 @@ THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Robot
     button_primary_text_color="white")
 PAGE_STYLE = {"css": FOCUS_CSS + accessibility.CHART_TEXT_CSS, "theme": THEME,
               "head": (lessons.LARGE_CHARTS_JS + lessons.SAFE_COLOURS_JS + accessibility.EMPTY_PLACEHOLDER_ROLE_JS
-                       + accessibility.CHART_TEXT_JS + translate.PICK_STEP_JS + translate.EXPLORER_JS)}
+                       + accessibility.CHART_TEXT_JS + translate.PICK_STEP_JS + inside.PICK_QUERY_JS
+                       + translate.EXPLORER_JS)}
 # Gradio's threads for events: its default for those that compute, and one more for each event that may wait
 # without computing (translations gathering for a batch, costly events waiting their turn), so that waiting ones
 # never hold up a step or a view.

@@ -266,17 +266,17 @@ def test_a_layer_head_or_attention_type_is_drawn_in_the_page_once_every_heads_fr
     page.close()
 
 
-CELL_CENTRE_JS = """([row, column]) => {
-    const chart = document.querySelector('#attention-plot .js-plotly-plot');
-    const x = chart._fullLayout.xaxis, y = chart._fullLayout.yaxis, box = chart.getBoundingClientRect();
+CELL_CENTRE_JS = """([chart, row, column]) => {
+    const gd = document.querySelector(`${chart} .js-plotly-plot`);
+    const x = gd._fullLayout.xaxis, y = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
     return [box.left + x._offset + x.l2p(column), box.top + y._offset + y.l2p(row)];
 }"""
 
 
-def click_heatmap_cell(page, row: int, column: int) -> None:
+def click_heatmap_cell(page, row: int, column: int, chart: str = "#attention-plot") -> None:
     """As a mouse does: onto the cell (Plotly picks the point it hovers), then a click."""
-    page.locator("#attention-plot .js-plotly-plot").first.scroll_into_view_if_needed()
-    x, y = page.evaluate(CELL_CENTRE_JS, [row, column])
+    page.locator(f"{chart} .js-plotly-plot").first.scroll_into_view_if_needed()
+    x, y = page.evaluate(CELL_CENTRE_JS, [chart, row, column])
     page.mouse.move(x, y)
     page.wait_for_timeout(200)
     page.mouse.click(x, y)
@@ -299,6 +299,20 @@ def test_clicking_a_heatmap_row_goes_to_its_decoding_step_where_rows_are_steps(a
     assert step.input_value() == "2" and plot_title(page, "topk-plot").startswith("Step 2:")
     assert errors == []
     page.close()
+
+def test_clicking_a_cell_of_the_whole_heads_maps_looks_inside_its_rows_query(app_url, browser):
+    page, errors = opened(browser, app_url[0])
+    page.get_by_role("tab", name="Inside a head").click()
+    page.wait_for_selector("#inside-contributions .js-plotly-plot", timeout=60_000)
+    page.get_by_text("The whole head: weights beside what it adds").click()
+    page.wait_for_selector("#inside-maps .js-plotly-plot", timeout=60_000)
+    click_heatmap_cell(page, 2, 0, "#inside-maps")  # the weights' third row: query 3
+    page.wait_for_function("() => document.querySelector('#inside-summary').innerText.includes('Query 3 ')",
+                           timeout=30_000)
+    assert page.locator("#inside-query input[type=number]").input_value() == "3"
+    assert errors == []
+    page.close()
+
 
 def test_html_in_the_input_is_shown_as_text_never_run(app_url, browser):
     url, _ = app_url

@@ -9,7 +9,7 @@ from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 
 from .. import components
-from ..page import Page
+from ..page import Page, row_picker
 from ..services import Services
 from ..views import inside
 from ..views.choices import ATTENTION_KINDS, clamp
@@ -21,6 +21,8 @@ INTRO = ("## Inside a head\nHow does a head decide where to look? Pick an attent
          "(a row of the heatmap in the Translate tab) and follow equation 1 of the paper, "
          "softmax(q·k / √d_k) · v, with the model's own numbers for the sentence last translated.")
 WAITING = "Translate a sentence in the Translate tab, then pick a query here to look inside that translation."
+# A click on a cell of the whole head's maps looks inside its row's query.
+PICK_QUERY_JS = row_picker("#inside-maps", "#inside-query", "inside-summary")
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:
@@ -47,7 +49,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
              inside_vectors=inside_vectors, inside_merge=inside_merge, inside_cache=inside_cache)
     with gr.Accordion("The whole head: weights beside what it adds", open=False):
         gr.Markdown(inside.NOTES["maps"])
-        with gr.Row():
+        with gr.Row(elem_id="inside-maps"):
             maps = {f"inside_map_{name}": gr.Plot(label=label) for name, label in
                     (("weights", "Weights"), ("head", "This head adds"), ("layer", "The layer adds"))}
         page.add(**maps)

@@ -14,7 +14,7 @@ from transformer.errors import InputError
 
 from .. import batching, components, figures
 from ..errors import warn
-from ..page import Page
+from ..page import Page, row_picker
 from ..services import Services
 from ..views import exports
 from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, head_options, require_translation
@@ -35,26 +35,8 @@ FORCED_INTRO = ("## Forced decoding: your own translation\nType your own transla
                 "while reading it. Enter scores it.")
 
 
-# A click on a cell of the heatmap, where its rows are decoding steps, moves the step view to that cell's step, as
-# if the step had been typed (gr.Plot has no click event: Plotly's own, on the chart, is caught here).
-PICK_STEP_JS = """<script>
-document.addEventListener("pointerover", (event) => {
-  const chart = event.target.closest && event.target.closest("#attention-plot .js-plotly-plot");
-  if (!chart || chart.pickingSteps || !chart.on) return;
-  chart.pickingSteps = true;
-  chart.on("plotly_click", (clicked) => {
-    const point = clicked.points && clicked.points[0];
-    if (!point || point.data.meta !== ROWS_ARE_STEPS) return;
-    const step = (Array.isArray(point.pointNumber) ? point.pointNumber[0] : point.y) + 1;
-    const box = document.querySelector("#step-slider input[type=number]");
-    if (!box || box.disabled || step > Number(box.max)) return;
-    box.value = step;
-    box.dispatchEvent(new Event("input", {bubbles: true}));
-    box.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", bubbles: true}));
-    document.getElementById("step-view").scrollIntoView({behavior: "smooth", block: "start"});
-  });
-}, true);
-</script>""".replace("ROWS_ARE_STEPS", json.dumps(figures.ROWS_ARE_STEPS))
+# A click on a cell of the heatmap, where its rows are decoding steps, moves the step view to that cell's step.
+PICK_STEP_JS = row_picker("#attention-plot", "#step-slider", "step-view", figures.ROWS_ARE_STEPS)
 
 # What the page holds of a translation's view frames (``page_frames``), as the page's script says after a change of
 # layer, head, averaging, attention type or view: the server then draws only what the page could not.

@@ -32,7 +32,7 @@ NOTES = {
                      "shown here as a share of the head's total, beside the weights.",
     "maps": "Left: where the head looks (weights). Middle: what each key adds through this head (‖α v W_O‖, as a "
             "share of each row). Right: what each key adds through all heads of the layer together. Where they "
-            "differ, the weights alone mislead.",
+            "differ, the weights alone mislead. Click a cell to look inside its row's query.",
     "lens": "Each decoder layer's output read as if it were the last: through the output projection to the "
             "vocabulary. Colour: the probability of the token the model finally chose; text: that layer's own "
             "favourite. Watch the answer form layer by layer.",
