@@ -161,13 +161,14 @@ def step_ms(page, i: int) -> float:
 
 # The same click timed inside the page: from the button's click() until a frame finds the step charts settled,
 # without Playwright's own round trips for the click and the waiting (tens of milliseconds on this machine).
-# A number typed into a slider's box is sent as the page does on Enter (its input event, then the key).
-IN_PAGE_JS = """async ([label, settledSource, args, number]) => {
+# ``target`` is a button's label, or with a ``number`` the id of the slider whose box it is typed into, sent as the
+# page does on Enter (its input event, then the key).
+IN_PAGE_JS = """async ([target, settledSource, args, number]) => {
   const settled = (0, eval)(settledSource);
-  const button = [...document.querySelectorAll('button')].find(b => b.textContent.trim() === label);
-  const box = document.querySelector(`#${label} input[type=number]`);
+  const button = number === null && [...document.querySelectorAll('button')].find(b => b.textContent.trim() === target);
+  const box = number !== null && document.querySelector(`#${target} input[type=number]`);
   const started = performance.now();
-  if (number === null) button.click();
+  if (button) button.click();
   else {
     box.value = number;
     box.dispatchEvent(new Event("input", {bubbles: true}));

@@ -319,7 +319,7 @@ def on_layer_or_head(translation_state, page_frames, kind, view, layer, head, av
              **step_views(translation_state, step, layer, head, average)}
     if page_frames == EVERY_SELECTION:
         views.pop("view_frames")
-    elif translation_state is not None:
+    else:
         views.update(on_every_head(translation_state))
     return views
 
