@@ -29,6 +29,9 @@ class PageDriver:
         self.demo = demo
         self.values = {block_id: initial_value(block) for block_id, block in demo.blocks.items()
                        if isinstance(block, Component)}
+        # Each slider's range as this visitor's session holds it: an update may move it (Gradio keeps it per session).
+        self.ranges = {block_id: (block.minimum, block.maximum) for block_id, block in demo.blocks.items()
+                       if isinstance(block, gr.Slider)}
 
     def events(self) -> list:
         """The page's events that run Python (the js-only ones run in the browser)."""
@@ -44,6 +47,14 @@ class PageDriver:
 
     def value(self, component: Component):
         return self.values[component._id]
+
+    def out_of_range(self) -> dict[str, tuple]:
+        """The sliders, by name, whose value lies outside their range: the next event that reads one is refused by
+        Gradio ("Value 3 is greater than maximum value 2") before any handler runs."""
+        names = {component._id: name for name, component in self.demo.named_components.items()}
+        return {names.get(block_id, block_id): (self.values[block_id], low, high)
+                for block_id, (low, high) in self.ranges.items()
+                if isinstance(self.values.get(block_id), (int, float)) and not low <= self.values[block_id] <= high}
 
     def run(self, event, inputs: list | None = None, request: gr.Request | None = None):
         """Call an event's handler with the components' values (or ``inputs``), as sent in ``request``; its outputs
@@ -84,5 +95,9 @@ class PageDriver:
             elif isinstance(update, Component):
                 if "value" in update.constructor_args:
                     self.values[component._id] = update.constructor_args["value"]
+                if component._id in self.ranges:
+                    low, high = self.ranges[component._id]
+                    self.ranges[component._id] = (update.constructor_args.get("minimum", low),
+                                                  update.constructor_args.get("maximum", high))
             else:
                 self.values[component._id] = update

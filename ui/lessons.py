@@ -190,7 +190,8 @@ def after_set_up(services: Services, result: dict, lesson_choice, defaults: dict
         result.update(inside_tab.on_opened(services, lesson.model, translation, result["tabs_waiting"],
                                            shown["kind"], lesson.layer, shown["head"], lesson.query, lesson.step,
                                            1.0, 0, 1.0))
-        result.update(inside_kind=shown["kind"], inside_head=shown["head"], lens_step=lesson.step)
+        result.update(inside_tab.looking_at(services.registry.get(lesson.model), translation, shown["kind"],
+                                            shown["head"], lesson.step))
     comparison = [defaults[name] for name in ("experiment_kind", "experiment_layer", "experiment_head",
                                               "experiment_measure")]
     if lesson.action == "positions":

@@ -140,11 +140,11 @@ def test_looking_inside_a_step_opens_this_tab_on_that_steps_cross_attention(app_
     views = inside_tab.on_look_inside(app_services, "multi30k-en-de", translation, [], 3, 2, 4, False, 1, 1.0, 0,
                                       1.0)
     assert views["tabs"].selected == "inside" and views["inside_kind"] == CROSS
-    assert views["inside_query"].value == 3 and views["lens_step"] == 3
+    assert views["inside_query"].value == 3 and views["lens_step"].value == 3
     assert "layer 2, head 4.** Query 3 is step 3: it reads **▁Hund** and produced **▁rennt**" in views["inside_summary"]
     averaged = inside_tab.on_look_inside(app_services, "multi30k-en-de", translation, ["inside", "analysis"], 3, 2,
                                          4, True, 1, 1.0, 0, 1.0)
-    assert averaged["inside_head"] == 1, "with the heads averaged, the first head"
+    assert averaged["inside_head"].value == 1, "with the heads averaged, the first head"
     assert averaged["tabs_waiting"] == ["analysis"] and averaged["inside_query"].value == 3, \
         "a translation made while the tab was hidden resets it first; the step's query is then chosen"
 

@@ -173,9 +173,19 @@ def on_look_inside(services: Services, model, translation_state, tabs_waiting, s
     shown there (head 1 when the heads are averaged)."""
     kind, head = ATTENTION_KINDS["cross"], 1 if average else head
     return {**reset_if_waiting(translation_state, tabs_waiting), "tabs": gr.Tabs(selected=TAB_ID),
-            "inside_kind": kind, "inside_head": head, "lens_step": step,
+            **looking_at(services.registry.get(model), translation_state, kind, head, step),
             **on_inside(services, model, translation_state, kind, layer, head, step),
             **on_lens(services, model, translation_state, step, temperature, sample_top_k, sample_top_p)}
+
+
+def looking_at(checkpoint: Checkpoint, translation: Translation | None, kind, head, step) -> dict:
+    """The selectors set to look at ``head`` and ``step`` from elsewhere (a step of the Translate tab, a lesson),
+    each with the range it has for this model and sentence: a value set without it would outlive a range left from
+    another model or sentence, and Gradio would refuse the tab's next event."""
+    heads = layer_and_head_counts(checkpoint)[1]
+    steps = translation.num_steps if translation is not None else 1
+    return {"inside_kind": kind, "inside_head": gr.Slider(1, heads, value=clamp(head, 1, heads), step=1),
+            "lens_step": gr.Slider(1, max(2, steps), value=clamp(step, 1, steps), step=1, interactive=steps > 1)}
 
 
 def on_blackboard(blackboard_table, blackboard_causal) -> dict:
