@@ -11,29 +11,13 @@ from starlette.middleware import Middleware
 
 from transformer.checkpoint import Checkpoint, CheckpointError
 
-from . import accessibility, api, batching, class_page, costly, header, lessons
+from . import api, batching, class_page, costly, header, lessons, page_code
 from .jobs import MAX_UPLOAD_BYTES
 from .limits import BodySizeLimit, ClientShare
 from .page import Page
 from .services import Services
 from .tabs import analysis, experiments, explain, inside, model, positions, train, translate
 
-# Keyboard users must see where they are: Gradio's sliders and radio buttons show no focus mark of their own.
-# The large-text switch of the lessons panel enlarges labels and chart text for a projector.
-FOCUS_CSS = lessons.LARGE_TEXT_CSS + """
-/* A chart wider than a phone's screen (a heatmap of a long sentence) scrolls sideways inside its own frame. */
-.block:has(> div > .js-plotly-plot), div:has(> .js-plotly-plot) { overflow-x: auto; }
-/* The model view (every layer and head) is taller than a projector's screen: it scrolls inside its own frame. */
-#attention-plot { max-height: 92vh; overflow-y: auto; }
-/* Focus always visible (WCAG 2.4.7), one ring for every control a keyboard reaches: Gradio shows some focus only by
-   a border's colour (text boxes, dropdowns) or not at all (sliders); a radio button's also rings its label. */
-:is(button, a, summary, textarea, input, [role=tab], [tabindex]):focus-visible {
-    outline: 3px solid #b34700; outline-offset: 2px;
-}
-label:has(input[type=radio]:focus-visible), label:has(input[type=checkbox]:focus-visible) {
-    outline: 3px solid #b34700; outline-offset: 2px;
-}
-"""
 log = logging.getLogger(__name__)
 QUEUE_SIZE = 64
 EXPORTS_KEPT_S = (600, 3600)  # Gradio's copies of files handed out: checked every 10 minutes, kept an hour
@@ -46,10 +30,10 @@ THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Robot
     body_text_color_subdued="*neutral_600", block_info_text_color="*neutral_600", color_accent="*primary_700",
     button_primary_background_fill="*primary_700", button_primary_background_fill_hover="*primary_800",
     button_primary_text_color="white")
-PAGE_STYLE = {"css": FOCUS_CSS + accessibility.CHART_TEXT_CSS, "theme": THEME,
-              "head": (lessons.LARGE_CHARTS_JS + lessons.SAFE_COLOURS_JS + accessibility.EMPTY_PLACEHOLDER_ROLE_JS
-                       + accessibility.CHART_TEXT_JS + translate.PICK_STEP_JS + inside.PICK_QUERY_JS
-                       + translate.EXPLORER_JS)}
+# The page's own scripts and styles (ui/static/, each in a file of its own), and what Python tells them.
+PAGE_CONFIG = {"explorer": translate.PAGE_SETTINGS, "rowPickers": [translate.STEP_PICKER, inside.QUERY_PICKER],
+               "lessonFocus": lessons.focus_by_choice(), "lessonOutlineMs": lessons.OUTLINE_MS}
+PAGE_STYLE = {"css_paths": list(page_code.STYLES), "theme": THEME, "head": page_code.head(PAGE_CONFIG)}
 # Gradio's threads for events: its default for those that compute, and one more for each event that may wait
 # without computing (translations gathering for a batch, costly events waiting their turn), so that waiting ones
 # never hold up a step or a view.
@@ -63,7 +47,7 @@ PHONES_PER_ADDRESS = 40
 def launch_options() -> dict:
     """What launch() needs besides the address, made afresh for each launch (Gradio writes into ``app_kwargs``).
 
-    Gradio 6 takes the page's CSS there. max_file_size: an upload is refused while it arrives, before it is
+    Gradio 6 takes the page's styles and head there. max_file_size: an upload is refused while it arrives, before it is
     stored; the only upload the app takes is a training TSV. Other request bodies are limited before they are
     parsed. No server-side rendering: it would need Node beside Python, for a page that renders in the browser.
     Threads: see THREADS.

@@ -3,8 +3,6 @@ beside it the glossary and a large-text switch for the projector."""
 
 from __future__ import annotations
 
-import json
-
 import gradio as gr
 
 from transformer.checkpoint import CheckpointError
@@ -18,86 +16,8 @@ from .views import lessons
 from .views.translate import DEFAULT_TARGET_TOKENS
 from .views.text import markdown_escape, source_label
 
-# Gradio sizes text through its theme's variables: larger values on the page enlarge every label, box and
-# paragraph at once; chart text is set by Plotly on each element, so it is overridden there.
-LARGE_TEXT_CSS = """
-body.large-text, body.large-text .gradio-container {
-  --text-xxs: 16px; --text-xs: 16px; --text-sm: 17px; --text-md: 20px; --text-lg: 23px; --text-xl: 28px;
-  --text-xxl: 34px;
-  /* The theme resolves these from the sizes above where it declares them, so they are set here too. */
-  --block-info-text-size: 17px; --block-label-text-size: 18px; --block-title-text-size: 20px;
-  --body-text-size: 20px; --prose-text-size: 20px; --section-header-text-size: 20px; --input-text-size: 20px;
-  --checkbox-label-text-size: 20px; --button-small-text-size: 18px; --button-medium-text-size: 20px;
-  --button-large-text-size: 22px;
-}
-.lesson-focus { outline: 4px solid #b34700; outline-offset: 4px; border-radius: 4px; }
-"""
-TOGGLE_LARGE_TEXT = "(large) => { document.body.classList.toggle('large-text', large); window.largeCharts(large); }"
-# Chart text is laid out by Plotly, which places titles, labels and margins for its font sizes: CSS that enlarged
-# them afterwards made lines overlap. So in large text every chart is laid out again, its fonts at least 16 px and
-# its margins grown to match; a chart drawn later (Gradio redraws on every update) gets the same as it is drawn.
-LARGE_CHARTS_JS = """<script>
-(() => {
-  const SIZE = 17, TITLE = 23, GROW = 1.35;  // a title's second line is drawn at 70%: 16 px
-  const enlarged = (div) => div.layout && div.layout.meta && div.layout.meta.explorerLarge;
-  function enlarge(div) {
-    const full = div._fullLayout;
-    if (!full || !div.layout || enlarged(div) || !window.Plotly) return;
-    const update = {"font.size": SIZE, "title.font.size": TITLE,
-                    "meta": {explorerLarge: true, saved: JSON.parse(JSON.stringify(div.layout))}};
-    for (const key of Object.keys(full)) {
-      if (/^[xy]axis[0-9]*$/.test(key)) update[key + ".tickfont.size"] = SIZE - 1;
-    }
-    for (const side of ["l", "t"]) update["margin." + side] = Math.round(full.margin[side] * GROW);
-    (full.annotations || []).forEach((_, i) => { update["annotations[" + i + "].font.size"] = SIZE - 1; });
-    window.Plotly.relayout(div, update);
-  }
-  window.largeCharts = (large) => {
-    window.explorerLarge = large;
-    document.querySelectorAll(".js-plotly-plot").forEach((div) => {
-      if (large) enlarge(div);
-      else if (enlarged(div)) window.Plotly.react(div, div.data, div.layout.meta.saved);
-    });
-  };
-  new MutationObserver(() => {
-    if (window.explorerLarge) document.querySelectorAll(".js-plotly-plot").forEach(enlarge);
-  }).observe(document.documentElement, {childList: true, subtree: true});
-})();
-</script>"""
-
-TOGGLE_SAFE_COLOURS = "(safe) => window.safeColours(safe)"
-# For students who do not see red and green (or blue and yellow) apart: every heatmap's scale becomes one that stays
-# ordered for every kind of colour vision, cividis for weights and blue-orange for signed values (red-blue ones);
-# the page's own colours come back when it is unticked. Charts drawn later get the same as they are drawn.
-SAFE_COLOURS_JS = """<script>
-(() => {
-  const DIVERGING = [[0, "#2166ac"], [0.25, "#92c5de"], [0.5, "#f7f7f7"], [0.75, "#fdb863"], [1, "#b35806"]];
-  const signed = (t) => t.zmid !== undefined || (t.zmin !== undefined && t.zmin < 0);
-  const heatmaps = (div) => (div.data || []).map((t, i) => [t, i]).filter(([t]) => t.type === "heatmap");
-  function recolour(div, safe) {
-    const traces = heatmaps(div).filter(([t]) => safe !== Boolean(t.meta && t.meta.explorerSafe));
-    if (!traces.length || !window.Plotly) return;
-    const indices = traces.map(([, i]) => i);
-    if (safe) {
-      window.Plotly.restyle(div, {
-        colorscale: traces.map(([t]) => signed(t) ? DIVERGING : "Cividis"), reversescale: traces.map(() => false),
-        meta: traces.map(([t]) => ({explorerSafe: {colorscale: t.colorscale, reversescale: !!t.reversescale}}))},
-        indices);
-    } else {
-      window.Plotly.restyle(div, {
-        colorscale: traces.map(([t]) => t.meta.explorerSafe.colorscale),
-        reversescale: traces.map(([t]) => t.meta.explorerSafe.reversescale), meta: traces.map(() => null)}, indices);
-    }
-  }
-  window.safeColours = (safe) => {
-    window.explorerSafe = safe;
-    document.querySelectorAll(".js-plotly-plot").forEach((div) => recolour(div, safe));
-  };
-  new MutationObserver(() => {
-    if (window.explorerSafe) document.querySelectorAll(".js-plotly-plot").forEach((div) => recolour(div, true));
-  }).observe(document.documentElement, {childList: true, subtree: true});
-})();
-</script>"""
+# After Show me, the view the lesson is about is held in sight (ui/static/page.js) and outlined this long.
+OUTLINE_MS = 3000
 
 
 def layout(page: Page) -> None:
@@ -219,37 +139,9 @@ def control_defaults(components: dict) -> dict:
             if isinstance(component, CONTROLS) and name not in KEPT}
 
 
-def scroll_to_focus_js() -> str:
-    """After Show me, the view the lesson is about scrolled to the top of the screen and outlined a moment. The tab
-    it lives on may still be drawing, and charts above it may grow as they draw, so the view is looked for and held
-    at the top until the page settles (3 s after it appears, and 1.5 s after the last time it had moved, at most 20
-    s), or until the visitor scrolls, types or clicks themselves."""
-    focus = json.dumps({choice: lesson.focus for choice, lesson in zip(lessons.lesson_choices(), lessons.LESSONS)})
-    return f"""(choice) => {{
-  const id = {focus}[choice], inputs = ["wheel", "touchstart", "keydown", "mousedown"];
-  let visitorMoved = false, outlined = false, deadline = performance.now() + 15000, cap = deadline;
-  const stop = () => {{ visitorMoved = true; }};
-  inputs.forEach((type) => window.addEventListener(type, stop, {{passive: true, capture: true}}));
-  const hold = () => {{
-    const element = document.getElementById(id), shown = element && element.offsetParent !== null;
-    if (shown && !visitorMoved) {{
-      if (Math.abs(element.getBoundingClientRect().top) > 2) {{
-        element.scrollIntoView({{block: "start"}});
-        if (outlined) deadline = Math.min(cap, Math.max(deadline, performance.now() + 1500));
-      }}
-      if (!outlined) {{
-        outlined = true;
-        deadline = performance.now() + 3000;
-        cap = performance.now() + 20000;
-        element.classList.add("lesson-focus");
-        setTimeout(() => element.classList.remove("lesson-focus"), 3000);
-      }}
-    }}
-    if (!visitorMoved && performance.now() < deadline) setTimeout(hold, 100);
-    else inputs.forEach((type) => window.removeEventListener(type, stop, {{capture: true}}));
-  }};
-  hold();
-}}"""
+def focus_by_choice() -> dict[str, str]:
+    """The element each lesson's Show me brings into sight, by the lesson's name in the list."""
+    return {choice: lesson.focus for choice, lesson in zip(lessons.lesson_choices(), lessons.LESSONS)}
 
 
 def wire(page: Page) -> None:
@@ -271,8 +163,8 @@ def wire(page: Page) -> None:
                *experiments.COMPARISON_OUTPUTS, "importance_plot", "importance_summary", "word_order_section",
                *explain.ATTRIBUTION_OUTPUTS, "shown_lesson"]
     showing = page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work)
-    showing.then(None, [c["lesson_choice"]], None, js=scroll_to_focus_js())
+    showing.then(None, [c["lesson_choice"]], None, js="(choice) => explorerPage.showLesson(choice)")
     page.then(showing, after_show_me, ["lesson_text", "lesson_pair"], show_progress="hidden")
     page.on(c["lesson_choice"].input, on_lesson_choice, ["lesson_text", "lesson_pair"], show_progress="hidden")
-    c["large_text"].change(None, c["large_text"], None, js=TOGGLE_LARGE_TEXT)
-    c["safe_colours"].change(None, c["safe_colours"], None, js=TOGGLE_SAFE_COLOURS)
+    c["large_text"].change(None, c["large_text"], None, js="(large) => explorerDisplay.largeText(large)")
+    c["safe_colours"].change(None, c["safe_colours"], None, js="(safe) => explorerDisplay.safeColours(safe)")

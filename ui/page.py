@@ -29,32 +29,6 @@ from .services import Services
 SPECIAL_PARAMETERS = (gr.Request, gr.SelectData, gr.EventData)
 
 
-def row_picker(charts: str, slider: str, shown_next: str, rows_meta: str | None = None) -> str:
-    """A page script: a click on a cell of a heatmap under ``charts`` (a selector) sets the slider ``slider`` to its
-    row (rows count from 1), as if the number had been typed, and scrolls to the element ``shown_next`` (an id).
-    ``rows_meta``: only on traces with that ``meta`` (rows that are decoding steps). gr.Plot has no click event:
-    Plotly's own, on the chart, is caught."""
-    return """<script>
-document.addEventListener("pointerover", (event) => {
-  const chart = event.target.closest && event.target.closest(CHARTS + " .js-plotly-plot");
-  if (!chart || chart.pickingRows || !chart.on) return;
-  chart.pickingRows = true;
-  chart.on("plotly_click", (clicked) => {
-    const point = clicked.points && clicked.points[0];
-    if (!point || (ROWS_META !== null && point.data.meta !== ROWS_META)) return;
-    const row = (Array.isArray(point.pointNumber) ? point.pointNumber[0] : point.y) + 1;
-    const box = document.querySelector(SLIDER + " input[type=number]");
-    if (!box || box.disabled || row > Number(box.max)) return;
-    box.value = row;
-    box.dispatchEvent(new Event("input", {bubbles: true}));
-    box.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", bubbles: true}));
-    document.getElementById(SHOWN_NEXT).scrollIntoView({behavior: "smooth", block: "start"});
-  });
-}, true);
-</script>""".replace("CHARTS", json.dumps(charts)).replace("SLIDER", json.dumps(slider)).replace(
-        "SHOWN_NEXT", json.dumps(shown_next)).replace("ROWS_META", json.dumps(rows_meta))
-
-
 @dataclass
 class Hook:
     """A tab's answer to something that happened elsewhere: ``fn`` returns new values of ``outputs``. A hook with

@@ -9,7 +9,7 @@ from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 
 from .. import components
-from ..page import Page, row_picker
+from ..page import Page
 from ..services import Services
 from ..views import inside
 from ..views.choices import ATTENTION_KINDS, clamp
@@ -21,8 +21,8 @@ INTRO = ("## Inside a head\nHow does a head decide where to look? Pick an attent
          "(a row of the heatmap in the Translate tab) and follow equation 1 of the paper, "
          "softmax(q·k / √d_k) · v, with the model's own numbers for the sentence last translated.")
 WAITING = "Translate a sentence in the Translate tab, then pick a query here to look inside that translation."
-# A click on a cell of the whole head's maps looks inside its row's query.
-PICK_QUERY_JS = row_picker("#inside-maps", "#inside-query", "inside-summary")
+# A click on a cell of the whole head's maps looks inside its row's query (ui/static/page.js).
+QUERY_PICKER = {"charts": "#inside-maps", "slider": "#inside-query", "shownNext": "inside-summary", "rowsMeta": None}
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:

@@ -14,7 +14,7 @@ from transformer.errors import InputError
 
 from .. import batching, components, figures
 from ..errors import warn
-from ..page import Page, row_picker
+from ..page import Page
 from ..services import Services
 from ..views import exports
 from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, head_options, require_translation
@@ -35,103 +35,29 @@ FORCED_INTRO = ("## Forced decoding: your own translation\nType your own transla
                 "while reading it. Enter scores it.")
 
 
-# A click on a cell of the heatmap, where its rows are decoding steps, moves the step view to that cell's step.
-PICK_STEP_JS = row_picker("#attention-plot", "#step-slider", "step-view", figures.ROWS_ARE_STEPS)
-
 # What the page holds of a translation's view frames (``page_frames``), as the page's script says after a change of
 # layer, head, averaging, attention type or view: the server then draws only what the page could not.
 CHOSEN_SELECTION, EVERY_SELECTION, DRAWN_IN_PAGE = "the chosen head's steps", "every head's maps", "drawn in the page"
+CHARTS = {"topK": "topk-plot", "stepAttention": "step-attention", "heatmap": "attention-plot"}  # their elem_ids
 
 # Stepping needs no server, nor does a layer, head or attention type in the one-head view once every head's maps
-# have come (``view_frames``): the page draws a view from its frames, merging a variant's changes into the figure as
-# ``figures.changed`` does, with Plotly on the chart already shown. (Handed to Gradio as a new value, each figure
-# would be drawn on a new chart, and twice: 100-250 ms a click here, against 10-30 ms.) ``explorer.step`` takes the
-# values of STEP_INPUTS and a move (-1, 0 or 1) and returns those of STEP_OUTPUTS; ``explorer.select`` takes
-# SELECT_INPUTS' and returns SELECT_OUTPUTS'.
-EXPLORER_JS = """<script>
-window.explorer = (() => {
-  let text = null, frames = null;
-  const parsed = (value) => {  // the frames travel as text: parsed once, not at every click
-    if (value !== text) { text = value; frames = value ? JSON.parse(value) : null; }
-    return frames;
-  };
-  const merge = (into, changes) => {
-    for (const [key, value] of Object.entries(changes)) {
-      const nested = value && typeof value === "object" && !Array.isArray(value);
-      if (nested && into[key] && typeof into[key] === "object") merge(into[key], value);
-      else into[key] = value;
-    }
-  };
-  const changed = (figure, changes) => {
-    (changes.data || []).forEach((trace, i) => merge(figure.data[i], trace));
-    merge(figure.layout, changes.layout || {});
-    return figure;
-  };
-  const chart = (id) => document.querySelector(`#${id} .js-plotly-plot`);
-  // As Gradio's Plot readies a figure (responsive, sized to its box, room above for its title line), on the chart
-  // it shows: with its configuration unchanged, Plotly.react redraws only what differs.
-  const draw = (id, figure) => {
-    const layout = figure.layout;
-    layout.autosize = true;
-    layout.margin = layout.margin || {};
-    if (layout.title) layout.margin.t = Math.max(100, layout.margin.t || 0);
-    layout.margin.autoexpand = true;
-    window.Plotly.react(chart(id), figure.data, layout);
-  };
-  const within = (value, high) => Math.min(Math.max(1, Math.trunc(Number(value)) || 1), high);
-  const selection = (f, kind, layer, head, average) =>  // as selection_key names it, clamped as the server clamps
-    `${within(layer, f.layers[kind])} ${average ? "mean" : within(head, f.heads)}`;
-  const bars = (f, layer, head, average) => f && f.source_attention[selection(f, CROSS, layer, head, average)];
-  const drawable = (...ids) => window.Plotly && ids.every(chart);
-  let asked = 0;  // changes the server is drawing: its answers, in order, would land over a change drawn here
-  return {
-    step([value, step, layer, head, average, revealed, candidates, attention, caption], move) {
-      const f = parsed(value), sources = bars(f, layer, head, average);
-      if (!sources || !candidates || !attention || !drawable(TOP_K, STEP_ATTENTION)) return [step, revealed, caption];
-      step = within(Math.round(Number(step) || 1) + move, f.steps.length);
-      draw(TOP_K, changed(JSON.parse(candidates.plot), f.steps[step - 1].candidates));
-      draw(STEP_ATTENTION, changed(JSON.parse(attention.plot), sources[step - 1]));
-      const shown = f.pieces.slice(0, step).map((piece, i) =>
-        ({token: piece + " ", class_or_confidence: i === step - 1 ? "current" : null}));
-      if (step < f.steps.length) shown.push({token: "…", class_or_confidence: null});
-      return [step, shown, f.steps[step - 1].caption];
-    },
-    select([value, kind, view, layer, head, average, step, attention]) {
-      const f = parsed(value), sources = bars(f, layer, head, average);
-      const held = f && f.heatmaps ? EVERY_SELECTION : CHOSEN_SELECTION;
-      if (held !== EVERY_SELECTION || view !== ONE_HEAD || !attention || !drawable(HEATMAP, STEP_ATTENTION)) {
-        asked += 1;
-        return [held];
-      }
-      const maps = f.heatmaps[kind];
-      draw(HEATMAP, changed(structuredClone(maps.figure), maps.maps[selection(f, kind, layer, head, average)]));
-      draw(STEP_ATTENTION, changed(JSON.parse(attention.plot), sources[within(step, f.steps.length) - 1]));
-      if (!asked) return [DRAWN_IN_PAGE];
-      asked += 1;  // the server draws this one too, after those before it
-      return [EVERY_SELECTION];
-    },
-    answered() { asked = Math.max(0, asked - 1); },
-  };
-})();
-</script>"""
-for name, value in {"CROSS": ATTENTION_KINDS["cross"], "ONE_HEAD": VIEWS[0], "CHOSEN_SELECTION": CHOSEN_SELECTION,
-                    "EVERY_SELECTION": EVERY_SELECTION, "DRAWN_IN_PAGE": DRAWN_IN_PAGE, "TOP_K": "topk-plot",
-                    "STEP_ATTENTION": "step-attention", "HEATMAP": "attention-plot"}.items():
-    EXPLORER_JS = EXPLORER_JS.replace(name, json.dumps(value))
+# have come (``view_frames``): ui/static/explorer.js draws a view from its frames. What it needs to know of this tab:
+PAGE_SETTINGS = {"cross": ATTENTION_KINDS["cross"], "oneHead": VIEWS[0], "chosenSelection": CHOSEN_SELECTION,
+                 "everySelection": EVERY_SELECTION, "drawnInPage": DRAWN_IN_PAGE, "charts": CHARTS,
+                 # every head's frames are asked for once the browser is idle, at most this long after a translation
+                 # (where it cannot tell, as Safari before 2025, idleFallbackMs after)
+                 "idleMs": 2000, "idleFallbackMs": 200}
+# A click on a cell of the heatmap, where its rows are decoding steps, moves the step view to that cell's step.
+STEP_PICKER = {"charts": f"#{CHARTS['heatmap']}", "slider": "#step-slider", "shownNext": "step-view",
+               "rowsMeta": figures.ROWS_ARE_STEPS}
 
 
 # Every change of selection the server draws, none dropped (the page counts their answers), one at a time in the
 # order made: the answers land in that order. (Those the page drew return at once; the others are a few tens of
 # milliseconds of the CPU, a model view a few hundred.)
 SELECTIONS_IN_ORDER = {"trigger_mode": "multiple", "concurrency_id": "selection", "concurrency_limit": 1}
-# Passes an event's values on once the browser is idle (at most 2 s later; where it cannot tell, as Safari before
-# 2025, a fifth of a second later).
-ONCE_DRAWN_JS = ("(...values) => new Promise(go => (window.requestIdleCallback || ((then) => setTimeout(then, 200)))"
-                 "(() => go(values), {timeout: 2000}))")
-
-
 class PageDrawnPlot(gr.Plot):
-    """A chart the page also draws itself (EXPLORER_JS), without telling Gradio. Each figure the server sends is
+    """A chart the page also draws itself (explorer.js), without telling Gradio. Each figure the server sends is
     numbered, so that Gradio draws it even where it equals the last one Gradio drew, which the page's may since
     have replaced (a step, then the same sentence translated again)."""
 
@@ -193,8 +119,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     revealed = gr.HighlightedText(label="Translation so far, in pieces (▁ starts a word)",
                                   color_map={"current": "#b34700"}, elem_id="revealed")
     with gr.Row():
-        top_k_plot = PageDrawnPlot(label="Top-k candidates", elem_id="topk-plot")
-        step_attention_plot = PageDrawnPlot(label="Cross-attention of this step", elem_id="step-attention")
+        top_k_plot = PageDrawnPlot(label="Top-k candidates", elem_id=CHARTS["topK"])
+        step_attention_plot = PageDrawnPlot(label="Cross-attention of this step", elem_id=CHARTS["stepAttention"])
     page.add(previous_step=previous_step, step=step, next_step=next_step, step_caption=step_caption,
              look_inside=look_inside, view_frames=gr.Textbox(None, visible=False),
              page_frames=gr.Radio([CHOSEN_SELECTION, EVERY_SELECTION, DRAWN_IN_PAGE], value=CHOSEN_SELECTION,
@@ -210,7 +136,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         layer = components.Slider(1, layers, value=1, step=1, label="Layer", elem_id="layer-slider")
         head = components.Slider(1, heads, value=1, step=1, label="Head", elem_id="head-slider")
         average = gr.Checkbox(False, label="Average over heads", elem_id="average-heads")
-    attention_plot = PageDrawnPlot(label="Attention", elem_id="attention-plot")
+    attention_plot = PageDrawnPlot(label="Attention", elem_id=CHARTS["heatmap"])
     with gr.Row():
         # Written when asked for, not at every translation: each file can be megabytes and is kept an hour.
         attention_prepare = gr.Button("Raw attention as JSON", size="sm", scale=0, elem_id="attention-prepare")
@@ -418,7 +344,7 @@ def wire(page: Page) -> None:
     # drawing. A newer translation asked for, a model switch or a lesson cancels them, so none lands beside another
     # sentence's views.
     every_head = page.on(c["translation_state"].change, on_every_head, ["view_frames"], show_progress="hidden",
-                         trigger_mode="always_last", js=ONCE_DRAWN_JS)
+                         trigger_mode="always_last", js="(...values) => explorer.onceIdle(values)")
     gr.on(asked, None, cancels=[every_head], queue=False)
     page.sentence_work += [*translations, every_head]
     page.on(c["attention_prepare"].click, on_prepare_attention, ["attention_download"], keep_on_input_problem=True)

@@ -1,19 +1,7 @@
-"""What the page needs so that a student who cannot see a chart, or uses no mouse, still gets what it shows.
-
-Both are scripts in the page's head: they work on what the browser already holds, whatever event drew it.
-"""
-
-# Gradio draws an empty plot, image or text as <div aria-label="Empty value"> with no role, which ARIA does not allow
-# (axe: aria-prohibited-attr); the page gives each one the role of the picture it stands in for.
-EMPTY_PLACEHOLDER_ROLE_JS = """<script>
-new MutationObserver(() => document.querySelectorAll('.empty[aria-label]:not([role])')
-  .forEach(el => el.setAttribute('role', 'img'))).observe(document.documentElement, {childList: true, subtree: true});
-</script>"""
-
-# Every chart as text, from the numbers Plotly holds: the chart becomes a figure whose label says what is strongest
-# in it (for a heatmap, each row's two largest cells, named as its hover text names them; for a line or bar, its
-# last, highest and lowest points), and "Chart as text" under it opens the whole matrix or every point as a table.
-CHART_TEXT_JS = """<script>
+// Every chart as text, from the numbers Plotly holds, for a student who cannot see it: the chart becomes a figure
+// whose label says what is strongest in it (for a heatmap, each row's two largest cells, named as its hover text
+// names them; for a line or bar, its last, highest and lowest points), and "Chart as text" under it opens the whole
+// matrix or every point as a table.
 (() => {
   const TOP = 2, MOST_ROWS = 60, MOST_COLUMNS = 60, MOST_POINTS = 200, LABEL_LINES = 6;
   const plain = (html) => {
@@ -23,8 +11,8 @@ CHART_TEXT_JS = """<script>
   function names(t, i, j) {  // a cell's row and column, as its hover text names them
     const hover = t.text && t.text[i] && t.text[i][j];
     if (typeof hover === "string" && hover.includes(" → ")) {
-      const [row, rest] = plain(hover.replace(/<br>/g, "\\n")).split(" → ");
-      return [row, rest.split("\\n")[0]];
+      const [row, rest] = plain(hover.replace(/<br>/g, "\n")).split(" → ");
+      return [row, rest.split("\n")[0]];
     }
     return ["row " + (t.y ? plain(t.y[i]) : i), "column " + (t.x ? plain(t.x[j]) : j)];
   }
@@ -102,14 +90,5 @@ CHART_TEXT_JS = """<script>
       box.append(...box.traces.map(table));
     }
   }
-  new MutationObserver(() => document.querySelectorAll(".js-plotly-plot").forEach(describe))
-    .observe(document.documentElement, {childList: true, subtree: true});
+  window.explorerPage.onChart(describe);
 })();
-</script>"""
-
-# The text under a chart stays small and out of the way until it is opened.
-CHART_TEXT_CSS = """
-details.chart-text { font-size: var(--text-sm); margin-top: 4px; }
-details.chart-text table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
-details.chart-text th, details.chart-text td { border: 1px solid var(--border-color-primary); padding: 1px 4px; }
-"""

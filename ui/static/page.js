@@ -1,0 +1,93 @@
+// The page's shared runtime: the settings Python sends (window.explorerConfig, one JSON object), one watch over
+// the charts the page draws, and what every tab shares: roles for empty placeholders, a click on a heatmap's row,
+// and a lesson's view held in sight.
+window.explorerPage = (() => {
+  const config = window.explorerConfig;
+  const chartHooks = [];
+  const everyChart = (hook) => document.querySelectorAll(".js-plotly-plot").forEach(hook);
+
+  // One observer for the whole page: each change of its elements gives every chart to every hook (each hook
+  // skips a chart it has already seen as it is). Gradio draws an empty plot, image or text as
+  // <div aria-label="Empty value"> with no role, which ARIA does not allow (axe: aria-prohibited-attr): each gets
+  // the role of the picture it stands in for.
+  new MutationObserver(() => {
+    document.querySelectorAll(".empty[aria-label]:not([role])").forEach((el) => el.setAttribute("role", "img"));
+    if (chartHooks.length) everyChart((chart) => chartHooks.forEach((hook) => hook(chart)));
+  }).observe(document.documentElement, {childList: true, subtree: true});
+
+  // gr.Plot has no click event: Plotly's own, on the chart, is caught. A click on a cell of a heatmap under
+  // picker.charts sets the slider picker.slider to its row (rows count from 1), as if the number had been typed,
+  // and scrolls to picker.shownNext; with picker.rowsMeta, only on traces with that meta (rows that are steps).
+  const pickRows = (picker, chart) => {
+    if (chart.pickingRows || !chart.on) return;
+    chart.pickingRows = true;
+    chart.on("plotly_click", (clicked) => {
+      const point = clicked.points && clicked.points[0];
+      if (!point || (picker.rowsMeta !== null && point.data.meta !== picker.rowsMeta)) return;
+      const row = (Array.isArray(point.pointNumber) ? point.pointNumber[0] : point.y) + 1;
+      const box = document.querySelector(picker.slider + " input[type=number]");
+      if (!box || box.disabled || row > Number(box.max)) return;
+      box.value = row;
+      box.dispatchEvent(new Event("input", {bubbles: true}));
+      box.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", bubbles: true}));
+      document.getElementById(picker.shownNext).scrollIntoView({behavior: "smooth", block: "start"});
+    });
+  };
+  document.addEventListener("pointerover", (event) => {
+    for (const picker of config.rowPickers) {
+      const chart = event.target.closest && event.target.closest(picker.charts + " .js-plotly-plot");
+      if (chart) pickRows(picker, chart);
+    }
+  }, true);
+
+  // After Show me, the view a lesson is about is brought to the top of the screen and outlined a moment. Its tab
+  // may still be opening and the charts above it still drawing, so it is held there: each time the page changes
+  // or grows, for as long as nothing but the page moves it (until the visitor scrolls, types, clicks or touches,
+  // or another Show me). No clock: a slow classroom computer's late charts are waited for as a fast one's.
+  let releaseHeld = () => {};
+  const VISITOR_INPUTS = ["wheel", "touchstart", "keydown", "mousedown"];
+  const holdInSight = (id) => {
+    releaseHeld();
+    let outlined = false, ownScroll = null;
+    const target = () => document.getElementById(id);
+    const inPlace = (element) => Math.abs(element.getBoundingClientRect().top) <= 2;
+    const hold = () => {
+      const element = target();
+      if (!element || element.offsetParent === null) return;  // its tab is not open yet
+      if (!inPlace(element)) {
+        element.scrollIntoView({block: "start"});
+        ownScroll = window.scrollY;
+      }
+      if (!outlined) {
+        outlined = true;
+        element.classList.add("lesson-focus");
+        setTimeout(() => element.classList.remove("lesson-focus"), config.lessonOutlineMs);
+      }
+    };
+    // A scroll the page did not make that took the view away is the visitor's (or a script's) own.
+    const scrolled = () => {
+      const element = target();
+      if (outlined && element && window.scrollY !== ownScroll && !inPlace(element)) release();
+    };
+    const changes = new MutationObserver(hold), sizes = new ResizeObserver(hold);
+    const release = () => {
+      changes.disconnect();
+      sizes.disconnect();
+      VISITOR_INPUTS.forEach((type) => window.removeEventListener(type, release, {capture: true}));
+      window.removeEventListener("scroll", scrolled, {capture: true});
+    };
+    changes.observe(document.body, {childList: true, subtree: true, attributes: true, characterData: true});
+    sizes.observe(document.body);
+    VISITOR_INPUTS.forEach((type) => window.addEventListener(type, release, {passive: true, capture: true}));
+    window.addEventListener("scroll", scrolled, {passive: true, capture: true});
+    releaseHeld = release;
+    hold();
+  };
+
+  return {
+    config,
+    // hook(chart) for every chart drawn now and later
+    onChart(hook) { chartHooks.push(hook); everyChart(hook); },
+    showLesson(choice) { holdInSight(config.lessonFocus[choice]); },
+  };
+})();
