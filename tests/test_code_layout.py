@@ -84,3 +84,17 @@ def test_no_function_is_longer_than_a_screenful(path):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                 and node.end_lineno - node.lineno + 1 > LONGEST_FUNCTION}
     assert not too_long, f"split these (lines): {too_long}"
+
+
+@pytest.mark.parametrize("path", [p for p in sources("ui") if p != "ui/page_code.py"])
+def test_the_pages_scripts_and_styles_live_in_files_of_their_own_not_in_python_strings(path):
+    """ui/static/ holds the page's JavaScript and CSS (page_code.py puts them in its head); Python hands an event
+    at most a one-line call into them."""
+    tree = ast.parse((ROOT / path).read_text())
+    texts = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    assert not [text for text in texts if "<script" in text or "<style" in text or "{ display:" in text]
+    calls = [keyword.value for node in ast.walk(tree) if isinstance(node, ast.Call) for keyword in node.keywords
+             if keyword.arg == "js" and isinstance(keyword.value, (ast.Constant, ast.JoinedStr))]
+    for call in calls:
+        text = ast.unparse(call)
+        assert "\n" not in text and len(text) <= 100, f"{text[:80]}...: a function of ui/static/ is called instead"

@@ -1,0 +1,85 @@
+"""The lessons shown one after another in a real browser, in many orders, as a teacher goes through them: every
+lesson's Show me lands on its view, and nothing on the way says Error."""
+
+import pytest
+
+from test_lessons import lesson_walk
+from ui.views import lessons
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+# Every message Gradio shows (its toasts), and every script error, kept as the page meets them: an error of an event
+# that runs after the next Show me was pressed is still seen.
+NOTICE_MESSAGES = """() => {
+  window.messages = [];
+  new MutationObserver(() => document.querySelectorAll(".toast-body:not([data-seen])").forEach((toast) => {
+    toast.dataset.seen = "1";
+    window.messages.push(toast.innerText);
+  })).observe(document.documentElement, {childList: true, subtree: true});
+  const show = window.explorerPage.showLesson;
+  window.lessonsShown = 0;
+  window.explorerPage.showLesson = (choice) => { window.lessonsShown += 1; return show(choice); };
+}"""
+IN_SIGHT = """id => { const box = document.getElementById(id)?.getBoundingClientRect();
+                      return box && box.height > 0 && box.top >= -2 && box.top < innerHeight * 0.6; }"""
+
+
+def test_the_lessons_in_forty_orders_each_after_the_training_lesson_too_show_no_error(app_url, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(app_url[0])
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page.evaluate(NOTICE_MESSAGES)
+    page.get_by_text("Lessons for a class").click()
+    box = page.locator("#lessons input").first
+    for shown, choice in enumerate(lesson_walk(40), start=1):
+        lesson = lessons.lesson_by_choice(choice)
+        box.click()
+        box.fill(choice)
+        box.press("Enter")
+        playwright.expect(box).to_have_value(choice)
+        page.locator("#show-me").click()
+        page.wait_for_function("n => window.lessonsShown >= n", arg=shown, timeout=60_000)
+        playwright.expect(page.locator(f"button[role=tab][data-tab-id={lesson.tab}]")).to_have_attribute(
+            "aria-selected", "true", timeout=30_000)
+        page.wait_for_function(IN_SIGHT, arg=lesson.focus, timeout=30_000)
+        assert not errors and not page.evaluate("window.messages"), f"lesson {shown}, {choice}"
+    page.close()
+
+
+GROW_ABOVE = """async (id) => {
+  const filler = document.createElement("div");
+  filler.style.height = "400px";
+  filler.className = "late-chart";
+  document.querySelector("#translation").before(filler);  // as a chart above the view drawn late
+  await new Promise((drawn) => requestAnimationFrame(() => requestAnimationFrame(drawn)));
+  return document.getElementById(id).getBoundingClientRect().top;
+}"""
+
+
+def test_show_me_holds_its_view_while_the_page_above_grows_until_the_visitor_scrolls(app_url, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(app_url[0])
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page.evaluate(NOTICE_MESSAGES)
+    page.get_by_text("Lessons for a class").click()
+    choice = lessons.lesson_choices()[0]
+    focus = lessons.LESSONS[0].focus
+    box = page.locator("#lessons input").first
+    box.click()
+    box.fill(choice)
+    box.press("Enter")
+    page.locator("#show-me").click()
+    page.wait_for_function("() => window.lessonsShown === 1", timeout=60_000)
+    page.wait_for_function(IN_SIGHT, arg=focus, timeout=30_000)
+    # Chromium keeps what is on screen in place as the page above grows (scroll anchoring), except where the
+    # element it anchors to is redrawn, as Gradio's are: switched off, the page's own hold is what is seen.
+    page.evaluate("document.documentElement.style.overflowAnchor = 'none'")
+    for _ in range(2):  # however late the page above grows, the view stays where Show me put it
+        assert abs(page.evaluate(GROW_ABOVE, focus)) <= 2
+    page.mouse.wheel(0, -200)  # the visitor's own move: the page lets go
+    page.wait_for_function("id => document.getElementById(id).getBoundingClientRect().top > 100", arg=focus)
+    moved = page.evaluate("id => document.getElementById(id).getBoundingClientRect().top", focus)
+    assert page.evaluate(GROW_ABOVE, focus) >= moved + 399, "after the visitor scrolled, the page no longer moves"
+    page.close()
