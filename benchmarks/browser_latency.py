@@ -14,15 +14,25 @@ with Playwright. Each figure is the median over ``--clicks`` clicks, after one u
   the Translate button are shown and enabled; first_translation_ms: until the page's own first translation is
   drawn (the same settled test as a click's). Medians over ``--clicks`` loads.
 
+- translate_answer_bytes: what the page receives for a Translate click of a 21-word sentence until it is settled;
+  translate_bytes: the same until the network is quiet again (the frames of every head, asked for once the browser
+  is idle, included). Counted by Chromium (DevTools' Network.dataReceived), medians over ``--clicks``.
+
+``--checkpoint DIR`` opens the app on that checkpoint (``python app.py --checkpoint DIR``: its folder's checkpoints
+are listed; the model switch goes to another of them, and is skipped where there is none), e.g. one of
+opus-mt-en-de's shapes made by ``opus_shaped.py``. ``--max-tokens N`` sets "Maximum target tokens" first (a model
+of random weights rarely ends a sentence: every translation is then N tokens long).
+
 Settled: the translation box has a new non-empty value (not for steps), every chart the click changes
 (#topk-plot, #step-attention, #attention-plot; the first two for steps) holds a new Plotly data array
 (steps: titled "Step N:" for the new N), and no Gradio status tracker in them is pending.
 Goals on a 2-core CPU: translate <= 800 ms, model view <= 1,200 ms, model switch <= 2,000 ms, step <= 300 ms.
 Prints JSON last (with --json): {"translate_settled_ms", "model_view_settled_ms", "switch_model_settled_ms",
 "step_settled_ms", "step_in_page_ms", "head_settled_ms", "head_in_page_ms", "first_load_ms", "first_translation_ms",
-"clicks", "runs", "failures"}.
+"translate_answer_bytes", "translate_bytes", "clicks", "runs", "failures"}.
 
     python benchmarks/browser_latency.py --clicks 5 --json
+    python benchmarks/browser_latency.py --checkpoint /tmp/opus-shaped/opus-mt-en-de-shaped --max-tokens 20 --json
 """
 
 from __future__ import annotations
@@ -51,10 +61,16 @@ MODEL_VIEW = "model view: every layer and head"
 SENTENCES = ["A man in a red shirt is riding a bicycle down the street.", "Two dogs are running through the snow.",
              "A woman is reading a book on a bench in the park.", "Children are playing football on the beach."]
 LONG_SENTENCE = "An old man with a grey beard is playing the guitar on a busy corner of the market."
+SENTENCES_21_WORDS = ["A young woman in a long blue dress is walking her two small dogs along the river on a cold "
+                      "and windy morning.",
+                      "Two old men in dark coats are sitting on a wooden bench and feeding the birds in the park "
+                      "near the station."]
+QUIET_S = 1.0  # the network is quiet once nothing has arrived for this long
 TIMEOUT_MS = 60_000  # a click not settled by then is a failure
 LOADS = ["first_load_ms", "first_translation_ms"]
+BYTES = ["translate_answer_bytes", "translate_bytes"]
 NAMES = ["translate_settled_ms", "model_view_settled_ms", "switch_model_settled_ms", "step_settled_ms",
-         "step_in_page_ms", "head_settled_ms", "head_in_page_ms", *LOADS]
+         "step_in_page_ms", "head_settled_ms", "head_in_page_ms", *LOADS, *BYTES]
 HEAD_CHARTS = ("step-attention", "attention-plot")  # what a head changes
 USABLE_JS = """() => {
   const box = document.querySelector('#source-text textarea'), button = document.querySelector('#translate-button');
@@ -91,14 +107,25 @@ SETTLED_JS = """({charts, oldTranslation, stepPrefix, titleHas}) => {
 }"""
 
 
-def start_app(repo: Path, port: int, log, device: str | None = None) -> subprocess.Popen:
+def start_app(repo: Path, port: int, log, device: str | None = None,
+              checkpoint: Path | None = None) -> subprocess.Popen:
     """``python app.py`` in ``repo``, offline, training disabled; its models on ``device`` (default: CUDA when
-    PyTorch sees a GPU, else the CPU)."""
+    PyTorch sees a GPU, else the CPU), opened on ``checkpoint`` (default: the bundled model)."""
     env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "EXPLORER_DISABLE_TRAINING": "1"}
     if device:
         env["EXPLORER_DEVICE"] = device
-    return subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=repo, env=env,
+    opened = ["--checkpoint", str(checkpoint)] if checkpoint else []
+    return subprocess.Popen([sys.executable, "app.py", "--port", str(port), *opened], cwd=repo, env=env,
                             stdout=log, stderr=subprocess.STDOUT)
+
+
+def models_beside(checkpoint: Path | None) -> tuple[str, ...]:
+    """The models the page opens on and switches to: ``checkpoint`` first, then another of its folder's."""
+    if checkpoint is None:
+        return MODELS
+    others = sorted(p.name for p in checkpoint.parent.iterdir()
+                    if p.name != checkpoint.name and (p / "config.json").is_file())
+    return (checkpoint.name, *others[:1])
 
 
 def wait_until_serving(url: str, process: subprocess.Popen, seconds: float = 120) -> None:
@@ -146,6 +173,42 @@ def choose_model_ms(page, name: str) -> float:
 
 def switch_model_ms(page, i: int) -> float:
     return choose_model_ms(page, MODELS[(i + 1) % 2])  # the warm-up (i = 0) leaves the default model
+
+
+def set_max_tokens(page, tokens: int) -> None:
+    """"Maximum target tokens" typed in (it takes effect at the next translation)."""
+    box = page.locator("#max-tokens input[type=number]")
+    box.fill(str(tokens))
+    box.press("Enter")
+
+
+class BytesReceived:
+    """What the page receives, counted by Chromium as it arrives."""
+
+    def __init__(self, page):
+        self.count, self.last = 0, time.monotonic()
+        session = page.context.new_cdp_session(page)
+        session.send("Network.enable")
+        session.on("Network.dataReceived", self.received)
+
+    def received(self, event: dict) -> None:
+        self.count += event.get("encodedDataLength") or event.get("dataLength", 0)
+        self.last = time.monotonic()
+
+    def until_quiet(self, page) -> int:
+        while time.monotonic() - self.last < QUIET_S:
+            page.wait_for_timeout(100)
+        return self.count
+
+
+def translate_bytes(page, counter: BytesReceived, i: int) -> tuple[int, int]:
+    """Bytes received for a 21-word sentence's Translate click: until settled, and until the network is quiet."""
+    counter.until_quiet(page)
+    before = counter.count
+    page.fill("#source-text textarea", SENTENCES_21_WORDS[i % len(SENTENCES_21_WORDS)])
+    settle_ms(page, lambda: page.click("#translate-button"))
+    answer = counter.count - before
+    return answer, counter.until_quiet(page) - before
 
 
 def model_view_ms(page, i: int) -> float:
@@ -265,7 +328,23 @@ def repeat_clicks(page, one_click, clicks: int, failures: list[str]) -> list[flo
     return times
 
 
-def measure(url: str, clicks: int, screenshots: Path | None) -> tuple[dict, dict]:
+def repeat_bytes(page, clicks: int, runs: dict, failures: dict) -> None:
+    """``translate_bytes`` after one untimed warm-up click, into ``runs``."""
+    counter = BytesReceived(page)
+    for name in BYTES:
+        runs[name] = []
+    for i in range(clicks + 1):
+        try:
+            counts = translate_bytes(page, counter, i)
+        except PlaywrightError as error:
+            failures[BYTES[0]].append(f"{f'click {i}' if i else 'warm-up'}: {str(error).splitlines()[0]}")
+            continue
+        if i:
+            for name, count in zip(BYTES, counts):
+                runs[name].append(count)
+
+
+def measure(url: str, clicks: int, screenshots: Path | None, max_tokens: int | None) -> tuple[dict, dict]:
     runs, failures = {}, {name: [] for name in NAMES}
     plan = {"translate_settled_ms": translate_ms, "switch_model_settled_ms": switch_model_ms,
             "step_settled_ms": step_ms, "step_in_page_ms": step_in_page_ms, "head_settled_ms": head_ms,
@@ -278,6 +357,13 @@ def measure(url: str, clicks: int, screenshots: Path | None) -> tuple[dict, dict
             page.goto(url)
             page.wait_for_function(SETTLED_JS, arg={"charts": list(CHARTS), "oldTranslation": "", "stepPrefix": None},
                                    timeout=TIMEOUT_MS)  # the page's own first translation
+            if max_tokens:
+                set_max_tokens(page, max_tokens)
+            repeat_bytes(page, clicks, runs, failures)
+            if len(MODELS) < 2:
+                del plan["switch_model_settled_ms"]
+                runs["switch_model_settled_ms"] = []
+                failures["switch_model_settled_ms"].append("no other model beside the checkpoint to switch to")
             for name, one_click in plan.items():
                 runs[name] = repeat_clicks(page, one_click, clicks, failures[name])
                 if screenshots:
@@ -294,19 +380,24 @@ def main() -> None:
     parser.add_argument("--port", type=int, help="default: a free port on 127.0.0.1")
     parser.add_argument("--screenshots", type=Path, help="folder for a full-page screenshot after each measurement")
     parser.add_argument("--device", help="where the app's models run (cpu, cuda; default: the app's own choice)")
+    parser.add_argument("--checkpoint", type=Path, help="open the app on this checkpoint (default: the bundled one)")
+    parser.add_argument("--max-tokens", type=int, help='"Maximum target tokens" set before measuring')
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     clicks = max(1, args.clicks)
+    global MODELS
+    checkpoint = args.checkpoint.resolve() if args.checkpoint else None
+    MODELS = models_beside(checkpoint)
     with socket.socket() as s:  # a free port, unless one is given
         s.bind(("127.0.0.1", 0))
         port = args.port or s.getsockname()[1]
     if args.screenshots:
         args.screenshots.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile() as log:
-        process = start_app(args.repo.resolve(), port, log, args.device)
+        process = start_app(args.repo.resolve(), port, log, args.device, checkpoint)
         try:
             wait_until_serving(f"http://127.0.0.1:{port}/", process)
-            runs, failures = measure(f"http://127.0.0.1:{port}/", clicks, args.screenshots)
+            runs, failures = measure(f"http://127.0.0.1:{port}/", clicks, args.screenshots, args.max_tokens)
         except RuntimeError:  # the app did not start: show its log's end
             log.seek(0)
             sys.stderr.write(log.read()[-4000:].decode(errors="replace"))
@@ -316,7 +407,8 @@ def main() -> None:
     result = {name: round(statistics.median(runs[name])) if runs[name] else None for name in NAMES}
     result.update(clicks=clicks, runs={name: runs[name] for name in NAMES}, failures=failures)
     for name in NAMES:
-        print(f"{name}: median {result[name]} ms over {len(runs[name])} of {clicks} clicks; runs {runs[name]}; "
+        unit = "bytes" if name in BYTES else "ms"
+        print(f"{name}: median {result[name]} {unit} over {len(runs[name])} of {clicks} clicks; runs {runs[name]}; "
               f"failures {len(failures[name])}")
     if args.json:
         print(json.dumps(result))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from browsing import answered, count_requests
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from ui.tabs import translate
 from ui.views import lessons
@@ -24,6 +25,7 @@ def opened(browser, url: str):
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    count_requests(page)
     page.goto(url)
     page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
     return page, errors
@@ -73,6 +75,7 @@ def test_clicking_an_example_translates_it_and_an_empty_box_keeps_the_last_trans
 def test_translate_step_through_and_see_the_heatmaps(app_url, browser, tmp_path):
     url, model = app_url
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    count_requests(page)
     page.goto(url)
     page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)  # opens on a working example
     sentence = "2 7 1 8 2 8" if model.startswith("reverse") else "A small dog runs through the snow."
@@ -81,7 +84,7 @@ def test_translate_step_through_and_see_the_heatmaps(app_url, browser, tmp_path)
     page.wait_for_function(
         "text => document.querySelector('#translation textarea, #translation input').value.length > 0 && "
         "document.querySelector('#source-text textarea').value === text", arg=sentence, timeout=60_000)
-    page.wait_for_timeout(1500)
+    answered(page)
     translation = page.locator("#translation textarea, #translation input").first.input_value()
     if model.startswith("reverse"):
         assert translation == "8 2 8 1 7 2"
@@ -113,7 +116,7 @@ def test_translate_step_through_and_see_the_heatmaps(app_url, browser, tmp_path)
     shown_trackers = ("() => [...document.querySelectorAll('#attention-plot [data-testid=status-tracker], "
                       "#topk-plot [data-testid=status-tracker], #step-attention [data-testid=status-tracker]')]"
                       ".filter(e => !e.classList.contains('hide')).length")
-    page.wait_for_timeout(500)
+    answered(page)
     assert page.evaluate(shown_trackers) == 0
     assert plot_title(page, "topk-plot").startswith("Step 1:")
     page.close()
@@ -131,9 +134,10 @@ STEP_SHOWN_JS = """() => {
 }"""
 
 
-def wait_for_step_title(page, chart: str, start: str) -> None:
-    page.wait_for_function("([chart, start]) => document.querySelector(`#${chart} .gtitle`).textContent"
-                           ".startsWith(start)", arg=[chart, start], timeout=30_000)
+def wait_for_step_title(page, chart: str, start: str, has: str = "") -> None:
+    page.wait_for_function("([chart, start, has]) => { const title = document.querySelector(`#${chart} .gtitle`);"
+                           "return !!title && title.textContent.startsWith(start) && title.textContent.includes(has); }",
+                           arg=[chart, start, has], timeout=30_000)
 
 
 def test_stepping_is_drawn_in_the_page_without_the_server_and_as_the_server_draws_it(app_url, browser):
@@ -157,7 +161,7 @@ def test_stepping_is_drawn_in_the_page_without_the_server_and_as_the_server_draw
     number.fill("1")
     number.press("Enter")
     wait_for_step_title(page, "topk-plot", "Step 1:")
-    page.wait_for_timeout(300)
+    answered(page)  # a request the steps had made would have been counted
     assert [url for url in asked if "/gradio_api/" in url] == [], "no round trip"
     assert page.evaluate(STEP_SHOWN_JS) == drawn_by_server
     assert errors == []
@@ -188,14 +192,14 @@ def choose(page, kind: str, layer: int, head: int) -> None:
     page.wait_for_function("([kind, which]) => { const title = document.querySelector('#attention-plot .gtitle');"
                            "return !!title && title.textContent.startsWith(kind) && title.textContent.includes(which); }",
                            arg=[ATTENTION_KINDS[kind], f"layer {layer}, head {head} "], timeout=30_000)
-    page.wait_for_timeout(300)
+    wait_for_step_title(page, "step-attention", "Step ", f"layer {layer}, head {head}")
 
 
 def test_a_layer_head_or_attention_type_is_drawn_in_the_page_once_every_heads_frames_have_come(app_url, browser):
     url, model = app_url
     page, errors = opened(browser, url)
     page.wait_for_function("() => document.querySelector('#step-caption').innerText.startsWith('Step 1 of')")
-    page.wait_for_timeout(300)
+    answered(page)
     drawn_by_server = heatmap_and_bars(page)
     page.evaluate(RECORD_SELECTIONS_JS)
     head = page.locator("#head-slider input[type=number]")
@@ -205,7 +209,7 @@ def test_a_layer_head_or_attention_type_is_drawn_in_the_page_once_every_heads_fr
         page.wait_for_function("n => window.selections.length >= n", arg=attempt)
         if page.evaluate("() => window.selections.at(-1)") == translate.DRAWN_IN_PAGE:
             break
-        page.wait_for_timeout(250)
+        answered(page)  # the server drew this one; every head's frames may have come meanwhile
     else:
         pytest.fail("every head's frames never came")
     waiting = []
@@ -224,7 +228,7 @@ def test_a_layer_head_or_attention_type_is_drawn_in_the_page_once_every_heads_fr
 
     page.get_by_role("tab", name="Inside a head").click()  # the tab's charts stay as the page drew them
     page.get_by_role("tab", name="Translate").click()
-    page.wait_for_timeout(300)
+    page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').offsetParent !== null")
     assert page.evaluate(CHART_SHOWN_JS, "attention-plot") == heatmap
     choose(page, "cross", 1, 1)  # as the page opened, whose first translation the server drew
     back, drawn_in_page = heatmap_and_bars(page), heatmap_and_bars(page)
@@ -240,25 +244,23 @@ def test_a_layer_head_or_attention_type_is_drawn_in_the_page_once_every_heads_fr
     for route in waiting:
         route.continue_()
     page.unroute("**/gradio_api/queue/join*")
-    page.wait_for_timeout(500)
+    answered(page)
     assert heatmap_and_bars(page) == drawn_in_page, "the server's answers drew nothing over the page's"
 
     # A change the server draws (another view), then one the page draws while that answer is still to come: the
     # server draws the second too, so that its answer, landing last, shows the last change.
     page.route("**/gradio_api/queue/join*", lambda route: waiting.append(route))
     waiting.clear()
+    made = page.evaluate("window.selections.length")
     page.locator("#attention-view").get_by_label(VIEWS[1]).check()
     page.locator("#attention-view").get_by_label(VIEWS[0]).check()
-    page.wait_for_timeout(300)
+    page.wait_for_function("n => window.selections.length >= n", arg=made + 2)
     assert page.evaluate("() => window.selections.slice(-2)") == [translate.EVERY_SELECTION] * 2
     assert heatmap_and_bars(page) == drawn_in_page, "drawn in the page at once"
     for route in waiting:
         route.continue_()
     page.unroute("**/gradio_api/queue/join*")
-    page.wait_for_function("() => document.querySelectorAll('#attention-plot .js-plotly-plot .gtitle').length === 1"
-                           " && document.querySelector('#attention-plot .gtitle').textContent.includes('head 1 ')",
-                           timeout=30_000)
-    page.wait_for_timeout(1000)
+    answered(page)  # both answers, the view's and then the page's own change
     assert heatmap_and_bars(page)[0]["data"] == drawn_in_page[0]["data"], "the one-head view, not the layer's heads"
     choose(page, "cross", 1, 2)
     assert page.evaluate("() => window.selections.at(-1)") == translate.DRAWN_IN_PAGE, "every answer has come"
@@ -278,7 +280,7 @@ def click_heatmap_cell(page, row: int, column: int, chart: str = "#attention-plo
     page.locator(f"{chart} .js-plotly-plot").first.scroll_into_view_if_needed()
     x, y = page.evaluate(CELL_CENTRE_JS, [chart, row, column])
     page.mouse.move(x, y)
-    page.wait_for_timeout(200)
+    page.wait_for_selector(f"{chart} .hoverlayer .hovertext")  # Plotly has picked the point under the mouse
     page.mouse.click(x, y)
 
 
@@ -295,7 +297,7 @@ def test_clicking_a_heatmap_row_goes_to_its_decoding_step_where_rows_are_steps(a
     page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').data[0].meta == null",
                            timeout=30_000)
     click_heatmap_cell(page, 0, 0)
-    page.wait_for_timeout(1500)
+    answered(page)  # a step picked would be drawn by now
     assert step.input_value() == "2" and plot_title(page, "topk-plot").startswith("Step 2:")
     assert errors == []
     page.close()
@@ -319,11 +321,16 @@ def test_html_in_the_input_is_shown_as_text_never_run(app_url, browser):
     page = browser.new_page()
     dialogs = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    count_requests(page)
     page.goto(url)
     page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    answered(page)
+    shown = translation_text(page)
     page.locator("#source-text textarea").fill("<img src=x onerror=alert(1)> <script>alert(2)</script>")
     page.locator("#translate-button").click()
-    page.wait_for_timeout(4000)
+    page.wait_for_function("text => document.querySelector('#translation textarea').value !== text", arg=shown,
+                           timeout=60_000)
+    answered(page)  # the translation, its pieces and charts drawn
     assert dialogs == []
     assert page.locator("img[src=x]").count() == 0
     page.close()
@@ -348,6 +355,7 @@ def test_start_training_and_watch_the_loss_curve_grow(app_url, browser):
     assert "running" in page.locator("#train-status").inner_text()
 
     visitor = browser.new_page(viewport={"width": 1400, "height": 1000})  # another student, same server
+    count_requests(visitor)
     visitor.goto(url)
     visitor.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
     visitor.get_by_role("tab", name="Train").click()
@@ -356,7 +364,7 @@ def test_start_training_and_watch_the_loss_curve_grow(app_url, browser):
     shown_trackers = ("() => [...document.querySelectorAll('#train-status [data-testid=status-tracker], "
                       "#train-curves [data-testid=status-tracker]')].filter(e => !e.classList.contains('hide'))"
                       ".length")
-    visitor.wait_for_timeout(500)
+    visitor.wait_for_function(f"({shown_trackers})() === 0", timeout=30_000)
     assert visitor.evaluate(shown_trackers) == 0, "a refused start is a message, not error badges over the progress"
     visitor.locator("#stop-training").click()
     playwright.expect(visitor.get_by_text("started by another visitor").first).to_be_visible(timeout=30_000)
@@ -383,13 +391,15 @@ def test_a_shared_link_opens_its_model_and_view_without_errors_and_enter_transla
     url, _ = app_url
     for _ in range(3):  # switching the model on load once raced a slider redraw into an out-of-range error
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        count_requests(page)
         page.goto(url.rstrip("/") + "/?model=reverse-tiny&text=1+2+3+4+5&kind=encoder&view=2&layer=99&head=3")
         translation_is(page, "5 4 3 2 1")
-        page.wait_for_timeout(2000)
+        answered(page)  # every event the link set off, and every head's frames after it
         assert page.locator("[data-testid='toast-body']").all_inner_texts() == []
         assert page.locator("#source-text").get_by_text("Digits").count() == 1, "the box says what this model reads"
         page.close()
     page = browser.new_page()
+    count_requests(page)
     page.goto(url.rstrip("/") + "/?model=reverse-tiny&text=1+2+3&beam=1&max=30")
     translation_is(page, "3 2 1")
     playwright.expect(page.get_by_label("greedy")).to_be_checked()  # the link's decoding, not the default beam
@@ -404,7 +414,7 @@ def test_a_shared_link_opens_its_model_and_view_without_errors_and_enter_transla
     playwright.expect(page.locator("#override-choice input")).not_to_have_value("", timeout=30_000)  # step 1's
     page.get_by_role("button", name="Translate with these heads off").click()
     playwright.expect(page.get_by_text("Tick the heads to switch off first").first).to_be_visible(timeout=30_000)
-    page.wait_for_timeout(500)
+    answered(page)
     assert page.evaluate("() => [...document.querySelectorAll('#experiment-before [data-testid=status-tracker]')]"
                          ".filter(e => !e.classList.contains('hide')).length") == 0, "a warning, not error badges"
     page.close()
@@ -642,7 +652,7 @@ def test_every_chart_is_also_text_a_screen_reader_reads_and_a_table_one_click_aw
         page.get_by_role("tab", name=tab).click()
         page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.offsetParent "
                                "!== null).length >= 2", timeout=30_000)
-        page.wait_for_timeout(500)
+        answered(page)
         charts = page.evaluate(unlabelled)
         assert all(role == "figure" and label for _, role, label in charts), (tab, charts)
     assert not errors

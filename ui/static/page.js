@@ -42,44 +42,37 @@ window.explorerPage = (() => {
 
   // After Show me, the view a lesson is about is brought to the top of the screen and outlined a moment. Its tab
   // may still be opening and the charts above it still drawing, so it is held there: each time the page changes
-  // or grows, for as long as nothing but the page moves it (until the visitor scrolls, types, clicks or touches,
-  // or another Show me). No clock: a slow classroom computer's late charts are waited for as a fast one's.
+  // or grows and the view has moved, it is put back, until the visitor scrolls, types, clicks or touches, or the
+  // next Show me. No clock: a slow classroom computer's late charts are waited for as a fast one's. (A scroll alone
+  // does not end it: the browser scrolls by itself as the page above changes, when a tab opens or a panel closes.)
   let releaseHeld = () => {};
-  const VISITOR_INPUTS = ["wheel", "touchstart", "keydown", "mousedown"];
+  const VISITOR_INPUTS = ["wheel", "touchstart", "keydown", "mousedown", "pointerdown"];
   const holdInSight = (id) => {
     releaseHeld();
-    let outlined = false, ownScroll = null;
+    let placedAt = null;  // where the page put the view: the top of the screen, or lower where the page ends first
     const target = () => document.getElementById(id);
-    const inPlace = (element) => Math.abs(element.getBoundingClientRect().top) <= 2;
+    const top = (element) => element.getBoundingClientRect().top;
     const hold = () => {
       const element = target();
       if (!element || element.offsetParent === null) return;  // its tab is not open yet
-      if (!inPlace(element)) {
-        element.scrollIntoView({block: "start"});
-        ownScroll = window.scrollY;
-      }
-      if (!outlined) {
-        outlined = true;
+      if (placedAt !== null && Math.abs(top(element) - placedAt) <= 2) return;  // still where it was put
+      element.scrollIntoView({block: "start"});
+      if (placedAt === null) {
         element.classList.add("lesson-focus");
         setTimeout(() => element.classList.remove("lesson-focus"), config.lessonOutlineMs);
       }
-    };
-    // A scroll the page did not make that took the view away is the visitor's (or a script's) own.
-    const scrolled = () => {
-      const element = target();
-      if (outlined && element && window.scrollY !== ownScroll && !inPlace(element)) release();
+      placedAt = top(element);
     };
     const changes = new MutationObserver(hold), sizes = new ResizeObserver(hold);
     const release = () => {
       changes.disconnect();
       sizes.disconnect();
       VISITOR_INPUTS.forEach((type) => window.removeEventListener(type, release, {capture: true}));
-      window.removeEventListener("scroll", scrolled, {capture: true});
     };
-    changes.observe(document.body, {childList: true, subtree: true, attributes: true, characterData: true});
+    // What can move the view: elements added or removed, shown or hidden, and anything that changes the page's size.
+    changes.observe(document.body, {childList: true, subtree: true, attributeFilter: ["class", "style", "hidden"]});
     sizes.observe(document.body);
     VISITOR_INPUTS.forEach((type) => window.addEventListener(type, release, {passive: true, capture: true}));
-    window.addEventListener("scroll", scrolled, {passive: true, capture: true});
     releaseHeld = release;
     hold();
   };
