@@ -3,14 +3,27 @@
 ``count_requests(page)`` (before ``page.goto``) makes the page count its requests to the server that are still
 open: a request is open until its answer has been read to the end, an event's stream (``/queue/data``) until Gradio
 has read its last message (the server closes it once no event of the page is pending). The heartbeat, open for the
-page's whole life, is not counted. ``answered(page)`` then waits until none is open, and still none two frames
-later: what the answers brought, and any event they set off (a ``.then``), has been drawn or asked for by then.
+page's whole life, is not counted. It also notes the frame in which a chart was last drawn (Plotly's
+``plotly_afterplot``, or a chart added). ``answered(page)`` then waits until no request is open and no chart has
+been drawn for three frames: what the answers brought is drawn (Gradio draws a new figure on a new chart, then
+again as it sizes it), and any event they set off (a ``.then``) has been asked for. Frames, not milliseconds: a
+loaded machine draws fewer of them, in the same order.
 """
 
 from __future__ import annotations
 
 COUNT_REQUESTS_JS = """(() => {
-  let open = 0;
+  let open = 0, frame = 0, drawnAt = 0;
+  const count = () => { frame += 1; requestAnimationFrame(count); };
+  requestAnimationFrame(count);
+  window.framesSinceDrawn = () => frame - drawnAt;
+  new MutationObserver(() => document.querySelectorAll(".js-plotly-plot").forEach((chart) => {
+    if (chart.drawsCounted) return;
+    drawnAt = frame;
+    if (!chart.on) return;  // Plotly has not set it up yet: the next change looks again
+    chart.drawsCounted = true;
+    chart.on("plotly_afterplot", () => { drawnAt = frame; });
+  })).observe(document, {childList: true, subtree: true});
   const send = window.fetch.bind(window);
   window.openRequests = () => open;
   window.fetch = async (...args) => {
@@ -41,10 +54,7 @@ COUNT_REQUESTS_JS = """(() => {
   };
 })();"""
 
-ANSWERED_JS = """() => new Promise((settled) => {
-  if (window.openRequests() !== 0) return settled(false);
-  requestAnimationFrame(() => requestAnimationFrame(() => settled(window.openRequests() === 0)));
-})"""
+ANSWERED_JS = """() => window.openRequests() === 0 && window.framesSinceDrawn() >= 3"""
 
 
 def count_requests(page) -> None:
@@ -53,5 +63,10 @@ def count_requests(page) -> None:
 
 
 def answered(page, timeout: float = 60_000) -> None:
-    """Until every request the page has made is answered, and nothing new asked two frames later."""
-    page.wait_for_function(ANSWERED_JS, timeout=timeout)
+    """Until every request the page has made is answered and its charts drawn, none for three frames."""
+    try:
+        page.wait_for_function(ANSWERED_JS, timeout=timeout)
+    except Exception as error:  # Playwright's TimeoutError: say what was still going on
+        state = page.evaluate("() => [window.openRequests(), window.framesSinceDrawn()]")
+        raise AssertionError(f"not answered and drawn: {state[0]} requests open, {state[1]} frames since a chart "
+                             "was drawn") from error

@@ -179,6 +179,13 @@ CHART_SHOWN_JS = """id => { const gd = document.querySelector(`#${id} .js-plotly
                             return JSON.parse(JSON.stringify({data: gd.data, layout})); }"""
 
 
+def release(page, held: list) -> None:
+    """Every request held back sent on (one caught meanwhile joins ``held``, and the loop), and no more held."""
+    for route in held:
+        route.continue_()
+    page.unroute("**/gradio_api/queue/join*")
+
+
 def heatmap_and_bars(page) -> list[dict]:
     return [page.evaluate(CHART_SHOWN_JS, name) for name in ("attention-plot", "step-attention")]
 
@@ -241,9 +248,7 @@ def test_a_layer_head_or_attention_type_is_drawn_in_the_page_once_every_heads_fr
     assert back == drawn_by_server
     assert page.evaluate("() => window.selections.slice(-7)") == [translate.DRAWN_IN_PAGE] * 7
     assert waiting, "the server was told"
-    for route in waiting:
-        route.continue_()
-    page.unroute("**/gradio_api/queue/join*")
+    release(page, waiting)
     answered(page)
     assert heatmap_and_bars(page) == drawn_in_page, "the server's answers drew nothing over the page's"
 
@@ -257,9 +262,7 @@ def test_a_layer_head_or_attention_type_is_drawn_in_the_page_once_every_heads_fr
     page.wait_for_function("n => window.selections.length >= n", arg=made + 2)
     assert page.evaluate("() => window.selections.slice(-2)") == [translate.EVERY_SELECTION] * 2
     assert heatmap_and_bars(page) == drawn_in_page, "drawn in the page at once"
-    for route in waiting:
-        route.continue_()
-    page.unroute("**/gradio_api/queue/join*")
+    release(page, waiting)
     answered(page)  # both answers, the view's and then the page's own change
     assert heatmap_and_bars(page)[0]["data"] == drawn_in_page[0]["data"], "the one-head view, not the layer's heads"
     choose(page, "cross", 1, 2)
