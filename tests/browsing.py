@@ -1,22 +1,24 @@
 """Waiting on a page in Chromium for what it has asked and what it shows, never for a length of time.
 
-``count_requests(page)`` (before ``page.goto``) makes the page count its requests to the server that are still
-open: a request is open until its answer has been read to the end, an event's stream (``/queue/data``) until Gradio
-has read its last message (the server closes it once no event of the page is pending). The heartbeat, open for the
-page's whole life, is not counted. It also notes the frame in which a chart was last drawn (Plotly's
-``plotly_afterplot``, or a chart added). ``answered(page)`` then waits until no request is open and no chart has
-been drawn for three frames: what the answers brought is drawn (Gradio draws a new figure on a new chart, then
-again as it sizes it), and any event they set off (a ``.then``) has been asked for. Frames, not milliseconds: a
+``count_requests(page)`` (before ``page.goto``) makes the page count what it has asked of the server and not yet
+had: each event it joined the queue with (``/queue/join``) until the event's ``process_completed`` message has come
+on the page's stream of answers (``/queue/data``), and each other request until its answer has been read to the
+end. The streams themselves are not counted: Gradio may open one that no event needs, which then stays open with
+only heartbeats in it, as does the heartbeat request for the page's whole life. It also notes the frame in which a
+chart was last drawn (Plotly's ``plotly_afterplot``, or a chart added) and in which something asked was last
+answered. ``answered(page)`` then waits until nothing asked is outstanding, nothing was answered and no chart drawn
+for three frames, and the page has no figure waiting to be drawn (ui/static/explorer.js): what the answers brought
+is drawn, and any event they set off (a ``.then``, the page's own drawing) has begun. Frames, not milliseconds: a
 loaded machine draws fewer of them, in the same order.
 """
 
 from __future__ import annotations
 
 COUNT_REQUESTS_JS = """(() => {
-  let open = 0, frame = 0, drawnAt = 0;
+  let frame = 0, drawnAt = 0, answeredAt = 0;
   const count = () => { frame += 1; requestAnimationFrame(count); };
   requestAnimationFrame(count);
-  window.framesSinceDrawn = () => frame - drawnAt;
+  window.framesSinceDrawn = () => frame - Math.max(drawnAt, answeredAt);
   new MutationObserver(() => document.querySelectorAll(".js-plotly-plot").forEach((chart) => {
     if (chart.drawsCounted) return;
     drawnAt = frame;
@@ -24,28 +26,65 @@ COUNT_REQUESTS_JS = """(() => {
     chart.drawsCounted = true;
     chart.on("plotly_afterplot", () => { drawnAt = frame; });
   })).observe(document, {childList: true, subtree: true});
+
+  const requests = new Map();  // url -> how many are being answered
+  const events = new Set(), completed = new Set();  // event ids joined and not completed; completed ones
+  const answered = () => { answeredAt = frame; };
+  const started = (url) => requests.set(url, (requests.get(url) || 0) + 1);
+  const ended = (url) => {
+    if (requests.get(url) > 1) requests.set(url, requests.get(url) - 1); else requests.delete(url);
+    answered();
+  };
+  window.openRequests = () => [...requests.values()].reduce((a, b) => a + b, 0) + events.size;
+  window.openRequestUrls = () => [...requests.keys(), ...[...events].map((id) => `event ${id}`)];
+  // The messages of a stream of answers, as they come: "data: {json}" blocks, each ended by a blank line.
+  const reading = (onMessage) => {
+    let text = "";
+    const decoder = new TextDecoder();
+    return (chunk) => {
+      text += decoder.decode(chunk, {stream: true});
+      const blocks = text.split("\\n\\n");
+      text = blocks.pop();
+      for (const block of blocks) {
+        const data = block.split("\\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(5));
+        if (data.length) { try { onMessage(JSON.parse(data.join("\\n"))); } catch (error) { /* not JSON */ } }
+      }
+    };
+  };
+  const completion = (message) => {
+    if (message.msg !== "process_completed" || !message.event_id) return;
+    completed.add(message.event_id);
+    if (events.delete(message.event_id)) answered();
+  };
+
   const send = window.fetch.bind(window);
-  window.openRequests = () => open;
   window.fetch = async (...args) => {
     const url = String(args[0] && args[0].url !== undefined ? args[0].url : args[0]);
     if (!url.includes("/gradio_api/") || url.includes("/heartbeat/")) return send(...args);
-    open += 1;
-    let closed = false;
-    const close = () => { if (!closed) { closed = true; open -= 1; } };
+    const stream = url.includes("/queue/data");
+    if (!stream) started(url);
     let response;
     try {
       response = await send(...args);
     } catch (error) {
-      close();
+      if (!stream) ended(url);
       throw error;
     }
-    if (!response.body) { close(); return response; }
-    const reader = response.body.getReader();
+    if (url.includes("/queue/join")) {
+      response.clone().json().then((joined) => {
+        if (joined && joined.event_id && !completed.has(joined.event_id)) events.add(joined.event_id);
+      }).catch(() => {}).finally(() => ended(url));
+      return response;
+    }
+    if (!response.body) { if (!stream) ended(url); return response; }
+    const reader = response.body.getReader(), seen = stream ? reading(completion) : () => {};
+    let closed = false;
+    const close = () => { if (!closed && !stream) { closed = true; ended(url); } };
     const body = new ReadableStream({  // read as its reader reads, so it ends once the reader has seen the end
       async pull(controller) {
         try {
           const {done, value} = await reader.read();
-          if (done) { controller.close(); close(); } else controller.enqueue(value);
+          if (done) { controller.close(); close(); } else { seen(value); controller.enqueue(value); }
         } catch (error) { close(); controller.error(error); }
       },
       cancel(reason) { close(); return reader.cancel(reason); },
@@ -54,7 +93,8 @@ COUNT_REQUESTS_JS = """(() => {
   };
 })();"""
 
-ANSWERED_JS = """() => window.openRequests() === 0 && window.framesSinceDrawn() >= 3"""
+ANSWERED_JS = """() => window.openRequests() === 0 && window.framesSinceDrawn() >= 3 &&
+  !(window.explorer && window.explorer.drawing && window.explorer.drawing())"""
 
 
 def count_requests(page) -> None:
@@ -67,6 +107,7 @@ def answered(page, timeout: float = 60_000) -> None:
     try:
         page.wait_for_function(ANSWERED_JS, timeout=timeout)
     except Exception as error:  # Playwright's TimeoutError: say what was still going on
-        state = page.evaluate("() => [window.openRequests(), window.framesSinceDrawn()]")
-        raise AssertionError(f"not answered and drawn: {state[0]} requests open, {state[1]} frames since a chart "
-                             "was drawn") from error
+        state = page.evaluate("() => [window.openRequests(), window.framesSinceDrawn(), window.openRequestUrls(),"
+                              " !!(window.explorer && window.explorer.drawing())]")
+        raise AssertionError(f"not answered and drawn: {state[0]} requests open ({state[2]}), {state[1]} frames "
+                             f"since a chart was drawn or a request answered, still drawing: {state[3]}") from error

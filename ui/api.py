@@ -16,7 +16,7 @@ from .header import model_settings
 from .page import Page
 from .services import Services
 from .tabs.model import after_model_change as model_tab
-from .tabs.translate import STEP_VIEWS, step_views, translated
+from .tabs.translate import step_views, translated
 from .views import exports
 from .views.choices import require_translation
 from .views.lessons import LESSONS
@@ -29,6 +29,9 @@ def translate(services: Services, model, text, decoding, beam_size, max_length) 
     """/translate: the translation, its notes, the source pieces, the step slider and the attention download."""
     result = run_translation(services.registry.get(model), text, decoding, beam_size, max_length)
     return translated(result, step=result.translation.num_steps)
+
+
+STEP_VIEWS = ("revealed", "top_k_plot", "step_attention_plot", "step_caption")
 
 
 def step(translation_state, step, layer, head, average) -> dict:

@@ -11,7 +11,7 @@ from starlette.middleware import Middleware
 
 from transformer.checkpoint import Checkpoint, CheckpointError
 
-from . import api, batching, class_page, costly, header, lessons, page_code
+from . import api, batching, class_page, costly, figures, header, lessons, page_code
 from .jobs import MAX_UPLOAD_BYTES
 from .limits import BodySizeLimit, ClientShare
 from .page import Page
@@ -31,7 +31,8 @@ THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Robot
     button_primary_background_fill="*primary_700", button_primary_background_fill_hover="*primary_800",
     button_primary_text_color="white")
 # The page's own scripts and styles (ui/static/, each in a file of its own), and what Python tells them.
-PAGE_CONFIG = {"explorer": translate.PAGE_SETTINGS, "rowPickers": [translate.STEP_PICKER, inside.QUERY_PICKER],
+PAGE_CONFIG = {"explorer": translate.PAGE_SETTINGS, "figures": figures.PAGE_SETTINGS,
+               "rowPickers": [translate.STEP_PICKER, inside.QUERY_PICKER], "plotlyUrl": page_code.plotly_url(),
                "lessonFocus": lessons.focus_by_choice(), "lessonOutlineMs": lessons.OUTLINE_MS}
 PAGE_STYLE = {"css_paths": list(page_code.STYLES), "theme": THEME, "head": page_code.head(PAGE_CONFIG)}
 # Gradio's threads for events: its default for those that compute, and one more for each event that may wait

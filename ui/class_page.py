@@ -12,6 +12,7 @@ import re
 import gradio as gr
 import segno
 
+from .chart import Chart
 from . import components
 from .classroom import CODE_LENGTH, ClassError, Round, normal_code
 from .page import Page
@@ -89,9 +90,9 @@ def teacher_views(services: Services, code: str) -> dict:
     if results.revealed:
         views.update(class_why=f"**The model:** {markdown_escape(results.question.choices[results.question.answer])}"
                                f". {markdown_escape(results.question.why)}",
-                     class_why_plot=gr.Plot(value=results.question.figure, visible=results.question.figure is not None))
+                     class_why_plot=Chart(value=results.question.figure, visible=results.question.figure is not None))
     else:
-        views.update(class_why="", class_why_plot=gr.Plot(value=None, visible=False))
+        views.update(class_why="", class_why_plot=Chart(value=None, visible=False))
     return views
 
 
@@ -131,7 +132,7 @@ def on_class_close(services: Services, class_code, request: gr.Request) -> dict:
     score = f"{right} of {answered} answers were right." if answered else "No question was revealed."
     return {"class_code": "", "class_clock": gr.Timer(active=False), "class_join": "",
             "class_status": f"The class has ended. {score}", "class_counts": "", "class_why": "",
-            "class_why_plot": gr.Plot(value=None, visible=False), "class_reveal": gr.Button(interactive=False),
+            "class_why_plot": Chart(value=None, visible=False), "class_reveal": gr.Button(interactive=False),
             "class_next": gr.Button(interactive=False), "class_close": gr.Button(interactive=False)}
 
 
@@ -204,7 +205,7 @@ def teacher_layout(page: Page) -> None:
             counts = gr.Markdown(elem_id="class-counts")
             with gr.Column():
                 why = gr.Markdown(elem_id="class-why")
-                why_plot = gr.Plot(visible=False, show_label=False)
+                why_plot = Chart(visible=False, show_label=False)
         page.add(class_open=open_button, class_reveal=reveal, class_next=next_question, class_close=close,
                  class_join=join, class_status=status, class_counts=counts, class_why=why, class_why_plot=why_plot,
                  class_code=gr.State(""), class_clock=gr.Timer(TEACHER_POLL_S, active=False),

@@ -38,12 +38,28 @@ MOST_GRID_COLUMN_LABELS = 80
 ZOOM_BUTTONS = ["zoom", "pan", "select", "lasso", "resetscale"]
 REPEATED_BUTTONS = ["zoomin", "zoomout", "autoscale"]
 
+# The charts' shared look as a Plotly template: what Plotly's default one gave them (its 7 kB, sent with every
+# figure, held mostly styles of charts the app never draws). The page's own figures (ui/static/figures.js) carry it
+# too, from the page's config.
+_AXIS = {"gridcolor": "white", "linecolor": "white", "ticks": "", "title": {"standoff": 15}, "zerolinecolor": "white",
+         "automargin": True, "zerolinewidth": 2}
+TEMPLATE = {
+    "layout": {"autotypenumbers": "strict", "font": {"color": "#2a3f5f"}, "hovermode": "closest",
+               "hoverlabel": {"align": "left"}, "paper_bgcolor": "white", "plot_bgcolor": "#E5ECF6",
+               "colorway": ["#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880",
+                            "#FF97FF", "#FECB52"],
+               "xaxis": _AXIS, "yaxis": _AXIS, "shapedefaults": {"line": {"color": "#2a3f5f"}},
+               "annotationdefaults": {"arrowcolor": "#2a3f5f", "arrowhead": 0, "arrowwidth": 1}},
+    "data": {"bar": [{"type": "bar", "marker": {"line": {"color": "#E5ECF6", "width": 0.5}}}],
+             "heatmap": [{"type": "heatmap", "colorbar": {"outlinewidth": 0, "ticks": ""}}]}}
+
 
 def _layout(fig: go.Figure, title: str, height: int | None = None, zoomable: bool = True) -> go.Figure:
     """Shared looks. ``zoomable=False`` for charts with nothing to zoom into (bar charts of a few values): a stray
     drag then zooms nothing."""
     # Plain colours instead of a named template: a template costs ~10 ms per figure to build and is sent
     # to the browser with every figure.
+    fig.layout.template = TEMPLATE  # in place of Plotly's default (an update would merge the two)
     fig.update_layout(title=dict(text=title, x=0.01, font=dict(size=15)), font=FONT, paper_bgcolor="white",
                       plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=10), height=height,
                       modebar=dict(remove=REPEATED_BUTTONS + ([] if zoomable else ZOOM_BUTTONS)))
@@ -156,11 +172,6 @@ def heatmap_title(title: str, subtitle: str, key_title: str) -> str:
     return _titled(title, subtitle, f"columns: {key_title} (keys)")
 
 
-def heatmap_changes(weights, title: str) -> dict:
-    """What another map of the same queries and keys changes in a heatmap (``changed``): the numbers and title."""
-    return {"data": [{"z": _matrix(weights)}], "layout": {"title": {"text": title}}}
-
-
 def _titled(title: str, *notes: str) -> str:
     """A title with a smaller second line of notes (the empty ones left out)."""
     line = " · ".join(note for note in notes if note)
@@ -204,57 +215,35 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
                    height=90 + PANEL_HEIGHT * rows)
 
 
-def changed(fig: go.Figure, changes: dict) -> go.Figure:
-    """``fig`` with ``changes`` merged in: objects key by key, anything else replaced, ``data`` trace by trace. A view
-    whose figures differ only in a few values is sent as one figure and each variant's changes; the page merges
-    them the same way (``EXPLORER_JS`` in ``ui/tabs/translate.py``)."""
-    fig.update(layout=changes.get("layout", {}))
-    for trace, trace_changes in zip(fig.data, changes.get("data", [])):
-        trace.update(trace_changes)
-    return fig
-
-
 def _numbers(values) -> list[float]:
     return values.tolist() if hasattr(values, "tolist") else [float(value) for value in values]
-
-
-def top_k_changes(pieces: Sequence[str], probabilities: Sequence[float], chosen: str | None = None,
-                  title: str = "Next-token candidates") -> dict:
-    """What one step's top-k bars change in the chart (``changed``): bars, labels, colours, height and title."""
-    probabilities = _numbers(probabilities)
-    labels = [f"{piece}  {p:.1%}" for piece, p in zip(pieces, probabilities)]
-    colors = ["#d62728" if piece == chosen else "#1f77b4" for piece in pieces]
-    return {"data": [{"x": probabilities, "y": list(range(len(pieces))), "marker": {"color": colors},
-                      "customdata": _escaped(pieces)}],
-            "layout": {"title": {"text": title}, "height": 120 + 34 * len(pieces), "yaxis": _ticks(labels)}}
 
 
 def top_k_bar(pieces: Sequence[str], probabilities: Sequence[float], chosen: str | None = None,
               title: str = "Next-token candidates") -> go.Figure:
     """Horizontal bars of the top-k next tokens, each labelled "piece  12.3%" beside the axis (a label on or by a
     bar runs into a short bar's neighbour); the chosen one is highlighted."""
-    fig = go.Figure(go.Bar(orientation="h", hovertemplate="%{customdata}: %{x:.4f}<extra></extra>"))
-    fig.update_yaxes(autorange="reversed", ticklabelstandoff=6)
+    probabilities = _numbers(probabilities)
+    labels = [f"{piece}  {p:.1%}" for piece, p in zip(pieces, probabilities)]
+    fig = go.Figure(go.Bar(orientation="h", hovertemplate="%{customdata}: %{x:.4f}<extra></extra>",
+                           x=probabilities, y=list(range(len(pieces))), customdata=_escaped(pieces),
+                           marker={"color": ["#d62728" if piece == chosen else "#1f77b4" for piece in pieces]}))
+    fig.update_yaxes(autorange="reversed", ticklabelstandoff=6, **_ticks(labels))
     fig.update_xaxes(range=[0, 1], title="probability")
-    return changed(_layout(fig, title, zoomable=False), top_k_changes(pieces, probabilities, chosen, title))
-
-
-def source_attention_changes(weights: Sequence[float], title: str) -> dict:
-    """What one step's attention over the source changes in the chart (``changed``): the bars and the title."""
-    values = _numbers(weights)
-    return {"data": [{"y": values, "marker": {"color": values}}], "layout": {"title": {"text": title}}}
+    return _layout(fig, title, height=120 + 34 * len(pieces), zoomable=False)
 
 
 def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str], title: str) -> go.Figure:
     """Where one decoding step looked in the source: one bar per source token."""
-    positions = list(range(len(source_labels)))
-    fig = go.Figure(go.Bar(x=positions, marker=dict(colorscale=ATTENTION_COLORSCALE, cmin=0, cmax=1,
-                                                    line=dict(color="#444", width=0.5)),
+    values = _numbers(weights)
+    fig = go.Figure(go.Bar(x=list(range(len(source_labels))), y=values,
+                           marker=dict(colorscale=ATTENTION_COLORSCALE, cmin=0, cmax=1, color=values,
+                                       line=dict(color="#444", width=0.5)),
                            customdata=_escaped(source_labels),
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     fig.update_xaxes(tickangle=_slanted(source_labels), **_ticks(source_labels))
     fig.update_yaxes(range=[0, 1], title="attention")
-    return changed(_layout(fig, title, height=320, zoomable=False), source_attention_changes(weights, title))
+    return _layout(fig, title, height=320, zoomable=False)
 
 
 def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float], title: str) -> go.Figure:
@@ -531,3 +520,13 @@ def pruning_curves(series: dict[str, tuple[Sequence[float], Sequence[str]]], tit
     fig.update_yaxes(title="score (0-100)", range=[0, 102])
     fig.update_layout(legend=dict(orientation="h", y=-0.25))
     return _layout(fig, title, height=420)
+
+
+# What the page's own figure builders (ui/static/figures.js) share with these, stated here once; a test in Chromium
+# holds their figures equal to these of the same numbers.
+PAGE_SETTINGS = {
+    "template": TEMPLATE, "colorscale": ATTENTION_COLORSCALE, "mark": MARK, "rowsAreSteps": ROWS_ARE_STEPS,
+    "grid": GRID, "font": FONT, "mostTickLabels": MOST_TICK_LABELS, "heatmapMargin": HEATMAP_MARGIN,
+    "labelCharPx": LABEL_CHAR_PX, "minColumnPx": MIN_COLUMN_PX, "laptopChartPx": LAPTOP_CHART_PX,
+    "phoneColumns": PHONE_COLUMNS, "panelHeight": PANEL_HEIGHT, "mostPanelLabels": MOST_PANEL_LABELS,
+    "mostGridColumnLabels": MOST_GRID_COLUMN_LABELS, "zoomButtons": ZOOM_BUTTONS, "repeatedButtons": REPEATED_BUTTONS}

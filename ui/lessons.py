@@ -7,6 +7,7 @@ import gradio as gr
 
 from transformer.checkpoint import CheckpointError
 
+from .chart import Chart
 from . import components, header
 from .page import Page
 from .services import Services
@@ -34,10 +35,10 @@ def layout(page: Page) -> None:
         with gr.Row(visible=False, elem_id="lesson-pair") as lesson_pair:
             with gr.Column():
                 pair_left_caption = gr.Markdown()
-                pair_left_plot = gr.Plot(show_label=False)
+                pair_left_plot = Chart(show_label=False)
             with gr.Column():
                 pair_right_caption = gr.Markdown()
-                pair_right_plot = gr.Plot(show_label=False)
+                pair_right_plot = Chart(show_label=False)
     with gr.Accordion("Glossary", open=False):
         gr.Markdown(lessons.GLOSSARY)
     page.add(lesson_choice=lesson_choice, show_me=show_me, large_text=large_text, safe_colours=safe_colours,

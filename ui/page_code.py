@@ -6,9 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import gradio as gr
+import plotly
+
 STATIC = Path(__file__).with_name("static")
-# In this order: page.js reads the config and gives the others its watch over charts.
-SCRIPTS = ("page.js", "display.js", "chart_text.js", "explorer.js")
+# The Plotly.js that plotly's Python package ships, for the figures that package builds: the page's one Plotly.
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+# In this order: page.js reads the config and gives the others its watch over charts; explorer.js draws with the
+# figures of figures.js on the charts of charts.js.
+SCRIPTS = ("page.js", "display.js", "chart_text.js", "charts.js", "figures.js", "explorer.js")
 STYLES = (STATIC / "page.css",)
 
 
@@ -22,3 +28,10 @@ def head(config: dict) -> str:
     """The page's head: the config, then every script, read from its file."""
     scripts = (f"<script>\n{(STATIC / name).read_text(encoding='utf-8')}</script>" for name in SCRIPTS)
     return config_script(config) + "".join(scripts)
+
+
+def plotly_url() -> str:
+    """Where the page loads Plotly.js from (ui/static/charts.js, when it draws its first chart): plotly's own package,
+    served by Gradio (no CDN); relative, so that the students' page mounted at /class finds it too."""
+    gr.set_static_paths([PLOTLY_JS])
+    return f"gradio_api/file={PLOTLY_JS.as_posix()}"

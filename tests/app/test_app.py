@@ -17,6 +17,7 @@ from transformer import errors
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import services
 from ui.build import build_app, close_app
+from ui.chart import Chart
 from ui.errors import as_user_message
 from ui.views import text
 
@@ -161,7 +162,7 @@ def test_both_bundled_translators_are_offered_and_the_german_one_opens_the_app()
 
 def test_the_positional_encoding_charts_are_drawn_when_their_tab_opens_not_with_the_page():
     demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")), "reverse-tiny")
-    charts = {block._id for block in demo.blocks.values() if isinstance(block, gr.Plot) and block.label in (
+    charts = {block._id for block in demo.blocks.values() if isinstance(block, Chart) and block.label in (
         "The encoding matrix", "Dimensions across positions", "Dot products between positions")}
     assert len(charts) == 3
 

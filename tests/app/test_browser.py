@@ -8,7 +8,6 @@ import pytest
 
 from browsing import answered, count_requests
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
-from ui.tabs import translate
 from ui.views import lessons
 from ui.views import translate as translate_views
 from ui.views.choices import ATTENTION_KINDS, VIEWS
@@ -110,15 +109,14 @@ def test_translate_step_through_and_see_the_heatmaps(app_url, browser, tmp_path)
         page.screenshot(path=str(SCREENSHOT), full_page=True)
 
     head_number = page.locator("#head-slider input[type=number]")
-    head_number.fill("99")  # typed beyond the model's heads: a message, and the views stay as they were
+    head_number.fill("99")  # typed beyond the model's heads: the slider moves to its last head, drawn at once
     head_number.press("Enter")
-    playwright.expect(page.get_by_text("greater than maximum").first).to_be_visible(timeout=30_000)
-    shown_trackers = ("() => [...document.querySelectorAll('#attention-plot [data-testid=status-tracker], "
-                      "#topk-plot [data-testid=status-tracker], #step-attention [data-testid=status-tracker]')]"
-                      ".filter(e => !e.classList.contains('hide')).length")
+    heads = head_number.get_attribute("max")
+    playwright.expect(head_number).to_have_value(heads, timeout=30_000)
+    wait_for_step_title(page, "step-attention", "Step 1:", f"head {heads}")
+    assert f"head {heads} " in plot_title(page, "attention-plot")
     answered(page)
-    assert page.evaluate(shown_trackers) == 0
-    assert plot_title(page, "topk-plot").startswith("Step 1:")
+    assert page.locator("[data-testid='toast-body']").count() == 0
     page.close()
 
 
@@ -168,22 +166,9 @@ def test_stepping_is_drawn_in_the_page_without_the_server_and_as_the_server_draw
     page.close()
 
 
-# Each call of the page's script for a change of layer, head or attention type, and what it says it did.
-RECORD_SELECTIONS_JS = """() => {
-    const select = window.explorer.select;
-    window.selections = [];
-    window.explorer.select = (values) => { const out = select(values); window.selections.push(out[0]); return out; };
-}"""
 CHART_SHOWN_JS = """id => { const gd = document.querySelector(`#${id} .js-plotly-plot`);
                             const layout = {...gd.layout, height: gd._fullLayout.height};
                             return JSON.parse(JSON.stringify({data: gd.data, layout})); }"""
-
-
-def release(page, held: list) -> None:
-    """Every request held back sent on (one caught meanwhile joins ``held``, and the loop), and no more held."""
-    for route in held:
-        route.continue_()
-    page.unroute("**/gradio_api/queue/join*")
 
 
 def heatmap_and_bars(page) -> list[dict]:
@@ -202,71 +187,66 @@ def choose(page, kind: str, layer: int, head: int) -> None:
     wait_for_step_title(page, "step-attention", "Step ", f"layer {layer}, head {head}")
 
 
-def test_a_layer_head_or_attention_type_is_drawn_in_the_page_once_every_heads_frames_have_come(app_url, browser):
+def test_a_layer_head_attention_type_or_view_is_drawn_in_the_page_without_the_server(app_url, browser):
     url, model = app_url
     page, errors = opened(browser, url)
     page.wait_for_function("() => document.querySelector('#step-caption').innerText.startsWith('Step 1 of')")
     answered(page)
-    drawn_by_server = heatmap_and_bars(page)
-    page.evaluate(RECORD_SELECTIONS_JS)
-    head = page.locator("#head-slider input[type=number]")
-    for attempt in range(1, 41):  # the frames follow the page's first translation; until then the server draws
-        head.fill(str(2 + attempt % 2))
-        head.press("Enter")
-        page.wait_for_function("n => window.selections.length >= n", arg=attempt)
-        if page.evaluate("() => window.selections.at(-1)") == translate.DRAWN_IN_PAGE:
-            break
-        answered(page)  # the server drew this one; every head's frames may have come meanwhile
-    else:
-        pytest.fail("every head's frames never came")
-    waiting = []
-    page.route("**/gradio_api/queue/join*", lambda route: waiting.append(route))  # the server answers nothing yet
+    first = heatmap_and_bars(page)
+    asked = []
+    page.on("request", lambda request: asked.append(request.url))
     choose(page, "decoder", 2, 3)
     heatmap, bars = heatmap_and_bars(page)
     checkpoint = load_checkpoint(REPOSITORY_CHECKPOINTS / model, device="cpu")
     sentence = page.locator("#source-text textarea").input_value()
     tr = translate_views.run_translation(checkpoint, sentence, "beam", 5, DEFAULT_TARGET_TOKENS).translation
-    expected = translate_views.attention_figure(tr, "decoder", VIEWS[0], 2, 3)
+    expected = translate_views.attention_figure(tr, "decoder", VIEWS[0], 2, 3, marked_step=1)
     assert heatmap["data"][0]["z"] == [list(row) for row in expected.data[0].z]
     assert heatmap["layout"]["title"]["text"] == expected.layout.title.text
     expected_bars = translate_views.step_view(tr, 1, 2, 3).source_attention
     assert bars["data"][0]["y"] == list(expected_bars.data[0].y)
     assert bars["layout"]["title"]["text"] == expected_bars.layout.title.text
+    for view in (VIEWS[2], VIEWS[1]):  # every layer and head, then the layer's heads
+        page.locator("#attention-view").get_by_label(view).check()
+        page.wait_for_function("n => document.querySelectorAll('#attention-plot .heatmaplayer .hm').length === n",
+                               arg=len(expected_heatmaps(tr, view)), timeout=30_000)
+    page.locator("#attention-view").get_by_label(VIEWS[0]).check()
+    answered(page)
+    assert [url for url in asked if "/gradio_api/" in url] == [], "no round trip"
 
     page.get_by_role("tab", name="Inside a head").click()  # the tab's charts stay as the page drew them
     page.get_by_role("tab", name="Translate").click()
     page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').offsetParent !== null")
     assert page.evaluate(CHART_SHOWN_JS, "attention-plot") == heatmap
-    choose(page, "cross", 1, 1)  # as the page opened, whose first translation the server drew
-    back, drawn_in_page = heatmap_and_bars(page), heatmap_and_bars(page)
-    # The server's translation marks the step's row (and Plotly's automatic ranges make room for the mark's
-    # outline); a selection does not mark it, on the server as in the page.
-    for heatmap in (back[0], drawn_by_server[0]):
-        heatmap["layout"].pop("shapes", None)
-        for axis in ("xaxis", "yaxis"):
-            heatmap["layout"][axis].pop("range")
-    assert back == drawn_by_server
-    assert page.evaluate("() => window.selections.slice(-7)") == [translate.DRAWN_IN_PAGE] * 7
-    assert waiting, "the server was told"
-    release(page, waiting)
+    choose(page, "cross", 1, 1)  # as the page opened
     answered(page)
-    assert heatmap_and_bars(page) == drawn_in_page, "the server's answers drew nothing over the page's"
+    assert heatmap_and_bars(page) == first
+    assert errors == []
+    page.close()
 
-    # A change the server draws (another view), then one the page draws while that answer is still to come: the
-    # server draws the second too, so that its answer, landing last, shows the last change.
-    page.route("**/gradio_api/queue/join*", lambda route: waiting.append(route))
-    waiting.clear()
-    made = page.evaluate("window.selections.length")
-    page.locator("#attention-view").get_by_label(VIEWS[1]).check()
+
+def expected_heatmaps(translation, view: str) -> list:
+    return [trace for trace in translate_views.attention_figure(translation, "decoder", view, 2, 3).data]
+
+
+def test_maps_a_long_translation_did_not_bring_come_when_the_page_shows_them(app_url, browser, monkeypatch):
+    """Past MOST_PAGE_NUMBERS a translation brings the maps shown; the model view asks for the rest, once."""
+    monkeypatch.setattr(translate_views, "MOST_PAGE_NUMBERS", 1)
+    page, errors = opened(browser, app_url[0])
+    page.wait_for_function("() => document.querySelector('#step-caption').innerText.startsWith('Step 1 of')")
+    answered(page)
+    asked = []
+    page.on("request", lambda request: asked.append(request.url) if "/queue/join" in request.url else None)
+    page.locator("#attention-view").get_by_label(VIEWS[2]).check()
+    layers, heads = (int(page.locator(f"#{name}-slider input[type=number]").get_attribute("max"))
+                     for name in ("layer", "head"))
+    page.wait_for_function("n => document.querySelectorAll('#attention-plot .heatmaplayer .hm').length === n",
+                           arg=layers * heads, timeout=30_000)
+    answered(page)
     page.locator("#attention-view").get_by_label(VIEWS[0]).check()
-    page.wait_for_function("n => window.selections.length >= n", arg=made + 2)
-    assert page.evaluate("() => window.selections.slice(-2)") == [translate.EVERY_SELECTION] * 2
-    assert heatmap_and_bars(page) == drawn_in_page, "drawn in the page at once"
-    release(page, waiting)
-    answered(page)  # both answers, the view's and then the page's own change
-    assert heatmap_and_bars(page)[0]["data"] == drawn_in_page[0]["data"], "the one-head view, not the layer's heads"
-    choose(page, "cross", 1, 2)
-    assert page.evaluate("() => window.selections.at(-1)") == translate.DRAWN_IN_PAGE, "every answer has come"
+    page.locator("#attention-view").get_by_label(VIEWS[2]).check()
+    answered(page)
+    assert len(asked) == 1, "asked once, and kept"
     assert errors == []
     page.close()
 

@@ -1,6 +1,5 @@
 """The app's handlers, called as plain functions: what each one changes on the page, by component name."""
 
-import json
 
 import gradio as gr
 import numpy as np
@@ -14,13 +13,11 @@ from ui.page import Page
 from ui.tabs import analysis, experiments, explain, inside, model, positions, train, translate
 from ui.views import samples
 from ui.views.choices import ATTENTION_KINDS, VIEWS
-from ui.views.translate import WEIGHT_DECIMALS
+from ui.views.translate import map_block
 
 TAB_MODULES = (translate, inside, experiments, explain, analysis, positions, model, train)
 DIGITS = "3 1 4 1 5 9"
 CROSS = ATTENTION_KINDS["cross"]
-CHOSEN = translate.CHOSEN_SELECTION  # the page holds the chosen head's frames only
-DRAWN_TO = 0.5 * 10 ** -WEIGHT_DECIMALS  # weights are drawn rounded
 
 
 @pytest.fixture(scope="module")
@@ -42,16 +39,18 @@ def translated(app_services, text=DIGITS, decoding="greedy", layer=1, head=1, av
                                   average)
 
 
-def test_a_translation_fills_every_view_of_the_tab_at_its_first_step(app_services):
+def test_a_translation_brings_its_text_and_the_numbers_the_page_draws_every_view_from_at_its_first_step(
+        app_services):
     """The first step is where decoding starts; the last says only that the sentence ended."""
     views = translated(app_services)
     translation = views["translation_state"]
     assert views["translation"] == translation.text == "9 5 1 4 1 3"
     assert views["step"].maximum == translation.num_steps and views["step"].value == 1
-    assert "Step 1 of" in views["step_caption"]
-    heatmap = views["attention_plot"].data[0]
-    assert np.asarray(heatmap.z).shape == (translation.num_steps, len(translation.source_ids))
-    assert views["step_caption"] and views["top_k_plot"] is not None
+    numbers = views["page_numbers"]
+    assert numbers["produced"] == translation.predicted_pieces and len(numbers["steps"]) == translation.num_steps
+    assert all(None not in maps["blocks"] for maps in numbers["maps"].values()), "every map of a short sentence"
+    assert translated(app_services)["page_numbers"]["sent"] > numbers["sent"], \
+        "the same sentence again is new to the page, which draws it at the step the slider is put to"
     assert set(views) == set(translate.TRANSLATION_OUTPUTS), "it names exactly the tab's translation views"
 
 
@@ -67,17 +66,9 @@ def test_an_empty_box_is_refused_with_a_message_and_changes_nothing(app_services
     assert all(isinstance(value, type(gr.skip())) and value == gr.skip() for value in values.values())
 
 
-def test_averaging_over_heads_disables_the_head_slider_and_redraws_with_the_mean(app_services):
-    translation = translated(app_services)["translation_state"]
-    averaged = translate.on_average(translation, CHOSEN, CROSS, VIEWS[0], 1, 2, True, 3)
-    assert averaged["head"].interactive is False
-    weights = translation.cross_attention[0]  # (heads, steps, source)
-    np.testing.assert_allclose(np.asarray(averaged["attention_plot"].data[0].z), weights.mean(0).numpy(),
-                               atol=DRAWN_TO)
-    assert translate.on_average(translation, CHOSEN, CROSS, VIEWS[0], 1, 2, False, 3)["head"].interactive is True
-    drawn = translate.on_average(translation, translate.DRAWN_IN_PAGE, CROSS, VIEWS[0], 1, 2, True, 3)
-    assert drawn == {"head": drawn["head"]} and drawn["head"].interactive is False, \
-        "where the page drew the mean itself, the server only disables the head slider"
+def test_averaging_over_heads_disables_the_head_slider():
+    assert translate.on_average(True)["head"].interactive is False
+    assert translate.on_average(False)["head"].interactive is True
 
 
 def test_a_typed_step_past_either_end_is_handed_to_the_page_which_moves_the_slider_there():
@@ -88,35 +79,14 @@ def test_a_typed_step_past_either_end_is_handed_to_the_page_which_moves_the_slid
     assert slider.preprocess(99) == 99
 
 
-def test_every_step_view_the_server_draws_brings_the_frames_the_page_steps_through(app_services):
+def test_maps_a_long_translation_left_out_come_when_the_page_asks_for_them(app_services):
     translation = translated(app_services)["translation_state"]
-    for views, selection in ((translated(app_services), "1 1"),
-                             (translate.on_layer_or_head(translation, CHOSEN, CROSS, VIEWS[0], 2, 1, False, 3), "2 1"),
-                             (translate.on_average(translation, CHOSEN, CROSS, VIEWS[0], 1, 1, True, 3), "1 mean")):
-        frames = json.loads(views["view_frames"])
-        assert len(frames["steps"]) == translation.num_steps
-        assert views["step_caption"] in [frame["caption"] for frame in frames["steps"]]
-        assert selection in frames["source_attention"]
-    first = json.loads(translated(app_services)["view_frames"])
-    assert list(first["source_attention"]) == ["1 1"] and "heatmaps" not in first, \
-        "a translation brings the chosen head's steps only: the rest follow once it is drawn"
-
-
-def test_soon_after_a_translation_come_every_heads_frames_and_the_server_then_draws_only_what_the_page_cannot(
-        app_services):
-    translation = translated(app_services)["translation_state"]
-    frames = json.loads(translate.on_every_head(translation)["view_frames"])
-    layers, heads = translation.cross_attention.shape[:2]
-    assert len(frames["source_attention"]) == layers * (heads + 1) and set(frames["heatmaps"]) == set(ATTENTION_KINDS.values())
-    assert translate.on_layer_or_head(translation, translate.DRAWN_IN_PAGE, CROSS, VIEWS[0], 2, 1, False, 3) == {}
-    assert translate.on_attention(translation, translate.DRAWN_IN_PAGE, CROSS, VIEWS[0], 2, 1, False) == {}
-    other_view = translate.on_layer_or_head(translation, translate.EVERY_SELECTION, CROSS, VIEWS[1], 2, 1, False, 3)
-    assert "attention_plot" in other_view and "step_attention_plot" in other_view
-    assert "view_frames" not in other_view, "the page keeps every head's frames it holds"
-    before_they_came = translate.on_layer_or_head(translation, CHOSEN, CROSS, VIEWS[0], 2, 1, False, 3)
-    assert json.loads(before_they_came["view_frames"]) == frames, \
-        "drawn by the server before every head's frames came, a change brings them: none it sends is fewer"
-    assert translate.on_every_head(None) == {}
+    layers = translation.decoder_attention.shape[0]
+    more = translate.on_maps_wanted(translation, f"12:decoder {layers},cross 1,encoder 99,nonsense 1,decoder x")
+    assert more["more_maps"]["sent"] == 12, "for the translation the page shows (it drops any other's)"
+    assert more["more_maps"]["blocks"] == {f"decoder {layers}": map_block(translation, "decoder", layers),
+                                           "cross 1": map_block(translation, "cross", 1)}, "past the model: nothing"
+    assert translate.on_maps_wanted(translation, "") == {} and translate.on_maps_wanted(None, "3:cross 1") == {}
 
 
 def test_a_new_translation_clears_scores_made_for_the_last_sentence(app_services, page):
@@ -171,8 +141,7 @@ def test_a_handler_naming_a_component_that_does_not_exist_fails_loudly(page, cap
 
 
 def test_a_handler_reads_the_components_its_parameters_name(page):
-    assert page.inputs_of(translate.on_layer_or_head) == [page[name] for name in (
-        "translation_state", "page_frames", "kind", "view", "layer", "head", "average", "step")]
+    assert page.inputs_of(translate.on_maps_wanted) == [page[name] for name in ("translation_state", "maps_wanted")]
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """The explorer's logic, as the app uses it: input checks, views of a translation, the model registry."""
 
+import base64
 import csv
 import dataclasses
 import json
@@ -222,66 +223,42 @@ def test_step_view_clamps_out_of_range_steps(result):
     assert translate_views.step_view(tr, 999).revealed[-1][0] != "…"
 
 
-def merged(figure: dict, changes: dict) -> dict:
-    """The page's merge (STEP_JS in ui/tabs/translate.py), as a specification: objects key by key, anything else
-    replaced, ``data`` trace by trace."""
-    def merge(into: dict, update: dict) -> None:
-        for key, value in update.items():
-            if isinstance(value, dict) and isinstance(into.get(key), dict):
-                merge(into[key], value)
-            else:
-                into[key] = value
-    figure = json.loads(json.dumps(figure))
-    for trace, trace_changes in zip(figure["data"], changes.get("data", [])):
-        merge(trace, trace_changes)
-    merge(figure["layout"], changes.get("layout", {}))
-    return figure
+def decoded(block: str, heads: int, rows: int, columns: int) -> torch.Tensor:
+    """A map block as the page reads it (ui/static/explorer.js): little-endian 16-bit 1/10^4s, heads then mean."""
+    values = torch.frombuffer(bytearray(base64.b64decode(block)), dtype=torch.int16).to(torch.int32) & 0xFFFF
+    return values.double().reshape(heads + 1, rows, columns) / 10 ** translate_views.WEIGHT_DECIMALS
 
 
-@pytest.mark.parametrize("layer, head", [(1, 2), (2, None)])
-def test_every_step_of_the_step_view_is_the_first_steps_charts_with_its_frame_merged_in(bundled, layer, head):
-    """So the page draws any step from the first step's charts and the frames, as the server would draw it."""
+def test_a_translations_numbers_hold_every_map_the_page_draws_as_the_server_rounds_it(bundled):
+    """Every kind's layer, each head and their mean, to the 4 decimals the hover shows, with the labels, the step
+    view's candidates and captions: all the page needs to draw every view of the Translate tab."""
     tr = translate_views.run_translation(bundled, "Two dogs play in the snow near a red house.").translation
-    frames = json.loads(json.dumps(translate_views.view_frames(tr, layer, head), allow_nan=False))  # as sent
-    assert frames["pieces"] == tr.predicted_pieces and len(frames["steps"]) == tr.num_steps
-    bars = frames["source_attention"][translate_views.selection_key(layer, head)]
-    first = translate_views.step_view(tr, 1, layer, head)
-    for step, (frame, source_attention) in enumerate(zip(frames["steps"], bars, strict=True), start=1):
-        view = translate_views.step_view(tr, step, layer, head)
-        assert frame["caption"] == view.caption
-        for chart, changes, base in ((view.candidates, frame["candidates"], first.candidates),
-                                     (view.source_attention, source_attention, first.source_attention)):
-            assert merged(json.loads(base.to_json()), changes) == json.loads(chart.to_json()), f"step {step}"
+    numbers = json.loads(json.dumps(translate_views.page_numbers(tr, sent=7), allow_nan=False))  # as sent
+    heads = tr.cross_attention.shape[1]
+    assert numbers["sent"] == 7 and numbers["heads"] == heads and numbers["produced"] == tr.predicted_pieces
+    assert [step["caption"] for step in numbers["steps"]] == [
+        translate_views.step_view(tr, step).caption for step in range(1, tr.num_steps + 1)]
+    assert numbers["steps"][0]["candidates"] == tr.top_pieces[0]
+    for kind in choices.ATTENTION_KINDS:
+        rows, columns, row_title, column_title = translate_views.attention_axes(tr, kind)
+        maps = numbers["maps"][kind]
+        assert (maps["rows"], maps["columns"], maps["rowTitle"], maps["columnTitle"]) == (rows, columns, row_title,
+                                                                                           column_title)
+        assert None not in maps["blocks"], "a short sentence brings every layer at once"
+        for layer, block in enumerate(maps["blocks"], start=1):
+            weights = decoded(block, heads, len(rows), len(columns))
+            for head in [*range(1, heads + 1), None]:
+                expected, _ = translate_views.one_map(tr, kind, layer, head)
+                assert torch.equal(weights[heads if head is None else head - 1], expected), (kind, layer, head)
 
 
-def test_every_heads_frames_draw_each_heatmap_and_step_view_as_the_server_draws_them(bundled):
-    """Each attention type's one-head heatmap of every layer and head (or mean of heads), and the step view's bars
-    of each, merged into the frames' figures, are the server's figures: the page draws them without asking."""
+def test_a_long_translation_brings_the_maps_shown_first_and_the_others_when_asked(bundled):
     tr = translate_views.run_translation(bundled, "A dog runs.").translation
-    frames = json.loads(json.dumps(translate_views.view_frames(tr, every_selection=True), allow_nan=False))
-    layers, heads = tr.cross_attention.shape[:2]
-    selections = [(layer, head) for layer in range(1, layers + 1) for head in [*range(1, heads + 1), None]]
-    assert frames["heads"] == heads and len(frames["source_attention"]) == len(selections)
-    first_step = translate_views.step_view(tr, 1).source_attention
-    for kind, label in choices.ATTENTION_KINDS.items():
-        heatmaps = frames["heatmaps"][label]
-        assert frames["layers"][label] == translate_views.attention_tensor(tr, kind).shape[0]
-        for layer, head in selections:
-            server = translate_views.attention_figure(tr, label, choices.VIEWS[0], layer, head or 1, head is None)
-            changes = heatmaps["maps"][translate_views.selection_key(layer, head)]
-            assert merged(heatmaps["figure"], changes) == json.loads(server.to_json()), (kind, layer, head)
-    for layer, head in selections:
-        for step, bars in enumerate(frames["source_attention"][translate_views.selection_key(layer, head)], 1):
-            server = translate_views.step_view(tr, step, layer, head).source_attention
-            assert merged(json.loads(first_step.to_json()), bars) == json.loads(server.to_json()), (layer, head)
-
-
-def test_a_translation_too_long_for_every_heads_frames_sends_the_chosen_heads_steps(bundled, monkeypatch):
-    tr = translate_views.run_translation(bundled, "A dog runs.").translation
-    monkeypatch.setattr(translate_views, "MOST_FRAME_NUMBERS", 100)
-    assert not translate_views.frames_hold_every_map(tr)
-    frames = translate_views.view_frames(tr, 2, 3, every_selection=True)
-    assert list(frames["source_attention"]) == ["2 3"] and "heatmaps" not in frames
+    numbers = translate_views.page_numbers(tr, "Decoder self-attention", 2, most=1)
+    sent = {kind: [block is not None for block in maps["blocks"]] for kind, maps in numbers["maps"].items()}
+    assert sent == {"encoder": [False, False, False], "decoder": [False, True, False], "cross": [False, True, False]}
+    every = translate_views.page_numbers(tr)["maps"]
+    assert translate_views.map_block(tr, "encoder", 3) == every["encoder"]["blocks"][2], "asked for, as sent at once"
 
 
 def test_forced_decoding_says_when_the_translation_holds_pieces_the_model_cannot_read(reverse):

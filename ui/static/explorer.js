@@ -1,81 +1,184 @@
-// The Translate tab's views drawn in the page, without a round trip: a step, and a layer, head or attention type
-// in the one-head view once every head's frames have come (ui/tabs/translate.py, view_frames). The page merges a
-// frame's changes into the figure as figures.changed does on the server, and draws the result with Plotly on the
-// chart already shown. (Handed to Gradio as a new value, each figure would be drawn on a new chart, and twice.)
-// explorer.step takes the values of STEP_INPUTS and a move (-1, 0 or 1) and returns those of STEP_OUTPUTS;
-// explorer.select takes SELECT_INPUTS' and returns SELECT_OUTPUTS'.
+// The Translate tab's views, drawn in the page from a translation's numbers (ui/views/translate.py, page_numbers):
+// the heatmap in each of its views, the step's candidates and its attention over the source, the pieces so far and
+// the step's caption. A step, a layer, a head, an attention type or a view is drawn here without the server; only
+// maps a long sentence on a large model did not bring at once are asked for (more).
+// Each function takes the values of the components its event names (ui/tabs/translate.py) and returns new ones.
 window.explorer = (() => {
-  const {cross, oneHead, chosenSelection, everySelection, drawnInPage, charts, idleMs, idleFallbackMs} =
-    window.explorerPage.config.explorer;
-  let text = null, frames = null;
-  const parsed = (value) => {  // the frames travel as text: parsed once, not at every click
-    if (value !== text) { text = value; frames = value ? JSON.parse(value) : null; }
-    return frames;
-  };
-  const merge = (into, changes) => {
-    for (const [key, value] of Object.entries(changes)) {
-      const nested = value && typeof value === "object" && !Array.isArray(value);
-      if (nested && into[key] && typeof into[key] === "object") merge(into[key], value);
-      else into[key] = value;
-    }
-  };
-  const changed = (figure, changes) => {
-    (changes.data || []).forEach((trace, i) => merge(figure.data[i], trace));
-    merge(figure.layout, changes.layout || {});
-    return figure;
-  };
-  const chart = (id) => document.querySelector(`#${id} .js-plotly-plot`);
-  // As Gradio's Plot readies a figure (responsive, sized to its box, room above for its title line), on the chart
-  // it shows: with its configuration unchanged, Plotly.react redraws only what differs.
-  const draw = (id, figure) => {
-    const layout = figure.layout;
-    layout.autosize = true;
-    layout.margin = layout.margin || {};
-    if (layout.title) layout.margin.t = Math.max(100, layout.margin.t || 0);
-    layout.margin.autoexpand = true;
-    window.Plotly.react(chart(id), figure.data, layout);
-  };
+  const {kinds, views, titles, charts} = window.explorerPage.config.explorer;
+  const figures = window.explorerFigures;
+  const kindKey = (label) => Object.keys(kinds).find((key) => key === label || kinds[key] === label) || "cross";
+  const filled = (template, values) => template.replace(/\{(\w+)\}/g, (_, name) => String(values[name]));
   const within = (value, high) => Math.min(Math.max(1, Math.trunc(Number(value)) || 1), high);
-  const selection = (f, kind, layer, head, average) =>  // as selection_key names it, clamped as the server clamps
-    `${within(layer, f.layers[kind])} ${average ? "mean" : within(head, f.heads)}`;
-  const bars = (f, layer, head, average) => f && f.source_attention[selection(f, cross, layer, head, average)];
-  const drawable = (...ids) => window.Plotly && ids.every(chart);
-  let asked = 0;  // changes the server is drawing: its answers, in order, would land over a change drawn here
+
+  // The views of one translation's numbers (page_numbers), its maps decoded as they are first shown.
+  function viewsOf(numbers) {
+    const blocks = new Map();  // decoded maps by "kind layer"
+    // One kind's and layer's maps: (heads + 1) x rows x columns numbers, every head's and then their mean.
+    function block(kind, layer) {
+      const key = `${kind} ${layer}`, encoded = numbers.maps[kind].blocks[layer - 1];
+      if (!blocks.has(key) && encoded) {
+        const bytes = Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0)), view = new DataView(bytes.buffer);
+        const scale = 10 ** numbers.decimals, values = new Float64Array(bytes.length / 2);
+        for (let i = 0; i < values.length; i++) values[i] = view.getUint16(2 * i, true) / scale;
+        blocks.set(key, values);
+      }
+      return blocks.get(key) || null;
+    }
+    // One map (head counts from 1; 0 for their mean) as rows of numbers.
+    function matrix(kind, layer, head) {
+      const {rows, columns} = numbers.maps[kind], values = block(kind, layer);
+      const start = (head === 0 ? numbers.heads : head - 1) * rows.length * columns.length;
+      return rows.map((_, i) => Array.from(values.subarray(start + i * columns.length,
+                                                          start + (i + 1) * columns.length)));
+    }
+    const missing = (kind, layers) => layers.filter((layer) => !numbers.maps[kind].blocks[layer - 1]);
+    const allLayers = (kind) => Array.from({length: numbers.maps[kind].layers}, (_, i) => i + 1);
+    const which = (layer, head) => (head === 0 ? filled(titles.meanOfHeads, {layer, heads: numbers.heads})
+                                               : filled(titles.oneHead, {layer, head}));
+
+    // The heatmap(s) of the selection, as attention_figure draws them; null while a map it needs has not come.
+    function heatmap({kind, view, layer, head, step}) {
+      const maps = numbers.maps[kind], rowsAreSteps = kind !== "encoder";
+      const options = {title: kinds[kind], queryTitle: maps.rowTitle, keyTitle: maps.columnTitle, rowsAreSteps};
+      const chosen = within(layer, maps.layers), heads = numbers.heads;
+      const headNumbers = Array.from({length: heads}, (_, h) => h + 1);
+      const headNames = headNumbers.map((h) => filled(titles.head, {head: h}));
+      if (view === views[2]) {
+        if (missing(kind, allLayers(kind)).length) return null;
+        const columns = head === 0 ? [0] : headNumbers;
+        return figures.attentionGrid(
+          allLayers(kind).map((l) => columns.map((h) => matrix(kind, l, h))), maps.rows, maps.columns,
+          {...options, rowNames: allLayers(kind).map((l) => filled(titles.layer, {layer: l})),
+           columnNames: head === 0 ? [titles.mean] : headNames,
+           subtitle: head === 0 ? titles.everyMean : titles.everyHead});
+      }
+      if (missing(kind, [chosen]).length) return null;
+      if (view === views[1] && head !== 0) {
+        return figures.attentionGrid([headNumbers.map((h) => matrix(kind, chosen, h))], maps.rows, maps.columns,
+          {...options, rowNames: [""], columnNames: headNames, subtitle: filled(titles.layerHeads, {layer: chosen})});
+      }
+      const shownHead = head === 0 ? 0 : within(head, heads);
+      const markedRow = rowsAreSteps ? within(step, maps.rows.length) - 1 : null;
+      return figures.attentionHeatmap(matrix(kind, chosen, shownHead), maps.rows, maps.columns,
+                                      {...options, subtitle: which(chosen, shownHead), markedRow});
+    }
+
+    // The step view at the selection's step, as step_view draws it: its candidates, and where it looked in the
+    // source (null while its map has not come).
+    function stepCharts({layer, head, step}) {
+      const chosen = within(layer, numbers.maps.cross.layers), index = within(step, numbers.steps.length) - 1;
+      const at = numbers.steps[index];
+      const candidates = figures.topKBar(at.candidates, at.probabilities, at.chosen,
+                                         filled(titles.candidates, {step: index + 1}));
+      if (missing("cross", [chosen]).length) return [candidates, null];
+      const shownHead = head === 0 ? 0 : within(head, numbers.heads);
+      return [candidates, figures.sourceAttentionBar(
+        matrix("cross", chosen, shownHead)[index], numbers.source,
+        filled(titles.sourceAttention, {step: index + 1, which: which(chosen, shownHead)}))];
+    }
+
+    // What the page lacks to draw the selection: "sent:kind layer,..." for the server (more), or "" for nothing.
+    function wanted({kind, view, layer}) {
+      const lacking = [...(view === views[2] ? missing(kind, allLayers(kind))
+                                             : missing(kind, [within(layer, numbers.maps[kind].layers)]))
+                         .map((l) => `${kind} ${l}`),
+                       ...missing("cross", [within(layer, numbers.maps.cross.layers)]).map((l) => `cross ${l}`)];
+      const keys = [...new Set(lacking)];
+      return keys.length ? `${numbers.sent}:${keys.join(",")}` : "";
+    }
+
+    // Maps the server sent on request, kept.
+    function add(encodedBlocks) {
+      for (const [key, encoded] of Object.entries(encodedBlocks)) {
+        const [kind, layer] = key.split(" ");
+        if (numbers.maps[kind] && numbers.maps[kind].blocks[Number(layer) - 1] === null) {
+          numbers.maps[kind].blocks[Number(layer) - 1] = encoded;
+        }
+      }
+    }
+    return {numbers, heatmap, stepCharts, wanted, add};
+  }
+
+  // The selection as the server reads it: numbers within their ranges, the head 0 for the mean of heads.
+  function selection([kind, view, layer, head, average, step], numbers) {
+    return {kind: kindKey(kind), view, layer: Number(layer), head: average ? 0 : Number(head),
+            step: within(step, numbers.steps.length)};
+  }
+
+  // The pieces produced so far (the last marked), as revealed_pieces gives them, and the step's caption.
+  function stepText(numbers, step) {
+    const revealed = numbers.produced.slice(0, step).map((piece, i) =>
+      ({token: piece + " ", class_or_confidence: i === step - 1 ? "current" : null}));
+    if (step < numbers.produced.length) revealed.push({token: "…", class_or_confidence: null});
+    return [revealed, numbers.steps[step - 1].caption];
+  }
+
+  let current = null;   // the views of the translation shown
+  let shown = null;     // the selection shown: {kind, view, layer, head (0: the mean), step}
+  let arrived = false;  // numbers have come that show has not drawn yet
+
+  // What to ask the server for: what the selection lacks, or else what was last asked (unchanged, so that
+  // nothing is asked: each new value of maps_wanted is a request).
+  function draw(asked, moved = true) {
+    const [candidates, sources] = current.stepCharts(shown);
+    if (moved) window.explorerCharts.drawById(charts.topK, candidates);
+    if (sources) window.explorerCharts.drawById(charts.stepAttention, sources);
+    const map = current.heatmap(shown);
+    if (map) window.explorerCharts.drawById(charts.heatmap, map);
+    return current.wanted(shown) || asked;
+  }
+
   return {
-    step([value, step, layer, head, average, revealed, candidates, attention, caption], move) {
-      const f = parsed(value), sources = bars(f, layer, head, average);
-      if (!sources || !candidates || !attention || !drawable(charts.topK, charts.stepAttention)) {
-        return [step, revealed, caption];
+    // New numbers have come (the hidden component's js_on_load sees them first): until show has drawn them, the
+    // page is still drawing (tests/browsing.py waits on it).
+    arriving() { arrived = true; },
+    drawing() { return arrived || window.explorerCharts.pending() > 0; },
+    // A new translation (its numbers), with the selectors as they now are: [numbers, ...selection, maps wanted]
+    // -> [step, revealed pieces, caption, maps wanted].
+    show([value, ...values]) {
+      arrived = false;
+      const asked = values.pop();
+      if (!value || !value.steps) {
+        current = null;
+        Object.values(charts).forEach((id) => window.explorerCharts.drawById(id, null));
+        return [1, [], "Translate a sentence to step through it.", asked];
       }
-      step = within(Math.round(Number(step) || 1) + move, f.steps.length);
-      draw(charts.topK, changed(JSON.parse(candidates.plot), f.steps[step - 1].candidates));
-      draw(charts.stepAttention, changed(JSON.parse(attention.plot), sources[step - 1]));
-      const shown = f.pieces.slice(0, step).map((piece, i) =>
-        ({token: piece + " ", class_or_confidence: i === step - 1 ? "current" : null}));
-      if (step < f.steps.length) shown.push({token: "…", class_or_confidence: null});
-      return [step, shown, f.steps[step - 1].caption];
+      current = viewsOf(value);
+      shown = selection(values, value);
+      const wanted = draw(asked);
+      return [shown.step, ...stepText(value, shown.step), wanted];
     },
-    select([value, kind, view, layer, head, average, step, attention]) {
-      const f = parsed(value), sources = bars(f, layer, head, average);
-      const held = f && f.heatmaps ? everySelection : chosenSelection;
-      if (held !== everySelection || view !== oneHead || !attention ||
-          !drawable(charts.heatmap, charts.stepAttention)) {
-        asked += 1;
-        return [held];
-      }
-      const maps = f.heatmaps[kind];
-      draw(charts.heatmap, changed(structuredClone(maps.figure), maps.maps[selection(f, kind, layer, head, average)]));
-      draw(charts.stepAttention, changed(JSON.parse(attention.plot), sources[within(step, f.steps.length) - 1]));
-      if (!asked) return [drawnInPage];
-      asked += 1;  // the server draws this one too, after those before it
-      return [everySelection];
+    // A step moved (-1, 0 or +1 from the slider's value, a number past either end meaning that end):
+    // [...selection, maps wanted] -> [step, revealed, caption, maps wanted].
+    step(values, move) {
+      const asked = values.pop();
+      if (!current) return [1, [], "Translate a sentence to step through it.", asked];
+      shown = selection(values, current.numbers);
+      shown.step = within(shown.step + move, current.numbers.steps.length);
+      const wanted = draw(asked);
+      return [shown.step, ...stepText(current.numbers, shown.step), wanted];
     },
-    answered() { asked = Math.max(0, asked - 1); },
-    // An event's values passed on once the browser is idle (at most idleMs later; where it cannot tell, as Safari
-    // before 2025, idleFallbackMs later): work asked for then does not take the CPU from the page's drawing.
-    onceIdle(values) {
-      const idle = window.requestIdleCallback || ((then) => setTimeout(then, idleFallbackMs));
-      return new Promise((go) => idle(() => go(values), {timeout: idleMs}));
+    // Another attention type, view, layer, head or averaging: [...selection, maps wanted] -> [layer, head, maps
+    // wanted], a number typed past either end of its slider moved to that end.
+    select(values) {
+      const asked = values.pop(), [, , layer, head] = values;
+      if (!current) return [layer, head, asked];
+      shown = selection(values, current.numbers);
+      const layers = Math.max(...Object.values(current.numbers.maps).map((maps) => maps.layers));
+      return [within(layer, layers), within(head, current.numbers.heads), draw(asked, false)];
+    },
+    // Maps the server sent on request ({sent, blocks: {"kind layer": base64}}): kept, and the selection redrawn.
+    more([value]) {
+      if (!current || !value || value.sent !== current.numbers.sent) return;
+      current.add(value.blocks);
+      draw("", false);
+    },
+    // Every figure of a selection ([kind, view, layer, head, average, step]) of ``numbers``, as the page draws
+    // them, for the tests that hold them equal to the server's.
+    figures(numbers, values) {
+      const views = viewsOf(numbers), chosen = selection(values, numbers);
+      const [candidates, sources] = views.stepCharts(chosen);
+      return {heatmap: views.heatmap(chosen), candidates, sources, text: stepText(numbers, chosen.step)};
     },
   };
 })();

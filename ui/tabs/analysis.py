@@ -8,6 +8,7 @@ from transformer import analysis
 from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 
+from ..chart import Chart
 from .. import components
 from ..page import Page
 from ..services import Services
@@ -34,16 +35,16 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
             tree_beam = components.Slider(2, MAX_BEAM, value=4, step=1, label="Beam size")
             tree_penalty = components.Slider(0.0, 2.0, value=1.0, step=0.1, label="Length penalty α")
             tree_button = gr.Button("Show the beam", variant="primary")
-        tree_plot = gr.Plot(label="Beam tree", elem_id="beam-tree")
+        tree_plot = Chart(label="Beam tree", elem_id="beam-tree")
         gr.Markdown("Final hypotheses, best first (score = log P / length^α). Click one to see its cross-attention.")
         hypotheses_table = gr.Dataframe(headers=["rank", "translation", "log P", "length", "score"],
                                         interactive=False)
-        hypothesis_plot = gr.Plot(label="Cross-attention of the chosen hypothesis")
+        hypothesis_plot = Chart(label="Cross-attention of the chosen hypothesis")
     with gr.Accordion("Word alignment", open=True):
         with gr.Row():
             alignment_layer = components.Slider(1, 6, value=6, step=1, label="Layer")
             alignment_head = components.Dropdown([MEAN_OF_HEADS], value=MEAN_OF_HEADS, label="Head")
-        alignment_plot = gr.Plot(label="Alignment", elem_id="alignment-plot")
+        alignment_plot = Chart(label="Alignment", elem_id="alignment-plot")
     with gr.Accordion("Head statistics", open=True):
         gr.Markdown(STATISTICS_NOTE)
         with gr.Row():
@@ -51,7 +52,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
             statistics_sample_button = gr.Button(f"Statistics over {SAMPLE_SIZE} sample sentences")
         statistics_caption = gr.Markdown()
         statistics_table = gr.Dataframe(headers=STATISTICS_HEADERS, interactive=False, elem_id="statistics-table")
-        statistics_head_plot = gr.Plot(label="Heatmap of the chosen head")
+        statistics_head_plot = Chart(label="Heatmap of the chosen head")
     with gr.Accordion("Export and share", open=True):
         with gr.Row():
             csv_button = gr.Button("Raw attention as CSV")

@@ -12,6 +12,7 @@ from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 from transformer.errors import InputError
 
+from ..chart import Chart
 from .. import components
 from ..page import Page
 from ..services import Services
@@ -42,7 +43,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
             ablate_button = gr.Button("Translate with these heads off", variant="primary")
             importance_button = gr.Button("Rank every head (this sentence)")
             importance_sample_button = gr.Button(f"Rank every head ({SAMPLE_SIZE} sample sentences)")
-        importance_plot = gr.Plot(label="Head importance", elem_id="importance-plot")
+        importance_plot = Chart(label="Head importance", elem_id="importance-plot")
         importance_summary = gr.Markdown()
     with gr.Accordion("Override a token", open=False):
         gr.Markdown(OVERRIDE_NOTE)
@@ -64,7 +65,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         experiment_after = gr.Textbox(label="With the intervention", interactive=False, elem_id="experiment-after")
     experiment_diff = gr.HighlightedText(label="What changed (words)",
                                          color_map={"removed": "#b42318", "added": "#1a7f37"})
-    experiment_probability = gr.Plot(label="Per-token probability")
+    experiment_probability = Chart(label="Per-token probability")
     with gr.Row():
         experiment_kind = components.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"],
                                    label="Attention to compare", scale=3)
@@ -74,8 +75,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
                                       info="A switched-off head keeps its weights but adds nothing: weights alone "
                                            "would say it still works.")
     with gr.Row():
-        experiment_attention_before = gr.Plot(label="Unmodified", elem_id="experiment-attention-before")
-        experiment_attention_after = gr.Plot(label="With the intervention", elem_id="experiment-attention-after")
+        experiment_attention_before = Chart(label="Unmodified", elem_id="experiment-attention-before")
+        experiment_attention_after = Chart(label="With the intervention", elem_id="experiment-attention-after")
     page.add(experiment_sentence=experiment_sentence, ablate_encoder=ablate_encoder, ablate_decoder=ablate_decoder,
              ablate_cross=ablate_cross, ablate_button=ablate_button, importance_button=importance_button,
              importance_sample_button=importance_sample_button, importance_plot=importance_plot,

@@ -13,6 +13,7 @@ from transformer.data import load_multi30k
 from transformer.decoding import Translation
 from transformer.errors import InputError
 
+from ..chart import Chart
 from .. import components
 from ..page import Page
 from ..services import Services, multi30k_available
@@ -37,19 +38,19 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         explain_button = gr.Button("Attribute the last translation", variant="primary", scale=1)
     explain_summary = gr.Markdown(elem_id="explain-summary")
     with gr.Row():
-        explain_attribution = gr.Plot(label="Evidence", elem_id="explain-attribution")
+        explain_attribution = Chart(label="Evidence", elem_id="explain-attribution")
         with gr.Column():
             with gr.Row():
                 explain_layer = components.Slider(1, layers, value=layers, step=1, label="Layer of the cross-attention")
                 explain_head = components.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head")
-            explain_attention = gr.Plot(label="Cross-attention", elem_id="explain-attention")
+            explain_attention = Chart(label="Cross-attention", elem_id="explain-attention")
     gr.Markdown(explain.NOTES["agreement"])
     explain_agreement = gr.Dataframe(label="Agreement with the evidence, best first", interactive=False,
                                      elem_id="explain-agreement")
     explain_sample_button = gr.Button("Agreement over the sample sentences")
     with gr.Accordion("Rollout inside the encoder", open=False):
         gr.Markdown(explain.NOTES["encoder_rollout"])
-        explain_encoder_rollout = gr.Plot(label="Encoder rollout", elem_id="explain-encoder-rollout")
+        explain_encoder_rollout = Chart(label="Encoder rollout", elem_id="explain-encoder-rollout")
     page.add(explain_method=explain_method, explain_steps=explain_steps, explain_button=explain_button,
              explain_summary=explain_summary, explain_attribution=explain_attribution, explain_layer=explain_layer,
              explain_head=explain_head, explain_attention=explain_attention, explain_agreement=explain_agreement,
@@ -63,7 +64,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
             prune_button = gr.Button("Prune head by head", variant="primary", scale=1)
             prune_stop = gr.Button("Stop", scale=0)
         prune_summary = gr.Markdown()
-        prune_plot = gr.Plot(label="Pruning curve", elem_id="prune-plot")
+        prune_plot = Chart(label="Pruning curve", elem_id="prune-plot")
     page.add(prune_kind=prune_kind, prune_data=prune_data, prune_button=prune_button, prune_stop=prune_stop,
              prune_summary=prune_summary, prune_plot=prune_plot)
 

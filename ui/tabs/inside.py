@@ -8,6 +8,7 @@ import gradio as gr
 from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 
+from ..chart import Chart
 from .. import components
 from ..page import Page
 from ..services import Services
@@ -38,9 +39,9 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     inside_table = gr.Dataframe(label="Equation 1, key by key", interactive=False, wrap=True,
                                 elem_id="inside-arithmetic")
     gr.Markdown(inside.NOTES["arithmetic"])
-    inside_contributions = gr.Plot(label="Weights and contributions", elem_id="inside-contributions")
+    inside_contributions = Chart(label="Weights and contributions", elem_id="inside-contributions")
     gr.Markdown(inside.NOTES["contributions"])
-    inside_vectors = gr.Plot(label="Query, keys and values")
+    inside_vectors = Chart(label="Query, keys and values")
     gr.Markdown(inside.NOTES["vectors"])
     inside_merge = gr.Markdown()
     inside_cache = gr.Markdown()
@@ -50,7 +51,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     with gr.Accordion("The whole head: weights beside what it adds", open=False):
         gr.Markdown(inside.NOTES["maps"])
         with gr.Row(elem_id="inside-maps"):
-            maps = {f"inside_map_{name}": gr.Plot(label=label) for name, label in
+            maps = {f"inside_map_{name}": Chart(label=label) for name, label in
                     (("weights", "Weights"), ("head", "This head adds"), ("layer", "The layer adds"))}
         page.add(**maps)
     lens_layout(page)
@@ -60,14 +61,14 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 def lens_layout(page: Page) -> None:
     with gr.Accordion("From the last layer to a word: logit lens and temperature", open=False):
         gr.Markdown(inside.NOTES["lens"])
-        lens_plot = gr.Plot(label="Logit lens", elem_id="logit-lens")
+        lens_plot = Chart(label="Logit lens", elem_id="logit-lens")
         gr.Markdown(inside.NOTES["temperature"])
         with gr.Row():
             lens_step = components.Slider(1, 2, value=1, step=1, label="Step")
             temperature = components.Slider(0.1, 3.0, value=1.0, step=0.05, label="Temperature T")
             sample_top_k = components.Slider(0, 50, value=0, step=1, label="top-k (0: off)")
             sample_top_p = components.Slider(0.05, 1.0, value=1.0, step=0.05, label="top-p (1: off)")
-        temperature_plot = gr.Plot(label="Next-token distribution, as sampling draws from it",
+        temperature_plot = Chart(label="Next-token distribution, as sampling draws from it",
                                    elem_id="temperature-plot")
         with gr.Row():
             sample_seed = components.Number(0, precision=0, minimum=0, label="Seed", scale=1)
@@ -91,7 +92,7 @@ def blackboard_layout(page: Page) -> None:
                                         elem_id="blackboard-table")
         with gr.Row():
             blackboard_steps = gr.Markdown()
-            blackboard_plot = gr.Plot(label="Weights")
+            blackboard_plot = Chart(label="Weights")
     page.add(blackboard_d=blackboard_d, blackboard_causal=blackboard_causal, blackboard_button=blackboard_button,
              blackboard_table=blackboard_table, blackboard_steps=blackboard_steps, blackboard_plot=blackboard_plot)
 

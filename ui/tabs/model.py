@@ -6,6 +6,7 @@ import gradio as gr
 
 from transformer.checkpoint import Checkpoint
 
+from ..chart import Chart
 from .. import components, figures
 from ..page import Page
 from ..views import model as views
@@ -21,10 +22,10 @@ def layout(page: Page) -> None:
         model_parameters = gr.Dataframe(headers=["module", "parameters", "share"], label="Parameters per module",
                                         interactive=False)
     with gr.Accordion("How this model learned", open=True):
-        history_curves = gr.Plot(label="Training curves")
+        history_curves = Chart(label="Training curves")
         gr.Markdown(HISTORY_NOTE)
         history_step = components.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="history-slider")
-        history_plot = gr.Plot(label="Probe attention", elem_id="history-plot")
+        history_plot = Chart(label="Probe attention", elem_id="history-plot")
     with gr.Accordion("Model card", open=False):
         model_card = gr.Markdown()
     page.add(model_metrics=model_metrics, model_config=model_config, model_parameters=model_parameters,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from ..chart import Chart
 from .. import components
 from ..page import Page
 from ..views.positions import NOTES, positional_views
@@ -19,11 +20,11 @@ def layout(page: Page) -> None:
         pe_length = components.Slider(8, 256, value=64, step=1, label="positions")
         pe_dimensions = gr.Textbox("0, 1, 10, 11, 60", label="dimensions to plot (comma-separated)",
                                    info="Enter or click elsewhere to redraw.")
-    pe_matrix = gr.Plot(label="The encoding matrix")
+    pe_matrix = Chart(label="The encoding matrix")
     gr.Markdown(NOTES["matrix"])
-    pe_lines = gr.Plot(label="Dimensions across positions")
+    pe_lines = Chart(label="Dimensions across positions")
     gr.Markdown(NOTES["lines"])
-    pe_dots = gr.Plot(label="Dot products between positions")
+    pe_dots = Chart(label="Dot products between positions")
     gr.Markdown(NOTES["dots"])
     page.add(pe_d_model=pe_d_model, pe_length=pe_length, pe_dimensions=pe_dimensions, pe_matrix=pe_matrix,
              pe_lines=pe_lines, pe_dots=pe_dots)

@@ -9,6 +9,7 @@ import gradio as gr
 
 from transformer.data import SYNTHETIC_TASKS
 
+from ..chart import Chart
 from .. import components
 from .. import jobs as training_jobs
 from ..limits import visiting_client
@@ -57,11 +58,11 @@ def layout(page: Page) -> None:
         stop_button = gr.Button("Stop", elem_id="stop-training")
     train_status = gr.Markdown(elem_id="train-status")
     train_progress = gr.HTML(views.progress_html(None))
-    train_curves = gr.Plot(label="Curves", elem_id="train-curves")
+    train_curves = Chart(label="Curves", elem_id="train-curves")
     gr.Markdown("### Attention as it forms\nAt every evaluation the cross-attention of a fixed sentence is captured; "
                 "slide to replay how the pattern emerged.")
     replay = components.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="replay-slider")
-    replay_plot = gr.Plot(label="Probe attention", elem_id="replay-plot")
+    replay_plot = Chart(label="Probe attention", elem_id="replay-plot")
     with gr.Row():
         keep_button = gr.Button("Keep this model", visible=False, scale=0, elem_id="keep-model")
         trained_download = gr.DownloadButton("Download the trained checkpoint (zip)", visible=False, scale=0)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 
 import gradio as gr
 from gradio.components import Number
@@ -13,15 +12,17 @@ from transformer.decoding import Translation
 from transformer.errors import InputError
 
 from .. import batching, components, figures
+from ..chart import Chart
 from ..errors import warn
 from ..page import Page
 from ..services import Services
 from ..views import exports
 from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, head_options, require_translation
 from ..views.text import MAX_INPUT_CHARS, examples_for, source_label
-from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, TranslateResult, attention_figure,
-                               forced_figures, frames_hold_every_map, layer_and_head_counts, length_penalty_origin,
-                               notes_markdown, run_forced, run_translation, source_pieces, step_view, view_frames)
+from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, TITLES, TranslateResult,
+                               attention_tensor, forced_figures, layer_and_head_counts, length_penalty_origin,
+                               map_block,
+                               notes_markdown, page_numbers, run_forced, run_translation, source_pieces, step_view)
 
 TAB_ID = "translate"  # the tab's id in the page (build.py)
 
@@ -35,40 +36,15 @@ FORCED_INTRO = ("## Forced decoding: your own translation\nType your own transla
                 "while reading it. Enter scores it.")
 
 
-# What the page holds of a translation's view frames (``page_frames``), as the page's script says after a change of
-# layer, head, averaging, attention type or view: the server then draws only what the page could not.
-CHOSEN_SELECTION, EVERY_SELECTION, DRAWN_IN_PAGE = "the chosen head's steps", "every head's maps", "drawn in the page"
 CHARTS = {"topK": "topk-plot", "stepAttention": "step-attention", "heatmap": "attention-plot"}  # their elem_ids
 
-# Stepping needs no server, nor does a layer, head or attention type in the one-head view once every head's maps
-# have come (``view_frames``): ui/static/explorer.js draws a view from its frames. What it needs to know of this tab:
-PAGE_SETTINGS = {"cross": ATTENTION_KINDS["cross"], "oneHead": VIEWS[0], "chosenSelection": CHOSEN_SELECTION,
-                 "everySelection": EVERY_SELECTION, "drawnInPage": DRAWN_IN_PAGE, "charts": CHARTS,
-                 # every head's frames are asked for once the browser is idle, at most this long after a translation
-                 # (where it cannot tell, as Safari before 2025, idleFallbackMs after)
-                 "idleMs": 2000, "idleFallbackMs": 200}
+# The page draws every chart of the tab from a translation's numbers (page_numbers; ui/static/explorer.js). What
+# its script needs to know of this tab, in the page's config:
+PAGE_SETTINGS = {"kinds": ATTENTION_KINDS, "views": VIEWS, "titles": TITLES, "charts": CHARTS}
 # A click on a cell of the heatmap, where its rows are decoding steps, moves the step view to that cell's step.
 STEP_PICKER = {"charts": f"#{CHARTS['heatmap']}", "slider": "#step-slider", "shownNext": "step-view",
                "rowsMeta": figures.ROWS_ARE_STEPS}
-
-
-# Every change of selection the server draws, none dropped (the page counts their answers), one at a time in the
-# order made: the answers land in that order. (Those the page drew return at once; the others are a few tens of
-# milliseconds of the CPU, a model view a few hundred.)
-SELECTIONS_IN_ORDER = {"trigger_mode": "multiple", "concurrency_id": "selection", "concurrency_limit": 1}
-class PageDrawnPlot(gr.Plot):
-    """A chart the page also draws itself (explorer.js), without telling Gradio. Each figure the server sends is
-    numbered, so that Gradio draws it even where it equals the last one Gradio drew, which the page's may since
-    have replaced (a step, then the same sentence translated again)."""
-
-    is_template = True  # drawn by Gradio's own plot
-    sent = itertools.count()
-
-    def postprocess(self, value):
-        data = super().postprocess(value)
-        if data is not None and data.type == "plotly":
-            data.plot = f'{data.plot[:-1]},"sent":{next(self.sent)}}}'  # a key Plotly's drawing ignores
-        return data
+SENT = itertools.count(1)  # each translation's numbers are new to the page, the same sentence's too
 
 
 class UnboundedSlider(components.Slider):
@@ -119,12 +95,14 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     revealed = gr.HighlightedText(label="Translation so far, in pieces (▁ starts a word)",
                                   color_map={"current": "#b34700"}, elem_id="revealed")
     with gr.Row():
-        top_k_plot = PageDrawnPlot(label="Top-k candidates", elem_id=CHARTS["topK"])
-        step_attention_plot = PageDrawnPlot(label="Cross-attention of this step", elem_id=CHARTS["stepAttention"])
+        top_k_plot = Chart(label="Top-k candidates", elem_id=CHARTS["topK"])
+        step_attention_plot = Chart(label="Cross-attention of this step", elem_id=CHARTS["stepAttention"])
+    # Mounted but not shown ("hidden"), so that their changes reach the page's script.
     page.add(previous_step=previous_step, step=step, next_step=next_step, step_caption=step_caption,
-             look_inside=look_inside, view_frames=gr.Textbox(None, visible=False),
-             page_frames=gr.Radio([CHOSEN_SELECTION, EVERY_SELECTION, DRAWN_IN_PAGE], value=CHOSEN_SELECTION,
-                                  visible=False),
+             look_inside=look_inside, page_numbers=gr.HTML(None, html_template="", visible="hidden",
+                                  js_on_load="watch('value', () => explorer.arriving());"),
+             maps_wanted=gr.Textbox("", visible="hidden"),
+             more_maps=gr.HTML(None, html_template="", js_on_load=None, visible="hidden"),
              revealed=revealed, top_k_plot=top_k_plot, step_attention_plot=step_attention_plot)
 
     gr.Markdown(HEATMAP_INTRO)
@@ -136,7 +114,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         layer = components.Slider(1, layers, value=1, step=1, label="Layer", elem_id="layer-slider")
         head = components.Slider(1, heads, value=1, step=1, label="Head", elem_id="head-slider")
         average = gr.Checkbox(False, label="Average over heads", elem_id="average-heads")
-    attention_plot = PageDrawnPlot(label="Attention", elem_id=CHARTS["heatmap"])
+    attention_plot = Chart(label="Attention", elem_id=CHARTS["heatmap"])
     with gr.Row():
         # Written when asked for, not at every translation: each file can be megabytes and is kept an hour.
         attention_prepare = gr.Button("Raw attention as JSON", size="sm", scale=0, elem_id="attention-prepare")
@@ -153,8 +131,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         forced_layer = components.Slider(1, layers, value=layers, step=1, label="Layer of the cross-attention")
         forced_head = components.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head")
     with gr.Row():
-        forced_probability_plot = gr.Plot(label="Per-token probability", elem_id="forced-probability")
-        forced_attention_plot = gr.Plot(label="Cross-attention", elem_id="forced-attention")
+        forced_probability_plot = Chart(label="Per-token probability", elem_id="forced-probability")
+        forced_attention_plot = Chart(label="Cross-attention", elem_id="forced-attention")
     page.add(own_translation=own_translation, forced_button=forced_button, forced_layer=forced_layer,
              forced_head=forced_head, forced_probability_plot=forced_probability_plot,
              forced_attention_plot=forced_attention_plot, forced_state=gr.State(None))
@@ -162,41 +140,13 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 
 # --- handlers ------------------------------------------------------------------------------------
 
-STEP_VIEWS = ("revealed", "top_k_plot", "step_attention_plot", "step_caption")
-# What a step moves in the page (explorer.step); the frames it is drawn from travel with every step view the server
-# draws, and every head's with a translation soon after it.
-STEP_AND_FRAMES = ("view_frames", "step", *STEP_VIEWS)
-STEP_INPUTS = ("view_frames", "step", "layer", "head", "average", *STEP_VIEWS)
-STEP_OUTPUTS = ("step", "revealed", "step_caption")  # and the two charts, drawn in place
-SELECT_INPUTS = ("view_frames", "kind", "view", "layer", "head", "average", "step", "step_attention_plot")
-SELECT_OUTPUTS = ("page_frames",)  # and the charts, drawn in place
+# What the page's script reads and sets (ui/static/explorer.js): the selection, what it last asked the server
+# for, and the step view it draws.
+SELECTION = ("kind", "view", "layer", "head", "average", "step", "maps_wanted")
+STEP_TEXT = ("step", "revealed", "step_caption", "maps_wanted")
 TRANSLATION_OUTPUTS = ("translation_state", "translation", "notes", "source_tokens", "attention_download",
-                       "attention_plot", *STEP_AND_FRAMES)
-
-
-def step_views(translation: Translation | None, step, layer, head, average) -> dict:
-    """The step view at ``step``, and the frames from which the page draws every other step."""
-    if translation is None:
-        return {"revealed": [], "top_k_plot": None, "step_attention_plot": None, "view_frames": None,
-                "step_caption": "Translate a sentence to step through it."}
-    head = None if average else head
-    view = step_view(translation, step, layer, head)
-    return {"step": view.step, "revealed": view.revealed, "top_k_plot": view.candidates,
-            "step_attention_plot": view.source_attention, "step_caption": view.caption,
-            "view_frames": frames_text(view_frames(translation, layer, head))}
-
-
-def frames_text(frames: dict) -> str:
-    """The frames as the page keeps them: one text, parsed by its script once, not a value Gradio tracks deeply."""
-    return json.dumps(frames, separators=(",", ":"), allow_nan=False)
-
-
-def on_every_head(translation_state) -> dict:
-    """Once a new translation is drawn: the frames of every layer, head and attention type, from which the page
-    then draws a change of them itself (where they fit; else the page keeps asking the server)."""
-    if translation_state is None or not frames_hold_every_map(translation_state):
-        return {}
-    return {"view_frames": frames_text(view_frames(translation_state, every_selection=True))}
+                       "page_numbers", "step")
+MOST_BLOCKS_ASKED = 64  # maps of one kind and layer a page may ask for at once (a model view of every layer)
 
 
 def translated(result: TranslateResult, step: int) -> dict:
@@ -213,13 +163,12 @@ def translated(result: TranslateResult, step: int) -> dict:
 
 def translation_views(checkpoint: Checkpoint, text, decoding, beam_size, max_length, kind, view, layer, head,
                       average, step: int = 1) -> dict:
-    """Translate ``text`` and draw every view of the tab from it, the step view at ``step`` (its first: where
-    the decoding starts; its last says only that the sentence ended), whose row the heatmap marks."""
+    """Translate ``text``: its text and notes, and the numbers the page draws every view of the tab from, at the
+    selection it shows (the step view at ``step``: its first, where the decoding starts, unless a lesson says)."""
     result = run_translation(checkpoint, text, decoding, beam_size, max_length)
     step = min(max(1, step), result.translation.num_steps)
-    return {**step_views(result.translation, step, layer, head, average), **translated(result, step),
-            "attention_plot": attention_figure(result.translation, kind, view, layer, head, average,
-                                               marked_step=step)}
+    return {**translated(result, step),
+            "page_numbers": page_numbers(result.translation, kind, layer, sent=next(SENT))}
 
 
 def on_translate(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head,
@@ -228,32 +177,34 @@ def on_translate(services: Services, model, text, decoding, beam_size, max_lengt
                              layer, head, average)
 
 
-def on_attention(translation_state, page_frames, kind, view, layer, head, average) -> dict:
-    """The heatmap, unless the page drew it from its frames."""
-    if translation_state is None or page_frames == DRAWN_IN_PAGE:
+def on_maps_wanted(translation_state, maps_wanted) -> dict:
+    """Maps the page lacks to draw what it shows ("sent:kind layer,..."; page_numbers left them out of a long
+    translation), for the translation it shows."""
+    if translation_state is None or not maps_wanted:
         return {}
-    return {"attention_plot": attention_figure(translation_state, kind, view, layer, head, average)}
+    sent, _, keys = str(maps_wanted).partition(":")
+    blocks = {}
+    for key in keys.split(",")[:MOST_BLOCKS_ASKED]:
+        kind, _, layer = key.partition(" ")
+        if kind in ATTENTION_KINDS and layer.isdigit():
+            if 1 <= int(layer) <= attention_tensor(translation_state, kind).shape[0]:
+                blocks[f"{kind} {int(layer)}"] = map_block(translation_state, kind, int(layer))
+    return {"more_maps": {"sent": int(sent) if sent.isdigit() else None, "blocks": blocks}}
 
 
-def on_layer_or_head(translation_state, page_frames, kind, view, layer, head, average, step) -> dict:
-    """Both views that show a layer and head, in one answer (a number out of range is refused once), unless the
-    page drew them. Unless the page holds every head's frames, they come too (or, where they do not fit, the new
-    selection's steps): the frames sent after a translation are then never fewer than those it already has."""
-    if page_frames == DRAWN_IN_PAGE:
-        return {}
-    views = {**on_attention(translation_state, page_frames, kind, view, layer, head, average),
-             **step_views(translation_state, step, layer, head, average)}
-    if page_frames == EVERY_SELECTION:
-        views.pop("view_frames")
-    else:
-        views.update(on_every_head(translation_state))
-    return views
+def step_views(translation: Translation | None, step, layer, head, average) -> dict:
+    """The step view at ``step`` as the server draws it (``/step``, for scripts; the page draws its own)."""
+    if translation is None:
+        return {"revealed": [], "top_k_plot": None, "step_attention_plot": None,
+                "step_caption": "Translate a sentence to step through it."}
+    view = step_view(translation, step, layer, None if average else head)
+    return {"step": view.step, "revealed": view.revealed, "top_k_plot": view.candidates,
+            "step_attention_plot": view.source_attention, "step_caption": view.caption}
 
 
-def on_average(translation_state, page_frames, kind, view, layer, head, average, step) -> dict:
+def on_average(average) -> dict:
     """Averaging makes the head slider mean nothing, so it is disabled meanwhile."""
-    return {"head": gr.Slider(interactive=not average),
-            **on_layer_or_head(translation_state, page_frames, kind, view, layer, head, average, step)}
+    return {"head": gr.Slider(interactive=not average)}
 
 
 def on_prepare_attention(translation_state) -> dict:
@@ -339,30 +290,23 @@ def wire(page: Page) -> None:
         page.on(asked[:2], page.translated(on_translate_click), translated, keep_on_input_problem=True,
                 **batching.CONCURRENCY),
         page.on(asked[2], page.translated(on_example_then_translate), ["text", *translated], **batching.CONCURRENCY)]
-    # Every head's frames follow each new translation, whatever made it (this tab, the page's opening, a model
-    # switch, a lesson), asked for once the browser has drawn it: built meanwhile, they took the CPU from its
-    # drawing. A newer translation asked for, a model switch or a lesson cancels them, so none lands beside another
-    # sentence's views.
-    every_head = page.on(c["translation_state"].change, on_every_head, ["view_frames"], show_progress="hidden",
-                         trigger_mode="always_last", js="(...values) => explorer.onceIdle(values)")
-    gr.on(asked, None, cancels=[every_head], queue=False)
-    page.sentence_work += [*translations, every_head]
+    page.sentence_work += translations
     page.on(c["attention_prepare"].click, on_prepare_attention, ["attention_download"], keep_on_input_problem=True)
     page.on(c["decoding"].input, on_decoding, ["beam_size"], show_progress="hidden", trigger_mode="always_last")
-    # Sliders take typed numbers too: only the user's own moves redraw, never a value a handler set.
-    # Stepping is drawn in the page from the frames sent with the step views: no round trip.
+    # Every view of a translation is drawn in the page from its numbers, whatever brought them (this tab, the
+    # page's opening, a model switch, a lesson), at the selection the page shows; so is a step, and a change of
+    # attention type, view, layer, head or averaging. Sliders take typed numbers too: only the user's own moves
+    # redraw, never a value a handler set.
+    page.in_browser(c["page_numbers"].change, "(...values) => explorer.show(values)", ["page_numbers", *SELECTION],
+                    STEP_TEXT)
     for trigger, move in ((c["step"].input, 0), (c["previous_step"].click, -1), (c["next_step"].click, 1)):
-        page.in_browser(trigger, f"(...values) => explorer.step(values, {move})", STEP_INPUTS, STEP_OUTPUTS)
-    # So is a change of layer, head or attention type once every head's frames have come; the server, told what the
-    # page drew, draws the rest (SELECTIONS_IN_ORDER), and the page counts its answers: where one is still to come,
-    # the server draws the page's change too, so that the last answer is the last change.
-    for triggers, fn, outputs in (([c["kind"].input, c["view"].input], on_attention, ["attention_plot"]),
-                                  ([c["layer"].input, c["head"].input], on_layer_or_head,
-                                   ["attention_plot", *STEP_AND_FRAMES]),
-                                  (c["average"].input, on_average, ["head", "attention_plot", *STEP_AND_FRAMES])):
-        drawn = page.in_browser(triggers, "(...values) => explorer.select(values)", SELECT_INPUTS, SELECT_OUTPUTS)
-        answered = page.then(drawn, fn, outputs, show_progress="hidden", **SELECTIONS_IN_ORDER)
-        answered.then(None, js="() => explorer.answered()", queue=False)
+        page.in_browser(trigger, f"(...values) => explorer.step(values, {move})", SELECTION, STEP_TEXT)
+    page.in_browser([c[name].input for name in ("kind", "view", "layer", "head", "average")],
+                    "(...values) => explorer.select(values)", SELECTION, ["layer", "head", "maps_wanted"])
+    page.on(c["average"].input, on_average, ["head"], show_progress="hidden")
+    # Only maps a long translation did not bring are asked for, as the page shows them.
+    page.on(c["maps_wanted"].change, on_maps_wanted, ["more_maps"], show_progress="hidden")
+    page.in_browser(c["more_maps"].change, "(...values) => explorer.more(values)", ["more_maps"], [])
     page.sentence_work += [
         page.on([c["forced_button"].click, c["own_translation"].submit], on_forced,
                 ["forced_state", "forced_probability_plot", "forced_attention_plot"], api_name="forced")]

@@ -5,7 +5,7 @@ Plain values in (a checkpoint, a ``Translation``, selector values), plain values
 
 from __future__ import annotations
 
-import json
+import base64
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
@@ -24,12 +24,12 @@ TARGET_TOKENS = (5, 200)  # the range of "Maximum target tokens" in the app
 DEFAULT_TARGET_TOKENS = 60
 LONG_SOURCE_PIECES = 64  # beyond this, a note warns that the models here learned from far shorter sentences
 SPECIAL_PIECES = ("</s>", "<s>", "<unk>", "<pad>")
-# Weights are drawn to the 4 decimals their hover shows: the page receives every head's maps (``view_frames``),
-# and full floats would triple what it downloads.
+# Weights are drawn to the 4 decimals their hover shows: the page receives every head's maps (``page_numbers``)
+# as whole numbers of 1/10^4.
 WEIGHT_DECIMALS = 4
-# Numbers in the view frames beyond which (a long sentence on a large model: several MB) the page gets only the
-# chosen head's frames and asks the server for any other.
-MOST_FRAME_NUMBERS = 250_000
+# Attention weights a translation's answer brings at most (2 bytes each, 1.3 MB in base64): past them, as for a
+# long sentence on a large model, the page asks for the maps of a layer when it shows them.
+MOST_PAGE_NUMBERS = 500_000
 
 
 @dataclass
@@ -107,6 +107,14 @@ def layer_and_head_counts(checkpoint: Checkpoint) -> tuple[int, int]:
 
 # --- heatmaps ------------------------------------------------------------------------------------
 
+# The words of the views' titles, as Python fills them in and as the page does (its config: explorer.titles).
+TITLES = {"oneHead": "layer {layer}, head {head}", "meanOfHeads": "layer {layer}, mean of {heads} heads",
+          "layerHeads": "layer {layer}, all heads", "everyHead": "every layer and head",
+          "everyMean": "every layer, mean of heads", "layer": "layer {layer}", "head": "head {head}",
+          "mean": "mean of heads", "candidates": "Step {step}: candidates for the next token",
+          "sourceAttention": "Step {step}: cross-attention over the source<br><sup>{which}</sup>"}
+
+
 def attention_axes(translation: Translation, kind: str) -> tuple[list[str], list[str], str, str]:
     """Row labels, column labels and axis names of one attention kind.
 
@@ -132,9 +140,9 @@ def one_map(translation: Translation, kind: str, layer: int, head: int | None) -
     layers, heads = weights.shape[:2]
     layer = clamp(layer, 1, layers)
     if head is None:
-        return _drawn(weights[layer - 1].mean(dim=0)), f"layer {layer}, mean of {heads} heads"
+        return _drawn(weights[layer - 1].mean(dim=0)), TITLES["meanOfHeads"].format(layer=layer, heads=heads)
     head = clamp(head, 1, heads)
-    return _drawn(weights[layer - 1, head - 1]), f"layer {layer}, head {head}"
+    return _drawn(weights[layer - 1, head - 1]), TITLES["oneHead"].format(layer=layer, head=head)
 
 
 def _drawn(weights: torch.Tensor) -> torch.Tensor:
@@ -156,7 +164,9 @@ def map_figure(translation: Translation, kind: str, layer: int, head: int | None
 
 def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], layer: int = 1, head: int = 1,
                      average_heads: bool = False, marked_step: int | None = None) -> go.Figure:
-    """The attention heatmap(s) for the selectors of the Translate tab (layer and head are 1-based)."""
+    """The attention heatmap(s) for the selectors of the Translate tab (layer and head are 1-based). The page draws
+    these itself from ``page_numbers`` (ui/static/explorer.js); these are for exports, the API and the tests that
+    hold the two equal."""
     kind = kind_key(kind)
     weights = attention_tensor(translation, kind)  # (layers, heads, queries, keys)
     layers, heads = weights.shape[:2]
@@ -165,17 +175,65 @@ def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], 
     name = ATTENTION_KINDS[kind]
     if view == VIEWS[2]:
         grid = _drawn(weights.mean(dim=1, keepdim=True) if average_heads else weights)
-        column_names = ["mean of heads"] if average_heads else [f"head {h + 1}" for h in range(heads)]
-        which = "every layer, mean of heads" if average_heads else "every layer and head"
-        return figures.attention_grid(grid, rows, columns, name, [f"layer {l + 1}" for l in range(layers)],
+        column_names = [TITLES["mean"]] if average_heads else [TITLES["head"].format(head=h + 1) for h in range(heads)]
+        which = TITLES["everyMean"] if average_heads else TITLES["everyHead"]
+        return figures.attention_grid(grid, rows, columns, name, [TITLES["layer"].format(layer=l + 1)
+                                                                  for l in range(layers)],
                                       column_names, query_title=row_title, key_title=column_title,
                                       rows_are_steps=kind != "encoder", subtitle=which)
     if view == VIEWS[1] and not average_heads:
         return figures.attention_grid([_drawn(weights[layer - 1])], rows, columns, name, [""],
-                                      [f"head {h + 1}" for h in range(heads)], query_title=row_title,
-                                      key_title=column_title, rows_are_steps=kind != "encoder",
-                                      subtitle=f"layer {layer}, all heads")
+                                      [TITLES["head"].format(head=h + 1) for h in range(heads)],
+                                      query_title=row_title, key_title=column_title,
+                                      rows_are_steps=kind != "encoder",
+                                      subtitle=TITLES["layerHeads"].format(layer=layer))
     return map_figure(translation, kind, layer, None if average_heads else head, marked_step=marked_step)
+
+
+# --- what the page draws from ------------------------------------------------------------------------
+
+def page_numbers(translation: Translation, kind: str = "cross", layer: int = 1, most: int | None = None,
+                 sent: int = 0) -> dict:
+    """A translation's numbers, from which the page draws every view of the Translate tab (ui/static/explorer.js):
+    the pieces, each step's candidates and caption, and the attention maps of every layer and head and their mean,
+    as ``WEIGHT_DECIMALS``-decimal fixed-point numbers (the 4 decimals the page shows) in base64 (``map_block``).
+
+    The maps travel in blocks of one kind and layer. Where all of them hold more than ``most`` numbers (default
+    ``MOST_PAGE_NUMBERS``: a long sentence on a large model), those the page shows at once come whatever their size
+    (``kind`` at ``layer``, and the cross-attention there for the step view), then the others in order while they
+    fit; the page asks for the rest as it shows them (``map_block``). ``sent`` numbers the answer: the same
+    sentence translated again is new to the page."""
+    heads = translation.cross_attention.shape[1]
+    maps = {}
+    for name in ATTENTION_KINDS:
+        rows, columns, row_title, column_title = attention_axes(translation, name)
+        weights = attention_tensor(translation, name)
+        maps[name] = {"layers": weights.shape[0], "rows": list(rows), "columns": list(columns),
+                      "rowTitle": row_title, "columnTitle": column_title, "blocks": [None] * weights.shape[0]}
+    block_numbers = {name: (heads + 1) * len(m["rows"]) * len(m["columns"]) for name, m in maps.items()}
+    kind = kind_key(kind)
+    shown = [(kind, clamp(layer, 1, maps[kind]["layers"])), ("cross", clamp(layer, 1, maps["cross"]["layers"]))]
+    every = [(name, l) for name in maps for l in range(1, maps[name]["layers"] + 1)]
+    budget = MOST_PAGE_NUMBERS if most is None else most
+    for name, chosen in dict.fromkeys([*shown, *every]):
+        if (name, chosen) in shown or block_numbers[name] <= budget:
+            maps[name]["blocks"][chosen - 1] = map_block(translation, name, chosen)
+            budget -= block_numbers[name]
+    steps = [{"candidates": list(translation.top_pieces[index]), "chosen": translation.predicted_pieces[index],
+              "probabilities": [float(p) for p in translation.top_probs[index]],
+              "caption": _step_caption(translation, index)} for index in range(translation.num_steps)]
+    return {"sent": sent, "heads": heads, "decimals": WEIGHT_DECIMALS, "source": list(translation.source_pieces),
+            "produced": list(translation.predicted_pieces), "maps": maps, "steps": steps}
+
+
+def map_block(translation: Translation, kind: str, layer: int) -> str:
+    """One kind's and layer's maps, every head's and then their mean, (heads + 1) x queries x keys, as base64 of
+    little-endian 16-bit integers: each weight times 10^WEIGHT_DECIMALS, rounded, as the server's figures round it
+    (a third of the JSON of the same numbers as decimals)."""
+    weights = attention_tensor(translation, kind)[layer - 1]
+    with_mean = torch.cat([weights, weights.mean(dim=0, keepdim=True)])
+    fixed = torch.round(with_mean.double() * 10 ** WEIGHT_DECIMALS).to(torch.int32)
+    return base64.b64encode(fixed.numpy().astype("<u2").tobytes()).decode("ascii")
 
 
 # --- stepping through the decoding ---------------------------------------------------------------
@@ -196,83 +254,18 @@ def step_view(translation: Translation, step: int, layer: int | None = None, hea
     steps = translation.num_steps
     step = clamp(step, 1, steps)
     index = step - 1
-    revealed = [(piece + " ", "current" if i == index else None)
-                for i, piece in enumerate(translation.predicted_pieces[:step])]
-    revealed += [("…", None)] if step < steps else []
     matrix, which = one_map(translation, "cross", _layer_or_last(translation, layer), head)
-    return StepView(step, revealed, figures.top_k_bar(*_candidates(translation, index)),
+    return StepView(step, revealed_pieces(translation, step), figures.top_k_bar(*_candidates(translation, index)),
                     figures.source_attention_bar(matrix[index], translation.source_pieces,
-                                                 _source_attention_title(step, which)),
+                                                 TITLES["sourceAttention"].format(step=step, which=which)),
                     _step_caption(translation, index))
 
 
-def view_frames(translation: Translation, layer: int | None = None, head: int | None = None,
-                every_selection: bool = False) -> dict:
-    """What the page needs to draw every step of the step view without asking the server; with
-    ``every_selection``, where it fits (``frames_hold_every_map``), also every layer's and head's (or mean of
-    heads') step view and one-head heatmap of each attention type.
-
-    Each view is sent as one figure and each variant's changes (``figures.changed``): the pieces produced; each
-    step's caption and top-k changes; each selection's step-by-step source attention and heatmap changes, keyed by
-    ``selection_key``. Otherwise only the selection ``layer`` and ``head`` (None: the mean of heads), and no
-    heatmaps: 25 kB for a 15-word sentence, against 160-480 kB with every selection on the bundled model."""
-    heads = translation.cross_attention.shape[1]
-    layers = {ATTENTION_KINDS[kind]: attention_tensor(translation, kind).shape[0] for kind in ATTENTION_KINDS}
-    every = every_selection and frames_hold_every_map(translation)
-    frames = {"pieces": list(translation.predicted_pieces), "heads": heads, "layers": layers,
-              "steps": [{"caption": _step_caption(translation, index),
-                         "candidates": figures.top_k_changes(*_candidates(translation, index))}
-                        for index in range(translation.num_steps)],
-              "source_attention": {}}
-    cross_layers = translation.cross_attention.shape[0]
-    chosen = [(clamp(_layer_or_last(translation, layer), 1, cross_layers),
-               None if head is None else clamp(head, 1, heads))]
-    for selection in _selections(cross_layers, heads) if every else chosen:
-        matrix, which = one_map(translation, "cross", *selection)
-        frames["source_attention"][selection_key(*selection)] = [
-            figures.source_attention_changes(row, _source_attention_title(index + 1, which))
-            for index, row in enumerate(matrix.tolist())]
-    if every:
-        frames["heatmaps"] = {ATTENTION_KINDS[kind]: _heatmap_frames(translation, kind) for kind in ATTENTION_KINDS}
-    return frames
-
-
-def selection_key(layer: int, head: int | None) -> str:
-    """A layer and head (None: the mean of heads) as the page names them in the view frames."""
-    return f"{layer} {'mean' if head is None else head}"
-
-
-def _selections(layers: int, heads: int) -> list[tuple[int, int | None]]:
-    return [(layer, head) for layer in range(1, layers + 1) for head in [*range(1, heads + 1), None]]
-
-
-def _heatmap_frames(translation: Translation, kind: str) -> dict:
-    """One kind's heatmap of layer 1, head 1 as the page holds it, and what every layer and head (or mean of heads)
-    changes in it."""
-    base = json.loads(map_figure(translation, kind, 1, 1).to_json())
-    _, _, _, column_title = attention_axes(translation, kind)
-    weights = attention_tensor(translation, kind)
-    changes = {}
-    for selection in _selections(*weights.shape[:2]):
-        matrix, which = one_map(translation, kind, *selection)
-        title = figures.heatmap_title(ATTENTION_KINDS[kind], which, column_title)
-        changes[selection_key(*selection)] = figures.heatmap_changes(matrix, title)
-    return {"figure": base, "maps": changes}
-
-
-def frames_hold_every_map(translation: Translation) -> bool:
-    """Whether ``view_frames`` holds every heatmap and selection (the page then draws a layer, head or type of
-    attention of the one-head view itself), or only the chosen selection's step view."""
-    return _frame_numbers(translation) <= MOST_FRAME_NUMBERS
-
-
-def _frame_numbers(translation: Translation) -> int:
-    """How many numbers every selection's frames hold: each map once per layer and head or mean of heads, and the
-    cross-attention twice more for the step view's bars (their heights and colours)."""
-    cross = translation.cross_attention
-    maps = sum(t.shape[0] * (t.shape[1] + 1) * t.shape[2] * t.shape[3]
-               for t in (translation.encoder_attention, translation.decoder_attention, cross))
-    return maps + 2 * cross.shape[0] * (cross.shape[1] + 1) * cross.shape[2] * cross.shape[3]
+def revealed_pieces(translation: Translation, step: int) -> list[tuple[str, str | None]]:
+    """The pieces produced up to ``step``, the last marked current, and "…" where more follow."""
+    revealed = [(piece + " ", "current" if i == step - 1 else None)
+                for i, piece in enumerate(translation.predicted_pieces[:step])]
+    return revealed + ([("…", None)] if step < translation.num_steps else [])
 
 
 def _layer_or_last(translation: Translation, layer: int | None) -> int:
@@ -282,11 +275,7 @@ def _layer_or_last(translation: Translation, layer: int | None) -> int:
 def _candidates(translation: Translation, index: int) -> tuple:
     """The top-k chart's pieces, probabilities, chosen piece and title at step ``index + 1``."""
     return (translation.top_pieces[index], translation.top_probs[index], translation.predicted_pieces[index],
-            f"Step {index + 1}: candidates for the next token")
-
-
-def _source_attention_title(step: int, which: str) -> str:
-    return f"Step {step}: cross-attention over the source<br><sup>{which}</sup>"
+            TITLES["candidates"].format(step=index + 1))
 
 
 def _step_caption(translation: Translation, index: int) -> str:

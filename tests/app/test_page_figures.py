@@ -1,0 +1,93 @@
+"""The page draws the Translate tab's views itself (ui/static/figures.js, explorer.js) from a translation's numbers:
+in Chromium, each of its figures is the figure the server draws of the same numbers, value for value and label for
+label (ui/figures.py, which the exports, the API and the other tabs use)."""
+
+import json
+
+import plotly.colors
+import pytest
+
+from ui import page_code
+from ui.build import PAGE_CONFIG
+from ui.views import choices
+from ui.views import translate as translate_views
+
+
+@pytest.fixture(scope="module")
+def bundled_translation(app_services):
+    """A sentence long enough for every rule of the figures but one (more than 30 labels turn upright)."""
+    return translate_views.run_translation(
+        app_services.registry.get("multi30k-en-de"),
+        "A man in a blue shirt is standing on a ladder and cleaning the windows of a tall building.").translation
+
+
+@pytest.fixture(scope="module")
+def page(browser):
+    """A blank page with the app's config and scripts, as the app's head holds them (no server, no Plotly)."""
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.set_content(f"<html><head>{page_code.head(PAGE_CONFIG)}</head><body></body></html>")
+    assert page.evaluate("() => typeof window.explorer.figures") == "function", errors
+    yield page
+    page.close()
+
+
+def as_sent(figure) -> dict:
+    """A server figure as JSON, its named colour scales as the page names them ("Blues", not its list of colours)."""
+    named = {json.dumps(plotly.colors.get_colorscale(name)): name for name in ("Blues",)}
+
+    def name_scales(value):
+        if isinstance(value, dict):
+            return {key: (named.get(json.dumps(item), item) if key == "colorscale" else name_scales(item))
+                    for key, item in value.items()}
+        if isinstance(value, list):
+            return [name_scales(item) for item in value]
+        return value
+    return name_scales(json.loads(figure.to_json()))
+
+
+def differences(page_figure, server_figure, where: str = "") -> list[str]:
+    """Where the two differ: keys, texts and numbers (floats to 1e-12: the layouts' domains are sums)."""
+    if isinstance(server_figure, dict) and isinstance(page_figure, dict):
+        keys = set(server_figure) | set(page_figure)
+        return [problem for key in sorted(keys) for problem in
+                (differences(page_figure.get(key), server_figure.get(key), f"{where}.{key}")
+                 if key in page_figure and key in server_figure else [f"{where}.{key} only in one"])]
+    if isinstance(server_figure, list) and isinstance(page_figure, list) and len(server_figure) == len(page_figure):
+        return [problem for i, (a, b) in enumerate(zip(page_figure, server_figure))
+                for problem in differences(a, b, f"{where}[{i}]")]
+    numbers = (int, float)
+    if isinstance(server_figure, numbers) and isinstance(page_figure, numbers) and not isinstance(page_figure, bool):
+        return [] if abs(page_figure - server_figure) <= 1e-12 else [f"{where}: {page_figure} != {server_figure}"]
+    return [] if page_figure == server_figure else [f"{where}: {str(page_figure)[:80]} != {str(server_figure)[:80]}"]
+
+
+SELECTIONS = [(kind, view, layer, head, average) for kind in choices.ATTENTION_KINDS.values() for view in choices.VIEWS
+              for layer, head, average in ((1, 1, False), (3, 4, False), (2, 2, True))]
+
+
+def test_every_view_of_the_heatmap_is_drawn_in_the_page_as_the_server_draws_it(page, bundled_translation):
+    tr = bundled_translation
+    numbers = translate_views.page_numbers(tr)
+    for kind, view, layer, head, average in SELECTIONS:
+        step = 3
+        drawn = page.evaluate("([numbers, values]) => explorer.figures(numbers, values).heatmap",
+                              [numbers, [kind, view, layer, head, average, step]])
+        server = translate_views.attention_figure(tr, kind, view, layer, head, average, marked_step=step)
+        assert differences(drawn, as_sent(server)) == [], (kind, view, layer, head, average)
+
+
+@pytest.mark.parametrize("layer, head, average", [(1, 2, False), (3, 1, True), (9, 9, False)])
+def test_every_step_of_the_step_view_is_drawn_in_the_page_as_the_server_draws_it(page, bundled_translation, layer,
+                                                                                   head, average):
+    tr = bundled_translation
+    numbers = translate_views.page_numbers(tr)
+    for step in range(1, tr.num_steps + 1):
+        drawn = page.evaluate("([numbers, values]) => explorer.figures(numbers, values)",
+                              [numbers, ["cross", choices.VIEWS[0], layer, head, average, step]])
+        server = translate_views.step_view(tr, step, layer, None if average else head)
+        assert differences(drawn["candidates"], as_sent(server.candidates)) == [], step
+        assert differences(drawn["sources"], as_sent(server.source_attention)) == [], step
+        revealed = [(piece["token"], piece["class_or_confidence"]) for piece in drawn["text"][0]]
+        assert (revealed, drawn["text"][1]) == (server.revealed, server.caption)

@@ -1,0 +1,37 @@
+"""A chart the page draws with Plotly in place: Gradio's ``gr.HTML`` holding a figure (ui/static/charts.js, with the
+Plotly.js of plotly's own package: ``page_code.PLOTLY_JS``)."""
+
+from __future__ import annotations
+
+import gradio as gr
+import plotly.graph_objects as go
+from gradio.components.plot import PlotData
+
+TEMPLATE = '<div class="page-chart"></div>'
+
+
+class Chart(gr.HTML):
+    """A Plotly chart: a ``go.Figure`` from a handler is drawn by the page on the chart already shown
+    (Plotly.react), or the page draws its own figures into it (explorer.js); None empties it.
+
+    Gradio's Plot draws every new value on a new chart, twice, and cannot be drawn into by the page."""
+
+    def __init__(self, value=None, *, label: str | None = None, elem_id: str | None = None, show_label: bool = False,
+                 **kwargs):
+        # ``label`` names the chart to Gradio (API, tests); the page shows the figure's own title instead.
+        super().__init__(self.postprocess(value), label=label, show_label=False, html_template=TEMPLATE,
+                         js_on_load="explorerCharts.mount(element, props, watch);",
+                         elem_id=elem_id, elem_classes=["chart"], container=True, padding=False,
+                         apply_default_css=False, **kwargs)
+
+    def postprocess(self, value):
+        """A figure as Gradio's Plot sends one, so that scripts read a chart as they always have."""
+        if isinstance(value, go.Figure):
+            return PlotData(type="plotly", plot=value.to_json()).model_dump()
+        return value
+
+    def preprocess(self, payload):
+        return payload
+
+    def api_info(self) -> dict:
+        return PlotData.model_json_schema()

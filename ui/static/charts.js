@@ -1,0 +1,57 @@
+// Every chart of the page is drawn here, with the one Plotly the page loads (ui/chart.py): a figure the server sent
+// (a Chart's value) or one the page built (explorer.js), drawn with Plotly.react on the chart already shown, so a
+// new figure redraws only what differs and nothing flashes.
+window.explorerCharts = (() => {
+  // Plotly.js (4.8 MB) is asked for as the page starts, beside Gradio's own scripts and the first translation, and
+  // a chart waits for it only if it comes later than the chart's figure.
+  let loading = null;
+  const plotly = () => loading || (loading = new Promise((loaded, failed) => {
+    if (window.Plotly) { loaded(window.Plotly); return; }
+    const script = document.createElement("script");
+    script.src = window.explorerPage.config.plotlyUrl;
+    script.onload = () => loaded(window.Plotly);
+    script.onerror = () => failed(new Error(`Plotly.js did not load from ${script.src}`));
+    document.head.append(script);
+  }));
+  plotly();
+  const plot = (element) => element.querySelector(".page-chart");
+  // Sized to its box and redrawn as the box changes; room kept for labels a figure's margins leave too little for.
+  const ready = (figure) => {
+    const layout = {...figure.layout, autosize: true};
+    layout.margin = {...(layout.margin || {}), autoexpand: true};
+    return [figure.data || [], layout, {responsive: true, displaylogo: false}];
+  };
+  // Drawn one at a time per chart, in the order asked: the last figure asked for is the one left shown.
+  const drawing = new WeakMap();
+  let pending = 0;  // figures asked for and not yet drawn
+  function draw(element, figure) {
+    const box = element && plot(element);
+    if (!box) return Promise.resolve();
+    pending += 1;
+    const after = drawing.get(box) || Promise.resolve();
+    const done = after.then(() => (figure ? plotly() : window.Plotly)).then((Plotly) => {
+      if (!figure) {  // an empty chart, as before any was drawn
+        if (Plotly) Plotly.purge(box);
+        const empty = document.createElement("div");
+        empty.className = "page-chart";
+        box.replaceWith(empty);
+        return undefined;
+      }
+      return Plotly.react(box, ...ready(figure));
+    }).catch((error) => console.error("A chart could not be drawn:", error)).finally(() => { pending -= 1; });
+    drawing.set(box, done);
+    return done;
+  }
+  return {
+    // A Chart's js_on_load: its value drawn now and whenever the server sends another.
+    // The value is a figure as Gradio's Plot sends one: {type: "plotly", plot: its JSON}.
+    mount(element, props, watch) {
+      const figure = () => (props.value && props.value.plot ? JSON.parse(props.value.plot) : null);
+      draw(element, figure());
+      watch("value", () => draw(element, figure()));
+    },
+    // A chart of the page's own, by its element's id.
+    drawById(id, figure) { return draw(document.getElementById(id), figure); },
+    pending() { return pending; },
+  };
+})();
