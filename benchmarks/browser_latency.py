@@ -15,8 +15,9 @@ with Playwright. Each figure is the median over ``--clicks`` clicks, after one u
   drawn (the same settled test as a click's). Medians over ``--clicks`` loads.
 
 - translate_answer_bytes: what the page receives for a Translate click of a 21-word sentence until it is settled;
-  translate_bytes: the same until the network is quiet again (the frames of every head, asked for once the browser
-  is idle, included). Counted by Chromium (DevTools' Network.dataReceived), medians over ``--clicks``.
+  translate_bytes: the same until the network is quiet again (anything the page asks for after drawing, as the
+  every-head frames of versions before 2026-12-03). Counted by Chromium (DevTools' Network.dataReceived), medians
+  over ``--clicks``.
 
 ``--checkpoint DIR`` opens the app on that checkpoint (``python app.py --checkpoint DIR``: its folder's checkpoints
 are listed; the model switch goes to another of them, and is skipped where there is none), e.g. one of

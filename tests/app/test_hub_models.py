@@ -56,7 +56,7 @@ def test_every_event_of_the_page_runs_on_a_converted_marian_model(hub_services):
         except gr.Error as error:
             assert error.message != UNEXPECTED, f"{event.name} failed on the Marian model (see the log)"
             refused[event.name] = error.message
-    every_tab = {"on_translate_click", "on_layer_or_head", "on_attention",  # Translate (steps: in the page), model view
+    every_tab = {"on_translate_click", "on_maps_wanted", "on_attention",  # Translate (views: in the page), analysis
                  "on_inside", "on_temperature", "on_sample", "on_look_inside",  # Inside a head
                  "on_ablate", "on_override", "on_positions", "on_shuffle", "on_importance",  # Experiments
                  "on_attribute", "on_prune",  # Attention vs evidence
