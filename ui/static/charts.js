@@ -2,8 +2,9 @@
 // (a Chart's value) or one the page built (explorer.js), drawn with Plotly.react on the chart already shown, so a
 // new figure redraws only what differs and nothing flashes.
 window.explorerCharts = (() => {
-  // Plotly.js (4.8 MB) is asked for as the page starts, beside Gradio's own scripts and the first translation, and
-  // a chart waits for it only if it comes later than the chart's figure.
+  // Plotly.js (4.8 MB) is asked for when the first chart is laid out, once Gradio has shown the page (running it
+  // sooner held the page back a second or two on a slow computer), beside the page's first translation; a chart
+  // waits for it only if it comes later than the chart's figure.
   let loading = null;
   const plotly = () => loading || (loading = new Promise((loaded, failed) => {
     if (window.Plotly) { loaded(window.Plotly); return; }
@@ -13,7 +14,6 @@ window.explorerCharts = (() => {
     script.onerror = () => failed(new Error(`Plotly.js did not load from ${script.src}`));
     document.head.append(script);
   }));
-  plotly();
   const plot = (element) => element.querySelector(".page-chart");
   // Sized to its box and redrawn as the box changes; room kept for labels a figure's margins leave too little for.
   const ready = (figure) => {
@@ -24,11 +24,12 @@ window.explorerCharts = (() => {
   // Drawn one at a time per chart, in the order asked: the last figure asked for is the one left shown.
   const drawing = new WeakMap();
   let pending = 0;  // figures asked for and not yet drawn
-  function draw(element, figure) {
+  const nextFrame = () => new Promise((next) => requestAnimationFrame(() => next()));
+  function draw(element, figure, later = false) {
     const box = element && plot(element);
     if (!box) return Promise.resolve();
     pending += 1;
-    const after = drawing.get(box) || Promise.resolve();
+    const after = (drawing.get(box) || Promise.resolve()).then(later ? nextFrame : undefined);
     const done = after.then(() => (figure ? plotly() : window.Plotly)).then((Plotly) => {
       if (!figure) {  // an empty chart, as before any was drawn
         if (Plotly) Plotly.purge(box);
@@ -46,12 +47,13 @@ window.explorerCharts = (() => {
     // A Chart's js_on_load: its value drawn now and whenever the server sends another.
     // The value is a figure as Gradio's Plot sends one: {type: "plotly", plot: its JSON}.
     mount(element, props, watch) {
+      plotly();
       const figure = () => (props.value && props.value.plot ? JSON.parse(props.value.plot) : null);
       draw(element, figure());
       watch("value", () => draw(element, figure()));
     },
-    // A chart of the page's own, by its element's id.
-    drawById(id, figure) { return draw(document.getElementById(id), figure); },
+    // A chart of the page's own, by its element's id; with nextFrame, once the browser has shown what it drew.
+    drawById(id, figure, {nextFrame: later = false} = {}) { return draw(document.getElementById(id), figure, later); },
     pending() { return pending; },
   };
 })();

@@ -37,7 +37,22 @@ window.explorer = (() => {
                                                : filled(titles.oneHead, {layer, head}));
 
     // The heatmap(s) of the selection, as attention_figure draws them; null while a map it needs has not come.
-    function heatmap({kind, view, layer, head, step}) {
+    // In one map whose rows are steps, the step's row is outlined. A step moves only the outline: the traces are
+    // the last figure's, the same arrays, so that Plotly redraws the outline alone.
+    let last = null;
+    function heatmap(chosen) {
+      const key = JSON.stringify({...chosen, step: undefined});
+      const figure = last && last.key === key ? last.figure : unmarkedHeatmap(chosen);
+      if (!figure) return null;
+      last = {key, figure};
+      const maps = numbers.maps[chosen.kind], layout = structuredClone(figure.layout);
+      const oneMap = chosen.view !== views[2] && !(chosen.view === views[1] && chosen.head !== 0);
+      if (oneMap && chosen.kind !== "encoder") {
+        layout.shapes = [figures.rowOutline(within(chosen.step, maps.rows.length) - 1, maps.columns.length)];
+      }
+      return {data: figure.data, layout};
+    }
+    function unmarkedHeatmap({kind, view, layer, head}) {
       const maps = numbers.maps[kind], rowsAreSteps = kind !== "encoder";
       const options = {title: kinds[kind], queryTitle: maps.rowTitle, keyTitle: maps.columnTitle, rowsAreSteps};
       const chosen = within(layer, maps.layers), heads = numbers.heads;
@@ -58,9 +73,8 @@ window.explorer = (() => {
           {...options, rowNames: [""], columnNames: headNames, subtitle: filled(titles.layerHeads, {layer: chosen})});
       }
       const shownHead = head === 0 ? 0 : within(head, heads);
-      const markedRow = rowsAreSteps ? within(step, maps.rows.length) - 1 : null;
       return figures.attentionHeatmap(matrix(kind, chosen, shownHead), maps.rows, maps.columns,
-                                      {...options, subtitle: which(chosen, shownHead), markedRow});
+                                      {...options, subtitle: which(chosen, shownHead)});
     }
 
     // The step view at the selection's step, as step_view draws it: its candidates, and where it looked in the
@@ -124,7 +138,9 @@ window.explorer = (() => {
     if (moved) window.explorerCharts.drawById(charts.topK, candidates);
     if (sources) window.explorerCharts.drawById(charts.stepAttention, sources);
     const map = current.heatmap(shown);
-    if (map) window.explorerCharts.drawById(charts.heatmap, map);
+    // After a step the heatmap moves only its outline, drawn a frame after the step's own charts.
+    if (map && moved) window.explorerCharts.drawById(charts.heatmap, map, {nextFrame: true});
+    else if (map) window.explorerCharts.drawById(charts.heatmap, map);
     return current.wanted(shown) || asked;
   }
 

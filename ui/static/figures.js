@@ -40,6 +40,10 @@ window.explorerFigures = (() => {
     return out;
   };
 
+  // The outline of row ``row`` (0-based) across ``columns`` columns: the step a lesson or the step view is on.
+  const rowOutline = (row, columns) => ({type: "rect", x0: -0.5, x1: columns - 0.5, y0: row - 0.5, y1: row + 0.5,
+                                         line: {color: s.mark, width: 3}, fillcolor: "rgba(0,0,0,0)"});
+
   const topMargin = (labels) => {
     const longest = Math.max(1, ...labels.map((label) => label.length));
     const slant = Math.abs(Math.sin((slanted(labels) * Math.PI) / 180));
@@ -63,10 +67,7 @@ window.explorerFigures = (() => {
       yaxis: {title: {text: `${queryTitle} (queries)`}, autorange: "reversed", automargin: false,
               ...ticks(queryLabels)},
     };
-    if (markedRow !== null) {
-      layout.shapes = [{type: "rect", x0: -0.5, x1: keyLabels.length - 0.5, y0: markedRow - 0.5, y1: markedRow + 0.5,
-                        line: {color: s.mark, width: 3}, fillcolor: "rgba(0,0,0,0)"}];
-    }
+    if (markedRow !== null) layout.shapes = [rowOutline(markedRow, keyLabels.length)];
     const out = laidOut(layout, heatmapTitle(title, subtitle, keyTitle),
                         Math.min(1400, 230 + 26 * queryLabels.length));
     out.margin = {l: s.heatmapMargin.l, r: s.heatmapMargin.r, t: topMargin(keyLabels), b: 20};
@@ -144,5 +145,5 @@ window.explorerFigures = (() => {
     return {data: [trace], layout};
   }
 
-  return {attentionHeatmap, attentionGrid, topKBar, sourceAttentionBar, escape};
+  return {attentionHeatmap, attentionGrid, topKBar, sourceAttentionBar, rowOutline, escape};
 })();
