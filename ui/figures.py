@@ -12,6 +12,7 @@ import logging
 import math
 from collections.abc import Sequence
 
+import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -525,7 +526,8 @@ def pruning_curves(series: dict[str, tuple[Sequence[float], Sequence[str]]], tit
 # What the page's own figure builders (ui/static/figures.js) share with these, stated here once; a test in Chromium
 # holds their figures equal to these of the same numbers.
 PAGE_SETTINGS = {
-    "template": TEMPLATE, "colorscale": ATTENTION_COLORSCALE, "mark": MARK, "rowsAreSteps": ROWS_ARE_STEPS,
+    # as plotly's Python package expands the name: Plotly.js's own "Blues" is another scale (dark to light)
+    "template": TEMPLATE, "colorscale": plotly.colors.get_colorscale(ATTENTION_COLORSCALE), "mark": MARK, "rowsAreSteps": ROWS_ARE_STEPS,
     "grid": GRID, "font": FONT, "mostTickLabels": MOST_TICK_LABELS, "heatmapMargin": HEATMAP_MARGIN,
     "labelCharPx": LABEL_CHAR_PX, "minColumnPx": MIN_COLUMN_PX, "laptopChartPx": LAPTOP_CHART_PX,
     "phoneColumns": PHONE_COLUMNS, "panelHeight": PANEL_HEIGHT, "mostPanelLabels": MOST_PANEL_LABELS,

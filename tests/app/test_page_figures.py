@@ -4,7 +4,6 @@ label (ui/figures.py, which the exports, the API and the other tabs use)."""
 
 import json
 
-import plotly.colors
 import pytest
 
 from ui import page_code
@@ -34,17 +33,7 @@ def page(browser):
 
 
 def as_sent(figure) -> dict:
-    """A server figure as JSON, its named colour scales as the page names them ("Blues", not its list of colours)."""
-    named = {json.dumps(plotly.colors.get_colorscale(name)): name for name in ("Blues",)}
-
-    def name_scales(value):
-        if isinstance(value, dict):
-            return {key: (named.get(json.dumps(item), item) if key == "colorscale" else name_scales(item))
-                    for key, item in value.items()}
-        if isinstance(value, list):
-            return [name_scales(item) for item in value]
-        return value
-    return name_scales(json.loads(figure.to_json()))
+    return json.loads(figure.to_json())
 
 
 def differences(page_figure, server_figure, where: str = "") -> list[str]:
