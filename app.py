@@ -11,6 +11,7 @@ from pathlib import Path
 import ui  # noqa: F401  (sets gradio's analytics off before gradio loads)
 from ui import figures
 from ui.build import build_app, launch_options
+from ui.hub_models import OpeningAtStart
 from ui.services import Services
 
 
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     checkpoint = Path(args.checkpoint).resolve() if args.checkpoint else None
     services = Services.default(roots=[checkpoint.parent] if checkpoint else None)
     demo = build_app(services, checkpoint.name if checkpoint else None)
+    services.open_at_start(OpeningAtStart.sources_from_environment())
     demo.launch(server_name=host, server_port=args.port, share=args.share, footer_links=["api", "settings"],
                 **launch_options())
 

@@ -26,6 +26,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 from safetensors import SafetensorError
@@ -313,11 +314,14 @@ def check_repo_id(repo_id: str) -> None:
 
 
 def download(repo_id: str, revision: str | None = None, max_bytes: int | None = None,
-             cache_dir: str | Path | None = None) -> tuple[Path, Source]:
-    """Fetch what a Marian model needs from the Hub (or find it in huggingface_hub's cache when offline).
+             cache_dir: str | Path | None = None,
+             before_download: Callable[[int], None] | None = None) -> tuple[Path, Source]:
+    """Fetch what a Marian model needs from the Hub into ``cache_dir`` (or, offline, find it there or in
+    huggingface_hub's own cache).
 
     Only the files listed above are fetched (the safetensors weights when both kinds exist), after the Hub has
-    said what they weigh: more than ``max_bytes`` is refused before anything is downloaded.
+    said what they weigh: more than ``max_bytes`` is refused before anything is downloaded, and
+    ``before_download`` is told the total (to make room for it, or to show how far along the download is).
     """
     from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.errors import (GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
@@ -335,12 +339,14 @@ def download(repo_id: str, revision: str | None = None, max_bytes: int | None = 
     except HfHubHTTPError as error:
         raise HubError(f"the Hub refused to describe {repo_id} ({str(error).splitlines()[0]}).") from None
     except _network_errors():
-        try:  # offline: a model downloaded before is still there
-            directory = Path(snapshot_download(repo_id, revision=revision, local_files_only=True, cache_dir=cache_dir))
-        except (LocalEntryNotFoundError, OSError):
-            raise HubError(f"the Hub cannot be reached from this server, and {repo_id} was never downloaded "
-                           "here.") from None
-        return directory, Source(repo_id, directory.name, licence_of(directory))
+        for cache in dict.fromkeys([cache_dir, None]):  # offline: a model downloaded before is still there
+            try:
+                directory = Path(snapshot_download(repo_id, revision=revision, local_files_only=True,
+                                                   cache_dir=cache))
+            except (LocalEntryNotFoundError, OSError):
+                continue
+            return directory, Source(repo_id, directory.name, licence_of(directory))
+        raise HubError(f"the Hub cannot be reached from this server, and {repo_id} was never downloaded here.")
     sizes = {sibling.rfilename: sibling.size or 0 for sibling in info.siblings or []}
     if "config.json" not in sizes:
         raise HubError(f"{repo_id} has no config.json, so it is not a transformers model.")
@@ -360,6 +366,8 @@ def download(repo_id: str, revision: str | None = None, max_bytes: int | None = 
     if max_bytes is not None and total > max_bytes:
         raise HubError(f"{repo_id} weighs {total / 1e6:,.0f} MB, more than the {max_bytes / 1e6:,.0f} MB this "
                        "server opens.")
+    if before_download is not None:
+        before_download(total)
     try:
         directory = Path(snapshot_download(repo_id, revision=info.sha, allow_patterns=wanted, cache_dir=cache_dir))
     except _network_errors() as error:
@@ -369,11 +377,12 @@ def download(repo_id: str, revision: str | None = None, max_bytes: int | None = 
 
 
 def open_model(name: str, out: str | Path, revision: str | None = None, max_bytes: int | None = None,
-               cache_dir: str | Path | None = None) -> Path:
+               cache_dir: str | Path | None = None,
+               before_download: Callable[[int], None] | None = None) -> Path:
     """A Hub id or a local directory, converted into ``out``."""
     if Path(name).is_dir():
         return convert(name, out)
-    directory, source = download(name, revision, max_bytes, cache_dir)
+    directory, source = download(name, revision, max_bytes, cache_dir, before_download)
     return convert(directory, out, source)
 
 

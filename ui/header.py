@@ -9,7 +9,7 @@ from transformer.checkpoint import Checkpoint
 
 from . import components
 from .errors import as_html
-from .limits import from_this_machine
+from .limits import visiting_client
 from .page import Page
 from .services import Services
 from .tabs import translate
@@ -20,12 +20,10 @@ from .views.text import examples_for, source_label, text_for_model
 from .views.translate import layer_and_head_counts
 
 INTRO = """# Transformer attention explorer
-Type an English sentence and watch a Transformer (Vaswani et al., 2017) trained from scratch by this project
-translate it into German or French **one token at a time**. Then look inside: every head of every layer of the
-encoder self-attention, the decoder's masked self-attention and the encoder-decoder (cross) attention.
-The bundled English→German and English→French models learned from the same 29,000 image captions (Multi30K), so
-they translate sentences that describe a scene best; greetings, questions or news are far from anything they have
-read."""
+Type an English sentence and watch a Transformer (Vaswani et al., 2017) translate it into German or French **one
+token at a time**. Then look inside: every head of every layer of the encoder self-attention, the decoder's masked
+self-attention and the encoder-decoder (cross) attention. What the chosen model learned from is said under it."""
+OPENING_EVERY_S = 2.0  # how often a page asks how far the models opened at start are
 
 
 def layout(page: Page, names: list[str], default_model: str, broken: dict[str, str] | None = None) -> None:
@@ -38,6 +36,7 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, s
         model = components.Dropdown(names, value=default_model, label="Model", scale=2, allow_custom_value=True,
                             info="Bundled checkpoints, those trained in this app and those opened from the Hub")
         model_status = gr.Markdown(elem_id="model-status")
+    opening_status = gr.Markdown(elem_id="opening-status", visible=False)
     with gr.Accordion("Open a model from the Hub", open=False, visible=page.services.hub.enabled,
                       elem_id="open-from-hub"):
         with gr.Row():
@@ -48,7 +47,8 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, s
         hub_status = gr.Markdown(elem_id="hub-status")
     # The last text typed for each kind of model: {"digits"|"text": text}.
     page.add(model=model, model_status=model_status, typed_texts=gr.State({}), translation_state=gr.State(None),
-             hub_id=hub_id, open_hub=open_hub, hub_status=hub_status)
+             hub_id=hub_id, open_hub=open_hub, hub_status=hub_status, opening_status=opening_status,
+             opening_timer=gr.Timer(OPENING_EVERY_S, active=False))
 
 
 def model_settings(checkpoint: Checkpoint, layer, head) -> dict:
@@ -83,8 +83,7 @@ def on_open_from_hub(services: Services, hub_id, text, typed_texts, decoding, be
     """Download and convert a Hub model (once per server), then switch every tab to it, as a model switch does."""
     hub_id = (hub_id or "").strip()
     progress(0, desc=f"Opening {hub_id}")
-    public = request is None or not from_this_machine(request.headers, request.client.host if request.client else None)
-    name = services.hub.open(hub_id, public)
+    name = services.open_from_hub(hub_id, visiting_client(request))
     opened = on_model(services, name, text, typed_texts, decoding, beam_size, max_length, kind, view, layer, head,
                       average)
     # A Hub id has only letters, digits, '.', '-', '_' and one '/' (hub.check_repo_id), so code spans show it as it is.
@@ -99,7 +98,7 @@ def on_open(services: Services, model, text, decoding, beam_size, max_length, ki
     query = dict(request.query_params) if request else {}
     names = services.registry.names()
     values = share.parse_share_query(query, names)
-    chosen = values.get("model", model)
+    chosen = values.get("model", services.registry.opened_at_start() or model)
     checkpoint = services.registry.get(chosen)
     values = share.fit_share_values(values, checkpoint)
     for problem in share.share_link_problems(query, names, checkpoint):
@@ -113,7 +112,8 @@ def on_open(services: Services, model, text, decoding, beam_size, max_length, ki
     layers, heads = layer_and_head_counts(checkpoint)
     layer, head = clamp(layer or 1, 1, layers), clamp(head or 1, 1, heads)
     return {"model": chosen, **model_settings(checkpoint, layer, head),
-            "text": gr.Textbox(value=text, label=source_label(checkpoint)), "kind": kind, "view": view,
+            **opening_views(services), "text": gr.Textbox(value=text, label=source_label(checkpoint)), "kind": kind,
+            "view": view,
             "decoding": decoding,
             "beam_size": gr.Slider(value=max(2, beam), interactive=decoding == "beam",
                                    info=translate.beam_info(checkpoint)),
@@ -122,7 +122,20 @@ def on_open(services: Services, model, text, decoding, beam_size, max_length, ki
                                           average)}
 
 
-OPENED = ("model", "model_status", "layer", "head", "text", "kind", "view", "decoding", "beam_size", "max_length")
+def opening_views(services: Services) -> dict:
+    """What the server is opening at start and how far along it is, asked again every few seconds until done."""
+    status = services.opening.status()
+    return {"opening_status": gr.Markdown(status, visible=bool(status)),
+            "opening_timer": gr.Timer(active=services.opening.underway)}
+
+
+def on_opening_tick(services: Services) -> dict:
+    """How far along; once a model is ready, the model list shows it (the page's own model stays)."""
+    return {**opening_views(services), "model": gr.Dropdown(choices=services.registry.names())}
+
+
+OPENED = ("model", "model_status", "opening_status", "opening_timer", "layer", "head", "text", "kind", "view",
+          "decoding", "beam_size", "max_length")
 
 
 def wire(page: Page, demo: gr.Blocks) -> None:
@@ -135,3 +148,5 @@ def wire(page: Page, demo: gr.Blocks) -> None:
             cancels=page.sentence_work, concurrency_limit=1, concurrency_id="open_from_hub")
     page.on(demo.load, page.model_changed(page.translated(on_open)),
             [*OPENED, *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(), *page.model_outputs()])
+    page.on(page["opening_timer"].tick, on_opening_tick, ["opening_status", "opening_timer", "model"],
+            show_progress="hidden")

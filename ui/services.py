@@ -2,33 +2,44 @@
 
 from __future__ import annotations
 
-import fnmatch
-import os
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from transformer import hub
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
 from transformer.data import DataError, multi30k_dir
 
 from .classroom import Classrooms
 from .costly import CostlyWork
+from .hub_models import MB, HubModels, OpeningAtStart, megabytes_setting
 from .jobs import JobManager, training_disabled
 from .views.questions import predict_question
 
 
 class ModelRegistry:
-    """The checkpoints a user may choose, by name only, loaded once each and shared read-only by all sessions."""
+    """The checkpoints a user may choose, by name only, loaded once each and shared read-only by all sessions.
 
-    def __init__(self, roots: list[Path] | None = None, device: str | torch.device | None = None, max_loaded: int = 4):
+    Loaded models stay within ``max_mb`` of memory (``EXPLORER_MODELS_MB``, default 2,000): the one used least
+    recently is let go first. A model used in the last ``IN_USE_S`` seconds, or one the server opened at start,
+    is in use: the Hub cache never removes it.
+    """
+
+    MODELS_MB = 2000.0
+    IN_USE_S = 30 * 60  # a page or a class that has not touched its model for this long has moved on
+
+    def __init__(self, roots: list[Path] | None = None, device: str | torch.device | None = None,
+                 max_mb: float | None = None):
         self.roots = [Path(r) for r in (roots or [REPOSITORY_CHECKPOINTS])]
         self.device = device
-        self.max_loaded = max_loaded
+        self.max_bytes = int((max_mb if max_mb is not None else megabytes_setting("EXPLORER_MODELS_MB",
+                                                                                  self.MODELS_MB)) * MB)
+        self.preferred: list[str] = []  # opened at start, in the order they became ready: the first is the default
         self._loaded: OrderedDict[str, Checkpoint] = OrderedDict()
+        self._last_used: dict[str, float] = {}  # name -> time.time() of its last use
         self._lock = threading.Lock()
 
     def available(self) -> dict[str, Path]:
@@ -42,11 +53,37 @@ class ModelRegistry:
         return list(self.available())
 
     def default_name(self) -> str | None:
+        """The model a new visitor's page opens on: the first one opened at start that is ready, else the bundled
+        English→German model."""
         names = self.names()
-        for preferred in ("multi30k-en-de", "reverse-tiny"):
+        for preferred in (*self.preferred, "multi30k-en-de", "reverse-tiny"):
             if preferred in names:
                 return preferred
         return names[0] if names else None
+
+    def opened_at_start(self) -> str | None:
+        """The first model opened at start that is listed (None before one is ready)."""
+        names = self.names()
+        return next((name for name in self.preferred if name in names), None)
+
+    def prefer(self, name: str) -> None:
+        if name not in self.preferred:
+            self.preferred.append(name)
+
+    def last_used(self, name: str) -> float:
+        return self._last_used.get(name, 0.0)
+
+    def in_use(self, name: str) -> bool:
+        return name in self.preferred or time.time() - self.last_used(name) < self.IN_USE_S
+
+    def loaded(self) -> list[str]:
+        """The names of the models in memory, the least recently used first."""
+        with self._lock:
+            return list(self._loaded)
+
+    def loaded_bytes(self) -> int:
+        with self._lock:
+            return sum(model_bytes(checkpoint) for checkpoint in self._loaded.values())
 
     def forget(self, name: str) -> None:
         """Drop a loaded checkpoint whose directory is gone, so its name is refused from now on."""
@@ -58,12 +95,14 @@ class ModelRegistry:
 
         Loading happens outside the lock, so one slow load never holds up
         translations with models that are already loaded. A loaded model whose directory has since been removed
-        (deleted by its trainer, or the oldest of those trained in the app) is dropped.
+        (deleted by its trainer, the oldest of those trained in the app, or one the Hub cache made room by
+        removing) is dropped.
         """
         with self._lock:
             if name in self._loaded:
                 if self._loaded[name].path is None or self._loaded[name].path.is_dir():
                     self._loaded.move_to_end(name)
+                    self._last_used[name] = time.time()
                     return self._loaded[name]
                 del self._loaded[name]
         available = self.available()
@@ -73,62 +112,23 @@ class ModelRegistry:
             checkpoint = load_checkpoint(available[name], self.device)
         except CheckpointError as error:  # name the checkpoint, not the server's directories
             raise CheckpointError(str(error).replace(str(available[name].parent) + "/", "")) from None
+        size = model_bytes(checkpoint)
+        if size > self.max_bytes:
+            raise CheckpointError(f"{name} needs {size / MB:,.0f} MB of memory, more than the "
+                                  f"{self.max_bytes / MB:,.0f} MB this server keeps for models (EXPLORER_MODELS_MB).")
         with self._lock:
             checkpoint = self._loaded.setdefault(name, checkpoint)
             self._loaded.move_to_end(name)
-            while len(self._loaded) > self.max_loaded:
-                self._loaded.popitem(last=False)
+            self._last_used[name] = time.time()
+            while sum(map(model_bytes, self._loaded.values())) > self.max_bytes:
+                self._loaded.popitem(last=False)  # the least recently used; the one just loaded fits alone
             return checkpoint
 
 
-class HubModels:
-    """Translators opened from the Hugging Face Hub: each converted once into a directory the registry lists.
-
-    ``EXPLORER_HUB_CACHE`` is that directory; ``EXPLORER_HUB_MODELS`` the ids a public server opens (shell
-    patterns, comma-separated; empty: none at all), at most ``max_bytes`` each. One is opened at a time.
-    """
-
-    DEFAULT_PATTERNS = "Helsinki-NLP/opus-mt-*"
-    MAX_BYTES = 600 * 10**6  # opus-mt models weigh about 300 MB
-
-    def __init__(self, directory: str | Path | None = None, patterns: str | None = None, max_bytes: int = MAX_BYTES):
-        default = Path.home() / ".cache" / "transformer-explorer" / "hub"
-        self.directory = Path(directory or os.environ.get("EXPLORER_HUB_CACHE") or default)
-        patterns = os.environ.get("EXPLORER_HUB_MODELS", self.DEFAULT_PATTERNS) if patterns is None else patterns
-        self.patterns = [pattern.strip() for pattern in patterns.split(",") if pattern.strip()]
-        self.max_bytes = max_bytes
-        self._opening = threading.Lock()
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.patterns)
-
-    def name_of(self, repo_id: str) -> str:
-        """The model list's name for a Hub id: Helsinki-NLP/opus-mt-en-de is "Helsinki-NLP--opus-mt-en-de"."""
-        return repo_id.replace("/", "--")
-
-    def open(self, repo_id: str, public: bool) -> str:
-        """Convert the Hub model (unless converted before) and return its name in the model list.
-
-        A public server (a visitor who is not on this machine) opens only ids its patterns allow, of at most
-        ``max_bytes``; this machine's own user opens any Marian model.
-        """
-        repo_id = (repo_id or "").strip()
-        if not self.enabled:
-            raise hub.HubError("Opening models from the Hub is turned off on this server (EXPLORER_HUB_MODELS).")
-        hub.check_repo_id(repo_id)
-        if public and not any(fnmatch.fnmatchcase(repo_id, pattern) for pattern in self.patterns):
-            raise hub.HubError(f"This server opens only models matching {', '.join(self.patterns)}.")
-        name = self.name_of(repo_id)
-        if (self.directory / name / "config.json").is_file():
-            return name
-        if not self._opening.acquire(blocking=False):
-            raise hub.HubError("Another model is being opened on this server; try again when it is done.")
-        try:
-            hub.open_model(repo_id, self.directory / name, max_bytes=self.max_bytes if public else None)
-        finally:
-            self._opening.release()
-        return name
+def model_bytes(checkpoint: Checkpoint) -> int:
+    """The memory a loaded model's weights take (a tensor shared by two modules, as tied embeddings are, once)."""
+    tensors = {tensor.data_ptr(): tensor for tensor in (*checkpoint.model.parameters(), *checkpoint.model.buffers())}
+    return sum(tensor.numel() * tensor.element_size() for tensor in tensors.values())
 
 
 def multi30k_available() -> bool:
@@ -149,10 +149,28 @@ class Services:
     hub: HubModels = field(default_factory=HubModels)
     costly: CostlyWork = field(default_factory=CostlyWork)  # the costly events: one at a time, budgeted
     classes: Classrooms | None = None  # the classes open on this server; by default asking the registry's models
+    opening: OpeningAtStart | None = None  # the models the server opens by itself when it starts
 
     def __post_init__(self):
         if self.classes is None:
             self.classes = Classrooms(lambda lesson: predict_question(lesson, self.registry.get))
+        if self.opening is None:
+            self.opening = self.opening_of([])
+
+    def open_from_hub(self, source: str, visitor: str | None) -> str:
+        """A Hub model opened for a visitor (None: this machine's user), in the cache without removing a model in
+        use; its name in the model list."""
+        return self.hub.open(source, visitor, self.registry.in_use, self.registry.last_used)
+
+    def open_at_start(self, sources: list[str]) -> None:
+        """Open ``sources`` in the background; the first ready becomes the default model of new pages."""
+        self.opening = self.opening_of(sources)
+        self.opening.start()
+
+    def opening_of(self, sources: list[str]) -> OpeningAtStart:
+        return OpeningAtStart(self.hub, sources, ready=lambda name: self.registry.prefer(name),
+                              in_use=lambda name: self.registry.in_use(name),
+                              last_used=lambda name: self.registry.last_used(name))
 
     @classmethod
     def default(cls, roots: list[Path] | None = None, jobs: JobManager | None = None,

@@ -13,7 +13,8 @@ from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import header
 from ui.build import build_app
 from ui.errors import UNEXPECTED
-from ui.services import HubModels, ModelRegistry, Services
+from ui.hub_models import HubModels
+from ui.services import ModelRegistry, Services
 
 SENTENCE = "A dog runs across the grass."
 # Events that start, stop, keep or delete training jobs: the Train tab's own tests run them. Integrated gradients
@@ -84,16 +85,19 @@ def test_the_model_picker_opens_a_hub_id_from_the_download_cache(marian_dir, tmp
     assert "cc-by-4.0" in services.registry.get("Helsinki-NLP--opus-mt-en-xx").card
 
 
-@pytest.mark.parametrize("repo_id, public, patterns, message", [
-    ("someone/opus-mt-en-de", True, None, "opens only models matching Helsinki-NLP/opus-mt-"),
-    ("Helsinki-NLP/opus-mt-en-de", True, "", "turned off"),
-    ("../../etc", False, None, "not a Hub model id"),
-    ("Helsinki-NLP/opus-mt-en-zz", False, None, "cannot be reached"),
+VISITOR = "203.0.113.7"  # a visitor of a public server (None: this machine's own user)
+
+
+@pytest.mark.parametrize("repo_id, visitor, patterns, message", [
+    ("someone/opus-mt-en-de", VISITOR, None, "opens only models matching Helsinki-NLP/opus-mt-"),
+    ("Helsinki-NLP/opus-mt-en-de", VISITOR, "", "turned off"),
+    ("../../etc", None, None, "not a Hub model id"),
+    ("Helsinki-NLP/opus-mt-en-zz", None, None, "cannot be reached"),
 ])
-def test_a_hub_id_the_server_will_not_open_gets_one_sentence(tmp_path, monkeypatch, repo_id, public, patterns,
+def test_a_hub_id_the_server_will_not_open_gets_one_sentence(tmp_path, monkeypatch, repo_id, visitor, patterns,
                                                              message):
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     hub_models = HubModels(tmp_path / "converted", patterns=patterns)
     with pytest.raises(hub.HubError, match=message):
-        hub_models.open(repo_id, public=public)
+        hub_models.open(repo_id, visitor)
     assert not any((tmp_path / "converted").glob("*")) if (tmp_path / "converted").exists() else True

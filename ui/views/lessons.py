@@ -23,6 +23,7 @@ class PairedRun:
     model: str
     sentence: str
     positions: bool = True
+    layer: int | None = None  # its own layer's mean of heads; None: the lesson's layer and head
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Lesson:
     action: str | None = None  # "positions", "importance" or "attribution": a result Show me computes
     extra: dict = field(default_factory=dict)  # other components the lesson sets, by name
     pair: tuple[PairedRun, PairedRun] | None = None  # two runs it compares, shown side by side in the lessons panel
+    real_pair: tuple[PairedRun, PairedRun] | None = None  # the two it compares instead where their models are open
 
     @property
     def shown_head(self) -> int | None:
@@ -60,6 +62,10 @@ class Lesson:
 MEETING = "The meeting was postponed until next Tuesday because of the storm."
 # Helsinki-NLP/opus-mt-en-de, under the name the server lists it by once it was opened from the Hub.
 REAL_TRANSLATOR = "opus-mt-en-de"
+BALL = "A young girl is playing with a red ball in the park."
+# The base Transformer's cross-attention aligns words best in its penultimate layer (Garg et al., 2019), and a real
+# translator spreads a word over several heads: its pairs show the mean of layer 5's heads.
+REAL_TRANSLATOR_LAYER = 5
 
 LESSONS = (
     Lesson("Where each word looks",
@@ -93,15 +99,17 @@ LESSONS = (
     Lesson("Word order differs across languages",
            "German keeps the English order of 'a red ball' ('einem roten Ball'); French puts most adjectives after "
            "the noun ('un ballon rouge'). Cross-attention follows the word being translated, not its position, so "
-           "where French reorders, its bright cells cross. Below, the same sentence goes into both languages.",
+           "where French reorders, its bright cells cross. Below, the same sentence goes into both languages (by the "
+           "real translators opus-mt-en-de and opus-mt-en-fr where this server has them open).",
            ("Which French word looks at 'red'? Does it come before or after the one that looks at 'ball'?",
             "If attention copied positions, where would the bright cells lie?"),
            "In layer 3, head 2, French 'ballon' (step 8) looks at 'ball' and then 'rouge' (step 9) back at 'red': "
            "the bright cells cross. German 'roten' and 'Ball' look at 'red' and 'ball' in English order, on the "
            "diagonal.",
            model="multi30k-en-fr", layer=3, head=2, step=9, focus="lesson-pair",
-           pair=(PairedRun("multi30k-en-de", "A young girl is playing with a red ball in the park."),
-                 PairedRun("multi30k-en-fr", "A young girl is playing with a red ball in the park."))),
+           pair=(PairedRun("multi30k-en-de", BALL), PairedRun("multi30k-en-fr", BALL)),
+           real_pair=(PairedRun(REAL_TRANSLATOR, BALL, layer=REAL_TRANSLATOR_LAYER),
+                      PairedRun("opus-mt-en-fr", BALL, layer=REAL_TRANSLATOR_LAYER))),
     Lesson("Positions matter",
            "Attention itself ignores word order: it compares every position with every other. Order enters only "
            "through the positional encoding added to the embeddings (section 3.5). Take it away and see.",
@@ -141,8 +149,8 @@ LESSONS = (
     Lesson("A real translator",
            "The bundled models learned from 29,000 image captions, so a sentence unlike a caption gets words made "
            "up. opus-mt-en-de (Helsinki-NLP) is the paper's base Transformer, 6+6 layers of 8 heads, trained on "
-           "millions of sentences of every kind. Open it from the Hub (above the tabs) and the same views show "
-           "both models at work.",
+           "millions of sentences of every kind. Where this server has it open (a Space opens it when it starts; "
+           "anyone may open it from the Hub, above the tabs), the same views show both models at work.",
            ("Which translation of the meeting sentence would a German speaker accept?",
             "Does each model's cross-attention look at the English word it is translating?"),
            "The caption model's German has words that are not in the sentence; opus-mt's reads as German. Both "
@@ -177,7 +185,9 @@ def run_caption(checkpoint: Checkpoint, run: PairedRun, translation: str) -> str
     direction = (" → ".join(LANGUAGE_NAMES.get(code, code or "?") for code in languages)
                  if languages else name)
     without = ", **without the positional encoding**" if not run.positions else ""
-    return f"**{direction}** · {name}{without}\n\n{markdown_escape(run.sentence)} → *{markdown_escape(translation)}*"
+    shown = f" · mean of the heads of layer {run.layer}" if run.layer else ""
+    return (f"**{direction}** · {name}{without}{shown}\n\n{markdown_escape(run.sentence)} → "
+            f"*{markdown_escape(translation)}*")
 
 
 def listed_as(model: str, names: list[str]) -> str | None:
@@ -187,20 +197,22 @@ def listed_as(model: str, names: list[str]) -> str | None:
 
 def side_by_side(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint], names: list[str],
                  max_length: int | None = None) -> list[tuple[str, go.Figure | None]]:
-    """(caption, cross-attention map) of each of the lesson's two runs, at its layer and head (None: the mean of
-    heads), decoded as the lesson decodes. A run whose model this server does not list says how to open it."""
+    """(caption, cross-attention map) of each of the lesson's two runs (its real translators' where this server
+    has them open), at its layer and head (None: the mean of heads), decoded as the lesson decodes. A run whose
+    model this server does not list says how to open it."""
+    real = lesson.real_pair and all(listed_as(run.model, names) for run in lesson.real_pair)
     shown = []
-    for run in lesson.pair or ():
+    for run in (lesson.real_pair if real else lesson.pair) or ():
         name = listed_as(run.model, names)
         if name is None:
             how = (f" Open {markdown_escape('Helsinki-NLP/' + run.model)} under *Open a model from the Hub* (above "
-                   "the tabs), then press Show me again." if run.model == REAL_TRANSLATOR else "")
+                   "the tabs), then press Show me again." if run.model.startswith("opus-mt-") else "")
             shown.append((f"**{markdown_escape(run.model)}** is not open on this server.{how}", None))
             continue
         checkpoint = checkpoint_named(name)
         translation = checkpoint.translate(run.sentence, lesson.beam, max_length, positions=run.positions)
-        shown.append((run_caption(checkpoint, run, translation.text),
-                      map_figure(translation, "cross", lesson.layer, lesson.shown_head)))
+        layer, head = (run.layer, None) if run.layer else (lesson.layer, lesson.shown_head)
+        shown.append((run_caption(checkpoint, run, translation.text), map_figure(translation, "cross", layer, head)))
     return shown
 
 

@@ -14,11 +14,29 @@ from .choices import clamp
 
 
 def status_line(checkpoint: Checkpoint) -> str:
-    """One line under the model picker: size, shape and where the model runs."""
+    """Under the model picker: size, shape and where the model runs, then what it learned from."""
     config = checkpoint.model.config
     return (f"**{checkpoint.name}**: {checkpoint.model.num_parameters() / 1e6:.2f}M parameters, "
             f"{config.n_encoder_layers}+{config.n_decoder_layers} layers, {config.n_heads} heads, "
-            f"on {checkpoint.model.device}.")
+            f"on {checkpoint.model.device}. {what_it_learned(checkpoint)}")
+
+
+def what_it_learned(checkpoint: Checkpoint) -> str:
+    """What the model read in training, so a visitor knows which sentences it can translate."""
+    source = checkpoint.info.get("source")
+    publisher = source.get("name", "") if isinstance(source, dict) else ""
+    data = str(checkpoint.info.get("data", ""))
+    if publisher.startswith("Helsinki-NLP/opus-mt-"):
+        return ("A real translator: Helsinki-NLP trained it on millions of sentence pairs of every kind (the OPUS "
+                "collection), so everyday sentences, questions and news suit it.")
+    if publisher:
+        return "Converted from a Marian translator; its card (Model tab) says what it learned from."
+    if data.startswith("Multi30K"):
+        return ("It learned from 29,000 image captions (Multi30K), so it translates sentences that describe a "
+                "scene best; greetings, questions or news are far from anything it has read.")
+    if "reverse" in data:
+        return "It learned to write a row of digits backwards, and reads nothing else."
+    return f"It learned from {data}." if data else "Its card (Model tab) says what it learned from."
 
 
 def card_markdown(checkpoint: Checkpoint) -> str:

@@ -1,0 +1,274 @@
+"""Translators opened from the Hugging Face Hub on this server: converted once each into a directory the model list
+reads, within a disk cap and a rate per visitor, and the ones the server opens by itself when it starts."""
+
+from __future__ import annotations
+
+import collections
+import fnmatch
+import logging
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from transformer import hub
+from transformer.checkpoint import list_checkpoints
+
+log = logging.getLogger(__name__)
+
+MB = 10**6
+HOUR_S = 3600.0
+
+
+def megabytes_setting(name: str, default: float) -> float:
+    """A size in MB from the environment; the default for a value that is not a positive number."""
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def bytes_under(path: Path) -> int:
+    """What the files under ``path`` weigh; links (huggingface_hub's snapshots point at its blobs) count once."""
+    total = 0
+    for folder, _, files in os.walk(path):
+        for file in files:
+            try:
+                stat = os.lstat(os.path.join(folder, file))
+            except OSError:  # removed meanwhile
+                continue
+            total += 0 if os.path.islink(os.path.join(folder, file)) else stat.st_size
+    return total
+
+
+def in_mb(size: int) -> str:
+    return f"{size / MB:,.0f} MB"
+
+
+class HubModels:
+    """Translators opened from the Hub, each converted once into ``directory``, which the model list reads.
+
+    ``EXPLORER_HUB_CACHE`` is that directory; ``EXPLORER_HUB_MODELS`` the ids a public server opens (shell
+    patterns, comma-separated; empty: none at all), at most ``max_bytes`` each and ``opens_per_hour`` new ids per
+    visitor's address. Downloads go to ``directory/.downloads`` and are removed once converted; all of it stays
+    under ``EXPLORER_HUB_CACHE_MB`` (default 3,000 MB): the model used least recently goes first, never one in
+    use. One model is opened at a time.
+    """
+
+    DEFAULT_PATTERNS = "Helsinki-NLP/opus-mt-*"
+    MAX_BYTES = 600 * MB  # opus-mt models weigh about 300 MB
+    CACHE_CAP_MB = 3000.0
+    OPENS_PER_HOUR = 3
+
+    def __init__(self, directory: str | Path | None = None, patterns: str | None = None, max_bytes: int = MAX_BYTES,
+                 cache_cap_mb: float | None = None, opens_per_hour: int = OPENS_PER_HOUR):
+        default = Path.home() / ".cache" / "transformer-explorer" / "hub"
+        self.directory = Path(directory or os.environ.get("EXPLORER_HUB_CACHE") or default)
+        patterns = os.environ.get("EXPLORER_HUB_MODELS", self.DEFAULT_PATTERNS) if patterns is None else patterns
+        self.patterns = [pattern.strip() for pattern in patterns.split(",") if pattern.strip()]
+        self.max_bytes = max_bytes
+        cap_mb = cache_cap_mb if cache_cap_mb is not None else megabytes_setting("EXPLORER_HUB_CACHE_MB",
+                                                                                 self.CACHE_CAP_MB)
+        self.cache_cap = int(cap_mb * MB)
+        self.opens_per_hour = opens_per_hour
+        self._opening = threading.Lock()
+        self._opened_by: dict[str, collections.deque] = {}  # visitor's address -> when each new id was opened
+        self.progress: dict[str, tuple[Path, int]] = {}  # source -> (its download folder, bytes it will weigh)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.patterns)
+
+    @property
+    def downloads(self) -> Path:
+        return self.directory / ".downloads"
+
+    def name_of(self, source: str, directory: bool = False) -> str:
+        """The model list's name for a Hub id ("Helsinki-NLP--opus-mt-en-de") or a directory (its folder's name)."""
+        return Path(source).name if directory else source.replace("/", "--")
+
+    def converted(self) -> dict[str, Path]:
+        return {path.name: path for path in list_checkpoints(self.directory)}
+
+    def cache_bytes(self) -> int:
+        return bytes_under(self.directory)
+
+    def downloaded_bytes(self, source: str) -> tuple[int, int] | None:
+        """(bytes downloaded so far, bytes the download will weigh) while ``source`` is being downloaded."""
+        if source not in self.progress:
+            return None
+        folder, total = self.progress[source]
+        return min(bytes_under(folder), total), total
+
+    def open(self, source: str, visitor: str | None = None, in_use: Callable[[str], bool] = lambda name: False,
+             last_used: Callable[[str], float] = lambda name: 0.0, directories: bool = False) -> str:
+        """Convert the Hub model (unless converted before) and return its name in the model list.
+
+        ``visitor`` is the address of a visitor of a public server (None: this machine's own user, or the server
+        itself): a visitor opens only ids the patterns allow, of at most ``max_bytes``, and at most
+        ``opens_per_hour`` new ones an hour; this machine's user opens any Marian model, and the server's own
+        settings (``directories``) a directory in the Hugging Face layout too. Room is made in the cache by removing the models least recently used
+        (``last_used``, seconds since the epoch) that are not ``in_use``.
+        """
+        source = (source or "").strip()
+        local = directories and visitor is None and bool(source) and Path(source).is_dir()
+        if not local:
+            if not self.enabled:
+                raise hub.HubError("Opening models from the Hub is turned off on this server (EXPLORER_HUB_MODELS).")
+            hub.check_repo_id(source)
+            if visitor is not None and not any(fnmatch.fnmatchcase(source, pattern) for pattern in self.patterns):
+                raise hub.HubError(f"This server opens only models matching {', '.join(self.patterns)}.")
+        name = self.name_of(source, local)
+        if (self.directory / name / "config.json").is_file():
+            return name
+        if not self._opening.acquire(blocking=False):
+            raise hub.HubError("Another model is being opened on this server; try again when it is done.")
+        try:
+            if visitor is not None:
+                self._count_open(visitor)
+
+            def before_download(total: int) -> None:
+                # The download and the converted copy are both on disk until the download is removed.
+                self.make_room(2 * total, in_use, last_used, source)
+                self.progress[source] = (self.downloads / f"models--{source.replace('/', '--')}", total)
+
+            if local:  # the converted copy weighs what the directory's weights do
+                self.make_room(bytes_under(Path(source)), in_use, last_used, source)
+            hub.open_model(source, self.directory / name, max_bytes=self.max_bytes if visitor is not None else None,
+                           cache_dir=self.downloads, before_download=before_download)
+        finally:
+            self.progress.pop(source, None)
+            shutil.rmtree(self.downloads, ignore_errors=True)  # converted (or failed): the download is not kept
+            self._opening.release()
+        return name
+
+    def _count_open(self, visitor: str) -> None:
+        """A public visitor's new id: refused past ``opens_per_hour`` in the last hour."""
+        now = time.monotonic()
+        opened = self._opened_by.setdefault(visitor, collections.deque())
+        while opened and opened[0] <= now - HOUR_S:
+            opened.popleft()
+        if len(opened) >= self.opens_per_hour:
+            wait_min = max(1, round((opened[0] + HOUR_S - now) / 60))
+            raise hub.HubError(f"You have opened {self.opens_per_hour} new models from the Hub in the last hour, "
+                               f"the most this server opens for one address; try again in {wait_min} minutes, or "
+                               "choose a model already in the list.")
+        opened.append(now)
+
+    def make_room(self, needed: int, in_use: Callable[[str], bool], last_used: Callable[[str], float],
+                  source: str) -> None:
+        """Remove converted models, least recently used first and never one in use, until ``needed`` more bytes
+        fit under the cap; HubError when they cannot."""
+        if needed > self.cache_cap:
+            raise hub.HubError(f"{source} needs {in_mb(needed)} on disk while it is opened, more than this "
+                               f"server's Hub cache holds ({in_mb(self.cache_cap)}, EXPLORER_HUB_CACHE_MB).")
+        used = self.cache_bytes()
+        removable = sorted((path for name, path in self.converted().items() if not in_use(name)),
+                           key=lambda path: max(last_used(path.name), path.stat().st_mtime))
+        while used + needed > self.cache_cap and removable:
+            path = removable.pop(0)
+            size = bytes_under(path)
+            shutil.rmtree(path, ignore_errors=True)
+            log.info("removed %s (%s) from the Hub cache to make room for %s", path.name, in_mb(size), source)
+            used -= size
+        if used + needed > self.cache_cap:
+            raise hub.HubError(f"This server's Hub cache ({in_mb(self.cache_cap)}) is full of models in use; "
+                               f"{source} can be opened when one of them has not been used for a while.")
+
+
+@dataclass
+class Opening:
+    """One model the server opens by itself when it starts, and how far along it is."""
+
+    source: str
+    state: str = "waiting"  # "waiting", "opening", "ready" or "failed"
+    name: str | None = None  # its name in the model list, once ready
+    problem: str = ""  # why it could not be opened, in one sentence
+
+
+class OpeningAtStart:
+    """Hub ids or directories (``EXPLORER_OPEN_AT_START``, comma-separated; on a Space the two opus-mt models by
+    default) opened one after another in the background; the first one ready becomes the model a new visitor's
+    page opens on (``ready`` is told each name as it is ready)."""
+
+    ON_A_SPACE = "Helsinki-NLP/opus-mt-en-de,Helsinki-NLP/opus-mt-en-fr"
+
+    def __init__(self, hub_models: HubModels, sources: list[str], ready: Callable[[str], None] = lambda name: None,
+                 in_use: Callable[[str], bool] = lambda name: False,
+                 last_used: Callable[[str], float] = lambda name: 0.0):
+        self.hub_models, self.ready = hub_models, ready
+        self.in_use, self.last_used = in_use, last_used
+        self.openings = [Opening(source) for source in sources]
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def sources_from_environment(cls) -> list[str]:
+        default = cls.ON_A_SPACE if os.environ.get("SPACE_ID") else ""
+        value = os.environ.get("EXPLORER_OPEN_AT_START", default)
+        return [source.strip() for source in value.split(",") if source.strip()]
+
+    def start(self) -> None:
+        if self.openings and self._thread is None:
+            self._thread = threading.Thread(target=self.run, name="open-at-start", daemon=True)
+            self._thread.start()
+
+    def run(self) -> None:
+        # The models protected while others open: those opened at start (they are what every visitor gets).
+        def protected(name: str) -> bool:
+            return self.in_use(name) or any(opening.name == name for opening in self.openings)
+
+        for opening in self.openings:
+            opening.state = "opening"
+            log.info("opening %s at start", opening.source)
+            try:
+                opening.name = self.hub_models.open(opening.source, None, protected, self.last_used,
+                                                     directories=True)
+            except (hub.HubError, OSError) as error:
+                opening.state, opening.problem = "failed", one_sentence(error)
+                log.warning("%s could not be opened at start: %s", opening.source, opening.problem)
+                continue
+            except Exception:  # noqa: BLE001 (a model the converter cannot read must not stop the others)
+                log.exception("%s could not be opened at start", opening.source)
+                opening.state, opening.problem = "failed", "it could not be converted (see the server's log)."
+                continue
+            opening.state = "ready"
+            log.info("%s is ready as %s", opening.source, opening.name)
+            self.ready(opening.name)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether every opening has ended (ready or failed) within ``timeout`` seconds."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.underway
+
+    @property
+    def underway(self) -> bool:
+        return any(opening.state in ("waiting", "opening") for opening in self.openings)
+
+    def status(self) -> str:
+        """What the page says about them: one line each (empty when there are none)."""
+        return "\n".join(f"- {self.line(opening)}" for opening in self.openings)
+
+    def line(self, opening: Opening) -> str:
+        shown = f"`{opening.source}`" if hub.REPO_ID.match(opening.source) else f"`{Path(opening.source).name}`"
+        if opening.state == "waiting":
+            return f"{shown} will be opened next."
+        if opening.state == "opening":
+            progress = self.hub_models.downloaded_bytes(opening.source)
+            if progress is None:
+                return f"Opening {shown} for this server…"
+            done, total = progress
+            return f"Opening {shown} for this server: {in_mb(done)} of {in_mb(total)} downloaded…"
+        if opening.state == "ready":
+            listed = "" if shown == f"`{opening.name}`" else f" as `{opening.name}`"
+            return f"{shown} is open, in the model list{listed}."
+        return f"{shown} could not be opened: {opening.problem}"
+
+
+def one_sentence(error: BaseException) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return text if text.endswith(".") else text + "."
