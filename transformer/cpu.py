@@ -43,6 +43,18 @@ class DecodingWeight:
         # being reused.
         self._copies: dict[tuple[int, int], tuple[Tensor, int, Tensor | None, bool]] = {}
 
+    @classmethod
+    def packs(cls, weight: Tensor) -> bool:
+        return PACKING and weight.numel() >= cls.LARGE and weight.size(1) >= cls.WIDE
+
+    @classmethod
+    def copy_bytes(cls, weight: Tensor) -> int:
+        """What the copy of ``weight`` that decoding on a CPU reads takes, made or to be made (a float32 weight
+        on the CPU is copied unless it is wider than tall and too small to prepack)."""
+        copied = weight.is_cpu and weight.dtype == torch.float32 and (cls.packs(weight) or
+                                                                       weight.size(0) >= weight.size(1))
+        return weight.numel() * weight.element_size() if copied else 0
+
     @staticmethod
     def applies(weight: Tensor, x: Tensor) -> bool:
         return (weight.is_cpu and weight.dtype == x.dtype == torch.float32 and not torch.is_grad_enabled()
@@ -58,7 +70,7 @@ class DecodingWeight:
         cached = self._copies.get(key)
         if cached is None or cached[1] != weight._version or cached[0].data_ptr() != weight.data_ptr():
             seen = weight.detach()
-            packed = PACKING and seen.numel() >= self.LARGE and seen.size(1) >= self.WIDE
+            packed = self.packs(seen)
             if packed:
                 copy = torch.ops.mkldnn._reorder_linear_weight(seen.contiguous())
             elif seen.size(0) >= seen.size(1):
@@ -92,6 +104,17 @@ class Linear(nn.Linear):
     def _apply(self, fn, recurse=True):
         self.decoding_weight.clear()  # .to(), .half() and friends: the copies belonged to the old tensors
         return super()._apply(fn, recurse)
+
+
+def decoding_copy_bytes(model: nn.Module) -> int:
+    """What the copies of a model's weights that decoding on a CPU reads take: about its weights again."""
+    total = 0
+    for module in model.modules():
+        if isinstance(module, Linear):
+            total += DecodingWeight.copy_bytes(module.weight)
+        if getattr(module, "tied_output", None) is not None:  # the output projection reads the target embedding
+            total += DecodingWeight.copy_bytes(module.tgt_embed.weight)
+    return total
 
 
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:

@@ -113,6 +113,12 @@ class Classrooms:
             raise ClassError("Only the page that opened this class can do that.")
         return room
 
+    def lessons_open(self) -> set[int]:
+        """The lessons (1-based) the open classes are on."""
+        with self._lock:
+            self._expire()
+            return {room.current.lesson for room in self._classes.values()}
+
     def open(self, lesson: int, teacher: str) -> str:
         """A new class on ``lesson`` (1-based) opened by the session ``teacher``; its code."""
         if not 1 <= lesson <= len(LESSONS):

@@ -136,8 +136,9 @@ class HubModels:
                 self.make_room(2 * total, in_use, last_used, source)
                 self.progress[source] = (self.downloads / f"models--{source.replace('/', '--')}", total)
 
-            if local:  # the converted copy weighs what the directory's weights do
-                self.make_room(bytes_under(Path(source)), in_use, last_used, source)
+            if local:  # the converted copy weighs what the directory's files do (at most)
+                size = sum(file.stat().st_size for file in Path(source).iterdir() if file.is_file())
+                self.make_room(size, in_use, last_used, source)
             hub.open_model(source, self.directory / name, max_bytes=self.max_bytes if visitor is not None else None,
                            cache_dir=self.downloads, before_download=before_download)
         finally:

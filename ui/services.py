@@ -11,12 +11,14 @@ from pathlib import Path
 import torch
 
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
+from transformer.cpu import decoding_copy_bytes
 from transformer.data import DataError, multi30k_dir
 
 from .classroom import Classrooms
 from .costly import CostlyWork
 from .hub_models import MB, HubModels, OpeningAtStart, megabytes_setting
 from .jobs import JobManager, training_disabled
+from .views.lessons import LESSONS, lesson_models, listed_as
 from .views.questions import predict_question
 
 
@@ -126,9 +128,11 @@ class ModelRegistry:
 
 
 def model_bytes(checkpoint: Checkpoint) -> int:
-    """The memory a loaded model's weights take (a tensor shared by two modules, as tied embeddings are, once)."""
-    tensors = {tensor.data_ptr(): tensor for tensor in (*checkpoint.model.parameters(), *checkpoint.model.buffers())}
-    return sum(tensor.numel() * tensor.element_size() for tensor in tensors.values())
+    """The memory a loaded model takes: its weights (a tensor shared by two modules, as tied embeddings are, once)
+    and the copies of them that decoding on a CPU reads."""
+    model = checkpoint.model
+    tensors = {tensor.data_ptr(): tensor for tensor in (*model.parameters(), *model.buffers())}
+    return sum(tensor.numel() * tensor.element_size() for tensor in tensors.values()) + decoding_copy_bytes(model)
 
 
 def multi30k_available() -> bool:
@@ -157,10 +161,18 @@ class Services:
         if self.opening is None:
             self.opening = self.opening_of([])
 
+    def in_use(self, name: str) -> bool:
+        """Whether a page or a class uses the model: used lately, opened at start, or one an open class's lesson
+        sets (which the class may ask about again at any time)."""
+        if self.registry.in_use(name):
+            return True
+        return any(listed_as(model, [name]) for number in self.classes.lessons_open()
+                   for model in lesson_models(LESSONS[number - 1]))
+
     def open_from_hub(self, source: str, visitor: str | None) -> str:
         """A Hub model opened for a visitor (None: this machine's user), in the cache without removing a model in
         use; its name in the model list."""
-        return self.hub.open(source, visitor, self.registry.in_use, self.registry.last_used)
+        return self.hub.open(source, visitor, self.in_use, self.registry.last_used)
 
     def open_at_start(self, sources: list[str]) -> None:
         """Open ``sources`` in the background; the first ready becomes the default model of new pages."""
@@ -169,7 +181,7 @@ class Services:
 
     def opening_of(self, sources: list[str]) -> OpeningAtStart:
         return OpeningAtStart(self.hub, sources, ready=lambda name: self.registry.prefer(name),
-                              in_use=lambda name: self.registry.in_use(name),
+                              in_use=self.in_use,
                               last_used=lambda name: self.registry.last_used(name))
 
     @classmethod

@@ -13,6 +13,7 @@ from marian_models import build_marian
 from transformer import hub
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
 from ui import header
+from ui.classroom import Classrooms
 from ui.hub_models import HubModels, OpeningAtStart, bytes_under
 from ui.services import ModelRegistry, Services
 from ui.views import lessons
@@ -133,13 +134,14 @@ def test_the_hub_cache_makes_room_by_removing_the_least_recently_used_model_neve
 
 
 def test_models_in_memory_stay_within_their_megabytes_the_least_recently_used_let_go(tmp_path):
-    registry = ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu", max_mb=40)  # one caption model (31 MB) fits
+    # A caption model takes 55 MB: 31 of weights and 24 of the copies decoding on a CPU reads.
+    registry = ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu", max_mb=70)
     registry.get("multi30k-en-de")
     registry.get("reverse-tiny")
     registry.get("multi30k-en-fr")
-    assert registry.loaded() == ["reverse-tiny", "multi30k-en-fr"] and registry.loaded_bytes() <= 40e6
+    assert registry.loaded() == ["reverse-tiny", "multi30k-en-fr"] and registry.loaded_bytes() <= 70e6
     small = ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu", max_mb=10)
-    with pytest.raises(CheckpointError, match="multi30k-en-de needs 31 MB of memory, more than the 10 MB this "
+    with pytest.raises(CheckpointError, match="multi30k-en-de needs 54 MB of memory, more than the 10 MB this "
                                               r"server keeps for models \(EXPLORER_MODELS_MB\)"):
         small.get("multi30k-en-de")
     assert small.get("reverse-tiny").name == "reverse-tiny"
@@ -195,3 +197,14 @@ def test_the_lessons_that_compare_translators_use_the_real_ones_where_they_are_o
     (caption_german, _), _ = lessons.side_by_side(by_title["Word order differs across languages"],
                                                   services.registry.get, without_french, 20)
     assert "multi30k\\-en\\-de" in caption_german, "one real translator alone: the caption models' pair"
+
+
+def test_a_model_an_open_class_is_on_stays_in_use_however_long_ago_it_was_used(tmp_path):
+    services = services_with_hub(tmp_path)
+    services.classes = Classrooms(ask=lambda lesson: None)  # the class's question is not what this is about
+    opus = "Helsinki-NLP--opus-mt-en-de"
+    assert not services.in_use(opus)
+    real_translator = 1 + [lesson.title for lesson in lessons.LESSONS].index("A real translator")
+    services.classes.open(real_translator, teacher="a teacher's page")
+    assert services.in_use(opus) and services.in_use("multi30k-en-de")
+    assert not services.in_use("Helsinki-NLP--opus-mt-en-fr")

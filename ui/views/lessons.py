@@ -195,6 +195,11 @@ def listed_as(model: str, names: list[str]) -> str | None:
     return model if model in names else next((name for name in names if name.endswith("--" + model)), None)
 
 
+def lesson_models(lesson: Lesson) -> set[str]:
+    """Every model a lesson sets or compares."""
+    return {lesson.model, *(run.model for run in (*(lesson.pair or ()), *(lesson.real_pair or ())))}
+
+
 def side_by_side(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint], names: list[str],
                  max_length: int | None = None) -> list[tuple[str, go.Figure | None]]:
     """(caption, cross-attention map) of each of the lesson's two runs (its real translators' where this server
