@@ -8,7 +8,8 @@ from torch import nn
 
 from transformer.config import ModelConfig
 from transformer.decoding import pad_batch
-from transformer.cpu import DecodingWeight
+from transformer.checkpoint import DEFAULT_CHECKPOINT, load_checkpoint
+from transformer.cpu import DecodingWeight, decoding_copy_bytes
 from transformer.model import DecoderCache, HeadMask, MultiHeadAttention, Transformer, dropout, sinusoidal_table
 from transformer.reference import copy_attention, to_torch_transformer
 
@@ -275,3 +276,23 @@ def test_every_dropout_of_the_model_is_the_fast_one_and_none_acts_in_evaluation(
     assert torch.equal(model(src, tgt).logits, model(src, tgt).logits)
     model.train()
     assert not torch.equal(model(src, tgt).logits, model(src, tgt).logits)
+
+
+def copies_made(model: Transformer) -> int:
+    holders = [module.decoding_weight for module in model.modules() if hasattr(module, "decoding_weight")]
+    holders += [model.tied_output] if model.tied_output is not None else []
+    return sum(copy.numel() * copy.element_size() for holder in holders
+               for _, _, copy, _ in holder._copies.values() if copy is not None)
+
+
+@pytest.mark.parametrize("every_weight_prepacked", [False, True])
+def test_the_memory_decodings_copies_will_take_is_known_before_they_are_made(every_weight_prepacked, monkeypatch):
+    """A server bounding its loaded models by memory counts these copies when it loads a model (ui/services.py)."""
+    if every_weight_prepacked:
+        monkeypatch.setattr(DecodingWeight, "LARGE", 1)
+        monkeypatch.setattr(DecodingWeight, "WIDE", 1)
+    checkpoint = load_checkpoint(DEFAULT_CHECKPOINT, device="cpu")
+    expected = decoding_copy_bytes(checkpoint.model)
+    assert copies_made(checkpoint.model) == 0 and expected > 0
+    checkpoint.translate("A dog runs across the grass.", beam_size=5)
+    assert copies_made(checkpoint.model) == expected
