@@ -13,6 +13,7 @@ from . import batching, components
 from .class_page import session_of
 from .classroom import CODE_LENGTH, Round
 from .header import model_settings
+from .limits import visiting_client
 from .page import Page
 from .services import Services
 from .tabs.model import after_model_change as model_tab
@@ -65,7 +66,8 @@ def class_round(current: Round) -> dict:
 
 def class_open(services: Services, class_lesson, request: gr.Request) -> dict:
     """/class_open: a class on lesson N (1-based), opened by this client, which alone may reveal or close it."""
-    code = services.classes.open(int(class_lesson), teacher=session_of(request))
+    code = services.classes.open(int(class_lesson), teacher=session_of(request),
+                                 address=visiting_client(request))
     return {"class_reply": {"code": code, **class_round(services.classes.question(code))}}
 
 

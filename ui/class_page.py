@@ -15,6 +15,7 @@ import segno
 from .chart import Chart
 from . import components
 from .classroom import CODE_LENGTH, ClassError, Round, normal_code
+from .limits import visiting_client
 from .page import Page
 from .services import Services
 from .views import lessons
@@ -100,7 +101,7 @@ def on_class_open(services: Services, lesson_choice, page_address, request: gr.R
     """Open a class on the chosen lesson: its code, the students' link and QR code, and the first question."""
     lesson = lessons.LESSONS.index(lessons.lesson_by_choice(lesson_choice)) + 1
     student_link(page_address, "")  # the address checked before the question is computed
-    code = services.classes.open(lesson, teacher=session_of(request))
+    code = services.classes.open(lesson, teacher=session_of(request), address=visiting_client(request))
     return {"class_code": code, "class_join": join_html(code, student_link(page_address, code)),
             "class_clock": gr.Timer(active=True),
             "class_close": gr.Button(interactive=True), **teacher_views(services, code)}
@@ -108,7 +109,7 @@ def on_class_open(services: Services, lesson_choice, page_address, request: gr.R
 
 def on_class_tick(services: Services, class_code) -> dict:
     """The answers so far (only those: the chart of a reveal is not sent again every second); a class that ended
-    meanwhile (two hours unused) stops the clock and says so."""
+    meanwhile (unused for half an hour) stops the clock and says so."""
     if not class_code:
         return {}
     try:

@@ -3,12 +3,14 @@ phones, each answers the lesson's question once, and the teacher reveals the mod
 
 Held in memory only: no names, no accounts, and nothing kept once a class ends. A student is the session their
 page (or script) opened; the teacher is the session that opened the class, and only it may reveal, move on or
-close. A server holds a few classes of a few hundred students at most, and a class ends two hours after anyone
-last used it.
+close. A server holds a few classes of a few hundred students at most, each public address two of them; a class
+ends when no student has joined it 15 minutes after it opened, or 30 minutes after anyone last used it (the pages
+of a class in progress ask every few seconds).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import threading
@@ -23,9 +25,11 @@ from .views.questions import Question
 
 CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # none that read alike (0 and O, 1 and I)
 CODE_LENGTH = 5
-MAX_CLASSES = int(os.environ.get("EXPLORER_MAX_CLASSES", "5"))
+MAX_CLASSES = int(os.environ.get("EXPLORER_MAX_CLASSES", "20"))
 MAX_STUDENTS = int(os.environ.get("EXPLORER_MAX_STUDENTS", "250"))
-IDLE_S = 2 * 3600
+CLASSES_PER_ADDRESS = int(os.environ.get("EXPLORER_CLASSES_PER_ADDRESS", "2"))
+IDLE_S = 30 * 60
+UNJOINED_S = 15 * 60
 
 
 class ClassError(InputError):
@@ -58,6 +62,8 @@ class Classroom:
     rounds: list[Round]
     students: set[str] = field(default_factory=set)
     last_used: float = 0.0
+    opened: float = 0.0
+    address: str | None = None  # the public address that opened it (None: this machine's own user)
 
     @property
     def current(self) -> Round:
@@ -86,17 +92,25 @@ class Classrooms:
     with the server's models)."""
 
     def __init__(self, ask: Callable[[Lesson], Question], max_classes: int = MAX_CLASSES,
-                 max_students: int = MAX_STUDENTS, idle_s: float = IDLE_S,
-                 clock: Callable[[], float] = time.monotonic):
-        self.ask, self.max_classes, self.max_students, self.idle_s, self.clock = (
-            ask, max_classes, max_students, idle_s, clock)
+                 max_students: int = MAX_STUDENTS, idle_s: float = IDLE_S, unjoined_s: float = UNJOINED_S,
+                 per_address: int = CLASSES_PER_ADDRESS, clock: Callable[[], float] = time.monotonic):
+        self.ask, self.max_classes, self.max_students, self.clock = ask, max_classes, max_students, clock
+        self.idle_s, self.unjoined_s, self.per_address = idle_s, unjoined_s, per_address
         self._lock = threading.Lock()
         self._classes: dict[str, Classroom] = {}
 
+    def _ends_at(self, room: Classroom) -> float:
+        """When the class closes unless someone uses it (or, for one nobody joined yet, a student joins)."""
+        idle_end = room.last_used + self.idle_s
+        return idle_end if room.students else min(idle_end, room.opened + self.unjoined_s)
+
     def _expire(self) -> None:
         now = self.clock()
-        for code in [code for code, room in self._classes.items() if now - room.last_used > self.idle_s]:
+        for code in [code for code, room in self._classes.items() if now >= self._ends_at(room)]:
             del self._classes[code]
+
+    def _minutes_until_one_ends(self, rooms: list[Classroom]) -> int:
+        return max(1, math.ceil((min(map(self._ends_at, rooms)) - self.clock()) / 60))
 
     def _room(self, code: str) -> Classroom:
         typed = normal_code(code)
@@ -119,22 +133,35 @@ class Classrooms:
             self._expire()
             return {room.current.lesson for room in self._classes.values()}
 
-    def open(self, lesson: int, teacher: str) -> str:
-        """A new class on ``lesson`` (1-based) opened by the session ``teacher``; its code."""
+    def open(self, lesson: int, teacher: str, address: str | None = None) -> str:
+        """A new class on ``lesson`` (1-based) opened by the session ``teacher`` from the public ``address`` (None:
+        this machine's own user, who may open any number the server holds); its code."""
         if not 1 <= lesson <= len(LESSONS):
             raise ClassError(f"Choose a lesson from 1 to {len(LESSONS)}.")
         with self._lock:
-            self._expire()
-            if len(self._classes) >= self.max_classes:
-                raise ClassError(f"This server holds {self.max_classes} open classes, the most it may; close one, "
-                                 "or wait until one has been unused for two hours.")
+            self._check_room_for(address)
         question = self.ask(LESSONS[lesson - 1])  # computed outside the lock: other classes go on meanwhile
         with self._lock:
+            self._check_room_for(address)  # another page may have opened one meanwhile
             code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
             while code in self._classes:
                 code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
-            self._classes[code] = Classroom(code, teacher, [Round(lesson, question)], last_used=self.clock())
+            now = self.clock()
+            self._classes[code] = Classroom(code, teacher, [Round(lesson, question)], last_used=now, opened=now,
+                                            address=address)
             return code
+
+    def _check_room_for(self, address: str | None) -> None:
+        self._expire()
+        own = [room for room in self._classes.values() if address is not None and room.address == address]
+        if len(own) >= self.per_address:
+            raise ClassError(f"Your address holds {len(own)} open classes, the most one address may: close one, "
+                             f"or try again in {plural(self._minutes_until_one_ends(own), 'minute')}, when one "
+                             "closes unless it is used.")
+        if len(self._classes) >= self.max_classes:
+            raise ClassError(f"This server holds {self.max_classes} open classes, the most it may: try again in "
+                             f"{plural(self._minutes_until_one_ends(list(self._classes.values())), 'minute')}, "
+                             "when one closes unless it is used.")
 
     def question(self, code: str, student: str | None = None) -> Round:
         """The class's current round; ``student`` joins the class by asking (the class has room for so many)."""
@@ -202,6 +229,10 @@ class Classrooms:
         with self._lock:
             self._expire()
             return len(self._classes)
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def normal_code(code: str | None) -> str:

@@ -69,3 +69,18 @@ def test_a_page_open_on_a_class_that_ended_stops_asking_and_says_so(services):
         timer = ended.get("class_clock", ended.get("student_clock"))
         assert timer.active is False
     assert "No open class has the code" in class_page.on_class_tick(services, code)["class_status"]
+
+
+def visitor(name: str, address: str):
+    """A request of a public server's visitor: through a proxy on a private network, as on a Space."""
+    return types.SimpleNamespace(session_hash=name, query_params={}, client=types.SimpleNamespace(host="10.0.0.2"),
+                                 headers={"x-forwarded-for": address})
+
+
+def test_a_teacher_at_an_address_holding_two_classes_reads_when_to_try_again(services):
+    page = "https://someone-explorer.hf.space/"
+    for teacher in ("T1", "T2"):
+        assert class_page.on_class_open(services, "1. Where each word looks", page, visitor(teacher, "203.0.113.7"))
+    with pytest.raises(ClassError, match="Your address holds 2 open classes, .* try again in 15 minutes"):
+        class_page.on_class_open(services, "1. Where each word looks", page, visitor("T3", "203.0.113.7"))
+    assert class_page.on_class_open(services, "1. Where each word looks", page, visitor("T4", "198.51.100.2"))

@@ -1,5 +1,6 @@
 """A class explores together: a teacher opens a class, students join by code and answer once each, only the
-teacher reveals, moves on or closes, and a server holds only so many classes and students for so long."""
+teacher reveals, moves on or closes, and a server holds only so many classes and students (so many per public
+address) for so long."""
 
 import pytest
 
@@ -68,10 +69,13 @@ def test_only_the_teacher_reveals_moves_on_and_closes_and_the_score_counts_revea
 
 
 def test_a_server_holds_only_so_many_classes_and_students():
-    classes = Classrooms(ask, max_classes=2, max_students=2)
+    clock = Clock()
+    classes = Classrooms(ask, max_classes=2, max_students=2, clock=clock)
     code = classes.open(1, "T1")
+    clock.now += 5 * 60
     classes.open(1, "T2")
-    with pytest.raises(ClassError, match="holds 2 open classes, the most it may"):
+    with pytest.raises(ClassError, match="^This server holds 2 open classes, the most it may: try again in 10 "
+                                         "minutes, when one closes unless it is used.$"):
         classes.open(1, "T3")
     classes.question(code, "s1")
     classes.answer(code, "s2", 0)
@@ -80,18 +84,47 @@ def test_a_server_holds_only_so_many_classes_and_students():
         classes.question(code, "s3")
 
 
-def test_a_class_ends_two_hours_after_it_was_last_used():
+def test_a_class_ends_half_an_hour_after_it_was_last_used():
     clock = Clock()
     classes = Classrooms(ask, clock=clock)
     code = classes.open(1, "T")
-    clock.now += 2 * 3600 - 1
+    clock.now += 14 * 60
     classes.question(code, "s1")
-    clock.now += 2 * 3600 - 1
+    clock.now += 30 * 60 - 1
     assert classes.results(code).students == 1, "in use: still open"
-    clock.now += 2 * 3600 + 1
+    clock.now += 30 * 60
     assert classes.open_count() == 0
     with pytest.raises(ClassError, match="No open class has the code"):
         classes.answer(code, "s1", 0)
+
+
+def test_a_class_no_student_joined_within_a_quarter_of_an_hour_ends_however_often_its_teacher_looks():
+    clock = Clock()
+    classes = Classrooms(ask, clock=clock)
+    code = classes.open(1, "T")
+    for _ in range(15):
+        clock.now += 60 - 1e-3
+        assert classes.results(code).students == 0  # the teacher's page asks every few seconds
+    clock.now += 1
+    assert classes.open_count() == 0
+
+
+def test_one_public_address_holds_two_classes_and_is_told_when_it_may_open_another():
+    clock = Clock()
+    classes = Classrooms(ask, clock=clock)
+    first = classes.open(1, "T1", address="203.0.113.7")
+    classes.question(first, "s1")
+    clock.now += 10 * 60
+    classes.open(2, "T2", address="203.0.113.7")
+    clock.now += 60
+    with pytest.raises(ClassError, match="^Your address holds 2 open classes, the most one address may: close one, "
+                                         "or try again in 14 minutes, when one closes unless it is used.$"):
+        classes.open(3, "T3", address="203.0.113.7")
+    assert classes.open(3, "T4", address="198.51.100.2"), "another address opens its own"
+    for teacher in ("T5", "T6", "T7"):
+        classes.open(4, teacher, address=None)  # the app's own machine is not limited
+    clock.now += 14 * 60  # the class nobody joined closes
+    assert classes.open(3, "T3", address="203.0.113.7")
 
 
 @pytest.mark.parametrize("lesson", [0, len(LESSONS) + 1, -3])
