@@ -47,6 +47,9 @@ KEPT_MODELS = int(os.environ.get("EXPLORER_KEPT_MODELS", "10"))
 JOBS_PER_CLIENT_HOUR = 3  # one client may not keep the server's one training slot for itself
 MAX_STEPS = 3000
 MAX_MINUTES = 15.0  # a visitor may hold the server's one training slot this long
+SHARED_MINUTES = 5.0  # ... or this long while another visitor waits for it
+MAX_WAITING = 10  # visitors in line for the slot
+WAITER_GONE_S = 10.0  # a place in line whose page has not asked for this long is given up (the page asks each second)
 APP_PRESETS = (AUTO_PRESET, "tiny", "small")
 DISABLE_VARIABLE = "EXPLORER_DISABLE_TRAINING"
 SYNTHETIC_PROBE = "3 1 4 1 5 9 2 6"
@@ -62,6 +65,10 @@ def time_left_text(seconds: float) -> str:
 
 class JobError(Exception):
     """Why a job could not start, phrased for the user."""
+
+
+class SlotTaken(JobError):
+    """The training slot is not free for this visitor now: a job runs, or others wait ahead of them."""
 
 
 def training_disabled() -> bool:
@@ -195,6 +202,8 @@ class JobState:
     ended: float | None = None
     owner: str | None = None         # the visitor (session) who started it, while they are still here
     plan: str | None = None          # what a job fitted to its time limit planned, from the speed it measured
+    shared: bool = False             # a public visitor's job: it ends at SHARED_MINUTES while another visitor waits
+    cut: bool = False                # it was ended so that a waiting visitor could train
 
     @property
     def step(self) -> int:
@@ -228,14 +237,27 @@ class JobState:
         return max(0.0, min(by_steps, by_time))
 
 
+@dataclass
+class Waiter:
+    """A visitor waiting for the training slot: their session, their address (None: this machine's user), the time
+    limit they asked for, and when their page last asked."""
+
+    owner: str
+    client: str | None
+    minutes: float
+    seen: float
+
+
 class JobManager:
     """Runs at most one training job at a time and publishes finished models under ``published_dir``."""
 
     def __init__(self, runs_dir: str | Path | None = None, trainer: Callable[..., Trainer] = Trainer,
-                 max_minutes: float = MAX_MINUTES):
+                 max_minutes: float = MAX_MINUTES, shared_minutes: float = SHARED_MINUTES):
         """``trainer``: what runs a job, called as ``Trainer`` is (tests give a quick stand-in); ``max_minutes``:
-        the longest time limit a job may have (benchmarks run longer jobs than the tab offers)."""
-        self.max_minutes = max_minutes
+        the longest time limit a job may have (benchmarks run longer jobs than the tab offers); ``shared_minutes``:
+        when a public visitor's job ends while another visitor waits."""
+        self.max_minutes, self.shared_minutes = max_minutes, shared_minutes
+        self._line: list[Waiter] = []  # visitors waiting for the slot, the next first
         self.trainer = trainer
         self.runs_dir = Path(runs_dir or os.environ.get("EXPLORER_RUNS_DIR", DEFAULT_RUNS_DIR))
         self.published_dir = self.runs_dir / "app"
@@ -256,23 +278,72 @@ class JobManager:
     def busy(self) -> bool:
         return self._job is not None and self._job.status == "running"
 
-    def start(self, request: JobRequest, owner: str | None = None, client: str | None = None) -> JobState:
-        """Start a job for the visitor ``owner`` (None: the server itself); refused while another one runs, and
-        for a ``client`` (a public server's visitor, by address) that started ``JOBS_PER_CLIENT_HOUR`` jobs in the
-        last hour. A client's job trains on half the cores, leaving the others to everyone else."""
+    def check(self, request: JobRequest) -> None:
+        """Refuse a request that could never start (before its visitor waits for the slot); bound its numbers."""
         if training_disabled():
             raise JobError(f"Training is turned off on this server ({DISABLE_VARIABLE} is set).")
         if request.preset not in APP_PRESETS:
             raise JobError(f"choose a model size among {', '.join(APP_PRESETS)}")
         request.steps = clamp(request.steps, 10, MAX_STEPS, "number of updates")
         request.minutes = max(0.2, min(self.max_minutes, finite(request.minutes, "time limit in minutes")))
+
+    def wait_in_line(self, request: JobRequest, owner: str, client: str | None) -> int | None:
+        """Hold ``owner``'s place in line for the slot (joining at its end) while a job runs or others are ahead:
+        their place (1: next), or None when the slot is theirs to take now with ``start``. A page asks each second;
+        a place not asked about for ``WAITER_GONE_S`` is given up. One place per address."""
+        with self._lock:
+            self._drop_gone()
+            now = time.monotonic()
+            places = [waiter.owner for waiter in self._line]
+            if not self.busy() and (not places or places[0] == owner):
+                return None
+            if self.busy() and self._job.owner == owner:
+                raise JobError(f"Your training job ({self._job.name}) is running; stop it before you start another.")
+            if owner in places:
+                self._line[places.index(owner)].seen = now
+                return places.index(owner) + 1
+            if client is not None and any(waiter.client == client for waiter in self._line):
+                raise JobError("Another page at your address is already waiting for the training slot; one place "
+                               "in line per address.")
+            if len(self._line) >= MAX_WAITING:
+                raise JobError(f"{MAX_WAITING} visitors are waiting for the training slot already; try again later.")
+            self._line.append(Waiter(owner, client, request.minutes, now))
+            return len(self._line)
+
+    def expected_wait_s(self, place: int) -> float:
+        """How long the visitor at ``place`` may wait, at most: the running job's time left (a public visitor's
+        ends at ``shared_minutes`` now that someone waits), then the time limit of each visitor ahead."""
+        with self._lock:
+            job, ahead = self._job, self._line[:max(0, place - 1)]
+            wait = 0.0
+            if job is not None and job.status == "running":
+                limit = min(job.request.minutes, self.shared_minutes) if job.shared else job.request.minutes
+                wait = max(0.0, limit * 60 - job.training_seconds())
+            for waiter in ahead:
+                wait += 60 * (min(waiter.minutes, self.shared_minutes) if waiter.client is not None else waiter.minutes)
+            return wait
+
+    def _drop_gone(self) -> None:
+        now = time.monotonic()
+        self._line = [waiter for waiter in self._line if now - waiter.seen < WAITER_GONE_S]
+
+    def start(self, request: JobRequest, owner: str | None = None, client: str | None = None) -> JobState:
+        """Start a job for the visitor ``owner`` (None: the server itself); refused while another one runs or
+        others wait ahead of them, and for a ``client`` (a public server's visitor, by address) that started
+        ``JOBS_PER_CLIENT_HOUR`` jobs in the last hour. A client's job trains on half the cores, leaving the
+        others to everyone else, and ends at ``shared_minutes`` while another visitor waits."""
+        self.check(request)
         # An upload is read and checked before the lock: reading it must not hold up everyone else's requests.
         corpus = read_upload(request.upload) if request.data == "upload" and request.upload else None
         with self._lock:  # held while the request is checked, so two starts can never both pass
+            self._drop_gone()
             if self.busy():
-                raise JobError(f"A training job ({self._job.name}) is already running on this server; "
+                raise SlotTaken(f"A training job ({self._job.name}) is already running on this server; "
                                f"{self._time_left()}. Wait for it to finish"
                                + (", or stop it first." if self._job.owner in (None, owner) else "."))
+            if self._line and self._line[0].owner != owner:
+                raise SlotTaken(f"{len(self._line)} visitors are waiting for the training slot; press Start training "
+                               "to take your place in line.")
             now = time.time()
             recent = [t for t in self._starts.get(client, []) if t > now - 3600]
             if client is not None and len(recent) >= JOBS_PER_CLIENT_HOUR:
@@ -283,9 +354,10 @@ class JobManager:
                 self._starts[client] = recent + [now]
             name = Path(config.out_dir).name
             shutil.rmtree(self.held_dir, ignore_errors=True)  # a stopped job's model nobody kept
+            self._line = [waiter for waiter in self._line if waiter.owner != owner]
             self._cancel = threading.Event()
             total = None if request.preset == AUTO_PRESET else request.steps
-            self._job = JobState(name, "running", request, time.time(), total, owner=owner)
+            self._job = JobState(name, "running", request, time.time(), total, owner=owner, shared=client is not None)
             self._thread = threading.Thread(target=self._run, args=(config, self._cancel, client is not None),
                                             daemon=True, name=f"train-{name}")
             self._thread.start()
@@ -310,8 +382,10 @@ class JobManager:
                     "list unless you press Keep this model.")
 
     def release(self, owner: str) -> None:
-        """The visitor ``owner`` has left: the job they started may now be stopped by anyone."""
+        """The visitor ``owner`` has left: the job they started may now be stopped by anyone, and their place in
+        line is given up."""
         with self._lock:
+            self._line = [waiter for waiter in self._line if waiter.owner != owner]
             if self._job is not None and self._job.owner == owner:
                 self._job = JobState(**{**self._job.__dict__, "owner": None})
 
@@ -378,6 +452,12 @@ class JobManager:
         def on_step(metrics: dict) -> None:
             self._update(steps=self._job.steps + [{k: metrics[k] for k in ("step", "loss", "lr", "tokens",
                                                                            "tokens_per_s", "elapsed_s")}])
+            with self._lock:
+                self._drop_gone()
+                due = self._job.shared and self._line and metrics["elapsed_s"] >= self.shared_minutes * 60
+            if due and not cancel.is_set():
+                self._update(cut=True)
+                cancel.set()
 
         def on_eval(metrics: dict) -> None:
             record = {k: v for k, v in metrics.items() if k not in ("probe", "sample")}
@@ -404,6 +484,9 @@ class JobManager:
                       if final.get("stopped_by") == "time" else f"after {trainer.step} updates")
             where = (f"The model is now in the model list as {name}." if status == "finished" else
                      "Its model is not in the model list: its trainer can add it with Keep this model.")
+            if self._job.cut:
+                ending += (f", at {self.shared_minutes:g} minutes of training because another visitor was waiting "
+                           "for the training slot")
             self._update(status=status, ended=time.time(), message=f"{status.capitalize()} {ending}: {summary}. {where}",
                          **({"checkpoint": name} if status == "finished" else {"held": name}))
         except datasets.DataError as error:

@@ -107,13 +107,19 @@ def test_multi30k_is_always_offered_and_says_how_to_provide_it_when_absent(tmp_p
     assert manager.current is None and "10.0.0.1" not in manager._starts, "a start that cannot run costs nothing"
 
 
-def test_only_one_job_runs_at_a_time(served):
+def test_one_job_runs_at_a_time_and_the_next_visitor_waits_in_line_then_trains(served):
     client, manager = served
     manager.start(jobs.JobRequest(data="sort", steps=3000, minutes=5))
-    with pytest.raises(AppError, match="already running"):
-        client.predict("reverse", None, "tiny", 40, 1, api_name="/train")
+    job = client.submit("reverse", None, "tiny", 40, 1, api_name="/train")
+    deadline = time.time() + 60
+    while not job.outputs() and time.time() < deadline:
+        time.sleep(0.1)
+    assert "you are number 1 in line" in job.outputs()[0][0], "told its place while the first job runs"
+    assert manager.current.request.data == "sort"
     manager.stop()
-    manager.wait(120)
+    final = job.result(timeout=120)
+    assert manager.current.request.data == "reverse" and manager.current.status == "finished"
+    assert "The model is now in the model list" in final[0]
 
 
 def test_only_the_visitor_who_started_a_job_can_stop_it(served):
@@ -126,8 +132,6 @@ def test_only_the_visitor_who_started_a_job_can_stop_it(served):
     with pytest.raises(AppError, match="started by another visitor"):
         other_visitor.predict(api_name="/stop_training")
     assert manager.current.status == "running"
-    with pytest.raises(AppError, match="Wait for it to finish.$"):  # and is not told to stop it
-        other_visitor.predict("reverse", None, "tiny", 40, 1, api_name="/train")
     client.predict(api_name="/stop_training")
     manager.wait(120)
     assert manager.current.status == "stopped"
@@ -400,3 +404,81 @@ def test_the_time_to_bleu_benchmark_runs_the_train_tabs_multi30k_job_and_scores_
     assert expected["model"] == result["plan"]["model"], "the job trained the plan it made"
     assert expected["expected_updates"] is not None and "d128" in expected["measured"], "what it expected, and why"
     assert "nrefs:1|case:mixed" in result["signature"]
+
+
+PUBLIC, OTHER_PUBLIC = "203.0.113.7", "198.51.100.2"
+LONG_JOB = dict(data="sort", steps=3000, minutes=5)
+
+
+def waited(manager: jobs.JobManager, owner: str, client: str | None, deadline_s: float = 60) -> None:
+    """``owner`` keeps their place in line, asking as their page does, until the slot is theirs."""
+    deadline = time.time() + deadline_s
+    while manager.wait_in_line(jobs.JobRequest(**LONG_JOB), owner, client) is not None:
+        assert time.time() < deadline, "the slot never came"
+        time.sleep(0.1)
+
+
+def test_while_a_visitor_waits_a_public_visitors_job_ends_at_five_minutes_its_model_kept_as_a_stopped_jobs(
+        tmp_path):
+    manager = jobs.JobManager(tmp_path, trainer=QuickTrainer, shared_minutes=0.05)  # 3 s: 30 quick updates
+    manager.start(jobs.JobRequest(**LONG_JOB), owner="first", client=PUBLIC)
+    assert manager.wait_in_line(jobs.JobRequest(**LONG_JOB), "second", OTHER_PUBLIC) == 1
+    waited(manager, "second", OTHER_PUBLIC)
+    manager.wait(60)
+    ended = manager.current
+    assert ended.status == "stopped" and ended.cut and 30 <= ended.step < 3000
+    assert "at 0.05 minutes of training because another visitor was waiting for the training slot" in ended.message
+    assert (manager.held_dir / ended.held).is_dir(), "kept for its trainer, as a stopped job's model is"
+    assert manager.start(jobs.JobRequest(data="reverse", steps=20, minutes=5), owner="second",
+                         client=OTHER_PUBLIC).owner == "second"
+    manager.wait(60)
+
+
+def test_this_machines_own_job_is_not_ended_for_a_waiting_visitor(tmp_path):
+    manager = jobs.JobManager(tmp_path, trainer=QuickTrainer, shared_minutes=0.01)
+    manager.start(jobs.JobRequest(**LONG_JOB), owner="teacher", client=None)
+    deadline = time.time() + 60
+    while manager.current.step < 20:  # twice the shared limit, with a visitor waiting all along
+        assert manager.wait_in_line(jobs.JobRequest(**LONG_JOB), "student", PUBLIC) == 1
+        assert time.time() < deadline
+        time.sleep(0.1)
+    assert manager.current.status == "running" and not manager.current.cut
+    manager.stop()
+    manager.wait(60)
+
+
+def test_the_line_keeps_one_place_per_address_and_gives_up_a_place_whose_page_went_away(tmp_path, monkeypatch):
+    monkeypatch.setattr(jobs, "WAITER_GONE_S", 0.5)
+    manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
+    manager.start(jobs.JobRequest(**LONG_JOB), owner="first", client=PUBLIC)
+    with pytest.raises(jobs.JobError, match="Your training job .* is running; stop it before you start another"):
+        manager.wait_in_line(jobs.JobRequest(**LONG_JOB), "first", PUBLIC)
+    assert manager.wait_in_line(jobs.JobRequest(**LONG_JOB), "second", OTHER_PUBLIC) == 1
+    with pytest.raises(jobs.JobError, match="Another page at your address is already waiting"):
+        manager.wait_in_line(jobs.JobRequest(**LONG_JOB), "second's other tab", OTHER_PUBLIC)
+    assert manager.wait_in_line(jobs.JobRequest(**LONG_JOB), "third", None) == 2
+    deadline = time.time() + 30
+    while manager.wait_in_line(jobs.JobRequest(**LONG_JOB), "third", None) != 1:  # "second" stopped asking
+        assert time.time() < deadline
+        time.sleep(0.1)
+    manager.release("third")
+    assert manager.wait_in_line(jobs.JobRequest(**LONG_JOB), "fourth", PUBLIC.replace("7", "8")) == 1
+    manager.stop()
+    manager.wait(60)
+
+
+def test_a_waiting_visitor_reads_their_place_and_when_their_job_starts_at_the_latest(tmp_path):
+    manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
+    manager.start(jobs.JobRequest(**LONG_JOB), owner="first", client=PUBLIC)
+    manager.wait_in_line(jobs.JobRequest(data="reverse", steps=20, minutes=2), "second", OTHER_PUBLIC)
+    manager.wait_in_line(jobs.JobRequest(**LONG_JOB), "third", None)
+    # The running public job ends at 5 minutes now that others wait; the second visitor asked for 2.
+    assert 6.5 * 60 < manager.expected_wait_s(2) <= 7 * 60
+    assert training_views.waiting_markdown(2, manager.expected_wait_s(2)) == (
+        "**Waiting for the training slot**: you are number 2 in line. Your job starts by itself when the job running "
+        "now and the visitor ahead of you have finished, within 7 minutes. Keep this page open: closing it gives up "
+        "your place.")
+    assert "the job running now and the 2 visitors ahead of you have finished, within a minute" in \
+        training_views.waiting_markdown(3, 30)
+    manager.stop()
+    manager.wait(60)

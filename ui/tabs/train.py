@@ -21,8 +21,8 @@ from ..views.model import probe_figure
 
 INTRO = """Train a small Transformer yourself and watch it learn. Synthetic tasks (copy, reverse, sort) need no
 download and reach near-perfect accuracy in about a minute; watch the cross-attention below turn from noise into a
-clean diagonal (copy) or anti-diagonal (reverse). One job runs at a time on this server; finished models appear in
-the model list at the top."""
+clean diagonal (copy) or anti-diagonal (reverse). One job runs at a time on this server (others wait in line for
+it); finished models appear in the model list at the top."""
 TURNED_OFF = (f"Training is turned off on this server (`{training_jobs.DISABLE_VARIABLE}` is set), as is usual for "
               "a public demo. Run the app on your own machine to train models.")
 STREAM_EVERY_S = 1.0  # how often the starter's page hears of the job
@@ -119,10 +119,22 @@ def job_views(services: Services, job) -> dict:
 
 def on_start(services: Services, train_data, train_upload, train_preset, train_steps, train_minutes,
              request: gr.Request):
-    """Start a job and stream its progress to whoever started it; the model list follows once it is published."""
-    services.jobs.start(training_jobs.JobRequest(data=train_data, preset=train_preset, steps=train_steps,
-                                                 minutes=train_minutes, upload=train_upload), owner=visitor(request),
-                        client=visiting_client(request))
+    """Start a job, once the training slot is free and nobody waits ahead (meanwhile the visitor sees their place
+    in line), and stream its progress to whoever started it; the model list follows once it is published."""
+    job_request = training_jobs.JobRequest(data=train_data, preset=train_preset, steps=train_steps,
+                                           minutes=train_minutes, upload=train_upload)
+    owner, client = visitor(request), visiting_client(request)
+    services.jobs.check(job_request)
+    while True:
+        place = services.jobs.wait_in_line(job_request, owner, client)
+        if place is None:
+            try:
+                services.jobs.start(job_request, owner=owner, client=client)
+                break
+            except training_jobs.SlotTaken:  # another visitor took it between the two calls
+                continue
+        yield {"train_status": views.waiting_markdown(place, services.jobs.expected_wait_s(place))}
+        time.sleep(STREAM_EVERY_S)
     while True:
         job = services.jobs.current
         finished = job.status != "running"
@@ -243,8 +255,9 @@ def wire(page: Page, demo: gr.Blocks, tabs: gr.Tabs, train_tab: gr.Tab) -> None:
     c = page.components
     # A refused start is a message, and leaves the job's outputs as they were (no error badges over them:
     # show_progress="hidden"; the progress bar is the tab's own).
+    # The starter's page streams its job; the pages waiting in line for the slot each hold a place here too.
     page.on(c["start_button"].click, on_start, [*JOB_OUTPUTS, "model"], api_name="train", concurrency_id="train",
-            concurrency_limit=4, show_progress="hidden")
+            concurrency_limit=training_jobs.MAX_WAITING + 1, show_progress="hidden")
     page.on(c["stop_button"].click, on_stop, [], api_name="stop_training")
     page.on(c["delete_button"].click, on_delete, ["trained_download", "delete_button", "keep_button", "model"],
             api_name="delete_trained_model")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 
 from .. import figures
@@ -26,6 +28,16 @@ def job_status_markdown(job: JobState | None) -> str:
     if job.message:
         line += f"\n\n{job.message}"
     return line
+
+
+def waiting_markdown(place: int, wait_s: float) -> str:
+    """What a visitor waiting for the training slot reads: their place, and when their job starts at the latest."""
+    others = "the visitor" if place == 2 else f"the {place - 1} visitors"
+    ahead = "the job running now has" if place == 1 else f"the job running now and {others} ahead of you have"
+    minutes = math.ceil(wait_s / 60)
+    when = "within a minute" if minutes <= 1 else f"within {minutes} minutes"
+    return (f"**Waiting for the training slot**: you are number {place} in line. Your job starts by itself when "
+            f"{ahead} finished, {when}. Keep this page open: closing it gives up your place.")
 
 
 def job_progress(job: JobState | None) -> float:
