@@ -33,6 +33,7 @@ from transformer.train import Trainer
 from transformer.train_config import AUTO_PRESET, TrainConfig, use_bf16
 
 from .costly import CORES, release_memory
+from .limits import MAX_TRACKED_CLIENTS
 from .views.choices import clamp, finite
 
 log = logging.getLogger(__name__)
@@ -258,6 +259,7 @@ class JobManager:
         when a public visitor's job ends while another visitor waits."""
         self.max_minutes, self.shared_minutes = max_minutes, shared_minutes
         self._line: list[Waiter] = []  # visitors waiting for the slot, the next first
+        self._ended_by: dict[str, JobState] = {}  # each visitor's last job, once another has taken the slot
         self.trainer = trainer
         self.runs_dir = Path(runs_dir or os.environ.get("EXPLORER_RUNS_DIR", DEFAULT_RUNS_DIR))
         self.published_dir = self.runs_dir / "app"
@@ -323,6 +325,37 @@ class JobManager:
                 wait += 60 * (min(waiter.minutes, self.shared_minutes) if waiter.client is not None else waiter.minutes)
             return wait
 
+    def _set_aside(self, ended: JobState | None) -> None:
+        """An ended job gives way to a new one: its trainer's page still follows it (``job_of``). A stopped job's
+        model nobody kept is removed, unless its job was ended for a waiting visitor and its trainer is here."""
+        if ended is not None and ended.owner is not None:
+            self._ended_by.pop(ended.owner, None)
+            self._ended_by[ended.owner] = ended
+            while len(self._ended_by) > MAX_TRACKED_CLIENTS:
+                self._ended_by.pop(next(iter(self._ended_by)))
+        kept = {job.held for job in self._ended_by.values() if job.cut and job.held}
+        for held in self.held_dir.iterdir() if self.held_dir.is_dir() else ():
+            if held.name not in kept:
+                shutil.rmtree(held, ignore_errors=True)
+
+    def job_of(self, owner: str | None) -> JobState | None:
+        """The last job ``owner`` started: running, or ended (even once another visitor's job took the slot)."""
+        with self._lock:
+            return self._job_of(owner)
+
+    def _job_of(self, owner: str | None) -> JobState | None:
+        if owner is None or (self._job is not None and self._job.owner == owner):
+            return self._job
+        return self._ended_by.get(owner)
+
+    def _replace(self, job: JobState, **changes) -> None:
+        """A job's state changed, wherever it is kept; called with the lock held."""
+        changed = JobState(**{**job.__dict__, **changes})
+        if job is self._job:
+            self._job = changed
+        else:
+            self._ended_by[job.owner] = changed
+
     def _drop_gone(self) -> None:
         now = time.monotonic()
         self._line = [waiter for waiter in self._line if now - waiter.seen < WAITER_GONE_S]
@@ -353,8 +386,8 @@ class JobManager:
             if client is not None:
                 self._starts[client] = recent + [now]
             name = Path(config.out_dir).name
-            shutil.rmtree(self.held_dir, ignore_errors=True)  # a stopped job's model nobody kept
             self._line = [waiter for waiter in self._line if waiter.owner != owner]
+            self._set_aside(self._job)
             self._cancel = threading.Event()
             total = None if request.preset == AUTO_PRESET else request.steps
             self._job = JobState(name, "running", request, time.time(), total, owner=owner, shared=client is not None)
@@ -386,6 +419,7 @@ class JobManager:
         line is given up."""
         with self._lock:
             self._line = [waiter for waiter in self._line if waiter.owner != owner]
+            self._ended_by.pop(owner, None)
             if self._job is not None and self._job.owner == owner:
                 self._job = JobState(**{**self._job.__dict__, "owner": None})
 
@@ -510,18 +544,19 @@ class JobManager:
     def keep(self, owner: str | None) -> str:
         """Add a stopped job's model to the model list; only its trainer may (``owner`` None: the server)."""
         with self._lock:
-            job = self._job
+            job = self._job_of(owner)
+            if job is None or job.held is None:
+                job = self._job  # what the page shows: the job that has the slot
             if job is None or job.held is None or not (self.held_dir / job.held).is_dir():
                 raise JobError("There is no stopped model to keep.")
             if owner is not None and self._trained_by.get(job.held) != owner:
                 raise JobError(f"{job.held} was trained by another visitor; only they can keep it.")
             self.published_dir.mkdir(parents=True, exist_ok=True)
             (self.held_dir / job.held).rename(self.published_dir / job.held)
-            self._job = JobState(**{**job.__dict__, "checkpoint": job.held, "held": None,
-                                    "message": job.message.replace("Its model is not in the model list: its trainer "
-                                                                   "can add it with Keep this model.",
-                                                                   f"Kept: the model is in the model list as "
-                                                                   f"{job.held}.")})
+            self._replace(job, checkpoint=job.held, held=None,
+                          message=job.message.replace("Its model is not in the model list: its trainer can add it "
+                                                      "with Keep this model.",
+                                                      f"Kept: the model is in the model list as {job.held}."))
             name = job.held
         self.keep_newest(KEPT_MODELS)
         return f"{name} is now in the model list."

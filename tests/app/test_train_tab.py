@@ -431,6 +431,10 @@ def test_while_a_visitor_waits_a_public_visitors_job_ends_at_five_minutes_its_mo
     assert (manager.held_dir / ended.held).is_dir(), "kept for its trainer, as a stopped job's model is"
     assert manager.start(jobs.JobRequest(data="reverse", steps=20, minutes=5), owner="second",
                          client=OTHER_PUBLIC).owner == "second"
+    assert manager.job_of("first") == ended, "the first visitor's page still follows their own job"
+    assert (manager.held_dir / ended.held).is_dir(), "the next job does not remove it while its trainer is here"
+    assert manager.keep("first") == f"{ended.held} is now in the model list."
+    assert manager.job_of("first").checkpoint == ended.held and manager.current.owner == "second"
     manager.wait(60)
 
 

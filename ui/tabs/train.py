@@ -136,7 +136,7 @@ def on_start(services: Services, train_data, train_upload, train_preset, train_s
         yield {"train_status": views.waiting_markdown(place, services.jobs.expected_wait_s(place))}
         time.sleep(STREAM_EVERY_S)
     while True:
-        job = services.jobs.current
+        job = services.jobs.job_of(owner)  # this visitor's job, even once a waiting visitor's has the slot
         finished = job.status != "running"
         yield {**job_views(services, job),
                **({"model": gr.Dropdown(choices=services.registry.names())} if finished else {})}
@@ -153,13 +153,13 @@ def on_stop(services: Services, request: gr.Request) -> dict:
 def on_keep(services: Services, request: gr.Request) -> dict:
     """A stopped job's model, added to everyone's model list by the visitor who trained it."""
     gr.Info(services.jobs.keep(owner=visitor(request)))
-    job = services.jobs.current
+    job = services.jobs.job_of(visitor(request)) or services.jobs.current
     return {**job_views(services, job), "model": gr.Dropdown(choices=services.registry.names())}
 
 
 def on_delete(services: Services, model, request: gr.Request) -> dict:
     """The last job's model, deleted by the visitor who trained it; the model list follows at once."""
-    job = services.jobs.current
+    job = services.jobs.job_of(visitor(request)) or services.jobs.current
     if job is None or job.checkpoint is None:
         raise training_jobs.JobError("No model trained in this app to delete.")
     gr.Info(services.jobs.delete(job.checkpoint, owner=visitor(request)))
