@@ -312,6 +312,11 @@ class JobManager:
             self._line.append(Waiter(owner, client, request.minutes, now))
             return len(self._line)
 
+    def place_of(self, owner: str) -> int | None:
+        """``owner``'s place in line (1: next), None when they are not waiting."""
+        with self._lock:
+            return next((i + 1 for i, waiter in enumerate(self._line) if waiter.owner == owner), None)
+
     def expected_wait_s(self, place: int) -> float:
         """How long the visitor at ``place`` may wait, at most: the running job's time left (a public visitor's
         ends at ``shared_minutes`` now that someone waits), then the time limit of each visitor ahead."""

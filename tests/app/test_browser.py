@@ -343,23 +343,26 @@ def test_start_training_and_watch_the_loss_curve_grow(app_url, browser):
     visitor.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
     visitor.get_by_role("tab", name="Train").click()
     visitor.locator("#start-training").click()
-    playwright.expect(visitor.get_by_text("is already running").first).to_be_visible(timeout=30_000)
+    playwright.expect(visitor.get_by_text("you are number 1 in line").first).to_be_visible(timeout=30_000)
     shown_trackers = ("() => [...document.querySelectorAll('#train-status [data-testid=status-tracker], "
                       "#train-curves [data-testid=status-tracker]')].filter(e => !e.classList.contains('hide'))"
                       ".length")
     visitor.wait_for_function(f"({shown_trackers})() === 0", timeout=30_000)
-    assert visitor.evaluate(shown_trackers) == 0, "a refused start is a message, not error badges over the progress"
+    assert visitor.evaluate(shown_trackers) == 0, "waiting is a message, not error badges over the progress"
     visitor.locator("#stop-training").click()
     playwright.expect(visitor.get_by_text("started by another visitor").first).to_be_visible(timeout=30_000)
     assert "running" in page.locator("#train-status").inner_text()
-    seen = visitor.locator("#train-status").inner_text()
-    visitor.wait_for_function("text => document.querySelector('#train-status').innerText !== text", arg=seen,
-                              timeout=30_000)  # the visitor watches the job advance without reloading
+    seen = visitor.evaluate(count)
+    visitor.wait_for_function(f"({count})() > {seen}", timeout=60_000)  # the job advances on the visitor's page
+    assert "you are number 1 in line" in visitor.locator("#train-status").inner_text(), "their place stays shown"
 
     page.locator("#stop-training").click()
     ended = "() => /stopped|finished/.test(document.querySelector('#train-status').innerText)"
     page.wait_for_function(ended, timeout=120_000)
-    visitor.wait_for_function(ended, timeout=30_000)
+    visitor.wait_for_function("() => /: running, update/.test(document.querySelector('#train-status').innerText)",
+                              timeout=120_000)  # the slot is free: the visitor's own job starts by itself
+    visitor.locator("#stop-training").click()
+    visitor.wait_for_function(ended, timeout=120_000)
     visitor.close()
     page.close()
 

@@ -240,7 +240,10 @@ def on_clock(services: Services, seen_job, request: gr.Request) -> dict:
     new_job_or_phase = (seen.get("name"), seen.get("status")) != (job.name, job.status)
     new_evaluation = new_job_or_phase or seen.get("evaluations") != now["evaluations"]
     published = job.checkpoint is not None and seen.get("checkpoint") != job.checkpoint
-    return {**job_progress(job), **(job_replay(job) if new_evaluation else {}),
+    progress = job_progress(job)
+    if services.jobs.place_of(visitor(request)) is not None:  # their status line is their place in line
+        del progress["train_status"]
+    return {**progress, **(job_replay(job) if new_evaluation else {}),
             **(job_download(services, job) if new_job_or_phase else {}),
             **({"model": gr.Dropdown(choices=services.registry.names())} if published else {}), "seen_job": now}
 
