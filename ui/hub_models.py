@@ -17,6 +17,8 @@ from typing import Callable
 from transformer import hub
 from transformer.checkpoint import list_checkpoints
 
+from .limits import MAX_TRACKED_CLIENTS
+
 log = logging.getLogger(__name__)
 
 MB = 10**6
@@ -111,8 +113,8 @@ class HubModels:
         ``visitor`` is the address of a visitor of a public server (None: this machine's own user, or the server
         itself): a visitor opens only ids the patterns allow, of at most ``max_bytes``, and at most
         ``opens_per_hour`` new ones an hour; this machine's user opens any Marian model, and the server's own
-        settings (``directories``) a directory in the Hugging Face layout too. Room is made in the cache by removing the models least recently used
-        (``last_used``, seconds since the epoch) that are not ``in_use``.
+        settings (``directories``) a directory in the Hugging Face layout too. Room is made in the cache by
+        removing the models least recently used (``last_used``, seconds since the epoch) that are not ``in_use``.
         """
         source = (source or "").strip()
         local = directories and visitor is None and bool(source) and Path(source).is_dir()
@@ -159,6 +161,9 @@ class HubModels:
                                f"the most this server opens for one address; try again in {wait_min} minutes, or "
                                "choose a model already in the list.")
         opened.append(now)
+        if len(self._opened_by) > MAX_TRACKED_CLIENTS:  # forget addresses whose opens have left the hour
+            for quiet in [address for address, times in self._opened_by.items() if times[-1] <= now - HOUR_S]:
+                del self._opened_by[quiet]
 
     def make_room(self, needed: int, in_use: Callable[[str], bool], last_used: Callable[[str], float],
                   source: str) -> None:
