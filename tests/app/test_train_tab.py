@@ -255,7 +255,8 @@ def test_choosing_text_data_fits_the_size_to_the_time_limit_and_digits_keep_the_
     assert "parameters" in fitted["preset_info"] and "expects about" in fitted["preset_info"]
     assert "target tokens/s measured" in fitted["preset_info"], "planned from this machine's measured speed"
     short, long = (jobs.size_summary("auto", "multi30k", minutes) for minutes in (0.5, 15))
-    assert short.parameters < long.parameters and short.plan != long.plan, "the plan follows the time limit"
+    # More time never means a smaller model; on a machine measured slow enough both are the smallest size.
+    assert short.parameters <= long.parameters and short.plan != long.plan, "the plan follows the time limit"
     digits = train_tab.on_data(shared, "reverse", "auto", 5, None)
     assert digits["train_preset"] == "tiny" and digits["train_steps"].interactive is True
     assert train_tab.on_data(shared, "upload", "small", 5, None)["train_preset"] == "small", "chosen by hand, kept"
