@@ -63,4 +63,17 @@ def report(result: dict, as_json: bool) -> None:
     print(json.dumps(result))
 
 
-__all__ = ["ROOT", "Tokenizer", "bundled_or_random", "machine", "repeat_ms", "report"]
+def run_against_server(measure, description: str, seconds: float, seconds_help: str) -> None:
+    """The command line of a benchmark that plays clients against a served app for ``--seconds``: its progress
+    said as it goes unless ``--json``, its log under runs/."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seconds", type=float, default=seconds, help=seconds_help)
+    parser.add_argument("--json", action="store_true", help="print only the JSON line")
+    args = parser.parse_args()
+    (ROOT / "runs").mkdir(exist_ok=True)
+    report(measure(args.seconds, say=(lambda *_: None) if args.json else print), args.json)
+
+
+__all__ = ["ROOT", "Tokenizer", "bundled_or_random", "machine", "repeat_ms", "report", "run_against_server"]

@@ -17,7 +17,6 @@ and the costly computations, measured against ``python app.py`` served on loopba
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, machine, report
+from common import ROOT, machine, run_against_server
 from browser_latency import stop_app, wait_until_serving
 from hostile_events import RATE_S, Page, slowdown
 from load_test import free_port
@@ -101,12 +100,7 @@ def measure(seconds: float, say) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=60, help="how long the costly visitor keeps asking")
-    parser.add_argument("--json", action="store_true", help="print only the JSON line")
-    args = parser.parse_args()
-    (ROOT / "runs").mkdir(exist_ok=True)
-    report(measure(args.seconds, say=(lambda *_: None) if args.json else print), args.json)
+    run_against_server(measure, __doc__.splitlines()[0], 60, "how long the costly visitor keeps asking")
 
 
 if __name__ == "__main__":

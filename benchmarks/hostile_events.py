@@ -19,7 +19,6 @@ can: it reads their numbers from ``/config`` and joins the queue with them, name
 
 from __future__ import annotations
 
-import argparse
 import collections
 import itertools
 import json
@@ -29,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from common import ROOT, machine, report
+from common import ROOT, machine, run_against_server
 from browser_latency import start_app, stop_app, wait_until_serving
 from load_test import free_port
 
@@ -179,12 +178,7 @@ def measure(seconds: float, say) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=90, help="how long the hostile client keeps asking")
-    parser.add_argument("--json", action="store_true", help="print only the JSON line")
-    args = parser.parse_args()
-    (ROOT / "runs").mkdir(exist_ok=True)
-    report(measure(args.seconds, say=(lambda *_: None) if args.json else print), args.json)
+    run_against_server(measure, __doc__.splitlines()[0], 90, "how long the hostile client keeps asking")
 
 
 if __name__ == "__main__":

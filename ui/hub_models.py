@@ -17,21 +17,13 @@ from typing import Callable
 from transformer import hub
 from transformer.checkpoint import list_checkpoints
 
+from .costly import setting
 from .limits import MAX_TRACKED_CLIENTS
 
 log = logging.getLogger(__name__)
 
 MB = 10**6
 HOUR_S = 3600.0
-
-
-def megabytes_setting(name: str, default: float) -> float:
-    """A size in MB from the environment; the default for a value that is not a positive number."""
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
-        return default
-    return value if value > 0 else default
 
 
 def bytes_under(path: Path) -> int:
@@ -73,7 +65,7 @@ class HubModels:
         patterns = os.environ.get("EXPLORER_HUB_MODELS", self.DEFAULT_PATTERNS) if patterns is None else patterns
         self.patterns = [pattern.strip() for pattern in patterns.split(",") if pattern.strip()]
         self.max_bytes = max_bytes
-        cap_mb = cache_cap_mb if cache_cap_mb is not None else megabytes_setting("EXPLORER_HUB_CACHE_MB",
+        cap_mb = cache_cap_mb if cache_cap_mb is not None else setting("EXPLORER_HUB_CACHE_MB",
                                                                                  self.CACHE_CAP_MB)
         self.cache_cap = int(cap_mb * MB)
         self.opens_per_hour = opens_per_hour

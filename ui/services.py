@@ -15,8 +15,8 @@ from transformer.cpu import decoding_copy_bytes
 from transformer.data import DataError, multi30k_dir
 
 from .classroom import Classrooms
-from .costly import CostlyWork
-from .hub_models import MB, HubModels, OpeningAtStart, megabytes_setting
+from .costly import CostlyWork, setting
+from .hub_models import MB, HubModels, OpeningAtStart
 from .jobs import JobManager, training_disabled
 from .views.lessons import LESSONS, lesson_models, listed_as
 from .views.questions import predict_question
@@ -37,7 +37,7 @@ class ModelRegistry:
                  max_mb: float | None = None):
         self.roots = [Path(r) for r in (roots or [REPOSITORY_CHECKPOINTS])]
         self.device = device
-        self.max_bytes = int((max_mb if max_mb is not None else megabytes_setting("EXPLORER_MODELS_MB",
+        self.max_bytes = int((max_mb if max_mb is not None else setting("EXPLORER_MODELS_MB",
                                                                                   self.MODELS_MB)) * MB)
         self.preferred: list[str] = []  # opened at start, in the order they became ready: the first is the default
         self._loaded: OrderedDict[str, Checkpoint] = OrderedDict()
