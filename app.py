@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     services = Services.default(roots=[checkpoint.parent] if checkpoint else None)
     demo = build_app(services, checkpoint.name if checkpoint else None)
     services.open_at_start(OpeningAtStart.sources_from_environment())
+    services.costly.worker.start()  # it loads its modules while the server starts
     demo.launch(server_name=host, server_port=args.port, share=args.share, footer_links=["api", "settings"],
                 **launch_options())
 

@@ -23,6 +23,7 @@ import logging
 import math
 import os
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,6 +96,11 @@ class Checkpoint:
                                   beam_size=beam_size, max_length=max_length, rules=self.rules,
                                   length_penalty=self.length_penalty if length_penalty is None else length_penalty,
                                   **options)
+
+
+def no_checkpoint_named(name: str, names: Iterable[str]) -> CheckpointError:
+    names = list(names)
+    return CheckpointError(f"no checkpoint named {name!r}; choose one of {', '.join(names) or 'none'}")
 
 
 def default_device() -> torch.device:

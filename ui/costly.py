@@ -1,17 +1,15 @@
 """Costly events (attribution and head ranking over sample sentences, pruning, a beam tree): shared fairly.
 
-They run one at a time, on half the cores, so a class translating meanwhile keeps the others; and each visitor of
-a public server spends at most a budget of CPU-seconds on them in a window of time, so one visitor within the rate
-limit cannot keep that one slot to themselves. A visitor past the budget is told when they may continue.
-Afterwards the memory an event freed goes back to the system.
+They run one at a time, on half the cores and in a process of their own (worker.py), so a class translating
+meanwhile keeps the other cores and the server's interpreter; and each visitor of a public server spends at most
+a budget of CPU-seconds on them in a window of time, so one visitor within the rate limit cannot keep that one
+slot to themselves. A visitor past the budget is told when they may continue.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import ctypes
-import gc
 import math
 import os
 import threading
@@ -22,26 +20,13 @@ import torch
 from transformer.errors import InputError
 
 from .limits import MAX_TRACKED_CLIENTS, visiting_client
+from .worker import Worker
 
 # Gradio's workers for costly events: one runs, the others wait for it in their threads (CostlyWork).
 CONCURRENCY = {"concurrency_id": "costly", "concurrency_limit": 8}
 # About what three attribution agreements over the sample sentences cost; a student exploring spends far less.
 BUDGET_CPU_S = 180.0
 BUDGET_WINDOW_S = 600.0
-TRIM_AFTER_CPU_S = 1.0
-
-
-def release_memory(collect: bool = True) -> bool:
-    """Hand freed memory back to the system. glibc keeps freed blocks in its arenas, so without this a server grows
-    with every costly event or job it runs and never shrinks. ``collect``: first free what only reference cycles
-    hold (a full collection holds every thread up for about a third of a second). Returns whether memory could be
-    trimmed."""
-    if collect:
-        gc.collect()
-    try:
-        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
-    except (OSError, AttributeError):  # not glibc: nothing to trim this way
-        return False
 
 
 class Cores:
@@ -57,10 +42,13 @@ class Cores:
         self.reserved = 0
         self.lock = threading.Lock()
 
+    def half(self) -> int:
+        return max(1, self.total // 2)
+
     @contextlib.contextmanager
     def reserve(self):
         """Run this thread's torch work on a reserved half of the cores (at least one); yields how many."""
-        threads = max(1, self.total // 2)
+        threads = self.half()
         with self.lock:
             self.reserved += threads
         torch.set_num_threads(threads)
@@ -83,6 +71,7 @@ class Cores:
 
 
 CORES = Cores()
+WORKER = Worker(CORES.half())  # started with the server (app.py), else by the first costly computation
 
 
 def setting(name: str, default: float) -> float:
@@ -102,7 +91,8 @@ class CostlyWork:
     it cannot fill the queue that everyone's translations go through.
     """
 
-    def __init__(self, seconds: float | None = None, window_s: float | None = None):
+    def __init__(self, seconds: float | None = None, window_s: float | None = None, worker: Worker = WORKER):
+        self.worker = worker
         self.seconds = seconds or setting("EXPLORER_COSTLY_CPU_SECONDS", BUDGET_CPU_S)
         self.window_s = window_s or setting("EXPLORER_COSTLY_WINDOW_S", BUDGET_WINDOW_S)
         self.spent: dict[str, collections.deque] = {}  # client -> (when, CPU-seconds) of its events in the window
@@ -156,16 +146,19 @@ class CostlyWork:
         time it took. This machine's own user (no proxy, loopback) waits in line but is not counted."""
         client = visiting_client(request)
         self.admit(client)
-        started, threads = time.thread_time(), 1
+        started, in_worker, threads = time.thread_time(), self.worker.cpu_s(), 1
         try:
             with self.slot, CORES.reserve() as threads:
                 yield
         finally:
             with self.lock:
                 self.in_flight.discard(client)
-            # This thread's CPU time; its pool's threads work while it does (an upper bound past one thread).
-            cpu_s = (time.thread_time() - started) * threads
+            # The worker's CPU time for this event, and this thread's (its pool's threads work while it does:
+            # an upper bound past one thread).
+            cpu_s = self.worker.cpu_s() - in_worker + (time.thread_time() - started) * threads
             if client:
                 self.charge(client, cpu_s)
-            if cpu_s > TRIM_AFTER_CPU_S:  # a refusal or a small computation leaves little to hand back
-                release_memory(collect=False)
+
+    def run(self, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)`` in the worker process (worker.py), within the event that ``share`` runs."""
+        return self.worker.run(fn, *args, **kwargs)

@@ -14,10 +14,11 @@ from transformer.errors import InputError
 from transformer.hub import HubError
 
 from .jobs import JobError
+from .worker import WorkerDied
 
 log = logging.getLogger("app")
 
-USER_PROBLEMS = (InputError, CheckpointError, DataError, JobError, HubError)
+USER_PROBLEMS = (InputError, CheckpointError, DataError, JobError, HubError, WorkerDied)
 UNEXPECTED = ("Something went wrong while computing this view; the server log has details. "
               "Try again, or try a shorter sentence.")
 

@@ -32,7 +32,8 @@ from transformer.model import Transformer
 from transformer.train import Trainer
 from transformer.train_config import AUTO_PRESET, TrainConfig, use_bf16
 
-from .costly import CORES, release_memory
+from .costly import CORES
+from .memory import release_memory
 from .limits import MAX_TRACKED_CLIENTS
 from .views.choices import clamp, finite
 

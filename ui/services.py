@@ -10,7 +10,8 @@ from pathlib import Path
 
 import torch
 
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, list_checkpoints, load_checkpoint
+from transformer.checkpoint import (REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, default_device,
+                                   list_checkpoints, load_checkpoint, no_checkpoint_named)
 from transformer.cpu import decoding_copy_bytes
 from transformer.data import DataError, multi30k_dir
 
@@ -20,6 +21,7 @@ from .hub_models import MB, HubModels, OpeningAtStart
 from .jobs import JobManager, training_disabled
 from .views.lessons import LESSONS, lesson_models, listed_as
 from .views.questions import predict_question
+from .worker import ModelsOnDisk
 
 
 class ModelRegistry:
@@ -87,6 +89,10 @@ class ModelRegistry:
         with self._lock:
             return sum(model_bytes(checkpoint) for checkpoint in self._loaded.values())
 
+    def on_disk(self) -> ModelsOnDisk:
+        """Every listed checkpoint by name, as a computation in the worker process loads them (worker.py)."""
+        return ModelsOnDisk(self.available(), str(self.device or default_device()))
+
     def forget(self, name: str) -> None:
         """Drop a loaded checkpoint whose directory is gone, so its name is refused from now on."""
         with self._lock:
@@ -109,7 +115,7 @@ class ModelRegistry:
                 del self._loaded[name]
         available = self.available()
         if name not in available:
-            raise CheckpointError(f"no checkpoint named {name!r}; choose one of {', '.join(available) or 'none'}")
+            raise no_checkpoint_named(name, available)
         try:
             checkpoint = load_checkpoint(available[name], self.device)
         except CheckpointError as error:  # name the checkpoint, not the server's directories
@@ -157,7 +163,8 @@ class Services:
 
     def __post_init__(self):
         if self.classes is None:
-            self.classes = Classrooms(lambda lesson: predict_question(lesson, self.registry.get))
+            self.classes = Classrooms(lambda lesson: self.costly.run(predict_question, lesson,
+                                                                     self.registry.on_disk()))
         if self.opening is None:
             self.opening = self.opening_of([])
 

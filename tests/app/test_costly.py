@@ -12,7 +12,7 @@ from helpers import QuickTrainer
 from page_driver import PageDriver
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.errors import InputError
-from ui import costly, jobs, services
+from ui import costly, jobs, memory, services
 from ui.build import build_app
 
 COSTLY_HANDLERS = {"on_sample_agreement", "on_attribute", "on_prune", "on_importance", "on_importance_sample",
@@ -115,7 +115,7 @@ def test_memory_freed_after_costly_work_or_a_job_goes_back_to_the_system():
     pinned = bytearray(64 * 1024)  # above them, so the heap cannot simply shrink from its top
     del blocks
     freed_but_held = resident_mb()
-    assert costly.release_memory(collect=False) is True
+    assert memory.release_memory(collect=False) is True
     assert freed_but_held - resident_mb() > 150
     del pinned
 

@@ -75,7 +75,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 
 def on_tree(services: Services, model, translation_state, tree_beam, tree_penalty) -> dict:
     source = require_translation(translation_state).source_text
-    figure, rows, hypotheses = beam_view(services.registry.get(model), source, tree_beam, tree_penalty)
+    figure, rows, hypotheses = services.costly.run(beam_view, services.registry.get(model), source, tree_beam,
+                                                   tree_penalty)
     return {"tree_plot": figure, "hypotheses_table": rows, "hypotheses_state": hypotheses}
 
 
@@ -102,7 +103,7 @@ def on_statistics(translation_state) -> dict:
 def on_statistics_sample(services: Services, model) -> dict:
     checkpoint = services.registry.get(model)
     sentences = sample_sentences(checkpoint)
-    return {"statistics_table": statistics_rows(sample_statistics(checkpoint, sentences)),
+    return {"statistics_table": statistics_rows(services.costly.run(sample_statistics, checkpoint, sentences)),
             "statistics_caption": f"**Mean over {len(sentences)} sample sentences.** Click a row to open that "
                                   "head's heatmap on the sentence last translated."}
 

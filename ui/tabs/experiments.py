@@ -161,7 +161,8 @@ def on_comparison_attention(services: Services, model, last_comparison, experime
 
 
 def on_importance(services: Services, model, translation_state) -> dict:
-    importance = interventions.head_importance(services.registry.get(model), require_translation(translation_state))
+    importance = services.costly.run(interventions.head_importance, services.registry.get(model),
+                                     require_translation(translation_state))
     figure, summary = importance_views(importance, "Head importance for this sentence")
     return {"importance_plot": figure, "importance_summary": summary}
 
@@ -169,7 +170,7 @@ def on_importance(services: Services, model, translation_state) -> dict:
 def on_importance_sample(services: Services, model) -> dict:
     checkpoint = services.registry.get(model)
     sentences = sample_sentences(checkpoint)
-    figure, summary = importance_views(interventions.mean_head_importance(checkpoint, sentences),
+    figure, summary = importance_views(services.costly.run(interventions.mean_head_importance, checkpoint, sentences),
                                        f"Head importance, mean over {len(sentences)} sample sentences")
     return {"importance_plot": figure, "importance_summary": summary}
 

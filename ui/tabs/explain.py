@@ -7,7 +7,6 @@ import re
 
 import gradio as gr
 
-from transformer import interventions
 from transformer.checkpoint import Checkpoint
 from transformer.data import load_multi30k
 from transformer.decoding import Translation
@@ -19,14 +18,14 @@ from ..page import Page
 from ..services import Services, multi30k_available
 from ..views import explain
 from ..views.choices import MEAN_OF_HEADS, chosen_head, head_options
-from ..views.samples import SAMPLE_SIZE, sample_sentences
+from ..views.samples import sample_sentences
+from ..worker import Callback
 
 TAB_ID = "explain"  # the tab's id in the page (build.py)
 
 PRUNE_KINDS = {"cross-attention": "cross", "encoder self-attention": "encoder", "decoder self-attention": "decoder"}
 SAMPLE, VALIDATION = "sample sentences that ship with the app", "Multi30K validation, first 100 (with references)"
 VALIDATION_SENTENCES = 100  # enough for a BLEU that means something, few enough to prune in a class
-RANDOM_ORDER_SEED = 0  # one fixed random order, so the comparison curve is the same at every click
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:
@@ -74,7 +73,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 def on_attribute(services: Services, model, translation_state, explain_method, explain_steps, explain_layer,
                  explain_head) -> dict:
     checkpoint = services.registry.get(model)
-    view = explain.attribution_view(checkpoint, translation_state, explain_method, explain_steps)
+    view = services.costly.run(explain.attribution_view, checkpoint, translation_state, explain_method, explain_steps)
     head = chosen_head(explain_head, checkpoint.model.config.n_heads)
     return {"explain_summary": view.summary, "explain_attribution": view.figure,
             "explain_encoder_rollout": explain.encoder_rollout_figure(translation_state),
@@ -104,8 +103,8 @@ def on_sample_agreement(services: Services, model, explain_method, explain_steps
                         progress=gr.Progress()) -> dict:
     checkpoint = services.registry.get(model)
     sentences = sample_sentences(checkpoint)
-    table = explain.sample_agreement(checkpoint, sentences, explain_method, explain_steps,
-                                     lambda done, total: progress(done / total, desc=f"sentence {done} of {total}"))
+    table = services.costly.run(explain.sample_agreement, checkpoint, sentences, explain_method, explain_steps,
+                                Callback(lambda done, total: progress(done / total, desc=f"sentence {done} of {total}")))
     return {"explain_agreement": table,
             "explain_summary": f"**Agreement over {len(sentences)} sample sentences** ({explain_method}), each on "
                                "the model's own greedy translation."}
@@ -124,18 +123,10 @@ def pruning_sentences(checkpoint: Checkpoint, prune_data) -> tuple[list[str], li
 
 def on_prune(services: Services, model, prune_kind, prune_data, progress=gr.Progress()) -> dict:
     checkpoint = services.registry.get(model)
-    kind = PRUNE_KINDS.get(prune_kind, "cross")
     sentences, references = pruning_sentences(checkpoint, prune_data)
-    progress(0, desc="ranking the heads")
-    importance = interventions.mean_head_importance(checkpoint, sentences[:SAMPLE_SIZE])
-    orders = {"least important first": interventions.pruning_order(checkpoint, kind, importance),
-              "random order": interventions.pruning_order(checkpoint, kind, seed=RANDOM_ORDER_SEED)}
-    curves = []
-    for number, (label, order) in enumerate(orders.items()):
-        def report(done, total, number=number, label=label):
-            progress((number * total + done) / (2 * total), desc=f"{label}: {done - 1} of {total - 1} heads off")
-        curves.append(interventions.pruning_curve(checkpoint, sentences, kind, order, references, on_step=report))
-    return {"prune_plot": explain.pruning_figure(curves, list(orders)),
+    curves = services.costly.run(explain.pruning_curves, checkpoint, PRUNE_KINDS.get(prune_kind, "cross"),
+                                 sentences, references, Callback(lambda done, what: progress(done, desc=what)))
+    return {"prune_plot": explain.pruning_figure(curves, list(explain.PRUNING_ORDERS)),
             "prune_summary": explain.pruning_summary(curves)}
 
 

@@ -16,6 +16,7 @@ from transformer.decoding import Translation
 
 from .. import figures
 from .choices import clamp, require_translation
+from .samples import SAMPLE_SIZE
 from .translate import attention_axes, map_figure
 
 METHODS = {"integrated gradients": "integrated_gradients", "gradient × input": "gradient_x_input",
@@ -123,6 +124,26 @@ def sample_agreement(checkpoint: Checkpoint, sentences: list[str], method: str, 
         if on_sentence is not None:
             on_sentence(done, len(sentences))
     return agreement_table(rows)
+
+
+PRUNING_ORDERS = ("least important first", "random order")
+RANDOM_ORDER_SEED = 0  # one fixed random order, so the comparison curve is the same at every click
+
+
+def pruning_curves(checkpoint: Checkpoint, kind: str, sentences: list[str], references: list[str] | None,
+                   report: Callable[[float, str], None]) -> list[interventions.PruningCurve]:
+    """``kind`` attention pruned head by head in each of ``PRUNING_ORDERS``: the heads ranked over the first
+    ``SAMPLE_SIZE`` sentences, least important first, and a fixed random order; ``report(fraction, what)``."""
+    report(0, "ranking the heads")
+    importance = interventions.mean_head_importance(checkpoint, sentences[:SAMPLE_SIZE])
+    orders = (interventions.pruning_order(checkpoint, kind, importance),
+              interventions.pruning_order(checkpoint, kind, seed=RANDOM_ORDER_SEED))
+    curves = []
+    for number, (label, order) in enumerate(zip(PRUNING_ORDERS, orders)):
+        def on_step(done, total, number=number, label=label):
+            report((number * total + done) / (len(orders) * total), f"{label}: {done - 1} of {total - 1} heads off")
+        curves.append(interventions.pruning_curve(checkpoint, sentences, kind, order, references, on_step=on_step))
+    return curves
 
 
 def pruning_figure(curves: list[interventions.PruningCurve], labels: list[str]) -> go.Figure:

@@ -1,0 +1,108 @@
+"""Costly computations run in a process of their own: the same answers as here, their progress and problems
+reported back, their CPU time charged, and a worker that dies started again with one sentence for its caller."""
+
+import os
+import shutil
+import signal
+
+import gradio as gr
+import pytest
+import torch
+
+from transformer import interventions
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
+from transformer.errors import InputError
+from ui import costly, worker
+from ui.errors import as_user_message
+from ui.tabs import explain as explain_tab
+from ui.views.choices import NO_TRANSLATION, require_translation
+from ui.views.lessons import LESSONS
+from ui.views.questions import predict_question
+
+from test_costly import visitor
+
+
+@pytest.fixture(scope="module")
+def german(app_services):
+    return app_services.registry.get("multi30k-en-de")
+
+
+def test_a_computation_runs_in_another_process_and_answers_as_it_would_here(german, translation):
+    assert costly.WORKER.run(os.getpid) not in (os.getpid(), None)
+    there = costly.WORKER.run(interventions.head_importance, german, translation)
+    here = interventions.head_importance(german, translation)
+    assert there.keys() == here.keys()
+    for kind in here:
+        torch.testing.assert_close(there[kind], here[kind])
+
+
+def test_the_worker_computes_at_the_lowest_priority_so_translations_come_first():
+    assert costly.WORKER.run(os.nice, 0) == worker.NICENESS == 19
+
+
+def test_a_lessons_question_is_asked_of_the_models_by_name(app_services):
+    there = costly.WORKER.run(predict_question, LESSONS[0], app_services.registry.on_disk())
+    here = predict_question(LESSONS[0], app_services.registry.get)
+    assert (there.text, there.choices, there.answer, there.why) == (here.text, here.choices, here.answer, here.why)
+    with pytest.raises(CheckpointError, match="no checkpoint named 'multi30k-en-de'; choose one of none"):
+        costly.WORKER.run(predict_question, LESSONS[0], worker.ModelsOnDisk({}, "cpu"))
+
+
+def test_the_callers_callback_hears_each_report_in_order(german):
+    reports = []
+    order = interventions.pruning_order(german, "cross", seed=0)
+    costly.WORKER.run(interventions.pruning_curve, german, ["A dog runs.", "Two men sit."], "cross", order[:3],
+                      None, on_step=worker.Callback(lambda done, total: reports.append((done, total))))
+    assert reports == [(1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def test_a_problem_raised_there_reaches_the_caller_in_its_own_words():
+    with pytest.raises(InputError) as raised:
+        costly.WORKER.run(require_translation, None)
+    assert str(raised.value) == NO_TRANSLATION
+    assert any("Raised in the worker process" in note for note in raised.value.__notes__)
+
+
+def test_the_workers_cpu_time_is_charged_to_the_visitor_who_asked(app_services):
+    budget = costly.CostlyWork(seconds=1000, window_s=600)
+    with budget.share(visitor("198.51.100.30")):
+        budget.run(interventions.mean_head_importance, app_services.registry.get("multi30k-en-de"),
+                   ["A dog runs.", "Two men sit on a bench.", "A girl plays in the park."])
+    [(_, charged)] = budget.spent["198.51.100.30"]
+    assert charged > 0.05, "the worker's CPU time, not only this thread's few milliseconds of waiting"
+
+
+def test_a_worker_that_dies_is_started_again_and_the_visitor_reads_one_sentence(app_services):
+    before = costly.WORKER.run(os.getpid)
+
+    def kill_the_worker(fraction, desc=None):
+        if fraction:  # the first sentence is done: the worker is computing the next
+            os.kill(before, signal.SIGKILL)
+
+    with pytest.raises(gr.Error) as raised:
+        with as_user_message("on_sample_agreement"):
+            explain_tab.on_sample_agreement(app_services, "multi30k-en-de", "attention rollout", 1,
+                                            progress=kill_the_worker)
+    assert raised.value.message == str(worker.WorkerDied()) == (
+        "The process that runs heavy computations stopped before this one finished (it may have run out of "
+        "memory); it has been started again, so you may try once more.")
+    after = costly.WORKER.run(os.getpid)
+    assert after != before, "a new worker answers the next computation"
+
+
+def test_the_worker_keeps_the_models_it_used_last_and_reloads_one_made_again(tmp_path):
+    directories = []
+    for name in ("a", "b", "c"):
+        directories.append(str(tmp_path / name))
+        shutil.copytree(REPOSITORY_CHECKPOINTS / "reverse-tiny", directories[-1])
+    first = worker.loaded(directories[0], "cpu")
+    assert worker.loaded(directories[0], "cpu") is first, "loaded once"
+    worker.loaded(directories[1], "cpu")
+    worker.loaded(directories[2], "cpu")
+    assert [directory for directory, _ in worker._models] == directories[1:]
+    last = worker.loaded(directories[2], "cpu")
+    shutil.rmtree(directories[2])
+    with pytest.raises(CheckpointError, match="not found"):
+        worker.loaded(directories[2], "cpu")
+    shutil.copytree(REPOSITORY_CHECKPOINTS / "reverse-tiny", directories[2])
+    assert worker.loaded(directories[2], "cpu") is not last, "a directory made anew is read anew"

@@ -1,0 +1,242 @@
+"""The process costly computations run in, so that they never hold the server's Python interpreter.
+
+The threads of one Python process take turns at its interpreter: while an attribution over the sample sentences
+ran in the server, every translation waited for that computation's Python-level steps, whatever the cores. A
+computation sent here runs in a process of its own (``python -m ui.worker``, started with the server) on half the
+cores at the lowest CPU priority, and the server's thread waits for its answer without holding the interpreter.
+
+A computation is a module-level function and its arguments, sent pickled. A ``Checkpoint`` argument travels as
+its directory: the worker loads it there once and keeps the last models it used. A ``Callback`` argument stands
+for a callback: the computation calls it in the worker, and the callback runs here with what it reported. A worker
+that ends during a computation (out of memory, killed) is started again at once; its caller gets one sentence.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from transformer.checkpoint import Checkpoint, load_checkpoint, no_checkpoint_named
+
+from .memory import release_memory
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[1]
+KEPT_MODELS = 2  # a lesson's pair; each one kept is a second copy of a model the server holds
+TRIM_AFTER_CPU_S = 1.0  # a small computation leaves little memory to hand back
+# The lowest CPU priority: a translation or a view that needs a core the worker computes on gets it first.
+NICENESS = 19
+FRAME = struct.Struct("<Q")  # each message: its length, then its pickle
+
+
+class WorkerDied(RuntimeError):
+    """The worker process ended before the computation did."""
+
+    def __init__(self):
+        super().__init__("The process that runs heavy computations stopped before this one finished (it may have "
+                         "run out of memory); it has been started again, so you may try once more.")
+
+
+class Callback:
+    """A callback as an argument of a computation sent to the worker: the computation calls it there, and
+    ``callback`` is called here with the same arguments."""
+
+    def __init__(self, callback: Callable[..., object]):
+        self.callback = callback
+
+    def __reduce__(self):
+        return reporter, ()
+
+
+class OnDisk:
+    """A checkpoint on its way to the worker: its directory and device, loaded there when unpickled."""
+
+    def __init__(self, checkpoint: Checkpoint):
+        if checkpoint.path is None:
+            raise ValueError("only a checkpoint saved in a directory can be sent to the worker")
+        self.directory, self.device = str(checkpoint.path), str(checkpoint.model.device)
+
+    def __reduce__(self):
+        return loaded, (self.directory, self.device)
+
+
+class ModelsOnDisk:
+    """Checkpoints by name, as a computation in the worker asks for them: ``name`` -> the checkpoint."""
+
+    def __init__(self, directories: dict[str, Path], device: str):
+        self.directories, self.device = {name: str(path) for name, path in directories.items()}, device
+
+    def __call__(self, name: str) -> Checkpoint:
+        if name not in self.directories:
+            raise no_checkpoint_named(name, self.directories)
+        return loaded(self.directories[name], self.device)
+
+
+def write_frame(stream: IO[bytes], payload: bytes) -> None:
+    stream.write(FRAME.pack(len(payload)) + payload)
+    stream.flush()
+
+
+def read_frame(stream: IO[bytes]) -> bytes | None:
+    """The next message, or None once the other side has closed its end."""
+    header = stream.read(FRAME.size)
+    if len(header) < FRAME.size:
+        return None
+    payload = stream.read(FRAME.unpack(header)[0])
+    return payload if len(payload) == FRAME.unpack(header)[0] else None
+
+
+class Worker:
+    """The server's side of the worker process: one computation at a time, in the order asked."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+        self.process: subprocess.Popen | None = None
+        self.lock = threading.Lock()  # one computation in the pipe at a time
+        self.spent = threading.local()  # the worker's CPU-seconds for computations this thread asked for
+
+    def start(self) -> None:
+        """Start the worker if it is not running (it loads its modules meanwhile; calls wait for it)."""
+        if self.process is None or self.process.poll() is not None:
+            environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+            self.process = subprocess.Popen([sys.executable, "-m", "ui.worker", str(self.threads)], cwd=ROOT,
+                                            env=environment, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            log.info("costly computations run in process %d on %d thread(s)", self.process.pid, self.threads)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def cpu_s(self) -> float:
+        """CPU-seconds the worker spent on the computations this thread asked for, since the thread began."""
+        return getattr(self.spent, "cpu_s", 0.0)
+
+    def run(self, fn: Callable, *args, **kwargs):
+        """``fn(*args, **kwargs)`` computed in the worker; its result, or the exception it raised there."""
+        request = pickle.dumps((fn, tuple(map(sendable, args)), {k: sendable(v) for k, v in kwargs.items()}))
+        callbacks = [value.callback for value in (*args, *kwargs.values()) if isinstance(value, Callback)]
+        with self.lock:
+            self.start()
+            try:
+                answer = self.exchange(request, callbacks)
+            except BaseException:
+                self.stop()  # interrupted here while the worker computes: what it sends next would answer no one
+                raise
+            if answer is None:
+                log.error("the worker process ended (exit status %s) during %s; starting another",
+                          self.process.wait(), fn.__qualname__)
+                self.start()
+                raise WorkerDied()
+        kind, value, trace, cpu_s = answer
+        self.spent.cpu_s = self.cpu_s() + cpu_s
+        if kind == "error":
+            value.add_note(f"Raised in the worker process:\n{trace}")  # for the log, should it be a bug
+            raise value
+        return value
+
+    def exchange(self, request: bytes, callbacks: list[Callable]) -> tuple | None:
+        """Send ``request`` and read until its answer, calling ``callbacks`` with each report on the way; None when
+        the worker ends first."""
+        try:
+            write_frame(self.process.stdin, request)
+            while (reply := read_frame(self.process.stdout)) is not None:
+                kind, *rest = pickle.loads(reply)
+                if kind != "progress":
+                    return kind, *rest
+                for callback in callbacks:
+                    callback(*rest[0])
+        except (BrokenPipeError, ConnectionError):
+            pass
+        return None
+
+
+def sendable(value):
+    return OnDisk(value) if isinstance(value, Checkpoint) else value
+
+
+# --- in the worker process ----------------------------------------------------------------------
+
+_models: OrderedDict[tuple[str, str], tuple[tuple, Checkpoint]] = OrderedDict()  # (directory, device) ->
+_replies: IO[bytes] | None = None                                                  # (its signature, loaded)
+
+
+def loaded(directory: str, device: str) -> Checkpoint:
+    """The checkpoint at ``directory``, loaded once while it is among the last ``KEPT_MODELS`` used, and again
+    should its directory have been made anew since (a trainer kept a new model under a removed one's name)."""
+    key, made = (directory, device), signature(directory)
+    if key in _models and _models[key][0] == made:
+        _models.move_to_end(key)
+        return _models[key][1]
+    _models.pop(key, None)
+    _models[key] = made, load_checkpoint(Path(directory), device)
+    while len(_models) > KEPT_MODELS:
+        _models.popitem(last=False)
+    return _models[key][1]
+
+
+def signature(directory: str) -> tuple | None:
+    """What changes when a directory is made anew: its inode and its status change time."""
+    try:
+        status = os.stat(directory)
+    except OSError:
+        return None
+    return status.st_ino, status.st_ctime_ns
+
+
+def reporter() -> Callable[..., None]:
+    """A ``Callback`` as the worker unpickles it: a function that sends what it is called with to the server."""
+    return lambda *values: write_frame(_replies, pickle.dumps(("progress", values)))
+
+
+def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
+    """Compute what the server sends, one at a time, until it closes the pipe."""
+    global _replies
+    _replies = replies
+    while (request := read_frame(requests)) is not None:
+        started = time.process_time()
+        try:
+            fn, args, kwargs = pickle.loads(request)
+            answer = ("result", fn(*args, **kwargs), "")
+        except Exception as error:  # noqa: BLE001 - the server decides what the visitor reads
+            answer = ("error", error, traceback.format_exc())
+        cpu_s = time.process_time() - started
+        try:
+            reply = pickle.dumps((*answer, cpu_s))
+        except Exception as error:  # noqa: BLE001 - an answer that cannot be sent is a bug; say which
+            reply = pickle.dumps(("error", RuntimeError(f"an answer that cannot be sent: {error}"),
+                                  traceback.format_exc(), cpu_s))
+        write_frame(replies, reply)
+        if cpu_s > TRIM_AFTER_CPU_S:
+            release_memory()
+
+
+def main() -> None:
+    import torch
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
+    torch.set_num_threads(int(sys.argv[1]))
+    os.nice(NICENESS)
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not land in the pipe
+    serve(sys.stdin.buffer, replies)
+
+
+if __name__ == "__main__":
+    from ui import worker  # run as ui.worker, where what the server sends (reporter, loaded) finds its state
+
+    worker.main()
