@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 
 import gradio as gr
@@ -110,7 +111,24 @@ def build_app(services: Services | None = None, default_model: str | None = None
     demo.queue(max_size=queue_size, default_concurrency_limit=2)
     demo.named_components = page.components  # the page's components by name, for tests and tools
     demo.students_page = build_students_page(services)
+    for blocks in (demo, demo.students_page):
+        remember_signatures(blocks)
     return demo
+
+
+def remember_signatures(blocks: gr.Blocks) -> None:
+    """Work out once the constructor signature of each kind of component on a page.
+
+    Gradio reads every component's constructor signature again (``inspect.signature``) whenever a visitor's
+    session starts; on the main page that was half of a new session's CPU time, which a stranger opening a new
+    session with each request made everyone else's translations wait for. ``inspect.signature`` returns a
+    function's ``__signature__`` when it has one, so setting it to what it computes changes nothing but the time.
+    """
+    for kind in {type(block) for block in blocks.blocks.values()}:
+        for cls in kind.__mro__:
+            init = cls.__dict__.get("__init__")
+            if inspect.isfunction(init) and "__signature__" not in init.__dict__:
+                init.__signature__ = inspect.signature(init)
 
 
 def build_students_page(services: Services) -> gr.Blocks:

@@ -3,6 +3,8 @@ Plotly.js of plotly's own package: ``page_code.PLOTLY_JS``)."""
 
 from __future__ import annotations
 
+import functools
+
 import gradio as gr
 import plotly.graph_objects as go
 from gradio.components.plot import PlotData
@@ -34,4 +36,11 @@ class Chart(gr.HTML):
         return payload
 
     def api_info(self) -> dict:
-        return PlotData.model_json_schema()
+        return plot_schema()  # one dict for every chart and session: Gradio copies a schema before it edits one
+
+
+@functools.cache
+def plot_schema() -> dict:
+    """What a chart's value looks like to a script. Gradio asks each chart for it three times whenever a visitor's
+    session starts, and pydantic builds it anew each time (a third of a new session's cost on this page)."""
+    return PlotData.model_json_schema()

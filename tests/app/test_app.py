@@ -11,12 +11,13 @@ import gradio as gr
 import numpy as np
 import pytest
 from gradio_client import Client
+from gradio.components.plot import PlotData
 from gradio_client.exceptions import AppError
 
 from transformer import errors
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import services
-from ui.build import build_app, close_app
+from ui.build import build_app, close_app, remember_signatures
 from ui.chart import Chart
 from ui.errors import as_user_message
 from ui.views import text
@@ -172,3 +173,20 @@ def test_the_positional_encoding_charts_are_drawn_when_their_tab_opens_not_with_
 
     assert not charts & drawn_by("load"), "the page's first load carries no chart of a tab nobody opened"
     assert charts <= drawn_by("select")
+
+
+def test_a_new_visitors_session_is_set_up_as_gradio_would_without_recomputing_what_never_changes():
+    from gradio.state_holder import SessionState
+
+    demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")), "reverse-tiny")
+    constructors = {type(block).__init__ for block in demo.blocks.values()}
+    assert all("__signature__" in init.__dict__ for init in constructors), "each kind's signature worked out once"
+    remembered = SessionState(demo).config_values
+    for init in constructors:
+        del init.__signature__
+    try:
+        assert SessionState(demo).config_values == remembered
+    finally:
+        remember_signatures(demo)
+    chart = next(block for block in demo.blocks.values() if isinstance(block, Chart))
+    assert chart.api_info() is Chart().api_info() and chart.api_info() == PlotData.model_json_schema()
