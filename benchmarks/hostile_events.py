@@ -20,6 +20,7 @@ can: it reads their numbers from ``/config`` and joins the queue with them, name
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import json
 import secrets
@@ -93,10 +94,24 @@ def blackboard(page: Page, rows: int) -> list:
 
 
 def memory_mb(pid: int, field: str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return float("nan")
+    """``field`` of /proc's status (VmRSS, VmHWM) of the server and the processes it started (its costly-work
+    worker), added up: for VmHWM, an upper bound of their peak together."""
+    total = 0
+    for process in [pid, *children(pid)]:
+        with contextlib.suppress(FileNotFoundError):  # a child that ended meanwhile holds nothing
+            for line in Path(f"/proc/{process}/status").read_text().splitlines():
+                if line.startswith(f"{field}:"):
+                    total += int(line.split()[1])
+    return round(total / 1024, 1)
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    with contextlib.suppress(FileNotFoundError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                found += [int(child), *children(int(child))]
+    return found
 
 
 def victim_p50_ms(url: str, model: str, seconds: float) -> float:
