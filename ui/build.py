@@ -20,6 +20,8 @@ from .services import Services
 from .tabs import analysis, experiments, explain, inside, model, positions, train, translate
 
 log = logging.getLogger(__name__)
+# The tabs, in the page's order: each module has TAB_ID, TITLE, layout(page, checkpoint), declare(page), wire(page).
+TABS = (translate, inside, experiments, explain, analysis, positions, model, train)
 QUEUE_SIZE = 64
 EXPORTS_KEPT_S = (600, 3600)  # Gradio's copies of files handed out: checked every 10 minutes, kept an hour
 # The system's own fonts: nothing is fetched, and no glyph of a heading falls back to another font (the theme's
@@ -66,44 +68,25 @@ def build_app(services: Services | None = None, default_model: str | None = None
     default_model, checkpoint, broken = first_that_loads(services, default_model)
 
     with gr.Blocks(title="Transformer attention explorer", delete_cache=EXPORTS_KEPT_S) as demo:
-        page = Page(services)
+        page = Page(services, demo)
         header.layout(page, names, default_model, broken)
         lessons.layout(page)
         class_page.teacher_layout(page)
         with gr.Tabs() as tabs:
-            with gr.Tab("Translate", id=translate.TAB_ID) as translate_tab:
-                translate.layout(page, checkpoint)
-            with gr.Tab("Inside a head", id=inside.TAB_ID) as inside_tab:
-                inside.layout(page, checkpoint)
-            with gr.Tab("Experiments", id=experiments.TAB_ID) as experiments_tab:
-                experiments.layout(page, checkpoint)
-            with gr.Tab("Attention vs evidence", id=explain.TAB_ID) as explain_tab:
-                explain.layout(page, checkpoint)
-            with gr.Tab("Analysis", id=analysis.TAB_ID) as analysis_tab:
-                analysis.layout(page, checkpoint)
-            with gr.Tab("Positional encoding", id="positions") as positions_tab:
-                positions.layout(page)
-            with gr.Tab("Model", id="model") as model_tab:
-                model.layout(page)
-            with gr.Tab("Train", id="train") as train_tab:
-                train.layout(page)
+            for tab in TABS:
+                with gr.Tab(tab.TITLE, id=tab.TAB_ID) as shown:
+                    tab.layout(page, checkpoint)
+                page.tabs[tab.TAB_ID] = shown
         # The tab on screen (set in the browser as tabs open), and the tabs whose views of the last translation are
         # still to be drawn: a translation draws only the shown tab's.
         page.add(tabs=tabs, visible_tab=gr.Textbox(translate.TAB_ID, visible=False, max_length=40),
                  tabs_waiting=gr.State([]))
 
-        for tab in (translate, inside, experiments, explain, analysis, positions, model, train):
+        for tab in TABS:
             tab.declare(page)
-        page.wire_tabs({tab.id: tab for tab in (translate_tab, inside_tab, experiments_tab, explain_tab,
-                                                 analysis_tab, positions_tab, model_tab, train_tab)})
-        translate.wire(page)
-        inside.wire(page, inside_tab)
-        experiments.wire(page)
-        explain.wire(page)
-        analysis.wire(page)
-        positions.wire(page, positions_tab)
-        model.wire(page)
-        train.wire(page, demo, tabs, train_tab)
+        page.wire_tabs()
+        for tab in TABS:
+            tab.wire(page)
         header.wire(page, demo)  # last: a model switch cancels the slow work every tab registered
         lessons.wire(page)
         class_page.wire_teacher(page)

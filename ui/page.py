@@ -41,9 +41,11 @@ class Hook:
 
 
 class Page:
-    def __init__(self, services: Services):
+    def __init__(self, services: Services, blocks: gr.Blocks | None = None):
         self.services = services
+        self.blocks = blocks  # the page's Blocks, for its load and unload events
         self.components: dict[str, Component] = {}
+        self.tabs: dict[str, gr.Tab] = {}  # by id, in the page's order
         # What a new translation clears or sets in each tab: fn(services, translation) -> {name: value}.
         self.after_translation: list[Hook] = []
         # What a model switch sets in each tab: fn(services, checkpoint) -> {name: value}.
@@ -86,10 +88,10 @@ class Page:
                 waiting.add(hook.tab)
         return {**views, "tabs_waiting": sorted(waiting), "visible_tab": shown}
 
-    def wire_tabs(self, tabs: dict[str, gr.Tab]) -> None:
+    def wire_tabs(self) -> None:
         """Opening a tab notes, in the page, that it is shown; a tab with views of a translation made while another
         was shown draws them (the first time it is opened after it). Called once every tab has declared its hooks."""
-        for tab_id, tab in tabs.items():
+        for tab_id, tab in self.tabs.items():
             tab.select(None, None, self.components["visible_tab"], js=f"() => {json.dumps(tab_id)}")
             hooks = [hook for hook in self.after_translation if hook.tab == tab_id and hook.drawn_on_opening]
             if hooks:

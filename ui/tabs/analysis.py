@@ -19,7 +19,7 @@ from ..views.choices import MEAN_OF_HEADS, VIEWS, chosen_head, head_options, req
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import MAX_BEAM, attention_figure, decoding_of, length_penalty_origin
 
-TAB_ID = "analysis"  # the tab's id in the page (build.py)
+TAB_ID, TITLE = "analysis", "Analysis"  # the tab's id in the page, and its label
 
 STATISTICS_NOTE = ("Entropy (low: focused), mean distance attended in positions, share of attention on `<s>`/`</s>` "
                    "(a common 'no-op' sink) and diagonality (1: each query looks at its own position, or the "

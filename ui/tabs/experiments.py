@@ -21,7 +21,7 @@ from ..views.experiments import MEASURES, comparison_attention, comparison_view,
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import decoding_of, layer_and_head_counts
 
-TAB_ID = "experiments"  # the tab's id in the page (build.py)
+TAB_ID, TITLE = "experiments", "Experiments"  # the tab's id in the page, and its label
 
 INTRO = ("Change the model and see what follows, on the sentence last translated in the Translate tab. Every result "
          "is shown beside the unmodified run.")

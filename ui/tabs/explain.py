@@ -21,7 +21,7 @@ from ..views.choices import MEAN_OF_HEADS, chosen_head, head_options
 from ..views.samples import sample_sentences
 from ..worker import Callback
 
-TAB_ID = "explain"  # the tab's id in the page (build.py)
+TAB_ID, TITLE = "explain", "Attention vs evidence"  # the tab's id in the page, and its label
 
 PRUNE_KINDS = {"cross-attention": "cross", "encoder self-attention": "encoder", "decoder self-attention": "decoder"}
 SAMPLE, VALIDATION = "sample sentences that ship with the app", "Multi30K validation, first 100 (with references)"

@@ -16,7 +16,7 @@ from ..views import inside
 from ..views.choices import ATTENTION_KINDS, clamp
 from ..views.translate import layer_and_head_counts
 
-TAB_ID = "inside"  # the tab's id in the page (build.py)
+TAB_ID, TITLE = "inside", "Inside a head"  # the tab's id in the page, and its label
 
 INTRO = ("## Inside a head\nHow does a head decide where to look? Pick an attention kind, a layer, a head and a query "
          "(a row of the heatmap in the Translate tab) and follow equation 1 of the paper, "
@@ -233,9 +233,9 @@ def declare(page: Page) -> None:
     page.when_model_changes(after_model_change, ("inside_layer", "inside_head"))
 
 
-def wire(page: Page, inside_tab: gr.Tab) -> None:
+def wire(page: Page) -> None:
     c = page.components
-    page.on(inside_tab.select, on_opened, [*HEAD_OUTPUTS, "lens_plot", "temperature_plot", *INSIDE_RESET,
+    page.on(page.tabs[TAB_ID].select, on_opened, [*HEAD_OUTPUTS, "lens_plot", "temperature_plot", *INSIDE_RESET,
                                            "tabs_waiting", "visible_tab"], trigger_mode="always_last")
     page.on([c["inside_kind"].input, c["inside_layer"].input, c["inside_head"].input, c["inside_query"].input],
             on_inside, HEAD_OUTPUTS, trigger_mode="always_last", show_progress="hidden")

@@ -11,11 +11,13 @@ from .. import components, figures
 from ..page import Page
 from ..views import model as views
 
+TAB_ID, TITLE = "model", "Model"  # the tab's id in the page, and its label
+
 HISTORY_NOTE = ("At every evaluation during training, the cross-attention of a fixed probe sentence was saved. "
                 "Slide to watch the alignment emerge from noise.")
 
 
-def layout(page: Page) -> None:
+def layout(page: Page, checkpoint: Checkpoint) -> None:
     model_metrics = gr.Markdown()
     with gr.Row():
         model_config = gr.Dataframe(headers=["setting", "value"], label="Config", interactive=False)

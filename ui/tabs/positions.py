@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import gradio as gr
 
+from transformer.checkpoint import Checkpoint
+
 from ..chart import Chart
 from .. import components
 from ..page import Page
 from ..views.positions import NOTES, positional_views
 
+TAB_ID, TITLE = "positions", "Positional encoding"  # the tab's id in the page, and its label
+
 INTRO = ("The Transformer has no recurrence, so word order enters only through these vectors, added to the "
          "embeddings: PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).")
 
 
-def layout(page: Page) -> None:
+def layout(page: Page, checkpoint: Checkpoint) -> None:
     gr.Markdown(INTRO)
     with gr.Row():
         pe_d_model = components.Slider(8, 512, value=128, step=2, label="d_model")
@@ -39,10 +43,10 @@ def declare(page: Page) -> None:
     """Nothing elsewhere changes this tab."""
 
 
-def wire(page: Page, positions_tab: gr.Tab) -> None:
+def wire(page: Page) -> None:
     c = page.components
     # Drawn when the tab opens, not with the page: most visitors never open it, and its three charts were 267 of
     # the 387 kB the page's first load received. The list of dimensions redraws when submitted or left, not on
     # every keystroke.
-    page.on([positions_tab.select, c["pe_d_model"].input, c["pe_length"].input, c["pe_dimensions"].submit,
+    page.on([page.tabs[TAB_ID].select, c["pe_d_model"].input, c["pe_length"].input, c["pe_dimensions"].submit,
              c["pe_dimensions"].blur], on_positions, ["pe_matrix", "pe_lines", "pe_dots"], trigger_mode="always_last")

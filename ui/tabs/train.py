@@ -7,6 +7,7 @@ import time
 
 import gradio as gr
 
+from transformer.checkpoint import Checkpoint
 from transformer.data import SYNTHETIC_TASKS
 
 from ..chart import Chart
@@ -19,6 +20,8 @@ from ..views import training as views
 from ..views.choices import finite
 from ..views.model import probe_figure
 
+TAB_ID, TITLE = "train", "Train"  # the tab's id in the page, and its label
+
 INTRO = """Train a small Transformer yourself and watch it learn. Synthetic tasks (copy, reverse, sort) need no
 download and reach near-perfect accuracy in about a minute; watch the cross-attention below turn from noise into a
 clean diagonal (copy) or anti-diagonal (reverse). One job runs at a time on this server (others wait in line for
@@ -30,7 +33,7 @@ CLOCK_S = 2.0          # how often another visitor's open Train tab looks at the
 PRESET_LABELS = {training_jobs.AUTO_PRESET: "fitted to the time limit"}
 
 
-def layout(page: Page) -> None:
+def layout(page: Page, checkpoint: Checkpoint) -> None:
     if not page.services.training:
         gr.Markdown(TURNED_OFF)
         return
@@ -252,10 +255,10 @@ def declare(page: Page) -> None:
     """Nothing elsewhere changes this tab."""
 
 
-def wire(page: Page, demo: gr.Blocks, tabs: gr.Tabs, train_tab: gr.Tab) -> None:
+def wire(page: Page) -> None:
     if not page.services.training:
         return
-    c = page.components
+    c, demo, train_tab = page.components, page.blocks, page.tabs[TAB_ID]
     # A refused start is a message, and leaves the job's outputs as they were (no error badges over them:
     # show_progress="hidden"; the progress bar is the tab's own).
     # The starter's page streams its job; the pages waiting in line for the slot each hold a place here too.
@@ -277,6 +280,6 @@ def wire(page: Page, demo: gr.Blocks, tabs: gr.Tabs, train_tab: gr.Tab) -> None:
             ["preset_info", "train_steps"], show_progress="hidden")
     page.on(demo.load, on_open, ["preset_info", "train_steps", *JOB_OUTPUTS])
     page.on(c["job_clock"].tick, on_clock, [*JOB_OUTPUTS, "model", "seen_job"], show_progress="hidden")
-    for tab in tabs.children:  # the clock runs only while the Train tab is open
+    for tab in page.tabs.values():  # the clock runs only while the Train tab is open
         tab.select(lambda active=tab is train_tab: gr.Timer(active=active), None, c["job_clock"],
                    api_visibility="private")

@@ -24,7 +24,7 @@ from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, T
                                map_block,
                                notes_markdown, page_numbers, run_forced, run_translation, source_pieces, step_view)
 
-TAB_ID = "translate"  # the tab's id in the page (build.py)
+TAB_ID, TITLE = "translate", "Translate"  # the tab's id in the page, and its label
 
 STEP_INTRO = ("## Step through the decoding\nMove the slider to replay the translation token by token: the candidates "
               "the model weighed, and where in the source it looked.")
