@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+import torch
+
 from transformer.checkpoint import Checkpoint, load_checkpoint, no_checkpoint_named
 
 from .memory import release_memory
@@ -94,8 +96,9 @@ def read_frame(stream: IO[bytes]) -> bytes | None:
     header = stream.read(FRAME.size)
     if len(header) < FRAME.size:
         return None
-    payload = stream.read(FRAME.unpack(header)[0])
-    return payload if len(payload) == FRAME.unpack(header)[0] else None
+    (length,) = FRAME.unpack(header)
+    payload = stream.read(length)
+    return payload if len(payload) == length else None
 
 
 class Worker:
@@ -171,8 +174,9 @@ def sendable(value):
 
 # --- in the worker process ----------------------------------------------------------------------
 
-_models: OrderedDict[tuple[str, str], tuple[tuple, Checkpoint]] = OrderedDict()  # (directory, device) ->
-_replies: IO[bytes] | None = None                                                  # (its signature, loaded)
+# (directory, device) -> (the directory's signature, the checkpoint), the one used last at the end
+_models: OrderedDict[tuple[str, str], tuple[tuple | None, Checkpoint]] = OrderedDict()
+_replies: IO[bytes] | None = None  # where a Callback's reports go
 
 
 def loaded(directory: str, device: str) -> Checkpoint:
@@ -226,8 +230,6 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
 
 
 def main() -> None:
-    import torch
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
     torch.set_num_threads(int(sys.argv[1]))
     os.nice(NICENESS)
