@@ -34,11 +34,11 @@ from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from transformer.budget import LADDER  # noqa: E402
 from transformer.config import PRESETS, ModelConfig  # noqa: E402
 from transformer.model import Transformer, causal_mask, sinusoidal_table  # noqa: E402
-from transformer.loss import token_loss  # noqa: E402
-from transformer.train_config import TrainConfig, use_bf16  # noqa: E402
+from transformer.train.budget import LADDER  # noqa: E402
+from transformer.train.loss import token_loss  # noqa: E402
+from transformer.train.settings import TrainConfig, use_bf16  # noqa: E402
 
 
 class ReferenceModel(nn.Module):

@@ -51,7 +51,7 @@ def run_command(module: str, *args: str, stdin: str | bytes = "") -> subprocess.
 
 
 class QuickTrainer:
-    """Stands in for ``transformer.train.Trainer`` where a Train-tab test is about the tab, not about training.
+    """Stands in for ``transformer.train.trainer.Trainer`` where a Train-tab test is about the tab, not about training.
 
     Called as the Trainer is, it reports its updates and evaluations at once (100 ms apart: a 40-update job
     streams a few progress reports, and a stop can land mid-run), honours the cancel event and the update count, and leaves the bundled

@@ -14,7 +14,14 @@ LONGEST_FUNCTION = 80  # lines; the old build_app was about 750
 
 
 def modules_of(package: str) -> list[str]:
-    return [f"{package}.{info.name}" for info in pkgutil.iter_modules([str(ROOT / package.replace(".", "/"))])]
+    """Every module of ``package``, those of its sub-packages too (not a ``__main__``: importing it runs it)."""
+    found = []
+    for info in pkgutil.iter_modules([str(ROOT / package.replace(".", "/"))]):
+        if info.name != "__main__":
+            found.append(f"{package}.{info.name}")
+        if info.ispkg:
+            found += modules_of(f"{package}.{info.name}")
+    return found
 
 
 def loaded_after_importing(modules: list[str]) -> set[str]:
@@ -29,7 +36,7 @@ def loaded_after_importing(modules: list[str]) -> set[str]:
 
 def test_the_library_loads_neither_gradio_nor_plotly():
     modules = modules_of("transformer")
-    assert "transformer.model" in modules and "transformer.train" in modules
+    assert {"transformer.model", "transformer.train.trainer", "transformer.train.cli"} <= set(modules)
     loaded = loaded_after_importing(modules)
     assert "torch" in loaded, "the check itself imported the library"
     assert not {"gradio", "plotly"} & loaded
@@ -40,7 +47,7 @@ def test_no_name_the_library_exports_is_also_one_of_its_modules():
     module: a function exported under a module's name would change into the module behind its user's back."""
     import transformer
 
-    modules = {name.rsplit(".", 1)[1] for name in modules_of("transformer")}
+    modules = {name.split(".")[1] for name in modules_of("transformer")}
     assert "translate" in modules
     assert not set(transformer.__all__) & modules
 
@@ -65,6 +72,23 @@ def imported_packages(source: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.add(node.module.split(".")[0])
     return found
+
+
+def relative_imports(source: str) -> set[str]:
+    """The modules of its own package a source imports: "train.loss" for ``from .train.loss import x``."""
+    return {node.module or "" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom) and node.level == 1}
+
+
+@pytest.mark.parametrize("path", [p for p in sources("transformer") if "/" not in p.removeprefix("transformer/")])
+def test_the_model_decoding_and_looking_inside_never_need_training(path):
+    """Training (transformer/train/) builds on the model; of the rest of the library only evaluation uses a part
+    of it (the loss and batches of the validation loss)."""
+    needs = {module for module in relative_imports((ROOT / path).read_text()) if module.split(".")[0] == "train"}
+    if path == "transformer/evaluate.py":
+        assert needs == {"train.loss", "train.corpus"}
+    else:
+        assert not needs
 
 
 @pytest.mark.parametrize("path", sources("transformer"))

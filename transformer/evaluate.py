@@ -21,11 +21,11 @@ from . import arguments
 from . import data as datasets
 from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
 from .decoding import translate_batch
-from .loss import token_loss
 from .metrics import corpus_scores
 from .model import Transformer
 from .tokenizer import PAD_ID, Tokenizer
-from .train_data import collate
+from .train.corpus import collate
+from .train.loss import token_loss
 
 
 def evaluate_checkpoint(checkpoint, sources: list[str], references: list[str], beam_size: int = 5,

@@ -1,6 +1,6 @@
 """Background training jobs for the app's Train tab: one at a time per server, observable, stoppable by its starter.
 
-A job runs ``transformer.train.Trainer`` (the same code as the command line)
+A job runs ``transformer.train.trainer.Trainer`` (the same code as the command line)
 in a thread, records every update and evaluation for live curves, and when it
 ends publishes its model as a new checkpoint directory the app can list. It
 never writes into the bundled ``checkpoints/``.
@@ -23,14 +23,14 @@ from pathlib import Path
 
 import torch
 
-from transformer import calibrate, recipes
 from transformer import data as datasets
 from transformer.checkpoint import default_device, run_history, save_checkpoint
 from transformer.config import ModelConfig, preset
-from transformer.budget import SYNTHETIC_PLAN, BudgetPlan
 from transformer.model import Transformer
-from transformer.train import Trainer
-from transformer.train_config import AUTO_PRESET, TrainConfig, use_bf16
+from transformer.train import calibrate, recipes
+from transformer.train.budget import SYNTHETIC_PLAN, BudgetPlan
+from transformer.train.settings import AUTO_PRESET, TrainConfig, use_bf16
+from transformer.train.trainer import Trainer
 
 from .costly import CORES
 from .memory import release_memory

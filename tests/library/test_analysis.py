@@ -94,8 +94,8 @@ def test_beam_tree_is_consistent_with_the_returned_hypotheses(reverse):
 
 
 def test_training_writes_probe_attention_at_every_evaluation(tmp_path):
-    from transformer.train import Trainer
-    from transformer.train_config import TrainConfig
+    from transformer.train.trainer import Trainer
+    from transformer.train.settings import TrainConfig
 
     config = TrainConfig(data="copy", steps=20, eval_every=10, synthetic_size=300, max_tokens=500,
                          out_dir=str(tmp_path / "run"), probe_sentences=["1 2 3"])

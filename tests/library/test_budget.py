@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from transformer.budget import LADDER, Speed, dropout_for_epochs, plan_for_work, warmup_for_updates
+from transformer.train.budget import LADDER, Speed, dropout_for_epochs, plan_for_work, warmup_for_updates
 
 EPOCH_TOKENS = 480_000  # Multi30K's target pieces, about
 # Seconds per update as measured on the 2-core AMD EPYC, roughly, and the target tokens an update holds.

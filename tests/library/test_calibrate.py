@@ -4,8 +4,8 @@ larger ones only while they could still be chosen and measuring stays a small sh
 import torch
 
 from transformer import data as datasets
-from transformer.budget import LADDER
-from transformer.calibrate import PIECES_PER_WORD, CorpusShape, measure, timed_speed
+from transformer.train.budget import LADDER
+from transformer.train.calibrate import PIECES_PER_WORD, CorpusShape, measure, timed_speed
 
 CPU = torch.device("cpu")
 

@@ -7,8 +7,8 @@ import torch
 from transformer.checkpoint import DEFAULT_CHECKPOINT, load_checkpoint, save_checkpoint
 from transformer.decoding import pad_batch, translate_batch
 from transformer.tokenizer import PAD_ID, BOS_ID
-from transformer.train import Trainer
-from transformer.train_config import TrainConfig
+from transformer.train.settings import TrainConfig
+from transformer.train.trainer import Trainer
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU that PyTorch can use")]

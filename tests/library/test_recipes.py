@@ -2,8 +2,8 @@
 
 import pytest
 
-from transformer.recipes import KINDS, fixed_size_run
-from transformer.train_config import TrainConfig
+from transformer.train.recipes import KINDS, fixed_size_run
+from transformer.train.settings import TrainConfig
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -15,15 +15,16 @@ import pytest
 import sacrebleu
 import torch
 
-from transformer import train, train_cli
-from transformer.budget import LADDER, Speed, plan_for_work
-from transformer.calibrate import CorpusShape
 from transformer.checkpoint import decode_state, drop_records_after, load_checkpoint
 from transformer.decoding import translate
 from transformer.metrics import corpus_scores
-from transformer.loss import token_loss
-from transformer.train import Trainer
-from transformer.train_config import TrainConfig, learning_rate
+from transformer.train import cli as train_cli
+from transformer.train import trainer as training_loop
+from transformer.train.budget import LADDER, Speed, plan_for_work
+from transformer.train.calibrate import CorpusShape
+from transformer.train.loss import token_loss
+from transformer.train.settings import TrainConfig, learning_rate
+from transformer.train.trainer import Trainer
 
 from helpers import free_port
 
@@ -270,7 +271,7 @@ def test_cancel_stops_after_the_current_update_and_saves_last(tmp_path):
 
 
 def test_a_nan_loss_stops_training_with_a_clear_error(tmp_path, monkeypatch):
-    real_loss = train.batch_loss
+    real_loss = training_loop.batch_loss
 
     def poisoned(*args, **kwargs):
         loss = real_loss(*args, **kwargs)
@@ -281,7 +282,7 @@ def test_a_nan_loss_stops_training_with_a_clear_error(tmp_path, monkeypatch):
     def count(metrics):
         poisoned.calls += 1
 
-    monkeypatch.setattr(train, "batch_loss", poisoned)
+    monkeypatch.setattr(training_loop, "batch_loss", poisoned)
     trainer = Trainer(quick_config(tmp_path, "run", steps=10), on_step=count, show_progress=False)
     with pytest.raises(FloatingPointError, match=r"loss became nan at step 3; lower the learning rate"):
         trainer.run()

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import torch.distributed as dist
 
-from . import data as datasets
-from .checkpoint import CheckpointError, read_config, resolve
-from .config import PRESETS
-from .train import Trainer
-from .train_config import AUTO_PRESET, PLANNED_FIELDS, TrainConfig
+from .. import data as datasets
+from ..checkpoint import CheckpointError, read_config, resolve
+from ..config import PRESETS
+from .settings import AUTO_PRESET, PLANNED_FIELDS, TrainConfig
+from .trainer import Trainer
 
 log = logging.getLogger(__name__)
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import torch
 
-from . import data as datasets
-from .decoding import pad_batch
+from .. import data as datasets
+from ..decoding import pad_batch
+from ..tokenizer import BOS_ID, PAD_ID, Tokenizer
 from .processes import Processes
-from .tokenizer import BOS_ID, PAD_ID, Tokenizer
-from .train_config import TrainConfig
+from .settings import TrainConfig
 
 log = logging.getLogger(__name__)
 

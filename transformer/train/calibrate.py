@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 import torch
 
-from . import data as datasets
+from .. import data as datasets
+from ..config import preset
+from ..model import Transformer
+from ..tokenizer import SPECIAL_PIECES
 from .budget import LADDER, BudgetPlan, Size, Speed, affordable, plan_for_work
-from .config import preset
+from .corpus import collate
 from .loss import batch_loss
-from .model import Transformer
-from .tokenizer import SPECIAL_PIECES
-from .train_data import collate
 
 # Multi30K's sentences, with the end-of-sentence piece, become 1.2 (English, 8,000 pieces) to 1.47 (German,
 # 4,000 pieces) pieces per word.

@@ -29,19 +29,20 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from . import calibrate, data as datasets
+from .. import data as datasets
+from ..checkpoint import (STATE_JSON, average_checkpoints, decode_state, drop_records_after, encode_state,
+                         load_checkpoint, load_weights, resolve, save_checkpoint, unique_state_dict)
+from ..config import preset
+from ..decoding import forced_decode, translate_batch
+from ..evaluate import evaluate_translation, validation_loss
+from ..model import Transformer
+from . import calibrate
 from .budget import SYNTHETIC_PLAN, BudgetPlan
 from .calibrate import CorpusShape
-from .checkpoint import (STATE_JSON, average_checkpoints, decode_state, drop_records_after, encode_state,
-                         load_checkpoint, load_weights, resolve, save_checkpoint, unique_state_dict)
-from .config import preset
-from .decoding import forced_decode, translate_batch
-from .evaluate import evaluate_translation, validation_loss
+from .corpus import collate, encode_corpus, load_datasets, train_tokenizers
 from .loss import batch_loss
-from .model import Transformer
 from .processes import Processes
-from .train_config import AUTO_PRESET, TrainConfig, learning_rate, plan_config, use_bf16
-from .train_data import collate, encode_corpus, load_datasets, train_tokenizers
+from .settings import AUTO_PRESET, TrainConfig, learning_rate, plan_config, use_bf16
 
 log = logging.getLogger(__name__)
 
@@ -397,9 +398,3 @@ class Trainer:
             if len(paths) > 1:
                 average_checkpoints(paths, self.out_dir / "averaged")
         return final
-
-
-if __name__ == "__main__":  # python -m transformer.train
-    from .train_cli import main
-
-    raise SystemExit(main())

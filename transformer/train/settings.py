@@ -10,8 +10,8 @@ from pathlib import Path
 
 import torch
 
+from ..config import PRESETS
 from .budget import STEPS_CAP, BudgetPlan
-from .config import PRESETS
 
 
 @dataclass
