@@ -20,7 +20,7 @@ import torch
 from transformer.errors import InputError
 
 from .limits import MAX_TRACKED_CLIENTS, visiting_client
-from .worker import Worker
+from .worker import Callback, Worker
 
 # Gradio's workers for costly events: one runs, the others wait for it in their threads (CostlyWork).
 CONCURRENCY = {"concurrency_id": "costly", "concurrency_limit": 8}
@@ -99,6 +99,7 @@ class CostlyWork:
         self.in_flight: set[str] = set()
         self.lock = threading.Lock()  # guards spent and in_flight
         self.slot = threading.Lock()  # held by the costly event that runs
+        self.running = threading.local()  # .event: this thread runs a costly event (share)
 
     def wait_s(self, client: str, now: float | None = None) -> float:
         """Seconds until ``client`` is back within its budget; 0 when it is within it now."""
@@ -149,7 +150,11 @@ class CostlyWork:
         started, in_worker, threads = time.thread_time(), self.worker.cpu_s(), 1
         try:
             with self.slot, CORES.reserve() as threads:
-                yield
+                self.running.event = True
+                try:
+                    yield
+                finally:
+                    self.running.event = False
         finally:
             with self.lock:
                 self.in_flight.discard(client)
@@ -160,5 +165,13 @@ class CostlyWork:
                 self.charge(client, cpu_s)
 
     def run(self, fn, *args, **kwargs):
-        """``fn(*args, **kwargs)`` in the worker process (worker.py), within the event that ``share`` runs."""
-        return self.worker.run(fn, *args, **kwargs)
+        """``fn(*args, **kwargs)``: in the worker process (worker.py) within a costly event (``share``); here
+        otherwise, as when a lesson's Show me computes one sentence's view, which must not wait behind others'."""
+        if getattr(self.running, "event", False):
+            return self.worker.run(fn, *args, **kwargs)
+        return fn(*map(here, args), **{name: here(value) for name, value in kwargs.items()})
+
+
+def here(value):
+    """An argument as ``fn`` takes it in this process: a ``Callback`` is its callback."""
+    return value.callback if isinstance(value, Callback) else value

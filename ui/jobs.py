@@ -440,7 +440,7 @@ class JobManager:
 
     def _config(self, request: JobRequest, corpus: datasets.ParallelCorpus | None = None) -> TrainConfig:
         """The run a request asks for. "auto" leaves size, vocabulary, batch and schedule to the plan for its
-        time limit (``transformer.budget``); the fixed sizes train for the request's updates, or until the
+        time limit (``transformer.train.budget``); the fixed sizes train for the request's updates, or until the
         time ends, whichever comes first, with the learning rate ending with it."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
         planned = request.preset == AUTO_PRESET

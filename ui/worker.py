@@ -29,7 +29,7 @@ from typing import IO
 
 import torch
 
-from transformer.checkpoint import Checkpoint, load_checkpoint, no_checkpoint_named
+from transformer.checkpoint import Checkpoint, CheckpointError, load_checkpoint, no_checkpoint_named
 
 from .memory import release_memory
 
@@ -41,6 +41,7 @@ TRIM_AFTER_CPU_S = 1.0  # a small computation leaves little memory to hand back
 # The lowest CPU priority: a translation or a view that needs a core the worker computes on gets it first.
 NICENESS = 19
 FRAME = struct.Struct("<Q")  # each message: its length, then its pickle
+PARENT_CHECK_S = 1.0  # how often the worker checks that the server still runs
 
 
 class WorkerDied(RuntimeError):
@@ -68,7 +69,7 @@ class OnDisk:
     def __init__(self, checkpoint: Checkpoint):
         if checkpoint.path is None:
             raise ValueError("only a checkpoint saved in a directory can be sent to the worker")
-        self.directory, self.device = str(checkpoint.path), str(checkpoint.model.device)
+        self.directory, self.device = str(checkpoint.path), checkpoint.model.device.type
 
     def __reduce__(self):
         return loaded, (self.directory, self.device)
@@ -78,12 +79,16 @@ class ModelsOnDisk:
     """Checkpoints by name, as a computation in the worker asks for them: ``name`` -> the checkpoint."""
 
     def __init__(self, directories: dict[str, Path], device: str):
-        self.directories, self.device = {name: str(path) for name, path in directories.items()}, device
+        self.directories = {name: str(path) for name, path in directories.items()}
+        self.device = torch.device(device).type  # as OnDisk names it: one copy of a model, not "cuda" and "cuda:0"
 
     def __call__(self, name: str) -> Checkpoint:
         if name not in self.directories:
             raise no_checkpoint_named(name, self.directories)
-        return loaded(self.directories[name], self.device)
+        try:
+            return loaded(self.directories[name], self.device)
+        except CheckpointError as error:  # name the checkpoint, not the server's directories
+            raise CheckpointError(str(error).replace(str(Path(self.directories[name]).parent) + "/", "")) from None
 
 
 def write_frame(stream: IO[bytes], payload: bytes) -> None:
@@ -229,10 +234,19 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             release_memory()
 
 
+def end_with(server: int) -> None:
+    """End this process once the server has: mid-computation it would otherwise compute on for no one (the closed
+    pipe tells it only when it next reads)."""
+    while os.getppid() == server:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(0)
+
+
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
     torch.set_num_threads(int(sys.argv[1]))
     os.nice(NICENESS)
+    threading.Thread(target=end_with, args=(os.getppid(),), daemon=True).start()
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print must not land in the pipe
     serve(sys.stdin.buffer, replies)

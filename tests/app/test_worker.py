@@ -4,6 +4,10 @@ reported back, their CPU time charged, and a worker that dies started again with
 import os
 import shutil
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import gradio as gr
 import pytest
@@ -19,7 +23,9 @@ from ui.views.choices import NO_TRANSLATION, require_translation
 from ui.views.lessons import LESSONS
 from ui.views.questions import predict_question
 
-from test_costly import visitor
+from test_costly import own_user, visitor
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +69,19 @@ def test_a_problem_raised_there_reaches_the_caller_in_its_own_words():
     assert any("Raised in the worker process" in note for note in raised.value.__notes__)
 
 
+def test_costly_work_goes_to_the_worker_within_a_costly_event_and_is_computed_here_otherwise(german):
+    """A lesson's Show me computes one sentence's view at once, never waiting behind another visitor's pruning."""
+    work = costly.CostlyWork(seconds=1000, window_s=600)
+    assert work.run(os.getpid) == os.getpid()
+    with work.share(own_user()):
+        assert work.run(os.getpid) != os.getpid()
+    reports = []
+    order = interventions.pruning_order(german, "cross", seed=0)[:1]
+    work.run(interventions.pruning_curve, german, ["A dog runs."], "cross", order, None,
+             on_step=worker.Callback(lambda done, total: reports.append(done)))
+    assert reports == [1, 2], "here, a Callback is its callback"
+
+
 def test_the_workers_cpu_time_is_charged_to_the_visitor_who_asked(app_services):
     budget = costly.CostlyWork(seconds=1000, window_s=600)
     with budget.share(visitor("198.51.100.30")):
@@ -80,7 +99,7 @@ def test_a_worker_that_dies_is_started_again_and_the_visitor_reads_one_sentence(
             os.kill(before, signal.SIGKILL)
 
     with pytest.raises(gr.Error) as raised:
-        with as_user_message("on_sample_agreement"):
+        with as_user_message("on_sample_agreement"), app_services.costly.share(own_user()):
             explain_tab.on_sample_agreement(app_services, "multi30k-en-de", "attention rollout", 1,
                                             progress=kill_the_worker)
     assert raised.value.message == str(worker.WorkerDied()) == (
@@ -106,3 +125,31 @@ def test_the_worker_keeps_the_models_it_used_last_and_reloads_one_made_again(tmp
         worker.loaded(directories[2], "cpu")
     shutil.copytree(REPOSITORY_CHECKPOINTS / "reverse-tiny", directories[2])
     assert worker.loaded(directories[2], "cpu") is not last, "a directory made anew is read anew"
+
+
+def test_the_worker_ends_with_the_server_even_in_the_middle_of_a_computation():
+    server = subprocess.Popen([sys.executable, "-c", (
+        "import os, threading\n"
+        "from ui import costly\n"
+        "costly.WORKER.start()\n"
+        "print(costly.WORKER.process.pid, flush=True)\n"
+        "costly.WORKER.run(os.getpid)\n"  # started and serving
+        "print('serving', flush=True)\n"
+        "costly.WORKER.run(os.system, 'sleep 600')\n")], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    worker_pid = int(server.stdout.readline())
+    assert server.stdout.readline().strip() == "serving"
+    server.kill()
+    server.wait()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and running(worker_pid):
+        time.sleep(0.1)
+    assert not running(worker_pid)
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended but not yet collected by init, counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -8,7 +8,7 @@ plan starts from measured speed (``calibrate.measure``: a few timed updates of e
 the largest size whose expected updates reach what it needs to beat the next smaller one, then dropout by the
 expected number of passes over the data (a model that sees the data many times overfits without it; one that sees
 it a few times loses more updates to dropout than it gains). The schedule decays by the clock
-(``train_config.decay_progress``) and reaches its end when the time does. ``plan_for_work`` is a pure function
+(``settings.decay_progress``) and reaches its end when the time does. ``plan_for_work`` is a pure function
 of the budget, the measured speeds and the corpus's size, and is monotone (tested): more work never gives a
 smaller model, more epochs never less dropout.
 

@@ -1,10 +1,10 @@
-"""Training: one loop, used by the command line (``train_cli.py``), torchrun and the app's Train tab alike.
+"""Training: one loop, used by the command line (``cli.py``), torchrun and the app's Train tab alike.
 
     python -m transformer.train --data reverse --preset tiny --steps 600
 
 ``Trainer.run`` reads top to bottom: batches of an epoch, an update (``train_step``), an evaluation when one is
 due, until the updates, the time limit or a cancel end the run. Its settings are a ``TrainConfig``
-(``train_config.py``), its loss ``loss.py``, its data ``train_data.py``; what it saves is an ordinary checkpoint,
+(``settings.py``), its loss ``loss.py``, its data ``corpus.py``; what it saves is an ordinary checkpoint,
 plus its resumable state (``checkpoint.encode_state``).
 
 A run directory holds ``last/`` (resumable), ``best/`` (best validation score),
