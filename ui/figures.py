@@ -43,7 +43,7 @@ REPEATED_BUTTONS = ["zoomin", "zoomout", "autoscale"]
 # figure, held mostly styles of charts the app never draws). The page's own figures (ui/static/figures.js) carry it
 # too, from the page's config.
 _AXIS = {"gridcolor": "white", "linecolor": "white", "ticks": "", "title": {"standoff": 15}, "zerolinecolor": "white",
-         "automargin": True, "zerolinewidth": 2}
+         "automargin": True, "zerolinewidth": 2, "ticklabeloverflow": "allow"}
 TEMPLATE = {
     "layout": {"autotypenumbers": "strict", "font": {"color": "#2a3f5f"}, "hovermode": "closest",
                "hoverlabel": {"align": "left"}, "paper_bgcolor": "white", "plot_bgcolor": "#E5ECF6",
