@@ -146,7 +146,9 @@ def wire(page: Page, demo: gr.Blocks) -> None:
             cancels=page.sentence_work, trigger_mode="always_last")
     page.on(page["open_hub"].click, page.model_changed(page.translated(on_open_from_hub)), [*switched, "hub_status"],
             cancels=page.sentence_work, concurrency_limit=1, concurrency_id="open_from_hub")
-    page.on(demo.load, page.model_changed(page.translated(on_open)),
-            [*OPENED, *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(), *page.model_outputs()])
+    # The page opens on the Translate tab: only its views answer the first translation.
+    page.on(demo.load, page.model_changed(page.translated(on_open, translate.TAB_ID)),
+            [*OPENED, *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(translate.TAB_ID),
+             *page.model_outputs()])
     page.on(page["opening_timer"].tick, on_opening_tick, ["opening_status", "opening_timer", "model"],
             show_progress="hidden")

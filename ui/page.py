@@ -71,8 +71,11 @@ class Page:
     def when_model_changes(self, fn: Callable[..., dict], outputs: Iterable[str]) -> None:
         self.after_model_change.append(Hook(fn, tuple(outputs)))
 
-    def translation_outputs(self) -> tuple[str, ...]:
-        return (*(name for hook in self.after_translation for name in hook.outputs), "tabs_waiting", "visible_tab")
+    def translation_outputs(self, shown: str | None = None) -> tuple[str, ...]:
+        """What a new translation may set in the tabs: in every tab, or in ``shown`` alone where the event is that
+        tab's own (each output an event names costs the server and the page work even when it is left as it is)."""
+        hooks = [hook for hook in self.after_translation if shown is None or hook.tab == shown]
+        return (*(name for hook in hooks for name in hook.outputs), "tabs_waiting", "visible_tab")
 
     def model_outputs(self) -> tuple[str, ...]:
         return tuple(name for hook in self.after_model_change for name in hook.outputs)
@@ -108,17 +111,22 @@ class Page:
         on_opened.__name__ = f"on_{tab_id}_opened"
         return on_opened
 
-    def translated(self, fn: Callable[..., dict]) -> Callable[..., dict]:
+    def translated(self, fn: Callable[..., dict], shown: str | None = None) -> Callable[..., dict]:
         """``fn`` followed, in the same round trip, by the shown tab's answer to the translation it made (if any):
-        the tab ``fn`` opens, else the one the page shows (its last input, ``visible_tab``). The other tabs wait."""
+        the tab ``fn`` opens, else the one the page shows (its last input, ``visible_tab``). The other tabs wait.
+        ``shown``: the tab whose own controls start ``fn``, so the one shown (its outputs are
+        ``translation_outputs(shown)``)."""
         @functools.wraps(fn)
         def run(*args, **kwargs):
-            *args, visible_tab = args
+            if shown is None:
+                *args, visible_tab = args
             result = fn(*args, **kwargs)
             if result and result.get("translation_state") is not None:
                 opened = getattr(result.get("tabs"), "selected", None)
-                result.update(self.views_for(result["translation_state"], opened or visible_tab or "translate"))
+                result.update(self.views_for(result["translation_state"], shown or opened or visible_tab or "translate"))
             return result
+        if shown is not None:
+            return run
         signature = inspect.signature(fn)
         run.__signature__ = signature.replace(parameters=[
             *signature.parameters.values(),

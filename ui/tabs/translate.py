@@ -282,14 +282,15 @@ def declare(page: Page) -> None:
 def wire(page: Page) -> None:
     """The tab's events, once every tab has declared what a new translation changes in it."""
     c = page.components
-    translated = [*TRANSLATION_OUTPUTS, *page.translation_outputs()]
+    translated = [*TRANSLATION_OUTPUTS, *page.translation_outputs(TAB_ID)]
     # A model switch cancels a translation still running, so none lands under the new model's name.
     # Many at once: translations asked for together are decoded together (batching.py).
     asked = [c["translate_button"].click, c["text"].submit, c["example_list"].click]
     translations = [
-        page.on(asked[:2], page.translated(on_translate_click), translated, keep_on_input_problem=True,
+        page.on(asked[:2], page.translated(on_translate_click, TAB_ID), translated, keep_on_input_problem=True,
                 **batching.CONCURRENCY),
-        page.on(asked[2], page.translated(on_example_then_translate), ["text", *translated], **batching.CONCURRENCY)]
+        page.on(asked[2], page.translated(on_example_then_translate, TAB_ID), ["text", *translated],
+                **batching.CONCURRENCY)]
     page.sentence_work += translations
     page.on(c["attention_prepare"].click, on_prepare_attention, ["attention_download"], keep_on_input_problem=True)
     page.on(c["decoding"].input, on_decoding, ["beam_size"], show_progress="hidden", trigger_mode="always_last")
