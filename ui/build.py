@@ -81,6 +81,7 @@ def build_app(services: Services | None = None, default_model: str | None = None
         # still to be drawn: a translation draws only the shown tab's.
         page.add(tabs=tabs, visible_tab=gr.Textbox(translate.TAB_ID, visible=False, max_length=40),
                  tabs_waiting=gr.State([]))
+        page.add_redraw_buttons(drawn_by_switches=translate.TAB_ID)
 
         for tab in TABS:
             tab.declare(page)

@@ -139,13 +139,20 @@ OPENED = ("model", "model_status", "opening_status", "opening_timer", "layer", "
 
 
 def wire(page: Page, demo: gr.Blocks) -> None:
-    switched = ["model", "model_status", "layer", "head", "beam_size", "text", "typed_texts", *translate.TRANSLATION_OUTPUTS,
-                *page.translation_outputs(), *page.model_outputs()]
+    # A model switch draws the Translate tab's views; the tab on screen, if another, then draws its own as its
+    # opening does, and the rest wait until opened (each output an event names costs every later event).
+    switched = ["model", "model_status", "layer", "head", "beam_size", "text", "typed_texts",
+                *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(translate.TAB_ID), *page.model_outputs()]
     # always_last: a second pick while the first loads is not dropped, and the dropdown ends on it.
-    page.on(page["model"].input, page.model_changed(page.translated(on_model)), switched,
-            cancels=page.sentence_work, trigger_mode="always_last")
-    page.on(page["open_hub"].click, page.model_changed(page.translated(on_open_from_hub)), [*switched, "hub_status"],
-            cancels=page.sentence_work, concurrency_limit=1, concurrency_id="open_from_hub")
+    switches = [
+        page.on(page["model"].input, page.model_changed(page.translated(on_model, translate.TAB_ID), asked="model"),
+                switched,
+                cancels=page.sentence_work, trigger_mode="always_last"),
+        page.on(page["open_hub"].click, page.model_changed(page.translated(on_open_from_hub, translate.TAB_ID)),
+                [*switched, "hub_status"], cancels=page.sentence_work, concurrency_limit=1,
+                concurrency_id="open_from_hub")]
+    for switch in switches:
+        page.then_in_browser(switch, "() => explorerPage.redrawShownTab()")
     # The page opens on the Translate tab: only its views answer the first translation.
     page.on(demo.load, page.model_changed(page.translated(on_open, translate.TAB_ID)),
             [*OPENED, *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(translate.TAB_ID),

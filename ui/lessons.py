@@ -151,8 +151,9 @@ def wire(page: Page) -> None:
     prepared = page.model_changed(page.translated(set_up))
     defaults = control_defaults(page.components)
 
-    def on_show_me(services: Services, lesson_choice, visible_tab) -> dict:
-        set_up_views = prepared(services, lesson_choice, visible_tab)  # the lesson's tab drawn, the others wait
+    def on_show_me(services: Services, lesson_choice, visible_tab, request: gr.Request = None) -> dict:
+        # the lesson's tab drawn, the others wait
+        set_up_views = prepared(services, lesson_choice, visible_tab, page_session=request)
         return {**after_set_up(services, {**defaults, **set_up_views}, lesson_choice, defaults),
                 "shown_lesson": lesson_choice}
 

@@ -9,10 +9,12 @@ has to match a tuple in another file.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import inspect
 import json
+import threading
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -40,6 +42,49 @@ class Hook:
     drawn_on_opening: bool = True  # else the tab's own opening event draws what waits (it needs it first)
 
 
+class ModelsShown:
+    """The model each visitor's page shows, or is switching to, by session (the most recent sessions).
+
+    A switch to the model a page already shows or is switching to changes nothing, and is answered at once: Gradio
+    6's dropdown sends its input event twice for one click on an option (as it is chosen, and again as its list
+    closes), and once more whenever it loses focus, so that every switch would otherwise be made twice at once."""
+
+    def __init__(self, most: int = 10_000):
+        self.most = most
+        self.models: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self.lock = threading.Lock()
+
+    def shown(self, session: str | None, name: str) -> None:
+        if session:
+            with self.lock:
+                self.models[session] = name
+                self.models.move_to_end(session)
+                while len(self.models) > self.most:
+                    self.models.popitem(last=False)
+
+    @contextlib.contextmanager
+    def switching(self, session: str | None, name: str):
+        """Yields whether ``name`` is new to the session's page; if so, it is the one the page switches to, unless
+        the switch fails (then the page still shows the one before)."""
+        with self.lock:
+            before = self.models.get(session) if session else None
+            new = not session or before != name
+        if not new:
+            yield False
+            return
+        self.shown(session, name)
+        try:
+            yield True
+        except BaseException:
+            with self.lock:
+                if self.models.get(session) == name:
+                    if before is None:
+                        self.models.pop(session, None)
+                    else:
+                        self.models[session] = before
+            raise
+
+
 class Page:
     def __init__(self, services: Services, blocks: gr.Blocks | None = None):
         self.services = services
@@ -52,6 +97,7 @@ class Page:
         self.after_model_change: list[Hook] = []
         # Slow work for one sentence and model, cancelled by a model switch so none lands after it.
         self.sentence_work: list = []
+        self.models_shown = ModelsShown()
 
     def add(self, **components: Component) -> None:
         for name, component in components.items():
@@ -91,6 +137,19 @@ class Page:
                 waiting.add(hook.tab)
         return {**views, "tabs_waiting": sorted(waiting), "visible_tab": shown}
 
+    def add_redraw_buttons(self, drawn_by_switches: str) -> None:
+        """A hidden button per tab that the page presses to have the tab on screen draw the views that wait for it,
+        as opening it does (``explorerPage.redrawShownTab``, after a model switch drew the tab
+        ``drawn_by_switches`` alone)."""
+        for tab_id in self.tabs:
+            if tab_id != drawn_by_switches:
+                self.add(**{f"redraw_{tab_id}": gr.Button(visible="hidden", elem_id=f"redraw-{tab_id}")})
+
+    def shown(self, tab_id: str) -> list:
+        """The triggers that draw what waits for ``tab_id``: the visitor opening it, or the page redrawing it."""
+        redraw = self.components.get(f"redraw_{tab_id}")
+        return [self.tabs[tab_id].select, *([redraw.click] if redraw else [])]
+
     def wire_tabs(self) -> None:
         """Opening a tab notes, in the page, that it is shown; a tab with views of a translation made while another
         was shown draws them (the first time it is opened after it). Called once every tab has declared its hooks."""
@@ -98,7 +157,7 @@ class Page:
             tab.select(None, None, self.components["visible_tab"], js=f"() => {json.dumps(tab_id)}")
             hooks = [hook for hook in self.after_translation if hook.tab == tab_id and hook.drawn_on_opening]
             if hooks:
-                self.on(tab.select, self.opened_views(tab_id),
+                self.on(self.shown(tab_id), self.opened_views(tab_id),
                         [*(name for hook in hooks for name in hook.outputs), "tabs_waiting", "visible_tab"],
                         show_progress="hidden")
 
@@ -133,19 +192,38 @@ class Page:
             inspect.Parameter("visible_tab", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="translate")])
         return run
 
-    def model_changed(self, fn: Callable[..., dict]) -> Callable[..., dict]:
+    def model_changed(self, fn: Callable[..., dict], asked: str | None = None) -> Callable[..., dict]:
         """``fn`` followed by every tab's answer to the model it chose (its "model" value, a name); the model list
-        is read afresh on the way (models trained since the page was built join it)."""
+        is read afresh on the way (models trained since the page was built join it). ``asked``: the parameter of
+        ``fn`` that names the model the visitor asks for; ``fn`` is not run when their page shows it already or is
+        switching to it (``ModelsShown``)."""
+        parameters = inspect.signature(fn).parameters
+
         @functools.wraps(fn)
-        def run(*args, **kwargs):
-            result = fn(*args, **kwargs)
+        def run(*args, page_session: gr.Request | None = None, **kwargs):
+            if len(args) > len(parameters):  # as Gradio calls it: the request last
+                *args, page_session = args
+            session = getattr(page_session, "session_hash", None)
+            wanted = inspect.signature(fn).bind_partial(*args, **kwargs).arguments.get(asked) if asked else None
+            with (self.models_shown.switching(session, wanted) if wanted else contextlib.nullcontext(True)) as new:
+                if not new:
+                    return {}
+                result = fn(*args, **kwargs)
             name = result.get("model") if result else None
             if name is not None:
+                self.models_shown.shown(session, name)
                 checkpoint = self.services.registry.get(name)
                 for hook in self.after_model_change:
                     result.update(hook.fn(checkpoint))
                 result["model"] = gr.Dropdown(choices=self.services.registry.names(), value=name)
             return result
+        # Gradio gives it the request too: its session is the visitor's page.
+        signature = inspect.signature(fn)
+        run.__signature__ = signature.replace(parameters=[
+            *signature.parameters.values(),
+            inspect.Parameter("page_session", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                              annotation=gr.Request)])
+        run.__annotations__ = {**typing.get_type_hints(fn), "page_session": gr.Request}
         return run
 
     def handler(self, fn: Callable, keep_on_input_problem: bool = False,
@@ -248,6 +326,10 @@ class Page:
         which need no round trip."""
         return gr.on(triggers, None, [self.components[name] for name in inputs],
                      [self.components[name] for name in outputs], js=js, queue=False, api_visibility="private")
+
+    def then_in_browser(self, event, js: str):
+        """Run ``js`` in the browser alone once ``event`` (what ``on`` returned) has finished."""
+        return event.then(None, None, None, js=js, queue=False, api_visibility="private")
 
     def then(self, event, fn: Callable, outputs: Iterable[str], **options):
         """Run ``fn`` once ``event`` (what ``on`` returned) has finished; it may set the components named in

@@ -192,10 +192,11 @@ def test_a_new_visitors_session_is_set_up_as_gradio_would_without_recomputing_wh
     assert chart.api_info() is Chart().api_info() and chart.api_info() == PlotData.model_json_schema()
 
 
-def test_a_translation_the_translate_tab_asks_for_names_no_other_tabs_views():
+def test_translations_of_the_translate_tab_the_opening_and_a_model_switch_name_no_other_tabs_views():
     """Each output an event names costs the server a component and the page a status update on every later event,
-    even when it is left as it is (Gradio 6): the Translate tab's own translations, and the page's first one, name
-    none of the views another tab draws of a translation when it is opened."""
+    even when it is left as it is (Gradio 6): the Translate tab's own translations, the page's first one and a
+    model switch name none of the views another tab draws of a translation when it is opened (or redrawn, for the
+    tab on screen after a model switch)."""
     demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")), "reverse-tiny")
 
     def outputs(name: str) -> set[int]:
@@ -207,7 +208,7 @@ def test_a_translation_the_translate_tab_asks_for_names_no_other_tabs_views():
     drawn_when_opened = {output._id for event in opened for output in event.outputs
                          if not isinstance(output, (gr.State, gr.Slider, gr.Dropdown, gr.Textbox))}
     assert len(opened) >= 4 and len(drawn_when_opened) > 20
-    for name in ("on_translate_click", "on_example_then_translate", "on_open"):
+    for name in ("on_translate_click", "on_example_then_translate", "on_open", "on_model", "on_open_from_hub"):
         assert demo.named_components["translation"]._id in outputs(name)
         names = {component._id: key for key, component in demo.named_components.items()}
         assert not {names[i] for i in outputs(name) & drawn_when_opened}, name

@@ -1,6 +1,7 @@
 """End to end in a real browser (Debian's chromium driven by Playwright): what a student sees and does."""
 
 import math
+import re
 import os
 from pathlib import Path
 
@@ -430,6 +431,25 @@ def test_results_for_the_previous_sentence_are_cleared_when_the_model_changes(ap
     playwright.expect(table).not_to_contain_text("encoder", timeout=30_000)  # a row would open the wrong heatmap
     page.get_by_role("tab", name="Translate").click()
     playwright.expect(page.get_by_label("Your translation")).to_have_value("")  # digits mean nothing to it
+    page.close()
+
+
+def test_a_model_switch_redraws_the_tab_on_screen_and_the_others_when_opened(app_url, browser):
+    url, _ = app_url
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url.rstrip("/") + "/?model=reverse-tiny&text=1+2+3")
+    translation_is(page, "3 2 1")
+    page.get_by_role("tab", name="Inside a head").click()
+    summary = page.locator("#inside-summary")
+    playwright.expect(summary).to_contain_text(re.compile(r"produced ▁\d"), timeout=30_000)
+    page.get_by_label("Model").first.click()
+    page.get_by_role("option", name="multi30k-en-de").click()
+    # Still on the Inside tab: its views follow the new model's translation (of its example: digits mean nothing
+    # to it), in German pieces.
+    playwright.expect(summary).to_contain_text(re.compile(r"produced ▁?[A-Za-zÄÖÜäöüß]"), timeout=60_000)
+    page.get_by_role("tab", name="Translate").click()
+    playwright.expect(page.locator("#translation textarea, #translation input")).to_have_value(
+        re.compile("[a-zäöüß]", re.I), timeout=30_000)
     page.close()
 
 

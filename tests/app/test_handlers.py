@@ -131,6 +131,47 @@ def test_switching_model_brings_a_sentence_it_reads_and_fits_the_sliders(app_ser
     assert views["translation"] == views["translation_state"].text
 
 
+def test_a_switch_to_the_model_a_page_shows_or_is_switching_to_is_made_once(app_services):
+    """Gradio's dropdown sends one click on an option as two input events at once, and another when it loses focus:
+    a page's second ask for the model it shows changes nothing; another page, or another model, is switched to."""
+    page = Page(app_services)
+    for tab in TAB_MODULES:
+        tab.declare(page)
+    switch = page.model_changed(page.translated(header.on_model, translate.TAB_ID), asked="model")
+    ran = []
+    counted = page.model_changed(lambda services, model: ran.append(model) or {"model": model}, asked="model")
+
+    def asked(model, session):
+        return counted(app_services, model, page_session=gr.Request(session_hash=session))
+
+    asked("reverse-tiny", "page-a")
+    asked("reverse-tiny", "page-a")  # the same click's second event, or the list losing focus
+    asked("reverse-tiny", "page-b")
+    asked("multi30k-en-de", "page-a")
+    asked("reverse-tiny", "page-a")
+    assert ran == ["reverse-tiny", "reverse-tiny", "multi30k-en-de", "reverse-tiny"]
+    views = switch(app_services, "reverse-tiny", "A dog runs.", {}, "greedy", 4, 40, CROSS, VIEWS[0], 1, 1, False,
+                   page_session=gr.Request(session_hash="page-a"))
+    assert views == {}, "page-a shows reverse-tiny already"
+    page.models_shown.shown("page-a", "multi30k-en-de")  # a lesson, or the page's opening, switched it
+    views = switch(app_services, "reverse-tiny", "A dog runs.", {}, "greedy", 4, 40, CROSS, VIEWS[0], 1, 1, False,
+                   page_session=gr.Request(session_hash="page-a"))
+    assert views["model"].value == "reverse-tiny" and views["translation"]
+
+
+def test_a_switch_that_fails_leaves_the_page_on_the_model_it_showed(app_services):
+    page = Page(app_services)
+    page.models_shown.shown("page-a", "reverse-tiny")
+    failing = page.model_changed(lambda services, model: {"model": app_services.registry.get(model).name},
+                                 asked="model")
+    with pytest.raises(Exception):
+        failing(app_services, "no-such-model", page_session=gr.Request(session_hash="page-a"))
+    with page.models_shown.switching("page-a", "reverse-tiny") as new:
+        assert not new, "the page still shows the model it showed"
+    with page.models_shown.switching("page-a", "no-such-model") as new:
+        assert new, "asking for it again tries again"
+
+
 def test_a_handler_naming_a_component_that_does_not_exist_fails_loudly(page, caplog):
     def on_typo() -> dict:
         return {"translaton": "oops"}

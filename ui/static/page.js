@@ -82,5 +82,13 @@ window.explorerPage = (() => {
     // hook(chart) for every chart drawn now and later
     onChart(hook) { chartHooks.push(hook); everyChart(hook); },
     showLesson(choice) { holdInSight(config.lessonFocus[choice]); },
+    // The tab on screen draws the views that wait for it, as opening it does: its hidden redraw button
+    // (Page.add_redraw_buttons) is pressed. After a model switch, which draws the Translate tab alone.
+    redrawShownTab() {
+      for (const tab of document.querySelectorAll("[role=tab][aria-selected=true][data-tab-id]")) {
+        const redraw = document.querySelector(`#redraw-${CSS.escape(tab.dataset.tabId)}`);
+        if (redraw) redraw.click();
+      }
+    },
   };
 })();

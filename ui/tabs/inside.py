@@ -235,7 +235,7 @@ def declare(page: Page) -> None:
 
 def wire(page: Page) -> None:
     c = page.components
-    page.on(page.tabs[TAB_ID].select, on_opened, [*HEAD_OUTPUTS, "lens_plot", "temperature_plot", *INSIDE_RESET,
+    page.on(page.shown(TAB_ID), on_opened, [*HEAD_OUTPUTS, "lens_plot", "temperature_plot", *INSIDE_RESET,
                                            "tabs_waiting", "visible_tab"], trigger_mode="always_last")
     page.on([c["inside_kind"].input, c["inside_layer"].input, c["inside_head"].input, c["inside_query"].input],
             on_inside, HEAD_OUTPUTS, trigger_mode="always_last", show_progress="hidden")
