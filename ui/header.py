@@ -3,6 +3,8 @@ opening the page (on a shared link's model, sentence and view) and switching the
 
 from __future__ import annotations
 
+import itertools
+
 import gradio as gr
 
 from transformer.checkpoint import Checkpoint
@@ -48,7 +50,9 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, s
     # The last text typed for each kind of model: {"digits"|"text": text}.
     page.add(model=model, model_status=model_status, typed_texts=gr.State({}), translation_state=gr.State(None),
              hub_id=hub_id, open_hub=open_hub, hub_status=hub_status, opening_status=opening_status,
-             opening_timer=gr.Timer(OPENING_EVERY_S, active=False))
+             opening_timer=gr.Timer(OPENING_EVERY_S, active=False),
+             # A new value each time a switch has landed: the tab on screen then draws its views of it.
+             model_switched=gr.Textbox("", visible="hidden"))
 
 
 def model_settings(checkpoint: Checkpoint, layer, head) -> dict:
@@ -74,6 +78,7 @@ def on_model(services: Services, model, text, typed_texts, decoding, beam_size, 
                                                                                          label=source_label(checkpoint))
     text = shown
     return {"model": model, **model_settings(checkpoint, layer, head), "text": box, "typed_texts": typed_texts,
+            "model_switched": str(next(SWITCHES)),
             **translate.translation_views(checkpoint, text, decoding, beam_size, max_length, kind, view, layer, head,
                                           average)}
 
@@ -134,6 +139,7 @@ def on_opening_tick(services: Services) -> dict:
     return {**opening_views(services), "model": gr.Dropdown(choices=services.registry.names())}
 
 
+SWITCHES = itertools.count(1)  # model switches landed, numbered for the page (model_switched)
 OPENED = ("model", "model_status", "opening_status", "opening_timer", "layer", "head", "text", "kind", "view",
           "decoding", "beam_size", "max_length")
 
@@ -141,21 +147,20 @@ OPENED = ("model", "model_status", "opening_status", "opening_timer", "layer", "
 def wire(page: Page, demo: gr.Blocks) -> None:
     # A model switch draws the Translate tab's views; the tab on screen, if another, then draws its own as its
     # opening does, and the rest wait until opened (each output an event names costs every later event).
-    switched = ["model", "model_status", "layer", "head", "beam_size", "text", "typed_texts",
+    switched = ["model", "model_status", "layer", "head", "beam_size", "text", "typed_texts", "model_switched",
                 *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(translate.TAB_ID), *page.model_outputs()]
     # always_last: a second pick while the first loads is not dropped, and the dropdown ends on it.
-    switches = [
-        page.on(page["model"].input, page.model_changed(page.translated(on_model, translate.TAB_ID), asked="model"),
-                switched,
-                cancels=page.sentence_work, trigger_mode="always_last"),
-        page.on(page["open_hub"].click, page.model_changed(page.translated(on_open_from_hub, translate.TAB_ID)),
-                [*switched, "hub_status"], cancels=page.sentence_work, concurrency_limit=1,
-                concurrency_id="open_from_hub")]
-    for switch in switches:
-        page.then_in_browser(switch, "() => explorerPage.redrawShownTab()")
+    page.on(page["model"].input, page.model_changed(page.translated(on_model, translate.TAB_ID), asked="model"),
+            switched, cancels=page.sentence_work, trigger_mode="always_last",
+            progress_on=["model_status", *translate.PROGRESS_ON])
+    page.on(page["open_hub"].click, page.model_changed(page.translated(on_open_from_hub, translate.TAB_ID)),
+            [*switched, "hub_status"], cancels=page.sentence_work, concurrency_limit=1,
+            concurrency_id="open_from_hub", progress_on=["hub_status", *translate.PROGRESS_ON])
+    # Once a switch has landed (not a second ask for the same model, answered with nothing: ModelsShown).
+    page.in_browser(page["model_switched"].change, "() => explorerPage.redrawShownTab()", [], [])
     # The page opens on the Translate tab: only its views answer the first translation.
     page.on(demo.load, page.model_changed(page.translated(on_open, translate.TAB_ID)),
             [*OPENED, *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(translate.TAB_ID),
-             *page.model_outputs()])
+             *page.model_outputs()], progress_on=translate.PROGRESS_ON)
     page.on(page["opening_timer"].tick, on_opening_tick, ["opening_status", "opening_timer", "model"],
             show_progress="hidden")

@@ -164,7 +164,8 @@ def wire(page: Page) -> None:
                *inside_tab.HEAD_OUTPUTS, "inside_kind", "inside_head", "lens_step", "lens_plot", "temperature_plot",
                *experiments.COMPARISON_OUTPUTS, "importance_plot", "importance_summary", "word_order_section",
                *explain.ATTRIBUTION_OUTPUTS, "shown_lesson"]
-    showing = page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work)
+    showing = page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work,
+                      progress_on=["lesson_text", *translate.PROGRESS_ON])
     showing.then(None, [c["lesson_choice"]], None, js="(choice) => explorerPage.showLesson(choice)")
     page.then(showing, after_show_me, ["lesson_text", "lesson_pair"], show_progress="hidden")
     page.on(c["lesson_choice"].input, on_lesson_choice, ["lesson_text", "lesson_pair"], show_progress="hidden")

@@ -308,17 +308,28 @@ class Page:
                 and not isinstance(p.default, gr.Progress)]  # Gradio fills a progress tracker itself
 
     def on(self, triggers, fn: Callable, outputs: Iterable[str], *, keep_on_input_problem: bool = False,
-           api_name: str | None = None, costly: bool = False, **options):
+           api_name: str | None = None, costly: bool = False, progress_on: Iterable[str] | None = None,
+           **options):
         """Run ``fn`` when any of ``triggers`` fires; it may set the components named in ``outputs``.
 
         ``costly``: ``fn`` is one of the expensive computations, which run one at a time, each within its
-        visitor's budget (costly.py)."""
+        visitor's budget (costly.py). ``progress_on``: the outputs that show the event under way (default: all
+        of them, none with ``show_progress="hidden"``). Gradio's page updates every component any event has shown
+        progress on at each step of every later event, so the page's big events name a few."""
         triggers = triggers if isinstance(triggers, (list, tuple)) else [triggers]
         outputs = list(dict.fromkeys(outputs))
         visibility = {"api_name": api_name} if api_name else {"api_visibility": "private"}
         return gr.on(triggers, self.handler(fn, keep_on_input_problem, outputs, costly), self.inputs_of(fn),
                      [self.components[name] for name in outputs], **visibility,
-                     **(COSTLY_CONCURRENCY if costly else {}), **options)
+                     **(COSTLY_CONCURRENCY if costly else {}), **self.progress(progress_on, options))
+
+    def progress(self, progress_on: Iterable[str] | None, options: dict) -> dict:
+        """An event's options with the components it shows progress on (``on``'s ``progress_on``)."""
+        if progress_on is None and options.get("show_progress") == "hidden":
+            progress_on = ()
+        if progress_on is None:
+            return options
+        return {**options, "show_progress_on": [self.components[name] for name in progress_on]}
 
     def in_browser(self, triggers, js: str, inputs: Iterable[str], outputs: Iterable[str]):
         """Run ``js`` in the browser alone when any of ``triggers`` fires: it gets the values of the components
@@ -327,13 +338,10 @@ class Page:
         return gr.on(triggers, None, [self.components[name] for name in inputs],
                      [self.components[name] for name in outputs], js=js, queue=False, api_visibility="private")
 
-    def then_in_browser(self, event, js: str):
-        """Run ``js`` in the browser alone once ``event`` (what ``on`` returned) has finished."""
-        return event.then(None, None, None, js=js, queue=False, api_visibility="private")
-
     def then(self, event, fn: Callable, outputs: Iterable[str], **options):
         """Run ``fn`` once ``event`` (what ``on`` returned) has finished; it may set the components named in
         ``outputs``."""
         outputs = list(dict.fromkeys(outputs))
         return event.then(self.handler(fn, outputs=outputs), self.inputs_of(fn),
-                          [self.components[name] for name in outputs], api_visibility="private", **options)
+                          [self.components[name] for name in outputs], api_visibility="private",
+                          **self.progress(None, options))

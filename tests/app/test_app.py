@@ -212,3 +212,19 @@ def test_translations_of_the_translate_tab_the_opening_and_a_model_switch_name_n
         assert demo.named_components["translation"]._id in outputs(name)
         names = {component._id: key for key, component in demo.named_components.items()}
         assert not {names[i] for i in outputs(name) & drawn_when_opened}, name
+
+
+def test_the_page_shows_a_translation_under_way_on_its_text_and_hidden_progress_on_nothing():
+    """Gradio's page updates every component any event has shown progress on, at each step of every later event
+    (170 ms of a Translate click in Chromium once every tab's views had been named): translations show theirs on
+    the translation box and the control that asked, and an event with hidden progress on no component."""
+    demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")), "reverse-tiny")
+    names = {component._id: name for name, component in demo.named_components.items()}
+    shown_on = {event.name: {names.get(c._id) for c in event.show_progress_on}
+                for event in demo.fns.values() if event.show_progress_on is not None}
+    assert shown_on["on_translate_click"] == shown_on["on_open"] == {"translation"}
+    assert shown_on["on_model"] == {"model_status", "translation"}
+    assert shown_on["on_show_me"] == {"lesson_text", "translation"}
+    hidden = [event for event in demo.fns.values()
+              if event.fn is not None and event.outputs and event.show_progress == "hidden"]
+    assert hidden and all(event.show_progress_on == [] for event in hidden)

@@ -236,7 +236,8 @@ def declare(page: Page) -> None:
 def wire(page: Page) -> None:
     c = page.components
     page.on(page.shown(TAB_ID), on_opened, [*HEAD_OUTPUTS, "lens_plot", "temperature_plot", *INSIDE_RESET,
-                                           "tabs_waiting", "visible_tab"], trigger_mode="always_last")
+                                           "tabs_waiting", "visible_tab"], trigger_mode="always_last",
+            progress_on=["inside_summary"])
     page.on([c["inside_kind"].input, c["inside_layer"].input, c["inside_head"].input, c["inside_query"].input],
             on_inside, HEAD_OUTPUTS, trigger_mode="always_last", show_progress="hidden")
     page.on([c["lens_step"].input, c["temperature"].input, c["sample_top_k"].input, c["sample_top_p"].input],

@@ -146,6 +146,8 @@ SELECTION = ("kind", "view", "layer", "head", "average", "step", "maps_wanted")
 STEP_TEXT = ("step", "revealed", "step_caption", "maps_wanted")
 TRANSLATION_OUTPUTS = ("translation_state", "translation", "notes", "source_tokens", "attention_download",
                        "page_numbers", "step")
+# Where a translation under way shows (Gradio's timer and spinner); the charts are redrawn in place as it lands.
+PROGRESS_ON = ("translation",)
 MOST_BLOCKS_ASKED = 64  # maps of one kind and layer a page may ask for at once (a model view of every layer)
 
 
@@ -288,9 +290,9 @@ def wire(page: Page) -> None:
     asked = [c["translate_button"].click, c["text"].submit, c["example_list"].click]
     translations = [
         page.on(asked[:2], page.translated(on_translate_click, TAB_ID), translated, keep_on_input_problem=True,
-                **batching.CONCURRENCY),
+                progress_on=PROGRESS_ON, **batching.CONCURRENCY),
         page.on(asked[2], page.translated(on_example_then_translate, TAB_ID), ["text", *translated],
-                **batching.CONCURRENCY)]
+                progress_on=PROGRESS_ON, **batching.CONCURRENCY)]
     page.sentence_work += translations
     page.on(c["attention_prepare"].click, on_prepare_attention, ["attention_download"], keep_on_input_problem=True)
     page.on(c["decoding"].input, on_decoding, ["beam_size"], show_progress="hidden", trigger_mode="always_last")
