@@ -30,6 +30,8 @@ PHONE_COLUMNS = 6  # columns that fit a 390-px phone at MIN_COLUMN_PX beside the
 # Small multiples: a panel is PANEL_HEIGHT px tall, so about a dozen 11-px labels fit down its side; across, the
 # page's width is shared by the columns (about 80 upright labels on a laptop's screen).
 PANEL_HEIGHT = 230
+PANEL_TICK_FONT = 11  # px: readable on a projector
+PANEL_LABEL_CHAR_PX = LABEL_CHAR_PX * PANEL_TICK_FONT / 13
 MOST_PANEL_LABELS = 12
 MOST_GRID_COLUMN_LABELS = 80
 
@@ -161,6 +163,16 @@ def _top_margin(labels: Sequence[str]) -> int:
     return int(min(200, 90 + LABEL_CHAR_PX * longest * slant))
 
 
+def _grid_margin(query_labels: Sequence[str], key_labels: Sequence[str], key_angle: int) -> dict:
+    """Room left of the panels for the rows' labels and under them for the slanted columns', as long as the longest
+    label needs: Plotly's automargin measures every label of every panel as it draws (half the time of drawing
+    a model view in Chromium)."""
+    def needed(labels: Sequence[str], slant: float) -> int:
+        longest = max([1, *(len(label) for label in labels)])
+        return int(min(200, 20 + PANEL_LABEL_CHAR_PX * longest * slant))
+    return {"l": needed(query_labels, 1.0), "b": needed(key_labels, abs(math.sin(math.radians(key_angle))))}
+
+
 def _readable_width(columns: int) -> int | None:
     """The width a heatmap needs for ``MIN_COLUMN_PX`` per column; None (the page's width) for a few columns,
     which fit even a phone. A wider chart scrolls sideways inside its own frame on a narrow screen."""
@@ -203,17 +215,21 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
                 text=_hover_text(query_labels, key_labels, rows_are_steps),
                 hovertemplate=f"{panel}<br>%{{text}}<br>weight %{{z:.4f}}<extra></extra>",
                 meta=ROWS_ARE_STEPS if rows_are_steps else None), row=r + 1, col=c + 1)
-    tick_font = dict(size=11)  # readable on a projector
-    fig.update_xaxes(tickangle=_slanted(key_labels, -60), tickfont=tick_font,
+    tick_font = dict(size=PANEL_TICK_FONT)
+    key_angle = _slanted(key_labels, -60)
+    fig.update_xaxes(tickangle=key_angle, tickfont=tick_font, automargin=False,
                      **_ticks(key_labels, most=max(MOST_PANEL_LABELS, MOST_GRID_COLUMN_LABELS // columns)))
-    fig.update_yaxes(autorange="reversed", tickfont=tick_font, **_ticks(query_labels, most=MOST_PANEL_LABELS))
+    fig.update_yaxes(autorange="reversed", tickfont=tick_font, automargin=False,
+                     **_ticks(query_labels, most=MOST_PANEL_LABELS))
     for r in range(1, rows):
         fig.update_xaxes(showticklabels=False, row=r)
     for c in range(2, columns + 1):
         fig.update_yaxes(showticklabels=False, col=c)
-    fig.update_annotations(font_size=11)
-    return _layout(fig, _titled(title, subtitle, f"rows: {query_title} (queries)", f"columns: {key_title} (keys)"),
-                   height=90 + PANEL_HEIGHT * rows)
+    fig.update_annotations(font_size=PANEL_TICK_FONT)
+    fig = _layout(fig, _titled(title, subtitle, f"rows: {query_title} (queries)", f"columns: {key_title} (keys)"),
+                  height=90 + PANEL_HEIGHT * rows)
+    fig.update_layout(margin=_grid_margin(query_labels, key_labels, key_angle))
+    return fig
 
 
 def _numbers(values) -> list[float]:
@@ -530,5 +546,6 @@ PAGE_SETTINGS = {
     "template": TEMPLATE, "colorscale": plotly.colors.get_colorscale(ATTENTION_COLORSCALE), "mark": MARK, "rowsAreSteps": ROWS_ARE_STEPS,
     "grid": GRID, "font": FONT, "mostTickLabels": MOST_TICK_LABELS, "heatmapMargin": HEATMAP_MARGIN,
     "labelCharPx": LABEL_CHAR_PX, "minColumnPx": MIN_COLUMN_PX, "laptopChartPx": LAPTOP_CHART_PX,
-    "phoneColumns": PHONE_COLUMNS, "panelHeight": PANEL_HEIGHT, "mostPanelLabels": MOST_PANEL_LABELS,
+    "phoneColumns": PHONE_COLUMNS, "panelHeight": PANEL_HEIGHT, "panelTickFont": PANEL_TICK_FONT,
+    "panelLabelCharPx": PANEL_LABEL_CHAR_PX, "mostPanelLabels": MOST_PANEL_LABELS,
     "mostGridColumnLabels": MOST_GRID_COLUMN_LABELS, "zoomButtons": ZOOM_BUTTONS, "repeatedButtons": REPEATED_BUTTONS}

@@ -49,6 +49,12 @@ window.explorerFigures = (() => {
     const slant = Math.abs(Math.sin((slanted(labels) * Math.PI) / 180));
     return Math.trunc(Math.min(200, 90 + s.labelCharPx * longest * slant));
   };
+  // Room for the outer panels' labels, as _grid_margin works it out (Plotly's automargin measures every label).
+  const gridMargin = (queryLabels, keyLabels, keyAngle) => {
+    const needed = (labels, slant) => Math.trunc(
+      Math.min(200, 20 + s.panelLabelCharPx * Math.max(1, ...labels.map((label) => label.length)) * slant));
+    return {l: needed(queryLabels, 1), b: needed(keyLabels, Math.abs(Math.sin((keyAngle * Math.PI) / 180)))};
+  };
   const readableWidth = (columns) => {
     const needed = s.heatmapMargin.l + s.heatmapMargin.r + 80 + s.minColumnPx * columns;  // 80: the colour bar
     return columns > s.phoneColumns ? Math.max(needed, s.laptopChartPx) : null;
@@ -87,7 +93,7 @@ window.explorerFigures = (() => {
     const data = [], layout = {annotations: []};
     const suffix = (r, c) => (r * columns + c === 0 ? "" : String(r * columns + c + 1));
     const xTicks = ticks(keyLabels, Math.max(s.mostPanelLabels, Math.trunc(s.mostGridColumnLabels / columns)));
-    const yTicks = ticks(queryLabels, s.mostPanelLabels);
+    const yTicks = ticks(queryLabels, s.mostPanelLabels), keyAngle = slanted(keyLabels, -60);
     for (let r = 0; r < rows; r++) {
       for (let c = 0; c < columns; c++) {
         const n = suffix(r, c), panel = [rowNames[r], columnNames[c]].filter(Boolean).join(" · ");
@@ -99,17 +105,17 @@ window.explorerFigures = (() => {
         if (rowsAreSteps) trace.meta = s.rowsAreSteps;
         data.push(trace);
         const x0 = c * (width + across), y1 = 1 - r * (height + down);
-        layout[`xaxis${n}`] = {anchor: `y${n}`, domain: [x0, x0 + width], tickfont: {size: 11},
-                               tickangle: slanted(keyLabels, -60), ...xTicks};
+        layout[`xaxis${n}`] = {anchor: `y${n}`, domain: [x0, x0 + width], tickfont: {size: s.panelTickFont},
+                               tickangle: keyAngle, automargin: false, ...xTicks};
         if (r < rows - 1) {
           Object.assign(layout[`xaxis${n}`], {matches: `x${suffix(rows - 1, c)}`, showticklabels: false});
         }
-        layout[`yaxis${n}`] = {anchor: `x${n}`, domain: [y1 - height, y1], tickfont: {size: 11},
-                               autorange: "reversed", ...yTicks};
+        layout[`yaxis${n}`] = {anchor: `x${n}`, domain: [y1 - height, y1], tickfont: {size: s.panelTickFont},
+                               autorange: "reversed", automargin: false, ...yTicks};
         if (c > 0) Object.assign(layout[`yaxis${n}`], {matches: `y${suffix(r, 0)}`, showticklabels: false});
       }
     }
-    const note = {font: {size: 11}, showarrow: false, xref: "paper", yref: "paper"};
+    const note = {font: {size: s.panelTickFont}, showarrow: false, xref: "paper", yref: "paper"};
     columnNames.forEach((name, c) => layout.annotations.push(
       {...note, text: name, x: c * (width + across) + width / 2, xanchor: "center", y: 1, yanchor: "bottom"}));
     if (named) {
@@ -117,8 +123,10 @@ window.explorerFigures = (() => {
         {...note, text: name, textangle: 90, x: right, xanchor: "left", y: 1 - r * (height + down) - height / 2,
          yanchor: "middle"}));
     }
-    return {data, layout: laidOut(layout, titled(title, subtitle, `rows: ${queryTitle} (queries)`,
-                                                  `columns: ${keyTitle} (keys)`), 90 + s.panelHeight * rows)};
+    const out = laidOut(layout, titled(title, subtitle, `rows: ${queryTitle} (queries)`, `columns: ${keyTitle} (keys)`),
+                        90 + s.panelHeight * rows);
+    out.margin = {...out.margin, ...gridMargin(queryLabels, keyLabels, keyAngle)};
+    return {data, layout: out};
   }
 
   // The top-k next tokens as horizontal bars labelled "piece  12.3%" beside the axis, the chosen one highlighted.
