@@ -104,10 +104,8 @@ def no_checkpoint_named(name: str, names: Iterable[str]) -> CheckpointError:
 
 
 def default_device() -> torch.device:
-    """CUDA when PyTorch sees a GPU, unless ``EXPLORER_DEVICE`` names the device: on a ZeroGPU Space PyTorch
-    reports a GPU that only functions run under ``@spaces.GPU`` have, so the app's own process says cpu."""
-    if chosen := os.environ.get("EXPLORER_DEVICE"):
-        return torch.device(chosen)
+    """CUDA when PyTorch sees a GPU, else the CPU: where a model goes unless its caller says (the app decides for
+    itself: ``ui.gpu.models_device``)."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 

@@ -8,8 +8,6 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is i
 ON_ZERO_GPU = os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true")  # as the spaces package reads it
 
 if ON_ZERO_GPU:
-    # On a ZeroGPU Space: spaces patches PyTorch before anything starts CUDA, and the app's own process keeps its
-    # models on the CPU; translations borrow a GPU (ui/gpu.py).
+    # On a ZeroGPU Space: spaces patches PyTorch before anything starts CUDA; the app's own process keeps its
+    # models on the CPU (gpu.models_device) and translations borrow a GPU (gpu.translate).
     import spaces  # noqa: F401
-
-    os.environ.setdefault("EXPLORER_DEVICE", "cpu")

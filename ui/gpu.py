@@ -1,5 +1,6 @@
-"""Where a translation is decoded: in this process (on CUDA when this machine has a GPU), or, on a ZeroGPU Space,
-in a GPU that ZeroGPU lends for the length of one ``@spaces.GPU`` call.
+"""Where the app's models live (``models_device``) and where a translation is decoded: in this process (on CUDA
+when this machine has a GPU), or, on a ZeroGPU Space, in a GPU that ZeroGPU lends for the length of one
+``@spaces.GPU`` call.
 
 ZeroGPU runs such a call in a worker process forked from this one and hands it the arguments and the result
 pickled, so the call takes a checkpoint's directory, not the model, and returns the translation's plain numbers.
@@ -10,9 +11,12 @@ models are small: a beam-5 translation takes 0.1 s on two CPU cores), as does tr
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
-from transformer.checkpoint import Checkpoint, load_checkpoint
+import torch
+
+from transformer.checkpoint import Checkpoint, default_device, load_checkpoint
 from transformer.decoding import Translation
 
 from . import ON_ZERO_GPU
@@ -24,6 +28,14 @@ log = logging.getLogger(__name__)
 # model into a fresh worker a few seconds; ZeroGPU serves shorter requests first.
 DECODE_S = 15
 _on_gpu: dict[str, Checkpoint] = {}  # the worker's own models, by directory
+
+
+def models_device() -> torch.device:
+    """Where the app keeps its models and trains: ``EXPLORER_DEVICE`` when set; the CPU on a ZeroGPU Space (PyTorch
+    reports a GPU there that only ``@spaces.GPU`` calls may use); else CUDA when PyTorch sees a GPU."""
+    if chosen := os.environ.get("EXPLORER_DEVICE"):
+        return torch.device(chosen)
+    return torch.device("cpu") if ON_ZERO_GPU else default_device()
 
 
 def translate(checkpoint: Checkpoint, text: str, beam_size: int, max_length: int | None, **options) -> Translation:

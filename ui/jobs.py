@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from transformer import data as datasets
-from transformer.checkpoint import default_device, run_history, save_checkpoint
+from transformer.checkpoint import run_history, save_checkpoint
 from transformer.config import ModelConfig, preset
 from transformer.model import Transformer
 from transformer.train import calibrate, recipes
@@ -33,6 +33,7 @@ from transformer.train.settings import AUTO_PRESET, TrainConfig, use_bf16
 from transformer.train.trainer import Trainer
 
 from .costly import CORES
+from .gpu import models_device
 from .memory import release_memory
 from .limits import MAX_TRACKED_CLIENTS
 from .views.choices import clamp, finite
@@ -106,7 +107,7 @@ class PreviewSpeeds:
             with self._measuring, CORES.reserve() if shared else contextlib.nullcontext():
                 if key not in self._measured:
                     shape = calibrate.CorpusShape.of(datasets.load_multi30k("train", "en", "de", data_dir))
-                    device = default_device()
+                    device = models_device()
                     bf16 = use_bf16(TrainConfig(data="multi30k"), device)
                     self._measured[key] = shape, calibrate.measure(shape, 60 * MAX_MINUTES, device, bf16)
         return self._measured.get(key)
@@ -471,7 +472,7 @@ class JobManager:
             extra.update(data_dir=request.data_dir)
         name = re.sub(r"[^a-z0-9-]", "", f"{label}-{request.preset}-{stamp}")
         common = dict(data=data, preset=request.preset, max_minutes=request.minutes, out_dir=str(self.work_dir / name),
-                      probe_sentences=probe, keep_checkpoints=1)
+                      probe_sentences=probe, keep_checkpoints=1, device=str(models_device()))
         if planned:  # the plan chooses size, batch, schedule and how often to evaluate, for the time limit
             return TrainConfig(**common, **{k: v for k, v in extra.items() if k in ("eval_sentences", "data_dir")})
         # Evaluations by the clock too, so a run its time limit cuts short still draws its curves and replay.

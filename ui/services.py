@@ -17,6 +17,7 @@ from transformer.data import DataError, multi30k_dir
 
 from .classroom import Classrooms
 from .costly import CostlyWork, setting
+from .gpu import models_device
 from .hub_models import MB, HubModels, OpeningAtStart
 from .jobs import JobManager, training_disabled
 from .views.lessons import LESSONS, lesson_models, listed_as
@@ -197,4 +198,4 @@ class Services:
         """The bundled checkpoints (after ``roots``), the models trained in the app and those opened from the Hub."""
         jobs, hub_models = jobs or JobManager(), hub_models or HubModels()
         roots = [*(roots or []), REPOSITORY_CHECKPOINTS, jobs.published_dir, hub_models.directory]
-        return cls(ModelRegistry(roots), jobs, hub=hub_models)
+        return cls(ModelRegistry(roots, device=models_device()), jobs, hub=hub_models)

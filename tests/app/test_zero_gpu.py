@@ -49,8 +49,19 @@ def test_with_no_gpu_lent_the_translation_is_made_on_the_cpu_and_the_reason_logg
     assert "exceeded your GPU quota" in caplog.text
 
 
-def test_the_app_s_process_can_be_told_its_device(monkeypatch):
-    monkeypatch.setenv("EXPLORER_DEVICE", "cpu")  # as on ZeroGPU, where PyTorch reports a GPU it cannot use here
-    assert default_device() == torch.device("cpu")
-    monkeypatch.delenv("EXPLORER_DEVICE")
-    assert default_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
+def test_the_app_chooses_its_models_device_and_keeps_them_on_the_cpu_on_zero_gpu(monkeypatch):
+    monkeypatch.delenv("EXPLORER_DEVICE", raising=False)
+    assert gpu.models_device() == default_device() == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    monkeypatch.setattr(gpu, "ON_ZERO_GPU", True)  # PyTorch reports a GPU there that the app's process cannot use
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert gpu.models_device() == torch.device("cpu") and default_device() == torch.device("cuda")
+    monkeypatch.setenv("EXPLORER_DEVICE", "cuda:1")  # told
+    assert gpu.models_device() == torch.device("cuda:1")
+
+
+def test_the_app_s_registry_and_training_jobs_use_the_device_it_chose(monkeypatch, tmp_path):
+    from ui import jobs, services
+    monkeypatch.setenv("EXPLORER_DEVICE", "meta")  # a device no model of this machine is on otherwise
+    assert services.Services.default(jobs=jobs.JobManager(tmp_path)).registry.device == torch.device("meta")
+    config = jobs.JobManager(tmp_path)._config(jobs.JobRequest(data="reverse", preset="tiny", steps=10, minutes=1.0))
+    assert config.device == "meta"

@@ -545,6 +545,15 @@ def test_cli_rejects_an_unknown_preset_as_a_usage_error(capsys):
     assert "invalid choice: 'huge'" in capsys.readouterr().err
 
 
+def test_a_run_trains_on_the_device_its_caller_names_else_on_cuda_when_there_is_one(monkeypatch):
+    from transformer.train.processes import Processes
+    monkeypatch.setenv("EXPLORER_DEVICE", "meta")  # the app's own setting: the library does not read it
+    assert Processes.join().device.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert Processes.join("cpu").device == torch.device("cpu")
+    args = train_cli.build_parser().parse_args(["--device", "cpu"])
+    assert train_cli.config_from_args(args).device == "cpu"
+
+
 def test_ddp_with_two_processes_trains_in_lockstep(tmp_path):
     out = tmp_path / "ddp"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}

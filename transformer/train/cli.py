@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--average-last", type=int, default=0)
     add("--probe", action="append", default=[], help="sentence whose attention is saved at every evaluation")
     add("--threads", type=int)
+    add("--device", help="where to train (cpu, cuda, cuda:1; default CUDA when PyTorch sees a GPU)")
     add("--no-progress", action="store_true")
     return parser
 
@@ -94,7 +95,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         weight_decay=args.weight_decay, seed=args.seed, eval_sentences=args.eval_sentences,
         out_dir=args.out or f"runs/{data_name}-{args.preset}", precision=args.precision,
         keep_checkpoints=args.keep_checkpoints, average_last=args.average_last, probe_sentences=args.probe,
-        threads=args.threads, **given)
+        threads=args.threads, device=args.device, **given)
     return config  # a preset "auto" is planned by the Trainer, around what was given here
 
 

@@ -24,13 +24,14 @@ class Processes:
     device: torch.device
 
     @classmethod
-    def join(cls) -> "Processes":
-        """This process's place: torchrun's environment (NCCL on GPUs, gloo on CPUs), else a run of one."""
+    def join(cls, device: str | torch.device | None = None) -> "Processes":
+        """This process's place: torchrun's environment (NCCL on GPUs, gloo on CPUs), else a run of one; on
+        ``device`` (default: CUDA when PyTorch sees a GPU, each process on its own), its process index added."""
         distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
-        device = default_device()
+        device = torch.device(device) if device is not None else default_device()
         if distributed and not dist.is_initialized():
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-        if device.type == "cuda":
+        if device.type == "cuda" and device.index is None:
             local_rank = int(os.environ.get("LOCAL_RANK", "0"))
             torch.cuda.set_device(local_rank)
             device = torch.device("cuda", local_rank)

@@ -49,6 +49,7 @@ class TrainConfig:
     synthetic_size: int = 20000           # fresh synthetic examples per epoch
     probe_sentences: list[str] = field(default_factory=list)
     threads: int | None = None
+    device: str | None = None             # a torch device; None: CUDA when PyTorch sees a GPU, else the CPU
 
     def validate(self) -> None:
         if self.preset not in (*PRESETS, AUTO_PRESET):

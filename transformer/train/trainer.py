@@ -69,7 +69,7 @@ class Trainer:
         self.on_step, self.on_eval = on_step, on_eval
         self.cancel = cancel or threading.Event()
         self.show_progress = show_progress
-        self.processes = Processes.join()
+        self.processes = Processes.join(config.device)
         self.distributed, self.rank, self.world_size, self.device = (
             self.processes.distributed, self.processes.rank, self.processes.world_size, self.processes.device)
         if config.threads:
