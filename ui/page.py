@@ -179,10 +179,12 @@ class Page:
         def run(*args, **kwargs):
             if shown is None:
                 *args, visible_tab = args
+            else:
+                visible_tab = shown
             result = fn(*args, **kwargs)
             if result and result.get("translation_state") is not None:
                 opened = getattr(result.get("tabs"), "selected", None)
-                result.update(self.views_for(result["translation_state"], shown or opened or visible_tab or "translate"))
+                result.update(self.views_for(result["translation_state"], opened or visible_tab or "translate"))
             return result
         if shown is not None:
             return run
