@@ -1,5 +1,6 @@
-"""The top of the page: the introduction and the model picker, and the two events that redraw every tab:
-opening the page (on a shared link's model, sentence and view) and switching the model."""
+"""The top of the page: the introduction and the model picker, and the two events that change what every tab shows:
+opening the page (on a shared link's model, sentence and view) and switching the model (the tab on screen is drawn
+at once, the others when they are opened)."""
 
 from __future__ import annotations
 
