@@ -199,14 +199,14 @@ class Page:
         is read afresh on the way (models trained since the page was built join it). ``asked``: the parameter of
         ``fn`` that names the model the visitor asks for; ``fn`` is not run when their page shows it already or is
         switching to it (``ModelsShown``)."""
-        parameters = inspect.signature(fn).parameters
+        signature = inspect.signature(fn)
 
         @functools.wraps(fn)
         def run(*args, page_session: gr.Request | None = None, **kwargs):
-            if len(args) > len(parameters):  # as Gradio calls it: the request last
+            if len(args) > len(signature.parameters):  # as Gradio calls it: the request last
                 *args, page_session = args
             session = getattr(page_session, "session_hash", None)
-            wanted = inspect.signature(fn).bind_partial(*args, **kwargs).arguments.get(asked) if asked else None
+            wanted = signature.bind_partial(*args, **kwargs).arguments.get(asked) if asked else None
             with (self.models_shown.switching(session, wanted) if wanted else contextlib.nullcontext(True)) as new:
                 if not new:
                     return {}
@@ -220,7 +220,6 @@ class Page:
                 result["model"] = gr.Dropdown(choices=self.services.registry.names(), value=name)
             return result
         # Gradio gives it the request too: its session is the visitor's page.
-        signature = inspect.signature(fn)
         run.__signature__ = signature.replace(parameters=[
             *signature.parameters.values(),
             inspect.Parameter("page_session", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
