@@ -29,7 +29,7 @@ from .views.translate import run_translation
 def translate(services: Services, model, text, decoding, beam_size, max_length) -> dict:
     """/translate: the translation, its notes, the source pieces, the step slider and the attention download."""
     result = run_translation(services.registry.get(model), text, decoding, beam_size, max_length)
-    return translated(result, step=result.translation.num_steps)
+    return translated(result, step=result.translation.num_steps, model=model)
 
 
 STEP_VIEWS = ("revealed", "top_k_plot", "step_attention_plot", "step_caption")
@@ -104,7 +104,8 @@ def wire(page: Page) -> None:
     with gr.Row(visible=False):
         triggers = {name: gr.Button(visible=False) for name in ("translate", "step", "attention", "select_model", "models")}
     page.on(triggers["translate"].click, translate,
-            ["translation", "notes", "source_tokens", "step", "attention_download", "translation_state"],
+            ["translation", "notes", "source_tokens", "step", "attention_download", "translation_state",
+             "translation_model"],
             api_name="translate", **batching.CONCURRENCY)
     page.on(triggers["step"].click, step, STEP_VIEWS, api_name="step", queue=False)
     page.on(triggers["attention"].click, attention, ["attention_download"], api_name="attention")

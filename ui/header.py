@@ -48,8 +48,10 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, s
                                      "converted once, then in the model list for everyone on this server")
             open_hub = gr.Button("Open", scale=1)
         hub_status = gr.Markdown(elem_id="hub-status")
-    # The last text typed for each kind of model: {"digits"|"text": text}.
-    page.add(model=model, model_status=model_status, typed_texts=gr.State({}), translation_state=gr.State(None),
+    page.add(model=model, model_status=model_status,
+             typed_texts=gr.State({}),  # the last text typed for each kind of model: {"digits"|"text": text}
+             # The last translation, and the model that made it (what the other tabs look into: translate.translated).
+             translation_state=gr.State(None), translation_model=gr.State(default_model),
              hub_id=hub_id, open_hub=open_hub, hub_status=hub_status, opening_status=opening_status,
              opening_timer=gr.Timer(OPENING_EVERY_S, active=False),
              # A new value each time a switch has landed: the tab on screen then draws its views of it.
@@ -80,7 +82,8 @@ def on_model(services: Services, model, text, typed_texts, decoding, beam_size, 
     text = shown
     return {"model": model, **model_settings(checkpoint, layer, head), "text": box, "typed_texts": typed_texts,
             "model_switched": str(next(SWITCHES)),
-            **translate.translation_views(checkpoint, text, decoding, beam_size, max_length, kind, view, layer, head,
+            **translate.translation_views(services, model, text, decoding, beam_size, max_length, kind, view, layer,
+                                          head,
                                           average)}
 
 
@@ -124,7 +127,7 @@ def on_open(services: Services, model, text, decoding, beam_size, max_length, ki
             "beam_size": gr.Slider(value=max(2, beam), interactive=decoding == "beam",
                                    info=translate.beam_info(checkpoint)),
             "max_length": max_length,
-            **translate.translation_views(checkpoint, text, decoding, beam, max_length, kind, view, layer, head,
+            **translate.translation_views(services, chosen, text, decoding, beam, max_length, kind, view, layer, head,
                                           average)}
 
 

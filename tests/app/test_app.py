@@ -228,3 +228,21 @@ def test_the_page_shows_a_translation_under_way_on_its_text_and_hidden_progress_
     hidden = [event for event in demo.fns.values()
               if event.fn is not None and event.outputs and event.show_progress == "hidden"]
     assert hidden and all(event.show_progress_on == [] for event in hidden)
+
+
+def test_what_looks_into_the_last_translation_reads_the_model_that_made_it_not_the_model_list():
+    """During a model switch the model list already names the new model while the translation (and what was
+    computed from it) is still the old one's: a tab that paired the two would compute one model over another's
+    tokens. Every event that sets the translation also sets the name of its model, and every event that reads
+    something made from the translation reads that name."""
+    demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")), "reverse-tiny")
+    named = demo.named_components
+    made_from_translation = {named[name]._id for name in ("translation_state", "last_comparison", "hypotheses_state")}
+    readers = [event for event in demo.fns.values() if made_from_translation & {c._id for c in event.inputs}]
+    setters = [event for event in demo.fns.values() if named["translation_state"] in event.outputs]
+    assert len(readers) > 15 and len(setters) >= 5
+    for event in setters:
+        assert named["translation_model"] in event.outputs, event.name
+    for event in readers:
+        assert named["model"] not in event.inputs, event.name
+    assert sum(named["translation_model"] in event.inputs for event in readers) > 10

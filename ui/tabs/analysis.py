@@ -73,18 +73,19 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 
 # --- handlers ------------------------------------------------------------------------------------
 
-def on_tree(services: Services, model, translation_state, tree_beam, tree_penalty) -> dict:
+def on_tree(services: Services, translation_model, translation_state, tree_beam, tree_penalty) -> dict:
     source = require_translation(translation_state).source_text
-    figure, rows, hypotheses = services.costly.run(beam_view, services.registry.get(model), source, tree_beam,
+    figure, rows, hypotheses = services.costly.run(beam_view, services.registry.get(translation_model), source,
+                                                   tree_beam,
                                                    tree_penalty)
     return {"tree_plot": figure, "hypotheses_table": rows, "hypotheses_state": hypotheses}
 
 
-def on_hypothesis(services: Services, model, hypotheses_state, event: gr.SelectData) -> dict:
+def on_hypothesis(services: Services, translation_model, hypotheses_state, event: gr.SelectData) -> dict:
     if not hypotheses_state:
         return {}
     rank = int(event.row_value[0]) - 1 if event.row_value else event.index[0]  # rows may be sorted
-    return {"hypothesis_plot": hypothesis_attention(services.registry.get(model), hypotheses_state, rank)}
+    return {"hypothesis_plot": hypothesis_attention(services.registry.get(translation_model), hypotheses_state, rank)}
 
 
 def on_alignment(translation_state, alignment_layer, alignment_head) -> dict:
@@ -128,10 +129,11 @@ def on_svg(translation_state, kind, view, layer, head, average) -> dict:
     return {"export_file": exports.figure_svg_file(figure, "attention")}
 
 
-def on_share(model, translation_state, kind, view, layer, head, request: gr.Request) -> dict:
+def on_share(translation_model, translation_state, kind, view, layer, head, request: gr.Request) -> dict:
     base = str(request.url).split("?")[0].split("gradio_api")[0] if request else ""
     decoding = decoding_of(require_translation(translation_state))
-    return {"share_link": base + "?" + share.share_query(model, translation_state.source_text, kind, view, layer,
+    return {"share_link": base + "?" + share.share_query(translation_model, translation_state.source_text, kind,
+                                                         view, layer,
                                                          head, decoding["beam_size"], decoding["max_length"])}
 
 

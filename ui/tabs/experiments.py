@@ -108,60 +108,62 @@ def comparison_outputs(comparison: interventions.Comparison, checkpoint: Checkpo
             "experiment_attention_after": view.attention_after}
 
 
-def on_ablate(services: Services, model, translation_state, ablate_encoder, ablate_decoder, ablate_cross,
+def on_ablate(services: Services, translation_model, translation_state, ablate_encoder, ablate_decoder, ablate_cross,
               experiment_kind, experiment_layer, experiment_head, experiment_measure) -> dict:
     if not (ablate_encoder or ablate_decoder or ablate_cross):
         raise InputError("Tick the heads to switch off first (encoder, decoder or cross-attention).")
     switched_off = {"encoder": ablate_encoder, "decoder": ablate_decoder, "cross": ablate_cross}
     source = require_translation(translation_state).source_text
-    comparison = interventions.ablate_heads(services.registry.get(model), source, switched_off,
+    comparison = interventions.ablate_heads(services.registry.get(translation_model), source, switched_off,
                                             **decoding_of(translation_state))
-    return comparison_outputs(comparison, services.registry.get(model), experiment_kind, experiment_layer,
+    return comparison_outputs(comparison, services.registry.get(translation_model), experiment_kind, experiment_layer,
                               experiment_head, experiment_measure)
 
 
-def on_override(services: Services, model, translation_state, override_step, override_choice, experiment_kind,
-                experiment_layer, experiment_head, experiment_measure) -> dict:
+def on_override(services: Services, translation_model, translation_state, override_step, override_choice,
+                experiment_kind, experiment_layer, experiment_head, experiment_measure) -> dict:
     require_translation(translation_state)
     if not override_choice:
         raise InputError("Choose or type the token to force.")
-    comparison = interventions.override_token(services.registry.get(model), translation_state, override_step,
-                                              override_choice, decoding_of(translation_state)["max_length"])
-    return comparison_outputs(comparison, services.registry.get(model), experiment_kind, experiment_layer,
+    comparison = interventions.override_token(services.registry.get(translation_model), translation_state,
+                                              override_step, override_choice,
+                                              decoding_of(translation_state)["max_length"])
+    return comparison_outputs(comparison, services.registry.get(translation_model), experiment_kind, experiment_layer,
                               experiment_head, experiment_measure)
 
 
-def on_positions(services: Services, model, translation_state, experiment_kind, experiment_layer,
+def on_positions(services: Services, translation_model, translation_state, experiment_kind, experiment_layer,
                  experiment_head, experiment_measure) -> dict:
     source = require_translation(translation_state).source_text
-    comparison = interventions.without_positions(services.registry.get(model), source, **decoding_of(translation_state))
-    return comparison_outputs(comparison, services.registry.get(model), experiment_kind, experiment_layer,
+    comparison = interventions.without_positions(services.registry.get(translation_model), source,
+                                                 **decoding_of(translation_state))
+    return comparison_outputs(comparison, services.registry.get(translation_model), experiment_kind, experiment_layer,
                               experiment_head, experiment_measure)
 
 
-def on_shuffle(services: Services, model, translation_state, experiment_kind, experiment_layer,
+def on_shuffle(services: Services, translation_model, translation_state, experiment_kind, experiment_layer,
                experiment_head, experiment_measure) -> dict:
     source = require_translation(translation_state).source_text
-    comparison = interventions.shuffled_source(services.registry.get(model), source,
+    comparison = interventions.shuffled_source(services.registry.get(translation_model), source,
                                                seed=random.randrange(2**32),  # each click a new order
                                                **decoding_of(translation_state))
-    return comparison_outputs(comparison, services.registry.get(model), experiment_kind, experiment_layer,
+    return comparison_outputs(comparison, services.registry.get(translation_model), experiment_kind, experiment_layer,
                               experiment_head, experiment_measure)
 
 
-def on_comparison_attention(services: Services, model, last_comparison, experiment_kind, experiment_layer,
+def on_comparison_attention(services: Services, translation_model, last_comparison, experiment_kind, experiment_layer,
                             experiment_head, experiment_measure) -> dict:
     if last_comparison is None:
         return {}
     heads = last_comparison.before.cross_attention.shape[1]
     before, after = comparison_attention(last_comparison, experiment_kind, experiment_layer,
                                          chosen_head(experiment_head, heads), experiment_measure,
-                                         services.registry.get(model))
+                                         services.registry.get(translation_model))
     return {"experiment_attention_before": before, "experiment_attention_after": after}
 
 
-def on_importance(services: Services, model, translation_state) -> dict:
-    importance = services.costly.run(interventions.head_importance, services.registry.get(model),
+def on_importance(services: Services, translation_model, translation_state) -> dict:
+    importance = services.costly.run(interventions.head_importance, services.registry.get(translation_model),
                                      require_translation(translation_state))
     figure, summary = importance_views(importance, "Head importance for this sentence")
     return {"importance_plot": figure, "importance_summary": summary}

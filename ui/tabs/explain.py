@@ -70,9 +70,9 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 
 # --- handlers ------------------------------------------------------------------------------------
 
-def on_attribute(services: Services, model, translation_state, explain_method, explain_steps, explain_layer,
+def on_attribute(services: Services, translation_model, translation_state, explain_method, explain_steps, explain_layer,
                  explain_head) -> dict:
-    checkpoint = services.registry.get(model)
+    checkpoint = services.registry.get(translation_model)
     view = services.costly.run(explain.attribution_view, checkpoint, translation_state, explain_method, explain_steps)
     head = chosen_head(explain_head, checkpoint.model.config.n_heads)
     return {"explain_summary": view.summary, "explain_attribution": view.figure,

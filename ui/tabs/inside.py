@@ -103,9 +103,9 @@ HEAD_OUTPUTS = ("inside_query", "inside_layer", "inside_summary", "inside_table"
                 "inside_merge", "inside_cache", "inside_map_weights", "inside_map_head", "inside_map_layer")
 
 
-def on_inside(services: Services, model, translation_state, inside_kind, inside_layer, inside_head,
+def on_inside(services: Services, translation_model, translation_state, inside_kind, inside_layer, inside_head,
               inside_query) -> dict:
-    checkpoint = services.registry.get(model)
+    checkpoint = services.registry.get(translation_model)
     if translation_state is None:
         return {"inside_summary": WAITING}
     queries = inside.query_count(translation_state, inside_kind)
@@ -122,28 +122,30 @@ def on_inside(services: Services, model, translation_state, inside_kind, inside_
             "inside_map_weights": weights, "inside_map_head": head_adds, "inside_map_layer": layer_adds}
 
 
-def on_lens(services: Services, model, translation_state, lens_step, temperature, sample_top_k,
+def on_lens(services: Services, translation_model, translation_state, lens_step, temperature, sample_top_k,
             sample_top_p) -> dict:
     if translation_state is None:
         return {}
     sampling = inside.sampling_settings(temperature, sample_top_k, sample_top_p, 0)
-    lens, distribution = inside.lens_figures(services.registry.get(model), translation_state, lens_step, sampling)
+    lens, distribution = inside.lens_figures(services.registry.get(translation_model), translation_state, lens_step,
+                                             sampling)
     return {"lens_plot": lens, "temperature_plot": distribution}
 
 
-def on_temperature(services: Services, model, translation_state, lens_step, temperature, sample_top_k,
+def on_temperature(services: Services, translation_model, translation_state, lens_step, temperature, sample_top_k,
                    sample_top_p) -> dict:
     if translation_state is None:
         return {}
     sampling = inside.sampling_settings(temperature, sample_top_k, sample_top_p, 0)
-    return {"temperature_plot": inside.temperature_figure(services.registry.get(model), translation_state, lens_step,
-                                                          sampling)}
+    return {"temperature_plot": inside.temperature_figure(services.registry.get(translation_model),
+                                                          translation_state, lens_step, sampling)}
 
 
-def on_sample(services: Services, model, translation_state, temperature, sample_top_k, sample_top_p,
+def on_sample(services: Services, translation_model, translation_state, temperature, sample_top_k, sample_top_p,
               sample_seed) -> dict:
     sampling = inside.sampling_settings(temperature, sample_top_k, sample_top_p, sample_seed or 0)
-    return {"sampled": inside.sampled_translation(services.registry.get(model), translation_state, sampling),
+    return {"sampled": inside.sampled_translation(services.registry.get(translation_model), translation_state,
+                                                  sampling),
             "sample_seed": sampling.seed + 1}  # the text names this draw's seed; the next click draws anew
 
 
@@ -156,27 +158,28 @@ def reset_if_waiting(translation_state, tabs_waiting) -> dict:
             "visible_tab": TAB_ID}
 
 
-def on_opened(services: Services, model, translation_state, tabs_waiting, inside_kind, inside_layer, inside_head,
-              inside_query, lens_step, temperature, sample_top_k, sample_top_p) -> dict:
+def on_opened(services: Services, translation_model, translation_state, tabs_waiting, inside_kind, inside_layer,
+              inside_head, inside_query, lens_step, temperature, sample_top_k, sample_top_p) -> dict:
     """The tab opened: what a translation made meanwhile resets here first, in the same round trip as the views
     (drawn at the query and step it resets to)."""
     reset = reset_if_waiting(translation_state, tabs_waiting)
     if "inside_query" in reset:
         inside_query, lens_step = first_rows(translation_state)
-    return {**reset, **on_inside(services, model, translation_state, inside_kind, inside_layer, inside_head,
+    return {**reset, **on_inside(services, translation_model, translation_state, inside_kind, inside_layer, inside_head,
                                  inside_query),
-            **on_lens(services, model, translation_state, lens_step, temperature, sample_top_k, sample_top_p)}
+            **on_lens(services, translation_model, translation_state, lens_step, temperature, sample_top_k,
+                      sample_top_p)}
 
 
-def on_look_inside(services: Services, model, translation_state, tabs_waiting, step, layer, head, average,
+def on_look_inside(services: Services, translation_model, translation_state, tabs_waiting, step, layer, head, average,
                    lens_step, temperature, sample_top_k, sample_top_p) -> dict:
     """From the Translate tab's step: this tab, on the cross-attention query of that step, in the layer and head
     shown there (head 1 when the heads are averaged)."""
     kind, head = ATTENTION_KINDS["cross"], 1 if average else head
     return {**reset_if_waiting(translation_state, tabs_waiting), "tabs": gr.Tabs(selected=TAB_ID),
-            **looking_at(services.registry.get(model), translation_state, kind, head, step),
-            **on_inside(services, model, translation_state, kind, layer, head, step),
-            **on_lens(services, model, translation_state, step, temperature, sample_top_k, sample_top_p)}
+            **looking_at(services.registry.get(translation_model), translation_state, kind, head, step),
+            **on_inside(services, translation_model, translation_state, kind, layer, head, step),
+            **on_lens(services, translation_model, translation_state, step, temperature, sample_top_k, sample_top_p)}
 
 
 def looking_at(checkpoint: Checkpoint, translation: Translation | None, kind, head, step) -> dict:

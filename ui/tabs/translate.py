@@ -144,39 +144,44 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 # for, and the step view it draws.
 SELECTION = ("kind", "view", "layer", "head", "average", "step", "maps_wanted")
 STEP_TEXT = ("step", "revealed", "step_caption", "maps_wanted")
-TRANSLATION_OUTPUTS = ("translation_state", "translation", "notes", "source_tokens", "attention_download",
-                       "page_numbers", "step")
+TRANSLATION_OUTPUTS = ("translation_state", "translation_model", "translation", "notes", "source_tokens",
+                       "attention_download", "page_numbers", "step")
 # Where a translation under way shows (Gradio's timer and spinner); the charts are redrawn in place as it lands.
 PROGRESS_ON = ("translation",)
 MOST_BLOCKS_ASKED = 64  # maps of one kind and layer a page may ask for at once (a model view of every layer)
 
 
-def translated(result: TranslateResult, step: int) -> dict:
-    """What a Translate click and ``/translate`` both return: the translation kept for every other view, its text,
-    notes and source pieces, the step slider at ``step``, and the attention download hidden (each file can be
-    megabytes, and Gradio keeps a copy: it is written only when asked for)."""
+def translated(result: TranslateResult, step: int, model: str) -> dict:
+    """What a Translate click and ``/translate`` both return: the translation kept for every other view with the
+    name of the model that made it, its text, notes and source pieces, the step slider at ``step``, and the
+    attention download hidden (each file can be megabytes, and Gradio keeps a copy: it is written only when asked
+    for).
+
+    The other tabs' handlers read the model from ``translation_model``, not from the model list: during a switch the
+    list already names the new model while the translation is still the old one's."""
     translation = result.translation
     steps = translation.num_steps
-    return {"translation_state": translation, "translation": translation.text,
+    return {"translation_state": translation, "translation_model": model, "translation": translation.text,
             "notes": notes_markdown(result.notes), "source_tokens": source_pieces(translation),
             "attention_download": gr.DownloadButton(value=None, visible=False),
             "step": gr.Slider(1, max(2, steps), value=step, step=1, interactive=steps > 1)}
 
 
-def translation_views(checkpoint: Checkpoint, text, decoding, beam_size, max_length, kind, view, layer, head,
+def translation_views(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head,
                       average, step: int = 1) -> dict:
-    """Translate ``text``: its text and notes, and the numbers the page draws every view of the tab from, at the
-    selection it shows (the step view at ``step``: its first, where the decoding starts, unless a lesson says)."""
-    result = run_translation(checkpoint, text, decoding, beam_size, max_length)
+    """Translate ``text`` with ``model``: its text and notes, and the numbers the page draws every view of the tab
+    from, at the selection it shows (the step view at ``step``: its first, where the decoding starts, unless a
+    lesson says)."""
+    result = run_translation(services.registry.get(model), text, decoding, beam_size, max_length)
     step = min(max(1, step), result.translation.num_steps)
-    return {**translated(result, step),
+    return {**translated(result, step, model),
             "page_numbers": page_numbers(result.translation, kind, layer, sent=next(SENT))}
 
 
 def on_translate(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head,
                  average) -> dict:
-    return translation_views(services.registry.get(model), text, decoding, beam_size, max_length, kind, view,
-                             layer, head, average)
+    return translation_views(services, model, text, decoding, beam_size, max_length, kind, view, layer, head,
+                             average)
 
 
 def on_maps_wanted(translation_state, maps_wanted) -> dict:
