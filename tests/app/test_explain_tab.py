@@ -23,10 +23,10 @@ def attributed(app_services, translation):
 
 
 def test_the_evidence_and_the_attention_share_rows_and_columns(attributed, translation):
-    evidence, attention = attributed["explain_attribution"].data[0], attributed["explain_attention"].data[0]
+    evidence, attention = attributed["explain_attribution"].data[0], attributed["explain_attention"].weights
     shape = (translation.num_steps, len(translation.source_ids))
-    assert np.asarray(evidence.z).shape == np.asarray(attention.z).shape == shape
-    np.testing.assert_allclose(np.asarray(attention.z), translation.cross_attention[2].mean(0).numpy(), atol=DRAWN_TO)
+    assert np.asarray(evidence.z).shape == attention.shape == shape
+    np.testing.assert_allclose(attention.numpy(), translation.cross_attention[2].mean(0).numpy(), atol=DRAWN_TO)
     assert evidence.zmin == -evidence.zmax, "signed evidence on a scale centred on 0"
     assert "Completeness" in attributed["explain_summary"]
 
@@ -44,7 +44,7 @@ def test_clicking_a_heads_row_opens_that_head_beside_the_evidence(translation):
     event = gr.SelectData(None, {"index": [0, 0], "value": "L2H3", "row_value": ["L2H3", "50%", 0.5]})
     views = explain_tab.on_agreement_row(translation, event)
     assert views["explain_layer"] == 2 and views["explain_head"] == "3"
-    np.testing.assert_allclose(np.asarray(views["explain_attention"].data[0].z),
+    np.testing.assert_allclose(views["explain_attention"].weights.numpy(),
                                translation.cross_attention[1, 2].numpy(), atol=DRAWN_TO)
     rollout = gr.SelectData(None, {"index": [0, 0], "value": "rollout", "row_value": ["rollout", "50%", 0.5]})
     assert explain_tab.on_agreement_row(translation, rollout) == {}

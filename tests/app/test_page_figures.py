@@ -8,7 +8,9 @@ import pytest
 
 from ui import page_code
 from ui.build import PAGE_CONFIG
+from ui.chart import Chart
 from ui.views import choices
+from ui.views import inside as inside_views
 from ui.views import translate as translate_views
 
 
@@ -80,3 +82,17 @@ def test_every_step_of_the_step_view_is_drawn_in_the_page_as_the_server_draws_it
         assert differences(drawn["sources"], as_sent(server.source_attention)) == [], step
         revealed = [(piece["token"], piece["class_or_confidence"]) for piece in drawn["text"][0]]
         assert (revealed, drawn["text"][1]) == (server.revealed, server.caption)
+
+
+def test_a_map_a_chart_is_sent_as_numbers_is_drawn_in_the_page_as_the_server_draws_it(page, app_services,
+                                                                                     bundled_translation):
+    """The Inside tab's maps and a lesson's pair travel as numbers (AttentionMap): the page's figure of them is the
+    server's, weights rounded as the page receives them."""
+    tr = bundled_translation
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    maps = [*inside_views.contribution_maps(checkpoint, tr, choices.ATTENTION_KINDS["decoder"], 2, 3),
+            translate_views.map_of(tr, "encoder", 1, None), translate_views.map_of(tr, "cross", 6, 8, marked_step=4)]
+    for sent in maps:
+        drawn = page.evaluate("(value) => explorerCharts.figureOf(value)", Chart().postprocess(sent))
+        assert differences(drawn, as_sent(sent.figure())) == [], sent.title
+    assert maps[-1].figure().layout.shapes, "the marked step outlined"

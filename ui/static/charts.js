@@ -43,15 +43,20 @@ window.explorerCharts = (() => {
     drawing.set(box, done);
     return done;
   }
+  // A Chart's value as a figure: a figure as Gradio's Plot sends one ({type: "plotly", plot: its JSON}), or a map
+  // sent as its numbers ({type: "attentionMap", ...}: ui/views/translate.py, AttentionMap), built here.
+  function figureOf(value) {
+    if (value && value.type === "attentionMap") return window.explorerFigures.attentionMap(value);
+    return value && value.plot ? JSON.parse(value.plot) : null;
+  }
   return {
     // A Chart's js_on_load: its value drawn now and whenever the server sends another.
-    // The value is a figure as Gradio's Plot sends one: {type: "plotly", plot: its JSON}.
     mount(element, props, watch) {
       plotly();
-      const figure = () => (props.value && props.value.plot ? JSON.parse(props.value.plot) : null);
-      draw(element, figure());
-      watch("value", () => draw(element, figure()));
+      draw(element, figureOf(props.value));
+      watch("value", () => draw(element, figureOf(props.value)));
     },
+    figureOf,
     // A chart of the page's own, by its element's id; with nextFrame, once the browser has shown what it drew.
     drawById(id, figure, {nextFrame: later = false} = {}) { return draw(document.getElementById(id), figure, later); },
     pending() { return pending; },

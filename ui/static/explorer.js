@@ -16,12 +16,7 @@ window.explorer = (() => {
     // One kind's and layer's maps: (heads + 1) x rows x columns numbers, every head's and then their mean.
     function block(kind, layer) {
       const key = `${kind} ${layer}`, encoded = numbers.maps[kind].blocks[layer - 1];
-      if (!blocks.has(key) && encoded) {
-        const bytes = Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0)), view = new DataView(bytes.buffer);
-        const scale = 10 ** numbers.decimals, values = new Float64Array(bytes.length / 2);
-        for (let i = 0; i < values.length; i++) values[i] = view.getUint16(2 * i, true) / scale;
-        blocks.set(key, values);
-      }
+      if (!blocks.has(key) && encoded) blocks.set(key, figures.fromFixedPoint(encoded, numbers.decimals));
       return blocks.get(key) || null;
     }
     // One map (head counts from 1; 0 for their mean) as rows of numbers.

@@ -153,5 +153,22 @@ window.explorerFigures = (() => {
     return {data: [trace], layout};
   }
 
-  return {attentionHeatmap, attentionGrid, topKBar, sourceAttentionBar, rowOutline, escape};
+  // Numbers the server sent in fixed point (ui/views/translate.py, fixed_point): base64 of little-endian 16-bit
+  // integers, each the number times 10^decimals.
+  function fromFixedPoint(encoded, decimals) {
+    const bytes = Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0)), view = new DataView(bytes.buffer);
+    const scale = 10 ** decimals, values = new Float64Array(bytes.length / 2);
+    for (let i = 0; i < values.length; i++) values[i] = view.getUint16(2 * i, true) / scale;
+    return values;
+  }
+
+  // A map a chart was sent as its numbers (AttentionMap.for_page), as AttentionMap.figure draws it.
+  function attentionMap({weights, decimals, rows, columns, options}) {
+    const values = fromFixedPoint(weights, decimals);
+    const matrix = rows.map((_, i) => Array.from(values.subarray(i * columns.length, (i + 1) * columns.length)));
+    return attentionHeatmap(matrix, rows, columns, options);
+  }
+
+  return {attentionHeatmap, attentionGrid, topKBar, sourceAttentionBar, rowOutline, escape, fromFixedPoint,
+          attentionMap};
 })();

@@ -113,8 +113,8 @@ def on_inside(services: Services, translation_model, translation_state, inside_k
     layers = inside.layers_of(checkpoint, inside_kind)  # the encoder and decoder may differ in depth
     layer = clamp(inside_layer, 1, layers)
     view = inside.inside_view(checkpoint, translation_state, inside_kind, layer, inside_head, query)
-    weights, head_adds, layer_adds = inside.contribution_map_figures(checkpoint, translation_state, inside_kind,
-                                                                     layer, inside_head)
+    weights, head_adds, layer_adds = inside.contribution_maps(checkpoint, translation_state, inside_kind, layer,
+                                                              inside_head)
     return {"inside_query": gr.Slider(1, max(2, queries), value=query, step=1),
             "inside_layer": gr.Slider(1, layers, value=layer, step=1),
             "inside_summary": view.summary, "inside_table": view.table, "inside_contributions": view.contributions,

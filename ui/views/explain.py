@@ -17,7 +17,7 @@ from transformer.decoding import Translation
 from .. import figures
 from .choices import clamp, require_translation
 from .samples import SAMPLE_SIZE
-from .translate import attention_axes, map_figure
+from .translate import AttentionMap, attention_axes, map_of
 
 METHODS = {"integrated gradients": "integrated_gradients", "gradient × input": "gradient_x_input",
            "attention rollout": "rollout"}
@@ -75,10 +75,10 @@ def attribution_view(checkpoint: Checkpoint, translation: Translation | None, me
     return AttributionView(result, figure, summary)
 
 
-def attention_beside(translation: Translation | None, layer, head: int | None) -> go.Figure:
+def attention_beside(translation: Translation | None, layer, head: int | None) -> AttentionMap:
     translation = require_translation(translation)
     layers = translation.cross_attention.shape[0]
-    return map_figure(translation, "cross", clamp(layer, 1, layers), head, "Cross-attention")
+    return map_of(translation, "cross", clamp(layer, 1, layers), head, "Cross-attention")
 
 
 def encoder_rollout_figure(translation: Translation | None) -> go.Figure:

@@ -17,7 +17,7 @@ from transformer.errors import InputError
 
 from .. import figures
 from .choices import ATTENTION_KINDS, clamp, kind_key, require_translation
-from .translate import attention_axes, attention_tensor
+from .translate import AttentionMap, attention_axes, attention_tensor
 
 NOTES = {
     "arithmetic": "Each row is one key. The query's vector meets each key's in a dot product **q·k** (similar "
@@ -163,21 +163,20 @@ def row_shares(norms: torch.Tensor) -> torch.Tensor:
     return torch.where(totals > 0, norms / totals.clamp_min(1e-12), torch.zeros_like(norms))
 
 
-def contribution_map_figures(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer,
-                             head) -> tuple[go.Figure, go.Figure, go.Figure]:
+def contribution_maps(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer,
+                      head) -> tuple[AttentionMap, AttentionMap, AttentionMap]:
     """The whole head beside what it adds: weights, this head's contributions, the layer's contributions."""
     kind, layer, head = chosen_head(checkpoint, translation, kind, layer, head)
     maps = inside_head.contribution_maps(checkpoint.model, translation, kind)
-    weights = attention_tensor(translation, kind)[layer - 1, head - 1]
     rows, columns, row_title, column_title = attention_axes(translation, kind)
-    steps = kind != "encoder"
+    labels = {"query_title": row_title, "key_title": column_title, "rows_are_steps": kind != "encoder"}
     where = f"layer {layer}, head {head}"
-    return (figures.attention_heatmap(weights, rows, columns, "Weights", row_title, column_title, steps, where),
-            figures.attention_heatmap(row_shares(maps.heads[layer - 1, head - 1]), rows, columns,
-                                      "What this head adds", row_title, column_title, steps,
-                                      f"{where}, share of ‖α v W_O‖ per row"),
-            figures.attention_heatmap(row_shares(maps.layers[layer - 1]), rows, columns, "What the layer adds",
-                                      row_title, column_title, steps, f"layer {layer}, all heads together"))
+    return (AttentionMap.of(attention_tensor(translation, kind)[layer - 1, head - 1], rows, columns, "Weights",
+                            subtitle=where, **labels),
+            AttentionMap.of(row_shares(maps.heads[layer - 1, head - 1]), rows, columns, "What this head adds",
+                            subtitle=f"{where}, share of ‖α v W_O‖ per row", **labels),
+            AttentionMap.of(row_shares(maps.layers[layer - 1]), rows, columns, "What the layer adds",
+                            subtitle=f"layer {layer}, all heads together", **labels))
 
 
 def lens_figures(checkpoint: Checkpoint, translation: Translation | None, step,

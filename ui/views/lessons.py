@@ -7,13 +7,11 @@ import html
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import plotly.graph_objects as go
-
 from transformer.checkpoint import Checkpoint
 
 from .choices import ATTENTION_KINDS, VIEWS
 from .text import LANGUAGE_NAMES, known_languages, markdown_escape
-from .translate import map_figure
+from .translate import AttentionMap, map_of
 
 
 @dataclass(frozen=True)
@@ -201,7 +199,7 @@ def lesson_models(lesson: Lesson) -> set[str]:
 
 
 def side_by_side(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint], names: list[str],
-                 max_length: int | None = None) -> list[tuple[str, go.Figure | None]]:
+                 max_length: int | None = None) -> list[tuple[str, AttentionMap | None]]:
     """(caption, cross-attention map) of each of the lesson's two runs (its real translators' where this server
     has them open), at its layer and head (None: the mean of heads), decoded as the lesson decodes. A run whose
     model this server does not list says how to open it."""
@@ -217,7 +215,7 @@ def side_by_side(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint], 
         checkpoint = checkpoint_named(name)
         translation = checkpoint.translate(run.sentence, lesson.beam, max_length, positions=run.positions)
         layer, head = (run.layer, None) if run.layer else (lesson.layer, lesson.shown_head)
-        shown.append((run_caption(checkpoint, run, translation.text), map_figure(translation, "cross", layer, head)))
+        shown.append((run_caption(checkpoint, run, translation.text), map_of(translation, "cross", layer, head)))
     return shown
 
 

@@ -149,17 +149,57 @@ def _drawn(weights: torch.Tensor) -> torch.Tensor:
     return weights.double().round(decimals=WEIGHT_DECIMALS)
 
 
-def map_figure(translation: Translation, kind: str, layer: int, head: int | None, title: str = "",
-               marked_step: int | None = None) -> go.Figure:
-    """One heatmap of ``kind``; ``title`` (default: the kind's name) with layer and head on a second line; the row
-    of decoding step ``marked_step`` outlined, where rows are steps."""
+@dataclass(frozen=True)
+class AttentionMap:
+    """One heatmap of weights (or shares) between 0 and 1, as its numbers and labels: a chart is sent this and the
+    page draws it (``for_page``; ui/static/figures.js, attentionHeatmap), a third of the bytes of the figure, which
+    repeats every cell's hover text. ``figure()`` is the same figure drawn by the server (figures.attention_heatmap),
+    for exports and for the tests that hold the two equal."""
+
+    weights: torch.Tensor  # queries x keys, rounded to the WEIGHT_DECIMALS the page receives
+    rows: tuple[str, ...]
+    columns: tuple[str, ...]
+    title: str
+    query_title: str = "query"
+    key_title: str = "key"
+    rows_are_steps: bool = False
+    subtitle: str = ""
+    marked_row: int | None = None  # 0-based
+
+    @classmethod
+    def of(cls, weights: torch.Tensor, rows, columns, title: str, **labels) -> AttentionMap:
+        return cls(_drawn(weights), tuple(rows), tuple(columns), title, **labels)
+
+    def figure(self) -> go.Figure:
+        return figures.attention_heatmap(self.weights, self.rows, self.columns, self.title, self.query_title,
+                                         self.key_title, self.rows_are_steps, self.subtitle,
+                                         marked_row=self.marked_row)
+
+    def for_page(self) -> dict:
+        return {"type": "attentionMap", "weights": fixed_point(self.weights), "decimals": WEIGHT_DECIMALS,
+                "rows": list(self.rows), "columns": list(self.columns),
+                "options": {"title": self.title, "queryTitle": self.query_title, "keyTitle": self.key_title,
+                            "rowsAreSteps": self.rows_are_steps, "subtitle": self.subtitle,
+                            "markedRow": self.marked_row}}
+
+
+def map_of(translation: Translation, kind: str, layer: int, head: int | None, title: str = "",
+           marked_step: int | None = None) -> AttentionMap:
+    """One map of ``kind``; ``title`` (default: the kind's name) with layer and head on a second line; the row of
+    decoding step ``marked_step`` outlined, where rows are steps."""
     kind = kind_key(kind)
     matrix, which = one_map(translation, kind, layer, head)
     rows, columns, row_title, column_title = attention_axes(translation, kind)
     marked = None if kind == "encoder" or marked_step is None else clamp(marked_step, 1, len(rows)) - 1
     # Layer and head on a line of their own: on a phone or a zoomed projector one long line is cut off there.
-    return figures.attention_heatmap(matrix, rows, columns, title or ATTENTION_KINDS[kind], row_title, column_title,
-                                     rows_are_steps=kind != "encoder", subtitle=which, marked_row=marked)
+    return AttentionMap(matrix, tuple(rows), tuple(columns), title or ATTENTION_KINDS[kind], row_title, column_title,
+                        rows_are_steps=kind != "encoder", subtitle=which, marked_row=marked)
+
+
+def map_figure(translation: Translation, kind: str, layer: int, head: int | None, title: str = "",
+               marked_step: int | None = None) -> go.Figure:
+    """``map_of``'s map drawn by the server."""
+    return map_of(translation, kind, layer, head, title, marked_step).figure()
 
 
 def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], layer: int = 1, head: int = 1,
@@ -227,12 +267,18 @@ def page_numbers(translation: Translation, kind: str = "cross", layer: int = 1, 
 
 
 def map_block(translation: Translation, kind: str, layer: int) -> str:
-    """One kind's and layer's maps, every head's and then their mean, (heads + 1) x queries x keys, as base64 of
-    little-endian 16-bit integers: each weight times 10^WEIGHT_DECIMALS, rounded, as the server's figures round it
+    """One kind's and layer's maps, every head's and then their mean, (heads + 1) x queries x keys, in fixed point
     (a third of the JSON of the same numbers as decimals)."""
     weights = attention_tensor(translation, kind)[layer - 1]
-    with_mean = torch.cat([weights, weights.mean(dim=0, keepdim=True)])
-    fixed = torch.round(with_mean.double() * 10 ** WEIGHT_DECIMALS).to(torch.int32)
+    return fixed_point(torch.cat([weights, weights.mean(dim=0, keepdim=True)]))
+
+
+def fixed_point(weights: torch.Tensor) -> str:
+    """Numbers between 0 and 1 as base64 of little-endian 16-bit integers, each times 10^WEIGHT_DECIMALS, rounded
+    as the server's figures round it (ui/static/figures.js, fromFixedPoint)."""
+    fixed = torch.round(weights.double() * 10 ** WEIGHT_DECIMALS).to(torch.int32)
+    if fixed.numel() and not 0 <= int(fixed.min()) <= int(fixed.max()) <= 10 ** WEIGHT_DECIMALS:
+        raise ValueError("fixed_point takes numbers between 0 and 1")
     return base64.b64encode(fixed.numpy().astype("<u2").tobytes()).decode("ascii")
 
 
@@ -296,5 +342,6 @@ def forced_figures(translation: Translation, layer: int | None = None,
         translation.predicted_pieces, translation.token_probs,
         f"Probability of each token of your translation<br><sup>total log-probability {translation.log_prob:.2f}</sup>")
     layer = translation.cross_attention.shape[0] if layer is None else layer
+    # Figures: /forced sends them to scripts as Gradio's Plot would.
     attention = map_figure(translation, "cross", layer, head, "Cross-attention while reading your translation")
     return probabilities, attention
