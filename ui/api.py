@@ -16,7 +16,7 @@ from .header import model_settings
 from .limits import visiting_client
 from .page import Page
 from .services import Services
-from .tabs.model import after_model_change as model_tab
+from .tabs.model import model_views
 from .tabs.translate import step_views, translated
 from .views import exports
 from .views.choices import require_translation
@@ -50,7 +50,7 @@ def select_model(services: Services, model, text, layer, head, typed_texts) -> d
     """/select_model: the model's status, Model-tab tables and card, sliders sized to it, and the input box."""
     checkpoint = services.registry.get(model)
     text, typed_texts = text_for_model(checkpoint, text, typed_texts)
-    return {**model_settings(checkpoint, layer, head), **model_tab(checkpoint),
+    return {**model_settings(checkpoint, layer, head), **model_views(checkpoint),
             "text": gr.Textbox(value=text, label=source_label(checkpoint)), "typed_texts": typed_texts}
 
 

@@ -450,6 +450,8 @@ def test_a_model_switch_redraws_the_tab_on_screen_and_the_others_when_opened(app
     page.get_by_role("tab", name="Translate").click()
     playwright.expect(page.locator("#translation textarea, #translation input")).to_have_value(
         re.compile(r"^[\d ]+$"), timeout=30_000)
+    page.get_by_role("tab", name="Model", exact=True).click()  # drawn as it opens, for the model shown
+    playwright.expect(page.get_by_label("Config")).to_contain_text("src_vocab_size 14", timeout=30_000)
     page.close()
 
 

@@ -172,6 +172,16 @@ def test_a_switch_that_fails_leaves_the_page_on_the_model_it_showed(app_services
         assert new, "asking for it again tries again"
 
 
+def test_the_model_tab_draws_the_model_the_page_shows_when_it_opens_and_once(app_services):
+    """A model switch leaves the Model tab alone (its views took 100-130 ms of every switch); opening the tab, or
+    its redraw after a switch, draws the model that made the page's translation, and nothing while it shows it."""
+    opened = model.on_opened(app_services, "reverse-tiny", None)
+    assert opened["model_tab_shows"] == "reverse-tiny" and ["d_model", "64"] in opened["model_config"]
+    assert model.on_opened(app_services, "reverse-tiny", "reverse-tiny") == {}
+    switched = model.on_opened(app_services, "multi30k-en-de", "reverse-tiny")
+    assert ["d_model", "256"] in switched["model_config"] and set(model.MODEL_VIEWS) < set(switched)
+
+
 def test_a_handler_naming_a_component_that_does_not_exist_fails_loudly(page, caplog):
     def on_typo() -> dict:
         return {"translaton": "oops"}

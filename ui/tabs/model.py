@@ -9,6 +9,7 @@ from transformer.checkpoint import Checkpoint
 from ..chart import Chart
 from .. import components, figures
 from ..page import Page
+from ..services import Services
 from ..views import model as views
 
 TAB_ID, TITLE = "model", "Model"  # the tab's id in the page, and its label
@@ -32,7 +33,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         model_card = gr.Markdown()
     page.add(model_metrics=model_metrics, model_config=model_config, model_parameters=model_parameters,
              history_curves=history_curves, history_step=history_step, history_plot=history_plot,
-             history_state=gr.State([]), model_card=model_card)
+             history_state=gr.State([]), model_card=model_card,
+             model_tab_shows=gr.State(None))  # the model whose views the tab shows
 
 
 def replay_slider(probes: list[dict]) -> gr.Slider:
@@ -40,7 +42,7 @@ def replay_slider(probes: list[dict]) -> gr.Slider:
     return gr.Slider(1, max(2, len(probes)), value=max(1, len(probes)), step=1, interactive=len(probes) > 1)
 
 
-def after_model_change(checkpoint: Checkpoint) -> dict:
+def model_views(checkpoint: Checkpoint) -> dict:
     steps, evals, probes = views.checkpoint_history(checkpoint)
     return {"model_metrics": views.metrics_markdown(checkpoint), "model_config": views.config_rows(checkpoint),
             "model_parameters": views.parameter_table(checkpoint), "model_card": views.card_markdown(checkpoint),
@@ -53,12 +55,25 @@ def on_history_step(history_state, history_step) -> dict:
     return {"history_plot": views.probe_figure(history_state, history_step)}
 
 
+def on_opened(services: Services, translation_model, model_tab_shows) -> dict:
+    """The tab opened, or redrawn after a model switch: the views of the model the page shows, unless they show it
+    already. (A switch drew them for every switch, 100-130 ms each, with the tab out of sight.)"""
+    if translation_model == model_tab_shows:
+        return {}
+    return {**model_views(services.registry.get(translation_model)), "model_tab_shows": translation_model}
+
+
+MODEL_VIEWS = ("model_metrics", "model_config", "model_parameters", "model_card", "history_curves", "history_step",
+               "history_plot", "history_state")
+
+
 def declare(page: Page) -> None:
-    page.when_model_changes(after_model_change, ("model_metrics", "model_config", "model_parameters", "model_card",
-                                                 "history_curves", "history_step", "history_plot", "history_state"))
+    """Nothing: the tab draws its views when it is opened."""
 
 
 def wire(page: Page) -> None:
+    page.on(page.shown(TAB_ID), on_opened, [*MODEL_VIEWS, "model_tab_shows"], trigger_mode="always_last",
+            progress_on=["model_metrics"])
     # Sliders that handlers also set redraw on the user's own moves only (drag, number box, reset).
     history_step = page["history_step"]
     page.on([history_step.input, history_step.release], on_history_step, ["history_plot"],
