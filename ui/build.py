@@ -36,7 +36,7 @@ THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Robot
 # The page's own scripts and styles (ui/static/, each in a file of its own), and what Python tells them.
 PAGE_CONFIG = {"explorer": translate.PAGE_SETTINGS, "figures": figures.PAGE_SETTINGS,
                "rowPickers": [translate.STEP_PICKER, inside.QUERY_PICKER], "plotlyUrl": page_code.plotly_url(),
-               "lessonFocus": lessons.focus_by_choice(), "lessonOutlineMs": lessons.OUTLINE_MS}
+               "lessons": lessons.page_settings()}
 PAGE_STYLE = {"css_paths": list(page_code.STYLES), "theme": THEME, "head": page_code.head(PAGE_CONFIG)}
 # Gradio's threads for events: its default for those that compute, and one more for each event that may wait
 # without computing (translations gathering for a batch, costly events waiting their turn), so that waiting ones

@@ -140,9 +140,14 @@ def control_defaults(components: dict) -> dict:
             if isinstance(component, CONTROLS) and name not in KEPT}
 
 
-def focus_by_choice() -> dict[str, str]:
-    """The element each lesson's Show me brings into sight, by the lesson's name in the list."""
-    return {choice: lesson.focus for choice, lesson in zip(lessons.lesson_choices(), lessons.LESSONS)}
+def page_settings() -> dict:
+    """What the page shows of a lesson after its Show me (ui/static/page.js): by the lesson's name in the list, the
+    element it brings into sight and, beside it, the lesson's questions and what to look for; the headings of those
+    parts; how long the view is outlined."""
+    return {"byChoice": {choice: {"focus": lesson.focus, "title": lesson.title, "questions": list(lesson.questions),
+                                  "lookFor": lesson.look_for}
+                         for choice, lesson in zip(lessons.lesson_choices(), lessons.LESSONS)},
+            "parts": lessons.PART_TITLES, "outlineMs": OUTLINE_MS}
 
 
 def wire(page: Page) -> None:
@@ -169,5 +174,6 @@ def wire(page: Page) -> None:
     showing.then(None, [c["lesson_choice"]], None, js="(choice) => explorerPage.showLesson(choice)")
     page.then(showing, after_show_me, ["lesson_text", "lesson_pair"], show_progress="hidden")
     page.on(c["lesson_choice"].input, on_lesson_choice, ["lesson_text", "lesson_pair"], show_progress="hidden")
+    page.in_browser(c["lesson_choice"].input, "() => explorerPage.putLessonAway()", [], [])
     c["large_text"].change(None, c["large_text"], None, js="(large) => explorerDisplay.largeText(large)")
     c["safe_colours"].change(None, c["safe_colours"], None, js="(safe) => explorerDisplay.safeColours(safe)")

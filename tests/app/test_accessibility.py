@@ -48,6 +48,11 @@ def test_no_serious_or_critical_wcag_violation_wherever_a_student_goes(app_url, 
     page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').layout.meta",
                            timeout=20_000)
     found["large text for a projector"] = serious_violations(page)
+    page.locator("#show-me").click()
+    page.wait_for_selector("#lesson-beside:not([hidden])", timeout=60_000)
+    answered(page)
+    found["a lesson beside its view"] = serious_violations(page)
+    page.locator("#lesson-beside").get_by_role("button", name="Hide").click()
     page.locator("#large-text input").uncheck()
     for tab in TABS:
         page.get_by_role("tab", name=tab).click()

@@ -538,9 +538,19 @@ IN_VIEW = """id => { const element = document.getElementById(id);
                      return box.top >= -2 && box.top < window.innerHeight * 0.6 && box.height > 0; }"""
 
 
+# Where the lesson's panel is beside the view Show me brought into sight: both on screen, neither covering the other.
+BESIDE = """id => { const panel = document.getElementById('lesson-beside'), view = document.getElementById(id);
+                    if (!panel || panel.hidden || !view) return null;
+                    const p = panel.getBoundingClientRect(), v = view.getBoundingClientRect();
+                    return {text: panel.innerText, onScreen: p.top >= 0 && p.bottom <= innerHeight + 1
+                              && p.right <= innerWidth + 1 && p.width > 0,
+                            apart: p.left >= v.right - 1 || p.top >= v.bottom - 1}; }"""
+
+
 @pytest.mark.parametrize("width, height", [(1400, 1000), (1280, 720)])
 def test_show_me_brings_the_view_a_lesson_is_about_into_sight(app_url, browser, width, height):
-    """After Show me the chart the lesson talks about starts in the upper part of the screen, outlined a moment."""
+    """After Show me the chart the lesson talks about starts in the upper part of the screen, outlined a moment,
+    with the lesson's questions and what to look for beside it, until another lesson is chosen or Hide pressed."""
     page = browser.new_page(viewport={"width": width, "height": height})
     page.goto(app_url[0])
     page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
@@ -557,6 +567,16 @@ def test_show_me_brings_the_view_a_lesson_is_about_into_sight(app_url, browser, 
             where = page.evaluate("id => JSON.stringify(document.getElementById(id)?.getBoundingClientRect())", focus)
             raise AssertionError(f"{choice}: #{focus} is at {where} in a {width}x{height} window") from None
         assert page.evaluate(f"document.getElementById('{focus}').classList.contains('lesson-focus')"), choice
+        beside = page.evaluate(BESIDE, focus)
+        lesson = lessons.LESSONS[number - 1]
+        assert beside and beside["onScreen"] and beside["apart"], (choice, beside)
+        assert lesson.questions[0] in beside["text"] and lesson.look_for in beside["text"], choice
+    choose_lesson(page, lessons.lesson_choices()[1])
+    page.wait_for_function("() => document.getElementById('lesson-beside').hidden", timeout=30_000)
+    page.locator("#show-me").click()
+    page.locator("#lesson-beside").get_by_text(lessons.LESSONS[1].look_for).wait_for(timeout=60_000)
+    page.locator("#lesson-beside").get_by_role("button", name="Hide").click()
+    assert page.locator("#lesson-beside").is_hidden()
     page.close()
 
 

@@ -1,6 +1,6 @@
 // The page's shared runtime: the settings Python sends (window.explorerConfig, one JSON object), one watch over
 // the charts the page draws, and what every tab shares: roles for empty placeholders, a click on a heatmap's row,
-// and a lesson's view held in sight.
+// and a lesson's view held in sight with the lesson beside it.
 window.explorerPage = (() => {
   const config = window.explorerConfig;
   const chartHooks = [];
@@ -59,7 +59,7 @@ window.explorerPage = (() => {
       element.scrollIntoView({block: "start"});
       if (placedAt === null) {
         element.classList.add("lesson-focus");
-        setTimeout(() => element.classList.remove("lesson-focus"), config.lessonOutlineMs);
+        setTimeout(() => element.classList.remove("lesson-focus"), config.lessons.outlineMs);
       }
       placedAt = top(element);
     };
@@ -77,11 +77,56 @@ window.explorerPage = (() => {
     hold();
   };
 
+  // Beside that view, the lesson's questions and what to look for: Show me scrolls the lesson's own text out of
+  // sight, and a teacher asks while the class looks at the chart. A panel at the side of the screen (at the bottom
+  // of a narrow one; the page makes room for it), kept while the visitor scrolls, until Hide or another lesson.
+  const putLessonBeside = ({title, questions, lookFor}) => {
+    const parts = config.lessons.parts;
+    let panel = document.getElementById("lesson-beside");
+    if (!panel) {
+      panel = document.createElement("aside");
+      panel.id = "lesson-beside";
+      panel.setAttribute("aria-label", parts.beside);
+      document.body.append(panel);
+    }
+    const element = (tag, text, className) => {
+      const made = document.createElement(tag);
+      if (text !== undefined) made.textContent = text;
+      if (className) made.className = className;
+      return made;
+    };
+    const asked = element("ul");
+    questions.forEach((question) => asked.append(element("li", question)));
+    const look = element("p");
+    look.append(element("strong", parts.lookFor), ` ${lookFor}`);
+    const hide = element("button", parts.hide, "lesson-beside-hide");
+    hide.type = "button";
+    hide.addEventListener("click", putLessonAway);
+    panel.replaceChildren(element("h2", title), element("p", parts.ask, "lesson-beside-ask"), asked, look, hide);
+    panel.hidden = false;
+    markNarrow();
+    document.body.classList.add("lesson-beside-open");
+  };
+  const narrow = window.matchMedia("(max-width: 899px)");
+  const markNarrow = () => document.body.classList.toggle("narrow-screen", narrow.matches);
+  narrow.addEventListener("change", markNarrow);
+  const putLessonAway = () => {
+    const panel = document.getElementById("lesson-beside");
+    if (panel) panel.hidden = true;
+    document.body.classList.remove("lesson-beside-open");
+  };
+
   return {
     config,
     // hook(chart) for every chart drawn now and later
     onChart(hook) { chartHooks.push(hook); everyChart(hook); },
-    showLesson(choice) { holdInSight(config.lessonFocus[choice]); },
+    showLesson(choice) {
+      const lesson = config.lessons.byChoice[choice];
+      if (!lesson) return;
+      putLessonBeside(lesson);
+      holdInSight(lesson.focus);
+    },
+    putLessonAway,
     // The tab on screen draws the views that wait for it, as opening it does: its hidden redraw button
     // (Page.add_redraw_buttons) is pressed. After a model switch, which draws the Translate tab alone.
     redrawShownTab() {

@@ -229,13 +229,17 @@ def lesson_by_choice(choice: str | None) -> Lesson:
     return LESSONS[titles.index(choice)] if choice in titles else LESSONS[0]
 
 
+# The headings of a lesson's parts, in its text and in the panel beside its view after Show me (ui/static/page.js).
+PART_TITLES = {"ask": "Ask the class", "lookFor": "Look for:", "beside": "The lesson", "hide": "Hide"}
+
+
 def lesson_markdown(lesson: Lesson) -> str:
     """The lesson as Markdown; "<s>" and "</s>" escaped, or the page would read them as HTML tags."""
     def shown(text: str) -> str:
         return html.escape(text, quote=False)
     questions = "\n".join(f"- {shown(question)}" for question in lesson.questions)
-    return (f"### {shown(lesson.title)}\n{shown(lesson.explanation)}\n\n**Ask the class**\n{questions}\n\n"
-            f"**Look for:** {shown(lesson.look_for)}")
+    return (f"### {shown(lesson.title)}\n{shown(lesson.explanation)}\n\n**{PART_TITLES['ask']}**\n{questions}\n\n"
+            f"**{PART_TITLES['lookFor']}** {shown(lesson.look_for)}")
 
 
 def selector_values(lesson: Lesson) -> dict:
