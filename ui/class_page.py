@@ -91,7 +91,7 @@ def teacher_views(services: Services, code: str) -> dict:
     if results.revealed:
         views.update(class_why=f"**The model:** {markdown_escape(results.question.choices[results.question.answer])}"
                                f". {markdown_escape(results.question.why)}",
-                     class_why_plot=Chart(value=results.question.figure, visible=results.question.figure is not None))
+                     class_why_plot=Chart(value=results.question.view, visible=results.question.view is not None))
     else:
         views.update(class_why="", class_why_plot=Chart(value=None, visible=False))
     return views
@@ -156,7 +156,9 @@ def student_views(current: Round, answered: int | None) -> dict:
                  f" You chose {markdown_escape(question.choices[answered])}.")
         views["student_status"] = (f"**The model's answer: {markdown_escape(question.choices[question.answer])}.**"
                                    f"{yours} {markdown_escape(question.why)}")
+        views["student_why"] = question.view.table_html() if question.view is not None else ""
     else:
+        views["student_why"] = ""
         views["student_status"] = ("Your answer is in. Wait for the reveal." if answered is not None else
                                    "Choose an answer and send it.")
     return views
@@ -224,13 +226,15 @@ def student_layout(page: Page) -> None:
                               interactive=False, elem_id="student-choice")
     send = gr.Button("Send my answer", variant="primary", interactive=False, elem_id="student-send")
     status = gr.Markdown(elem_id="student-status")
+    why = gr.HTML(elem_id="student-why")  # after the reveal, the map that shows why
     page.add(student_code=code, student_join=join, student_question=question, student_choice=choice,
-             student_send=send, student_status=status, student_seen=gr.State(None),
+             student_send=send, student_status=status, student_why=why, student_seen=gr.State(None),
              student_clock=gr.Timer(POLL_S, active=False))
 
 
 TEACHER_OUTPUTS = ("class_status", "class_counts", "class_reveal", "class_next", "class_why", "class_why_plot")
-STUDENT_OUTPUTS = ("student_question", "student_choice", "student_send", "student_seen", "student_status")
+STUDENT_OUTPUTS = ("student_question", "student_choice", "student_send", "student_seen", "student_status",
+                   "student_why")
 
 
 def wire_teacher(page: Page) -> None:

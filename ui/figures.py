@@ -155,6 +155,28 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
     return fig
 
 
+def attention_table(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str,
+                    query_title: str = "query", key_title: str = "key", subtitle: str = "",
+                    marked_row: int | None = None) -> str:
+    """One attention map as an HTML table whose cells are coloured as the heatmap's: for a phone, which never loads
+    Plotly.js (4.8 MB for each phone of a class). Each cell's weight is its text, hidden from sight and read by
+    screen readers; the marked row is outlined (page.css, ``.attention-table``)."""
+    matrix = _matrix(weights)
+    colours = plotly.colors.sample_colorscale(ATTENTION_COLORSCALE, [min(max(w, 0.0), 1.0) for row in matrix
+                                                                     for w in row])
+    head = "".join(f'<th scope="col"><span>{escape(label)}</span></th>' for label in key_labels)
+    rows = []
+    for i, (label, row) in enumerate(zip(query_labels, matrix)):
+        cells = "".join(f'<td style="background:{colours[i * len(row) + j]}"><span class="cell-value">'
+                        f"{weight:.0%}</span></td>" for j, weight in enumerate(row))
+        marked = ' class="marked-row"' if i == marked_row else ""
+        rows.append(f'<tr{marked}><th scope="row">{escape(label)}</th>{cells}</tr>')
+    note = " · ".join(part for part in (subtitle, f"rows: {query_title}, columns: {key_title}") if part)
+    return (f'<figure class="attention-table"><figcaption>{escape(title)}<br><small>{escape(note)}</small>'
+            f'</figcaption><table><thead><tr><td></td>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            "</figure>")
+
+
 def _top_margin(labels: Sequence[str]) -> int:
     """Room above a heatmap for its two title lines and its slanted column labels, as long as the longest label
     needs (a fixed margin for the longest possible one left a blank band over short words)."""

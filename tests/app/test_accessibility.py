@@ -77,7 +77,8 @@ def test_the_students_page_of_a_class_on_a_phone_has_no_serious_violation(app_ur
     from gradio_client import Client
 
     url, _ = app_url
-    code = Client(url, verbose=False).predict(2, api_name="/class_open")["code"]
+    teacher = Client(url, verbose=False)
+    code = teacher.predict(2, api_name="/class_open")["code"]
     phone = browser.new_page(viewport={"width": 390, "height": 844})
     phone.goto(f"{url}class/?code={code}")
     phone.locator("#student-choice input[type=radio]").first.wait_for(state="visible", timeout=60_000)
@@ -87,6 +88,9 @@ def test_the_students_page_of_a_class_on_a_phone_has_no_serious_violation(app_ur
     phone.locator("#student-send").click()
     phone.get_by_text("Your answer is in.").wait_for(timeout=30_000)
     found["answer sent"] = serious_violations(phone)
+    teacher.predict(code, api_name="/class_reveal")
+    phone.locator("#student-why table").wait_for(timeout=30_000)
+    found["revealed, with the map that shows why"] = serious_violations(phone)
     phone.close()
     assert not any(found.values()), found
 

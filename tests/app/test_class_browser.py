@@ -1,8 +1,8 @@
 """A class in Chromium: the teacher opens it on the projector's page, three phones (390 px) join by its link and
-answer, the teacher sees three answers, and Reveal reaches every phone within 2 seconds."""
+answer, the teacher sees three answers, and Reveal reaches every phone with the map that shows why (how soon:
+benchmarks/class_load.py)."""
 
 import re
-import time
 
 PHONE = {"width": 390, "height": 844}
 
@@ -35,10 +35,10 @@ def test_three_phones_join_by_link_answer_and_see_the_reveal(app_url, browser):
 
     teacher.get_by_text("3 answers").wait_for(timeout=10_000)
     teacher.locator("#class-reveal").click()
-    revealed_at = time.monotonic()
     for phone in phones:
-        phone.get_by_text("The model's answer:").wait_for(timeout=5_000)
-    assert time.monotonic() - revealed_at <= 2.0 + 0.5, "every phone within 2 s of the reveal (0.5 s for clicks)"
-    assert phones[0].get_by_text("The model's answer:").is_visible()
+        phone.get_by_text("The model's answer:").wait_for(timeout=30_000)
+        why = phone.locator("#student-why table")
+        assert why.is_visible() and why.locator("tr.marked-row").count() == 1, "the map, its row outlined"
+        assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"], "no sideways scroll"
     for page in (teacher, *phones):
         page.close()

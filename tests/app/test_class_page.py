@@ -4,14 +4,19 @@ bars, the reveal, and a class that ended while a page was open."""
 import types
 
 import pytest
+import torch
 
 from ui import class_page
 from ui.classroom import ClassError, Classrooms
 from ui.views.questions import Question
+from ui.views.translate import AttentionMap
+
+WHY = AttentionMap.of(torch.tensor([[0.99, 0.01], [0.25, 0.75]]), ["Ball", "</s>"], ["ball", "red"], "Cross-attention",
+                      marked_row=0)
 
 
 def ask(lesson) -> Question:
-    return Question("Which <b>word</b>?", ("ball", "red"), 0, "Its weights: 'ball' 99%.")
+    return Question("Which <b>word</b>?", ("ball", "red"), 0, "Its weights: 'ball' 99%.", WHY)
 
 
 @pytest.fixture
@@ -56,8 +61,13 @@ def test_a_phone_shows_the_question_then_its_answer_and_the_models(services):
     seen = sent["student_seen"]
     assert class_page.on_student_poll(services, code, seen, session("s1")) == {}, "nothing new: nothing sent"
     services.classes.reveal(code, "T")
+    assert sent["student_why"] == "", "the map that shows why comes with the answer"
     shown = class_page.on_student_poll(services, code, seen, session("s1"))
     assert shown["student_status"].startswith("**The model's answer: ball.** You chose red.")
+    why = shown["student_why"]  # a table coloured as the heatmap: a phone loads no Plotly.js
+    assert why.startswith('<figure class="attention-table">') and '<tr class="marked-row"><th scope="row">Ball' in why
+    assert why.count("<tr") == 3 and "&lt;/s&gt;" in why and "</s>" not in why
+    assert 'class="cell-value">99%</span>' in why, "each weight is text a screen reader reads"
 
 
 def test_a_page_open_on_a_class_that_ended_stops_asking_and_says_so(services):

@@ -40,7 +40,7 @@ def test_1_the_word_a_heads_row_looks_at_most(asked, models):
     translation = models(lesson.model).translate(lesson.sentence, lesson.beam)
     row = translation.cross_attention[lesson.layer - 1, lesson.head - 1, lesson.step - 1]
     assert revealed(asked[1]) == word(translation.source_pieces[int(row.argmax())]) == "ball"
-    assert asked[1].figure is not None
+    assert asked[1].view is not None and asked[1].view.marked_row == LESSONS[0].step - 1
 
 
 def test_2_a_later_token_gets_exactly_nothing(asked, models):

@@ -3,6 +3,8 @@
 // and a lesson's view held in sight with the lesson beside it.
 window.explorerPage = (() => {
   const config = window.explorerConfig;
+  // The colour that marks what a lesson or a step points at, for the page's styles (page.css) as for its figures.
+  document.documentElement.style.setProperty("--explorer-mark", config.figures.mark);
   const chartHooks = [];
   const everyChart = (hook) => document.querySelectorAll(".js-plotly-plot").forEach(hook);
 

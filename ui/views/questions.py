@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import plotly.graph_objects as go
 import torch
 
 from transformer.attribute import attribute
@@ -23,7 +22,7 @@ from transformer.interventions import ablate_heads, head_label
 from transformer.model import Transformer
 
 from .lessons import LESSONS, Lesson
-from .translate import map_figure
+from .translate import AttentionMap, map_of
 
 CHOICES = 4  # at most, so a phone shows them without scrolling
 WORD_MARK = "▁"  # sentencepiece's start of a word
@@ -38,7 +37,7 @@ class Question:
     choices: tuple[str, ...]
     answer: int
     why: str
-    figure: go.Figure | None = None
+    view: AttentionMap | None = None  # drawn beside the answer: on the teacher's page, and on phones as a table
 
 
 def word(piece: str) -> str:
@@ -85,7 +84,7 @@ def where_it_looks(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]
     return Question(f"At step {step} the model writes {writes}. Which English word does head {lesson.head} of layer "
                     f"{lesson.layer} look at most?", choices, answer,
                     f"Its weights at step {step}: {shares(translation.source_pieces, row.tolist())}.",
-                    map_figure(translation, "cross", lesson.layer, lesson.head, marked_step=step))
+                    map_of(translation, "cross", lesson.layer, lesson.head, marked_step=step))
 
 
 FUTURE_BANDS = ("exactly 0", "under 10%", "10% to 50%", "over 50%")
@@ -105,7 +104,7 @@ def no_future(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> 
                     f"its weight does head {lesson.head} of layer {lesson.layer} give to the token written at step "
                     f"{later} ({quoted(translation.target_pieces[later - 1])})?", FUTURE_BANDS, band(weight),
                     f"The model gives it {weight:.4g}: the causal mask set its score to −∞ before the softmax.",
-                    map_figure(translation, "decoder", lesson.layer, lesson.head, marked_step=query))
+                    map_of(translation, "decoder", lesson.layer, lesson.head, marked_step=query))
 
 
 def resting_head(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
@@ -119,7 +118,7 @@ def resting_head(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) 
     return Question(f"In decoder self-attention, which head of layer {lesson.layer} puts the most weight on <s>, "
                     "on average over the steps?", tuple(f"head {h + 1}" for h in chosen), chosen.index(best),
                     f"The share of each head's weight on <s>: {each}.",
-                    map_figure(translation, "decoder", lesson.layer, best + 1))
+                    map_of(translation, "decoder", lesson.layer, best + 1))
 
 
 def ordinal(n: int) -> str:
@@ -135,7 +134,7 @@ def reversed_digits(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint
     return Question(f"When the model writes its first digit ({quoted(translation.predicted_pieces[0])}), which input "
                     f"position does head {lesson.head} of layer {lesson.layer} look at most?", choices, answer,
                     f"Its weights at step 1: {shares(translation.source_pieces, row.tolist())}.",
-                    map_figure(translation, "cross", lesson.layer, lesson.head, marked_step=1))
+                    map_of(translation, "cross", lesson.layer, lesson.head, marked_step=1))
 
 
 def crossing_order(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
@@ -150,7 +149,7 @@ def crossing_order(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]
                     int(red_step > ball_step),
                     f"{quoted(translation.predicted_pieces[red_step - 1])} (step {red_step}) looks most at 'red', "
                     f"{quoted(translation.predicted_pieces[ball_step - 1])} (step {ball_step}) at 'ball'.",
-                    map_figure(translation, "cross", lesson.layer, lesson.head, marked_step=red_step))
+                    map_of(translation, "cross", lesson.layer, lesson.head, marked_step=red_step))
 
 
 def same_without_positions(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
@@ -187,7 +186,7 @@ def largest_score(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint])
                     f"{quoted(translation.source_pieces[best])} scores {float(arithmetic.scores[best]):.1f} "
                     f"({float(arithmetic.scaled[best]):.2f} after ÷ √{arithmetic.d_k}), which the softmax turns "
                     f"into {float(arithmetic.weights[best]):.0%} of the weight.",
-                    map_figure(translation, "cross", lesson.layer, lesson.head, marked_step=step))
+                    map_of(translation, "cross", lesson.layer, lesson.head, marked_step=step))
 
 
 ATTRIBUTION_STEPS = 32  # integrated gradients' path: enough for the largest attribution, in a second

@@ -175,6 +175,11 @@ class AttentionMap:
                                          self.key_title, self.rows_are_steps, self.subtitle,
                                          marked_row=self.marked_row)
 
+    def table_html(self) -> str:
+        """The map as an HTML table, for a page without Plotly.js (a class's phones)."""
+        return figures.attention_table(self.weights, self.rows, self.columns, self.title, self.query_title,
+                                       self.key_title, self.subtitle, self.marked_row)
+
     def for_page(self) -> dict:
         return {"type": "attentionMap", "weights": fixed_point(self.weights), "decimals": WEIGHT_DECIMALS,
                 "rows": list(self.rows), "columns": list(self.columns),
