@@ -153,8 +153,10 @@ def wire(page: Page, demo: gr.Blocks) -> None:
     # opening does, and the rest wait until opened (each output an event names costs every later event).
     switched = ["model", "model_status", "layer", "head", "beam_size", "text", "typed_texts", "model_switched",
                 *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(translate.TAB_ID), *page.model_outputs()]
-    # always_last: a second pick while the first loads is not dropped, and the dropdown ends on it.
-    page.on(page["model"].input, page.model_changed(page.translated(on_model, translate.TAB_ID), asked="model"),
+    # always_last: a second pick while the first loads is not dropped, and the dropdown ends on it. On select, not
+    # input: Gradio 6's dropdown sends input twice for one pick (as it is chosen, and as its list closes) and again
+    # whenever it loses focus; select once, by mouse or keyboard.
+    page.on(page["model"].select, page.model_changed(page.translated(on_model, translate.TAB_ID), asked="model"),
             switched, cancels=page.sentence_work, trigger_mode="always_last",
             progress_on=["model_status", *translate.PROGRESS_ON])
     page.on(page["open_hub"].click, page.model_changed(page.translated(on_open_from_hub, translate.TAB_ID)),

@@ -45,9 +45,8 @@ class Hook:
 class ModelsShown:
     """The model each visitor's page shows, or is switching to, by session (the most recent sessions).
 
-    A switch to the model a page already shows or is switching to changes nothing, and is answered at once: Gradio
-    6's dropdown sends its input event twice for one click on an option (as it is chosen, and again as its list
-    closes), and once more whenever it loses focus, so that every switch would otherwise be made twice at once."""
+    A switch to the model a page already shows or is switching to changes nothing, and is answered at once: the
+    same model picked again, a lesson's Show me on the model shown, or a second ask while the first is under way."""
 
     def __init__(self, most: int = 10_000):
         self.most = most

@@ -246,3 +246,13 @@ def test_what_looks_into_the_last_translation_reads_the_model_that_made_it_not_t
     for event in readers:
         assert named["model"] not in event.inputs, event.name
     assert sum(named["translation_model"] in event.inputs for event in readers) > 10
+
+
+def test_a_model_is_switched_once_per_pick_on_the_dropdowns_select_event():
+    """Gradio 6's dropdown sends one pick as two input events (as it is chosen, and as its list closes) and another
+    each time it loses focus; its select event comes once per pick, by mouse or keyboard."""
+    demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")), "reverse-tiny")
+    model = demo.named_components["model"]
+    triggers = {target for event in demo.fns.values() if event.name == "on_model" for target in event.targets}
+    assert triggers == {(model._id, "select")}
+    assert not [event.name for event in demo.fns.values() if (model._id, "input") in event.targets]

@@ -132,8 +132,8 @@ def test_switching_model_brings_a_sentence_it_reads_and_fits_the_sliders(app_ser
 
 
 def test_a_switch_to_the_model_a_page_shows_or_is_switching_to_is_made_once(app_services):
-    """Gradio's dropdown sends one click on an option as two input events at once, and another when it loses focus:
-    a page's second ask for the model it shows changes nothing; another page, or another model, is switched to."""
+    """A page's ask for the model it shows, or is switching to, changes nothing (the same model picked again, a
+    second ask while the first is under way); another page, or another model, is switched to."""
     page = Page(app_services)
     for tab in TAB_MODULES:
         tab.declare(page)
@@ -145,7 +145,7 @@ def test_a_switch_to_the_model_a_page_shows_or_is_switching_to_is_made_once(app_
         return counted(app_services, model, page_session=gr.Request(session_hash=session))
 
     asked("reverse-tiny", "page-a")
-    asked("reverse-tiny", "page-a")  # the same click's second event, or the list losing focus
+    asked("reverse-tiny", "page-a")  # picked again while the first is under way
     asked("reverse-tiny", "page-b")
     asked("multi30k-en-de", "page-a")
     asked("reverse-tiny", "page-a")
