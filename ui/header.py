@@ -83,8 +83,7 @@ def on_model(services: Services, model, text, typed_texts, decoding, beam_size, 
     return {"model": model, **model_settings(checkpoint, layer, head), "text": box, "typed_texts": typed_texts,
             "model_switched": str(next(SWITCHES)),
             **translate.translation_views(services, model, text, decoding, beam_size, max_length, kind, view, layer,
-                                          head,
-                                          average)}
+                                          head, average)}
 
 
 def on_open_from_hub(services: Services, hub_id, text, typed_texts, decoding, beam_size, max_length, kind, view,

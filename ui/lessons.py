@@ -83,9 +83,9 @@ def set_up(services: Services, lesson_choice) -> dict:
     lesson = lessons.lesson_by_choice(lesson_choice)
     checkpoint = services.registry.get(lesson.model)
     shown = lessons.selector_values(lesson)
-    views = translate.translation_views(services, lesson.model, lesson.sentence, shown["decoding"], max(2, lesson.beam),
-                                        DEFAULT_TARGET_TOKENS, shown["kind"], lesson.view, lesson.layer,
-                                        shown["head"], shown["average"], step=lesson.step)
+    views = translate.translation_views(services, lesson.model, lesson.sentence, shown["decoding"],
+                                        max(2, lesson.beam), DEFAULT_TARGET_TOKENS, shown["kind"], lesson.view,
+                                        lesson.layer, shown["head"], shown["average"], step=lesson.step)
     settings = header.model_settings(checkpoint, lesson.layer, shown["head"])
     settings["head"] = gr.Slider(settings["head"].minimum, settings["head"].maximum, step=1, value=shown["head"],
                                  interactive=not shown["average"])
