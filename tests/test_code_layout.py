@@ -110,7 +110,7 @@ def test_no_function_is_longer_than_a_screenful(path):
     assert not too_long, f"split these (lines): {too_long}"
 
 
-@pytest.mark.parametrize("path", [p for p in sources("ui") if p != "ui/page_code.py"])
+@pytest.mark.parametrize("path", [p for p in sources("ui") if p != "ui/runtime/page_code.py"])
 def test_the_pages_scripts_and_styles_live_in_files_of_their_own_not_in_python_strings(path):
     """ui/static/ holds the page's JavaScript and CSS (page_code.py puts them in its head); Python hands an event
     at most a one-line call into them."""

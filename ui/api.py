@@ -9,12 +9,12 @@ from __future__ import annotations
 import gradio as gr
 
 
-from . import batching, components
+from .runtime import batching, components
 from .class_page import session_of
 from .classroom import CODE_LENGTH, Round
 from .header import model_settings
-from .limits import visiting_client
-from .page import Page
+from .runtime.limits import visiting_client
+from .runtime.page import Page
 from .services import Services
 from .tabs.model import model_views
 from .tabs.translate import step_views, translated

@@ -12,10 +12,11 @@ from starlette.middleware import Middleware
 
 from transformer.checkpoint import Checkpoint, CheckpointError
 
-from . import api, batching, class_page, costly, figures, header, lessons, page_code
+from . import api, class_page, figures, header, lessons
 from .jobs import MAX_UPLOAD_BYTES
-from .limits import BodySizeLimit, ClientShare
-from .page import Page
+from .runtime import batching, costly, page_code
+from .runtime.limits import BodySizeLimit, ClientShare
+from .runtime.page import Page
 from .services import Services
 from .tabs import analysis, experiments, explain, inside, model, positions, train, translate
 

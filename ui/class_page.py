@@ -12,11 +12,11 @@ import re
 import gradio as gr
 import segno
 
-from .chart import Chart
-from . import components
+from .runtime.chart import Chart
+from .runtime import components
 from .classroom import CODE_LENGTH, ClassError, Round, normal_code
-from .limits import visiting_client
-from .page import Page
+from .runtime.limits import visiting_client
+from .runtime.page import Page
 from .services import Services
 from .views import lessons
 from .views.text import markdown_escape

@@ -10,10 +10,10 @@ import gradio as gr
 
 from transformer.checkpoint import Checkpoint
 
-from . import components
-from .errors import as_html
-from .limits import visiting_client
-from .page import Page
+from .runtime import components
+from .runtime.errors import as_html
+from .runtime.limits import visiting_client
+from .runtime.page import Page
 from .services import Services
 from .tabs import translate
 from .views import model as model_views

@@ -17,8 +17,8 @@ from typing import Callable
 from transformer import hub
 from transformer.checkpoint import list_checkpoints
 
-from .costly import setting
-from .limits import MAX_TRACKED_CLIENTS
+from .runtime.costly import setting
+from .runtime.limits import MAX_TRACKED_CLIENTS
 
 log = logging.getLogger(__name__)
 

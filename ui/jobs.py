@@ -26,16 +26,17 @@ import torch
 from transformer import data as datasets
 from transformer.checkpoint import run_history, save_checkpoint
 from transformer.config import ModelConfig, preset
+from transformer.errors import InputError
 from transformer.model import Transformer
 from transformer.train import calibrate, recipes
 from transformer.train.budget import SYNTHETIC_PLAN, BudgetPlan
 from transformer.train.settings import AUTO_PRESET, TrainConfig, use_bf16
 from transformer.train.trainer import Trainer
 
-from .costly import CORES
-from .gpu import models_device
-from .memory import release_memory
-from .limits import MAX_TRACKED_CLIENTS
+from .runtime.costly import CORES
+from .runtime.gpu import models_device
+from .runtime.memory import release_memory
+from .runtime.limits import MAX_TRACKED_CLIENTS
 from .views.choices import clamp, finite
 
 log = logging.getLogger(__name__)
@@ -66,8 +67,8 @@ def time_left_text(seconds: float) -> str:
     return f"about {seconds:.0f} seconds left" if seconds < 90 else f"about {seconds / 60:.0f} minutes left"
 
 
-class JobError(Exception):
-    """Why a job could not start, phrased for the user."""
+class JobError(InputError):
+    """Why a job could not start, phrased for the user (what they asked for cannot be done now)."""
 
 
 class SlotTaken(JobError):

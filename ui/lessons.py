@@ -7,9 +7,10 @@ import gradio as gr
 
 from transformer.checkpoint import CheckpointError
 
-from .chart import Chart
-from . import components, header
-from .page import Page
+from .runtime.chart import Chart
+from . import header
+from .runtime import components
+from .runtime.page import Page
 from .services import Services
 from .tabs import experiments, explain, translate
 from .tabs import inside as inside_tab

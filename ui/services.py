@@ -16,13 +16,13 @@ from transformer.cpu import decoding_copy_bytes
 from transformer.data import DataError, multi30k_dir
 
 from .classroom import Classrooms
-from .costly import CostlyWork, setting
-from .gpu import models_device
+from .runtime.costly import CostlyWork, setting
+from .runtime.gpu import models_device
 from .hub_models import MB, HubModels, OpeningAtStart
 from .jobs import JobManager, training_disabled
 from .views.lessons import LESSONS, lesson_models, listed_as
 from .views.questions import predict_question
-from .worker import ModelsOnDisk
+from .runtime.worker import ModelsOnDisk
 
 
 class ModelRegistry:

@@ -18,8 +18,8 @@ from transformer import errors
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import services
 from ui.build import build_app, close_app, remember_signatures
-from ui.chart import Chart
-from ui.errors import as_user_message
+from ui.runtime.chart import Chart
+from ui.runtime.errors import as_user_message
 from ui.views import text
 
 from helpers import free_port

@@ -12,7 +12,8 @@ from helpers import QuickTrainer
 from page_driver import PageDriver
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.errors import InputError
-from ui import costly, jobs, memory, services
+from ui import jobs, services
+from ui.runtime import costly, memory
 from ui.build import build_app
 
 COSTLY_HANDLERS = {"on_sample_agreement", "on_attribute", "on_prune", "on_importance", "on_importance_sample",

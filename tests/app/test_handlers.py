@@ -9,7 +9,7 @@ from transformer import data as datasets
 from transformer.data import DataError
 from transformer.errors import InputError
 from ui import header
-from ui.page import Page
+from ui.runtime.page import Page
 from ui.tabs import analysis, experiments, explain, inside, model, positions, train, translate
 from ui.views import samples
 from ui.views.choices import ATTENTION_KINDS, VIEWS

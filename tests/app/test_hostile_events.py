@@ -15,7 +15,7 @@ from page_driver import PageDriver
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import jobs, services
 from ui.build import build_app
-from ui.errors import UNEXPECTED, as_html
+from ui.runtime.errors import UNEXPECTED, as_html
 from ui.views.choices import NO_TRANSLATION
 
 HOSTILE = {

@@ -12,7 +12,7 @@ from transformer import hub
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import header
 from ui.build import build_app
-from ui.errors import UNEXPECTED
+from ui.runtime.errors import UNEXPECTED
 from ui.hub_models import HubModels
 from ui.services import ModelRegistry, Services
 

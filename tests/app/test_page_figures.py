@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ui import page_code
+from ui.runtime import page_code
 from ui.build import PAGE_CONFIG
-from ui.chart import Chart
+from ui.runtime.chart import Chart
 from ui.views import choices
 from ui.views import inside as inside_views
 from ui.views import translate as translate_views

@@ -38,7 +38,8 @@ from transformer.checkpoint import (REPOSITORY_CHECKPOINTS, list_checkpoints, lo
                                     unique_state_dict)
 
 from transformer import errors
-from ui import batching, jobs, limits, services
+from ui import jobs, services
+from ui.runtime import batching, limits
 from ui.build import build_app, close_app, launch_options
 from ui.views import text as text_views
 from ui.views import translate as translate_views

@@ -16,8 +16,8 @@ import torch
 from transformer import interventions
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
 from transformer.errors import InputError
-from ui import costly, worker
-from ui.errors import as_user_message
+from ui.runtime import costly, worker
+from ui.runtime.errors import as_user_message
 from ui.tabs import explain as explain_tab
 from ui.views.choices import NO_TRANSLATION, require_translation
 from ui.views.lessons import LESSONS
@@ -130,7 +130,7 @@ def test_the_worker_keeps_the_models_it_used_last_and_reloads_one_made_again(tmp
 def test_the_worker_ends_with_the_server_even_in_the_middle_of_a_computation():
     server = subprocess.Popen([sys.executable, "-c", (
         "import os, threading\n"
-        "from ui import costly\n"
+        "from ui.runtime import costly\n"
         "costly.WORKER.start()\n"
         "print(costly.WORKER.process.pid, flush=True)\n"
         "costly.WORKER.run(os.getpid)\n"  # started and serving

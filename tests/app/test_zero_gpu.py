@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from transformer.checkpoint import DEFAULT_CHECKPOINT, default_device, load_checkpoint
-from ui import gpu
+from ui.runtime import gpu
 
 SENTENCE = "A young girl is playing with a red ball in the park."
 
@@ -43,7 +43,7 @@ def test_with_no_gpu_lent_the_translation_is_made_on_the_cpu_and_the_reason_logg
         raise gr.Error("You have exceeded your GPU quota")
     monkeypatch.setattr(gpu, "ON_ZERO_GPU", True)
     monkeypatch.setattr(gpu, "translate_on_gpu", refused)
-    with caplog.at_level(logging.WARNING, logger="ui.gpu"):
+    with caplog.at_level(logging.WARNING, logger="ui.runtime.gpu"):
         made = gpu.translate(checkpoint, SENTENCE, 5, 60)
     assert made.text == checkpoint.translate(SENTENCE, 5, 60).text
     assert "exceeded your GPU quota" in caplog.text

@@ -320,7 +320,7 @@ def test_directory_without_config_or_weights_is_not_a_checkpoint(tmp_path):
 
 # The one place pickles are read: the pipe between the server and the process it starts for costly work, which
 # carries only what one of the two wrote (never a file, a download or a request).
-OWN_PIPE = "ui/worker.py"
+OWN_PIPE = "ui/runtime/worker.py"
 
 
 def test_no_code_unpickles_anything_but_tensors():

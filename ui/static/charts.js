@@ -1,4 +1,4 @@
-// Every chart of the page is drawn here, with the one Plotly the page loads (ui/chart.py): a figure the server sent
+// Every chart of the page is drawn here, with the one Plotly the page loads (ui/runtime/chart.py): a figure the server sent
 // (a Chart's value) or one the page built (explorer.js), drawn with Plotly.react on the chart already shown, so a
 // new figure redraws only what differs and nothing flashes.
 window.explorerCharts = (() => {

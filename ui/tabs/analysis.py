@@ -8,9 +8,9 @@ from transformer import analysis
 from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 
-from ..chart import Chart
-from .. import components
-from ..page import Page
+from ..runtime.chart import Chart
+from ..runtime import components
+from ..runtime.page import Page
 from ..services import Services
 from ..views import exports, share
 from ..views.analysis import (STATISTICS_HEADERS, alignment_view, beam_view, hypothesis_attention,

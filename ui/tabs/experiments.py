@@ -12,9 +12,9 @@ from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 from transformer.errors import InputError
 
-from ..chart import Chart
-from .. import components
-from ..page import Page
+from ..runtime.chart import Chart
+from ..runtime import components
+from ..runtime.page import Page
 from ..services import Services
 from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, head_options, require_translation
 from ..views.experiments import MEASURES, comparison_attention, comparison_view, head_choices, importance_views

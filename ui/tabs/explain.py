@@ -12,14 +12,14 @@ from transformer.data import load_multi30k
 from transformer.decoding import Translation
 from transformer.errors import InputError
 
-from ..chart import Chart
-from .. import components
-from ..page import Page
+from ..runtime.chart import Chart
+from ..runtime import components
+from ..runtime.page import Page
 from ..services import Services, multi30k_available
 from ..views import explain
 from ..views.choices import MEAN_OF_HEADS, chosen_head, head_options
 from ..views.samples import sample_sentences
-from ..worker import Callback
+from ..runtime.worker import Callback
 
 TAB_ID, TITLE = "explain", "Attention vs evidence"  # the tab's id in the page, and its label
 

@@ -8,9 +8,9 @@ import gradio as gr
 from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 
-from ..chart import Chart
-from .. import components
-from ..page import Page
+from ..runtime.chart import Chart
+from ..runtime import components
+from ..runtime.page import Page
 from ..services import Services
 from ..views import inside
 from ..views.choices import ATTENTION_KINDS, clamp

@@ -6,9 +6,10 @@ import gradio as gr
 
 from transformer.checkpoint import Checkpoint
 
-from ..chart import Chart
-from .. import components, figures
-from ..page import Page
+from ..runtime.chart import Chart
+from .. import figures
+from ..runtime import components
+from ..runtime.page import Page
 from ..services import Services
 from ..views import model as views
 

@@ -6,9 +6,9 @@ import gradio as gr
 
 from transformer.checkpoint import Checkpoint
 
-from ..chart import Chart
-from .. import components
-from ..page import Page
+from ..runtime.chart import Chart
+from ..runtime import components
+from ..runtime.page import Page
 from ..views.positions import NOTES, positional_views
 
 TAB_ID, TITLE = "positions", "Positional encoding"  # the tab's id in the page, and its label

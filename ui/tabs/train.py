@@ -10,11 +10,11 @@ import gradio as gr
 from transformer.checkpoint import Checkpoint
 from transformer.data import SYNTHETIC_TASKS
 
-from ..chart import Chart
-from .. import components
+from ..runtime.chart import Chart
+from ..runtime import components
 from .. import jobs as training_jobs
-from ..limits import visiting_client
-from ..page import Page
+from ..runtime.limits import visiting_client
+from ..runtime.page import Page
 from ..services import Services, multi30k_available
 from ..views import training as views
 from ..views.choices import finite

@@ -11,10 +11,11 @@ from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation
 from transformer.errors import InputError
 
-from .. import batching, components, figures
-from ..chart import Chart
-from ..errors import warn
-from ..page import Page
+from .. import figures
+from ..runtime import batching, components
+from ..runtime.chart import Chart
+from ..runtime.errors import warn
+from ..runtime.page import Page
 from ..services import Services
 from ..views import exports
 from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, head_options, require_translation

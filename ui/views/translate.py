@@ -15,7 +15,8 @@ from transformer.checkpoint import Checkpoint
 from transformer.decoding import Translation, forced_decode
 from transformer.errors import InputError
 
-from .. import figures, gpu
+from .. import figures
+from ..runtime import gpu
 from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key, max_target_tokens
 from .text import clean_text, language_note, markdown_escape
 

@@ -26,7 +26,6 @@ from . import bounds
 from .costly import CONCURRENCY as COSTLY_CONCURRENCY
 from .costly import CORES
 from .errors import as_user_message, as_warning
-from .services import Services
 
 SPECIAL_PARAMETERS = (gr.Request, gr.SelectData, gr.EventData)
 
@@ -85,8 +84,8 @@ class ModelsShown:
 
 
 class Page:
-    def __init__(self, services: Services, blocks: gr.Blocks | None = None):
-        self.services = services
+    def __init__(self, services, blocks: gr.Blocks | None = None):
+        self.services = services  # the app's Services (ui/services.py), handed to the handlers that ask for it
         self.blocks = blocks  # the page's Blocks, for its load and unload events
         self.components: dict[str, Component] = {}
         self.tabs: dict[str, gr.Tab] = {}  # by id, in the page's order

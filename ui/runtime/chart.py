@@ -9,14 +9,13 @@ import gradio as gr
 import plotly.graph_objects as go
 from gradio.components.plot import PlotData
 
-from .views.translate import AttentionMap
-
 TEMPLATE = '<div class="page-chart"></div>'
 
 
 class Chart(gr.HTML):
-    """A Plotly chart: a ``go.Figure`` or an ``AttentionMap`` from a handler is drawn by the page on the chart
-    already shown (Plotly.react), or the page draws its own figures into it (explorer.js); None empties it.
+    """A Plotly chart: a ``go.Figure`` from a handler, or a value the page draws from its numbers (one with
+    ``for_page()``, as ``AttentionMap``), is drawn by the page on the chart already shown (Plotly.react), or the
+    page draws its own figures into it (explorer.js); None empties it.
 
     Gradio's Plot draws every new value on a new chart, twice, and cannot be drawn into by the page."""
 
@@ -29,11 +28,11 @@ class Chart(gr.HTML):
                          apply_default_css=False, **kwargs)
 
     def postprocess(self, value):
-        """A figure as Gradio's Plot sends one, so that scripts read a chart as they always have; a map as its
-        numbers, which the page draws (``AttentionMap``)."""
+        """A figure as Gradio's Plot sends one, so that scripts read a chart as they always have; a value with
+        ``for_page()`` as the numbers the page draws it from."""
         if isinstance(value, go.Figure):
             return PlotData(type="plotly", plot=value.to_json()).model_dump()
-        if isinstance(value, AttentionMap):
+        if hasattr(value, "for_page"):  # numbers the page draws (ui/views/translate.py, AttentionMap)
             return value.for_page()
         return value
 

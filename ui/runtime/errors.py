@@ -13,12 +13,12 @@ from transformer.data import DataError
 from transformer.errors import InputError
 from transformer.hub import HubError
 
-from .jobs import JobError
 from .worker import WorkerDied
 
 log = logging.getLogger("app")
 
-USER_PROBLEMS = (InputError, CheckpointError, DataError, JobError, HubError, WorkerDied)
+# The app's own problems for a visitor derive from InputError (a training job that cannot start: jobs.JobError).
+USER_PROBLEMS = (InputError, CheckpointError, DataError, HubError, WorkerDied)
 UNEXPECTED = ("Something went wrong while computing this view; the server log has details. "
               "Try again, or try a shorter sentence.")
 

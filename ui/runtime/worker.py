@@ -2,8 +2,9 @@
 
 The threads of one Python process take turns at its interpreter: while an attribution over the sample sentences
 ran in the server, every translation waited for that computation's Python-level steps, whatever the cores. A
-computation sent here runs in a process of its own (``python -m ui.worker``, started with the server) on half the
-cores at the lowest CPU priority, and the server's thread waits for its answer without holding the interpreter.
+computation sent here runs in a process of its own (``python -m ui.runtime.worker``, started with the server) on
+half the cores at the lowest CPU priority, and the server's thread waits for its answer without holding the
+interpreter.
 
 A computation is a module-level function and its arguments, sent pickled. A ``Checkpoint`` argument travels as
 its directory: the worker loads it there once and keeps the last models it used. A ``Callback`` argument stands
@@ -35,7 +36,7 @@ from .memory import release_memory
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository: where "ui" is found
 KEPT_MODELS = 2  # a lesson's pair; each one kept is a second copy of a model the server holds
 TRIM_AFTER_CPU_S = 1.0  # a small computation leaves little memory to hand back
 # The lowest CPU priority: a translation or a view that needs a core the worker computes on gets it first.
@@ -120,7 +121,7 @@ class Worker:
         if self.process is None or self.process.poll() is not None:
             environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
                 filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-            self.process = subprocess.Popen([sys.executable, "-m", "ui.worker", str(self.threads)], cwd=ROOT,
+            self.process = subprocess.Popen([sys.executable, "-m", "ui.runtime.worker", str(self.threads)], cwd=ROOT,
                                             env=environment, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             log.info("costly computations run in process %d on %d thread(s)", self.process.pid, self.threads)
 
@@ -253,6 +254,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from ui import worker  # run as ui.worker, where what the server sends (reporter, loaded) finds its state
+    from ui.runtime import worker  # run as ui.runtime.worker, where what the server sends finds its state
 
     worker.main()

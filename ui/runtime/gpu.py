@@ -19,7 +19,7 @@ import torch
 from transformer.checkpoint import Checkpoint, default_device, load_checkpoint
 from transformer.decoding import Translation
 
-from . import ON_ZERO_GPU
+from .. import ON_ZERO_GPU
 from .batching import BATCHES
 
 log = logging.getLogger(__name__)

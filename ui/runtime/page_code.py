@@ -9,7 +9,7 @@ from pathlib import Path
 import gradio as gr
 import plotly
 
-STATIC = Path(__file__).with_name("static")
+STATIC = Path(__file__).parents[1] / "static"  # ui/static
 # The Plotly.js that plotly's Python package ships, for the figures that package builds: the page's one Plotly.
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 # In this order: page.js reads the config and gives the others its watch over charts; explorer.js draws with the
