@@ -16,11 +16,11 @@ with Playwright. Each figure is the median over ``--clicks`` clicks, after one u
   the Translate button are shown and enabled; first_translation_ms: until the page's own first translation is
   drawn (the same settled test as a click's). Medians over ``--clicks`` loads.
 
-- translate_bytes: what the page receives for a Translate click of a 21-word sentence, anything it asks for after
-  drawing included: all it received from the first of ``--clicks`` clicks until the network was quiet after the
-  last, divided by the clicks. Counted by Chromium (DevTools' Network.dataReceived), which reports Gradio's
-  long-lived event stream in chunks that may land in the next click's window: translate_answer_bytes, the same
-  counted per click until it is settled (a median), reads 0.4 kB or twice the answer for some clicks.
+- translate_answer_bytes: what the page reads from Gradio's event stream for a Translate click of a 21-word
+  sentence until it is settled; translate_bytes: the same until the stream is quiet again (anything the page asks
+  for after drawing). Counted in the page as it reads the stream (COUNT_STREAM_JS), medians over ``--clicks``.
+  (Chromium's own count, DevTools' Network.dataReceived, reports that long-lived stream in chunks that land in
+  other clicks' windows: a click read 0.4 kB or twice its answer.)
 
 ``--checkpoint DIR`` opens the app on that checkpoint (``python app.py --checkpoint DIR``: its folder's checkpoints
 are listed; the model switch goes to another of them, and is skipped where there is none), e.g. one of
@@ -200,32 +200,44 @@ def set_max_tokens(page, tokens: int) -> None:
     box.press("Enter")
 
 
-class BytesReceived:
-    """What the page receives, counted by Chromium as it arrives."""
+# Before the page's own scripts: every response of Gradio's event stream (queue/data) is counted as the page reads
+# it, in window.streamBytes.
+COUNT_STREAM_JS = """(() => {
+  window.streamBytes = 0;
+  const fetched = window.fetch;
+  window.fetch = async (...args) => {
+    const response = await fetched(...args);
+    const url = String((args[0] && args[0].url) || args[0]);
+    if (!url.includes("/queue/data") || !response.body) return response;
+    const counted = response.body.pipeThrough(new TransformStream({transform(chunk, stream) {
+      window.streamBytes += chunk.byteLength;
+      stream.enqueue(chunk);
+    }}));
+    return new Response(counted, {status: response.status, statusText: response.statusText,
+                                  headers: response.headers});
+  };
+})()"""
 
-    def __init__(self, page):
-        self.count, self.last = 0, time.monotonic()
-        session = page.context.new_cdp_session(page)
-        session.send("Network.enable")
-        session.on("Network.dataReceived", self.received)
 
-    def received(self, event: dict) -> None:
-        self.count += event.get("encodedDataLength") or event.get("dataLength", 0)
-        self.last = time.monotonic()
-
-    def until_quiet(self, page) -> int:
-        while time.monotonic() - self.last < QUIET_S:
-            page.wait_for_timeout(100)
-        return self.count
+def stream_bytes_until_quiet(page) -> int:
+    """window.streamBytes once nothing has arrived for QUIET_S."""
+    count, quiet_since = page.evaluate("window.streamBytes"), time.monotonic()
+    while time.monotonic() - quiet_since < QUIET_S:
+        page.wait_for_timeout(100)
+        now = page.evaluate("window.streamBytes")
+        if now != count:
+            count, quiet_since = now, time.monotonic()
+    return count
 
 
-def translate_bytes(page, counter: BytesReceived, i: int) -> int:
-    """Bytes counted for a 21-word sentence's Translate click until it is settled."""
-    counter.until_quiet(page)
-    before = counter.count
+def translate_bytes(page, i: int) -> tuple[int, int]:
+    """Bytes the page reads for a 21-word sentence's Translate click: until settled, and until the stream is
+    quiet."""
+    before = stream_bytes_until_quiet(page)
     page.fill("#source-text textarea", SENTENCES_21_WORDS[i % len(SENTENCES_21_WORDS)])
     settle_ms(page, lambda: page.click("#translate-button"), translation_changes=MODELS == DEFAULT_MODELS)
-    return counter.count - before
+    answer = page.evaluate("window.streamBytes") - before
+    return answer, stream_bytes_until_quiet(page) - before
 
 
 def model_view_ms(page, i: int) -> float:
@@ -356,25 +368,18 @@ def repeat_clicks(page, one_click, clicks: int, failures: list[str]) -> list[flo
 
 
 def repeat_bytes(page, clicks: int, runs: dict, failures: dict) -> None:
-    """``translate_bytes`` (one figure: all the clicks' bytes over their number) and ``translate_answer_bytes``
-    (each click's), after one untimed warm-up click, into ``runs``."""
-    counter = BytesReceived(page)
+    """``translate_bytes`` after one untimed warm-up click, into ``runs``."""
     for name in BYTES:
         runs[name] = []
-    start = None
     for i in range(clicks + 1):
         try:
-            count = translate_bytes(page, counter, i)
+            counts = translate_bytes(page, i)
         except PlaywrightError as error:
             failures[BYTES[0]].append(f"{f'click {i}' if i else 'warm-up'}: {str(error).splitlines()[0]}")
             continue
         if i:
-            runs["translate_answer_bytes"].append(count)
-        else:
-            start = counter.until_quiet(page)
-    counted = len(runs["translate_answer_bytes"])
-    if start is not None and counted:
-        runs["translate_bytes"].append(round((counter.until_quiet(page) - start) / counted))
+            for name, count in zip(BYTES, counts):
+                runs[name].append(count)
 
 
 def measure(url: str, clicks: int, screenshots: Path | None, max_tokens: int | None) -> tuple[dict, dict]:
@@ -388,6 +393,7 @@ def measure(url: str, clicks: int, screenshots: Path | None, max_tokens: int | N
         try:
             repeat_loads(browser, url, clicks, runs, failures)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.add_init_script(COUNT_STREAM_JS)
             page.goto(url)
             page.wait_for_function(SETTLED_JS, arg={"charts": list(CHARTS), "oldTranslation": "", "stepPrefix": None},
                                    timeout=TIMEOUT_MS)  # the page's own first translation
@@ -442,9 +448,8 @@ def main() -> None:
     result.update(clicks=clicks, runs={name: runs[name] for name in NAMES}, failures=failures)
     for name in NAMES:
         unit = "bytes" if name in BYTES else "ms"
-        over = ("a click, all clicks' bytes over their number" if name == "translate_bytes" else
-                f"median over {len(runs[name])} of {clicks} clicks")
-        print(f"{name}: {result[name]} {unit}, {over}; runs {runs[name]}; failures {len(failures[name])}")
+        print(f"{name}: median {result[name]} {unit} over {len(runs[name])} of {clicks} clicks; runs {runs[name]}; "
+              f"failures {len(failures[name])}")
     if args.json:
         print(json.dumps(result))
 
