@@ -15,10 +15,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from transformer.checkpoint import DEFAULT_CHECKPOINT, Checkpoint, load_checkpoint  # noqa: E402
-from transformer.config import preset  # noqa: E402
-from transformer.model import Transformer  # noqa: E402
-from transformer.tokenizer import Tokenizer  # noqa: E402
+from transformer.files.checkpoint import DEFAULT_CHECKPOINT, Checkpoint, load_checkpoint  # noqa: E402
+from transformer.paper.config import preset  # noqa: E402
+from transformer.paper.model import Transformer  # noqa: E402
+from transformer.paper.tokenizer import Tokenizer  # noqa: E402
 
 
 def bundled_or_random(device: str = "cpu") -> tuple[Checkpoint | None, Transformer]:

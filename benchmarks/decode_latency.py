@@ -49,10 +49,10 @@ from torch import nn
 
 from common import bundled_or_random, machine
 
-from transformer.decoding import greedy_search, pad_batch, translate_batch
-from transformer.model import DecoderCache, Transformer, causal_mask
-from transformer.reference import to_torch_transformer
-from transformer.tokenizer import BOS_ID
+from transformer.paper.decoding import greedy_search, pad_batch, translate_batch
+from transformer.paper.model import DecoderCache, Transformer, causal_mask
+from transformer.paper.reference import to_torch_transformer
+from transformer.paper.tokenizer import BOS_ID
 
 # The goals are ratios, which hold across machines where milliseconds do not: the readable modules that run at
 # most 0.95 of the time of PyTorch's own decoder layer with a plain cache, and within 1.6x of the hand-flattened

@@ -14,7 +14,7 @@ import json
 
 from common import machine, repeat_ms
 
-from transformer import interventions
+from transformer.inside import interventions
 from ui import services
 from ui.views import translate as translate_views
 

@@ -1,7 +1,7 @@
 """Decoding an opus-mt-sized Marian model: our modules against transformers' ``generate``, on the same weights.
 
 A ``MarianMTModel`` with opus-mt-en-de's shapes (d_model 512, 6+6 layers, 8 heads, feed-forward 2048, vocabulary
-58,101) and random weights is converted by ``transformer.hub`` (as a downloaded one would be). Both then translate
+58,101) and random weights is converted by ``transformer.files.hub`` (as a downloaded one would be). Both then translate
 the same 8 source sentences one at a time, as the app does, for exactly ``--tokens`` tokens each (random weights
 rarely end a sentence; both are held to the same count), greedily and with beam 5 under the generation config's
 rules, in one process with the same threads, alternating so that machine noise hits both alike:
@@ -28,10 +28,10 @@ import time
 import torch
 
 from common import machine, report
-from transformer import hub
-from transformer.checkpoint import load_weights
-from transformer.decoding import SearchRules, beam_search, greedy_search, translate
-from transformer.model import Transformer
+from transformer.files import hub
+from transformer.files.checkpoint import load_weights
+from transformer.paper.decoding import SearchRules, beam_search, greedy_search, translate
+from transformer.paper.model import Transformer
 
 OPUS_MT_EN_DE = dict(vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
                      decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,

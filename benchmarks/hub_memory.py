@@ -2,7 +2,7 @@
 
 Builds a Marian model of opus-mt-en-de's shapes with random weights and tokenizer files made here (SentencePiece
 models trained on the app's sample sentences, a vocabulary filled to 58,101 pieces), converts it with
-``transformer.hub`` as a download would be, serves ``python app.py --checkpoint DIR`` and translates with it
+``transformer.files.hub`` as a download would be, serves ``python app.py --checkpoint DIR`` and translates with it
 through the API. Goal: at most 1.2 GB. Prints JSON last: {"server_rss_mb", "server_peak_mb", "startup_s", ...}.
 
     python benchmarks/hub_memory.py --json
@@ -25,7 +25,7 @@ import torch
 
 from common import ROOT, machine, report
 from hub_decode import OPUS_MT_EN_DE
-from transformer import hub
+from transformer.files import hub
 
 SENTENCE = "A young girl is playing with a red ball in the park."
 

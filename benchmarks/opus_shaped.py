@@ -3,7 +3,7 @@
 A ``MarianMTModel`` of ``hub_decode.OPUS_MT_EN_DE``'s shapes (d_model 512, 6+6 layers of 8 heads, feed-forward
 2048, vocabulary 58,101) is written in the Hugging Face layout, with SentencePiece models trained here on the
 app's sample sentences and a ``vocab.json`` that fills Marian's vocabulary up to its size, then converted by
-``transformer.hub.convert`` as a downloaded opus-mt model is. Its translations are random pieces; its cost is a
+``transformer.files.hub.convert`` as a downloaded opus-mt model is. Its translations are random pieces; its cost is a
 real translator's. The bundled multi30k-en-de is linked beside it, so the app lists both (a model switch).
 
     python benchmarks/opus_shaped.py /tmp/opus-shaped
@@ -23,8 +23,8 @@ import torch
 
 from common import ROOT
 from hub_decode import OPUS_MT_EN_DE
-from transformer import hub
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from transformer.files import hub
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 
 NAME = "opus-mt-en-de-shaped"
 SENTENCES = ROOT / "assets" / "sample_sentences.en.txt"

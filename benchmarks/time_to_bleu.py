@@ -23,8 +23,8 @@ from common import machine
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from transformer import data as datasets  # noqa: E402
-from transformer.checkpoint import load_checkpoint  # noqa: E402
-from transformer.evaluate import evaluate_checkpoint  # noqa: E402
+from transformer.files.checkpoint import load_checkpoint  # noqa: E402
+from transformer.train.evaluation import evaluate_checkpoint  # noqa: E402
 from ui import jobs  # noqa: E402
 
 

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from common import bundled_or_random, machine
-from transformer.model import Transformer
+from transformer.paper.model import Transformer
 
 
 def step_products(model: Transformer) -> list[tuple[object, torch.Tensor, torch.Tensor | None, slice]]:
@@ -51,7 +51,7 @@ def decoding_layout(products, inputs) -> None:
 
 def opus_mt_shaped() -> Transformer:
     from hub_decode import OPUS_MT_EN_DE
-    from transformer import hub
+    from transformer.files import hub
 
     torch.manual_seed(0)
     return Transformer(hub.model_config(hub.marian_config({"model_type": "marian", **OPUS_MT_EN_DE}))).eval()

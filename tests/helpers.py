@@ -61,7 +61,7 @@ class QuickTrainer:
     UPDATE_S = 0.1
 
     def __init__(self, config, on_step=None, on_eval=None, cancel=None, show_progress=False):
-        from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+        from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 
         reverse = load_checkpoint(REPOSITORY_CHECKPOINTS / "reverse-tiny", device="cpu")
         self.model, self.source_tokenizer, self.target_tokenizer = (reverse.model, reverse.source_tokenizer,
@@ -76,7 +76,7 @@ class QuickTrainer:
         return {**self._info, "step": self.step}
 
     def probe(self) -> dict:
-        from transformer.decoding import forced_decode
+        from transformer.paper.decoding import forced_decode
 
         source = self.config.probe_sentences[0]
         target = " ".join(reversed(source.split()))

@@ -36,7 +36,7 @@ def loaded_after_importing(modules: list[str]) -> set[str]:
 
 def test_the_library_loads_neither_gradio_nor_plotly():
     modules = modules_of("transformer")
-    assert {"transformer.model", "transformer.train.trainer", "transformer.train.cli"} <= set(modules)
+    assert {"transformer.paper.model", "transformer.train.trainer", "transformer.train.cli"} <= set(modules)
     loaded = loaded_after_importing(modules)
     assert "torch" in loaded, "the check itself imported the library"
     assert not {"gradio", "plotly"} & loaded
@@ -80,15 +80,41 @@ def relative_imports(source: str) -> set[str]:
             if isinstance(node, ast.ImportFrom) and node.level == 1}
 
 
-@pytest.mark.parametrize("path", [p for p in sources("transformer") if "/" not in p.removeprefix("transformer/")])
-def test_the_model_decoding_and_looking_inside_never_need_training(path):
-    """Training (transformer/train/) builds on the model; of the rest of the library only evaluation uses a part
-    of it (the loss and batches of the validation loss)."""
-    needs = {module for module in relative_imports((ROOT / path).read_text()) if module.split(".")[0] == "train"}
-    if path == "transformer/evaluate.py":
-        assert needs == {"train.loss", "train.corpus"}
-    else:
-        assert not needs
+# The library's parts and the parts each may use: the paper's model at the bottom, then its files, then what looks
+# inside it or trains it. The command lines at the top level (translate, evaluate, export, hub, inside_head,
+# attribute) may use them all; the basics beside them (errors, metrics, data) none.
+LIBRARY_PARTS = {
+    "paper": {"errors"},
+    "files": {"paper"},
+    "inside": {"paper", "files", "errors", "metrics"},
+    "train": {"paper", "files", "data", "metrics", "errors"},
+    "errors": set(), "metrics": set(), "data": set(),
+}
+
+
+def library_parts_used(path: Path) -> set[str]:
+    """The parts of the library (``paper``, ``train``, ``data``...) a file of it imports, other than its own."""
+    package = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    used = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            module = package[:len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
+            used |= {module[1]} if len(module) > 1 else {alias.name for alias in node.names}
+    own = path.relative_to(ROOT / "transformer").parts[0].removesuffix(".py")
+    return used - {own}
+
+
+@pytest.mark.parametrize("path", [p for p in sources("transformer")
+                                  if Path(p).relative_to("transformer").parts[0].removesuffix(".py") in LIBRARY_PARTS])
+def test_each_part_of_the_library_uses_only_the_parts_below_it(path):
+    part = Path(path).relative_to("transformer").parts[0].removesuffix(".py")
+    assert library_parts_used(ROOT / path) <= LIBRARY_PARTS[part]
+
+
+def test_the_parts_check_sees_relative_imports_at_any_depth():
+    trainer = ROOT / "transformer" / "train" / "trainer.py"
+    assert {"paper", "files", "data"} <= library_parts_used(trainer)
+    assert "train" not in library_parts_used(trainer)
 
 
 @pytest.mark.parametrize("path", sources("transformer"))

@@ -1,13 +1,13 @@
 """An encoder-decoder Transformer ("Attention Is All You Need") built to be read, trained and inspected.
 
 ``translate`` is not exported here: ``transformer.translate`` is the command-line tool's module, and importing it
-would replace a function of that name (import it from ``transformer.decoding``)."""
+would replace a function of that name (import it from ``transformer.paper.decoding``)."""
 
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
-from .config import PRESETS, ModelConfig, preset
-from .decoding import Translation, beam_search, decode_steps, forced_decode, greedy_search, translate_batch
-from .model import DecoderCache, HeadMask, Seq2SeqOutput, Transformer
-from .tokenizer import Tokenizer
+from .files.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
+from .paper.config import PRESETS, ModelConfig, preset
+from .paper.decoding import Translation, beam_search, decode_steps, forced_decode, greedy_search, translate_batch
+from .paper.model import DecoderCache, HeadMask, Seq2SeqOutput, Transformer
+from .paper.tokenizer import Tokenizer
 
 __all__ = [
     "Checkpoint", "CheckpointError", "DecoderCache", "HeadMask", "ModelConfig", "PRESETS", "Seq2SeqOutput",

@@ -6,8 +6,8 @@ import argparse
 
 import torch
 
-from .checkpoint import DEFAULT_CHECKPOINT, Checkpoint, CheckpointError, load_checkpoint
-from .decoding import Translation
+from .files.checkpoint import DEFAULT_CHECKPOINT, Checkpoint, CheckpointError, load_checkpoint
+from .paper.decoding import Translation
 
 
 def positive_int(value: str) -> int:

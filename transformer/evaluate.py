@@ -12,35 +12,12 @@ import argparse
 import json
 import logging
 import sys
-import time
 from pathlib import Path
-
-import torch
 
 from . import arguments
 from . import data as datasets
-from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
-from .decoding import translate_batch
-from .metrics import corpus_scores
-from .model import Transformer
-from .tokenizer import PAD_ID, Tokenizer
-from .train.corpus import collate
-from .train.loss import token_loss
-
-
-def evaluate_checkpoint(checkpoint, sources: list[str], references: list[str], beam_size: int = 5,
-                        length_penalty: float = 1.0, max_tokens: int = 8000, bf16: bool = False) -> dict:
-    """Translate ``sources`` with the checkpoint's model and score against ``references``."""
-    started = time.perf_counter()
-    with torch.autocast(checkpoint.model.device.type, dtype=torch.bfloat16, enabled=bf16):
-        hypotheses = translate_batch(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer,
-                                     sources, beam_size=beam_size, length_penalty=length_penalty,
-                                     max_tokens=max_tokens, rules=checkpoint.rules)
-    seconds = time.perf_counter() - started
-    scores = corpus_scores(hypotheses, references)
-    return {"bleu": scores["bleu"], "chrf": scores["chrf"], "signature": scores["bleu_signature"],
-            "chrf_signature": scores["chrf_signature"], "sentences": len(sources), "seconds": round(seconds, 2),
-            "beam": beam_size, "length_penalty": length_penalty, "hypotheses": hypotheses}
+from .files.checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
+from .train.evaluation import evaluate_checkpoint
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,36 +76,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(json.dumps({**result, "bf16": args.bf16}))
     return 0
-
-
-
-# --- during training -----------------------------------------------------------------------------
-
-@torch.no_grad()
-def validation_loss(model: Transformer, examples: list[datasets.Example], max_tokens: int,
-                    device: torch.device, bf16: bool) -> float:
-    """Mean token cross-entropy (no label smoothing) under teacher forcing."""
-    model.eval()
-    total, count = 0.0, 0
-    for batch in datasets.token_batches(examples, max_tokens, shuffle=False):
-        src, tgt_in, tgt_out = collate([examples[i] for i in batch], device)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            logits = model(src, tgt_in).logits
-        total += token_loss(logits, tgt_out, 0.0).item()
-        count += int((tgt_out != PAD_ID).sum())
-    return total / max(1, count)
-
-
-def evaluate_translation(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer,
-                         corpus: datasets.ParallelCorpus, limit: int | None, bf16: bool) -> dict:
-    """Real greedy decoding of the validation sources, scored against references (never teacher-forced)."""
-    sources, references = corpus.sources[:limit], corpus.targets[:limit]
-    with torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=bf16):
-        hypotheses = translate_batch(model, source_tokenizer, target_tokenizer, sources, beam_size=1)
-    scores = corpus_scores(hypotheses, references)
-    exact = sum(h.strip() == r.strip() for h, r in zip(hypotheses, references)) / max(1, len(references))
-    return {"bleu": scores["bleu"], "chrf": scores["chrf"], "exact_match": exact,
-            "sample": {"source": sources[0], "reference": references[0], "hypothesis": hypotheses[0]}}
 
 
 if __name__ == "__main__":

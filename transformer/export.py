@@ -9,7 +9,7 @@ then scored *as stored*: greedy and beam decoding on val and
 test_2016_flickr, the length penalty chosen on val only. The card records the
 command, config, data checksums, tokenizer settings, hardware, time, and every
 score with its sacreBLEU signature; a picture of the training curves goes beside it
-(training.svg, drawn by ``transformer.curves``).
+(training.svg, drawn by ``transformer.files.curves``).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from pathlib import Path
 import torch
 
 from . import data as datasets
-from .checkpoint import (CheckpointError, load_checkpoint, read_config, read_training_log, run_history,
+from .files.checkpoint import (CheckpointError, load_checkpoint, read_config, read_training_log, run_history,
                          save_checkpoint)
-from .curves import training_curves_svg
-from .evaluate import evaluate_checkpoint
+from .files.curves import training_curves_svg
+from .train.evaluation import evaluate_checkpoint
 
 
 log = logging.getLogger(__name__)

@@ -23,8 +23,8 @@ import logging
 import sys
 
 from . import arguments
-from .checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
-from .decoding import report_cut_input, translate_batch
+from .files.checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
+from .paper.decoding import report_cut_input, translate_batch
 
 
 def main(argv: list[str] | None = None) -> int:

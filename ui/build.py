@@ -10,7 +10,7 @@ import logging
 import gradio as gr
 from starlette.middleware import Middleware
 
-from transformer.checkpoint import Checkpoint, CheckpointError
+from transformer.files.checkpoint import Checkpoint, CheckpointError
 
 from . import api, class_page, figures, header, lessons
 from .jobs import MAX_UPLOAD_BYTES

@@ -8,7 +8,7 @@ import itertools
 
 import gradio as gr
 
-from transformer.checkpoint import Checkpoint
+from transformer.files.checkpoint import Checkpoint
 
 from .runtime import components
 from .runtime.errors import as_html

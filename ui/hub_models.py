@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from transformer import hub
-from transformer.checkpoint import list_checkpoints
+from transformer.files import hub
+from transformer.files.checkpoint import list_checkpoints
 
 from .runtime.costly import setting
 from .runtime.limits import MAX_TRACKED_CLIENTS

@@ -24,10 +24,10 @@ from pathlib import Path
 import torch
 
 from transformer import data as datasets
-from transformer.checkpoint import run_history, save_checkpoint
-from transformer.config import ModelConfig, preset
+from transformer.files.checkpoint import run_history, save_checkpoint
+from transformer.paper.config import ModelConfig, preset
 from transformer.errors import InputError
-from transformer.model import Transformer
+from transformer.paper.model import Transformer
 from transformer.train import calibrate, recipes
 from transformer.train.budget import SYNTHETIC_PLAN, BudgetPlan
 from transformer.train.settings import AUTO_PRESET, TrainConfig, use_bf16

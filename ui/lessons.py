@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from transformer.checkpoint import CheckpointError
+from transformer.files.checkpoint import CheckpointError
 
 from .runtime.chart import Chart
 from . import header

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from transformer.checkpoint import (REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, default_device,
+from transformer.files.checkpoint import (REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, default_device,
                                    list_checkpoints, load_checkpoint, no_checkpoint_named)
 from transformer.cpu import decoding_copy_bytes
 from transformer.data import DataError, multi30k_dir

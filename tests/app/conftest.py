@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from helpers import free_port
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import jobs, services
 from ui.build import build_app, close_app, launch_options
 from ui.views import translate as translate_views

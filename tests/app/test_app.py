@@ -15,7 +15,7 @@ from gradio.components.plot import PlotData
 from gradio_client.exceptions import AppError
 
 from transformer import errors
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import services
 from ui.build import build_app, close_app, remember_signatures
 from ui.runtime.chart import Chart

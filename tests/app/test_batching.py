@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.errors import InputError
 from ui.runtime.batching import Batches
 

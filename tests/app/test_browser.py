@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from browsing import answered, count_requests
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from ui.views import lessons
 from ui.views import translate as translate_views
 from ui.views.choices import ATTENTION_KINDS, VIEWS

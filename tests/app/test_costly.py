@@ -10,7 +10,7 @@ import torch
 
 from helpers import QuickTrainer
 from page_driver import PageDriver
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.errors import InputError
 from ui import jobs, services
 from ui.runtime import costly, memory

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformer import interventions
+from transformer.inside import interventions
 from transformer.errors import InputError
 from ui import services
 from ui.tabs import explain as explain_tab

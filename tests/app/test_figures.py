@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from ui import figures
-from transformer.model import sinusoidal_table
+from transformer.paper.model import sinusoidal_table
 
 
 def test_attention_heatmap_keeps_repeated_tokens_as_separate_columns():

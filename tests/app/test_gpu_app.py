@@ -5,7 +5,7 @@ import pytest
 import torch
 from gradio_client import Client
 
-from transformer.checkpoint import DEFAULT_CHECKPOINT, REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.files.checkpoint import DEFAULT_CHECKPOINT, REPOSITORY_CHECKPOINTS, load_checkpoint
 from ui import services
 from ui.build import build_app, close_app
 

@@ -12,7 +12,7 @@ import pytest
 
 from helpers import QuickTrainer
 from page_driver import PageDriver
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import jobs, services
 from ui.build import build_app
 from ui.runtime.errors import UNEXPECTED, as_html

@@ -8,8 +8,8 @@ import pytest
 
 from marian_models import build_marian
 from page_driver import PageDriver
-from transformer import hub
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS
+from transformer.files import hub
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import header
 from ui.build import build_app
 from ui.runtime.errors import UNEXPECTED

@@ -4,7 +4,7 @@ import numpy as np
 import pandas
 import pytest
 
-from transformer import inside_head
+from transformer.inside import one_head
 from transformer.errors import InputError
 from ui.tabs import experiments
 from ui.tabs import explain as explain_tab
@@ -130,7 +130,7 @@ def test_without_positions_the_contributions_are_measured_as_that_run_ran(app_se
                                      experiment_views.MEASURES[0])
     comparison = views["last_comparison"]
     assert comparison.positions is False
-    maps = inside_head.contribution_maps(app_services.registry.get("multi30k-en-de").model, comparison.after,
+    maps = one_head.contribution_maps(app_services.registry.get("multi30k-en-de").model, comparison.after,
                                              "encoder", positions=False)
     shown = np.asarray(views["experiment_attention_after"].data[0].z)
     np.testing.assert_allclose(shown, maps.heads[0, 0].numpy(), atol=1e-5)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from page_driver import PageDriver
-from transformer import interventions
+from transformer.inside import interventions
 from ui import lessons as lessons_panel
 from ui import services
 from ui.build import build_app

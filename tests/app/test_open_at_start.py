@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from marian_models import build_marian
-from transformer import hub
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
+from transformer.files import hub
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
 from ui import header
 from ui.classroom import Classrooms
 from ui.hub_models import HubModels, OpeningAtStart, bytes_under

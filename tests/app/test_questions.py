@@ -4,9 +4,9 @@ what the model does, recomputed here from the model directly."""
 import pytest
 import torch
 
-from transformer.attribute import attribute
-from transformer.inside_head import head_arithmetic
-from transformer.interventions import ablate_heads
+from transformer.inside.attribution import attribute
+from transformer.inside.one_head import head_arithmetic
+from transformer.inside.interventions import ablate_heads
 from ui.views import questions
 from ui.views.lessons import LESSONS
 from ui.views.questions import ATTRIBUTION_STEPS, predict_question, word

@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import app
-from transformer.checkpoint import (REPOSITORY_CHECKPOINTS, list_checkpoints, load_checkpoint, resolve,
+from transformer.files.checkpoint import (REPOSITORY_CHECKPOINTS, list_checkpoints, load_checkpoint, resolve,
                                     unique_state_dict)
 
 from transformer import errors
@@ -225,7 +225,7 @@ SAVE_AND_HANG = r"""
 import sys, time
 from pathlib import Path
 import torch
-import transformer.checkpoint as ck
+import transformer.files.checkpoint as ck
 
 directory, stage = Path(sys.argv[1]), sys.argv[2]
 current = ck.load_checkpoint(directory, device="cpu")

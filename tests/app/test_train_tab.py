@@ -14,7 +14,7 @@ from gradio_client.exceptions import AppError
 
 from ui import jobs
 from ui.build import build_app, close_app
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
 from transformer.data import DataError
 from transformer.errors import InputError
 

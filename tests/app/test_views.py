@@ -13,9 +13,10 @@ import gradio as gr
 import pytest
 import torch
 
-from transformer import errors, interventions
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
-from transformer.decoding import translate
+from transformer import errors
+from transformer.inside import interventions
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
+from transformer.paper.decoding import translate
 from ui import figures, services
 from ui.views import analysis as analysis_views
 from ui.views import choices

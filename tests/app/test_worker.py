@@ -13,8 +13,8 @@ import gradio as gr
 import pytest
 import torch
 
-from transformer import interventions
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
+from transformer.inside import interventions
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
 from transformer.errors import InputError
 from ui.runtime import costly, worker
 from ui.runtime.errors import as_user_message

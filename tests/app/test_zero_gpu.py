@@ -10,7 +10,7 @@ import gradio as gr
 import pytest
 import torch
 
-from transformer.checkpoint import DEFAULT_CHECKPOINT, default_device, load_checkpoint
+from transformer.files.checkpoint import DEFAULT_CHECKPOINT, default_device, load_checkpoint
 from ui.runtime import gpu
 
 SENTENCE = "A young girl is playing with a red ball in the park."

@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from transformer import analysis
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
-from transformer.decoding import beam_search, translate
+from transformer.inside import analysis
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.paper.decoding import beam_search, translate
 
 
 @pytest.fixture(scope="module")

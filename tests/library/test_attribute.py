@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from helpers import run_command
-from transformer import attribute
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
-from transformer.decoding import translate
+from transformer.inside import attribution
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.paper.decoding import translate
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCES = ["A dog runs across the grass.", "Two children are playing football on the beach."]
@@ -29,14 +29,14 @@ def translations(bundled):
 
 
 def test_integrated_gradients_with_64_steps_add_up_to_the_change_in_log_probability(bundled, translations):
-    gaps = torch.cat([attribute.integrated_gradients(bundled.model, t, steps=64).completeness_gap
+    gaps = torch.cat([attribution.integrated_gradients(bundled.model, t, steps=64).completeness_gap
                       for t in translations])
     assert gaps.median() < 0.05, gaps
 
 
 def test_integrated_gradients_point_each_noun_at_its_english_noun(bundled, translations):
     dog = translations[0]
-    scores = attribute.integrated_gradients(bundled.model, dog, steps=32).scores
+    scores = attribution.integrated_gradients(bundled.model, dog, steps=32).scores
     assert scores.shape == (dog.num_steps, len(dog.source_ids))
     for german, english in (("▁Hund", "▁dog"), ("▁Gras", "▁grass"), ("▁rennt", "▁runs")):
         row = dog.predicted_pieces.index(german)
@@ -46,11 +46,11 @@ def test_integrated_gradients_point_each_noun_at_its_english_noun(bundled, trans
 def test_gradient_times_input_sums_to_the_directional_derivative_along_the_input(bundled, translations):
     model = copy.deepcopy(bundled.model).double()  # float64, so a finite difference is exact enough to compare
     dog = translations[0]
-    scores = attribute.gradient_x_input(model, dog).scores
-    embeddings = attribute._source_embeddings(model, dog)
+    scores = attribution.gradient_x_input(model, dog).scores
+    embeddings = attribution._source_embeddings(model, dog)
     epsilon = 1e-5
     with torch.no_grad():
-        ends = attribute._target_log_probs(model, dog, torch.cat([(1 + epsilon) * embeddings,
+        ends = attribution._target_log_probs(model, dog, torch.cat([(1 + epsilon) * embeddings,
                                                                   (1 - epsilon) * embeddings]))
     derivative = (ends[0] - ends[1]) / (2 * epsilon)
     torch.testing.assert_close(scores.sum(-1), derivative, atol=1e-6, rtol=1e-4)
@@ -58,24 +58,24 @@ def test_gradient_times_input_sums_to_the_directional_derivative_along_the_input
 
 def test_rollout_rows_are_distributions_over_the_source(translations):
     for t in translations:
-        rolled = attribute.rollout(t).scores
+        rolled = attribution.rollout(t).scores
         assert rolled.shape == (t.num_steps, len(t.source_ids))
         assert (rolled >= 0).all()
         torch.testing.assert_close(rolled.sum(-1), torch.ones(t.num_steps))
-        encoder = attribute.encoder_rollout(t)
+        encoder = attribution.encoder_rollout(t)
         torch.testing.assert_close(encoder.sum(-1), torch.ones(len(t.source_ids)))
 
 
 def test_rollout_of_one_layer_is_half_attention_half_identity():
     attention = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
-    torch.testing.assert_close(attribute._with_residual(attention), torch.tensor([[0.5, 0.5], [0.5, 0.5]]))
+    torch.testing.assert_close(attribution._with_residual(attention), torch.tensor([[0.5, 0.5], [0.5, 0.5]]))
 
 
 def test_agreement_counts_matching_favourites_and_correlates_ranks():
     attention = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]])
-    assert attribute.agreement(attention, attention) == (1.0, pytest.approx(1.0))
+    assert attribution.agreement(attention, attention) == (1.0, pytest.approx(1.0))
     reversed_ranks = torch.tensor([[0.1, 0.2, 0.7], [0.6, 0.3, 0.1]])
-    top, correlation = attribute.agreement(attention, reversed_ranks)
+    top, correlation = attribution.agreement(attention, reversed_ranks)
     assert top == 0.0 and correlation == pytest.approx(-1.0)
 
 

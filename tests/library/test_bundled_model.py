@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
-from transformer.decoding import translate_batch
-from transformer.reference import to_torch_transformer
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.paper.decoding import translate_batch
+from transformer.paper.reference import to_torch_transformer
 
 ROOT = Path(__file__).resolve().parents[2]
 

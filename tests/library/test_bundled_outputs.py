@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 
 RECORDED = json.loads((Path(__file__).resolve().parents[1] / "data" / "bundled_outputs.json").read_text())
 

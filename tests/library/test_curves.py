@@ -2,7 +2,7 @@
 
 from xml.etree import ElementTree
 
-from transformer.curves import training_curves_svg
+from transformer.files.curves import training_curves_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 STEPS = [{"step": s, "loss": 5 - s / 100, "lr": 1e-3 * min(1, s / 50), "elapsed_s": s} for s in range(1, 201, 10)]

@@ -3,12 +3,12 @@
 import pytest
 import torch
 
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
-from transformer.config import ModelConfig
-from transformer.decoding import (Sampling, beam_search, decode_steps, default_max_length, forced_decode, greedy_search,
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.paper.config import ModelConfig
+from transformer.paper.decoding import (Sampling, beam_search, decode_steps, default_max_length, forced_decode, greedy_search,
                                   pad_batch, translate, translate_batch, translate_together)
-from transformer.model import HeadMask, Transformer
-from transformer.tokenizer import PAD_ID, BOS_ID, EOS_ID
+from transformer.paper.model import HeadMask, Transformer
+from transformer.paper.tokenizer import PAD_ID, BOS_ID, EOS_ID
 
 
 @pytest.fixture(scope="module")

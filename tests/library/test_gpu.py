@@ -4,9 +4,9 @@ checkpoints (the app's API on the GPU: tests/app/test_gpu_app.py). Marked ``gpu`
 import pytest
 import torch
 
-from transformer.checkpoint import DEFAULT_CHECKPOINT, load_checkpoint, save_checkpoint
-from transformer.decoding import pad_batch, translate_batch
-from transformer.tokenizer import PAD_ID, BOS_ID
+from transformer.files.checkpoint import DEFAULT_CHECKPOINT, load_checkpoint, save_checkpoint
+from transformer.paper.decoding import pad_batch, translate_batch
+from transformer.paper.tokenizer import PAD_ID, BOS_ID
 from transformer.train.settings import TrainConfig
 from transformer.train.trainer import Trainer
 

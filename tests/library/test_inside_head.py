@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from helpers import run_command
-from transformer import inside_head
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
-from transformer.config import ModelConfig
-from transformer.decoding import translate
-from transformer.model import Transformer
+from transformer.inside import one_head
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.paper.config import ModelConfig
+from transformer.paper.decoding import translate
+from transformer.paper.model import Transformer
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCE = "A dog runs across the grass."
@@ -43,19 +43,19 @@ CASES = [("encoder", 1, 1, 2), ("encoder", 3, 4, 9), ("decoder", 1, 2, 1), ("dec
 @pytest.mark.parametrize("kind, layer, head, query", CASES)
 def test_the_softmax_of_the_masked_scaled_scores_is_the_attention_the_model_recorded(bundled, translation, kind,
                                                                                     layer, head, query):
-    a = inside_head.head_arithmetic(bundled.model, translation, kind, layer, head, query)
+    a = one_head.head_arithmetic(bundled.model, translation, kind, layer, head, query)
     recorded = {"encoder": translation.encoder_attention, "decoder": translation.decoder_attention,
                 "cross": translation.cross_attention}[kind][layer - 1, head - 1, query - 1]
     torch.testing.assert_close(a.scores, a.k @ a.q)
     torch.testing.assert_close(a.scaled, a.scores / math.sqrt(a.d_k))
-    torch.testing.assert_close(inside_head.masked_scaled(a).softmax(-1), a.weights, atol=1e-5, rtol=0)
+    torch.testing.assert_close(one_head.masked_scaled(a).softmax(-1), a.weights, atol=1e-5, rtol=0)
     torch.testing.assert_close(a.weights, recorded, atol=1e-5, rtol=0)
     torch.testing.assert_close(a.weights @ a.v, a.output, atol=1e-5, rtol=1e-5)
     assert a.d_k == bundled.model.config.d_model // bundled.model.config.n_heads
 
 
 def test_decoder_self_attention_masks_every_later_position(bundled, translation):
-    a = inside_head.head_arithmetic(bundled.model, translation, "decoder", 2, 1, 3)
+    a = one_head.head_arithmetic(bundled.model, translation, "decoder", 2, 1, 3)
     assert a.mask.tolist() == [True, True, True] + [False] * (len(a.key_tokens) - 3)
     assert (a.weights[3:] == 0).all() and (a.contribution_norms[3:] == 0).all()
     assert a.query_token == translation.target_pieces[2] and a.predicts == translation.predicted_pieces[2]
@@ -64,8 +64,8 @@ def test_decoder_self_attention_masks_every_later_position(bundled, translation)
 @pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
 def test_heads_concatenated_and_projected_by_w_o_give_the_block_output_the_model_used(bundled, translation, kind):
     model = bundled.model
-    a = inside_head.head_arithmetic(model, translation, kind, 2, 1, 2)
-    attention, add_and_norm = inside_head.block_modules(model, kind, 2)
+    a = one_head.head_arithmetic(model, translation, kind, 2, 1, 2)
+    attention, add_and_norm = one_head.block_modules(model, kind, 2)
     with torch.inference_mode():
         projected = attention.out_proj(a.head_outputs.flatten())
     torch.testing.assert_close(projected, a.projected, atol=1e-5, rtol=1e-5)
@@ -84,8 +84,8 @@ def test_heads_concatenated_and_projected_by_w_o_give_the_block_output_the_model
 
 
 def test_each_keys_contribution_is_its_weighted_value_through_its_heads_slice_of_w_o(bundled, translation):
-    a = inside_head.head_arithmetic(bundled.model, translation, "cross", 3, 2, 3)
-    attention, _ = inside_head.block_modules(bundled.model, "cross", 3)
+    a = one_head.head_arithmetic(bundled.model, translation, "cross", 3, 2, 3)
+    attention, _ = one_head.block_modules(bundled.model, "cross", 3)
     heads, d_k = bundled.model.config.n_heads, a.d_k
     with torch.inference_mode():
         for key in range(len(a.key_tokens)):
@@ -99,7 +99,7 @@ def test_a_head_switched_off_contributes_nothing_whatever_its_weights():
     weights = torch.softmax(torch.randn(2, 3, 4), dim=-1)
     attention = Transformer(ModelConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=8, n_heads=2, d_ff=16,
                                         n_encoder_layers=1, n_decoder_layers=1)).encoder.layers[0].self_attn
-    norms = inside_head.contribution_norms(attention, weights, torch.randn(2, 4, 4), torch.tensor([1.0, 0.0]))
+    norms = one_head.contribution_norms(attention, weights, torch.randn(2, 4, 4), torch.tensor([1.0, 0.0]))
     assert (norms[1] == 0).all() and (norms[0] > 0).all() and (weights[1] > 0).all()
 
 
@@ -111,7 +111,7 @@ def test_a_pre_norm_model_adds_the_heads_to_the_residual_stream_before_its_norm(
     seen = {}
     hook = layer.register_forward_pre_hook(keep_input(seen))
     try:
-        block = inside_head.record_block(model, [5, 6, 7, 2], [1, 8, 9], "encoder", 2)
+        block = one_head.record_block(model, [5, 6, 7, 2], [1, 8, 9], "encoder", 2)
     finally:
         hook.remove()
     torch.testing.assert_close(block.residual, seen["x"][0])
@@ -150,7 +150,7 @@ def test_command_line_mistakes_are_one_line_errors(args, message):
 
 
 def test_the_logit_lens_at_the_last_layer_is_the_models_own_next_token_distribution(bundled, translation):
-    lens = inside_head.logit_lens(bundled.model, translation, top_k=3)
+    lens = one_head.logit_lens(bundled.model, translation, top_k=3)
     layers = bundled.model.config.n_decoder_layers
     assert lens.probabilities.shape == (layers, translation.num_steps)
     torch.testing.assert_close(lens.probabilities[-1], torch.tensor(translation.token_probs), atol=1e-5, rtol=0)
@@ -159,23 +159,23 @@ def test_the_logit_lens_at_the_last_layer_is_the_models_own_next_token_distribut
 
 
 def test_layer_contributions_add_the_heads_as_vectors_so_never_exceed_their_norms(bundled, translation):
-    maps = inside_head.contribution_maps(bundled.model, translation, "cross")
+    maps = one_head.contribution_maps(bundled.model, translation, "cross")
     layers, heads = bundled.model.config.n_decoder_layers, bundled.model.config.n_heads
     assert maps.heads.shape == (layers, heads, translation.num_steps, len(translation.source_ids))
     assert maps.layers.shape == (layers, translation.num_steps, len(translation.source_ids))
     assert (maps.layers <= maps.heads.sum(1) + 1e-5).all(), "the triangle inequality"
-    one = inside_head.head_arithmetic(bundled.model, translation, "cross", 2, 3, 4)
+    one = one_head.head_arithmetic(bundled.model, translation, "cross", 2, 3, 4)
     torch.testing.assert_close(maps.heads[1, 2, 3], one.contribution_norms, atol=1e-5, rtol=1e-5)
 
 
 def test_switched_off_heads_contribute_nothing_in_the_maps_though_their_weights_stay(bundled, translation):
-    from transformer.model import HeadMask
+    from transformer.paper.model import HeadMask
 
     layers, heads = bundled.model.config.n_decoder_layers, bundled.model.config.n_heads
     off = HeadMask(cross=torch.zeros(layers, heads))
-    maps = inside_head.contribution_maps(bundled.model, translation, "cross", off)
+    maps = one_head.contribution_maps(bundled.model, translation, "cross", off)
     assert (maps.heads == 0).all() and (maps.layers == 0).all()
-    block = inside_head.record_block(bundled.model, translation.source_ids, translation.target_ids, "cross", 1,
+    block = one_head.record_block(bundled.model, translation.source_ids, translation.target_ids, "cross", 1,
                                          off)
     assert block.weights.amax() > 0.5, "the weights alone would still show crisp attention"
 
@@ -183,7 +183,7 @@ def test_switched_off_heads_contribute_nothing_in_the_maps_though_their_weights_
 def test_the_blackboard_example_goes_through_the_models_own_attention():
     q = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     v = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
-    result = inside_head.small_attention(q, q, v, causal=True)
+    result = one_head.small_attention(q, q, v, causal=True)
     assert result.scores.tolist() == [[1, 0, 1], [0, 1, 1], [1, 1, 2]]
     torch.testing.assert_close(result.scaled, result.scores / math.sqrt(2))
     assert result.mask.tolist() == [[True, False, False], [True, True, False], [True, True, True]]

@@ -5,10 +5,10 @@ import copy
 import pytest
 import torch
 
-from transformer import interventions
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
-from transformer.decoding import forced_decode, translate
-from transformer.model import HeadMask
+from transformer.inside import interventions
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.paper.decoding import forced_decode, translate
+from transformer.paper.model import HeadMask
 from transformer import errors
 
 

@@ -6,12 +6,12 @@ import pytest
 import torch
 from torch import nn
 
-from transformer.config import ModelConfig
-from transformer.decoding import pad_batch
-from transformer.checkpoint import DEFAULT_CHECKPOINT, load_checkpoint
+from transformer.paper.config import ModelConfig
+from transformer.paper.decoding import pad_batch
+from transformer.files.checkpoint import DEFAULT_CHECKPOINT, load_checkpoint
 from transformer.cpu import DecodingWeight, decoding_copy_bytes
-from transformer.model import DecoderCache, HeadMask, MultiHeadAttention, Transformer, dropout, sinusoidal_table
-from transformer.reference import copy_attention, to_torch_transformer
+from transformer.paper.model import DecoderCache, HeadMask, MultiHeadAttention, Transformer, dropout, sinusoidal_table
+from transformer.paper.reference import copy_attention, to_torch_transformer
 
 PAD = 0
 

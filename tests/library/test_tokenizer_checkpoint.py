@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer import checkpoint
-from transformer.checkpoint import CheckpointError, load_checkpoint, resolve, save_checkpoint
-from transformer.config import ModelConfig
-from transformer.model import Transformer
-from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+from transformer.files import checkpoint
+from transformer.files.checkpoint import CheckpointError, load_checkpoint, resolve, save_checkpoint
+from transformer.paper.config import ModelConfig
+from transformer.paper.model import Transformer
+from transformer.paper.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 
 PACKAGE = Path(__file__).resolve().parents[2] / "transformer"
 
@@ -228,7 +228,7 @@ def test_checking_the_shapes_before_loading_starts_no_compiler(saved):
     """The check builds the model on the meta device. Drawing weights or computing the position table there would
     import PyTorch's compiler stack: 1.5 s more at every start of the app."""
     _, directory = saved
-    loads = ("import sys; from transformer.checkpoint import load_checkpoint; "
+    loads = ("import sys; from transformer.files.checkpoint import load_checkpoint; "
              f"load_checkpoint({str(directory)!r}, device='cpu'); print('torch._dynamo' in sys.modules)")
     answer = subprocess.run([sys.executable, "-c", loads], capture_output=True, text=True, timeout=120,
                             cwd=Path(__file__).resolve().parents[2])

@@ -15,8 +15,8 @@ import pytest
 import sacrebleu
 import torch
 
-from transformer.checkpoint import decode_state, drop_records_after, load_checkpoint
-from transformer.decoding import translate
+from transformer.files.checkpoint import decode_state, drop_records_after, load_checkpoint
+from transformer.paper.decoding import translate
 from transformer.metrics import corpus_scores
 from transformer.train import cli as train_cli
 from transformer.train import trainer as training_loop

@@ -21,7 +21,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ..config import PRESETS
+from ..paper.config import PRESETS
 
 STEPS_CAP = 1_000_000  # a planned run ends by the clock; this only bounds it
 # An evaluation (validation loss, and greedy BLEU on a sample) takes about as long as this many updates: 3 to 14 s

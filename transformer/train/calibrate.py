@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import torch
 
 from .. import data as datasets
-from ..config import preset
-from ..model import Transformer
-from ..tokenizer import SPECIAL_PIECES
+from ..paper.config import preset
+from ..paper.model import Transformer
+from ..paper.tokenizer import SPECIAL_PIECES
 from .budget import LADDER, BudgetPlan, Size, Speed, affordable, plan_for_work
 from .corpus import collate
 from .loss import batch_loss

@@ -21,8 +21,8 @@ from pathlib import Path
 import torch.distributed as dist
 
 from .. import data as datasets
-from ..checkpoint import CheckpointError, read_config, resolve
-from ..config import PRESETS
+from ..files.checkpoint import CheckpointError, read_config, resolve
+from ..paper.config import PRESETS
 from .settings import AUTO_PRESET, PLANNED_FIELDS, TrainConfig
 from .trainer import Trainer
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 
 from .. import data as datasets
-from ..decoding import pad_batch
-from ..tokenizer import BOS_ID, PAD_ID, Tokenizer
+from ..paper.decoding import pad_batch
+from ..paper.tokenizer import BOS_ID, PAD_ID, Tokenizer
 from .processes import Processes
 from .settings import TrainConfig
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..tokenizer import PAD_ID
+from ..paper.tokenizer import PAD_ID
 
 
 class SmoothedCrossEntropy(torch.autograd.Function):

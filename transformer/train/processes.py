@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from ..checkpoint import default_device
+from ..files.checkpoint import default_device
 
 log = logging.getLogger(__name__)
 

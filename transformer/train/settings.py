@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import PRESETS
+from ..paper.config import PRESETS
 from .budget import STEPS_CAP, BudgetPlan
 
 

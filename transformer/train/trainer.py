@@ -30,12 +30,12 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from .. import data as datasets
-from ..checkpoint import (STATE_JSON, average_checkpoints, decode_state, drop_records_after, encode_state,
+from ..files.checkpoint import (STATE_JSON, average_checkpoints, decode_state, drop_records_after, encode_state,
                          load_checkpoint, load_weights, resolve, save_checkpoint, unique_state_dict)
-from ..config import preset
-from ..decoding import forced_decode, translate_batch
-from ..evaluate import evaluate_translation, validation_loss
-from ..model import Transformer
+from ..paper.config import preset
+from ..paper.decoding import forced_decode, translate_batch
+from .evaluation import evaluate_translation, validation_loss
+from ..paper.model import Transformer
 from . import calibrate
 from .budget import SYNTHETIC_PLAN, BudgetPlan
 from .calibrate import CorpusShape

@@ -12,8 +12,8 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from transformer.checkpoint import Checkpoint
-from transformer.decoding import Translation
+from transformer.files.checkpoint import Checkpoint
+from transformer.paper.decoding import Translation
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,10 @@ import logging
 
 import gradio as gr
 
-from transformer.checkpoint import CheckpointError
+from transformer.files.checkpoint import CheckpointError
 from transformer.data import DataError
 from transformer.errors import InputError
-from transformer.hub import HubError
+from transformer.files.hub import HubError
 
 from .worker import WorkerDied
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
-from transformer.checkpoint import Checkpoint, default_device, load_checkpoint
-from transformer.decoding import Translation
+from transformer.files.checkpoint import Checkpoint, default_device, load_checkpoint
+from transformer.paper.decoding import Translation
 
 from .. import ON_ZERO_GPU
 from .batching import BATCHES

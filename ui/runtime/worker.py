@@ -30,7 +30,7 @@ from typing import IO
 
 import torch
 
-from transformer.checkpoint import Checkpoint, CheckpointError, load_checkpoint, no_checkpoint_named
+from transformer.files.checkpoint import Checkpoint, CheckpointError, load_checkpoint, no_checkpoint_named
 
 from .memory import release_memory
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import gradio as gr
 
-from transformer import analysis
-from transformer.checkpoint import Checkpoint
-from transformer.decoding import Translation
+from transformer.inside import analysis
+from transformer.files.checkpoint import Checkpoint
+from transformer.paper.decoding import Translation
 
 from ..runtime.chart import Chart
 from ..runtime import components

@@ -7,9 +7,9 @@ import random
 
 import gradio as gr
 
-from transformer import interventions
-from transformer.checkpoint import Checkpoint
-from transformer.decoding import Translation
+from transformer.inside import interventions
+from transformer.files.checkpoint import Checkpoint
+from transformer.paper.decoding import Translation
 from transformer.errors import InputError
 
 from ..runtime.chart import Chart

@@ -7,9 +7,9 @@ import re
 
 import gradio as gr
 
-from transformer.checkpoint import Checkpoint
+from transformer.files.checkpoint import Checkpoint
 from transformer.data import load_multi30k
-from transformer.decoding import Translation
+from transformer.paper.decoding import Translation
 from transformer.errors import InputError
 
 from ..runtime.chart import Chart

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from transformer.checkpoint import Checkpoint
+from transformer.files.checkpoint import Checkpoint
 
 from ..runtime.chart import Chart
 from .. import figures

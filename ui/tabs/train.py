@@ -7,7 +7,7 @@ import time
 
 import gradio as gr
 
-from transformer.checkpoint import Checkpoint
+from transformer.files.checkpoint import Checkpoint
 from transformer.data import SYNTHETIC_TASKS
 
 from ..runtime.chart import Chart

@@ -7,8 +7,8 @@ import itertools
 import gradio as gr
 from gradio.components import Number
 
-from transformer.checkpoint import Checkpoint
-from transformer.decoding import Translation
+from transformer.files.checkpoint import Checkpoint
+from transformer.paper.decoding import Translation
 from transformer.errors import InputError
 
 from .. import figures

@@ -5,9 +5,9 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import torch
 
-from transformer import analysis
-from transformer.checkpoint import Checkpoint
-from transformer.decoding import Translation, beam_search, encode_source, forced_decode
+from transformer.inside import analysis
+from transformer.files.checkpoint import Checkpoint
+from transformer.paper.decoding import Translation, beam_search, encode_source, forced_decode
 
 from .. import figures
 from .choices import VIEWS, clamp

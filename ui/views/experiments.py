@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import torch
 
-from transformer import inside_head
-from transformer import interventions
-from transformer.checkpoint import Checkpoint
+from transformer.inside import one_head
+from transformer.inside import interventions
+from transformer.files.checkpoint import Checkpoint
 
 from .. import figures
 from .text import markdown_escape
@@ -68,7 +68,7 @@ def comparison_attention(comparison: interventions.Comparison, kind: str, layer:
     runs = ((comparison.before, None, True), (comparison.after, comparison.head_mask, comparison.positions))
     matrices = []
     for translation, mask, positions in runs:
-        maps = inside_head.contribution_maps(model, translation, kind, mask, positions)
+        maps = one_head.contribution_maps(model, translation, kind, mask, positions)
         layer = clamp(layer, 1, maps.layers.shape[0])
         matrices.append(maps.layers[layer - 1] if head is None else maps.heads[layer - 1, head - 1])
     largest = max(float(matrices[0].max()), float(matrices[1].max()), 1e-6)

@@ -10,9 +10,10 @@ import pandas
 import plotly.graph_objects as go
 import torch
 
-from transformer import attribute, interventions
-from transformer.checkpoint import Checkpoint
-from transformer.decoding import Translation
+from transformer.inside import attribution
+from transformer.inside import interventions
+from transformer.files.checkpoint import Checkpoint
+from transformer.paper.decoding import Translation
 
 from .. import figures
 from .choices import clamp, require_translation
@@ -46,7 +47,7 @@ NOTES = {
 
 @dataclass
 class AttributionView:
-    attribution: attribute.Attribution
+    attribution: attribution.Attribution
     figure: go.Figure
     summary: str
 
@@ -54,7 +55,7 @@ class AttributionView:
 def attribution_view(checkpoint: Checkpoint, translation: Translation | None, method: str, steps) -> AttributionView:
     translation = require_translation(translation)
     key = METHODS.get(method, method)
-    result = attribute.attribute(checkpoint.model, translation, key, clamp(steps, 1, 256))
+    result = attribution.attribute(checkpoint.model, translation, key, clamp(steps, 1, 256))
     rows, columns, row_title, column_title = attention_axes(translation, "cross")
     if key == "rollout":
         figure = figures.attention_heatmap(result.scores, rows, columns, "Attention rollout", row_title,
@@ -84,7 +85,7 @@ def attention_beside(translation: Translation | None, layer, head: int | None) -
 def encoder_rollout_figure(translation: Translation | None) -> go.Figure:
     translation = require_translation(translation)
     pieces = translation.source_pieces
-    return figures.attention_heatmap(attribute.encoder_rollout(translation), pieces, pieces, "Encoder rollout",
+    return figures.attention_heatmap(attribution.encoder_rollout(translation), pieces, pieces, "Encoder rollout",
                                      "encoder output", "source word", subtitle="every layer, residual counted",
                                      value_name="share")
 
@@ -97,10 +98,10 @@ def agreement_rows(translation: Translation, scores: torch.Tensor, with_rollout:
                   for layer in range(cross.shape[0]) for head in range(cross.shape[1])}
     candidates.update({f"L{layer + 1} mean of heads": cross[layer].mean(0) for layer in range(cross.shape[0])})
     if with_rollout:
-        candidates["rollout"] = attribute.rollout(translation).scores
+        candidates["rollout"] = attribution.rollout(translation).scores
     rows = []
     for name, attention in candidates.items():
-        top, correlation = attribute.agreement(attention, scores)
+        top, correlation = attribution.agreement(attention, scores)
         rows.append({"attention": name, "top-1 agreement": top, "rank correlation": correlation})
     return rows
 
@@ -119,7 +120,7 @@ def sample_agreement(checkpoint: Checkpoint, sentences: list[str], method: str, 
     rows = []
     for done, sentence in enumerate(sentences, start=1):
         translation = checkpoint.translate(sentence)
-        scores = attribute.attribute(checkpoint.model, translation, key, clamp(steps, 1, 256)).scores
+        scores = attribution.attribute(checkpoint.model, translation, key, clamp(steps, 1, 256)).scores
         rows += agreement_rows(translation, scores, with_rollout=key != "rollout")
         if on_sentence is not None:
             on_sentence(done, len(sentences))

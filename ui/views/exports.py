@@ -12,7 +12,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from transformer.decoding import Translation
+from transformer.paper.decoding import Translation
 from transformer.errors import InputError
 
 from .choices import ATTENTION_KINDS

@@ -10,9 +10,9 @@ import pandas
 import plotly.graph_objects as go
 import torch
 
-from transformer import inside_head
-from transformer.checkpoint import Checkpoint
-from transformer.decoding import Sampling, Translation, never_generate
+from transformer.inside import one_head
+from transformer.files.checkpoint import Checkpoint
+from transformer.paper.decoding import Sampling, Translation, never_generate
 from transformer.errors import InputError
 
 from .. import figures
@@ -73,13 +73,13 @@ def chosen_head(checkpoint: Checkpoint, translation: Translation | None, kind: s
 
 
 def arithmetic(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer, head,
-               query) -> inside_head.HeadArithmetic:
+               query) -> one_head.HeadArithmetic:
     kind, layer, head = chosen_head(checkpoint, translation, kind, layer, head)
     query = clamp(query, 1, query_count(translation, kind))
-    return inside_head.head_arithmetic(checkpoint.model, translation, kind, layer, head, query)
+    return one_head.head_arithmetic(checkpoint.model, translation, kind, layer, head, query)
 
 
-def arithmetic_table(a: inside_head.HeadArithmetic) -> pandas.DataFrame:
+def arithmetic_table(a: one_head.HeadArithmetic) -> pandas.DataFrame:
     """One row per key: the steps of equation 1, then what the key adds."""
     total = float(a.contribution_norms.sum()) or 1.0
     rows = [{"key": f"position {j}: {token}", "q·k": round(score, 3),
@@ -91,7 +91,7 @@ def arithmetic_table(a: inside_head.HeadArithmetic) -> pandas.DataFrame:
     return pandas.DataFrame(rows)
 
 
-def summary_markdown(a: inside_head.HeadArithmetic) -> str:
+def summary_markdown(a: one_head.HeadArithmetic) -> str:
     token = figures.escape(a.query_token)
     query = (f"Query {a.query} is **{token}** (position {a.query - 1})" if a.predicts is None else
              f"Query {a.query} is step {a.query}: it reads **{token}** and produced **{figures.escape(a.predicts)}**")
@@ -100,7 +100,7 @@ def summary_markdown(a: inside_head.HeadArithmetic) -> str:
             f"**{figures.escape(a.key_tokens[int(a.weights.argmax())])}**.")
 
 
-def merge_markdown(a: inside_head.HeadArithmetic, checkpoint: Checkpoint) -> str:
+def merge_markdown(a: one_head.HeadArithmetic, checkpoint: Checkpoint) -> str:
     """The way from this head's output to the layer's residual stream, with the sizes of each vector."""
     config = checkpoint.model.config
     after = ("carried on as x + block (pre-norm: the LayerNorm came before the block)" if config.norm_first else
@@ -114,7 +114,7 @@ def merge_markdown(a: inside_head.HeadArithmetic, checkpoint: Checkpoint) -> str
             + ", ".join(f"head {h + 1}: {float(n):.2f}" for h, n in enumerate(a.head_outputs.norm(dim=-1))))
 
 
-def cache_markdown(a: inside_head.HeadArithmetic, translation: Translation) -> str:
+def cache_markdown(a: one_head.HeadArithmetic, translation: Translation) -> str:
     """What is computed when: the key/value cache of incremental decoding."""
     if a.kind == "encoder":
         return ("**When is this computed?** Once per sentence: the encoder sees the whole source at once, so all "
@@ -134,7 +134,7 @@ def cache_markdown(a: inside_head.HeadArithmetic, translation: Translation) -> s
             + "".join(f"| {t} | 1 | {t} |\n" for t in range(1, min(steps, 4) + 1)) + ("| … | | |\n" if steps > 4 else ""))
 
 
-def vectors_figure(a: inside_head.HeadArithmetic) -> go.Figure:
+def vectors_figure(a: one_head.HeadArithmetic) -> go.Figure:
     keys = [f"position {j}: {token}" for j, token in enumerate(a.key_tokens)]
     return figures.vector_panels({"query q": (a.q[None], [figures.escape(a.query_token)]),
                                   "output Σ weight · v": (a.output[None], ["output"]),
@@ -142,7 +142,7 @@ def vectors_figure(a: inside_head.HeadArithmetic) -> go.Figure:
                                  f"Query, keys and values of layer {a.layer}, head {a.head}")
 
 
-def contributions_figure(a: inside_head.HeadArithmetic) -> go.Figure:
+def contributions_figure(a: one_head.HeadArithmetic) -> go.Figure:
     total = float(a.contribution_norms.sum()) or 1.0
     return figures.paired_bars([f"position {j}: {token}" for j, token in enumerate(a.key_tokens)],
                                {"softmax weight": a.weights.tolist(),
@@ -167,7 +167,7 @@ def contribution_maps(checkpoint: Checkpoint, translation: Translation | None, k
                       head) -> tuple[AttentionMap, AttentionMap, AttentionMap]:
     """The whole head beside what it adds: weights, this head's contributions, the layer's contributions."""
     kind, layer, head = chosen_head(checkpoint, translation, kind, layer, head)
-    maps = inside_head.contribution_maps(checkpoint.model, translation, kind)
+    maps = one_head.contribution_maps(checkpoint.model, translation, kind)
     rows, columns, row_title, column_title = attention_axes(translation, kind)
     labels = {"query_title": row_title, "key_title": column_title, "rows_are_steps": kind != "encoder"}
     where = f"layer {layer}, head {head}"
@@ -183,13 +183,13 @@ def lens_figures(checkpoint: Checkpoint, translation: Translation | None, step,
                  sampling: Sampling) -> tuple[go.Figure, go.Figure]:
     """The logit lens and one step's distribution as sampling draws from it, from one pass of the model."""
     require_translation(translation)
-    lens = inside_head.logit_lens(checkpoint.model, translation, top_k=1)
+    lens = one_head.logit_lens(checkpoint.model, translation, top_k=1)
     return logit_lens_figure(checkpoint, translation, lens), temperature_figure(checkpoint, translation, step,
                                                                                 sampling, lens=lens)
 
 
 def logit_lens_figure(checkpoint: Checkpoint, translation: Translation,
-                      lens: inside_head.LogitLens) -> go.Figure:
+                      lens: one_head.LogitLens) -> go.Figure:
     favourite = [[checkpoint.target_tokenizer.piece(int(i)) for i in layer] for layer in lens.top_ids[..., 0]]
     return figures.logit_lens_heatmap(lens.probabilities, favourite, translation.predicted_pieces)
 
@@ -201,12 +201,12 @@ def sampling_settings(temperature, top_k, top_p, seed) -> Sampling:
 
 
 def temperature_figure(checkpoint: Checkpoint, translation: Translation | None, step, sampling: Sampling,
-                       top: int = 10, lens: inside_head.LogitLens | None = None) -> go.Figure:
+                       top: int = 10, lens: one_head.LogitLens | None = None) -> go.Figure:
     """The last layer's distribution at one step as sampling would draw from it: tempered, cut, renormalised.
     ``lens``: the translation's logit lens, where it was already computed."""
     require_translation(translation)
     step = clamp(step, 1, translation.num_steps)
-    lens = lens or inside_head.logit_lens(checkpoint.model, translation, top_k=1)
+    lens = lens or one_head.logit_lens(checkpoint.model, translation, top_k=1)
     log_probs = lens.final_log_probs[step - 1].clone()
     log_probs = never_generate(checkpoint.model, log_probs)  # as in decoding itself
     probabilities = sampling.distribution(log_probs)
@@ -243,7 +243,7 @@ def blackboard(table: pandas.DataFrame | list, causal: bool) -> tuple[str, go.Fi
     d = numbers.shape[1] // 3
     tokens = [str(token) for token in frame.iloc[:, 0]]
     values = torch.tensor(numbers, dtype=torch.float32)
-    result = inside_head.small_attention(values[:, :d], values[:, d:2 * d], values[:, 2 * d:], causal)
+    result = one_head.small_attention(values[:, :d], values[:, d:2 * d], values[:, 2 * d:], causal)
     return blackboard_markdown(tokens, d, result), figures.attention_heatmap(
         result.weights, tokens, tokens, "Your example's weights", "query", "key", subtitle="softmax of each row")
 
@@ -258,7 +258,7 @@ def _matrix_markdown(tokens: list[str], matrix: torch.Tensor, mask: torch.Tensor
     return head + body
 
 
-def blackboard_markdown(tokens: list[str], d: int, result: inside_head.SmallAttention) -> str:
+def blackboard_markdown(tokens: list[str], d: int, result: one_head.SmallAttention) -> str:
     return (f"**1. Scores q·k** (row: query, column: key)\n\n{_matrix_markdown(tokens, result.scores)}\n"
             f"**2. Scaled: ÷ √{d} = {math.sqrt(d):.3f}, masked cells −∞**\n\n"
             f"{_matrix_markdown(tokens, result.scaled, result.mask)}\n"

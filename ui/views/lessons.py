@@ -7,7 +7,7 @@ import html
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from transformer.checkpoint import Checkpoint
+from transformer.files.checkpoint import Checkpoint
 
 from .choices import ATTENTION_KINDS, VIEWS
 from .text import LANGUAGE_NAMES, known_languages, markdown_escape

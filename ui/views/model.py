@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import torch
 from pandas.io.formats.style import Styler
 
-from transformer.checkpoint import Checkpoint, read_records, read_training_log
+from transformer.files.checkpoint import Checkpoint, read_records, read_training_log
 
 from .. import figures
 from .choices import clamp

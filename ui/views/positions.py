@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from transformer.model import sinusoidal_table
+from transformer.paper.model import sinusoidal_table
 
 from .. import figures
 from .choices import clamp

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer.attribute import attribute
-from transformer.checkpoint import Checkpoint
-from transformer.decoding import forced_decode
-from transformer.inside_head import head_arithmetic
-from transformer.interventions import ablate_heads, head_label
-from transformer.model import Transformer
+from transformer.inside.attribution import attribute
+from transformer.files.checkpoint import Checkpoint
+from transformer.paper.decoding import forced_decode
+from transformer.inside.one_head import head_arithmetic
+from transformer.inside.interventions import ablate_heads, head_label
+from transformer.paper.model import Transformer
 
 from .lessons import LESSONS, Lesson
 from .translate import AttentionMap, map_of

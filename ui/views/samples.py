@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from transformer import data as datasets
-from transformer.checkpoint import Checkpoint
+from transformer.files.checkpoint import Checkpoint
 from transformer.errors import InputError
 
 SAMPLE_FILE = Path(__file__).resolve().parents[2] / "assets" / "sample_sentences.en.txt"

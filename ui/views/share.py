@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import urllib.parse
 
-from transformer.checkpoint import Checkpoint
+from transformer.files.checkpoint import Checkpoint
 from transformer.errors import InputError
 
 from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key

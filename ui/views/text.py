@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from transformer.checkpoint import Checkpoint
+from transformer.files.checkpoint import Checkpoint
 from transformer.errors import InputError
 
 MAX_INPUT_CHARS = 1000

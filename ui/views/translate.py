@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import torch
 
-from transformer.checkpoint import Checkpoint
-from transformer.decoding import Translation, forced_decode
+from transformer.files.checkpoint import Checkpoint
+from transformer.paper.decoding import Translation, forced_decode
 from transformer.errors import InputError
 
 from .. import figures

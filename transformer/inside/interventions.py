@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import torch
 
-from .checkpoint import Checkpoint
-from .decoding import Translation, encode_source, forced_decode, greedy_search, pad_batch
-from .errors import InputError
-from .metrics import corpus_scores
-from .model import HeadMask
+from ..files.checkpoint import Checkpoint
+from ..paper.decoding import Translation, encode_source, forced_decode, greedy_search, pad_batch
+from ..errors import InputError
+from ..metrics import corpus_scores
+from ..paper.model import HeadMask
 
 KINDS = ("encoder", "decoder", "cross")
 

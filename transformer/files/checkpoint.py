@@ -33,10 +33,10 @@ from safetensors.torch import load as safetensors_tensors
 from safetensors.torch import load_file
 from safetensors.torch import save as safetensors_bytes
 
-from .config import ModelConfig
-from .decoding import SearchRules, Translation, translate_together
-from .model import Transformer
-from .tokenizer import Tokenizer
+from ..paper.config import ModelConfig
+from ..paper.decoding import SearchRules, Translation, translate_together
+from ..paper.model import Transformer
+from ..paper.tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -468,7 +468,7 @@ def list_checkpoints(*roots: str | Path) -> list[Path]:
     return found
 
 
-REPOSITORY_CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
+REPOSITORY_CHECKPOINTS = Path(__file__).resolve().parents[2] / "checkpoints"
 DEFAULT_CHECKPOINT = REPOSITORY_CHECKPOINTS / "multi30k-en-de"
 
 

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import ModelConfig
-from .cpu import DecodingWeight, Dropout, Linear, dropout, formula_is_faster  # what makes it fast on a CPU, measured
+from ..cpu import DecodingWeight, Dropout, Linear, dropout, formula_is_faster  # what makes it fast on a CPU, measured
 
 
 def building_shapes_only() -> bool:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .errors import InputError
+from ..errors import InputError
 from .model import DecoderCache, EncoderOutput, HeadMask, Transformer
 from .tokenizer import Tokenizer
 

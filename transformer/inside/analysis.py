@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .decoding import BeamStep, Translation
+from ..paper.decoding import BeamStep, Translation
 
 SPECIAL_TOKENS = ("<s>", "</s>", "<pad>", "<unk>")
 WORD_START = "▁"

@@ -1,0 +1,384 @@
+"""Open a Marian translator (the opus-mt models) as a checkpoint of this project, from the Hub or from a directory.
+
+    python -m transformer.hub Helsinki-NLP/opus-mt-en-de --out checkpoints/opus-mt-en-de
+    python -m transformer.hub path/to/opus-mt-en-fr --out DIR     (a directory in the Hugging Face layout)
+
+An opus-mt model is the paper's base Transformer (6+6 layers, d_model 512, 8 heads, post-norm) with a few
+choices of its own, which ``ModelConfig`` names: SiLU in the feed-forward, the sinusoids laid out in two halves,
+a bias on the logits, ``<pad>`` as the decoder's first input, and source and target SentencePiece models that
+number their pieces by one shared ``vocab.json``. Conversion renames the weights onto this project's modules (the
+query, key and value projections become one ``in_proj``), so every view of the app runs on the same code as the
+bundled models; ``tests/library/test_hub.py`` holds the result to ``transformers.MarianMTModel``.
+
+The directory written is an ordinary checkpoint (config.json, safetensors, tokenizers, a model card naming the
+source, its licence and revision, and the search settings it was published with). ``pytorch_model.bin`` is read
+with ``torch.load(weights_only=True)``: nothing but tensors is unpickled.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import pickle
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from .checkpoint import CheckpointError, load_weights, save_checkpoint
+from ..paper.config import ModelConfig
+from ..paper.model import Transformer
+from ..paper.tokenizer import Tokenizer
+
+log = logging.getLogger(__name__)
+
+REQUIRED_FILES = ("config.json", "source.spm", "target.spm", "vocab.json")
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")  # the first one a model has is read
+OPTIONAL_FILES = ("generation_config.json", "target_vocab.json", "tokenizer_config.json", "README.md")
+REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+# transformers' names for the feed-forward's nonlinearity, as ModelConfig names them.
+ACTIVATIONS = {"swish": "silu", "silu": "silu", "relu": "relu", "gelu": "gelu"}
+# MarianConfig's defaults, for keys an older config.json leaves out.
+MARIAN_DEFAULTS = dict(vocab_size=58101, d_model=1024, encoder_layers=12, decoder_layers=12,
+                       encoder_attention_heads=16, decoder_attention_heads=16, encoder_ffn_dim=4096,
+                       decoder_ffn_dim=4096, activation_function="gelu", dropout=0.1, attention_dropout=0.0,
+                       max_position_embeddings=1024, scale_embedding=False, pad_token_id=58100, eos_token_id=0,
+                       decoder_start_token_id=58100, share_encoder_decoder_embeddings=True, tie_word_embeddings=True)
+
+
+class HubError(Exception):
+    """Why a model could not be opened, in one sentence for the person who asked."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a converted model came from: a Hub id (or a directory), the revision read, and its licence."""
+
+    name: str
+    revision: str | None = None
+    license: str | None = None
+
+    @property
+    def url(self) -> str | None:
+        return None if Path(self.name).is_absolute() else f"https://huggingface.co/{self.name}"
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        values = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise HubError(f"{path.name} cannot be read ({error}).") from None
+    if not isinstance(values, dict):
+        raise HubError(f"{path.name} is not a JSON object.")
+    return values
+
+
+def marian_config(values: dict) -> dict:
+    """config.json of a transformers model, checked to be a Marian translator, with MarianConfig's defaults."""
+    if values.get("model_type") != "marian":
+        kind = values.get("model_type") or "unknown"
+        raise HubError(f"this is a {kind} model, not a Marian translator (opus-mt); only Marian models can be opened.")
+    return {**MARIAN_DEFAULTS, **values}
+
+
+def model_config(marian: dict) -> ModelConfig:
+    """Our config for a Marian one; a choice our modules do not have is refused by name."""
+    if marian["encoder_attention_heads"] != marian["decoder_attention_heads"] \
+            or marian["encoder_ffn_dim"] != marian["decoder_ffn_dim"]:
+        raise HubError("its encoder and decoder differ in heads or feed-forward size, which this project's layers "
+                       "do not support.")
+    activation = ACTIVATIONS.get(marian["activation_function"])
+    if activation is None:
+        raise HubError(f"its feed-forward uses {marian['activation_function']!r}; supported: "
+                       f"{', '.join(sorted(ACTIVATIONS))}.")
+    shared = bool(marian["share_encoder_decoder_embeddings"])
+    source_size = marian["vocab_size"]
+    target_size = source_size if shared else (marian.get("decoder_vocab_size") or source_size)
+    try:
+        return ModelConfig(
+            src_vocab_size=source_size, tgt_vocab_size=target_size, d_model=marian["d_model"],
+            n_heads=marian["encoder_attention_heads"], n_encoder_layers=marian["encoder_layers"],
+            n_decoder_layers=marian["decoder_layers"], d_ff=marian["encoder_ffn_dim"],
+            dropout=float(marian["dropout"]), attention_dropout=float(marian["attention_dropout"]),
+            max_len=marian["max_position_embeddings"], share_embeddings=shared,
+            tie_output_projection=bool(marian["tie_word_embeddings"]), norm_first=False, layer_norm_eps=1e-5,
+            pad_id=marian["pad_token_id"], start_id=marian["decoder_start_token_id"], eos_id=marian["eos_token_id"],
+            activation=activation, position_layout="halves", scale_embeddings=bool(marian["scale_embedding"]),
+            output_bias=True)
+    except (ValueError, TypeError) as error:
+        raise HubError(f"its config.json does not describe a model this project can build ({error}).") from None
+
+
+ENCODER_NORMS = {"self_attn_norm": "self_attn_layer_norm", "feed_forward_norm": "final_layer_norm"}
+DECODER_NORMS = {**ENCODER_NORMS, "cross_attn_norm": "encoder_attn_layer_norm"}
+
+
+def _layer_weights(marian: dict[str, torch.Tensor], prefix: str, attentions: dict[str, str],
+                   norms: dict[str, str]) -> dict[str, torch.Tensor]:
+    """One layer's tensors under our names (``prefix`` is the layer's in both): each attention's q, k and v stacked
+    into in_proj, the norms and the feed-forward renamed."""
+    weights = {}
+    for part in ("weight", "bias"):
+        for ours, theirs in attentions.items():
+            weights[f"{prefix}.{ours}.in_proj.{part}"] = torch.cat(
+                [marian[f"{prefix}.{theirs}.{p}_proj.{part}"] for p in "qkv"])
+            weights[f"{prefix}.{ours}.out_proj.{part}"] = marian[f"{prefix}.{theirs}.out_proj.{part}"]
+        for ours, theirs in norms.items():
+            weights[f"{prefix}.{ours}.norm.{part}"] = marian[f"{prefix}.{theirs}.{part}"]
+        for ours, theirs in (("linear1", "fc1"), ("linear2", "fc2")):
+            weights[f"{prefix}.feed_forward.{ours}.{part}"] = marian[f"{prefix}.{theirs}.{part}"]
+    return weights
+
+
+def convert_state_dict(marian: dict[str, torch.Tensor], config: ModelConfig) -> dict[str, torch.Tensor]:
+    """transformers' MarianMTModel state dict under this project's names (``Transformer(config)``'s)."""
+    marian = {name.removeprefix("model."): tensor for name, tensor in marian.items()}
+    try:
+        weights = {}
+        if config.share_embeddings:
+            weights["src_embed.weight"] = next(marian[name] for name in (
+                "shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")
+                if name in marian)
+        else:
+            weights["src_embed.weight"] = marian["encoder.embed_tokens.weight"]
+            weights["tgt_embed.weight"] = marian.get("decoder.embed_tokens.weight", marian.get("lm_head.weight"))
+        if not config.tie_output_projection:
+            weights["output_proj.weight"] = marian["lm_head.weight"]
+        weights["output_bias"] = marian.get("final_logits_bias", torch.zeros(1, config.tgt_vocab_size)).reshape(-1)
+        for i in range(config.n_encoder_layers):
+            weights.update(_layer_weights(marian, f"encoder.layers.{i}", {"self_attn": "self_attn"}, ENCODER_NORMS))
+        for i in range(config.n_decoder_layers):
+            weights.update(_layer_weights(marian, f"decoder.layers.{i}",
+                                          {"self_attn": "self_attn", "cross_attn": "encoder_attn"}, DECODER_NORMS))
+    except (KeyError, StopIteration) as error:
+        raise HubError(f"its weights lack {str(error) or 'the embeddings'}, which a Marian translator has.") from None
+    return {name: tensor.float().contiguous() for name, tensor in weights.items()}
+
+
+def read_weights(directory: Path) -> dict[str, torch.Tensor]:
+    """The stored tensors: safetensors when there are any, else pytorch_model.bin loaded as tensors only."""
+    safetensors, pickled = directory / WEIGHT_FILES[0], directory / WEIGHT_FILES[1]
+    try:
+        if safetensors.is_file():
+            return load_file(str(safetensors))
+        if pickled.is_file():
+            state = torch.load(pickled, map_location="cpu", weights_only=True)
+            if not isinstance(state, dict):
+                raise HubError("pytorch_model.bin does not hold a dictionary of tensors.")
+            return state
+    except (SafetensorError, OSError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as error:
+        raise HubError(f"its weights cannot be read ({str(error).splitlines()[0] if str(error) else error}).") \
+            from None
+    raise HubError("it has neither model.safetensors nor pytorch_model.bin.")
+
+
+def read_tokenizers(directory: Path, marian: dict) -> tuple[Tokenizer, Tokenizer]:
+    """Source and target SentencePiece models over vocab.json (target_vocab.json when the vocabularies differ)."""
+    tokenizer_config = directory / "tokenizer_config.json"
+    separate = bool(_read_json(tokenizer_config).get("separate_vocabs")) if tokenizer_config.is_file() else False
+    source_vocabulary = _read_json(directory / "vocab.json")
+    target_vocabulary = _read_json(directory / "target_vocab.json") if separate else source_vocabulary
+    try:
+        source = Tokenizer.load(directory / "source.spm", source_vocabulary)
+        target = Tokenizer.load(directory / "target.spm", target_vocabulary)
+    except (OSError, ValueError) as error:
+        raise HubError(f"its tokenizer cannot be read ({error}).") from None
+    if (target.pad_id, target.eos_id) != (marian["pad_token_id"], marian["eos_token_id"]):
+        raise HubError("its vocabulary's <pad> and </s> are not the ids its config.json names.")
+    return source, target
+
+
+def search_settings(directory: Path, marian: dict) -> tuple[dict, list[str]]:
+    """How the model was published to search (generation_config.json, else config.json), as SearchRules and
+    checkpoint read it, and the settings this project does not apply."""
+    path = directory / "generation_config.json"
+    generation = _read_json(path) if path.is_file() else marian
+    early_stopping = generation.get("early_stopping", False)
+    search = {"beam_size": int(generation.get("num_beams") or 1),
+              "length_penalty": float(generation.get("length_penalty", 1.0)),
+              "early_stopping": early_stopping is True, "renormalize": bool(generation.get("renormalize_logits"))}
+    ignored = []
+    if early_stopping == "never":
+        ignored.append('early_stopping "never" (searched as false)')
+    never = {marian["pad_token_id"], marian["decoder_start_token_id"]}
+    banned = generation.get("bad_words_ids") or []
+    if any(words != [word] or word not in never for words in banned for word in words[:1]):
+        ignored.append(f"bad_words_ids {banned} (only <pad> is never generated)")
+    for name, neutral in (("no_repeat_ngram_size", 0), ("repetition_penalty", 1.0), ("min_length", 0),
+                          ("encoder_no_repeat_ngram_size", 0), ("do_sample", False)):
+        if generation.get(name, neutral) not in (neutral, None):
+            ignored.append(f"{name} {generation[name]}")
+    return search, ignored
+
+
+def licence_of(directory: Path) -> str | None:
+    """The licence a model card's front matter names."""
+    card = directory / "README.md"
+    text = card.read_text(encoding="utf-8", errors="replace") if card.is_file() else ""
+    front = re.match(r"^---\s*\n(.*?)\n---", text, re.S)
+    found = re.search(r"^license:\s*(\S+)", front.group(1), re.M) if front else None
+    return found.group(1).strip("'\"") if found else None
+
+
+def languages_of(name: str) -> dict[str, str]:
+    """The languages an opus-mt name gives ("opus-mt-en-de": English to German), as a trained model records them."""
+    found = re.fullmatch(r"opus-mt-([a-z]{2,3})-([a-z]{2,3})", Path(name).name)
+    return {"source_lang": found.group(1), "target_lang": found.group(2)} if found else {}
+
+
+def model_card(source: Source, config: ModelConfig, search: dict, ignored: list[str], upstream: str) -> str:
+    """The checkpoint's README.md: where it came from, under what licence, what was (not) measured."""
+    origin = f"[{source.name}]({source.url})" if source.url else f"`{source.name}`"
+    revision = f" at revision `{source.revision}`" if source.revision else ""
+    settings = (f"beam {search['beam_size']}, length penalty {search['length_penalty']:g}, "
+                f"early stopping {str(search['early_stopping']).lower()}, "
+                f"renormalised scores {str(search['renormalize']).lower()}")
+    lines = [
+        f"# {Path(source.name).name} (converted)", "",
+        f"Converted from {origin}{revision} by `python -m transformer.hub`: the same weights, renamed onto this "
+        "project's modules.", "",
+        f"- **Licence:** {source.license or 'not stated by its publisher; see the original card'}"
+        + (" (the opus-mt models are CC-BY 4.0: name Helsinki-NLP / OPUS-MT when you use them)"
+           if (source.license or "").lower() == "cc-by-4.0" else ""),
+        f"- **Architecture:** Marian: {config.n_encoder_layers}+{config.n_decoder_layers} layers, d_model "
+        f"{config.d_model}, {config.n_heads} heads, feed-forward {config.d_ff} with {config.activation.upper()}, "
+        f"a vocabulary of {config.tgt_vocab_size:,} pieces "
+        f"{'shared by source and target' if config.share_embeddings else 'per side'}, sinusoids in two halves, "
+        "a bias on the logits, `<pad>` as the decoder's first input.",
+        f"- **Search as published:** {settings}."
+        + (f" Not applied here: {'; '.join(ignored)}." if ignored else ""),
+        "- **Scores:** not measured here. Score it on Multi30K with "
+        "`python -m transformer.evaluate --checkpoint DIR --data-dir DIR --split test_2016_flickr`.",
+    ]
+    if upstream.strip():
+        body = re.sub(r"^---\s*\n.*?\n---\s*\n", "", upstream, flags=re.S).strip()
+        lines += ["", "## The publisher's card", "", body]
+    return "\n".join(lines) + "\n"
+
+
+def convert(directory: str | Path, out: str | Path, source: Source | None = None) -> Path:
+    """Write the Marian model in ``directory`` (Hugging Face layout) to ``out`` as a checkpoint of ours.
+
+    Nothing is written unless everything was read and fits: ``out`` appears whole or not at all.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise HubError(f"{directory} is not a directory.")
+    missing = [name for name in REQUIRED_FILES if not (directory / name).is_file()]
+    if "config.json" in missing:
+        raise HubError(f"{directory.name} has no config.json, so it is not a transformers model.")
+    marian = marian_config(_read_json(directory / "config.json"))
+    if missing:
+        raise HubError(f"it has no {', '.join(missing)}: a Marian translator needs its SentencePiece models "
+                       "(source.spm, target.spm) and vocab.json.")
+    config = model_config(marian)
+    source_tokenizer, target_tokenizer = read_tokenizers(directory, marian)
+    weights = convert_state_dict(read_weights(directory), config)
+    model = Transformer(config)
+    try:
+        load_weights(model, weights, directory.name)
+    except CheckpointError as error:
+        raise HubError(f"its weights do not fit its config.json ({error}).") from None
+    search, ignored = search_settings(directory, marian)
+    source = source or Source(str(directory.resolve()), license=licence_of(directory))
+    upstream = (directory / "README.md").read_text(encoding="utf-8", errors="replace") \
+        if (directory / "README.md").is_file() else ""
+    info = {"source": {"name": source.name, "revision": source.revision, "license": source.license,
+                       "converted_from": "transformers MarianMTModel"}, "search": search, **languages_of(source.name)}
+    return save_checkpoint(out, model, source_tokenizer, target_tokenizer, info=info,
+                           card=model_card(source, config, search, ignored, upstream))
+
+
+def _network_errors() -> tuple[type[BaseException], ...]:
+    """What huggingface_hub raises when the Hub cannot be reached: OSError (offline mode) and its HTTP client's."""
+    errors: list[type[BaseException]] = [OSError]
+    for client in ("httpx2", "httpx", "requests"):
+        try:
+            errors.append(importlib.import_module(client).HTTPError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(errors)
+
+
+def check_repo_id(repo_id: str) -> None:
+    """Refuse what is not a Hub model id (owner/name), before it names a file or reaches the network."""
+    if not REPO_ID.match(repo_id or "") or ".." in repo_id:
+        raise HubError(f"“{repo_id}” is not a Hub model id; ids look like Helsinki-NLP/opus-mt-en-de.")
+
+
+def download(repo_id: str, revision: str | None = None, max_bytes: int | None = None,
+             cache_dir: str | Path | None = None,
+             before_download: Callable[[int], None] | None = None) -> tuple[Path, Source]:
+    """Fetch what a Marian model needs from the Hub into ``cache_dir`` (or, offline, find it there or in
+    huggingface_hub's own cache).
+
+    Only the files listed above are fetched (the safetensors weights when both kinds exist), after the Hub has
+    said what they weigh: more than ``max_bytes`` is refused before anything is downloaded, and
+    ``before_download`` is told the total (to make room for it, or to show how far along the download is).
+    """
+    from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub.errors import (GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
+                                        RepositoryNotFoundError, RevisionNotFoundError)
+
+    check_repo_id(repo_id)
+    try:
+        info = HfApi().model_info(repo_id, revision=revision, files_metadata=True, timeout=20)
+    except GatedRepoError:
+        raise HubError(f"{repo_id} is gated: its owner must grant access first.") from None
+    except RevisionNotFoundError:
+        raise HubError(f"{repo_id} has no revision {revision!r}.") from None
+    except RepositoryNotFoundError:
+        raise HubError(f"there is no model called {repo_id} on the Hub.") from None
+    except HfHubHTTPError as error:
+        raise HubError(f"the Hub refused to describe {repo_id} ({str(error).splitlines()[0]}).") from None
+    except _network_errors():
+        for cache in dict.fromkeys([cache_dir, None]):  # offline: a model downloaded before is still there
+            try:
+                directory = Path(snapshot_download(repo_id, revision=revision, local_files_only=True,
+                                                   cache_dir=cache))
+            except (LocalEntryNotFoundError, OSError):
+                continue
+            return directory, Source(repo_id, directory.name, licence_of(directory))
+        raise HubError(f"the Hub cannot be reached from this server, and {repo_id} was never downloaded here.")
+    sizes = {sibling.rfilename: sibling.size or 0 for sibling in info.siblings or []}
+    if "config.json" not in sizes:
+        raise HubError(f"{repo_id} has no config.json, so it is not a transformers model.")
+    kind = (info.config or {}).get("model_type")
+    if kind and kind != "marian":
+        raise HubError(f"{repo_id} is a {kind} model, not a Marian translator (opus-mt); only Marian models can "
+                       "be opened.")
+    missing = [name for name in REQUIRED_FILES if name not in sizes]
+    if missing:
+        raise HubError(f"{repo_id} has no {', '.join(missing)}: a Marian translator needs its SentencePiece models "
+                       "(source.spm, target.spm) and vocab.json.")
+    weights = next((name for name in WEIGHT_FILES if name in sizes), None)
+    if weights is None:
+        raise HubError(f"{repo_id} has neither model.safetensors nor pytorch_model.bin.")
+    wanted = [*REQUIRED_FILES, weights, *(name for name in OPTIONAL_FILES if name in sizes)]
+    total = sum(sizes[name] for name in wanted)
+    if max_bytes is not None and total > max_bytes:
+        raise HubError(f"{repo_id} weighs {total / 1e6:,.0f} MB, more than the {max_bytes / 1e6:,.0f} MB this "
+                       "server opens.")
+    if before_download is not None:
+        before_download(total)
+    try:
+        directory = Path(snapshot_download(repo_id, revision=info.sha, allow_patterns=wanted, cache_dir=cache_dir))
+    except _network_errors() as error:
+        raise HubError(f"the download of {repo_id} stopped ({error}); nothing was kept.") from None
+    license = getattr(info.card_data, "license", None) if info.card_data else None
+    return directory, Source(repo_id, info.sha, license or licence_of(directory))
+
+
+def open_model(name: str, out: str | Path, revision: str | None = None, max_bytes: int | None = None,
+               cache_dir: str | Path | None = None,
+               before_download: Callable[[int], None] | None = None) -> Path:
+    """A Hub id or a local directory, converted into ``out``."""
+    if Path(name).is_dir():
+        return convert(name, out)
+    directory, source = download(name, revision, max_bytes, cache_dir, before_download)
+    return convert(directory, out, source)
