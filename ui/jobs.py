@@ -28,7 +28,7 @@ from transformer.files.checkpoint import run_history, save_checkpoint
 from transformer.paper.config import ModelConfig, preset
 from transformer.errors import InputError
 from transformer.paper.model import Transformer
-from transformer.train import calibrate, recipes
+from transformer.train import calibrate, planning
 from transformer.train.budget import SYNTHETIC_PLAN, BudgetPlan
 from transformer.train.settings import AUTO_PRESET, TrainConfig, use_bf16
 from transformer.train.trainer import Trainer
@@ -441,44 +441,41 @@ class JobManager:
             self._thread.join(timeout)
 
     def _config(self, request: JobRequest, corpus: datasets.ParallelCorpus | None = None) -> TrainConfig:
-        """The run a request asks for. "auto" leaves size, vocabulary, batch and schedule to the plan for its
-        time limit (``transformer.train.budget``); the fixed sizes train for the request's updates, or until the
-        time ends, whichever comes first, with the learning rate ending with it."""
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        planned = request.preset == AUTO_PRESET
+        """The run a request asks for, with the settings the library chooses for it (``planning.run_settings``):
+        "auto" leaves size, vocabulary, batch and schedule to the plan for its time limit; the fixed sizes train for
+        the request's updates, or until the time ends, whichever comes first, with the learning rate ending with
+        it."""
+        data, label, probe = self._data(request, corpus)
+        kind = planning.data_kind(data)
+        settings = planning.run_settings(kind, request.preset, request.steps, request.minutes,
+                                         pairs=len(corpus) if kind == "upload" else None, short_run=True)
+        if kind != "synthetic":
+            settings.update(data_dir=request.data_dir)
+        name = re.sub(r"[^a-z0-9-]", "", f"{label}-{request.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
+        return TrainConfig(data=data, out_dir=str(self.work_dir / name), probe_sentences=probe, keep_checkpoints=1,
+                           device=str(models_device()), **settings)
+
+    def _data(self, request: JobRequest, corpus: datasets.ParallelCorpus | None) -> tuple[str, str, list[str]]:
+        """(``TrainConfig.data``, the label of the job's name, its probe sentences) for the request's data; an
+        upload is written into the work directory for the run to read."""
         if request.data in datasets.SYNTHETIC_TASKS:
-            data, label, probe = request.data, request.data, [SYNTHETIC_PROBE]
-            extra = recipes.fixed_size_run("synthetic", request.steps)
-        elif request.data == "multi30k":
+            return request.data, request.data, [SYNTHETIC_PROBE]
+        if request.data == "multi30k":
             try:
                 datasets.multi30k_dir(request.data_dir, download=False)
             except datasets.DataError:
                 raise JobError(MULTI30K_MISSING) from None
-            data, label, probe = "multi30k", "multi30k", ["A young girl is playing with a red ball in the park."]
-            extra = recipes.fixed_size_run("multi30k", request.steps)
-        elif request.data == "upload":
-            if corpus is None:
-                raise JobError("Upload a parallel TSV file first: on each line a source sentence, a tab, its "
-                               "translation.")
-            self.work_dir.mkdir(parents=True, exist_ok=True)
-            handle, kept_name = tempfile.mkstemp(prefix="upload-", suffix=".tsv", dir=self.work_dir)
-            kept = Path(kept_name)
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.writelines(f"{s}\t{t}\n" for s, t in zip(corpus.sources, corpus.targets))
-            data, label, probe = str(kept), "upload", [corpus.sources[0]]
-            extra = recipes.fixed_size_run("upload", request.steps, pairs=len(corpus))
-        else:
+            return "multi30k", "multi30k", ["A young girl is playing with a red ball in the park."]
+        if request.data != "upload":
             raise JobError(f"unknown data choice {request.data!r}")
-        if request.data not in datasets.SYNTHETIC_TASKS:
-            extra.update(data_dir=request.data_dir)
-        name = re.sub(r"[^a-z0-9-]", "", f"{label}-{request.preset}-{stamp}")
-        common = dict(data=data, preset=request.preset, max_minutes=request.minutes, out_dir=str(self.work_dir / name),
-                      probe_sentences=probe, keep_checkpoints=1, device=str(models_device()))
-        if planned:  # the plan chooses size, batch, schedule and how often to evaluate, for the time limit
-            return TrainConfig(**common, **{k: v for k, v in extra.items() if k in ("eval_sentences", "data_dir")})
-        # Evaluations by the clock too, so a run its time limit cuts short still draws its curves and replay.
-        return TrainConfig(**common, steps=request.steps, eval_every_minutes=request.minutes / 10, schedule="cosine",
-                           **extra)
+        if corpus is None:
+            raise JobError("Upload a parallel TSV file first: on each line a source sentence, a tab, its "
+                           "translation.")
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        handle, kept_name = tempfile.mkstemp(prefix="upload-", suffix=".tsv", dir=self.work_dir)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.writelines(f"{s}\t{t}\n" for s, t in zip(corpus.sources, corpus.targets))
+        return kept_name, "upload", [corpus.sources[0]]
 
     def _update(self, **changes) -> None:
         with self._lock:

@@ -23,6 +23,7 @@ import torch.distributed as dist
 from .. import data as datasets
 from ..files.checkpoint import CheckpointError, read_config, resolve
 from ..paper.config import PRESETS
+from .planning import data_kind, run_settings
 from .settings import AUTO_PRESET, PLANNED_FIELDS, TrainConfig
 from .trainer import Trainer
 
@@ -88,15 +89,15 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         model.update(share_embeddings=False, tie_output_projection=True)
     data_name = Path(args.data).stem if args.data.endswith(".tsv") else args.data
     given = {name: getattr(args, name) for name in PLANNED_FIELDS if getattr(args, name) is not None}
-    config = TrainConfig(
-        data=args.data, data_dir=args.data_dir, src_lang=args.src_lang, tgt_lang=args.tgt_lang, preset=args.preset,
-        model=model, joint_vocabulary=not args.separate_vocabularies, max_minutes=args.max_minutes,
-        label_smoothing=args.label_smoothing, clip_norm=args.clip_norm, accumulate=args.accumulate,
-        weight_decay=args.weight_decay, seed=args.seed, eval_sentences=args.eval_sentences,
-        out_dir=args.out or f"runs/{data_name}-{args.preset}", precision=args.precision,
-        keep_checkpoints=args.keep_checkpoints, average_last=args.average_last, probe_sentences=args.probe,
-        threads=args.threads, device=args.device, **given)
-    return config  # a preset "auto" is planned by the Trainer, around what was given here
+    # A preset "auto" is planned when the run starts, around what was given here.
+    settings = run_settings(data_kind(args.data), args.preset, args.steps, args.max_minutes, given=given)
+    return TrainConfig(
+        data=args.data, data_dir=args.data_dir, src_lang=args.src_lang, tgt_lang=args.tgt_lang, model=model,
+        joint_vocabulary=not args.separate_vocabularies, label_smoothing=args.label_smoothing,
+        clip_norm=args.clip_norm, accumulate=args.accumulate, weight_decay=args.weight_decay, seed=args.seed,
+        eval_sentences=args.eval_sentences, out_dir=args.out or f"runs/{data_name}-{args.preset}",
+        precision=args.precision, keep_checkpoints=args.keep_checkpoints, average_last=args.average_last,
+        probe_sentences=args.probe, threads=args.threads, device=args.device, **settings)
 
 
 @contextlib.contextmanager

@@ -36,13 +36,11 @@ from ..paper.config import preset
 from ..paper.decoding import forced_decode, translate_batch
 from .evaluation import evaluate_translation, validation_loss
 from ..paper.model import Transformer
-from . import calibrate
-from .budget import SYNTHETIC_PLAN, BudgetPlan
-from .calibrate import CorpusShape
 from .corpus import collate, encode_corpus, load_datasets, train_tokenizers
 from .loss import batch_loss
+from .planning import planned_config
 from .processes import Processes
-from .settings import AUTO_PRESET, TrainConfig, learning_rate, plan_config, use_bf16
+from .settings import TrainConfig, learning_rate, use_bf16
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +74,9 @@ class Trainer:
             torch.set_num_threads(config.threads)
         self.data = load_datasets(config)
         self.bf16 = use_bf16(config, self.device)
-        self.budget_plan, self.measuring_s = self._plan(config) if config.preset == AUTO_PRESET else (None, 0.0)
-        self.config = config = plan_config(config, self.budget_plan) if self.budget_plan else config
+        self.config, self.budget_plan, self.measuring_s = planned_config(config, self.data.train, self.processes,
+                                                                         self.bf16)
+        config = self.config
         self.out_dir = Path(config.out_dir)
         self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
         # The run's clock, which its time limit and a schedule planned by the clock read: seconds of earlier
@@ -122,22 +121,6 @@ class Trainer:
         self.probes = config.probe_sentences or [self.data.val.sources[0]]
 
     # -- setup helpers --
-    def _plan(self, config: TrainConfig) -> tuple[BudgetPlan, float]:
-        """The plan for ``config``'s time limit (``budget``), from this machine's speed measured now on batches
-        shaped like the corpus's (rank 0's, which every process then follows); and the seconds measuring took,
-        which count against the limit. An upload's size bounds the vocabulary."""
-        if self.data.train is None:
-            return SYNTHETIC_PLAN, 0.0
-        shape = CorpusShape.of(self.data.train)
-        measurement = (calibrate.measure(shape, 60 * config.max_minutes, self.device, self.bf16)
-                       if self.rank == 0 else None)
-        measurement = self.processes.from_first([measurement])[0]
-        pairs = shape.pairs if config.data != "multi30k" else None
-        plan = measurement.plan(config.max_minutes, shape, pairs, self.world_size)
-        log.info("planned for %g minutes after %.1f s measuring: %s", config.max_minutes, measurement.seconds,
-                 plan.describe())
-        return plan, measurement.seconds
-
     def _filter(self, examples: list[datasets.Example]) -> list[datasets.Example]:
         kept, dropped = datasets.filter_by_length(examples, self.model.config.max_len)
         if dropped:
