@@ -150,11 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             config = config_from_args(args)
         trainer = Trainer(config, resume=args.resume, show_progress=not args.no_progress)
-        if trainer.rank == 0:
-            trainer.out_dir.mkdir(parents=True, exist_ok=True)
-            command = "python -m transformer.train " + shlex.join(argv if argv is not None else sys.argv[1:])
-            with open(trainer.out_dir / "command.txt", "a") as handle:
-                handle.write(command + "\n")
+        trainer.directory.add_command("python -m transformer.train "
+                                      + shlex.join(argv if argv is not None else sys.argv[1:]))
         with stop_on_first_interrupt(trainer.cancel):
             final = trainer.run()
     except (datasets.DataError, CheckpointError, ValueError, FloatingPointError) as error:
