@@ -28,6 +28,7 @@ import time
 import torch
 
 from common import machine, report
+from transformer.cpu import speed_up
 from transformer.files import hub
 from transformer.files.checkpoint import load_weights
 from transformer.paper.decoding import SearchRules, beam_search, greedy_search, translate
@@ -59,7 +60,7 @@ def models(seed: int = 0):
     torch.manual_seed(seed)
     theirs = MarianMTModel(MarianConfig(**OPUS_MT_EN_DE)).eval()
     config = hub.model_config(hub.marian_config({"model_type": "marian", **OPUS_MT_EN_DE}))
-    ours = Transformer(config).eval()
+    ours = speed_up(Transformer(config)).eval()  # as load_checkpoint gives it
     load_weights(ours, hub.convert_state_dict(theirs.state_dict(), config))
     return ours, theirs
 

@@ -35,6 +35,7 @@ from torch.utils.flop_counter import FlopCounterMode
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from transformer.paper.config import PRESETS, ModelConfig  # noqa: E402
+from transformer.cpu import speed_up  # noqa: E402
 from transformer.paper.model import Transformer, causal_mask, sinusoidal_table  # noqa: E402
 from transformer.train.budget import LADDER  # noqa: E402
 from transformer.train.loss import token_loss  # noqa: E402
@@ -186,8 +187,8 @@ def main() -> None:
                          dropout=args.dropout)
     torch.manual_seed(0)
     # "ours_pytorch_loss": our model trained with F.cross_entropy, to measure what the one-pass loss gains.
-    models = {"ours": Transformer(config).to(device), "reference": ReferenceModel(config).to(device),
-              "ours_pytorch_loss": Transformer(config).to(device)}
+    models = {"ours": speed_up(Transformer(config)).to(device), "reference": ReferenceModel(config).to(device),
+              "ours_pytorch_loss": speed_up(Transformer(config)).to(device)}
     losses = {"ours": token_loss, "reference": token_loss, "ours_pytorch_loss": pytorch_loss}
     optimizers = {name: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98)) for name, m in models.items()}
     for model in models.values():

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from common import bundled_or_random, machine
+from transformer.cpu import speed_up
 from transformer.paper.model import Transformer
 
 
@@ -54,7 +55,7 @@ def opus_mt_shaped() -> Transformer:
     from transformer.files import hub
 
     torch.manual_seed(0)
-    return Transformer(hub.model_config(hub.marian_config({"model_type": "marian", **OPUS_MT_EN_DE}))).eval()
+    return speed_up(Transformer(hub.model_config(hub.marian_config({"model_type": "marian", **OPUS_MT_EN_DE})))).eval()
 
 
 def main() -> None:

@@ -80,14 +80,15 @@ def relative_imports(source: str) -> set[str]:
             if isinstance(node, ast.ImportFrom) and node.level == 1}
 
 
-# The library's parts and the parts each may use: the paper's model at the bottom, then its files, then what looks
-# inside it or trains it. The command lines at the top level (translate, evaluate, export, hub, inside_head,
+# The library's parts and the parts each may use: the paper's model at the bottom, then what makes it fast on a CPU
+# and its files, then what looks inside it or trains it. The command lines at the top level (translate, evaluate, export, hub, inside_head,
 # attribute) may use them all; the basics beside them (errors, metrics, data) none.
 LIBRARY_PARTS = {
     "paper": {"errors"},
-    "files": {"paper"},
+    "cpu": {"paper"},
+    "files": {"paper", "cpu"},
     "inside": {"paper", "files", "errors", "metrics"},
-    "train": {"paper", "files", "data", "metrics", "errors"},
+    "train": {"paper", "cpu", "files", "data", "metrics", "errors"},
     "errors": set(), "metrics": set(), "data": set(),
 }
 

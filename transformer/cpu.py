@@ -1,19 +1,27 @@
-"""What makes the model fast on a CPU, measured; model.py uses these in place of nn.Linear and nn.Dropout.
+"""What makes a model fast on a CPU, measured, applied to a built model by one call: ``speed_up(model)``.
 
-Neither changes what is computed (to float rounding), only how: the tests hold both to PyTorch's own.
+``paper/model.py`` is plain PyTorch, as a reader of the paper expects. ``speed_up`` gives some of its modules a
+subclass that computes the same (to float rounding; the tests hold both to each other and to PyTorch's own) in a
+faster way, keeping every parameter, buffer and state-dict key. Where a speed-up does not apply (training
+through autograd, a GPU, another dtype) each subclass runs what its parent runs. A loaded checkpoint and a
+training run get it.
 
-- ``Linear`` decodes through a ``DecodingWeight``: a copy of its weight in the layout a CPU multiplies fastest.
+- Linear layers decode through a ``DecodingWeight``: a copy of the weight in the layout a CPU multiplies fastest.
   Decoding multiplies one row (greedy) or a few (the beams of a step, a short forced translation) by every weight
   matrix, work bound by how fast the weights stream from memory, and ``nn.Linear``'s layout is not the fastest to
   stream. One decoding step's products (``benchmarks/weight_layout.py``, the project's 2-core AMD EPYC, on one
   row / five rows): the bundled model's 2.96 / 4.70 ms as stored, 1.88 / 3.51 ms with every weight transposed,
   2.44 / 3.12 ms with every weight prepacked for oneDNN; opus-mt-en-de's 34.5 / 61.8 ms as stored, 23.4 / 57.2
   transposed, 21.4 / 25.8 prepacked. So opus-mt's large matrices are prepacked, and a smaller one, at least as
-  wide as tall, is read as a contiguous transpose: one copy each.
+  wide as tall, is read as a contiguous transpose: one copy each. Prepacking uses PyTorch's private oneDNN
+  operators, on the versions they were checked on (``PACKING_CHECKED_ON``); elsewhere the transpose serves.
   Training, autocast, GPUs, other dtypes and weights made under ``torch.inference_mode`` (which carry no version
   to watch) use the weight itself.
 - ``dropout`` draws 16 random bits per element instead of a float: ``F.dropout`` draws from PyTorch's serial
   generator, and with dropout 0.1 the small preset trained at half its speed without (benchmarks/train_throughput.py).
+- Attention takes the formula where it beats PyTorch's fused kernel (``formula_is_faster``), and a residual
+  connection casts a bf16 sublayer's output to the float32 stream before adding (a mixed-dtype add is about 4x
+  slower on a CPU).
 """
 
 from __future__ import annotations
@@ -22,7 +30,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-PACKING = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+from .paper import model as paper
+
+# torch.ops.mkldnn._reorder_linear_weight and _linear_pointwise are private: used only where they were checked.
+PACKING_CHECKED_ON = ("2.13.",)  # torch.__version__ prefixes
+PACKING = (torch.__version__.startswith(PACKING_CHECKED_ON) and torch.backends.mkldnn.is_available()
+           and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
 EVERY_ROW = slice(None)
 
 
@@ -91,14 +104,13 @@ class DecodingWeight:
 
 
 class Linear(nn.Linear):
-    """``nn.Linear`` (same parameters, same state dict) that decodes through a ``DecodingWeight``."""
+    """``nn.Linear`` that decodes through a ``DecodingWeight``."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True):
-        super().__init__(in_features, out_features, bias)
+    def _speed_up(self) -> None:
         self.decoding_weight = DecodingWeight()
 
     def forward(self, x: Tensor, rows: slice = EVERY_ROW) -> Tensor:
-        """x W^T + b; ``rows``: with those output features only (cross-attention's query, or its keys and values)."""
+        """x W^T + b; ``rows``: with those output features only."""
         return self.decoding_weight.linear(x, self.weight, self.bias, rows)
 
     def _apply(self, fn, recurse=True):
@@ -106,15 +118,45 @@ class Linear(nn.Linear):
         return super()._apply(fn, recurse)
 
 
-def decoding_copy_bytes(model: nn.Module) -> int:
-    """What the copies of a model's weights that decoding on a CPU reads take: about its weights again."""
-    total = 0
-    for module in model.modules():
-        if isinstance(module, Linear):
-            total += DecodingWeight.copy_bytes(module.weight)
-        if getattr(module, "tied_output", None) is not None:  # the output projection reads the target embedding
-            total += DecodingWeight.copy_bytes(module.tgt_embed.weight)
-    return total
+class MultiHeadAttention(paper.MultiHeadAttention):
+    """Cross-attention's rows of the projection read through the projection's ``DecodingWeight``."""
+
+    def project_rows(self, x: Tensor, rows: slice) -> Tensor:
+        return self.in_proj(x, rows=rows)
+
+
+class ScaledDotProductAttention(paper.ScaledDotProductAttention):
+    """The formula where it is faster than the fused kernel; the probabilities only to those who asked."""
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
+                need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        formula = need_weights or formula_is_faster(q, self.dropout.p if self.training else 0.0)
+        output, weights = super().forward(q, k, v, mask, need_weights=formula)
+        return output, weights if need_weights else None
+
+
+class AddAndNorm(paper.AddAndNorm):
+    """Under autocast a sublayer returns bf16 while the residual stream stays float32: cast before adding."""
+
+    def output(self, x: Tensor, sublayer_output: Tensor) -> Tensor:
+        return super().output(x, sublayer_output.to(x.dtype))
+
+
+class Transformer(paper.Transformer):
+    """The tied output projection (the target embedding's transpose) read through a ``DecodingWeight``."""
+
+    def _speed_up(self) -> None:
+        self.tied_output = DecodingWeight() if self.output_proj is None else None
+
+    def project(self, hidden: Tensor) -> Tensor:
+        if self.output_proj is None:
+            return self.tied_output.linear(hidden, self.tgt_embed.weight, self.output_bias)
+        return super().project(hidden)
+
+    def _apply(self, fn, recurse=True):
+        if self.tied_output is not None:
+            self.tied_output.clear()
+        return super()._apply(fn, recurse)
 
 
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
@@ -137,18 +179,41 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     return torch.where(kept, x * (65536 / (65536 - dropped)), 0)
 
 
-class Dropout(nn.Module):
+class Dropout(nn.Dropout):
     """``nn.Dropout`` with ``dropout``'s draws; nothing happens in evaluation."""
-
-    def __init__(self, p: float):
-        super().__init__()
-        self.p = p
 
     def forward(self, x: Tensor) -> Tensor:
         return dropout(x, self.p, self.training)
 
-    def extra_repr(self) -> str:
-        return f"p={self.p}"
+
+FASTER = {nn.Linear: Linear, nn.Dropout: Dropout, paper.MultiHeadAttention: MultiHeadAttention,
+          paper.ScaledDotProductAttention: ScaledDotProductAttention, paper.AddAndNorm: AddAndNorm,
+          paper.Transformer: Transformer}
+
+
+def speed_up(model: nn.Module) -> nn.Module:
+    """Give each module of ``model`` that has one its faster subclass above, in place; returns the model.
+
+    Only the class changes: parameters, buffers, hooks and the state dict stay as they are.
+    """
+    for module in model.modules():
+        faster = FASTER.get(type(module))
+        if faster is not None:
+            module.__class__ = faster
+            if hasattr(faster, "_speed_up"):
+                module._speed_up()
+    return model
+
+
+def decoding_copy_bytes(model: nn.Module) -> int:
+    """What the copies of a model's weights that decoding on a CPU reads take: about its weights again."""
+    total = 0
+    for module in model.modules():
+        if isinstance(module, Linear):
+            total += DecodingWeight.copy_bytes(module.weight)
+        if isinstance(module, Transformer) and module.tied_output is not None:
+            total += DecodingWeight.copy_bytes(module.tgt_embed.weight)
+    return total
 
 
 def formula_is_faster(q: Tensor, dropout_p: float) -> bool:

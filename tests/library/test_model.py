@@ -1,16 +1,12 @@
 """The model is the paper's Transformer: checked against PyTorch's own implementation and against itself."""
 
-from copy import deepcopy
-
 import pytest
 import torch
 from torch import nn
 
 from transformer.paper.config import ModelConfig
 from transformer.paper.decoding import pad_batch
-from transformer.files.checkpoint import DEFAULT_CHECKPOINT, load_checkpoint
-from transformer.cpu import DecodingWeight, decoding_copy_bytes
-from transformer.paper.model import DecoderCache, HeadMask, MultiHeadAttention, Transformer, dropout, sinusoidal_table
+from transformer.paper.model import DecoderCache, HeadMask, MultiHeadAttention, Transformer, sinusoidal_table
 from transformer.paper.reference import copy_attention, to_torch_transformer
 
 PAD = 0
@@ -125,61 +121,6 @@ def test_incremental_decoding_with_cache_equals_full_forward_pass():
     assert cache.length == tgt.size(1)
 
 
-@pytest.mark.parametrize("tied", [True, False])
-@pytest.mark.parametrize("inference", [torch.no_grad, torch.inference_mode])
-def test_inference_computes_what_training_computes_and_follows_every_weight_update(tied, inference, monkeypatch):
-    """Without autograd, linear layers on a CPU read a copy of their weights in a faster layout (cpu.DecodingWeight):
-    here every weight prepacked, however small."""
-    monkeypatch.setattr(DecodingWeight, "LARGE", 1)
-    monkeypatch.setattr(DecodingWeight, "WIDE", 1)
-    torch.manual_seed(0)
-    model = Transformer(tiny_config(tie_output_projection=tied)).eval()
-    src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
-
-    def inference_logits():
-        with inference():
-            return model(src, tgt).logits.clone()
-
-    def assert_inference_matches_training():
-        inferred = inference_logits()
-        with torch.enable_grad():
-            trained = model(src, tgt).logits
-        assert inferred.dtype == trained.dtype
-        assert torch.allclose(inferred, trained, atol=1e-5), (inferred - trained).abs().max()
-        return inferred
-
-    before = assert_inference_matches_training()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    model(src, tgt).logits.sum().backward()
-    optimizer.step()  # in place: same tensors, new values
-    after = assert_inference_matches_training()
-    assert not torch.allclose(after, before, atol=1e-3)
-
-    model.load_state_dict(Transformer(tiny_config(tie_output_projection=tied)).state_dict())
-    assert not torch.allclose(assert_inference_matches_training(), after, atol=1e-3)
-    projection = model.tgt_embed if tied else model.output_proj
-    projection.weight.data = torch.randn_like(projection.weight)  # new storage, same version counter
-    assert_inference_matches_training()
-    model.double()
-    assert_inference_matches_training()
-
-
-def test_a_model_made_under_inference_mode_runs_and_copies_leave_the_weight_cache_behind():
-    torch.manual_seed(0)
-    src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
-    model = Transformer(tiny_config()).eval()
-    with torch.no_grad():
-        expected = model(src, tgt).logits
-    with torch.inference_mode():
-        made_there = Transformer(tiny_config()).eval()
-        made_there.load_state_dict(model.state_dict())
-        assert torch.allclose(made_there(src, tgt).logits, expected, atol=1e-6)
-    copy = deepcopy(model)
-    assert copy.decoder.layers[0].feed_forward.linear1.decoding_weight._copies == {}
-    with torch.no_grad():
-        assert torch.allclose(copy(src, tgt).logits, expected, atol=1e-6)
-
-
 def test_cache_reorder_follows_selected_hypotheses():
     torch.manual_seed(0)
     model = Transformer(tiny_config()).eval()
@@ -240,59 +181,3 @@ def test_config_rejects_inconsistent_sizes():
         tiny_config(d_model=30)
     with pytest.raises(ValueError, match="joint vocabulary"):
         tiny_config(tgt_vocab_size=41)
-
-
-# --- dropout -------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("p", [0.1, 0.3])
-def test_dropout_zeroes_a_share_p_of_independent_elements_and_keeps_the_mean(p):
-    torch.manual_seed(0)
-    x = torch.ones(1000, 1000)
-    kept = dropout(x, p) != 0
-    assert kept.float().mean().item() == pytest.approx(1 - p, abs=0.002)
-    assert dropout(x, p).mean().item() == pytest.approx(1.0, abs=0.005), "kept elements are scaled by 1/(1-p)"
-    neighbours = torch.corrcoef(torch.stack([kept[:, :-1].flatten().float(), kept[:, 1:].flatten().float()]))[0, 1]
-    assert abs(neighbours.item()) < 0.005, "four elements share a random draw, yet fall independently"
-    assert dropout(x, p, training=False) is x and dropout(x, 0.0) is x
-
-
-def test_dropout_repeats_with_the_seed_and_its_gradient_is_its_mask():
-    x = torch.randn(64, 33, requires_grad=True)
-    torch.manual_seed(5)
-    y = dropout(x, 0.3)
-    y.sum().backward()
-    torch.manual_seed(5)
-    assert torch.equal(dropout(x, 0.3), y)
-    assert torch.equal(x.grad, (y != 0).float() * (65536 / (65536 - round(0.3 * 65536))))
-    assert dropout(torch.ones(8, dtype=torch.bfloat16), 0.5).dtype == torch.bfloat16
-
-
-def test_every_dropout_of_the_model_is_the_fast_one_and_none_acts_in_evaluation():
-    model = Transformer(ModelConfig(50, 50, d_model=32, n_heads=4, n_encoder_layers=1, n_decoder_layers=1, d_ff=64,
-                                    dropout=0.3, attention_dropout=0.2))
-    assert not [name for name, module in model.named_modules() if isinstance(module, nn.Dropout)]
-    src, tgt = torch.randint(4, 50, (3, 7)), torch.randint(4, 50, (3, 5))
-    model.eval()
-    assert torch.equal(model(src, tgt).logits, model(src, tgt).logits)
-    model.train()
-    assert not torch.equal(model(src, tgt).logits, model(src, tgt).logits)
-
-
-def copies_made(model: Transformer) -> int:
-    holders = [module.decoding_weight for module in model.modules() if hasattr(module, "decoding_weight")]
-    holders += [model.tied_output] if model.tied_output is not None else []
-    return sum(copy.numel() * copy.element_size() for holder in holders
-               for _, _, copy, _ in holder._copies.values() if copy is not None)
-
-
-@pytest.mark.parametrize("every_weight_prepacked", [False, True])
-def test_the_memory_decodings_copies_will_take_is_known_before_they_are_made(every_weight_prepacked, monkeypatch):
-    """A server bounding its loaded models by memory counts these copies when it loads a model (ui/services.py)."""
-    if every_weight_prepacked:
-        monkeypatch.setattr(DecodingWeight, "LARGE", 1)
-        monkeypatch.setattr(DecodingWeight, "WIDE", 1)
-    checkpoint = load_checkpoint(DEFAULT_CHECKPOINT, device="cpu")
-    expected = decoding_copy_bytes(checkpoint.model)
-    assert copies_made(checkpoint.model) == 0 and expected > 0
-    checkpoint.translate("A dog runs across the grass.", beam_size=5)
-    assert copies_made(checkpoint.model) == expected

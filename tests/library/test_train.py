@@ -15,7 +15,8 @@ import pytest
 import sacrebleu
 import torch
 
-from transformer.files.checkpoint import decode_state, drop_records_after, load_checkpoint
+from transformer.files.checkpoint import load_checkpoint
+from transformer.train.run_directory import decode_state, drop_records_after
 from transformer.paper.decoding import translate
 from transformer.metrics import corpus_scores
 from transformer.train import cli as train_cli

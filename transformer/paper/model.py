@@ -9,6 +9,9 @@ than n growing ones.
 Shapes: B batch, S source length, T target length, H heads, D d_model.
 Masks are boolean and True where attention is allowed, as in
 ``torch.nn.functional.scaled_dot_product_attention``.
+
+The modules here are plain PyTorch. ``transformer.cpu.speed_up`` makes a built model fast on a CPU without
+changing what it computes; a loaded checkpoint and a training run get it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import ModelConfig
-from ..cpu import DecodingWeight, Dropout, Linear, dropout, formula_is_faster  # what makes it fast on a CPU, measured
 
 
 def building_shapes_only() -> bool:
@@ -65,8 +67,7 @@ class PositionalEncoding(nn.Module):
         length = x.size(1)
         if offset + length > self.table.size(0):
             raise ValueError(f"sequence of {offset + length} positions exceeds max_len {self.table.size(0)}")
-        table = self.table[offset : offset + length]
-        return x + (table if table.dtype == x.dtype else table.to(x.dtype))
+        return x + self.table[offset : offset + length]
 
 
 class TokenEmbedding(nn.Embedding):
@@ -90,29 +91,26 @@ class TokenEmbedding(nn.Embedding):
 class ScaledDotProductAttention(nn.Module):
     """Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V (equation 1).
 
-    Two paths, one result: the fused PyTorch kernel when nobody needs the
-    probabilities, and the explicit formula when they are to be returned (or
-    where it is faster, ``cpu.formula_is_faster``).
-    Masked keys get probability exactly 0 (their scores are -inf).
+    Two paths, one result: PyTorch's fused kernel when nobody needs the
+    probabilities, and the formula itself when they are to be returned.
+    Masked keys get probability exactly 0 (their scores are -inf). In training,
+    dropout falls on the probabilities (as in ``torch.nn.Transformer``).
     """
 
     def __init__(self, dropout: float = 0.0):
         super().__init__()
-        self.dropout = dropout
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
                 need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        dropout_p = self.dropout if self.training else 0.0
-        if not need_weights and not formula_is_faster(q, dropout_p):
+        if not need_weights:
+            dropout_p = self.dropout.p if self.training else 0.0
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
         if mask is not None:
             scores = torch.where(mask, scores, float("-inf"))
         weights = scores.softmax(dim=-1)
-        mixing = dropout(weights, dropout_p) if dropout_p else weights
-        if mixing.dtype != v.dtype:  # float32 probabilities, bf16 values under autocast
-            mixing = mixing.to(v.dtype)
-        return mixing @ v, weights if need_weights else None
+        return self.dropout(weights) @ v, weights
 
 
 @dataclass
@@ -135,13 +133,18 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         self.n_heads = n_heads
         self.d_model = d_model
-        self.in_proj = Linear(d_model, 3 * d_model)
-        self.out_proj = Linear(d_model, d_model)
+        self.in_proj = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
         self.attention = ScaledDotProductAttention(dropout)
         nn.init.xavier_uniform_(self.in_proj.weight)
         nn.init.zeros_(self.in_proj.bias)
         nn.init.xavier_uniform_(self.out_proj.weight)
         nn.init.zeros_(self.out_proj.bias)
+
+    def project_rows(self, x: Tensor, rows: slice) -> Tensor:
+        """x through some rows of the (3D, D) projection: cross-attention's queries come from the decoder and its
+        keys and values from the encoder, so each projects with its own rows."""
+        return F.linear(x, self.in_proj.weight[rows], self.in_proj.bias[rows])
 
     def _split_heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
         """(B, L, parts * D) -> ``parts`` tensors (B, H, L, head_dim): views of the projection, head by head."""
@@ -165,11 +168,11 @@ class MultiHeadAttention(nn.Module):
             if past is not None:
                 k, v = torch.cat([past.k, k], dim=2), torch.cat([past.v, v], dim=2)
         else:
-            (q,) = self._split_heads(self.in_proj(x, rows=slice(0, d)), parts=1)
+            (q,) = self._split_heads(self.project_rows(x, slice(0, d)), parts=1)
             if past is not None:
                 k, v = past.k, past.v
             else:
-                k, v = self._split_heads(self.in_proj(memory, rows=slice(d, 3 * d)), parts=2)
+                k, v = self._split_heads(self.project_rows(memory, slice(d, 3 * d)), parts=2)
         heads, weights = self.attention(q, k, v, mask, need_weights)
         if head_mask is not None:
             heads = heads * head_mask.to(heads.dtype).view(-1, self.n_heads, 1, 1)
@@ -195,16 +198,15 @@ class PositionwiseFeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
         super().__init__()
         self.activation = ACTIVATIONS[activation]
-        self.linear1 = Linear(d_model, d_ff)
-        self.linear2 = Linear(d_ff, d_model)
-        self.dropout = Dropout(dropout)
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
         for linear in (self.linear1, self.linear2):
             nn.init.xavier_uniform_(linear.weight)
             nn.init.zeros_(linear.bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        hidden = self.activation(self.linear1(x))
-        return self.linear2(self.dropout(hidden) if self.training else hidden)
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
 class AddAndNorm(nn.Module):
@@ -218,20 +220,14 @@ class AddAndNorm(nn.Module):
     def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float):
         super().__init__()
         self.norm = LayerNorm(d_model, eps=eps)
-        self.dropout = Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
     def input(self, x: Tensor) -> Tensor:
         return self.norm(x) if self.norm_first else x
 
     def output(self, x: Tensor, sublayer_output: Tensor) -> Tensor:
-        if self.training:
-            sublayer_output = self.dropout(sublayer_output)
-        # Under autocast the sublayer returns bf16 while the residual stream stays float32;
-        # casting first avoids PyTorch's slow mixed-dtype add (about 4x on a CPU).
-        if sublayer_output.dtype != x.dtype:
-            sublayer_output = sublayer_output.to(x.dtype)
-        y = x + sublayer_output
+        y = x + self.dropout(sublayer_output)
         return y if self.norm_first else self.norm(y)
 
 
@@ -431,12 +427,11 @@ class Transformer(nn.Module):
         self.tgt_embed = (self.src_embed if config.share_embeddings else
                           TokenEmbedding(config.tgt_vocab_size, config.d_model, config.pad_id, config.scale_embeddings))
         self.positional_encoding = PositionalEncoding(config.d_model, config.max_len, config.position_layout)
-        self.embed_dropout = Dropout(config.dropout)
+        self.embed_dropout = nn.Dropout(config.dropout)
         self.encoder = Encoder(config)
         self.decoder = Decoder(config)
         self.output_proj = (None if config.tie_output_projection
-                            else Linear(config.d_model, config.tgt_vocab_size, bias=False))
-        self.tied_output = DecodingWeight() if config.tie_output_projection else None
+                            else nn.Linear(config.d_model, config.tgt_vocab_size, bias=False))
         self.output_bias = nn.Parameter(torch.zeros(config.tgt_vocab_size)) if config.output_bias else None
 
     @property
@@ -449,7 +444,7 @@ class Transformer(nn.Module):
             x = self.positional_encoding(x, offset)
         elif offset + tokens.size(1) > self.config.max_len:
             raise ValueError(f"sequence of {offset + tokens.size(1)} positions exceeds max_len {self.config.max_len}")
-        return self.embed_dropout(x) if self.training else x
+        return self.embed_dropout(x)
 
     def encode(self, src: Tensor, need_weights: bool = False, head_mask: HeadMask | None = None,
                positions: bool = True) -> EncoderOutput:
@@ -488,15 +483,10 @@ class Transformer(nn.Module):
             head_mask.decoder if head_mask else None, head_mask.cross if head_mask else None)
         return DecoderOutput(self.project(hidden), self_attentions, cross_attentions)
 
-    def _apply(self, fn, recurse=True):
-        if self.tied_output is not None:
-            self.tied_output.clear()
-        return super()._apply(fn, recurse)
-
     def project(self, hidden: Tensor) -> Tensor:
         """Hidden states to vocabulary logits, through the (tied) output projection."""
-        if self.output_proj is None:
-            return self.tied_output.linear(hidden, self.tgt_embed.weight, self.output_bias)
+        if self.output_proj is None:  # the target embedding's transpose (section 3.4)
+            return F.linear(hidden, self.tgt_embed.weight, self.output_bias)
         logits = self.output_proj(hidden)
         return logits if self.output_bias is None else logits + self.output_bias
 

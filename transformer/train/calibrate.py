@@ -16,6 +16,7 @@ import torch
 
 from .. import data as datasets
 from ..paper.config import preset
+from ..cpu import speed_up
 from ..paper.model import Transformer
 from ..paper.tokenizer import SPECIAL_PIECES
 from .budget import LADDER, BudgetPlan, Size, Speed, affordable, plan_for_work
@@ -88,7 +89,7 @@ def timed_speed(size: Size, shape: CorpusShape, device: torch.device, bf16: bool
     chosen = [batches[i % len(batches)] for i in range(TIMED_UPDATES + 1)]
     config = preset("small", size.vocab_size, size.vocab_size, **{**size.model, "dropout": 0.0,
                                                                   "attention_dropout": 0.0})
-    model = Transformer(config).to(device).train()
+    model = speed_up(Transformer(config)).to(device).train()  # as the trainer's model
     optimizer = torch.optim.AdamW(model.parameters(), lr=size.lr)
     seconds, tokens = 0.0, 0
     for number, batch in enumerate(chosen):

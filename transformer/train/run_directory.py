@@ -1,6 +1,6 @@
 """A run's directory: what a training run leaves behind, and what resuming it reads back.
 
-    last/          the latest save, with the run's resumable state (``checkpoint.encode_state``)
+    last/          the latest save, with the run's resumable state (``encode_state``)
     best/          the best validation score so far
     step-NNNNNN/   the last few evaluations' weights, for averaging (Vaswani et al., section 6.1)
     averaged/      those averaged at the end, if asked
@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from pathlib import Path
 
 import torch
 
-from ..files.checkpoint import (STATE_JSON, Checkpoint, average_checkpoints, decode_state, drop_records_after,
-                                encode_state, load_checkpoint, resolve, save_checkpoint)
+from safetensors.torch import load as safetensors_tensors
+from safetensors.torch import save as safetensors_bytes
+
+from ..files.checkpoint import (Checkpoint, load_checkpoint, load_weights, parse_records, read_config, read_log_text,
+                                resolve, save_checkpoint, unique_state_dict)
 from ..paper.model import Transformer
 from ..paper.tokenizer import Tokenizer
 
@@ -133,3 +137,80 @@ def restore_random_state(state: dict, device: torch.device) -> None:
     torch.set_rng_state(state["torch_rng"])
     if "cuda_rng" in state and device.type == "cuda":
         torch.cuda.set_rng_state(state["cuda_rng"])
+
+
+# --- a run's resumable state (no pickle: tensors in safetensors, the rest in JSON) -------------------
+
+STATE_TENSORS = "trainer_state.safetensors"
+STATE_JSON = "trainer_state.json"
+
+
+def drop_records_after(path: Path, step: int) -> int:
+    """Rewrite a run log without its records of updates after ``step``; returns how many lines went.
+
+    A run resumes from its last save, so the updates a crash or kill cut off
+    after it are done again, and their records would appear twice. Lines that
+    are no record, such as one cut off mid-write, go too, and the log ends with
+    a newline again: the next record would otherwise be appended to such a line.
+    """
+    text = read_log_text(path)
+    lines = [line for line in text.split("\n") if line.strip()]
+    kept = [record for record in parse_records(text)
+            if not (isinstance(record.get("step"), (int, float)) and record["step"] > step)]
+    if len(kept) < len(lines) or (text and not text.endswith("\n")):
+        rewritten = path.with_name(path.name + ".tmp")
+        with open(rewritten, "w") as handle:
+            handle.writelines(json.dumps(record) + "\n" for record in kept)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(rewritten, path)  # all or nothing: a crash now leaves the old log whole
+    return len(lines) - len(kept)
+
+
+def _flatten(value, prefix: str, tensors: dict):
+    if isinstance(value, torch.Tensor):
+        tensors[prefix] = value.detach().cpu().contiguous()
+        return {"__tensor__": prefix}
+    if isinstance(value, dict):
+        return {"__dict__": [[_flatten(k, f"{prefix}.k{i}", tensors), _flatten(v, f"{prefix}.{i}", tensors)]
+                             for i, (k, v) in enumerate(value.items())]}
+    if isinstance(value, (list, tuple)):
+        return {"__list__": [_flatten(v, f"{prefix}.{i}", tensors) for i, v in enumerate(value)]}
+    return value
+
+
+def _unflatten(value, tensors: dict):
+    if isinstance(value, dict):
+        if "__tensor__" in value:
+            return tensors[value["__tensor__"]]
+        if "__dict__" in value:
+            return {_unflatten(k, tensors): _unflatten(v, tensors) for k, v in value["__dict__"]}
+        if "__list__" in value:
+            return [_unflatten(v, tensors) for v in value["__list__"]]
+    return value
+
+
+def encode_state(state: dict) -> dict[str, bytes]:
+    tensors: dict = {}
+    structure = _flatten(state, "s", tensors)
+    return {STATE_JSON: json.dumps(structure).encode(), STATE_TENSORS: safetensors_bytes(tensors)}
+
+
+def decode_state(directory: Path) -> dict:
+    tensors = safetensors_tensors((directory / STATE_TENSORS).read_bytes())
+    return _unflatten(json.loads((directory / STATE_JSON).read_text()), tensors)
+
+
+def average_checkpoints(paths: list[Path], output: Path) -> Path:
+    """Average the weights of several checkpoints of one run (Vaswani et al., section 6.1)."""
+    first = load_checkpoint(paths[0], device="cpu")
+    total = {k: v.detach().clone().double() for k, v in unique_state_dict(first.model).items()}
+    for path in paths[1:]:
+        other = load_checkpoint(path, device="cpu")
+        for name, tensor in unique_state_dict(other.model).items():
+            total[name] += tensor.double()
+    load_weights(first.model, {k: (v / len(paths)).float() for k, v in total.items()}, output)
+    info = {k: v for k, v in read_config(paths[-1]).items()  # the run as of its last averaged step
+            if k not in ("model", "source_tokenizer", "target_tokenizer")}
+    info["averaged_from"] = [p.name for p in paths]
+    return save_checkpoint(output, first.model, first.source_tokenizer, first.target_tokenizer, info=info)

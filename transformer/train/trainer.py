@@ -23,6 +23,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from .. import data as datasets
+from ..cpu import speed_up
 from ..files.checkpoint import Checkpoint, load_weights, unique_state_dict
 from ..paper.config import preset
 from ..paper.decoding import forced_decode, translate_batch
@@ -95,7 +96,7 @@ class Trainer:
             model_config = preset(config.preset, self.source_tokenizer.vocab_size, self.target_tokenizer.vocab_size,
                                   **overrides)
         torch.manual_seed(config.seed)
-        self.model = Transformer(model_config).to(self.device)
+        self.model = speed_up(Transformer(model_config)).to(self.device)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.lr, betas=(0.9, 0.98), eps=1e-9,
                                            weight_decay=config.weight_decay)
         self.plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(self.optimizer, factor=0.5, patience=2)
