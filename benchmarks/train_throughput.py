@@ -34,8 +34,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from transformer.paper.config import PRESETS, ModelConfig  # noqa: E402
 from transformer.cpu import speed_up  # noqa: E402
+from transformer.paper.config import PRESETS, ModelConfig  # noqa: E402
 from transformer.paper.model import Transformer, causal_mask, sinusoidal_table  # noqa: E402
 from transformer.train.budget import LADDER  # noqa: E402
 from transformer.train.loss import token_loss  # noqa: E402

@@ -24,9 +24,9 @@ from pathlib import Path
 import torch
 
 from transformer import data as datasets
+from transformer.errors import InputError
 from transformer.files.checkpoint import run_history, save_checkpoint
 from transformer.paper.config import ModelConfig, preset
-from transformer.errors import InputError
 from transformer.paper.model import Transformer
 from transformer.train import calibrate, planning
 from transformer.train.budget import SYNTHETIC_PLAN, BudgetPlan
@@ -35,8 +35,8 @@ from transformer.train.trainer import Trainer
 
 from .runtime.costly import CORES
 from .runtime.gpu import models_device
-from .runtime.memory import release_memory
 from .runtime.limits import MAX_TRACKED_CLIENTS
+from .runtime.memory import release_memory
 from .views.choices import clamp, finite
 
 log = logging.getLogger(__name__)

@@ -10,19 +10,19 @@ from pathlib import Path
 
 import torch
 
-from transformer.files.checkpoint import (REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, default_device,
-                                   list_checkpoints, load_checkpoint, no_checkpoint_named)
 from transformer.cpu import decoding_copy_bytes
 from transformer.data import DataError, multi30k_dir
+from transformer.files.checkpoint import (REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, default_device,
+                                   list_checkpoints, load_checkpoint, no_checkpoint_named)
 
 from .classroom import Classrooms
-from .runtime.costly import CostlyWork, setting
-from .runtime.gpu import models_device
 from .hub_models import MB, HubModels, OpeningAtStart
 from .jobs import JobManager, training_disabled
+from .runtime.costly import CostlyWork, setting
+from .runtime.gpu import models_device
+from .runtime.worker import ModelsOnDisk
 from .views.lessons import LESSONS, lesson_models, listed_as
 from .views.questions import predict_question
-from .runtime.worker import ModelsOnDisk
 
 
 class ModelRegistry:

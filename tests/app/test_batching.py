@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.errors import InputError
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from ui.runtime.batching import Batches
 
 SENTENCES = ["5 4 3", "1 1 2 2 3 3", "8", "9 0 7 7", "6 6 1"]

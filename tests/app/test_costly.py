@@ -10,8 +10,8 @@ import torch
 
 from helpers import QuickTrainer
 from page_driver import PageDriver
-from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.errors import InputError
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import jobs, services
 from ui.runtime import costly, memory
 from ui.build import build_app

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from transformer.inside import interventions
 from transformer.errors import InputError
+from transformer.inside import interventions
 from ui import services
 from ui.tabs import explain as explain_tab
 from ui.views import explain

@@ -4,8 +4,8 @@ import numpy as np
 import pandas
 import pytest
 
-from transformer.inside import one_head
 from transformer.errors import InputError
+from transformer.inside import one_head
 from ui.tabs import experiments
 from ui.tabs import explain as explain_tab
 from ui.tabs import inside as inside_tab

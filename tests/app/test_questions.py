@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from transformer.inside.attribution import attribute
-from transformer.inside.one_head import head_arithmetic
 from transformer.inside.interventions import ablate_heads
+from transformer.inside.one_head import head_arithmetic
 from ui.views import questions
 from ui.views.lessons import LESSONS
 from ui.views.questions import ATTRIBUTION_STEPS, predict_question, word

@@ -14,9 +14,9 @@ from gradio_client.exceptions import AppError
 
 from ui import jobs
 from ui.build import build_app, close_app
-from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
 from transformer.data import DataError
 from transformer.errors import InputError
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
 
 from helpers import QuickTrainer, free_port
 from ui import services

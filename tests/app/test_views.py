@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from transformer import errors
-from transformer.inside import interventions
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
+from transformer.inside import interventions
 from transformer.paper.decoding import translate
 from ui import figures, services
 from ui.views import analysis as analysis_views

@@ -13,9 +13,9 @@ import gradio as gr
 import pytest
 import torch
 
-from transformer.inside import interventions
-from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
 from transformer.errors import InputError
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
+from transformer.inside import interventions
 from ui.runtime import costly, worker
 from ui.runtime.errors import as_user_message
 from ui.tabs import explain as explain_tab

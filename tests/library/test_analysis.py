@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from transformer.inside import analysis
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.inside import analysis
 from transformer.paper.decoding import beam_search, translate
 
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from helpers import run_command
-from transformer.inside import attribution
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.inside import attribution
 from transformer.paper.decoding import translate
 
 ROOT = Path(__file__).resolve().parents[2]

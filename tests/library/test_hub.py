@@ -11,13 +11,13 @@ from transformers import MarianMTModel, MarianTokenizer
 
 from helpers import run_command
 from marian_models import ENGLISH, GERMAN, build_marian
-from transformer.files import hub
-from transformer.files.checkpoint import load_checkpoint
-from transformer.paper.config import ModelConfig
 from transformer.cpu import DecodingWeight
 from transformer.data import load_multi30k
-from transformer.paper.decoding import SearchRules, beam_search, greedy_search, pad_batch, translate_batch
+from transformer.files import hub
+from transformer.files.checkpoint import load_checkpoint
 from transformer.files.hub import HubError
+from transformer.paper.config import ModelConfig
+from transformer.paper.decoding import SearchRules, beam_search, greedy_search, pad_batch, translate_batch
 
 MAX_TOKENS = 30  # enough for every sentence the test model copies to end by itself
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from helpers import run_command
-from transformer.inside import one_head
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.inside import one_head
 from transformer.paper.config import ModelConfig
 from transformer.paper.decoding import translate
 from transformer.paper.model import Transformer

@@ -5,11 +5,11 @@ import copy
 import pytest
 import torch
 
-from transformer.inside import interventions
+from transformer import errors
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.inside import interventions
 from transformer.paper.decoding import forced_decode, translate
 from transformer.paper.model import HeadMask
-from transformer import errors
 
 
 @pytest.fixture(scope="module")

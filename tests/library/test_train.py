@@ -16,14 +16,14 @@ import sacrebleu
 import torch
 
 from transformer.files.checkpoint import load_checkpoint
-from transformer.train.run_directory import decode_state, drop_records_after
-from transformer.paper.decoding import translate
 from transformer.metrics import corpus_scores
+from transformer.paper.decoding import translate
 from transformer.train import cli as train_cli
 from transformer.train import trainer as training_loop
 from transformer.train.budget import LADDER, Speed, plan_for_work
 from transformer.train.calibrate import CorpusShape
 from transformer.train.loss import token_loss
+from transformer.train.run_directory import decode_state, drop_records_after
 from transformer.train.settings import TrainConfig, learning_rate
 from transformer.train.trainer import Trainer
 

@@ -30,10 +30,10 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from .checkpoint import CheckpointError, load_weights, save_checkpoint
 from ..paper.config import ModelConfig
 from ..paper.model import Transformer
 from ..paper.tokenizer import Tokenizer
+from .checkpoint import CheckpointError, load_weights, save_checkpoint
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..files.checkpoint import Checkpoint
-from ..paper.decoding import Translation, encode_source, forced_decode, greedy_search, pad_batch
 from ..errors import InputError
+from ..files.checkpoint import Checkpoint
 from ..metrics import corpus_scores
+from ..paper.decoding import Translation, encode_source, forced_decode, greedy_search, pad_batch
 from ..paper.model import HeadMask
 
 KINDS = ("encoder", "decoder", "cross")

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import torch
 
 from .. import data as datasets
-from ..paper.config import preset
 from ..cpu import speed_up
+from ..paper.config import preset
 from ..paper.model import Transformer
 from ..paper.tokenizer import SPECIAL_PIECES
 from .budget import LADDER, BudgetPlan, Size, Speed, affordable, plan_for_work

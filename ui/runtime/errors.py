@@ -8,9 +8,9 @@ import logging
 
 import gradio as gr
 
-from transformer.files.checkpoint import CheckpointError
 from transformer.data import DataError
 from transformer.errors import InputError
+from transformer.files.checkpoint import CheckpointError
 from transformer.files.hub import HubError
 
 from .worker import WorkerDied

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import gradio as gr
 
-from transformer.inside import analysis
 from transformer.files.checkpoint import Checkpoint
+from transformer.inside import analysis
 from transformer.paper.decoding import Translation
 
-from ..runtime.chart import Chart
 from ..runtime import components
+from ..runtime.chart import Chart
 from ..runtime.page import Page
 from ..services import Services
 from ..views import exports, share

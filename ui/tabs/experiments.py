@@ -7,13 +7,13 @@ import random
 
 import gradio as gr
 
-from transformer.inside import interventions
-from transformer.files.checkpoint import Checkpoint
-from transformer.paper.decoding import Translation
 from transformer.errors import InputError
+from transformer.files.checkpoint import Checkpoint
+from transformer.inside import interventions
+from transformer.paper.decoding import Translation
 
-from ..runtime.chart import Chart
 from ..runtime import components
+from ..runtime.chart import Chart
 from ..runtime.page import Page
 from ..services import Services
 from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, head_options, require_translation

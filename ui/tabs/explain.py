@@ -7,19 +7,19 @@ import re
 
 import gradio as gr
 
-from transformer.files.checkpoint import Checkpoint
 from transformer.data import load_multi30k
-from transformer.paper.decoding import Translation
 from transformer.errors import InputError
+from transformer.files.checkpoint import Checkpoint
+from transformer.paper.decoding import Translation
 
-from ..runtime.chart import Chart
 from ..runtime import components
+from ..runtime.chart import Chart
 from ..runtime.page import Page
+from ..runtime.worker import Callback
 from ..services import Services, multi30k_available
 from ..views import explain
 from ..views.choices import MEAN_OF_HEADS, chosen_head, head_options
 from ..views.samples import sample_sentences
-from ..runtime.worker import Callback
 
 TAB_ID, TITLE = "explain", "Attention vs evidence"  # the tab's id in the page, and its label
 

@@ -8,8 +8,8 @@ import gradio as gr
 from transformer.files.checkpoint import Checkpoint
 from transformer.paper.decoding import Translation
 
-from ..runtime.chart import Chart
 from ..runtime import components
+from ..runtime.chart import Chart
 from ..runtime.page import Page
 from ..services import Services
 from ..views import inside

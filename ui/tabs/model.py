@@ -6,9 +6,9 @@ import gradio as gr
 
 from transformer.files.checkpoint import Checkpoint
 
-from ..runtime.chart import Chart
 from .. import figures
 from ..runtime import components
+from ..runtime.chart import Chart
 from ..runtime.page import Page
 from ..services import Services
 from ..views import model as views

@@ -6,8 +6,8 @@ import gradio as gr
 
 from transformer.files.checkpoint import Checkpoint
 
-from ..runtime.chart import Chart
 from ..runtime import components
+from ..runtime.chart import Chart
 from ..runtime.page import Page
 from ..views.positions import NOTES, positional_views
 

@@ -7,12 +7,12 @@ import time
 
 import gradio as gr
 
-from transformer.files.checkpoint import Checkpoint
 from transformer.data import SYNTHETIC_TASKS
+from transformer.files.checkpoint import Checkpoint
 
-from ..runtime.chart import Chart
-from ..runtime import components
 from .. import jobs as training_jobs
+from ..runtime import components
+from ..runtime.chart import Chart
 from ..runtime.limits import visiting_client
 from ..runtime.page import Page
 from ..services import Services, multi30k_available

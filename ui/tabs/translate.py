@@ -7,9 +7,9 @@ import itertools
 import gradio as gr
 from gradio.components import Number
 
+from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 from transformer.paper.decoding import Translation
-from transformer.errors import InputError
 
 from .. import figures
 from ..runtime import batching, components

@@ -5,8 +5,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import torch
 
-from transformer.inside import analysis
 from transformer.files.checkpoint import Checkpoint
+from transformer.inside import analysis
 from transformer.paper.decoding import Translation, beam_search, encode_source, forced_decode
 
 from .. import figures

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import torch
 
-from transformer.inside import one_head
-from transformer.inside import interventions
 from transformer.files.checkpoint import Checkpoint
+from transformer.inside import interventions
+from transformer.inside import one_head
 
 from .. import figures
-from .text import markdown_escape
 from .choices import clamp, kind_key
+from .text import markdown_escape
 from .translate import attention_axes, map_figure
 
 

@@ -10,9 +10,9 @@ import pandas
 import plotly.graph_objects as go
 import torch
 
+from transformer.files.checkpoint import Checkpoint
 from transformer.inside import attribution
 from transformer.inside import interventions
-from transformer.files.checkpoint import Checkpoint
 from transformer.paper.decoding import Translation
 
 from .. import figures

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from transformer.paper.decoding import Translation
 from transformer.errors import InputError
+from transformer.paper.decoding import Translation
 
 from .choices import ATTENTION_KINDS
 from .translate import attention_axes, attention_tensor

@@ -10,10 +10,10 @@ import pandas
 import plotly.graph_objects as go
 import torch
 
-from transformer.inside import one_head
-from transformer.files.checkpoint import Checkpoint
-from transformer.paper.decoding import Sampling, Translation, never_generate
 from transformer.errors import InputError
+from transformer.files.checkpoint import Checkpoint
+from transformer.inside import one_head
+from transformer.paper.decoding import Sampling, Translation, never_generate
 
 from .. import figures
 from .choices import ATTENTION_KINDS, clamp, kind_key, require_translation

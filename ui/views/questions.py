@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer.inside.attribution import attribute
 from transformer.files.checkpoint import Checkpoint
-from transformer.paper.decoding import forced_decode
-from transformer.inside.one_head import head_arithmetic
+from transformer.inside.attribution import attribute
 from transformer.inside.interventions import ablate_heads, head_label
+from transformer.inside.one_head import head_arithmetic
+from transformer.paper.decoding import forced_decode
 from transformer.paper.model import Transformer
 
 from .lessons import LESSONS, Lesson

@@ -10,8 +10,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from transformer import data as datasets
-from transformer.files.checkpoint import Checkpoint
 from transformer.errors import InputError
+from transformer.files.checkpoint import Checkpoint
 
 SAMPLE_FILE = Path(__file__).resolve().parents[2] / "assets" / "sample_sentences.en.txt"
 SAMPLE_SIZE = 20  # sentences a view over the sample reads: enough for a stable mean, quick enough for a class

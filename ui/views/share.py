@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import urllib.parse
 
-from transformer.files.checkpoint import Checkpoint
 from transformer.errors import InputError
+from transformer.files.checkpoint import Checkpoint
 
 from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key
 from .text import clean_text, suits, uses_digits

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from transformer.files.checkpoint import Checkpoint
 from transformer.errors import InputError
+from transformer.files.checkpoint import Checkpoint
 
 MAX_INPUT_CHARS = 1000
 # Text past this is dropped before any other work: normalising 100 MB of text costs a worker half a minute.

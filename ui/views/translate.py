@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import torch
 
+from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 from transformer.paper.decoding import Translation, forced_decode
-from transformer.errors import InputError
 
 from .. import figures
 from ..runtime import gpu
