@@ -74,15 +74,10 @@ def imported_packages(source: str) -> set[str]:
     return found
 
 
-def relative_imports(source: str) -> set[str]:
-    """The modules of its own package a source imports: "train.loss" for ``from .train.loss import x``."""
-    return {node.module or "" for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.ImportFrom) and node.level == 1}
-
-
-# The library's parts and the parts each may use: the paper's model at the bottom, then what makes it fast on a CPU
-# and its files, then what looks inside it or trains it. The command lines at the top level (translate, evaluate, export, hub, inside_head,
-# attribute) may use them all; the basics beside them (errors, metrics, data) none.
+# The library's parts and the parts each may use: the paper's model at the bottom, then what makes it fast on a
+# CPU and its files, then what looks inside it or trains it. The command lines at the top level (translate,
+# evaluate, export, hub, inside_head, attribute) may use them all; the basics beside them (errors, metrics, data)
+# use none.
 LIBRARY_PARTS = {
     "paper": {"errors"},
     "cpu": {"paper"},
@@ -93,29 +88,40 @@ LIBRARY_PARTS = {
 }
 
 
-def library_parts_used(path: Path) -> set[str]:
-    """The parts of the library (``paper``, ``train``, ``data``...) a file of it imports, other than its own."""
-    package = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
+def library_parts_used(source: str, path: str) -> set[str]:
+    """The parts of the library (``paper``, ``train``, ``data``...) that ``source``, the file at ``path`` in it,
+    imports, relatively or by the package's name, inside functions too; not its own part."""
+    package = list(Path(path).with_suffix("").parts[:-1])
     used = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level:
             module = package[:len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
-            used |= {module[1]} if len(module) > 1 else {alias.name for alias in node.names}
-    own = path.relative_to(ROOT / "transformer").parts[0].removesuffix(".py")
-    return used - {own}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("transformer"):
+            module = node.module.split(".")
+        elif isinstance(node, ast.Import):
+            named = [alias.name.split(".") for alias in node.names if alias.name.startswith("transformer.")]
+            used |= {module[1] for module in named}
+            continue
+        else:
+            continue
+        used |= {module[1]} if len(module) > 1 else {alias.name for alias in node.names}
+    return used - {Path(path).relative_to("transformer").parts[0].removesuffix(".py")}
 
 
 @pytest.mark.parametrize("path", [p for p in sources("transformer")
                                   if Path(p).relative_to("transformer").parts[0].removesuffix(".py") in LIBRARY_PARTS])
 def test_each_part_of_the_library_uses_only_the_parts_below_it(path):
     part = Path(path).relative_to("transformer").parts[0].removesuffix(".py")
-    assert library_parts_used(ROOT / path) <= LIBRARY_PARTS[part]
+    assert library_parts_used((ROOT / path).read_text(), path) <= LIBRARY_PARTS[part]
 
 
-def test_the_parts_check_sees_relative_imports_at_any_depth():
-    trainer = ROOT / "transformer" / "train" / "trainer.py"
-    assert {"paper", "files", "data"} <= library_parts_used(trainer)
-    assert "train" not in library_parts_used(trainer)
+def test_the_parts_check_sees_relative_and_named_imports_at_any_depth():
+    trainer = "transformer/train/trainer.py"
+    assert {"paper", "files", "data"} <= library_parts_used((ROOT / trainer).read_text(), trainer)
+    assert "train" not in library_parts_used((ROOT / trainer).read_text(), trainer)
+    hidden = ("def load():\n    from transformer.train.loss import token_loss\n    import transformer.inside.analysis\n"
+              "    from transformer import data\n    from ..files import checkpoint\n")
+    assert library_parts_used(hidden, "transformer/paper/model.py") == {"train", "inside", "data", "files"}
 
 
 @pytest.mark.parametrize("path", sources("transformer"))

@@ -16,7 +16,9 @@ training run get it.
   wide as tall, is read as a contiguous transpose: one copy each. Prepacking uses PyTorch's private oneDNN
   operators, on the versions they were checked on (``PACKING_CHECKED_ON``); elsewhere the transpose serves.
   Training, autocast, GPUs, other dtypes and weights made under ``torch.inference_mode`` (which carry no version
-  to watch) use the weight itself.
+  to watch) use the weight itself. A copy is checked against its weight's ``_version`` (autograd's counter of
+  in-place changes) and address, and dropped in ``_apply`` (what ``.to()`` runs): underscored, but parts of
+  PyTorch its own optimizers and modules have long relied on, on every version.
 - ``dropout`` draws 16 random bits per element instead of a float: ``F.dropout`` draws from PyTorch's serial
   generator, and with dropout 0.1 the small preset trained at half its speed without (benchmarks/train_throughput.py).
 - Attention takes the formula where it beats PyTorch's fused kernel (``formula_is_faster``), and a residual
@@ -106,6 +108,10 @@ class DecodingWeight:
 class Linear(nn.Linear):
     """``nn.Linear`` that decodes through a ``DecodingWeight``."""
 
+    def __init__(self, in_features: int, out_features: int, bias: bool = True):
+        super().__init__(in_features, out_features, bias)
+        self._speed_up()
+
     def _speed_up(self) -> None:
         self.decoding_weight = DecodingWeight()
 
@@ -122,6 +128,8 @@ class MultiHeadAttention(paper.MultiHeadAttention):
     """Cross-attention's rows of the projection read through the projection's ``DecodingWeight``."""
 
     def project_rows(self, x: Tensor, rows: slice) -> Tensor:
+        if not isinstance(self.in_proj, Linear):  # replaced by hand after speed_up
+            return super().project_rows(x, rows)
         return self.in_proj.decoding_weight.linear(x, self.in_proj.weight, self.in_proj.bias, rows)
 
 
@@ -139,9 +147,10 @@ class AddAndNorm(paper.AddAndNorm):
     """Under autocast a sublayer returns bf16 while the residual stream stays float32: cast before adding."""
 
     def output(self, x: Tensor, sublayer_output: Tensor) -> Tensor:
-        if sublayer_output.dtype != x.dtype:
-            sublayer_output = sublayer_output.to(x.dtype)
-        y = x + self.dropout(sublayer_output)  # as its parent's, without a second call on each step's path
+        # The parent's two lines, with the cast: written out rather than called, a call each residual costs 1-2%
+        # of a decoding step of the bundled model (docs/benchmarks.md).
+        dropped = self.dropout(sublayer_output)
+        y = x + (dropped if dropped.dtype == x.dtype else dropped.to(x.dtype))
         return y if self.norm_first else self.norm(y)
 
 
@@ -186,7 +195,8 @@ class Dropout(nn.Dropout):
     """``nn.Dropout`` with ``dropout``'s draws; nothing happens in evaluation.
 
     Called straight, past ``nn.Module.__call__``'s hook machinery: a decoding step calls a dozen dropouts that do
-    nothing, and those few microseconds each were 2% of a step of the bundled model. No hook is put on a dropout.
+    nothing, and those few microseconds each were 2% of a step of the bundled model. So hooks put on a sped-up
+    dropout do not run (nothing here puts one there), and ``torch.fx`` traces into it.
     """
 
     def forward(self, x: Tensor) -> Tensor:
@@ -203,7 +213,8 @@ FASTER = {nn.Linear: Linear, nn.Dropout: Dropout, paper.MultiHeadAttention: Mult
 def speed_up(model: nn.Module) -> nn.Module:
     """Give each module of ``model`` that has one its faster subclass above, in place; returns the model.
 
-    Only the class changes: parameters, buffers, hooks and the state dict stay as they are.
+    Only the class changes: parameters, buffers, hooks and the state dict stay as they are, but for hooks on a
+    dropout, which a sped-up dropout does not run (``Dropout``).
     """
     for module in model.modules():
         faster = FASTER.get(type(module))

@@ -143,8 +143,6 @@ def test_a_model_made_under_inference_mode_runs_and_copies_leave_the_weight_cach
         assert torch.allclose(copy(src, tgt).logits, expected, atol=1e-6)
 
 
-
-
 @pytest.mark.parametrize("p", [0.1, 0.3])
 def test_dropout_zeroes_a_share_p_of_independent_elements_and_keeps_the_mean(p):
     torch.manual_seed(0)
@@ -197,3 +195,19 @@ def test_the_memory_decodings_copies_will_take_is_known_before_they_are_made(eve
     assert copies_made(checkpoint.model) == 0 and expected > 0
     checkpoint.translate("A dog runs across the grass.", beam_size=5)
     assert copies_made(checkpoint.model) == expected
+
+
+def test_a_faster_part_built_by_hand_or_replaced_by_a_plain_one_computes_the_same():
+    torch.manual_seed(0)
+    linear, x = cpu.Linear(8, 6), torch.randn(3, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(linear(x), nn.functional.linear(x, linear.weight, linear.bias))
+    plain = Transformer(tiny_config()).eval()
+    fast = sped_up_copy(plain)
+    attention = fast.decoder.layers[0].cross_attn
+    replaced = nn.Linear(attention.in_proj.in_features, attention.in_proj.out_features)
+    replaced.load_state_dict(attention.in_proj.state_dict())
+    attention.in_proj = replaced
+    src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(src, tgt).logits, plain(src, tgt).logits, atol=1e-5, rtol=0)

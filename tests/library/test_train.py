@@ -370,7 +370,7 @@ def test_a_resumed_run_continues_the_clock_its_time_limit_and_schedule_read(tmp_
     interrupt.clear()
     resumed = Trainer(config, resume=tmp_path / "run", show_progress=False, cancel=interrupt,
                       on_step=lambda metrics: (clock.append(metrics["elapsed_s"]), interrupt.set()))
-    assert resumed.warmup_end_s == saved["warmup_end_s"]
+    assert resumed.clock.warmup_end_s == saved["warmup_end_s"]
     resumed.run()
     assert clock[0] > saved["elapsed_s"], "the resumed segment's clock starts where the saved one stopped"
 
@@ -520,17 +520,18 @@ def test_a_run_planned_for_text_measures_this_machine_and_counts_the_time_in_its
                          eval_sentences=5, out_dir=str(tmp_path / "run"))
     clock = []
     trainer = Trainer(config, show_progress=False, on_step=lambda metrics: clock.append(metrics["elapsed_s"]))
-    assert trainer.measuring_s > 0 and trainer.elapsed_s() == trainer.measuring_s, "measuring is on the run's clock"
+    assert trainer.clock.measuring_s > 0, "measuring is on the run's clock"
+    assert trainer.elapsed_s() == trainer.clock.measuring_s
     recorded = trainer.info()["budget_plan"]
     speeds = {name: Speed(**fields) for name, fields in recorded["measured"].items()}
     assert LADDER[0].name in speeds
     again = plan_for_work(0.1, speeds, CorpusShape.of(trainer.data.train).epoch_tokens, pairs=80,
-                          spent_s=trainer.measuring_s)
+                          spent_s=trainer.clock.measuring_s)
     assert recorded == dataclasses.asdict(again), "the plan is the planner's for the speeds it measured"
     assert trainer.config.model["d_model"] == again.model["d_model"] and trainer.config.lr == again.lr
     assert again.vocab_size == 200, "80 pairs bound the vocabulary"
     assert trainer.run()["stopped_by"] == "time"
-    assert clock[0] > trainer.measuring_s and clock[-2] <= 6, "updates from the end of measuring to the 6 s limit"
+    assert clock[0] > trainer.clock.measuring_s and clock[-2] <= 6, "updates from the end of measuring to the 6 s limit"
 
 
 def test_cli_asks_for_a_time_limit_before_planning_for_one(caplog):

@@ -105,7 +105,7 @@ def no_checkpoint_named(name: str, names: Iterable[str]) -> CheckpointError:
 
 def default_device() -> torch.device:
     """CUDA when PyTorch sees a GPU, else the CPU: where a model goes unless its caller says (the app decides for
-    itself: ``ui.gpu.models_device``)."""
+    itself: ``ui.runtime.gpu.models_device``)."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 

@@ -207,8 +207,6 @@ def shuffled_source(checkpoint: Checkpoint, text: str, seed: int = 0, beam_size:
     return Comparison(before, after, f"source words shuffled: “{shuffled}”", rescored)
 
 
-
-
 @dataclass
 class PruningCurve:
     """Quality as heads of one attention type are switched off one by one, in ``order`` (head labels).

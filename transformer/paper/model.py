@@ -143,7 +143,8 @@ class MultiHeadAttention(nn.Module):
 
     def project_rows(self, x: Tensor, rows: slice) -> Tensor:
         """x through some rows of the (3D, D) projection: cross-attention's queries come from the decoder and its
-        keys and values from the encoder, so each projects with its own rows."""
+        keys and values from the encoder, so each projects with its own rows (``in_proj``'s weight read directly,
+        not called: a hook on ``in_proj`` sees self-attention only)."""
         return F.linear(x, self.in_proj.weight[rows], self.in_proj.bias[rows])
 
     def _split_heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:

@@ -31,7 +31,6 @@ def evaluate_checkpoint(checkpoint, sources: list[str], references: list[str], b
             "beam": beam_size, "length_penalty": length_penalty, "hypotheses": hypotheses}
 
 
-
 @torch.no_grad()
 def validation_loss(model: Transformer, examples: list[datasets.Example], max_tokens: int,
                     device: torch.device, bf16: bool) -> float:

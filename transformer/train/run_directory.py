@@ -21,7 +21,6 @@ import shutil
 from pathlib import Path
 
 import torch
-
 from safetensors.torch import load as safetensors_tensors
 from safetensors.torch import save as safetensors_bytes
 
@@ -35,6 +34,8 @@ log = logging.getLogger(__name__)
 LOG = "log.jsonl"
 PROBES = "probes.jsonl"
 COMMANDS = "command.txt"
+STATE_TENSORS = "trainer_state.safetensors"
+STATE_JSON = "trainer_state.json"
 LOG_EVERY = 50  # updates; the first is logged too
 
 
@@ -139,10 +140,7 @@ def restore_random_state(state: dict, device: torch.device) -> None:
         torch.cuda.set_rng_state(state["cuda_rng"])
 
 
-# --- a run's resumable state (no pickle: tensors in safetensors, the rest in JSON) -------------------
-
-STATE_TENSORS = "trainer_state.safetensors"
-STATE_JSON = "trainer_state.json"
+# --- the log cut back to a save; a run's resumable state (tensors in safetensors, the rest JSON: no pickle) ---
 
 
 def drop_records_after(path: Path, step: int) -> int:

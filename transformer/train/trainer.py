@@ -34,7 +34,7 @@ from .evaluation import evaluate_translation, validation_loss
 from .loss import batch_loss
 from .planning import data_kind, planned_config
 from .processes import Processes
-from .run_directory import RunDirectory, restore_random_state, random_state, step_name
+from .run_directory import RunDirectory, random_state, restore_random_state, step_name
 from .settings import TrainConfig, learning_rate, use_bf16
 
 log = logging.getLogger(__name__)
@@ -70,15 +70,14 @@ class Trainer:
         self.clock = RunClock(self.config.max_minutes, self.processes, measuring_s)
         self.directory = RunDirectory(self.config.out_dir, writes=self.rank == 0,
                                       keep=max(self.config.keep_checkpoints, self.config.average_last))
-        self.out_dir = self.directory.path
         self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
         self.best_score: float | None = None
         self.history: list[dict] = []
         self.resumed_plan: dict | None = None  # what a resumed run was planned as, kept on its record
         self._build(self.directory.resumable(resume) if resume else None)
         self.val_examples = self._filter(encode_corpus(self.data.val, self.source_tokenizer, self.target_tokenizer))
-        self.train_examples = (None if self.data.train is None else
-                               self._filter(encode_corpus(self.data.train, self.source_tokenizer, self.target_tokenizer)))
+        self.train_examples = (None if self.data.train is None else self._filter(
+            encode_corpus(self.data.train, self.source_tokenizer, self.target_tokenizer)))
         self.probes = self.config.probe_sentences or [self.data.val.sources[0]]
 
     # -- setup --
@@ -148,14 +147,6 @@ class Trainer:
         self.clock.resume(state, warmed_up=self.step >= self.config.warmup_steps)
         self.resumed_plan = loaded.info.get("budget_plan")
         restore_random_state(state, self.device)
-
-    @property
-    def measuring_s(self) -> float:
-        return self.clock.measuring_s
-
-    @property
-    def warmup_end_s(self) -> float | None:
-        return self.clock.warmup_end_s
 
     def elapsed_s(self) -> float:
         """Seconds on the run's clock (``clock.RunClock``)."""
