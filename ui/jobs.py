@@ -29,7 +29,7 @@ from transformer.files.checkpoint import run_history, save_checkpoint
 from transformer.paper.config import ModelConfig, preset
 from transformer.paper.model import Transformer
 from transformer.train import calibrate, planning
-from transformer.train.budget import SYNTHETIC_PLAN, BudgetPlan
+from transformer.train.budget import BudgetPlan
 from transformer.train.settings import AUTO_PRESET, TrainConfig, use_bf16
 from transformer.train.trainer import Trainer
 
@@ -124,10 +124,11 @@ def fitted_plan(data: str, minutes: float, data_dir: str | None = None, shared: 
     """The plan "auto" would make for ``minutes`` of training on ``data`` (``shared``: as a visitor's job, on half
     the cores), or why it cannot be shown yet: Multi30K is not on this server, or not measured (``measure``
     False), or the data is an upload whose size is known only when the job starts."""
-    if data in datasets.SYNTHETIC_TASKS:
-        return SYNTHETIC_PLAN
+    kind = planning.data_kind(data)
+    if kind == "synthetic":
+        return planning.plan_for(kind, minutes)
     share = calibrate.MEASURING_SHARE
-    if data != "multi30k":
+    if kind == "upload":
         return PLANNED_AT_START.format(data="the file's size", share=share)
     try:
         datasets.multi30k_dir(data_dir, download=False)
@@ -137,7 +138,7 @@ def fitted_plan(data: str, minutes: float, data_dir: str | None = None, shared: 
     if measured is None:
         return PLANNED_AT_START.format(data="Multi30K's size", share=share)
     shape, measurement = measured
-    return measurement.plan(minutes, shape)
+    return planning.plan_for(kind, minutes, shape, measurement)
 
 
 def size_summary(preset_name: str, data: str, minutes: float, shared: bool = False,

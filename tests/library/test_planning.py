@@ -4,9 +4,10 @@ minutes, and corpus size."""
 import pytest
 import torch
 
-from transformer.train.budget import SYNTHETIC_PLAN
-from transformer.train.planning import (CLOCK_EVALUATIONS, KINDS, QUICK_EVAL_SENTENCES, data_kind, planned_config,
-                                        run_settings, tuned_for_updates)
+from transformer.train.budget import SYNTHETIC_PLAN, Speed
+from transformer.train.calibrate import CorpusShape, Measurement
+from transformer.train.planning import (CLOCK_EVALUATIONS, KINDS, QUICK_EVAL_SENTENCES, data_kind, plan_for,
+                                        planned_config, run_settings, tuned_for_updates)
 from transformer.train.processes import Processes
 from transformer.train.settings import AUTO_PRESET, TrainConfig
 
@@ -73,3 +74,13 @@ def test_only_a_planned_run_is_planned_and_the_digit_tasks_need_no_measuring(tmp
                                                ONE_CPU_PROCESS, bf16=False)
     assert plan == SYNTHETIC_PLAN and measuring_s == 0.0
     assert config.plan == AUTO_PRESET and config.preset == SYNTHETIC_PLAN.base and config.lr == SYNTHETIC_PLAN.lr
+
+
+def test_auto_plans_the_digit_tasks_alike_and_a_corpus_by_the_speed_measured():
+    assert plan_for("synthetic", 5.0) == SYNTHETIC_PLAN
+    shape = CorpusShape(((12, 13),) * 300)
+    speeds = Measurement({"d128": Speed(0.39, 2070), "d192": Speed(0.56, 2070), "d256": Speed(1.5, 3300),
+                          "d512": Speed(12.0, 13000)}, seconds=4.0)
+    text = plan_for("multi30k", 5.0, shape, speeds)
+    upload = plan_for("upload", 5.0, shape, speeds)
+    assert text == speeds.plan(5.0, shape) and upload == speeds.plan(5.0, shape, shape.pairs)

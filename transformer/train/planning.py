@@ -70,6 +70,15 @@ def run_settings(kind: str, preset: str, steps: int | None = None, minutes: floa
     return {**settings, **(given or {})}
 
 
+def plan_for(kind: str, minutes: float, shape: calibrate.CorpusShape | None = None,
+             measurement: calibrate.Measurement | None = None, world_size: int = 1) -> BudgetPlan:
+    """The plan "auto" makes for ``minutes`` on data of ``kind``: the digit tasks' own, else what this machine's
+    ``measurement`` buys for a corpus of ``shape`` (an upload's size also bounds its vocabulary)."""
+    if kind == "synthetic":
+        return SYNTHETIC_PLAN
+    return measurement.plan(minutes, shape, shape.pairs if kind == "upload" else None, world_size)
+
+
 def planned_config(config: TrainConfig, train: datasets.ParallelCorpus | None, processes: Processes,
                    bf16: bool) -> tuple[TrainConfig, BudgetPlan | None, float]:
     """``config`` planned for its time limit if its preset is "auto" (else as it is), the plan, and the seconds
@@ -79,13 +88,13 @@ def planned_config(config: TrainConfig, train: datasets.ParallelCorpus | None, p
     if config.preset != AUTO_PRESET:
         return config, None, 0.0
     if train is None:
-        return plan_config(config, SYNTHETIC_PLAN), SYNTHETIC_PLAN, 0.0
+        plan = plan_for("synthetic", config.max_minutes)
+        return plan_config(config, plan), plan, 0.0
     shape = calibrate.CorpusShape.of(train)
     measurement = (calibrate.measure(shape, 60 * config.max_minutes, processes.device, bf16)
                    if processes.rank == 0 else None)
     measurement = processes.from_first([measurement])[0]
-    pairs = shape.pairs if data_kind(config.data) == "upload" else None
-    plan = measurement.plan(config.max_minutes, shape, pairs, processes.world_size)
+    plan = plan_for(data_kind(config.data), config.max_minutes, shape, measurement, processes.world_size)
     log.info("planned for %g minutes after %.1f s measuring: %s", config.max_minutes, measurement.seconds,
              plan.describe())
     return plan_config(config, plan), plan, measurement.seconds
