@@ -84,3 +84,36 @@ def test_show_me_holds_its_view_while_the_page_above_grows_until_the_visitor_scr
     moved = page.evaluate("id => document.getElementById(id).getBoundingClientRect().top", focus)
     assert page.evaluate(GROW_ABOVE, focus) >= moved + 399, "after the visitor scrolled, the page no longer moves"
     page.close()
+
+
+# The model view fits its frame (nothing in it scrolls sideways) and keeps its height: all its panels in sight.
+MODEL_VIEW_FITS = """() => {
+  const chart = document.querySelector("#attention-plot .js-plotly-plot");
+  if (!chart || !chart._fullLayout || chart.clientHeight < 300) return false;
+  const columns = chart._fullLayout.annotations.filter((note) => note.text.startsWith("head")).length;
+  return columns > 1 && [...document.querySelectorAll("#attention-plot, #attention-plot *")].every(
+    (element) => element.scrollWidth <= element.clientWidth + 1 || getComputedStyle(element).overflowX === "visible");
+}"""
+
+
+def test_beside_the_lesson_panel_and_in_a_narrower_window_the_model_view_fits_its_frame(app_url, browser):
+    """The panel narrows the page without resizing the window; charts follow either (a projector's 1280 x 720)."""
+    lesson = next(i for i, shown in enumerate(lessons.LESSONS) if shown.view.startswith("model view")
+                  and shown.model == lessons.LESSONS[0].model)
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(app_url[0])
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
+    page.evaluate(NOTICE_MESSAGES)
+    page.get_by_text("Lessons for a class").click()
+    box = page.locator("#lessons input").first
+    box.click()
+    box.fill(lessons.lesson_choices()[lesson])
+    box.press("Enter")
+    page.locator("#show-me").click()
+    page.wait_for_function("() => window.lessonsShown === 1", timeout=60_000)
+    page.wait_for_function("() => document.body.classList.contains('lesson-beside-open')")
+    page.wait_for_function(MODEL_VIEW_FITS, timeout=30_000)
+    page.set_viewport_size({"width": 1000, "height": 720})
+    page.wait_for_function(MODEL_VIEW_FITS, timeout=30_000)
+    assert not page.evaluate("window.messages")
+    page.close()

@@ -15,12 +15,26 @@ window.explorerCharts = (() => {
     document.head.append(script);
   }));
   const plot = (element) => element.querySelector(".page-chart");
-  // Sized to its box and redrawn as the box changes; room kept for labels a figure's margins leave too little for.
+  // As wide as its box unless the figure says otherwise (then it scrolls sideways in its frame); room kept for
+  // labels a figure's margins leave too little for.
   const ready = (figure) => {
     const layout = {...figure.layout, autosize: true};
     layout.margin = {...(layout.margin || {}), autoexpand: true};
-    return [figure.data || [], layout, {responsive: true, displaylogo: false}];
+    return [figure.data || [], layout, {displaylogo: false}];
   };
+  // A chart as wide as its box follows the box's width, whatever changes it: the window, or the lesson panel
+  // beside the page. Not Plotly's responsive option: it follows the window alone, and there drops the height of a
+  // chart in a scrolling frame (the model view). Resized after the chart's drawing in progress, never during it.
+  const frames = new ResizeObserver((entries) => entries.forEach(({target}) => {
+    const box = plot(target);
+    if (!box || !box._fullLayout || !box.followsItsBox) return;
+    const resized = (drawing.get(box) || Promise.resolve()).then(() => {
+      const width = box.isConnected ? box.getBoundingClientRect().width : 0;
+      if (width > 0 && Math.abs(width - box._fullLayout.width) >= 1) return window.Plotly.relayout(box, {width});
+      return undefined;
+    }).catch((error) => console.error("A chart could not follow its box:", error));
+    drawing.set(box, resized);
+  }));
   // Drawn one at a time per chart, in the order asked: the last figure asked for is the one left shown.
   const drawing = new WeakMap();
   let pending = 0;  // figures asked for and not yet drawn
@@ -38,6 +52,7 @@ window.explorerCharts = (() => {
         box.replaceWith(empty);
         return undefined;
       }
+      box.followsItsBox = !figure.layout?.width;
       return Plotly.react(box, ...ready(figure));
     }).catch((error) => console.error("A chart could not be drawn:", error)).finally(() => { pending -= 1; });
     drawing.set(box, done);
@@ -53,6 +68,7 @@ window.explorerCharts = (() => {
     // A Chart's js_on_load: its value drawn now and whenever the server sends another.
     mount(element, props, watch) {
       plotly();
+      frames.observe(element);
       draw(element, figureOf(props.value));
       watch("value", () => draw(element, figureOf(props.value)));
     },
