@@ -41,8 +41,8 @@ def check(component, value, name: str) -> None:
     elif isinstance(component, gr.CheckboxGroup):  # its choices follow the model: the handler reads each one
         if not isinstance(value, list) or len(value) > MAX_CHOSEN or not all(isinstance(v, str) for v in value):
             raise InputError(f"“{what}” takes a list of at most {MAX_CHOSEN} of its choices.")
-    elif isinstance(component, gr.Radio):  # a fixed set on this page
-        if value not in [choice[1] for choice in component.choices]:
+    elif isinstance(component, gr.Radio):  # a fixed set on this page; none chosen where none was at first
+        if value not in [choice[1] for choice in component.choices] and not (value is None and component.value is None):
             raise InputError(f"“{what}” takes one of its own choices, not {str(value)[:40]!r}.")
     elif isinstance(component, gr.Dropdown):  # choices that follow the model (heads, pieces, model names)
         if value is not None and (not isinstance(value, (str, int, float)) or len(str(value)) > MAX_CHOICE_CHARS):
