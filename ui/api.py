@@ -13,6 +13,7 @@ from .runtime import batching, components
 from .class_page import session_of
 from .classroom import CODE_LENGTH, Round
 from .header import model_settings
+from .runtime.language import ENGLISH, said
 from .runtime.limits import visiting_client
 from .runtime.page import Page
 from .services import Services
@@ -59,27 +60,31 @@ def models(services: Services) -> dict:
     return {"model": gr.Dropdown(choices=services.registry.names())}
 
 
-def class_round(current: Round) -> dict:
-    return {"lesson": current.lesson, "question": current.question.text, "choices": list(current.question.choices),
-            "revealed": current.revealed}
+def class_round(current: Round, language: str) -> dict:
+    """The question and its choices in the language of the page asked (the students' page at /class/de/ answers
+    in German)."""
+    return {"lesson": current.lesson, "question": said(current.question.text, language),
+            "choices": [said(choice, language) for choice in current.question.choices], "revealed": current.revealed}
 
 
-def class_open(services: Services, class_lesson, request: gr.Request) -> dict:
+def class_open(services: Services, class_lesson, request: gr.Request, language: str = ENGLISH) -> dict:
     """/class_open: a class on lesson N (1-based), opened by this client, which alone may reveal or close it."""
     code = services.classes.open(int(class_lesson), teacher=session_of(request),
                                  address=visiting_client(request))
-    return {"class_reply": {"code": code, **class_round(services.classes.question(code))}}
+    return {"class_reply": {"code": code, **class_round(services.classes.question(code), language)}}
 
 
-def class_question(services: Services, class_api_code, request: gr.Request) -> dict:
+def class_question(services: Services, class_api_code, request: gr.Request, language: str = ENGLISH) -> dict:
     """/class_question: the class's current question and choices; asking joins the class."""
-    return {"class_reply": class_round(services.classes.question(class_api_code, student=session_of(request)))}
+    return {"class_reply": class_round(services.classes.question(class_api_code, student=session_of(request)),
+                                       language)}
 
 
-def class_answer(services: Services, class_api_code, class_choice, request: gr.Request) -> dict:
+def class_answer(services: Services, class_api_code, class_choice, request: gr.Request,
+                 language: str = ENGLISH) -> dict:
     """/class_answer: this client's one answer (a choice's index) to the current question."""
-    said = services.classes.answer(class_api_code, session_of(request), int(class_choice))
-    return {"class_reply": {"accepted": True, "message": said}}
+    recorded = services.classes.answer(class_api_code, session_of(request), int(class_choice))
+    return {"class_reply": {"accepted": True, "message": said(recorded, language)}}
 
 
 def class_results(services: Services, class_api_code) -> dict:
@@ -92,11 +97,11 @@ def class_results(services: Services, class_api_code) -> dict:
     return {"class_reply": reply}
 
 
-def class_reveal(services: Services, class_api_code, request: gr.Request) -> dict:
+def class_reveal(services: Services, class_api_code, request: gr.Request, language: str = ENGLISH) -> dict:
     """/class_reveal: the model's answer, its index and why; only for the client that opened the class."""
     question = services.classes.reveal(class_api_code, session_of(request)).question
-    return {"class_reply": {"answer": question.answer, "choice": question.choices[question.answer],
-                            "why": question.why}}
+    return {"class_reply": {"answer": question.answer, "choice": said(question.choices[question.answer], language),
+                            "why": said(question.why, language)}}
 
 
 def wire(page: Page) -> None:

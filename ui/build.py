@@ -15,6 +15,7 @@ from transformer.files.checkpoint import Checkpoint, CheckpointError
 from . import api, class_page, figures, header, lessons
 from .jobs import MAX_UPLOAD_BYTES
 from .runtime import batching, costly, page_code
+from .runtime.language import ENGLISH, LANGUAGES, LanguageRoutes, page_path, text
 from .runtime.limits import BodySizeLimit, ClientShare
 from .runtime.page import Page
 from .services import Services
@@ -38,7 +39,10 @@ THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Robot
 PAGE_CONFIG = {"explorer": translate.PAGE_SETTINGS, "figures": figures.PAGE_SETTINGS,
                "rowPickers": [translate.STEP_PICKER, inside.QUERY_PICKER], "plotlyUrl": page_code.plotly_url(),
                "lessons": lessons.page_settings()}
+
+
 PAGE_STYLE = {"css_paths": list(page_code.STYLES), "theme": THEME, "head": page_code.head(PAGE_CONFIG)}
+STUDENTS_PAGE = f"/{class_page.STUDENT_PATH}/"
 # Gradio's threads for events: its default for those that compute, and one more for each event that may wait
 # without computing (translations gathering for a batch, costly events waiting their turn), so that waiting ones
 # never hold up a step or a view.
@@ -57,9 +61,11 @@ def launch_options() -> dict:
     parsed. No server-side rendering: it would need Node beside Python, for a page that renders in the browser.
     Threads: see THREADS.
     The lifespan mounts the students' page of a class beside the main page when the server starts."""
-    share = Middleware(ClientShare, own_allowance={f"/{class_page.STUDENT_PATH}/": PHONES_PER_ADDRESS})
+    share = Middleware(ClientShare, own_allowance={STUDENTS_PAGE: PHONES_PER_ADDRESS})
+    languages = Middleware(LanguageRoutes, pages={"/": (ENGLISH,), STUDENTS_PAGE: tuple(LANGUAGES)},
+                           announcing=page_code.announcing)
     return {**PAGE_STYLE, "max_file_size": MAX_UPLOAD_BYTES, "ssr_mode": False, "max_threads": THREADS,
-            "app_kwargs": {"middleware": [Middleware(BodySizeLimit), share], "lifespan": serve_students}}
+            "app_kwargs": {"middleware": [Middleware(BodySizeLimit), share, languages], "lifespan": serve_students}}
 
 
 def build_app(services: Services | None = None, default_model: str | None = None,
@@ -95,8 +101,8 @@ def build_app(services: Services | None = None, default_model: str | None = None
         api.wire(page)
     demo.queue(max_size=queue_size, default_concurrency_limit=2)
     demo.named_components = page.components  # the page's components by name, for tests and tools
-    demo.students_page = build_students_page(services)
-    for blocks in (demo, demo.students_page):
+    demo.students_pages = {language: build_students_page(services, language) for language in LANGUAGES}
+    for blocks in (demo, *demo.students_pages.values()):
         remember_signatures(blocks)
     return demo
 
@@ -116,12 +122,12 @@ def remember_signatures(blocks: gr.Blocks) -> None:
                 init.__signature__ = inspect.signature(init)
 
 
-def build_students_page(services: Services) -> gr.Blocks:
-    """The students' page of a class, an app of its own: a phone's session holds its dozen components, not the
-    main page's hundreds (a new session of the main page costs about 50 ms of CPU), and its events answer
-    without the queue. Scripts find /class_question and /class_answer on it too."""
-    with gr.Blocks(title="Transformer attention explorer: class") as students:
-        page = Page(services)
+def build_students_page(services: Services, language: str = ENGLISH) -> gr.Blocks:
+    """The students' page of a class in ``language``, an app of its own: a phone's session holds its dozen
+    components, not the main page's hundreds (a new session of the main page costs about 50 ms of CPU), and its
+    events answer without the queue. Scripts find /class_question and /class_answer on it too."""
+    with gr.Blocks(title=text(language, "class.title")) as students:
+        page = Page(services, language=language)
         class_page.student_layout(page)
         class_page.wire_students(page, students)
         api.wire_class_endpoints(page, api.STUDENT_ENDPOINTS)
@@ -133,16 +139,21 @@ def build_students_page(services: Services) -> gr.Blocks:
 
 @contextlib.asynccontextmanager
 async def serve_students(app):
-    """The server's lifespan: the main page's students' page mounted at /class while the server runs."""
-    students = app.get_blocks().students_page
-    gr.mount_gradio_app(app, students, f"/{class_page.STUDENT_PATH}", ssr_mode=False, footer_links=[],
-                        **PAGE_STYLE)
-    students.run_startup_events()
-    await students.run_extra_startup_events()
+    """The server's lifespan: the students' pages mounted while the server runs, the English one at /class and
+    each other language's below it (/class/de); mounted in that order reversed, so that /class does not take
+    /class/de's requests. Which one a phone opens: ``LanguageRoutes``."""
+    pages = app.get_blocks().students_pages
+    for language in sorted(pages, key=lambda language: language == ENGLISH):
+        gr.mount_gradio_app(app, pages[language], page_path(STUDENTS_PAGE, language).rstrip("/"), ssr_mode=False,
+                            footer_links=[], **PAGE_STYLE)
+    for students in pages.values():
+        students.run_startup_events()
+        await students.run_extra_startup_events()
     try:
         yield
     finally:
-        students.close(verbose=False)
+        for students in pages.values():
+            students.close(verbose=False)
 
 
 def first_that_loads(services: Services, preferred: str | None) -> tuple[str, Checkpoint, dict[str, str]]:

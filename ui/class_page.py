@@ -15,6 +15,7 @@ import segno
 from .runtime.chart import Chart
 from .runtime import components
 from .classroom import CODE_LENGTH, ClassError, Round, normal_code
+from .runtime.language import ENGLISH, LANGUAGES, said, switch_address, text
 from .runtime.limits import visiting_client
 from .runtime.page import Page
 from .services import Services
@@ -37,14 +38,14 @@ def session_of(request: gr.Request | None) -> str:
     """Who asks: the session of their page or client (a student is nothing more)."""
     session = getattr(request, "session_hash", None)
     if not session:
-        raise ClassError("A class is taken part in from its page, or from a client with a session.")
+        raise ClassError("no_session")
     return session
 
 
 def student_link(page_address: str, code: str) -> str:
     """The students' page with the code filled in, on the server the teacher's page came from."""
     if not PAGE_ADDRESS.match(page_address or ""):
-        raise ClassError("This page's address is not one a phone can open; open the class from the page itself.")
+        raise ClassError("page_address")
     return f"{page_address.rstrip('/')}/{STUDENT_PATH}/?code={code}"
 
 
@@ -60,14 +61,15 @@ def join_html(code: str, link: str) -> str:
             f"code) and answer on their phones.</p>{qr_svg(link)}</div>")
 
 
-def counts_markdown(question, counts: list[int], revealed: bool) -> str:
+def counts_markdown(question, counts: list[int], revealed: bool, language: str = ENGLISH) -> str:
     """Answers per choice as bars; after the reveal, the model's answer marked."""
     total = sum(counts)
-    lines = [f"**{markdown_escape(question.text)}**", ""]
+    lines = [f"**{markdown_escape(said(question.text, language))}**", ""]
     for index, (choice, count) in enumerate(zip(question.choices, counts)):
         share = count / total if total else 0.0
         mark = " ← the model" if revealed and index == question.answer else ""
-        lines.append(f"- {markdown_escape(choice)}: {'█' * round(20 * share)} {count} ({share:.0%}){mark}")
+        lines.append(f"- {markdown_escape(said(choice, language))}: {'█' * round(20 * share)} {count} ({share:.0%})"
+                     f"{mark}")
     lines.append(f"\n{total} answer{'s' if total != 1 else ''}")
     return "\n".join(lines)
 
@@ -89,8 +91,9 @@ def teacher_views(services: Services, code: str) -> dict:
              "class_reveal": gr.Button(interactive=not results.revealed),
              "class_next": gr.Button(interactive=results.revealed and results.lesson < len(lessons.LESSONS))}
     if results.revealed:
-        views.update(class_why=f"**The model:** {markdown_escape(results.question.choices[results.question.answer])}"
-                               f". {markdown_escape(results.question.why)}",
+        question = results.question
+        views.update(class_why=f"**The model:** {markdown_escape(said(question.choices[question.answer], ENGLISH))}"
+                               f". {markdown_escape(said(question.why, ENGLISH))}",
                      class_why_plot=Chart(value=results.question.view, visible=results.question.view is not None))
     else:
         views.update(class_why="", class_why_plot=Chart(value=None, visible=False))
@@ -115,7 +118,7 @@ def on_class_tick(services: Services, class_code) -> dict:
     try:
         return answers_views(services.classes.results(class_code))
     except ClassError as ended:
-        return {"class_clock": gr.Timer(active=False), "class_status": markdown_escape(str(ended))}
+        return {"class_clock": gr.Timer(active=False), "class_status": markdown_escape(said(ended, ENGLISH))}
 
 
 def on_class_reveal(services: Services, class_code, request: gr.Request) -> dict:
@@ -142,55 +145,74 @@ def round_key(current: Round) -> list:
     return [current.lesson, current.revealed]
 
 
-def student_views(current: Round, answered: int | None) -> dict:
-    """The question, its choices while it is open, and after the reveal the model's answer and the student's."""
+def student_views(current: Round, answered: int | None, language: str = ENGLISH) -> dict:
+    """The question, its choices while it is open, and after the reveal the model's answer and the student's, in
+    the page's language."""
     question = current.question
-    views = {"student_question": f"### {markdown_escape(question.text)}",
-             "student_choice": gr.Radio(choices=[(choice, index) for index, choice in enumerate(question.choices)],
+
+    def shown(words) -> str:
+        return markdown_escape(said(words, language))
+    views = {"student_question": f"### {shown(question.text)}",
+             "student_choice": gr.Radio(choices=[(said(choice, language), index)
+                                                 for index, choice in enumerate(question.choices)],
                                         value=None, interactive=not current.revealed and answered is None),
              "student_send": gr.Button(interactive=not current.revealed and answered is None),
              "student_seen": round_key(current)}
     if current.revealed:
         yours = ("" if answered is None else
-                 " You were right!" if answered == question.answer else
-                 f" You chose {markdown_escape(question.choices[answered])}.")
-        views["student_status"] = (f"**The model's answer: {markdown_escape(question.choices[question.answer])}.**"
-                                   f"{yours} {markdown_escape(question.why)}")
-        views["student_why"] = question.view.table_html() if question.view is not None else ""
+                 text(language, "class.you_were_right") if answered == question.answer else
+                 text(language, "class.you_chose", choice=shown(question.choices[answered])))
+        model = text(language, "class.model_answer", choice=shown(question.choices[question.answer]))
+        views["student_status"] = " ".join(part for part in (f"**{model}**", yours, shown(question.why)) if part)
+        views["student_why"] = question.view.table_html(language) if question.view is not None else ""
     else:
         views["student_why"] = ""
-        views["student_status"] = ("Your answer is in. Wait for the reveal." if answered is not None else
-                                   "Choose an answer and send it.")
+        views["student_status"] = text(language, "class.answer_in" if answered is not None else
+                                       "class.choose_and_send")
     return views
 
 
-def on_student_join(services: Services, student_code, request: gr.Request) -> dict:
+def languages_html(language: str, code: str = "") -> str:
+    """The switch: a link to the students' page in each other language, keeping the class's code."""
+    kept = {"code": code} if code else {}
+    links = " · ".join(
+        f'<a href="{html.escape(switch_address("./" if language == ENGLISH else "../", other, **kept))}" '
+        f'lang="{other}" hreflang="{other}">{name}</a>' if other != language else
+        f'<span aria-current="true">{name}</span>'
+        for other, name in LANGUAGES.items())
+    return f'<nav class="language-switch" aria-label="{html.escape(text(language, "class.languages"))}">{links}</nav>'
+
+
+def on_student_join(services: Services, student_code, request: gr.Request, language: str = ENGLISH) -> dict:
     code = normal_code(student_code)
     current = services.classes.question(code, student=session_of(request))
     return {"student_code": code, "student_clock": gr.Timer(active=True),
-            **student_views(current, current.answers.get(session_of(request)))}
+            "student_languages": languages_html(language, code),
+            **student_views(current, current.answers.get(session_of(request)), language)}
 
 
-def on_student_poll(services: Services, student_code, student_seen, request: gr.Request) -> dict:
+def on_student_poll(services: Services, student_code, student_seen, request: gr.Request,
+                    language: str = ENGLISH) -> dict:
     """Nothing, unless the teacher revealed the answer or moved on since the page last looked."""
     if not student_code:
         return {}
     try:
         current = services.classes.question(student_code)
     except ClassError as ended:
-        return {"student_clock": gr.Timer(active=False), "student_status": markdown_escape(str(ended)),
+        return {"student_clock": gr.Timer(active=False), "student_status": markdown_escape(said(ended, language)),
                 "student_send": gr.Button(interactive=False)}
     if round_key(current) == student_seen:
         return {}
-    return student_views(current, current.answers.get(session_of(request)))
+    return student_views(current, current.answers.get(session_of(request)), language)
 
 
-def on_student_send(services: Services, student_code, student_choice, request: gr.Request) -> dict:
+def on_student_send(services: Services, student_code, student_choice, request: gr.Request,
+                    language: str = ENGLISH) -> dict:
     if student_choice is None:
-        raise ClassError("Choose an answer first.")
+        raise ClassError("choose_first")
     services.classes.answer(student_code, session_of(request), int(student_choice))
     current = services.classes.question(student_code)
-    return student_views(current, int(student_choice))
+    return student_views(current, int(student_choice), language)
 
 
 def teacher_layout(page: Page) -> None:
@@ -216,20 +238,24 @@ def teacher_layout(page: Page) -> None:
 
 
 def student_layout(page: Page) -> None:
-    """The students' page: a code, the question, the choices, one answer."""
-    gr.Markdown("## Transformer attention explorer: class")
+    """The students' page, in the page's language: the switch to the others, a code, the question, the choices,
+    one answer."""
+    def words(key: str, **values) -> str:
+        return text(page.language, key, **values)
+    languages = gr.HTML(languages_html(page.language), elem_id="student-languages")
+    gr.Markdown(f"## {words('class.title')}")
     with gr.Row():
-        code = gr.Textbox(label="Class code", max_length=2 * CODE_LENGTH, scale=3, elem_id="student-code")
-        join = gr.Button("Join", variant="primary", scale=1, elem_id="student-join")
+        code = gr.Textbox(label=words("class.code"), max_length=2 * CODE_LENGTH, scale=3, elem_id="student-code")
+        join = gr.Button(words("class.join"), variant="primary", scale=1, elem_id="student-join")
     question = gr.Markdown(elem_id="student-question")
-    choice = components.Radio([(f"answer {i + 1}", i) for i in range(CHOICE_SLOTS)], value=None, label="Your answer",
-                              interactive=False, elem_id="student-choice")
-    send = gr.Button("Send my answer", variant="primary", interactive=False, elem_id="student-send")
+    choice = components.Radio([(words("class.answer_slot", n=i + 1), i) for i in range(CHOICE_SLOTS)], value=None,
+                              label=words("class.your_answer"), interactive=False, elem_id="student-choice")
+    send = gr.Button(words("class.send"), variant="primary", interactive=False, elem_id="student-send")
     status = gr.Markdown(elem_id="student-status")
     why = gr.HTML(elem_id="student-why")  # after the reveal, the map that shows why
     page.add(student_code=code, student_join=join, student_question=question, student_choice=choice,
              student_send=send, student_status=status, student_why=why, student_seen=gr.State(None),
-             student_clock=gr.Timer(POLL_S, active=False))
+             student_clock=gr.Timer(POLL_S, active=False), student_languages=languages)
 
 
 TEACHER_OUTPUTS = ("class_status", "class_counts", "class_reveal", "class_next", "class_why", "class_why_plot")
@@ -253,7 +279,7 @@ def wire_teacher(page: Page) -> None:
 def wire_students(page: Page, student_page: gr.Blocks) -> None:
     """The students' page's events, none of them queued: each is a look-up of a few milliseconds."""
     c = page.components
-    joining = ["student_code", "student_clock", *STUDENT_OUTPUTS]
+    joining = ["student_code", "student_clock", "student_languages", *STUDENT_OUTPUTS]
     page.on([c["student_join"].click, c["student_code"].submit], on_student_join, joining, queue=False)
     page.on(student_page.load, on_student_load, joining, queue=False)
     page.on(c["student_clock"].tick, on_student_poll, ["student_clock", *STUDENT_OUTPUTS], show_progress="hidden",
@@ -261,12 +287,13 @@ def wire_students(page: Page, student_page: gr.Blocks) -> None:
     page.on(c["student_send"].click, on_student_send, STUDENT_OUTPUTS, queue=False)
 
 
-def on_student_load(services: Services, request: gr.Request) -> dict:
+def on_student_load(services: Services, request: gr.Request, language: str = ENGLISH) -> dict:
     """A link with ?code= joins at once."""
     code = normal_code(dict(getattr(request, "query_params", None) or {}).get("code", ""))
     if not code:
         return {}
     try:
-        return on_student_join(services, code, request)
+        return on_student_join(services, code, request, language)
     except ClassError as wrong:
-        return {"student_code": code, "student_status": markdown_escape(str(wrong))}
+        return {"student_code": code, "student_status": markdown_escape(said(wrong, language)),
+                "student_languages": languages_html(language, code)}

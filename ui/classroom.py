@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from transformer.errors import InputError
 
+from .runtime.language import Count, Message, message
 from .views.lessons import LESSONS, Lesson
 from .views.questions import Question
 
@@ -33,7 +34,11 @@ UNJOINED_S = 15 * 60
 
 
 class ClassError(InputError):
-    """Why a class request cannot be done, in one sentence for the person who asked."""
+    """Why a class request cannot be done, in one sentence for the person who asked: a message
+    (runtime/language.py), in the language of the page that asked."""
+
+    def __init__(self, key: str, **values):
+        super().__init__(message(f"class.error.{key}", **values))
 
 
 @dataclass
@@ -116,15 +121,16 @@ class Classrooms:
         typed = normal_code(code)
         room = self._classes.get(typed)
         if room is None:
-            named = typed if len(typed) == CODE_LENGTH and set(typed) <= set(CODE_LETTERS) else "you typed"
-            raise ClassError(f"No open class has the code {named}: check it with your teacher.")
+            if len(typed) == CODE_LENGTH and set(typed) <= set(CODE_LETTERS):
+                raise ClassError("no_class", code=typed)
+            raise ClassError("no_class_typed")
         room.last_used = self.clock()
         return room
 
     def _teachers(self, code: str, teacher: str) -> Classroom:
         room = self._room(code)
         if room.teacher != teacher:
-            raise ClassError("Only the page that opened this class can do that.")
+            raise ClassError("not_teacher")
         return room
 
     def lessons_open(self) -> set[int]:
@@ -137,7 +143,7 @@ class Classrooms:
         """A new class on ``lesson`` (1-based) opened by the session ``teacher`` from the public ``address`` (None:
         this machine's own user, who may open any number the server holds); its code."""
         if not 1 <= lesson <= len(LESSONS):
-            raise ClassError(f"Choose a lesson from 1 to {len(LESSONS)}.")
+            raise ClassError("lesson_range", last=len(LESSONS))
         with self._lock:
             self._check_room_for(address)
         question = self.ask(LESSONS[lesson - 1])  # computed outside the lock: other classes go on meanwhile
@@ -155,13 +161,11 @@ class Classrooms:
         self._expire()
         own = [room for room in self._classes.values() if address is not None and room.address == address]
         if len(own) >= self.per_address:
-            raise ClassError(f"Your address holds {len(own)} open classes, the most one address may: close one, "
-                             f"or try again in {plural(self._minutes_until_one_ends(own), 'minute')}, when one "
-                             "closes unless it is used.")
+            raise ClassError("address_full", count=len(own),
+                             wait=Count(self._minutes_until_one_ends(own), "minute"))
         if len(self._classes) >= self.max_classes:
-            raise ClassError(f"This server holds {self.max_classes} open classes, the most it may: try again in "
-                             f"{plural(self._minutes_until_one_ends(list(self._classes.values())), 'minute')}, "
-                             "when one closes unless it is used.")
+            raise ClassError("server_full", count=self.max_classes,
+                             wait=Count(self._minutes_until_one_ends(list(self._classes.values())), "minute"))
 
     def question(self, code: str, student: str | None = None) -> Round:
         """The class's current round; ``student`` joins the class by asking (the class has room for so many)."""
@@ -170,22 +174,22 @@ class Classrooms:
             room = self._room(code)
             if student is not None and student != room.teacher and student not in room.students:
                 if len(room.students) >= self.max_students:
-                    raise ClassError(f"This class is full: it has {self.max_students} students, the most it may.")
+                    raise ClassError("class_full", count=self.max_students)
                 room.students.add(student)
             return room.current
 
-    def answer(self, code: str, student: str, choice: int) -> str:
+    def answer(self, code: str, student: str, choice: int) -> Message:
         """Record ``student``'s one answer to the current question; what happened, in a sentence."""
         round_ = self.question(code, student)
         with self._lock:
             if round_.revealed:
-                raise ClassError("The answer has been revealed: wait for the next question.")
+                raise ClassError("revealed")
             if student in round_.answers:
-                raise ClassError("You have answered this question already.")
+                raise ClassError("answered")
             if not 0 <= choice < len(round_.question.choices):
-                raise ClassError(f"Choose one of the {len(round_.question.choices)} answers.")
+                raise ClassError("choose_one", count=len(round_.question.choices))
             round_.answers[student] = choice
-            return "Your answer is in. Wait for the reveal."
+            return message("class.answer_in")
 
     def results(self, code: str) -> Results:
         with self._lock:
@@ -208,9 +212,9 @@ class Classrooms:
             self._expire()
             room = self._teachers(code, teacher)
             if not room.current.revealed:
-                raise ClassError("Reveal this question's answer first.")
+                raise ClassError("reveal_first")
             if room.current.lesson == len(LESSONS):
-                raise ClassError("That was the last lesson's question.")
+                raise ClassError("last_lesson")
             lesson = room.current.lesson + 1
         question = self.ask(LESSONS[lesson - 1])
         with self._lock:
@@ -229,10 +233,6 @@ class Classrooms:
         with self._lock:
             self._expire()
             return len(self._classes)
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def normal_code(code: str | None) -> str:

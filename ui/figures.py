@@ -157,10 +157,11 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
 
 def attention_table(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str,
                     query_title: str = "query", key_title: str = "key", subtitle: str = "",
-                    marked_row: int | None = None) -> str:
+                    marked_row: int | None = None, axes_note: str = "") -> str:
     """One attention map as an HTML table whose cells are coloured as the heatmap's: for a phone, which never loads
     Plotly.js (4.8 MB for each phone of a class). Each cell's weight is its text, hidden from sight and read by
-    screen readers; the marked row is outlined (page.css, ``.attention-table``)."""
+    screen readers; the marked row is outlined (page.css, ``.attention-table``). ``axes_note`` names the axes in the
+    page's language (default: in English, from ``query_title`` and ``key_title``)."""
     matrix = _matrix(weights)
     colours = plotly.colors.sample_colorscale(ATTENTION_COLORSCALE, [min(max(w, 0.0), 1.0) for row in matrix
                                                                      for w in row])
@@ -171,7 +172,8 @@ def attention_table(weights, query_labels: Sequence[str], key_labels: Sequence[s
                         f"{weight:.0%}</span></td>" for j, weight in enumerate(row))
         marked = ' class="marked-row"' if i == marked_row else ""
         rows.append(f'<tr{marked}><th scope="row">{escape(label)}</th>{cells}</tr>')
-    note = " · ".join(part for part in (subtitle, f"rows: {query_title}, columns: {key_title}") if part)
+    axes_note = axes_note or f"rows: {query_title}, columns: {key_title}"
+    note = " · ".join(part for part in (subtitle, axes_note) if part)
     return (f'<figure class="attention-table"><figcaption>{escape(title)}<br><small>{escape(note)}</small>'
             f'</figcaption><table><thead><tr><td></td>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
             "</figure>")

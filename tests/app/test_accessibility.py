@@ -73,25 +73,30 @@ def test_no_serious_or_critical_wcag_violation_wherever_a_student_goes(app_url, 
     assert not any(found.values()), {where: violations for where, violations in found.items() if violations}
 
 
-def test_the_students_page_of_a_class_on_a_phone_has_no_serious_violation(app_url, browser):
+@pytest.mark.parametrize("locale", ["en-US", "de-DE", "fr-FR"])
+def test_the_students_page_of_a_class_on_a_phone_has_no_serious_violation_in_any_language(app_url, browser, locale):
     from gradio_client import Client
+
+    from ui.runtime.language import table
 
     url, _ = app_url
     teacher = Client(url, verbose=False)
     code = teacher.predict(2, api_name="/class_open")["code"]
-    phone = browser.new_page(viewport={"width": 390, "height": 844})
+    context = browser.new_context(locale=locale, viewport={"width": 390, "height": 844})
+    phone = context.new_page()
     phone.goto(f"{url}class/?code={code}")
     phone.locator("#student-choice input[type=radio]").first.wait_for(state="visible", timeout=60_000)
     phone.wait_for_function("() => !document.querySelector('#student-choice input').disabled", timeout=30_000)
+    assert phone.evaluate("document.documentElement.lang") == locale[:2]
     found = {"question open": serious_violations(phone)}
     phone.locator("#student-choice label").first.click()
     phone.locator("#student-send").click()
-    phone.get_by_text("Your answer is in.").wait_for(timeout=30_000)
+    phone.get_by_text(table(locale[:2])["class.answer_in"]).wait_for(timeout=30_000)
     found["answer sent"] = serious_violations(phone)
     teacher.predict(code, api_name="/class_reveal")
     phone.locator("#student-why table").wait_for(timeout=30_000)
     found["revealed, with the map that shows why"] = serious_violations(phone)
-    phone.close()
+    context.close()
     assert not any(found.values()), found
 
 

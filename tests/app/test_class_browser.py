@@ -42,3 +42,31 @@ def test_three_phones_join_by_link_answer_and_see_the_reveal(app_url, browser):
         assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"], "no sideways scroll"
     for page in (teacher, *phones):
         page.close()
+
+
+def test_a_german_phone_gets_the_class_in_german_and_its_switch_to_french_is_remembered(app_url, browser):
+    from gradio_client import Client
+
+    from ui.runtime.language import table
+
+    url, _ = app_url
+    code = Client(url, verbose=False).predict(1, api_name="/class_open")["code"]
+    context = browser.new_context(locale="de-DE", viewport=PHONE)
+    phone = context.new_page()
+    phone.goto(f"{url}class/?code={code}")
+    phone.locator("#student-choice input[type=radio]").first.wait_for(state="visible", timeout=60_000)
+    assert phone.url.endswith(f"/class/de/?code={code}") and phone.evaluate("document.documentElement.lang") == "de"
+    assert phone.title() == table("de")["class.title"]
+    phone.get_by_text("Auf welches englische Wort achtet Kopf").wait_for(timeout=30_000)
+    seen = phone.evaluate("document.body.innerText")
+    english_only = [words for key, words in table("en").items()
+                    if key.startswith("class.") and "{" not in words and words != table("de")[key]]
+    assert not [words for words in english_only if words in seen], "one language on the screen"
+
+    phone.get_by_role("link", name="Français").click()
+    phone.get_by_text("Quel mot anglais la tête").wait_for(timeout=60_000)
+    assert phone.url.endswith(f"/class/fr/?code={code}") and phone.evaluate("document.documentElement.lang") == "fr"
+    phone.goto(f"{url}class/")
+    phone.get_by_role("button", name="Rejoindre").wait_for(timeout=60_000)
+    assert phone.url.endswith("/class/fr/"), "the choice is remembered over the browser's German"
+    context.close()

@@ -33,7 +33,7 @@ def test_a_class_has_a_short_code_that_students_type_as_they_like():
 def test_each_student_answers_each_question_once_and_the_teacher_sees_the_counts():
     classes = Classrooms(ask)
     code = classes.open(1, teacher="T")
-    assert classes.answer(code, "s1", 1) == "Your answer is in. Wait for the reveal."
+    assert str(classes.answer(code, "s1", 1)) == "Your answer is in. Wait for the reveal."
     classes.answer(code, "s2", 0)
     classes.answer(code, "s3", 1)
     with pytest.raises(ClassError, match="You have answered this question already"):

@@ -55,7 +55,7 @@ def test_every_event_of_the_page_runs_on_a_converted_marian_model(hub_services):
             page.run(event)
             ran.add(event.name)
         except gr.Error as error:
-            assert error.message != UNEXPECTED, f"{event.name} failed on the Marian model (see the log)"
+            assert error.message != str(UNEXPECTED), f"{event.name} failed on the Marian model (see the log)"
             refused[event.name] = error.message
     every_tab = {"on_translate_click", "on_maps_wanted", "on_attention",  # Translate (views: in the page), analysis
                  "on_inside", "on_temperature", "on_sample", "on_look_inside",  # Inside a head

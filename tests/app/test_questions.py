@@ -1,12 +1,15 @@
 """Every lesson has a question to predict whose answer the model computes: for each lesson, the revealed answer is
 what the model does, recomputed here from the model directly."""
 
+import re
+
 import pytest
 import torch
 
 from transformer.inside.attribution import attribute
 from transformer.inside.interventions import ablate_heads
 from transformer.inside.one_head import head_arithmetic
+from ui.runtime.language import LANGUAGES, said
 from ui.views import questions
 from ui.views.lessons import LESSONS
 from ui.views.questions import ATTRIBUTION_STEPS, predict_question, word
@@ -24,15 +27,27 @@ def asked(models):
 
 
 def revealed(question) -> str:
-    return question.choices[question.answer]
+    return said(question.choices[question.answer], "en")
 
 
-def test_every_lesson_asks_a_question_a_phone_shows_whole(asked):
+def test_every_lesson_asks_a_question_a_phone_shows_whole_in_every_language(asked):
     assert set(questions.PREDICT) == {lesson.title for lesson in LESSONS}
     for number, question in asked.items():
-        assert question.text.endswith("?") and question.why, number
         assert 2 <= len(question.choices) <= questions.CHOICES and 0 <= question.answer < len(question.choices)
-        assert len(set(question.choices)) == len(question.choices), f"lesson {number}: choices that read alike"
+        for language in LANGUAGES:
+            assert said(question.text, language).endswith("?") and said(question.why, language), (number, language)
+            choices = {said(choice, language) for choice in question.choices}
+            assert len(choices) == len(question.choices), f"lesson {number}: choices that read alike in {language}"
+
+
+def test_a_question_speaks_the_readers_language_and_keeps_the_sentences_words(asked):
+    assert said(asked[1].text, "de").startswith("In Schritt ") and "„" in said(asked[1].text, "de")
+    assert said(asked[1].text, "fr").startswith("À l'étape ") and "«\u00a0" in said(asked[1].text, "fr")
+    assert said(asked[2].choices[1], "de") == "unter 10\u00a0%" and said(asked[2].choices[1], "fr") == "moins de 10\u202f%"
+    assert re.fullmatch(r"die \d+\. Ziffer der Eingabe \(\d\)", said(asked[4].choices[0], "de"))
+    assert re.fullmatch(r"le \d+(er|e) chiffre de l'entrée \(\d\)", said(asked[4].choices[0], "fr"))
+    for language in LANGUAGES:  # the sentence's own words stay as the model wrote them
+        assert [said(choice, language) for choice in asked[1].choices] == list(asked[1].choices)
 
 
 def test_1_the_word_a_heads_row_looks_at_most(asked, models):
@@ -84,7 +99,7 @@ def test_7_switching_a_head_off_changes_the_translation_or_not(asked, models):
     comparison = ablate_heads(models(lesson.model), lesson.sentence, {"cross": [f"L{lesson.layer}H{lesson.head}"]},
                               lesson.beam)
     assert revealed(asked[7]) == ("yes" if comparison.after.text != comparison.before.text else "no, not a word")
-    assert comparison.after.text in asked[7].why
+    assert comparison.after.text in said(asked[7].why, "en")
 
 
 def test_8_the_largest_score_q_dot_k(asked, models):
@@ -118,5 +133,5 @@ def test_11_attention_that_training_formed(asked, models):
     digits = len(lesson.sentence.split())
     looks = translation.cross_attention[lesson.layer - 1, lesson.head - 1].argmax(dim=1).tolist()
     mirrored = sum(looks[step] == digits - 1 - step for step in range(digits))
-    assert f"after training: {mirrored} of {digits}" in asked[11].why and mirrored > digits / 2
+    assert f"after training: {mirrored} of {digits}" in said(asked[11].why, "en") and mirrored > digits / 2
     assert revealed(asked[11]) != "all", "random weights do not reverse"

@@ -9,6 +9,7 @@ test_pickle_weights_beside_a_config_are_refused); non-UTF-8 or binary uploads ar
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib.util
 import json
@@ -509,3 +510,28 @@ def test_a_client_that_prepends_addresses_to_x_forwarded_for_still_gets_only_its
     admitted = [share.admit(limits.client_address({"x-forwarded-for": f"203.0.113.{i}, 198.51.100.7"}, "10.0.0.2"))
                 for i in range(40)]
     assert sum(admitted) == limits.CLIENT_EVENTS
+
+
+def test_a_class_in_every_language_shares_its_allowance_for_one_school_address():
+    """The students' pages at /class/, /class/de/ and /class/fr/ are one class's: its phones' work is counted
+    together, apart from the main page, and a client cannot escape its share by changing language."""
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    share = limits.ClientShare(app, own_allowance={"/class/": 2})
+
+    def status(path: str) -> int:
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+        scope = {"type": "http", "method": "POST", "path": path, "client": ("10.0.0.2", 1),
+                 "headers": [(b"x-forwarded-for", b"203.0.113.7")]}
+        asyncio.run(share(scope, None, send))
+        return sent[0]["status"]
+
+    pages = ("/class/", "/class/de/", "/class/fr/")
+    answers = [status(f"{pages[i % 3]}gradio_api/queue/join") for i in range(2 * limits.CLIENT_EVENTS + 1)]
+    assert 429 not in answers[:-1] and answers[-1] == 429
+    assert status("/gradio_api/queue/join") == 200, "the main page's share is its own"

@@ -99,7 +99,7 @@ class ClientShare:
     there, counted apart from the rest: the students of a class on a Space all come through their school's one
     address."""
 
-    WORK = re.compile(r"^(/[\w-]+)?/gradio_api/(queue/join|call/|run/)")
+    WORK = re.compile(r"^((?:/[\w-]+)*)/gradio_api/(queue/join|call/|run/)")
 
     def __init__(self, app, events: int = CLIENT_EVENTS, window_s: float = CLIENT_WINDOW_S,
                  own_allowance: dict[str, int] | None = None):
@@ -112,6 +112,8 @@ class ClientShare:
             headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
             client = visitor(headers, (scope.get("client") or (None,))[0])
             mount = f"{work.group(1)}/" if work.group(1) else ""
+            # A mounted app's pages in every language (/class/de/ with /class/) share its allowance.
+            mount = next((path for path in self.own_allowance if mount.startswith(path)), mount)
             events = self.events * self.own_allowance.get(mount, 1)
             if client is not None and not self.admit((client, mount), events):
                 return await refuse(send, 429, f"More than {events} requests in {self.window_s:g} s from "

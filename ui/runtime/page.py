@@ -1,7 +1,7 @@
 """The page: every component by name, the events that run handlers, and what the tabs declare to each other.
 
 A handler is a module-level function of plain values. Its parameters name the components it reads (a first
-parameter ``services`` gets the app's ``Services``; ``gr.Request`` and ``gr.SelectData`` parameters, and one
+parameter ``services`` gets the app's ``Services``, a last one named ``language`` the page's; ``gr.Request`` and ``gr.SelectData`` parameters, and one
 whose default is ``gr.Progress()``, are filled by Gradio), and it returns a dict from component names to new
 values: components it leaves out stay as they are. So a handler is tested by calling it, and no list of outputs
 has to match a tuple in another file.
@@ -26,6 +26,7 @@ from . import bounds
 from .costly import CONCURRENCY as COSTLY_CONCURRENCY
 from .costly import CORES
 from .errors import as_user_message, as_warning
+from .language import ENGLISH
 
 SPECIAL_PARAMETERS = (gr.Request, gr.SelectData, gr.EventData)
 
@@ -84,8 +85,9 @@ class ModelsShown:
 
 
 class Page:
-    def __init__(self, services, blocks: gr.Blocks | None = None):
+    def __init__(self, services, blocks: gr.Blocks | None = None, language: str = ENGLISH):
         self.services = services  # the app's Services (ui/services.py), handed to the handlers that ask for it
+        self.language = language  # the page is built once per language (language.py); its handlers write in it
         self.blocks = blocks  # the page's Blocks, for its load and unload events
         self.components: dict[str, Component] = {}
         self.tabs: dict[str, gr.Tab] = {}  # by id, in the page's order
@@ -237,6 +239,8 @@ class Page:
         parameters = list(inspect.signature(fn).parameters.values())
         takes_services = bool(parameters) and parameters[0].name == "services"
         bound = functools.partial(fn, self.services) if takes_services else fn
+        if any(p.name == "language" for p in parameters):
+            bound = functools.partial(bound, language=self.language)
         components = self.components
         declared = None if outputs is None else set(outputs)
 
@@ -252,7 +256,7 @@ class Page:
             # Gradio reads an empty dict as one value, not as "nothing changes".
             return values or {components[name]: gr.skip() for name in declared or ()}
 
-        own = parameters[1:] if takes_services else parameters
+        own = [p for p in (parameters[1:] if takes_services else parameters) if p.name != "language"]
         # Every value is bounded by the component it is for before the handler sees it (bounds.py).
         checked = [(i, p.name, components[p.name]) for i, p in enumerate(own) if p.name in components]
         # Gradio also hands the wrapper the request, to tell the page (messages shown as HTML) from API clients.
@@ -281,17 +285,17 @@ class Page:
         if inspect.isgeneratorfunction(fn):
             def run(*args, **kwargs):
                 args, kwargs, request = split(args, kwargs)
-                with as_user_message(fn.__name__, html=page_asked(request)), bounded(args, request):
+                with as_user_message(fn.__name__, page_asked(request), self.language), bounded(args, request):
                     for result in bound(*args, **kwargs):
                         yield named(result)
         else:
             def run(*args, **kwargs):
                 args, kwargs, request = split(args, kwargs)
-                with as_user_message(fn.__name__, html=page_asked(request)):
+                with as_user_message(fn.__name__, page_asked(request), self.language):
                     if not keep_on_input_problem:
                         with bounded(args, request):
                             return named(bound(*args, **kwargs))
-                    with as_warning(), bounded(args, request):
+                    with as_warning(self.language), bounded(args, request):
                         return named(bound(*args, **kwargs))
                     return named({})
         functools.update_wrapper(run, fn)
@@ -303,7 +307,7 @@ class Page:
         """The components a handler reads: its parameters, less ``services`` and those Gradio fills itself."""
         hints = typing.get_type_hints(fn)
         return [self.components[p.name] for p in inspect.signature(fn).parameters.values()
-                if p.name != "services" and hints.get(p.name) not in SPECIAL_PARAMETERS
+                if p.name not in ("services", "language") and hints.get(p.name) not in SPECIAL_PARAMETERS
                 and not isinstance(p.default, gr.Progress)]  # Gradio fills a progress tracker itself
 
     def on(self, triggers, fn: Callable, outputs: Iterable[str], *, keep_on_input_problem: bool = False,

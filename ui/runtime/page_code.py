@@ -30,6 +30,13 @@ def head(config: dict) -> str:
     return config_script(config) + "".join(scripts)
 
 
+def announcing(language: str) -> bytes:
+    """What language.LanguageRoutes puts first in a page's head: static/language.js, which tells the browser the
+    page's language before Gradio starts (Gradio puts ``head`` in the page only once it runs)."""
+    script = (STATIC / "language.js").read_text(encoding="utf-8")
+    return f'<script data-language="{language}">{script}</script>'.encode("utf-8")
+
+
 def plotly_url() -> str:
     """Where the page loads Plotly.js from (ui/static/charts.js, when it draws its first chart): plotly's own package,
     served by Gradio (no CDN); relative, so that the students' page mounted at /class finds it too."""

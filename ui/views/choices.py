@@ -7,8 +7,10 @@ import math
 
 from transformer.errors import InputError
 
-ATTENTION_KINDS = {"encoder": "Encoder self-attention", "decoder": "Decoder self-attention",
-                   "cross": "Cross-attention (decoder → encoder)"}
+from ..runtime.language import ENGLISH, table
+
+# The kinds' English names are also the Translate tab's choices, which scripts send: their words in ui/locales/.
+ATTENTION_KINDS = {kind: table(ENGLISH)[f"map.kind.{kind}"] for kind in ("encoder", "decoder", "cross")}
 VIEWS = ("one head", "all heads of the layer", "model view: every layer and head")
 MEAN_OF_HEADS = "mean of heads"
 

@@ -3,8 +3,9 @@ question opens: never written by hand, so the reveal is what the model does, not
 
 Each question names the choices a student picks from, the index of the model's answer, a sentence on why (the
 numbers behind it), and the view that shows it (an attention map with the row in question outlined), or None
-where the sentence is the view (two translations side by side). Texts are plain: a page escapes them as it shows
-them, and scripts read them as they are.
+where the sentence is the view (two translations side by side). Texts are messages (ui/runtime/language.py),
+written out in each reader's language where they are shown; a sentence's own words stay as the model wrote them.
+A page escapes them as it shows them, and scripts read them as they are.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from transformer.inside.one_head import head_arithmetic
 from transformer.paper.decoding import forced_decode
 from transformer.paper.model import Transformer
 
+from ..runtime.language import Message, Number, Ordinal, message, percent
 from .lessons import LESSONS, Lesson
 from .translate import AttentionMap, map_of
 
@@ -33,10 +35,10 @@ class Question:
     """A question to predict, its choices, the model's answer (an index into ``choices``), why, and the view that
     shows it."""
 
-    text: str
-    choices: tuple[str, ...]
+    text: Message
+    choices: tuple[Message | str, ...]  # a piece of the sentence stays as it is; "before", "after" are messages
     answer: int
-    why: str
+    why: Message | str
     view: AttentionMap | None = None  # drawn beside the answer: on the teacher's page, and on phones as a table
 
 
@@ -45,13 +47,14 @@ def word(piece: str) -> str:
     return piece.replace(WORD_MARK, "") or piece
 
 
-def quoted(piece: str) -> str:
-    return f"'{word(piece)}'"
+def quoted(piece: str) -> Message:
+    """A piece in the quotation marks of the reader's language: 'ball', „ball“, « ball »."""
+    return message("q.quoted", word=word(piece))
 
 
-def strongest(pieces: Sequence[str], scores: Sequence[float], count: int = CHOICES) -> tuple[tuple[str, ...], int]:
+def strongest(pieces: Sequence[str], scores: Sequence[float], count: int = CHOICES) -> tuple[list[int], int]:
     """The highest-scoring piece and the next highest with different words (so a student's choice names one
-    piece), in sentence order; and the index of the highest among them."""
+    piece), as indices in sentence order; and the place of the highest among them."""
     picked, seen = [], set()
     for i in sorted(range(len(pieces)), key=lambda i: -float(scores[i])):
         if word(pieces[i]) not in seen:
@@ -60,13 +63,19 @@ def strongest(pieces: Sequence[str], scores: Sequence[float], count: int = CHOIC
         if len(picked) == count:
             break
     in_order = sorted(picked)
-    return tuple(word(pieces[i]) for i in in_order), in_order.index(picked[0])
+    return in_order, in_order.index(picked[0])
 
 
-def shares(pieces: Sequence[str], weights: Sequence[float], shown: int = 3) -> str:
+def strongest_words(pieces: Sequence[str], scores: Sequence[float]) -> tuple[tuple[str, ...], int]:
+    """``strongest`` as the choices a student reads: the words."""
+    picked, answer = strongest(pieces, scores)
+    return tuple(word(pieces[i]) for i in picked), answer
+
+
+def shares(pieces: Sequence[str], weights: Sequence[float], shown: int = 3) -> list[Message]:
     """"'ball' 62%, 'red' 21%, 'a' 5%": the largest weights of a row."""
     top = sorted(range(len(pieces)), key=lambda i: -float(weights[i]))[:shown]
-    return ", ".join(f"{quoted(pieces[i])} {float(weights[i]):.0%}" for i in top)
+    return [message("q.share", word=quoted(pieces[i]), share=percent(weights[i])) for i in top]
 
 
 def step_of(predicted: Sequence[str], wanted: str, fallback: int) -> int:
@@ -79,15 +88,14 @@ def where_it_looks(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]
     translation = checkpoint_named(lesson.model).translate(lesson.sentence, lesson.beam)
     step = min(lesson.step, translation.num_steps)
     row = translation.cross_attention[lesson.layer - 1, lesson.head - 1, step - 1]
-    choices, answer = strongest(translation.source_pieces, row.tolist())
-    writes = quoted(translation.predicted_pieces[step - 1])
-    return Question(f"At step {step} the model writes {writes}. Which English word does head {lesson.head} of layer "
-                    f"{lesson.layer} look at most?", choices, answer,
-                    f"Its weights at step {step}: {shares(translation.source_pieces, row.tolist())}.",
+    choices, answer = strongest_words(translation.source_pieces, row.tolist())
+    return Question(message("q.where_it_looks", step=step, writes=quoted(translation.predicted_pieces[step - 1]),
+                            head=lesson.head, layer=lesson.layer), choices, answer,
+                    message("q.weights_at_step", step=step, shares=shares(translation.source_pieces, row.tolist())),
                     map_of(translation, "cross", lesson.layer, lesson.head, marked_step=step))
 
 
-FUTURE_BANDS = ("exactly 0", "under 10%", "10% to 50%", "over 50%")
+FUTURE_BANDS = tuple(message(f"q.band.{name}") for name in ("exactly_0", "under_10", "10_to_50", "over_50"))
 
 
 def band(weight: float) -> int:
@@ -100,10 +108,10 @@ def no_future(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> 
     query = max(1, min(4, translation.num_steps - 2))
     later = query + 2
     weight = float(translation.decoder_attention[lesson.layer - 1, lesson.head - 1, query - 1, later - 1])
-    return Question(f"While writing step {query} ({quoted(translation.predicted_pieces[query - 1])}), how much of "
-                    f"its weight does head {lesson.head} of layer {lesson.layer} give to the token written at step "
-                    f"{later} ({quoted(translation.target_pieces[later - 1])})?", FUTURE_BANDS, band(weight),
-                    f"The model gives it {weight:.4g}: the causal mask set its score to −∞ before the softmax.",
+    return Question(message("q.no_future", step=query, writes=quoted(translation.predicted_pieces[query - 1]),
+                            head=lesson.head, layer=lesson.layer, later=later,
+                            later_piece=quoted(translation.target_pieces[later - 1])), FUTURE_BANDS, band(weight),
+                    message("q.no_future.why", weight=Number(weight, ".4g")),
                     map_of(translation, "decoder", lesson.layer, lesson.head, marked_step=query))
 
 
@@ -114,26 +122,22 @@ def resting_head(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) 
     heads = len(on_start)
     chosen = sorted(sorted(range(heads), key=lambda h: -float(on_start[h]))[:CHOICES])
     best = int(on_start.argmax())
-    each = ", ".join(f"head {h + 1} {float(on_start[h]):.0%}" for h in range(heads))
-    return Question(f"In decoder self-attention, which head of layer {lesson.layer} puts the most weight on <s>, "
-                    "on average over the steps?", tuple(f"head {h + 1}" for h in chosen), chosen.index(best),
-                    f"The share of each head's weight on <s>: {each}.",
+    each = [message("q.head_share", n=h + 1, share=percent(on_start[h])) for h in range(heads)]
+    return Question(message("q.resting_head", layer=lesson.layer), tuple(message("q.head", n=h + 1) for h in chosen),
+                    chosen.index(best), message("q.resting_head.why", each=each),
                     map_of(translation, "decoder", lesson.layer, best + 1))
-
-
-def ordinal(n: int) -> str:
-    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def reversed_digits(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
     """Lesson 4: which input position the first output digit looks at."""
     translation = checkpoint_named(lesson.model).translate(lesson.sentence, lesson.beam)
     row = translation.cross_attention[lesson.layer - 1, lesson.head - 1, 0]
-    labels = [f"the {ordinal(i + 1)} input digit ({word(piece)})" for i, piece in enumerate(translation.source_pieces)]
-    choices, answer = strongest(labels, row.tolist())
-    return Question(f"When the model writes its first digit ({quoted(translation.predicted_pieces[0])}), which input "
-                    f"position does head {lesson.head} of layer {lesson.layer} look at most?", choices, answer,
-                    f"Its weights at step 1: {shares(translation.source_pieces, row.tolist())}.",
+    positions = [(Ordinal(i + 1), word(piece)) for i, piece in enumerate(translation.source_pieces)]
+    picked, answer = strongest([f"{i}" for i in range(len(positions))], row.tolist())
+    choices = tuple(message("q.input_digit", position=positions[i][0], digit=positions[i][1]) for i in picked)
+    return Question(message("q.reversed_digits", writes=quoted(translation.predicted_pieces[0]), head=lesson.head,
+                            layer=lesson.layer), choices, answer,
+                    message("q.weights_at_step", step=1, shares=shares(translation.source_pieces, row.tolist())),
                     map_of(translation, "cross", lesson.layer, lesson.head, marked_step=1))
 
 
@@ -144,11 +148,11 @@ def crossing_order(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]
     weights = translation.cross_attention[lesson.layer - 1, lesson.head - 1]  # (steps, source)
     sources = [word(piece) for piece in translation.source_pieces]
     red_step, ball_step = (int(weights[:, sources.index(name)].argmax()) + 1 for name in ("red", "ball"))
-    return Question(f"In French, head {lesson.head} of layer {lesson.layer}: is the word that looks most at 'red' "
-                    "written before or after the word that looks most at 'ball'?", ("before", "after"),
-                    int(red_step > ball_step),
-                    f"{quoted(translation.predicted_pieces[red_step - 1])} (step {red_step}) looks most at 'red', "
-                    f"{quoted(translation.predicted_pieces[ball_step - 1])} (step {ball_step}) at 'ball'.",
+    return Question(message("q.crossing_order", head=lesson.head, layer=lesson.layer),
+                    (message("q.before"), message("q.after")), int(red_step > ball_step),
+                    message("q.crossing_order.why", red_word=quoted(translation.predicted_pieces[red_step - 1]),
+                            red_step=red_step, ball_word=quoted(translation.predicted_pieces[ball_step - 1]),
+                            ball_step=ball_step),
                     map_of(translation, "cross", lesson.layer, lesson.head, marked_step=red_step))
 
 
@@ -157,9 +161,9 @@ def same_without_positions(lesson: Lesson, checkpoint_named: Callable[[str], Che
     first, second = (checkpoint_named(run.model).translate(run.sentence, lesson.beam, positions=run.positions)
                      for run in lesson.pair)
     same = first.text == second.text
-    return Question(f"Without the positional encoding, do {quoted(first.source_text)} and "
-                    f"{quoted(second.source_text)} get the same translation?", ("yes, the same", "no, different"),
-                    0 if same else 1,
+    return Question(message("q.same_without_positions", first=quoted(first.source_text),
+                            second=quoted(second.source_text)),
+                    (message("q.yes_same"), message("q.no_different")), 0 if same else 1,
                     f"{first.source_text} → {first.text} / {second.source_text} → {second.text}")
 
 
@@ -168,9 +172,9 @@ def switched_off(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) 
     comparison = ablate_heads(checkpoint_named(lesson.model), lesson.sentence,
                               {"cross": [head_label(lesson.layer - 1, lesson.head - 1)]}, lesson.beam)
     changed = comparison.before.text != comparison.after.text
-    return Question(f"Switch off head {lesson.head} of layer {lesson.layer}'s cross-attention. Does the translation "
-                    f"of {quoted(lesson.sentence)} change?", ("no, not a word", "yes"), int(changed),
-                    f"With it: {comparison.before.text} / without it: {comparison.after.text}")
+    return Question(message("q.switched_off", head=lesson.head, layer=lesson.layer, sentence=quoted(lesson.sentence)),
+                    (message("q.no_not_a_word"), message("q.yes")), int(changed),
+                    message("q.switched_off.why", before=comparison.before.text, after=comparison.after.text))
 
 
 def largest_score(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
@@ -179,13 +183,14 @@ def largest_score(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint])
     translation = checkpoint.translate(lesson.sentence, lesson.beam)
     step = min(lesson.step, translation.num_steps)
     arithmetic = head_arithmetic(checkpoint.model, translation, "cross", lesson.layer, lesson.head, step)
-    choices, answer = strongest(translation.source_pieces, arithmetic.scores.tolist())
+    choices, answer = strongest_words(translation.source_pieces, arithmetic.scores.tolist())
     best = int(arithmetic.scores.argmax())
-    return Question(f"At step {step} ({quoted(translation.predicted_pieces[step - 1])}), which English word gets the "
-                    f"largest score q·k from head {lesson.head} of layer {lesson.layer}?", choices, answer,
-                    f"{quoted(translation.source_pieces[best])} scores {float(arithmetic.scores[best]):.1f} "
-                    f"({float(arithmetic.scaled[best]):.2f} after ÷ √{arithmetic.d_k}), which the softmax turns "
-                    f"into {float(arithmetic.weights[best]):.0%} of the weight.",
+    return Question(message("q.largest_score", step=step, writes=quoted(translation.predicted_pieces[step - 1]),
+                            head=lesson.head, layer=lesson.layer), choices, answer,
+                    message("q.largest_score.why", word=quoted(translation.source_pieces[best]),
+                            score=Number(float(arithmetic.scores[best]), ".1f"),
+                            scaled=Number(float(arithmetic.scaled[best]), ".2f"), d_k=arithmetic.d_k,
+                            weight=percent(arithmetic.weights[best])),
                     map_of(translation, "cross", lesson.layer, lesson.head, marked_step=step))
 
 
@@ -198,10 +203,10 @@ def attributed_word(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint
     translation = checkpoint.translate(lesson.sentence, lesson.beam)
     step = step_of(translation.predicted_pieces, "Hund", fallback=min(2, translation.num_steps))
     scores = attribute(checkpoint.model, translation, "integrated_gradients", ATTRIBUTION_STEPS).scores[step - 1]
-    choices, answer = strongest(translation.source_pieces, scores.tolist())
-    return Question(f"For the German word {quoted(translation.predicted_pieces[step - 1])}, which English word has "
-                    "the largest attribution (integrated gradients)?", choices, answer,
-                    f"The attributions at step {step}: {shares(translation.source_pieces, scores.tolist())}.")
+    choices, answer = strongest_words(translation.source_pieces, scores.tolist())
+    return Question(message("q.attributed_word", word=quoted(translation.predicted_pieces[step - 1])), choices,
+                    answer, message("q.attributed_word.why", step=step,
+                                    shares=shares(translation.source_pieces, scores.tolist())))
 
 
 def mean_probability(checkpoint: Checkpoint, sentence: str, beam: int) -> float:
@@ -214,13 +219,13 @@ def surer_sentence(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]
     checkpoint = checkpoint_named(LESSONS[0].model)
     caption, other = LESSONS[0].sentence, lesson.sentence
     sure = [mean_probability(checkpoint, sentence, lesson.beam) for sentence in (caption, other)]
-    return Question("The caption model learned from image captions. Of which sentence is it surer of its "
-                    "translation (the mean probability of the words it writes)?",
-                    (f"the caption {quoted(caption)}", f"the other {quoted(other)}"), int(sure[1] > sure[0]),
-                    f"Mean probability of its words: {sure[0]:.0%} for the caption, {sure[1]:.0%} for the other.")
+    return Question(message("q.surer_sentence"),
+                    (message("q.the_caption", sentence=quoted(caption)), message("q.the_other", sentence=quoted(other))),
+                    int(sure[1] > sure[0]),
+                    message("q.surer_sentence.why", caption=percent(sure[0]), other=percent(sure[1])))
 
 
-MIRRORED_BANDS = ("none", "some", "most", "all")
+MIRRORED_BANDS = tuple(message(f"q.band.{name}") for name in ("none", "some", "most", "all"))
 
 
 def mirrored_steps(model: Transformer, checkpoint: Checkpoint, translation, layer: int, head: int) -> int:
@@ -244,10 +249,9 @@ def untrained_attention(lesson: Lesson, checkpoint_named: Callable[[str], Checkp
 
     def counted(steps: int) -> int:
         return 0 if steps == 0 else 3 if steps == digits else 2 if steps > digits / 2 else 1
-    return Question(f"Reversing {quoted(lesson.sentence)}: before any training (random weights), at how many of the "
-                    f"{digits} steps does head {lesson.head} of layer {lesson.layer} look most at the digit it must "
-                    "write?", MIRRORED_BANDS, counted(before),
-                    f"Before training: {before} of {digits} steps; after training: {after} of {digits}.")
+    return Question(message("q.untrained", sentence=quoted(lesson.sentence), digits=digits, head=lesson.head,
+                            layer=lesson.layer), MIRRORED_BANDS, counted(before),
+                    message("q.untrained.why", before=before, after=after, digits=digits))
 
 
 PREDICT: dict[str, Callable[[Lesson, Callable[[str], Checkpoint]], Question]] = {

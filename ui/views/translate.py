@@ -17,6 +17,7 @@ from transformer.paper.decoding import Translation, forced_decode
 
 from .. import figures
 from ..runtime import gpu
+from ..runtime.language import ENGLISH, Message, message, said, table
 from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key, max_target_tokens
 from .text import clean_text, language_note, markdown_escape
 
@@ -109,11 +110,15 @@ def layer_and_head_counts(checkpoint: Checkpoint) -> tuple[int, int]:
 # --- heatmaps ------------------------------------------------------------------------------------
 
 # The words of the views' titles, as Python fills them in and as the page does (its config: explorer.titles).
-TITLES = {"oneHead": "layer {layer}, head {head}", "meanOfHeads": "layer {layer}, mean of {heads} heads",
+TITLES = {"oneHead": table(ENGLISH)["map.one_head"], "meanOfHeads": table(ENGLISH)["map.mean_of_heads"],
           "layerHeads": "layer {layer}, all heads", "everyHead": "every layer and head",
           "everyMean": "every layer, mean of heads", "layer": "layer {layer}", "head": "head {head}",
           "mean": "mean of heads", "candidates": "Step {step}: candidates for the next token",
           "sourceAttention": "Step {step}: cross-attention over the source<br><sup>{which}</sup>"}
+
+
+# Each kind's rows and columns: map.axis.<name> in ui/locales/.
+AXES = {"encoder": ("source", "source"), "decoder": ("producing", "target_so_far"), "cross": ("producing", "source")}
 
 
 def attention_axes(translation: Translation, kind: str) -> tuple[list[str], list[str], str, str]:
@@ -122,12 +127,10 @@ def attention_axes(translation: Translation, kind: str) -> tuple[list[str], list
     Decoder-side rows are labelled with the token that step produced, so a
     row reads "while producing X, the model looked at ...".
     """
-    produced = translation.predicted_pieces
-    if kind == "encoder":
-        return translation.source_pieces, translation.source_pieces, "source", "source"
-    if kind == "decoder":
-        return produced, translation.target_pieces, "producing", "target so far"
-    return produced, translation.source_pieces, "producing", "source"
+    rows = translation.source_pieces if kind == "encoder" else translation.predicted_pieces
+    columns = translation.target_pieces if kind == "decoder" else translation.source_pieces
+    row_title, column_title = (table(ENGLISH)[f"map.axis.{name}"] for name in AXES[kind])
+    return rows, columns, row_title, column_title
 
 
 def attention_tensor(translation: Translation, kind: str) -> torch.Tensor:
@@ -146,8 +149,27 @@ def one_map(translation: Translation, kind: str, layer: int, head: int | None) -
     return _drawn(weights[layer - 1, head - 1]), TITLES["oneHead"].format(layer=layer, head=head)
 
 
+def which_message(translation: Translation, kind: str, layer: int, head: int | None) -> Message:
+    """``one_map``'s subtitle as a message, for a page in another language (the phones of a class)."""
+    layers, heads = attention_tensor(translation, kind).shape[:2]
+    layer = clamp(layer, 1, layers)
+    if head is None:
+        return message("map.mean_of_heads", layer=layer, heads=heads)
+    return message("map.one_head", layer=layer, head=clamp(head, 1, heads))
+
+
 def _drawn(weights: torch.Tensor) -> torch.Tensor:
     return weights.double().round(decimals=WEIGHT_DECIMALS)
+
+
+@dataclass(frozen=True)
+class MapWords:
+    """A map's title, subtitle and axis names as messages, for the pages written in each language."""
+
+    title: Message
+    subtitle: Message
+    query_title: Message
+    key_title: Message
 
 
 @dataclass(frozen=True)
@@ -166,6 +188,7 @@ class AttentionMap:
     rows_are_steps: bool = False
     subtitle: str = ""
     marked_row: int | None = None  # 0-based
+    words: MapWords | None = None  # the words above in any language; without them, the English ones
 
     @classmethod
     def of(cls, weights: torch.Tensor, rows, columns, title: str, **labels) -> AttentionMap:
@@ -176,10 +199,13 @@ class AttentionMap:
                                          self.key_title, self.rows_are_steps, self.subtitle,
                                          marked_row=self.marked_row)
 
-    def table_html(self) -> str:
-        """The map as an HTML table, for a page without Plotly.js (a class's phones)."""
-        return figures.attention_table(self.weights, self.rows, self.columns, self.title, self.query_title,
-                                       self.key_title, self.subtitle, self.marked_row)
+    def table_html(self, language: str = ENGLISH) -> str:
+        """The map as an HTML table, for a page without Plotly.js (a class's phones), in the page's language."""
+        words = self.words or MapWords(self.title, self.subtitle, self.query_title, self.key_title)
+        axes = message("map.rows_and_columns", rows=words.query_title, columns=words.key_title)
+        return figures.attention_table(self.weights, self.rows, self.columns, said(words.title, language),
+                                       subtitle=said(words.subtitle, language), marked_row=self.marked_row,
+                                       axes_note=said(axes, language))
 
     def for_page(self) -> dict:
         return {"type": "attentionMap", "weights": fixed_point(self.weights), "decimals": WEIGHT_DECIMALS,
@@ -198,8 +224,10 @@ def map_of(translation: Translation, kind: str, layer: int, head: int | None, ti
     rows, columns, row_title, column_title = attention_axes(translation, kind)
     marked = None if kind == "encoder" or marked_step is None else clamp(marked_step, 1, len(rows)) - 1
     # Layer and head on a line of their own: on a phone or a zoomed projector one long line is cut off there.
+    words = None if title else MapWords(message(f"map.kind.{kind}"), which_message(translation, kind, layer, head),
+                                        *(message(f"map.axis.{name}") for name in AXES[kind]))
     return AttentionMap(matrix, tuple(rows), tuple(columns), title or ATTENTION_KINDS[kind], row_title, column_title,
-                        rows_are_steps=kind != "encoder", subtitle=which, marked_row=marked)
+                        rows_are_steps=kind != "encoder", subtitle=which, marked_row=marked, words=words)
 
 
 def map_figure(translation: Translation, kind: str, layer: int, head: int | None, title: str = "",
