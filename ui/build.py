@@ -38,7 +38,7 @@ THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Robot
 # The page's own scripts and styles (ui/static/, each in a file of its own), and what Python tells them.
 PAGE_CONFIG = {"explorer": translate.PAGE_SETTINGS, "figures": figures.PAGE_SETTINGS,
                "rowPickers": [translate.STEP_PICKER, inside.QUERY_PICKER], "plotlyUrl": page_code.plotly_url(),
-               "lessons": lessons.page_settings()}
+               "lessons": lessons.page_settings(), "liveRegions": [class_page.STUDENT_STATUS]}
 
 
 PAGE_STYLE = {"css_paths": list(page_code.STYLES), "theme": THEME, "head": page_code.head(PAGE_CONFIG)}

@@ -27,6 +27,7 @@ STUDENT_PATH = "class"  # the students' page is a small app of its own, mounted 
 # within 2 s, and 250 phones make about 170 small requests a second, each answered without the queue.
 POLL_S = 1.5
 TEACHER_POLL_S = 1.0
+STUDENT_STATUS = "#student-status"  # where a phone reads what its answer or code did (read out as it changes)
 CHOICE_SLOTS = 4  # the most choices a question has (views.questions.CHOICES): the answer buttons' values
 PAGE_ADDRESS = re.compile(r"^https?://[^\s\"'<>]{1,300}$")
 # The teacher's page sends its own address, from which the students' link is made (behind a proxy, as on a Space,
@@ -183,9 +184,19 @@ def languages_html(language: str, code: str = "") -> str:
     return f'<nav class="language-switch" aria-label="{html.escape(text(language, "class.languages"))}">{links}</nav>'
 
 
+def said_on_the_page(problem: ClassError, language: str) -> dict:
+    """A wrong code or an answer not chosen, in the status line under the buttons, the page left as it was. (An
+    error would put a badge over every part of a phone's screen, and this page's events are not queued, so Gradio
+    shows no warning for them.)"""
+    return {"student_status": f"**{markdown_escape(said(problem, language))}**"}
+
+
 def on_student_join(services: Services, student_code, request: gr.Request, language: str = ENGLISH) -> dict:
     code = normal_code(student_code)
-    current = services.classes.question(code, student=session_of(request))
+    try:
+        current = services.classes.question(code, student=session_of(request))
+    except ClassError as problem:
+        return said_on_the_page(problem, language)
     return {"student_code": code, "student_clock": gr.Timer(active=True),
             "student_languages": languages_html(language, code),
             **student_views(current, current.answers.get(session_of(request)), language)}
@@ -208,9 +219,12 @@ def on_student_poll(services: Services, student_code, student_seen, request: gr.
 
 def on_student_send(services: Services, student_code, student_choice, request: gr.Request,
                     language: str = ENGLISH) -> dict:
-    if student_choice is None:
-        raise ClassError("choose_first")
-    services.classes.answer(student_code, session_of(request), int(student_choice))
+    try:
+        if student_choice is None:
+            raise ClassError("choose_first")
+        services.classes.answer(student_code, session_of(request), int(student_choice))
+    except ClassError as problem:
+        return said_on_the_page(problem, language)
     current = services.classes.question(student_code)
     return student_views(current, int(student_choice), language)
 
@@ -251,7 +265,7 @@ def student_layout(page: Page) -> None:
     choice = components.Radio([(words("class.answer_slot", n=i + 1), i) for i in range(CHOICE_SLOTS)], value=None,
                               label=words("class.your_answer"), interactive=False, elem_id="student-choice")
     send = gr.Button(words("class.send"), variant="primary", interactive=False, elem_id="student-send")
-    status = gr.Markdown(elem_id="student-status")
+    status = gr.Markdown(elem_id=STUDENT_STATUS.lstrip("#"))
     why = gr.HTML(elem_id="student-why")  # after the reveal, the map that shows why
     page.add(student_code=code, student_join=join, student_question=question, student_choice=choice,
              student_send=send, student_status=status, student_why=why, student_seen=gr.State(None),
@@ -292,8 +306,5 @@ def on_student_load(services: Services, request: gr.Request, language: str = ENG
     code = normal_code(dict(getattr(request, "query_params", None) or {}).get("code", ""))
     if not code:
         return {}
-    try:
-        return on_student_join(services, code, request, language)
-    except ClassError as wrong:
-        return {"student_code": code, "student_status": markdown_escape(said(wrong, language)),
-                "student_languages": languages_html(language, code)}
+    return {"student_code": code, "student_languages": languages_html(language, code),
+            **on_student_join(services, code, request, language)}

@@ -63,6 +63,7 @@ def test_a_german_phone_gets_the_class_in_german_and_its_switch_to_french_is_rem
                     if key.startswith("class.") and "{" not in words and words != table("de")[key]]
     assert not [words for words in english_only if words in seen], "one language on the screen"
 
+    assert phone.locator("#student-status").get_attribute("aria-live") == "polite", "read out as it changes"
     phone.get_by_role("link", name="Français").click()
     phone.get_by_text("Quel mot anglais la tête").wait_for(timeout=60_000)
     assert phone.url.endswith(f"/class/fr/?code={code}") and phone.evaluate("document.documentElement.lang") == "fr"

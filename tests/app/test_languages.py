@@ -13,6 +13,7 @@ from ui import class_page
 from ui.runtime import components, language, page_code
 from ui.runtime.language import (COOKIE, LANGUAGES, LOCALES, Count, LanguageRoutes, Ordinal, message, percent,
                                  placeholders, preferred, said, table)
+from ui.runtime.errors import as_user_message
 from ui.runtime.page import Page
 
 
@@ -137,8 +138,11 @@ def test_the_students_page_says_everything_in_its_language_errors_included(app_s
     sent = class_page.on_student_send(app_services, code, 0, phone, "de")
     assert sent["student_status"] == "Deine Antwort ist angekommen. Warte auf die Auflösung."
     page = Page(app_services, language="fr")
-    page.add(student_code=gr.Textbox(), student_choice=components.Radio([("a", 0)], value=None))
-    with pytest.raises(gr.Error, match="Choisis d'abord une réponse."):
-        page.handler(class_page.on_student_send)(code, None, phone)
-    with pytest.raises(gr.Error, match="Aucune classe ouverte n'a le code saisi"):
-        page.handler(class_page.on_student_join)("nope", phone)
+    page.add(student_code=gr.Textbox(), student_choice=components.Radio([("a", 0)], value=None),
+             student_status=gr.Markdown())
+    unchosen = page.handler(class_page.on_student_send)(code, None, phone)
+    assert list(unchosen.values()) == ["**Choisis d'abord une réponse\\.**"], "said under the buttons, the rest as it was"
+    wrong = page.handler(class_page.on_student_join)("nope", phone)
+    assert list(wrong.values())[0].startswith("**Aucune classe ouverte n'a le code saisi\u00a0:")
+    with pytest.raises(gr.Error, match="Un problème est survenu"), as_user_message("a bug", language="fr"):
+        raise RuntimeError("in the page's language too")

@@ -11,9 +11,12 @@ window.explorerPage = (() => {
   // One observer for the whole page: each change of its elements gives every chart to every hook (each hook
   // skips a chart it has already seen as it is). Gradio draws an empty plot, image or text as
   // <div aria-label="Empty value"> with no role, which ARIA does not allow (axe: aria-prohibited-attr): each gets
-  // the role of the picture it stands in for.
+  // the role of the picture it stands in for. A status that answers a visitor's action (config.liveRegions) is
+  // read out as it changes.
+  const liveRegions = config.liveRegions.map((selector) => `${selector}:not([aria-live])`).join(",");
   new MutationObserver(() => {
     document.querySelectorAll(".empty[aria-label]:not([role])").forEach((el) => el.setAttribute("role", "img"));
+    document.querySelectorAll(liveRegions).forEach((el) => el.setAttribute("aria-live", "polite"));
     if (chartHooks.length) everyChart((chart) => chartHooks.forEach((hook) => hook(chart)));
   }).observe(document.documentElement, {childList: true, subtree: true});
 
