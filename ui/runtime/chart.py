@@ -9,19 +9,23 @@ import gradio as gr
 import plotly.graph_objects as go
 from gradio.components.plot import PlotData
 
+from .language import ENGLISH
+
 TEMPLATE = '<div class="page-chart"></div>'
 
 
 class Chart(gr.HTML):
     """A Plotly chart: a ``go.Figure`` from a handler, or a value the page draws from its numbers (one with
-    ``for_page()``, as ``AttentionMap``), is drawn by the page on the chart already shown (Plotly.react), or the
-    page draws its own figures into it (explorer.js); None empties it.
+    ``for_page(language)``, as ``AttentionMap``, in the language of the page the chart is on), is drawn by the page
+    on the chart already shown (Plotly.react), or the page draws its own figures into it (explorer.js); None
+    empties it.
 
     Gradio's Plot draws every new value on a new chart, twice, and cannot be drawn into by the page."""
 
     def __init__(self, value=None, *, label: str | None = None, elem_id: str | None = None, show_label: bool = False,
                  **kwargs):
         # ``label`` names the chart to Gradio (API, tests); the page shows the figure's own title instead.
+        self.page_language = ENGLISH  # set by the page it is added to: the words a value drawn from numbers shows
         super().__init__(self.postprocess(value), label=label, show_label=False, html_template=TEMPLATE,
                          js_on_load="explorerCharts.mount(element, props, watch);",
                          elem_id=elem_id, elem_classes=["chart"], container=True, padding=False,
@@ -33,7 +37,7 @@ class Chart(gr.HTML):
         if isinstance(value, go.Figure):
             return PlotData(type="plotly", plot=value.to_json()).model_dump()
         if hasattr(value, "for_page"):  # numbers the page draws (ui/views/translate.py, AttentionMap)
-            return value.for_page()
+            return value.for_page(self.page_language)
         return value
 
     def preprocess(self, payload):

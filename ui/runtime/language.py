@@ -11,6 +11,7 @@ language where it is shown; numbers are written the way each language writes the
 from __future__ import annotations
 
 import functools
+import html
 import json
 import re
 import string
@@ -22,7 +23,7 @@ from urllib.parse import parse_qsl, urlencode
 
 LANGUAGES = {"en": "English", "de": "Deutsch", "fr": "Français"}  # each in its own words, as the switch names it
 ENGLISH = "en"
-LOCALES = Path(__file__).parents[1] / "locales"  # ui/locales/<language>.json: key -> words
+LOCALES = Path(__file__).parents[1] / "locales"  # ui/locales/<language>/<part of the page>.json: key -> words
 COOKIE = "explorer_language"  # the language a visitor chose on the switch, remembered for a year
 COOKIE_MAX_AGE_S = 365 * 24 * 3600
 CHOSEN = "lang"  # ?lang=de on a page's address: the switch's choice
@@ -30,12 +31,19 @@ CHOSEN = "lang"  # ?lang=de on a page's address: the switch's choice
 # English. German and French write a decimal comma.
 PERCENT_SIGN = {"en": "%", "de": "\u00a0%", "fr": "\u202f%"}
 DECIMAL_MARK = {"en": ".", "de": ",", "fr": ","}
+THOUSANDS_MARK = {"en": ",", "de": ".", "fr": "\u202f"}  # 12,345 / 12.345 / 12 345
 
 
 @functools.cache
 def table(language: str) -> dict[str, str]:
-    """Every key's words in ``language``."""
-    return json.loads((LOCALES / f"{language}.json").read_text(encoding="utf-8"))
+    """Every key's words in ``language``: the files of its folder, one per part of the page, together."""
+    words: dict[str, str] = {}
+    for part in sorted((LOCALES / language).glob("*.json")):
+        more = json.loads(part.read_text(encoding="utf-8"))
+        if twice := set(words) & set(more):
+            raise KeyError(f"{part} says again what another file of {language} says: {sorted(twice)}")
+        words.update(more)
+    return words
 
 
 def placeholders(words: str) -> set[str]:
@@ -53,7 +61,8 @@ class Number:
     def in_(self, language: str) -> str:
         written = format(self.value, self.spec)
         percent = written.endswith("%")
-        written = written.rstrip("%").replace(".", DECIMAL_MARK[language])
+        marks = {".": DECIMAL_MARK[language], ",": THOUSANDS_MARK[language]}
+        written = "".join(marks.get(character, character) for character in written.rstrip("%"))
         return written + PERCENT_SIGN[language] if percent else written
 
 
@@ -107,7 +116,7 @@ class Message:
 def message(key: str, **values) -> Message:
     """A message; a key no table has is a bug, found where the message is made."""
     if key not in table(ENGLISH):
-        raise KeyError(f"no words for {key!r} in {LOCALES / 'en.json'}")
+        raise KeyError(f"no words for {key!r} in {LOCALES / ENGLISH}")
     return Message(key, tuple(values.items()))
 
 
@@ -161,6 +170,18 @@ def switch_address(page: str, language: str, **query) -> str:
     """The address the switch's link to ``language`` opens: the page's own, which remembers the choice and sends
     the visitor on to that language's page with ``query`` kept."""
     return f"{page}?{urlencode({CHOSEN: language, **query})}"
+
+
+def switch_html(language: str, **kept) -> str:
+    """The switch to a page's other languages: a link to each, through the page's own address (which remembers the
+    choice, ``LanguageRoutes``), keeping ``kept`` (a class's code) in the address."""
+    up = "./" if language == ENGLISH else "../"  # from a page to the page's own address: /class/de/ to /class/
+    links = " · ".join(
+        f'<a href="{html.escape(switch_address(up, other, **kept))}" lang="{other}" hreflang="{other}">{name}</a>'
+        if other != language else f'<span aria-current="true">{name}</span>'
+        for other, name in LANGUAGES.items())
+    return (f'<nav class="language-switch" aria-label="{html.escape(text(language, "page.languages"))}">{links}'
+            "</nav>")
 
 
 class LanguageRoutes:

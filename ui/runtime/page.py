@@ -1,9 +1,10 @@
 """The page: every component by name, the events that run handlers, and what the tabs declare to each other.
 
 A handler is a module-level function of plain values. Its parameters name the components it reads (a first
-parameter ``services`` gets the app's ``Services``, a last one named ``language`` the page's; ``gr.Request`` and ``gr.SelectData`` parameters, and one
-whose default is ``gr.Progress()``, are filled by Gradio), and it returns a dict from component names to new
-values: components it leaves out stay as they are. So a handler is tested by calling it, and no list of outputs
+parameter ``services`` gets the app's ``Services``, a last one named ``language`` the page's language;
+``gr.Request`` and ``gr.SelectData`` parameters, and one whose default is ``gr.Progress()``, are filled by
+Gradio), and it returns a dict from component names to new values (a message written in the page's language):
+components it leaves out stay as they are. So a handler is tested by calling it, and no list of outputs
 has to match a tuple in another file.
 """
 
@@ -26,7 +27,7 @@ from . import bounds
 from .costly import CONCURRENCY as COSTLY_CONCURRENCY
 from .costly import CORES
 from .errors import as_user_message, as_warning
-from .language import ENGLISH
+from .language import ENGLISH, WRITTEN_PER_LANGUAGE, said, text
 
 SPECIAL_PARAMETERS = (gr.Request, gr.SelectData, gr.EventData)
 
@@ -103,19 +104,31 @@ class Page:
         for name, component in components.items():
             if name in self.components:
                 raise ValueError(f"two components are called {name!r}")
+            if hasattr(component, "page_language"):  # a Chart: what it draws from numbers, in the page's words
+                component.page_language = self.language
             self.components[name] = component
 
     def __getitem__(self, name: str) -> Component:
         return self.components[name]
 
+    def words(self, key: str, **values) -> str:
+        """The words of ``key`` (ui/locales/) in the page's language, for its layout."""
+        return text(self.language, key, **values)
+
     def when_translated(self, fn: Callable[..., dict], outputs: Iterable[str], tab: str,
                         drawn_on_opening: bool = True) -> None:
         """``fn(translation)`` sets ``outputs`` of ``tab`` for a new translation: at once while the tab is shown,
         else when it is next opened (once per translation; ``wire_tabs``, or the tab's own opening event)."""
-        self.after_translation.append(Hook(fn, tuple(outputs), tab, drawn_on_opening))
+        self.after_translation.append(Hook(self.in_its_language(fn), tuple(outputs), tab, drawn_on_opening))
 
     def when_model_changes(self, fn: Callable[..., dict], outputs: Iterable[str]) -> None:
-        self.after_model_change.append(Hook(fn, tuple(outputs)))
+        self.after_model_change.append(Hook(self.in_its_language(fn), tuple(outputs)))
+
+    def in_its_language(self, fn: Callable) -> Callable:
+        """``fn`` given the page's language where it takes one (a parameter ``language``), as handlers are."""
+        if "language" in inspect.signature(fn).parameters:
+            return functools.partial(fn, language=self.language)
+        return fn
 
     def translation_outputs(self, shown: str | None = None) -> tuple[str, ...]:
         """What a new translation may set in the tabs: in every tab, or in ``shown`` alone where the event is that
@@ -189,9 +202,12 @@ class Page:
         if shown is not None:
             return run
         signature = inspect.signature(fn)
+        # The shown tab, Gradio's last value: before the page's language, which the page gives by name.
+        others = [p for p in signature.parameters.values() if p.name != "language"]
+        language = [p for p in signature.parameters.values() if p.name == "language"]
         run.__signature__ = signature.replace(parameters=[
-            *signature.parameters.values(),
-            inspect.Parameter("visible_tab", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="translate")])
+            *others, inspect.Parameter("visible_tab", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="translate"),
+            *language])
         return run
 
     def model_changed(self, fn: Callable[..., dict], asked: str | None = None) -> Callable[..., dict]:
@@ -200,10 +216,11 @@ class Page:
         ``fn`` that names the model the visitor asks for; ``fn`` is not run when their page shows it already or is
         switching to it (``ModelsShown``)."""
         signature = inspect.signature(fn)
+        positional = len([name for name in signature.parameters if name != "language"])  # the page's, by keyword
 
         @functools.wraps(fn)
         def run(*args, page_session: gr.Request | None = None, **kwargs):
-            if len(args) > len(signature.parameters):  # as Gradio calls it: the request last
+            if len(args) > positional:  # as Gradio calls it: the request last
                 *args, page_session = args
             session = getattr(page_session, "session_hash", None)
             wanted = signature.bind_partial(*args, **kwargs).arguments.get(asked) if asked else None
@@ -244,6 +261,10 @@ class Page:
         components = self.components
         declared = None if outputs is None else set(outputs)
 
+        def in_words(value):
+            """A message a handler returns, written in the page's language (views return words as messages)."""
+            return said(value, self.language) if isinstance(value, WRITTEN_PER_LANGUAGE) else value
+
         def named(result):
             """Values by component; of a shared helper's result, the outputs this event declared."""
             unknown = set(result or {}) - set(components)
@@ -251,7 +272,7 @@ class Page:
                 raise KeyError(f"{fn.__name__} returned values for no component: {sorted(unknown)}")
             if declared is not None and not declared:
                 return None  # an event with no outputs takes no values
-            values = {components[name]: value for name, value in (result or {}).items()
+            values = {components[name]: in_words(value) for name, value in (result or {}).items()
                       if declared is None or name in declared}
             # Gradio reads an empty dict as one value, not as "nothing changes".
             return values or {components[name]: gr.skip() for name in declared or ()}
