@@ -15,7 +15,7 @@ import segno
 from .runtime.chart import Chart
 from .runtime import components
 from .classroom import CODE_LENGTH, ClassError, Round, normal_code
-from .runtime.language import ENGLISH, LANGUAGES, said, switch_address, text
+from .runtime.language import ENGLISH, Count, page_path, percent, said, switch_html, text
 from .runtime.limits import visiting_client
 from .runtime.page import Page
 from .services import Services
@@ -43,23 +43,26 @@ def session_of(request: gr.Request | None) -> str:
     return session
 
 
-def student_link(page_address: str, code: str) -> str:
-    """The students' page with the code filled in, on the server the teacher's page came from."""
+def student_link(page_address: str, code: str, language: str = ENGLISH) -> str:
+    """The students' page with the code filled in, on the server the teacher's page came from: beside the page in
+    English, whatever the teacher's page's language (/de/ is below it); each phone opens it in its own."""
     if not PAGE_ADDRESS.match(page_address or ""):
         raise ClassError("page_address")
-    return f"{page_address.rstrip('/')}/{STUDENT_PATH}/?code={code}"
+    own = page_path("/", language)
+    root = page_address[:-len(own) + 1] if language != ENGLISH and page_address.endswith(own) else page_address
+    return f"{root.rstrip('/')}/{STUDENT_PATH}/?code={code}"
 
 
-def qr_svg(link: str) -> str:
+def qr_svg(link: str, language: str = ENGLISH) -> str:
     """A QR code of ``link`` as inline SVG, drawn here (no service on the network is asked)."""
-    return segno.make(link, error="m").svg_inline(scale=6, border=2, title="QR code of the students' link")
+    return segno.make(link, error="m").svg_inline(scale=6, border=2, title=text(language, "class.teacher.qr_title"))
 
 
-def join_html(code: str, link: str) -> str:
+def join_html(code: str, link: str, language: str = ENGLISH) -> str:
     escaped = html.escape(link)
+    anchor = f'<a href="{escaped}" target="_blank" rel="noopener">{escaped}</a>'
     return (f'<div id="class-join"><p style="font-size:2.5em;font-weight:700;letter-spacing:.15em;margin:0">{code}'
-            f'</p><p>Students open <a href="{escaped}" target="_blank" rel="noopener">{escaped}</a> (or scan the '
-            f"code) and answer on their phones.</p>{qr_svg(link)}</div>")
+            f'</p><p>{text(language, "class.teacher.join", link=anchor)}</p>{qr_svg(link, language)}</div>')
 
 
 def counts_markdown(question, counts: list[int], revealed: bool, language: str = ENGLISH) -> str:
@@ -68,75 +71,79 @@ def counts_markdown(question, counts: list[int], revealed: bool, language: str =
     lines = [f"**{markdown_escape(said(question.text, language))}**", ""]
     for index, (choice, count) in enumerate(zip(question.choices, counts)):
         share = count / total if total else 0.0
-        mark = " ← the model" if revealed and index == question.answer else ""
-        lines.append(f"- {markdown_escape(said(choice, language))}: {'█' * round(20 * share)} {count} ({share:.0%})"
-                     f"{mark}")
-    lines.append(f"\n{total} answer{'s' if total != 1 else ''}")
+        mark = f" {text(language, 'class.teacher.the_model_mark')}" if revealed and index == question.answer else ""
+        lines.append(f"- {markdown_escape(said(choice, language))}: {'█' * round(20 * share)} {count} "
+                     f"({said(percent(share), language)}){mark}")
+    lines.append(f"\n{said(Count(total, 'answer'), language)}")
     return "\n".join(lines)
 
 
-def answers_views(results) -> dict:
+def answers_views(results, language: str = ENGLISH) -> dict:
     """What changes as students join and answer: who joined, the score so far, the answers per choice."""
     right, answered = results.score
-    score = f" · the class so far: {right} of {answered} right" if answered else ""
-    title = lessons.LESSONS[results.lesson - 1].title
-    return {"class_status": f"Lesson {results.lesson}, *{markdown_escape(title)}* · {results.students} students "
-                            f"joined{score}",
-            "class_counts": counts_markdown(results.question, results.counts, results.revealed)}
+    score = f" · {text(language, 'class.teacher.so_far', right=right, answered=answered)}" if answered else ""
+    title = lessons.LESSONS[results.lesson - 1].words(language).title
+    status = text(language, "class.teacher.status", lesson=results.lesson, title=markdown_escape(title),
+                  students=results.students)
+    return {"class_status": f"{status}{score}",
+            "class_counts": counts_markdown(results.question, results.counts, results.revealed, language)}
 
 
-def teacher_views(services: Services, code: str) -> dict:
+def teacher_views(services: Services, code: str, language: str = ENGLISH) -> dict:
     """The answers, the buttons the question's state allows, and after the reveal the model's answer and view."""
     results = services.classes.results(code)
-    views = {**answers_views(results),
+    views = {**answers_views(results, language),
              "class_reveal": gr.Button(interactive=not results.revealed),
              "class_next": gr.Button(interactive=results.revealed and results.lesson < len(lessons.LESSONS))}
     if results.revealed:
         question = results.question
-        views.update(class_why=f"**The model:** {markdown_escape(said(question.choices[question.answer], ENGLISH))}"
-                               f". {markdown_escape(said(question.why, ENGLISH))}",
+        model = text(language, "class.teacher.the_model",
+                     choice=markdown_escape(said(question.choices[question.answer], language)))
+        views.update(class_why=f"{model} {markdown_escape(said(question.why, language))}",
                      class_why_plot=Chart(value=results.question.view, visible=results.question.view is not None))
     else:
         views.update(class_why="", class_why_plot=Chart(value=None, visible=False))
     return views
 
 
-def on_class_open(services: Services, lesson_choice, page_address, request: gr.Request) -> dict:
+def on_class_open(services: Services, lesson_choice, page_address, request: gr.Request,
+                  language: str = ENGLISH) -> dict:
     """Open a class on the chosen lesson: its code, the students' link and QR code, and the first question."""
     lesson = lessons.LESSONS.index(lessons.lesson_by_choice(lesson_choice)) + 1
     student_link(page_address, "")  # the address checked before the question is computed
     code = services.classes.open(lesson, teacher=session_of(request), address=visiting_client(request))
-    return {"class_code": code, "class_join": join_html(code, student_link(page_address, code)),
+    return {"class_code": code, "class_join": join_html(code, student_link(page_address, code, language), language),
             "class_clock": gr.Timer(active=True),
-            "class_close": gr.Button(interactive=True), **teacher_views(services, code)}
+            "class_close": gr.Button(interactive=True), **teacher_views(services, code, language)}
 
 
-def on_class_tick(services: Services, class_code) -> dict:
+def on_class_tick(services: Services, class_code, language: str = ENGLISH) -> dict:
     """The answers so far (only those: the chart of a reveal is not sent again every second); a class that ended
     meanwhile (unused for half an hour) stops the clock and says so."""
     if not class_code:
         return {}
     try:
-        return answers_views(services.classes.results(class_code))
+        return answers_views(services.classes.results(class_code), language)
     except ClassError as ended:
-        return {"class_clock": gr.Timer(active=False), "class_status": markdown_escape(said(ended, ENGLISH))}
+        return {"class_clock": gr.Timer(active=False), "class_status": markdown_escape(said(ended, language))}
 
 
-def on_class_reveal(services: Services, class_code, request: gr.Request) -> dict:
+def on_class_reveal(services: Services, class_code, request: gr.Request, language: str = ENGLISH) -> dict:
     services.classes.reveal(class_code, session_of(request))
-    return teacher_views(services, class_code)
+    return teacher_views(services, class_code, language)
 
 
-def on_class_next(services: Services, class_code, request: gr.Request) -> dict:
+def on_class_next(services: Services, class_code, request: gr.Request, language: str = ENGLISH) -> dict:
     services.classes.next(class_code, session_of(request))
-    return teacher_views(services, class_code)
+    return teacher_views(services, class_code, language)
 
 
-def on_class_close(services: Services, class_code, request: gr.Request) -> dict:
+def on_class_close(services: Services, class_code, request: gr.Request, language: str = ENGLISH) -> dict:
     right, answered = services.classes.close(class_code, session_of(request))
-    score = f"{right} of {answered} answers were right." if answered else "No question was revealed."
+    score = (text(language, "class.teacher.right_at_end", right=right, answered=answered) if answered else
+             text(language, "class.teacher.none_revealed"))
     return {"class_code": "", "class_clock": gr.Timer(active=False), "class_join": "",
-            "class_status": f"The class has ended. {score}", "class_counts": "", "class_why": "",
+            "class_status": f"{text(language, 'class.teacher.ended')} {score}", "class_counts": "", "class_why": "",
             "class_why_plot": Chart(value=None, visible=False), "class_reveal": gr.Button(interactive=False),
             "class_next": gr.Button(interactive=False), "class_close": gr.Button(interactive=False)}
 
@@ -174,14 +181,8 @@ def student_views(current: Round, answered: int | None, language: str = ENGLISH)
 
 
 def languages_html(language: str, code: str = "") -> str:
-    """The switch: a link to the students' page in each other language, keeping the class's code."""
-    kept = {"code": code} if code else {}
-    links = " · ".join(
-        f'<a href="{html.escape(switch_address("./" if language == ENGLISH else "../", other, **kept))}" '
-        f'lang="{other}" hreflang="{other}">{name}</a>' if other != language else
-        f'<span aria-current="true">{name}</span>'
-        for other, name in LANGUAGES.items())
-    return f'<nav class="language-switch" aria-label="{html.escape(text(language, "class.languages"))}">{links}</nav>'
+    """The switch to the students' page in each other language, keeping the class's code."""
+    return switch_html(language, **({"code": code} if code else {}))
 
 
 def said_on_the_page(problem: ClassError, language: str) -> dict:
@@ -230,14 +231,13 @@ def on_student_send(services: Services, student_code, student_choice, request: g
 
 
 def teacher_layout(page: Page) -> None:
-    """Inside the lessons panel: a class on the lesson chosen there."""
-    with gr.Accordion("Run a class on this lesson (students answer on their phones)", open=False,
-                      elem_id="class-panel"):
+    """Inside the lessons panel: a class on the lesson chosen there, in the page's language."""
+    with gr.Accordion(page.words("class.teacher.panel"), open=False, elem_id="class-panel"):
         with gr.Row():
-            open_button = gr.Button("Open a class", variant="primary", elem_id="class-open")
-            reveal = gr.Button("Reveal", interactive=False, elem_id="class-reveal")
-            next_question = gr.Button("Next question", interactive=False, elem_id="class-next")
-            close = gr.Button("End the class", interactive=False, elem_id="class-close")
+            open_button = gr.Button(page.words("class.teacher.open"), variant="primary", elem_id="class-open")
+            reveal = gr.Button(page.words("class.teacher.reveal"), interactive=False, elem_id="class-reveal")
+            next_question = gr.Button(page.words("class.teacher.next"), interactive=False, elem_id="class-next")
+            close = gr.Button(page.words("class.teacher.close"), interactive=False, elem_id="class-close")
         join = gr.HTML(elem_id="class-join-panel")
         status = gr.Markdown(elem_id="class-status")
         with gr.Row():

@@ -16,6 +16,9 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .runtime.language import DECIMAL_MARK, ENGLISH, PERCENT_SIGN, Number, text
+from .runtime.language import table as locale
+
 ATTENTION_COLORSCALE = "Blues"
 MARK = "#ff7f0e"  # what a lesson or a step points at, as the step view marks the current token
 ROWS_ARE_STEPS = "rows are steps"  # a heatmap trace's meta: row i is decoding step i + 1 (a click can go there)
@@ -34,6 +37,16 @@ PANEL_TICK_FONT = 11  # px: readable on a projector
 PANEL_LABEL_CHAR_PX = LABEL_CHAR_PX * PANEL_TICK_FONT / 13
 MOST_PANEL_LABELS = 12
 MOST_GRID_COLUMN_LABELS = 80
+# How Plotly writes the numbers of hovers and axes in each language: the decimal mark, then the thousands
+# separator (English keeps Plotly's own default, unset).
+SEPARATORS = {"de": ",.", "fr": ",\u202f"}
+
+
+def _words(language: str, key: str, /, **values) -> str:
+    """A figure's fixed words in ``language``: ``figures.<key>`` of ui/locales/<language>/figures.json. Words
+    around Plotly's own placeholders (hovers) take those as values, ``y="%{y}"``, so each language puts them
+    where its sentence needs them."""
+    return text(language, f"figures.{key}", **values)
 
 
 # Plotly's toolbar buttons are keyboard stops: zooming in or out a step and autoscaling repeat the zoom box and the
@@ -57,9 +70,10 @@ TEMPLATE = {
              "heatmap": [{"type": "heatmap", "colorbar": {"outlinewidth": 0, "ticks": ""}}]}}
 
 
-def _layout(fig: go.Figure, title: str, height: int | None = None, zoomable: bool = True) -> go.Figure:
+def _layout(fig: go.Figure, title: str, height: int | None = None, zoomable: bool = True,
+            language: str = ENGLISH) -> go.Figure:
     """Shared looks. ``zoomable=False`` for charts with nothing to zoom into (bar charts of a few values): a stray
-    drag then zooms nothing."""
+    drag then zooms nothing. Numbers as ``language`` writes them (a decimal comma in German and French)."""
     # Plain colours instead of a named template: a template costs ~10 ms per figure to build and is sent
     # to the browser with every figure.
     fig.layout.template = TEMPLATE  # in place of Plotly's default (an update would merge the two)
@@ -68,6 +82,8 @@ def _layout(fig: go.Figure, title: str, height: int | None = None, zoomable: boo
                       modebar=dict(remove=REPEATED_BUTTONS + ([] if zoomable else ZOOM_BUTTONS)))
     if not zoomable:
         fig.update_layout(dragmode=False)
+    if language in SEPARATORS:
+        fig.update_layout(separators=SEPARATORS[language])
     fig.update_xaxes(gridcolor=GRID, zerolinecolor=GRID)
     fig.update_yaxes(gridcolor=GRID, zerolinecolor=GRID)
     return fig
@@ -105,20 +121,21 @@ def _matrix(values) -> list[list[float]]:
     return values.tolist() if hasattr(values, "tolist") else [list(row) for row in values]
 
 
-def _hover_text(query_labels: Sequence[str], key_labels: Sequence[str], rows_are_steps: bool) -> list[list[str]]:
+def _hover_text(query_labels: Sequence[str], key_labels: Sequence[str], rows_are_steps: bool,
+                language: str = ENGLISH) -> list[list[str]]:
     """Each cell's row and column, named for the hover (its value comes from Plotly's own ``%{z}``, so maps of one
     sentence share their text and a change of head sends only the numbers). Positions count from 0, as in the
     positional encoding; decoding steps count from 1, as on the step slider."""
-    rows = [f"step {i + 1}: {escape(label)}" if rows_are_steps else f"position {i}: {escape(label)}"
-            for i, label in enumerate(query_labels)]
-    columns = [f"position {j}: {escape(label)}" for j, label in enumerate(key_labels)]
+    rows = [_words(language, "step", step=i + 1, label=escape(label)) if rows_are_steps
+            else _words(language, "position", position=i, label=escape(label)) for i, label in enumerate(query_labels)]
+    columns = [_words(language, "position", position=j, label=escape(label)) for j, label in enumerate(key_labels)]
     return [[f"{row} → {column}" for column in columns] for row in rows]
 
 
-def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str = "Attention",
-                      query_title: str = "query", key_title: str = "key", rows_are_steps: bool = False,
-                      subtitle: str = "", value_name: str = "weight", largest: float = 1.0,
-                      signed: bool = False, marked_row: int | None = None) -> go.Figure:
+def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str | None = None,
+                      query_title: str | None = None, key_title: str | None = None, rows_are_steps: bool = False,
+                      subtitle: str = "", value_name: str | None = None, largest: float = 1.0,
+                      signed: bool = False, marked_row: int | None = None, *, language: str = ENGLISH) -> go.Figure:
     """One attention map (queries x keys) as a heatmap; rows are queries, columns keys.
 
     ``value_name`` and ``largest`` (the top of the colour scale) for maps of other quantities than weights;
@@ -129,7 +146,12 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
     says so in its ``meta``, so that a click on a row can go to that step.
     ``subtitle`` (which layer and head) leads the smaller second title line, which also names the columns: an
     axis title above the key labels would collide with the title on a narrow screen.
+    Unnamed (None), the title, the axes and the values are the words of ``language`` for attention, query, key and
+    weight.
     """
+    title = _words(language, "attention") if title is None else title
+    query_title, key_title = _axes_titles(query_title, key_title, language)
+    value_name = _words(language, "weight") if value_name is None else value_name
     matrix = _matrix(weights)
     if len(matrix) != len(query_labels) or (matrix and len(matrix[0]) != len(key_labels)):
         raise ValueError(f"attention of shape {len(matrix)}x{len(matrix[0]) if matrix else 0} does not match "
@@ -137,31 +159,38 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
     fig = go.Figure(go.Heatmap(
         z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))),
         zmin=-largest if signed else 0, zmax=largest, colorscale="RdBu_r" if signed else ATTENTION_COLORSCALE,
-        text=_hover_text(query_labels, key_labels, rows_are_steps),
+        text=_hover_text(query_labels, key_labels, rows_are_steps, language),
         hovertemplate=f"%{{text}}<br>{value_name} %{{z:.4f}}<extra></extra>",
         colorbar=dict(title=value_name, thickness=12),
         meta=ROWS_ARE_STEPS if rows_are_steps else None))
     fig.update_xaxes(side="top", tickangle=_slanted(key_labels), automargin=False, **_ticks(key_labels))
-    fig.update_yaxes(title=f"{query_title} (queries)", autorange="reversed", automargin=False,
+    fig.update_yaxes(title=_words(language, "queries", name=query_title), autorange="reversed", automargin=False,
                      **_ticks(query_labels))
     if marked_row is not None:
         fig.add_shape(type="rect", x0=-0.5, x1=len(key_labels) - 0.5, y0=marked_row - 0.5, y1=marked_row + 0.5,
                       line=dict(color=MARK, width=3), fillcolor="rgba(0,0,0,0)")
-    fig = _layout(fig, heatmap_title(title, subtitle, key_title),
-                  height=min(1400, 230 + 26 * len(query_labels)))  # rows stay about 18 px or more
+    fig = _layout(fig, heatmap_title(title, subtitle, key_title, language=language),
+                  height=min(1400, 230 + 26 * len(query_labels)), language=language)  # rows stay about 18 px or more
     # Fixed margins: automatic ones make Plotly redraw in a loop with rotated labels on top.
     fig.update_layout(margin=dict(l=HEATMAP_MARGIN["l"], r=HEATMAP_MARGIN["r"], t=_top_margin(key_labels), b=20),
                       width=_readable_width(len(key_labels)))
     return fig
 
 
+def _axes_titles(query_title: str | None, key_title: str | None, language: str) -> tuple[str, str]:
+    """What a map's rows and columns are called: as given, else query and key in ``language``."""
+    return (_words(language, "query") if query_title is None else query_title,
+            _words(language, "key") if key_title is None else key_title)
+
+
 def attention_table(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str,
-                    query_title: str = "query", key_title: str = "key", subtitle: str = "",
-                    marked_row: int | None = None, axes_note: str = "") -> str:
+                    query_title: str | None = None, key_title: str | None = None, subtitle: str = "",
+                    marked_row: int | None = None, axes_note: str = "", *, language: str = ENGLISH) -> str:
     """One attention map as an HTML table whose cells are coloured as the heatmap's: for a phone, which never loads
     Plotly.js (4.8 MB for each phone of a class). Each cell's weight is its text, hidden from sight and read by
-    screen readers; the marked row is outlined (page.css, ``.attention-table``). ``axes_note`` names the axes in the
-    page's language (default: in English, from ``query_title`` and ``key_title``)."""
+    screen readers; the marked row is outlined (page.css, ``.attention-table``). ``axes_note`` names the axes
+    (default: from ``query_title`` and ``key_title``, in ``language``)."""
+    query_title, key_title = _axes_titles(query_title, key_title, language)
     matrix = _matrix(weights)
     colours = plotly.colors.sample_colorscale(ATTENTION_COLORSCALE, [min(max(w, 0.0), 1.0) for row in matrix
                                                                      for w in row])
@@ -169,10 +198,10 @@ def attention_table(weights, query_labels: Sequence[str], key_labels: Sequence[s
     rows = []
     for i, (label, row) in enumerate(zip(query_labels, matrix)):
         cells = "".join(f'<td style="background:{colours[i * len(row) + j]}"><span class="cell-value">'
-                        f"{weight:.0%}</span></td>" for j, weight in enumerate(row))
+                        f"{Number(weight, '.0%').in_(language)}</span></td>" for j, weight in enumerate(row))
         marked = ' class="marked-row"' if i == marked_row else ""
         rows.append(f'<tr{marked}><th scope="row">{escape(label)}</th>{cells}</tr>')
-    axes_note = axes_note or f"rows: {query_title}, columns: {key_title}"
+    axes_note = axes_note or _words(language, "rows_and_columns", rows=query_title, columns=key_title)
     note = " · ".join(part for part in (subtitle, axes_note) if part)
     return (f'<figure class="attention-table"><figcaption>{escape(title)}<br><small>{escape(note)}</small>'
             f'</figcaption><table><thead><tr><td></td>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
@@ -204,9 +233,9 @@ def _readable_width(columns: int) -> int | None:
     return max(needed, LAPTOP_CHART_PX) if columns > PHONE_COLUMNS else None
 
 
-def heatmap_title(title: str, subtitle: str, key_title: str) -> str:
+def heatmap_title(title: str, subtitle: str, key_title: str, *, language: str = ENGLISH) -> str:
     """A heatmap's title: its name, then which map (layer and head) and what its columns are on a smaller line."""
-    return _titled(title, subtitle, f"columns: {key_title} (keys)")
+    return _titled(title, subtitle, _words(language, "keys_columns", name=key_title))
 
 
 def _titled(title: str, *notes: str) -> str:
@@ -216,14 +245,18 @@ def _titled(title: str, *notes: str) -> str:
 
 
 def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str,
-                   row_names: Sequence[str], column_names: Sequence[str], query_title: str = "query",
-                   key_title: str = "key", rows_are_steps: bool = False, subtitle: str = "") -> go.Figure:
+                   row_names: Sequence[str], column_names: Sequence[str], query_title: str | None = None,
+                   key_title: str | None = None, rows_are_steps: bool = False, subtitle: str = "",
+                   *, language: str = ENGLISH) -> go.Figure:
     """Small multiples: ``weights`` nested [row][column][query][key], e.g. heads of one layer or layers x heads.
 
     Rows are named on the right and columns on top, once each: a title over every panel ("layer 1 · head 1")
     runs into its neighbours on a phone. Labels go on the outer panels only, and a long sentence labels every
     n-th token, as many as a panel has room for (hover names every position).
     """
+    query_title, key_title = _axes_titles(query_title, key_title, language)
+    weight = _words(language, "weight")
+    hover_text = _hover_text(query_labels, key_labels, rows_are_steps, language)
     rows, columns = len(row_names), len(column_names)
     fig = make_subplots(rows=rows, cols=columns, column_titles=list(column_names),
                         row_titles=list(row_names) if any(row_names) else None, shared_xaxes=True,
@@ -235,9 +268,8 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
             fig.add_trace(go.Heatmap(
                 z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=1,
                 colorscale=ATTENTION_COLORSCALE, showscale=(r == 0 and c == 0),
-                colorbar=dict(title="weight", thickness=10),
-                text=_hover_text(query_labels, key_labels, rows_are_steps),
-                hovertemplate=f"{panel}<br>%{{text}}<br>weight %{{z:.4f}}<extra></extra>",
+                colorbar=dict(title=weight, thickness=10), text=hover_text,
+                hovertemplate=f"{panel}<br>%{{text}}<br>{weight} %{{z:.4f}}<extra></extra>",
                 meta=ROWS_ARE_STEPS if rows_are_steps else None), row=r + 1, col=c + 1)
     tick_font = dict(size=PANEL_TICK_FONT)
     key_angle = _slanted(key_labels, -60)
@@ -250,8 +282,9 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
     for c in range(2, columns + 1):
         fig.update_yaxes(showticklabels=False, col=c)
     fig.update_annotations(font_size=PANEL_TICK_FONT)
-    fig = _layout(fig, _titled(title, subtitle, f"rows: {query_title} (queries)", f"columns: {key_title} (keys)"),
-                  height=90 + PANEL_HEIGHT * rows)
+    fig = _layout(fig, _titled(title, subtitle, _words(language, "queries_rows", name=query_title),
+                               _words(language, "keys_columns", name=key_title)),
+                  height=90 + PANEL_HEIGHT * rows, language=language)
     fig.update_layout(margin=_grid_margin(query_labels, key_labels, key_angle))
     return fig
 
@@ -261,20 +294,22 @@ def _numbers(values) -> list[float]:
 
 
 def top_k_bar(pieces: Sequence[str], probabilities: Sequence[float], chosen: str | None = None,
-              title: str = "Next-token candidates") -> go.Figure:
+              title: str | None = None, *, language: str = ENGLISH) -> go.Figure:
     """Horizontal bars of the top-k next tokens, each labelled "piece  12.3%" beside the axis (a label on or by a
     bar runs into a short bar's neighbour); the chosen one is highlighted."""
+    title = _words(language, "candidates.title") if title is None else title
     probabilities = _numbers(probabilities)
-    labels = [f"{piece}  {p:.1%}" for piece, p in zip(pieces, probabilities)]
+    labels = [f"{piece}  {Number(p, '.1%').in_(language)}" for piece, p in zip(pieces, probabilities)]
     fig = go.Figure(go.Bar(orientation="h", hovertemplate="%{customdata}: %{x:.4f}<extra></extra>",
                            x=probabilities, y=list(range(len(pieces))), customdata=_escaped(pieces),
                            marker={"color": ["#d62728" if piece == chosen else "#1f77b4" for piece in pieces]}))
     fig.update_yaxes(autorange="reversed", ticklabelstandoff=6, **_ticks(labels))
-    fig.update_xaxes(range=[0, 1], title="probability")
-    return _layout(fig, title, height=120 + 34 * len(pieces), zoomable=False)
+    fig.update_xaxes(range=[0, 1], title=_words(language, "probability"))
+    return _layout(fig, title, height=120 + 34 * len(pieces), zoomable=False, language=language)
 
 
-def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str], title: str) -> go.Figure:
+def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str], title: str,
+                         *, language: str = ENGLISH) -> go.Figure:
     """Where one decoding step looked in the source: one bar per source token."""
     values = _numbers(weights)
     fig = go.Figure(go.Bar(x=list(range(len(source_labels))), y=values,
@@ -283,90 +318,103 @@ def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str],
                            customdata=_escaped(source_labels),
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     fig.update_xaxes(tickangle=_slanted(source_labels), **_ticks(source_labels))
-    fig.update_yaxes(range=[0, 1], title="attention")
-    return _layout(fig, title, height=320, zoomable=False)
+    fig.update_yaxes(range=[0, 1], title=_words(language, "attention_axis"))
+    return _layout(fig, title, height=320, zoomable=False, language=language)
 
 
-def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float], title: str) -> go.Figure:
+def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float], title: str,
+                          *, language: str = ENGLISH) -> go.Figure:
     """The probability the model gave each token of a (forced) target."""
     positions = list(range(len(pieces)))
     fig = go.Figure(go.Bar(x=positions, y=list(probabilities), marker_color="#2ca02c", customdata=_escaped(pieces),
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
     fig.update_xaxes(tickangle=_slanted(pieces), **_ticks(pieces))
-    fig.update_yaxes(range=[0, 1], title="probability")
-    return _layout(fig, title, height=320, zoomable=False)
+    fig.update_yaxes(range=[0, 1], title=_words(language, "probability"))
+    return _layout(fig, title, height=320, zoomable=False, language=language)
 
 
 # --- positional encoding ----------------------------------------------------------------------------
 
-def positional_encoding_heatmap(table, title: str = "Sinusoidal positional encoding") -> go.Figure:
+def positional_encoding_heatmap(table, title: str | None = None, *, language: str = ENGLISH) -> go.Figure:
     """positions x dimensions, values in [-1, 1]."""
+    title = _words(language, "positions.title") if title is None else title
     matrix = _matrix(table)
+    hover = _words(language, "positions.hover", position="%{y}", dimension="%{x}", value="%{z:.4f}")
     fig = go.Figure(go.Heatmap(z=matrix, zmin=-1, zmax=1, colorscale="RdBu", reversescale=True,
-                               hovertemplate="position %{y}, dimension %{x}<br>value %{z:.4f}<extra></extra>",
-                               colorbar=dict(thickness=12)))
-    fig.update_xaxes(title="dimension i")
-    fig.update_yaxes(title="position", autorange="reversed")
-    return _layout(fig, title, height=420)
+                               hovertemplate=f"{hover}<extra></extra>", colorbar=dict(thickness=12)))
+    fig.update_xaxes(title=_words(language, "dimension_i"))
+    fig.update_yaxes(title=_words(language, "position_axis"), autorange="reversed")
+    return _layout(fig, title, height=420, language=language)
 
 
-def positional_encoding_lines(table, dimensions: Sequence[int], title: str = "Chosen dimensions across positions") -> go.Figure:
+def positional_encoding_lines(table, dimensions: Sequence[int], title: str | None = None,
+                              *, language: str = ENGLISH) -> go.Figure:
+    title = _words(language, "lines.title") if title is None else title
     matrix = _matrix(table)
     fig = go.Figure()
     for d in dimensions:
         if 0 <= d < (len(matrix[0]) if matrix else 0):
             fig.add_trace(go.Scatter(x=list(range(len(matrix))), y=[row[d] for row in matrix], mode="lines",
-                                     name=f"dim {d} ({'sin' if d % 2 == 0 else 'cos'})"))
-    fig.update_xaxes(title="position")
-    fig.update_yaxes(title="value", range=[-1.1, 1.1])
+                                     name=_words(language, "lines.name", dimension=d,
+                                                wave="sin" if d % 2 == 0 else "cos")))
+    fig.update_xaxes(title=_words(language, "position_axis"))
+    fig.update_yaxes(title=_words(language, "value"), range=[-1.1, 1.1])
     fig.update_layout(showlegend=True)  # Plotly hides the legend of a single line, and with it the line's name
-    return _layout(fig, title, height=360)
+    return _layout(fig, title, height=360, language=language)
 
 
-def position_similarity(table, title: str = "Dot products between positions") -> go.Figure:
+def position_similarity(table, title: str | None = None, *, language: str = ENGLISH) -> go.Figure:
+    title = _words(language, "similarity.title") if title is None else title
     matrix = _matrix(table)
     dots = [[sum(a * b for a, b in zip(row_i, row_j)) for row_j in matrix] for row_i in matrix]
     fig = go.Figure(go.Heatmap(z=dots, colorscale="Viridis",
                                hovertemplate="PE(%{y}) · PE(%{x}) = %{z:.2f}<extra></extra>",
                                colorbar=dict(thickness=12)))
-    fig.update_xaxes(title="position")
-    fig.update_yaxes(title="position", autorange="reversed")
-    return _layout(fig, title, height=420)
+    fig.update_xaxes(title=_words(language, "position_axis"))
+    fig.update_yaxes(title=_words(language, "position_axis"), autorange="reversed")
+    return _layout(fig, title, height=420, language=language)
 
 
 # --- training -----------------------------------------------------------------------------------------
 
-def training_curves(steps: Sequence[dict], evals: Sequence[dict], title: str = "Training") -> go.Figure:
+def training_curves(steps: Sequence[dict], evals: Sequence[dict], title: str | None = None,
+                    *, language: str = ENGLISH) -> go.Figure:
     """Loss (training and validation), learning rate, and validation BLEU / exact match over updates."""
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("loss (nats/token)", "learning rate",
-                                                        "validation score"), horizontal_spacing=0.08)
+    title = _words(language, "training.title") if title is None else title
+    said = {name: _words(language, f"training.{name}") for name in
+            ("loss", "learning_rate", "score", "train_loss", "val_loss", "bleu", "exact_match", "update")}
+    fig = make_subplots(rows=1, cols=3, subplot_titles=(said["loss"], said["learning_rate"], said["score"]),
+                        horizontal_spacing=0.08)
     if steps:
         fig.add_trace(go.Scatter(x=[s["step"] for s in steps], y=[s["loss"] for s in steps], mode="lines",
-                                 name="train loss (smoothed labels)", line=dict(color="#1f77b4")), row=1, col=1)
+                                 name=said["train_loss"], line=dict(color="#1f77b4")), row=1, col=1)
         fig.add_trace(go.Scatter(x=[s["step"] for s in steps], y=[s["lr"] for s in steps], mode="lines",
-                                 name="learning rate", line=dict(color="#9467bd")), row=1, col=2)
+                                 name=said["learning_rate"], line=dict(color="#9467bd")), row=1, col=2)
     if evals:
         x = [e["step"] for e in evals]
         fig.add_trace(go.Scatter(x=x, y=[e["val_loss"] for e in evals], mode="lines+markers",
-                                 name="validation loss", line=dict(color="#ff7f0e")), row=1, col=1)
+                                 name=said["val_loss"], line=dict(color="#ff7f0e")), row=1, col=1)
         fig.add_trace(go.Scatter(x=x, y=[e["bleu"] for e in evals], mode="lines+markers",
-                                 name="val BLEU (greedy)", line=dict(color="#2ca02c")), row=1, col=3)
+                                 name=said["bleu"], line=dict(color="#2ca02c")), row=1, col=3)
         if any("exact_match" in e for e in evals):
             fig.add_trace(go.Scatter(x=x, y=[100 * e.get("exact_match", 0) for e in evals], mode="lines+markers",
-                                     name="val exact match %", line=dict(color="#d62728", dash="dot")), row=1, col=3)
-    fig.update_xaxes(title="update")
+                                     name=said["exact_match"], line=dict(color="#d62728", dash="dot")), row=1, col=3)
+    fig.update_xaxes(title=said["update"])
     fig.update_layout(legend=dict(orientation="h", y=-0.25))
-    return _layout(fig, title, height=380)
+    return _layout(fig, title, height=380, language=language)
 
 
 
 
 # --- experiments --------------------------------------------------------------------------------------
 
-def head_importance_heatmaps(importance: dict, title: str = "Head importance") -> go.Figure:
+def head_importance_heatmaps(importance: dict, title: str | None = None, *, language: str = ENGLISH) -> go.Figure:
     """One layer x head panel per attention type: drop in log-probability when that head alone is off."""
+    title = _words(language, "importance.title") if title is None else title
     kinds = list(importance)
-    fig = make_subplots(rows=1, cols=len(kinds), subplot_titles=[f"{kind}" for kind in kinds],
+    named = {kind: _kind_name(kind, language) for kind in kinds}
+    nats = _words(language, "nats")
+    fig = make_subplots(rows=1, cols=len(kinds), subplot_titles=[named[kind] for kind in kinds],
                         horizontal_spacing=0.08)
     largest = max(1e-6, max(float(abs(_tensor_max(v))) for v in importance.values()))
     for i, kind in enumerate(kinds):
@@ -374,15 +422,24 @@ def head_importance_heatmaps(importance: dict, title: str = "Head importance") -
         layers, heads = len(matrix), len(matrix[0])
         fig.add_trace(go.Heatmap(
             z=matrix, x=list(range(heads)), y=list(range(layers)), zmid=0, zmin=-largest, zmax=largest,
-            colorscale="RdBu", reversescale=True, showscale=(i == 0), colorbar=dict(title="nats", thickness=10),
-            text=[[f"{kind} layer {l + 1} head {h + 1}: {matrix[l][h]:+.3f} nats" for h in range(heads)]
-                  for l in range(layers)],
+            colorscale="RdBu", reversescale=True, showscale=(i == 0), colorbar=dict(title=nats, thickness=10),
+            text=[[_words(language, "importance.cell", kind=named[kind], layer=l + 1, head=h + 1,
+                         drop=Number(matrix[l][h], "+.3f")) for h in range(heads)] for l in range(layers)],
             hovertemplate="%{text}<extra></extra>"), row=1, col=i + 1)
-        fig.update_xaxes(tickvals=list(range(heads)), ticktext=[f"H{h + 1}" for h in range(heads)], row=1, col=i + 1)
-        fig.update_yaxes(tickvals=list(range(layers)), ticktext=[f"L{l + 1}" for l in range(layers)],
+        fig.update_xaxes(tickvals=list(range(heads)),
+                         ticktext=[_words(language, "importance.head_tick", head=h + 1) for h in range(heads)],
+                         row=1, col=i + 1)
+        fig.update_yaxes(tickvals=list(range(layers)),
+                         ticktext=[_words(language, "importance.layer_tick", layer=l + 1) for l in range(layers)],
                          autorange="reversed", row=1, col=i + 1)
-    return _layout(fig, f"{title}<br><sup>drop in log-probability of the translation when one head is switched "
-                        f"off; red = the head helped</sup>", height=360)
+    return _layout(fig, _titled(title, _words(language, "importance.note")), height=360, language=language)
+
+
+def _kind_name(kind: str, language: str) -> str:
+    """An attention type ("encoder", "decoder", "cross") as a panel names it in ``language``; another name as it
+    is."""
+    key = f"figures.kind.{kind}"
+    return locale(language).get(key, kind)
 
 
 def _tensor_max(values) -> float:
@@ -390,33 +447,38 @@ def _tensor_max(values) -> float:
     return max(flat) if flat else 0.0
 
 
-def probability_comparison(changes: Sequence[tuple[str, float, float]], title: str) -> go.Figure:
+def probability_comparison(changes: Sequence[tuple[str, float, float]], title: str,
+                           *, language: str = ENGLISH) -> go.Figure:
     """Grouped bars: each token of the original translation, its probability before and after an intervention."""
     positions = list(range(len(changes)))
     labels = [piece for piece, _, _ in changes]
     pieces = _escaped(labels)
+    unmodified = _words(language, "comparison.unmodified")
     fig = go.Figure([
-        go.Bar(x=positions, y=[before for _, before, _ in changes], name="unmodified", marker_color="#1f77b4",
-               customdata=pieces, hovertemplate="%{customdata}: %{y:.4f}<extra>unmodified</extra>"),
-        go.Bar(x=positions, y=[after for _, _, after in changes], name="with the intervention",
+        go.Bar(x=positions, y=[before for _, before, _ in changes], name=unmodified, marker_color="#1f77b4",
+               customdata=pieces, hovertemplate=f"%{{customdata}}: %{{y:.4f}}<extra>{unmodified}</extra>"),
+        go.Bar(x=positions, y=[after for _, _, after in changes], name=_words(language, "comparison.intervened"),
                marker_color="#d62728", customdata=pieces,
-               hovertemplate="%{customdata}: %{y:.4f}<extra>intervention</extra>"),
+               hovertemplate=f"%{{customdata}}: %{{y:.4f}}<extra>{_words(language, 'comparison.intervention')}"
+                             "</extra>"),
     ])
     fig.update_xaxes(tickangle=_slanted(labels), **_ticks(labels))
-    fig.update_yaxes(range=[0, 1], title="probability")
+    fig.update_yaxes(range=[0, 1], title=_words(language, "probability"))
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12))
-    return _layout(fig, title, height=340, zoomable=False)
+    return _layout(fig, title, height=340, zoomable=False, language=language)
 
 
 # --- analysis -----------------------------------------------------------------------------------------
 
-def beam_tree_figure(nodes: Sequence, pieces: Sequence[str], title: str = "Beam search") -> go.Figure:
+def beam_tree_figure(nodes: Sequence, pieces: Sequence[str], title: str | None = None,
+                     *, language: str = ENGLISH) -> go.Figure:
     """Candidates per step (x) ordered by cumulative log-probability (y); edges to the beam each extends.
 
     ``nodes`` are analysis.BeamNode; ``pieces[i]`` labels node i. Kept beams are blue circles, finished
     hypotheses green stars, pruned candidates open grey circles on dotted edges: shape and line say what colour
     says, for readers who do not tell the colours apart (WCAG 1.4.1), and grey labels keep 4.5:1 contrast.
     """
+    title = _words(language, "beam.title") if title is None else title
     positions: dict[int, tuple[float, float]] = {}
     by_step: dict[int, list[int]] = {}
     for i, node in enumerate(nodes):
@@ -437,8 +499,10 @@ def beam_tree_figure(nodes: Sequence, pieces: Sequence[str], title: str = "Beam 
                              hoverinfo="skip", showlegend=False))
     fig.add_trace(go.Scatter(x=edge_x, y=edge_y, mode="lines", line=dict(color="#7f9fbf", width=1.5),
                              hoverinfo="skip", showlegend=False))
-    styles = {"kept": ("#1f77b4", "circle", "live beam"), "finished": ("#2ca02c", "star", "finished hypothesis"),
-              "pruned": ("#bbbbbb", "circle-open", "pruned")}
+    styles = {"kept": ("#1f77b4", "circle", _words(language, "beam.kept")),
+              "finished": ("#2ca02c", "star", _words(language, "beam.finished")),
+              "pruned": ("#bbbbbb", "circle-open", _words(language, "beam.pruned"))}
+    hover = _words(language, "beam.hover", step="%{customdata[1]}", log_p="%{customdata[0]:.3f}")
     for status, (color, symbol, name) in styles.items():
         members = [i for i, node in enumerate(nodes) if node.status == status]
         fig.add_trace(go.Scatter(
@@ -447,21 +511,22 @@ def beam_tree_figure(nodes: Sequence, pieces: Sequence[str], title: str = "Beam 
             text=[escape(pieces[i]) for i in members], textposition="top center",
             textfont=dict(color="#767676" if status == "pruned" else "#222222", size=11),
             customdata=[[nodes[i].log_prob, nodes[i].step] for i in members],
-            hovertemplate="%{text}<br>step %{customdata[1]}<br>log P %{customdata[0]:.3f}<extra></extra>"))
+            hovertemplate=f"%{{text}}<br>{hover}<extra></extra>"))
     fig.add_trace(go.Scatter(x=[0], y=[0], mode="markers+text", text=[escape("<s>")], textposition="top center",
                              marker=dict(color="#444444", size=9), showlegend=False, hoverinfo="skip"))
-    fig.update_xaxes(title="decoding step", dtick=1, range=[-0.5, max(by_step, default=0) + 0.5])  # no empty steps
-    fig.update_yaxes(showticklabels=False, title="candidates, best at the top")
+    fig.update_xaxes(title=_words(language, "beam.steps_axis"), dtick=1,
+                     range=[-0.5, max(by_step, default=0) + 0.5])  # no empty steps
+    fig.update_yaxes(showticklabels=False, title=_words(language, "beam.candidates_axis"))
     fig.update_layout(legend=dict(orientation="h", y=1.08))
     depth = max((len(m) for m in by_step.values()), default=1)
-    return _layout(fig, title, height=max(380, 120 + 42 * depth))
+    return _layout(fig, title, height=max(380, 120 + 42 * depth), language=language)
 
 
 STAGGERED_WORDS = 24  # words a row of alignment labels holds side by side at the app's width
 
 
 def alignment_figure(weights, source_words: Sequence[str], target_words: Sequence[str], title: str,
-                     threshold: float = 0.05) -> go.Figure:
+                     threshold: float = 0.05, *, language: str = ENGLISH) -> go.Figure:
     """Cross-attention as lines from each target word (bottom) to source words (top), width = weight.
 
     The strongest link of every target word (its argmax alignment) is drawn in red.
@@ -480,7 +545,8 @@ def alignment_figure(weights, source_words: Sequence[str], target_words: Sequenc
                 x=[tx[t], sx[s]], y=[0, 1], mode="lines", showlegend=False,
                 line=dict(width=1 + 9 * weight, color="#d62728" if s == best else "#1f77b4"),
                 opacity=0.35 + 0.65 * weight,
-                hovertemplate=f"{escape(target_words[t])} → {escape(source_words[s])}: {weight:.3f}<extra></extra>"))
+                hovertemplate=f"{escape(target_words[t])} → {escape(source_words[s])}: "
+                              f"{Number(weight, '.3f').in_(language)}<extra></extra>"))
     for xs, words, y, side in ((sx, source_words, 1, "top"), (tx, target_words, 0, "bottom")):
         fig.add_trace(go.Scatter(x=xs, y=[y] * len(xs), mode="markers", marker=dict(color="#444", size=6),
                                  showlegend=False, hovertext=_escaped(words), hoverinfo="text"))
@@ -493,16 +559,18 @@ def alignment_figure(weights, source_words: Sequence[str], target_words: Sequenc
                                      showlegend=False, hoverinfo="skip"))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, range=[-0.45, 1.45])
-    return _layout(fig, f"{title}<br><sup>top: source words · bottom: translation · red: strongest link of each "
-                        f"target word · links under {threshold:.0%} hidden</sup>", height=380)
+    return _layout(fig, _titled(title, _words(language, "alignment.note", threshold=Number(threshold, ".0%"))),
+                   height=380, language=language)
 
 
 # --- inside a head ------------------------------------------------------------------------------------
 
-def vector_panels(panels: dict, title: str) -> go.Figure:
+def vector_panels(panels: dict, title: str, *, language: str = ENGLISH) -> go.Figure:
     """Vectors as rows of coloured cells, one panel each: {name: (matrix (rows, d), row labels)}; blue negative,
     red positive, white 0, on one scale across the panels so their sizes compare."""
     names = list(panels)
+    hover = _words(language, "vectors.hover", row="%{customdata}", dimension="%{x}", value="%{z:.4f}")
+    hover += "<extra></extra>"
     largest = max(float(abs(_tensor_max(matrix))) for matrix, _ in panels.values()) or 1.0
     fig = make_subplots(rows=2, cols=2, subplot_titles=names, vertical_spacing=0.12, horizontal_spacing=0.12,
                         row_heights=[0.15, 0.85])
@@ -511,65 +579,82 @@ def vector_panels(panels: dict, title: str) -> go.Figure:
         fig.add_trace(go.Heatmap(z=values, y=list(range(len(labels))), zmin=-largest, zmax=largest, zmid=0,
                                  colorscale="RdBu_r", showscale=index == 0, colorbar=dict(thickness=10),
                                  customdata=[[label] * len(values[0]) for label in _escaped(labels)],
-                                 hovertemplate="%{customdata}, dimension %{x}: %{z:.4f}<extra></extra>"),
+                                 hovertemplate=hover),
                       row=index // 2 + 1, col=index % 2 + 1)
         fig.update_yaxes(autorange="reversed", row=index // 2 + 1, col=index % 2 + 1,
                          **_ticks(labels, most=MOST_PANEL_LABELS * 2))
-    fig.update_xaxes(title="dimension", row=2)
-    return _layout(fig, title, height=260 + 22 * max(len(labels) for _, labels in panels.values()))
+    fig.update_xaxes(title=_words(language, "dimension"), row=2)
+    return _layout(fig, title, height=260 + 22 * max(len(labels) for _, labels in panels.values()),
+                   language=language)
 
 
-def paired_bars(labels: Sequence[str], series: dict[str, Sequence[float]], title: str) -> go.Figure:
+def paired_bars(labels: Sequence[str], series: dict[str, Sequence[float]], title: str,
+                *, language: str = ENGLISH) -> go.Figure:
     """Two or more numbers per label, side by side (e.g. attention weight and contribution share)."""
     positions = list(range(len(labels)))
     fig = go.Figure([go.Bar(x=positions, y=list(values), name=name, customdata=_escaped(labels),
                             hovertemplate=f"%{{customdata}}<br>{name}: %{{y:.4f}}<extra></extra>")
                      for name, values in series.items()])
     fig.update_xaxes(tickangle=_slanted(labels), **_ticks(labels))
-    fig.update_yaxes(range=[0, 1], title="share (0-1)")
+    fig.update_yaxes(range=[0, 1], title=_words(language, "share_axis"))
     fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12, x=0))
-    return _layout(fig, title, height=360, zoomable=False)
+    return _layout(fig, title, height=360, zoomable=False, language=language)
 
 
-def logit_lens_heatmap(chosen_probabilities, favourites: Sequence[Sequence[str]], produced: Sequence[str]) -> go.Figure:
+def logit_lens_heatmap(chosen_probabilities, favourites: Sequence[Sequence[str]], produced: Sequence[str],
+                       *, language: str = ENGLISH) -> go.Figure:
     """Layers (rows) x decoding steps (columns): colour the probability of the token finally chosen, text the
     layer's own favourite."""
     matrix = _matrix(chosen_probabilities)
-    layers = [f"after layer {i + 1}" for i in range(len(matrix))]
-    text = [[escape(piece) for piece in row] for row in favourites]
+    layers = [_words(language, "lens.layer", layer=i + 1) for i in range(len(matrix))]
+    favourite = [[escape(piece) for piece in row] for row in favourites]
+    steps = [_words(language, "lens.finally", step=j + 1, piece=escape(piece)) for j, piece in enumerate(produced)]
+    hover = _words(language, "lens.hover", p="%{z:.3f}", favourite="%{text}")
     fig = go.Figure(go.Heatmap(
         z=matrix, x=list(range(len(produced))), y=list(range(len(layers))), zmin=0, zmax=1,
-        colorscale="Greens", text=text, texttemplate="%{text}", textfont=dict(size=11),
-        customdata=[[f"step {j + 1}: finally {escape(piece)}" for j, piece in enumerate(produced)] for _ in layers],
-        hovertemplate="%{customdata}<br>p = %{z:.3f} here; this layer's favourite: %{text}<extra></extra>",
-        colorbar=dict(title="p(chosen)", thickness=12)))
-    fig.update_xaxes(title="step (the token finally chosen)", tickangle=_slanted(produced), **_ticks(produced))
+        colorscale="Greens", text=favourite, texttemplate="%{text}", textfont=dict(size=11),
+        customdata=[steps for _ in layers], hovertemplate=f"%{{customdata}}<br>{hover}<extra></extra>",
+        colorbar=dict(title=_words(language, "lens.colorbar"), thickness=12)))
+    fig.update_xaxes(title=_words(language, "lens.steps_axis"), tickangle=_slanted(produced), **_ticks(produced))
     fig.update_yaxes(**_ticks(layers))
-    return _layout(fig, "Logit lens: at which layer does each word win?", height=220 + 40 * len(layers))
+    return _layout(fig, _words(language, "lens.title"), height=220 + 40 * len(layers), language=language)
 
 
-def pruning_curves(series: dict[str, tuple[Sequence[float], Sequence[str]]], title: str) -> go.Figure:
+def pruning_curves(series: dict[str, tuple[Sequence[float], Sequence[str]]], title: str,
+                   *, language: str = ENGLISH) -> go.Figure:
     """Scores against heads switched off, one line per series: {label naming the score: (scores from 0 heads
     off, heads in the order switched off)}."""
     fig = go.Figure()
+    hover = _words(language, "pruning.hover", heads="%{x}", last="%{customdata}", score="%{y:.1f}")
     for label, (scores, order) in series.items():
         fig.add_trace(go.Scatter(x=list(range(len(scores))), y=list(scores), mode="lines+markers", name=label,
-                                 customdata=["none"] + _escaped(order),
-                                 hovertemplate=f"{escape(label)}<br>%{{x}} heads off (the last: %{{customdata}}): "
-                                               "%{y:.1f}<extra></extra>"))
-    fig.update_xaxes(title="heads switched off", dtick=1)
-    fig.update_yaxes(title="score (0-100)", range=[0, 102])
+                                 customdata=[_words(language, "pruning.none")] + _escaped(order),
+                                 hovertemplate=f"{escape(label)}<br>{hover}<extra></extra>"))
+    fig.update_xaxes(title=_words(language, "pruning.heads_axis"), dtick=1)
+    fig.update_yaxes(title=_words(language, "pruning.score_axis"), range=[0, 102])
     fig.update_layout(legend=dict(orientation="h", y=-0.25))
-    return _layout(fig, title, height=420)
+    return _layout(fig, title, height=420, language=language)
 
 
-# What the page's own figure builders (ui/static/figures.js) share with these, stated here once; a test in Chromium
-# holds their figures equal to these of the same numbers.
-PAGE_SETTINGS = {
-    # as plotly's Python package expands the name: Plotly.js's own "Blues" is another scale (dark to light)
-    "template": TEMPLATE, "colorscale": plotly.colors.get_colorscale(ATTENTION_COLORSCALE), "mark": MARK, "rowsAreSteps": ROWS_ARE_STEPS,
-    "grid": GRID, "font": FONT, "mostTickLabels": MOST_TICK_LABELS, "heatmapMargin": HEATMAP_MARGIN,
-    "labelCharPx": LABEL_CHAR_PX, "minColumnPx": MIN_COLUMN_PX, "laptopChartPx": LAPTOP_CHART_PX,
-    "phoneColumns": PHONE_COLUMNS, "panelHeight": PANEL_HEIGHT, "panelTickFont": PANEL_TICK_FONT,
-    "panelLabelCharPx": PANEL_LABEL_CHAR_PX, "mostPanelLabels": MOST_PANEL_LABELS,
-    "mostGridColumnLabels": MOST_GRID_COLUMN_LABELS, "zoomButtons": ZOOM_BUTTONS, "repeatedButtons": REPEATED_BUTTONS}
+# The words the page's own figures (ui/static/figures.js) write, by their key in figures.json less "figures.".
+PAGE_WORDS = ("attention", "query", "key", "weight", "position", "step", "queries", "queries_rows", "keys_columns",
+              "probability", "attention_axis")
+
+
+def page_settings(language: str = ENGLISH) -> dict:
+    """What the page's own figure builders (ui/static/figures.js) share with these, stated here once, with their
+    words in ``language``; a test in Chromium holds their figures equal to these of the same numbers."""
+    return {
+        # as plotly's Python package expands the name: Plotly.js's own "Blues" is another scale (dark to light)
+        "template": TEMPLATE, "colorscale": plotly.colors.get_colorscale(ATTENTION_COLORSCALE), "mark": MARK,
+        "rowsAreSteps": ROWS_ARE_STEPS, "grid": GRID, "font": FONT, "mostTickLabels": MOST_TICK_LABELS,
+        "heatmapMargin": HEATMAP_MARGIN, "labelCharPx": LABEL_CHAR_PX, "minColumnPx": MIN_COLUMN_PX,
+        "laptopChartPx": LAPTOP_CHART_PX, "phoneColumns": PHONE_COLUMNS, "panelHeight": PANEL_HEIGHT,
+        "panelTickFont": PANEL_TICK_FONT, "panelLabelCharPx": PANEL_LABEL_CHAR_PX,
+        "mostPanelLabels": MOST_PANEL_LABELS, "mostGridColumnLabels": MOST_GRID_COLUMN_LABELS,
+        "zoomButtons": ZOOM_BUTTONS, "repeatedButtons": REPEATED_BUTTONS,
+        "words": {key: locale(language)[f"figures.{key}"] for key in PAGE_WORDS},
+        "separators": SEPARATORS.get(language), "decimalMark": DECIMAL_MARK[language],
+        "percentSign": PERCENT_SIGN[language]}
+
+

@@ -12,6 +12,8 @@ from transformer.files.checkpoint import Checkpoint
 
 from .runtime import components
 from .runtime.errors import as_html
+from .runtime.language import ENGLISH
+from .runtime.language import text as words_in
 from .runtime.limits import visiting_client
 from .runtime.page import Page
 from .services import Services
@@ -22,31 +24,34 @@ from .views.choices import clamp
 from .views.text import examples_for, source_label, text_for_model
 from .views.translate import layer_and_head_counts
 
-INTRO = """# Transformer attention explorer
-Type an English sentence and watch a Transformer (Vaswani et al., 2017) translate it into German or French **one
-token at a time**. Then look inside: every head of every layer of the encoder self-attention, the decoder's masked
-self-attention and the encoder-decoder (cross) attention. What the chosen model learned from is said under it."""
 OPENING_EVERY_S = 2.0  # how often a page asks how far the models opened at start are
 
 
+def broken_markdown(broken: dict[str, str], language: str = ENGLISH) -> str:
+    """The models that did not load, and why (the reasons as the server found them)."""
+    models = words_in(language, "header.not_loaded.separator").join(
+        words_in(language, "header.not_loaded.model", name=as_html(name), why=as_html(why))
+        for name, why in broken.items())
+    return words_in(language, "header.not_loaded", models=models)
+
+
 def layout(page: Page, names: list[str], default_model: str, broken: dict[str, str] | None = None) -> None:
-    gr.Markdown(INTRO)
+    words = page.words
+    gr.Markdown(words("header.intro"))
     if broken:
-        gr.Markdown("**Not loaded:** " + "; ".join(f"{as_html(name)} ({as_html(why)})" for name, why in broken.items()),
-                    elem_id="broken-models")
+        gr.Markdown(broken_markdown(broken, page.language), elem_id="broken-models")
     with gr.Row():
         # Custom values: an API client may name a model trained after it connected; the registry checks every name.
-        model = components.Dropdown(names, value=default_model, label="Model", scale=2, allow_custom_value=True,
-                            info="Bundled checkpoints, those trained in this app and those opened from the Hub")
+        model = components.Dropdown(names, value=default_model, label=words("header.model"), scale=2,
+                                    allow_custom_value=True, info=words("header.model.info"))
         model_status = gr.Markdown(elem_id="model-status")
     opening_status = gr.Markdown(elem_id="opening-status", visible=False)
-    with gr.Accordion("Open a model from the Hub", open=False, visible=page.services.hub.enabled,
-                      elem_id="open-from-hub"):
+    with gr.Accordion(words("header.hub"), open=False, visible=page.services.hub.enabled, elem_id="open-from-hub"):
         with gr.Row():
-            hub_id = gr.Textbox(label="Hub model id", placeholder="Helsinki-NLP/opus-mt-en-de", scale=3,
-                                info="A Marian translator (the opus-mt models: 300 MB, CC-BY 4.0), downloaded and "
-                                     "converted once, then in the model list for everyone on this server")
-            open_hub = gr.Button("Open", scale=1)
+            # The placeholder is a Hub id, the same in every language.
+            hub_id = gr.Textbox(label=words("header.hub.id"), placeholder="Helsinki-NLP/opus-mt-en-de", scale=3,
+                                info=words("header.hub.id.info"))
+            open_hub = gr.Button(words("header.hub.open"), scale=1)
         hub_status = gr.Markdown(elem_id="hub-status")
     page.add(model=model, model_status=model_status,
              typed_texts=gr.State({}),  # the last text typed for each kind of model: {"digits"|"text": text}
@@ -58,17 +63,17 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, s
              model_switched=gr.Textbox("", visible="hidden"))
 
 
-def model_settings(checkpoint: Checkpoint, layer, head) -> dict:
+def model_settings(checkpoint: Checkpoint, layer, head, language: str = ENGLISH) -> dict:
     """The status line and the layer and head sliders sized to the model (the values kept where they fit)."""
     layers, heads = layer_and_head_counts(checkpoint)
-    return {"model_status": model_views.status_line(checkpoint),
+    return {"model_status": model_views.status_line(checkpoint, language),
             "layer": gr.Slider(1, layers, step=1, value=clamp(layer or 1, 1, layers)),
             "head": gr.Slider(1, heads, step=1, value=clamp(head or 1, 1, heads)),
-            "beam_size": gr.Slider(info=translate.beam_info(checkpoint))}
+            "beam_size": gr.Slider(info=translate.beam_info(checkpoint, language))}
 
 
 def on_model(services: Services, model, text, typed_texts, decoding, beam_size, max_length, kind, view, layer, head,
-             average) -> dict:
+             average, language: str = ENGLISH) -> dict:
     """Another model: every tab follows it, and the sentence (or one this model reads) is translated anew."""
     checkpoint = services.registry.get(model)
     shown, typed_texts = text_for_model(checkpoint, text, typed_texts)
@@ -77,30 +82,29 @@ def on_model(services: Services, model, text, typed_texts, decoding, beam_size, 
     layers, heads = layer_and_head_counts(checkpoint)
     layer, head = clamp(layer or 1, 1, layers), clamp(head or 1, 1, heads)
     # The box's text is sent only when it changes: whatever the user typed during the switch stays.
-    box = gr.Textbox(label=source_label(checkpoint)) if shown == text else gr.Textbox(value=shown,
-                                                                                         label=source_label(checkpoint))
-    text = shown
-    return {"model": model, **model_settings(checkpoint, layer, head), "text": box, "typed_texts": typed_texts,
-            "model_switched": str(next(SWITCHES)),
-            **translate.translation_views(services, model, text, decoding, beam_size, max_length, kind, view, layer,
-                                          head, average)}
+    label = source_label(checkpoint, language)
+    box = gr.Textbox(label=label) if shown == text else gr.Textbox(value=shown, label=label)
+    return {"model": model, **model_settings(checkpoint, layer, head, language), "text": box,
+            "typed_texts": typed_texts, "model_switched": str(next(SWITCHES)),
+            **translate.translation_views(services, model, shown, decoding, beam_size, max_length, kind, view, layer,
+                                          head, average, language=language)}
 
 
 def on_open_from_hub(services: Services, hub_id, text, typed_texts, decoding, beam_size, max_length, kind, view,
-                     layer, head, average, request: gr.Request, progress=gr.Progress(track_tqdm=True)) -> dict:
+                     layer, head, average, request: gr.Request, progress=gr.Progress(track_tqdm=True),
+                     language: str = ENGLISH) -> dict:
     """Download and convert a Hub model (once per server), then switch every tab to it, as a model switch does."""
     hub_id = (hub_id or "").strip()
-    progress(0, desc=f"Opening {hub_id}")
+    progress(0, desc=words_in(language, "header.hub.opening", hub_id=hub_id))
     name = services.open_from_hub(hub_id, visiting_client(request))
     opened = on_model(services, name, text, typed_texts, decoding, beam_size, max_length, kind, view, layer, head,
-                      average)
+                      average, language)
     # A Hub id has only letters, digits, '.', '-', '_' and one '/' (hub.check_repo_id), so code spans show it as it is.
-    return {**opened, "hub_status": f"Opened `{hub_id}`: it is `{name}` in the model list, for everyone on this "
-                                    "server. Its card is in the Model tab."}
+    return {**opened, "hub_status": words_in(language, "header.hub.opened", hub_id=hub_id, name=name)}
 
 
 def on_open(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head, average,
-            request: gr.Request) -> dict:
+            request: gr.Request, language: str = ENGLISH) -> dict:
     """The first view, on the model, sentence, decoding and view a shared link names (read afresh: models trained
     since the server started are listed, and a link may name one)."""
     query = dict(request.query_params) if request else {}
@@ -109,7 +113,7 @@ def on_open(services: Services, model, text, decoding, beam_size, max_length, ki
     chosen = values.get("model", services.registry.opened_at_start() or model)
     checkpoint = services.registry.get(chosen)
     values = share.fit_share_values(values, checkpoint)
-    for problem in share.share_link_problems(query, names, checkpoint):
+    for problem in share.share_link_problems(query, names, checkpoint, language):
         gr.Warning(as_html(problem))
     text = values.get("text", text if chosen == model else text_for_model(checkpoint, text, {})[0])
     kind, view = values.get("kind", kind), values.get("view", view)
@@ -119,27 +123,28 @@ def on_open(services: Services, model, text, decoding, beam_size, max_length, ki
     max_length = values.get("max", max_length)
     layers, heads = layer_and_head_counts(checkpoint)
     layer, head = clamp(layer or 1, 1, layers), clamp(head or 1, 1, heads)
-    return {"model": chosen, **model_settings(checkpoint, layer, head),
-            **opening_views(services), "text": gr.Textbox(value=text, label=source_label(checkpoint)), "kind": kind,
-            "view": view,
-            "decoding": decoding,
+    return {"model": chosen, **model_settings(checkpoint, layer, head, language),
+            **opening_views(services, language),
+            "text": gr.Textbox(value=text, label=source_label(checkpoint, language)),
+            "kind": kind, "view": view, "decoding": decoding,
             "beam_size": gr.Slider(value=max(2, beam), interactive=decoding == "beam",
-                                   info=translate.beam_info(checkpoint)),
+                                   info=translate.beam_info(checkpoint, language)),
             "max_length": max_length,
             **translate.translation_views(services, chosen, text, decoding, beam, max_length, kind, view, layer, head,
-                                          average)}
+                                          average, language=language)}
 
 
-def opening_views(services: Services) -> dict:
-    """What the server is opening at start and how far along it is, asked again every few seconds until done."""
-    status = services.opening.status()
+def opening_views(services: Services, language: str = ENGLISH) -> dict:
+    """What the server is opening at start and how far along it is (in ``language``), asked again every few seconds
+    until done."""
+    status = services.opening.status(language)
     return {"opening_status": gr.Markdown(status, visible=bool(status)),
             "opening_timer": gr.Timer(active=services.opening.underway)}
 
 
-def on_opening_tick(services: Services) -> dict:
+def on_opening_tick(services: Services, language: str = ENGLISH) -> dict:
     """How far along; once a model is ready, the model list shows it (the page's own model stays)."""
-    return {**opening_views(services), "model": gr.Dropdown(choices=services.registry.names())}
+    return {**opening_views(services, language), "model": gr.Dropdown(choices=services.registry.names())}
 
 
 SWITCHES = itertools.count(1)  # model switches landed, numbered for the page (model_switched)

@@ -18,6 +18,7 @@ from transformer.files import hub
 from transformer.files.checkpoint import list_checkpoints
 
 from .runtime.costly import setting
+from .runtime.language import ENGLISH, WRITTEN_PER_LANGUAGE, Message, Number, message, text
 from .runtime.limits import MAX_TRACKED_CLIENTS
 
 log = logging.getLogger(__name__)
@@ -39,8 +40,8 @@ def bytes_under(path: Path) -> int:
     return total
 
 
-def in_mb(size: int) -> str:
-    return f"{size / MB:,.0f} MB"
+def in_mb(size: int) -> Message:
+    return message("model.hub.megabytes", size=Number(size / MB, ",.0f"))
 
 
 class HubModels:
@@ -112,15 +113,15 @@ class HubModels:
         local = directories and visitor is None and bool(source) and Path(source).is_dir()
         if not local:
             if not self.enabled:
-                raise hub.HubError("Opening models from the Hub is turned off on this server (EXPLORER_HUB_MODELS).")
+                raise hub.HubError(message("model.hub.off"))
             hub.check_repo_id(source)
             if visitor is not None and not any(fnmatch.fnmatchcase(source, pattern) for pattern in self.patterns):
-                raise hub.HubError(f"This server opens only models matching {', '.join(self.patterns)}.")
+                raise hub.HubError(message("model.hub.only_matching", patterns=", ".join(self.patterns)))
         name = self.name_of(source, local)
         if (self.directory / name / "config.json").is_file():
             return name
         if not self._opening.acquire(blocking=False):
-            raise hub.HubError("Another model is being opened on this server; try again when it is done.")
+            raise hub.HubError(message("model.hub.busy"))
         try:
             if visitor is not None:
                 self._count_open(visitor)
@@ -149,9 +150,7 @@ class HubModels:
             opened.popleft()
         if len(opened) >= self.opens_per_hour:
             wait_min = max(1, round((opened[0] + HOUR_S - now) / 60))
-            raise hub.HubError(f"You have opened {self.opens_per_hour} new models from the Hub in the last hour, "
-                               f"the most this server opens for one address; try again in {wait_min} minutes, or "
-                               "choose a model already in the list.")
+            raise hub.HubError(message("model.hub.too_many", count=self.opens_per_hour, minutes=wait_min))
         opened.append(now)
         if len(self._opened_by) > MAX_TRACKED_CLIENTS:  # forget addresses whose opens have left the hour
             for quiet in [address for address, times in self._opened_by.items() if times[-1] <= now - HOUR_S]:
@@ -162,8 +161,8 @@ class HubModels:
         """Remove converted models, least recently used first and never one in use, until ``needed`` more bytes
         fit under the cap; HubError when they cannot."""
         if needed > self.cache_cap:
-            raise hub.HubError(f"{source} needs {in_mb(needed)} on disk while it is opened, more than this "
-                               f"server's Hub cache holds ({in_mb(self.cache_cap)}, EXPLORER_HUB_CACHE_MB).")
+            raise hub.HubError(message("model.hub.too_big", source=source, needed=in_mb(needed),
+                                       cap=in_mb(self.cache_cap)))
         used = self.cache_bytes()
         removable = sorted((path for name, path in self.converted().items() if not in_use(name)),
                            key=lambda path: max(last_used(path.name), path.stat().st_mtime))
@@ -174,8 +173,7 @@ class HubModels:
             log.info("removed %s (%s) from the Hub cache to make room for %s", path.name, in_mb(size), source)
             used -= size
         if used + needed > self.cache_cap:
-            raise hub.HubError(f"This server's Hub cache ({in_mb(self.cache_cap)}) is full of models in use; "
-                               f"{source} can be opened when one of them has not been used for a while.")
+            raise hub.HubError(message("model.hub.full", cap=in_mb(self.cache_cap), source=source))
 
 
 @dataclass
@@ -185,7 +183,7 @@ class Opening:
     source: str
     state: str = "waiting"  # "waiting", "opening", "ready" or "failed"
     name: str | None = None  # its name in the model list, once ready
-    problem: str = ""  # why it could not be opened, in one sentence
+    problem: str | Message = ""  # why it could not be opened, in one sentence
 
 
 class OpeningAtStart:
@@ -231,7 +229,7 @@ class OpeningAtStart:
                 continue
             except Exception:  # noqa: BLE001 (a model the converter cannot read must not stop the others)
                 log.exception("%s could not be opened at start", opening.source)
-                opening.state, opening.problem = "failed", "it could not be converted (see the server's log)."
+                opening.state, opening.problem = "failed", message("model.hub.not_converted")
                 continue
             opening.state = "ready"
             log.info("%s is ready as %s", opening.source, opening.name)
@@ -247,26 +245,30 @@ class OpeningAtStart:
     def underway(self) -> bool:
         return any(opening.state in ("waiting", "opening") for opening in self.openings)
 
-    def status(self) -> str:
-        """What the page says about them: one line each (empty when there are none)."""
-        return "\n".join(f"- {self.line(opening)}" for opening in self.openings)
+    def status(self, language: str = ENGLISH) -> str:
+        """What the page says about them, in ``language``: one line each (empty when there are none)."""
+        return "\n".join(f"- {self.line(opening, language)}" for opening in self.openings)
 
-    def line(self, opening: Opening) -> str:
+    def line(self, opening: Opening, language: str = ENGLISH) -> str:
         shown = f"`{opening.source}`" if hub.REPO_ID.match(opening.source) else f"`{Path(opening.source).name}`"
         if opening.state == "waiting":
-            return f"{shown} will be opened next."
+            return text(language, "model.hub.next", shown=shown)
         if opening.state == "opening":
             progress = self.hub_models.downloaded_bytes(opening.source)
             if progress is None:
-                return f"Opening {shown} for this server…"
+                return text(language, "model.hub.opening", shown=shown)
             done, total = progress
-            return f"Opening {shown} for this server: {in_mb(done)} of {in_mb(total)} downloaded…"
+            return text(language, "model.hub.downloading", shown=shown, done=in_mb(done), total=in_mb(total))
         if opening.state == "ready":
-            listed = "" if shown == f"`{opening.name}`" else f" as `{opening.name}`"
-            return f"{shown} is open, in the model list{listed}."
-        return f"{shown} could not be opened: {opening.problem}"
+            listed = "" if shown == f"`{opening.name}`" else message("model.hub.listed_as", name=opening.name)
+            return text(language, "model.hub.ready", shown=shown, listed=listed)
+        return text(language, "model.hub.failed", shown=shown, problem=opening.problem)
 
 
-def one_sentence(error: BaseException) -> str:
-    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return text if text.endswith(".") else text + "."
+def one_sentence(error: BaseException) -> str | Message:
+    """An error's first line, as a sentence; its message as it is where it has one (written in each reader's
+    language)."""
+    if len(error.args) == 1 and isinstance(error.args[0], WRITTEN_PER_LANGUAGE):
+        return error.args[0]
+    said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return said if said.endswith(".") else said + "."

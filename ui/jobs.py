@@ -35,6 +35,7 @@ from transformer.train.trainer import Trainer
 
 from .runtime.costly import CORES
 from .runtime.gpu import models_device
+from .runtime.language import ENGLISH, WRITTEN_PER_LANGUAGE, Message, Number, message, percent, text
 from .runtime.limits import MAX_TRACKED_CLIENTS
 from .runtime.memory import release_memory
 from .views.choices import clamp, finite
@@ -57,14 +58,22 @@ WAITER_GONE_S = 10.0  # a place in line whose page has not asked for this long i
 APP_PRESETS = (AUTO_PRESET, "tiny", "small")
 DISABLE_VARIABLE = "EXPLORER_DISABLE_TRAINING"
 SYNTHETIC_PROBE = "3 1 4 1 5 9 2 6"
-MULTI30K_MISSING = ("Multi30K is not on this server. Put its files ({split}.{lang}.gz: train, val and "
-                    "test_2016_flickr in en, de and fr) in a directory and start the app with MULTI30K_DIR set to it "
-                    "(the command-line trainer takes --data-dir DIR, or downloads it where it can reach the network).")
+# What the page says, in its language (ui/locales/<language>/train.json), and this module's logs say in English.
+MULTI30K_MISSING = message("train.multi30k_missing")
 
 
-def time_left_text(seconds: float) -> str:
+def time_left_text(seconds: float) -> Message:
     """"about 40 seconds left", or in minutes from a minute and a half on."""
-    return f"about {seconds:.0f} seconds left" if seconds < 90 else f"about {seconds / 60:.0f} minutes left"
+    if seconds < 90:
+        return message("train.seconds_left", seconds=Number(seconds, ".0f"))
+    return message("train.minutes_left", minutes=Number(seconds / 60, ".0f"))
+
+
+def in_words(error: BaseException) -> Message | str:
+    """A problem's own words: its message, written in each reader's language, or its text."""
+    if len(error.args) == 1 and isinstance(error.args[0], WRITTEN_PER_LANGUAGE):
+        return error.args[0]
+    return str(error)
 
 
 class JobError(InputError):
@@ -88,7 +97,7 @@ class SizeSummary:
     cannot be known yet, and ``plan`` says why)."""
 
     parameters: int | None
-    plan: str | None = None
+    plan: str | Message | None = None  # the library's plan, in English (BudgetPlan.describe), or why none yet
 
 
 class PreviewSpeeds:
@@ -115,28 +124,26 @@ class PreviewSpeeds:
 
 
 PREVIEW_SPEEDS = PreviewSpeeds()
-PLANNED_AT_START = ("the size is chosen when the job starts, from {data} and this machine's speed measured then (a "
-                    "few timed updates of each size, at most {share:.0%} of the time)")
 
 
 def fitted_plan(data: str, minutes: float, data_dir: str | None = None, shared: bool = False,
-                measure: bool = True) -> BudgetPlan | str:
+                measure: bool = True) -> BudgetPlan | Message:
     """The plan "auto" would make for ``minutes`` of training on ``data`` (``shared``: as a visitor's job, on half
     the cores), or why it cannot be shown yet: Multi30K is not on this server, or not measured (``measure``
     False), or the data is an upload whose size is known only when the job starts."""
     kind = planning.data_kind(data)
     if kind == "synthetic":
         return planning.plan_for(kind, minutes)
-    share = calibrate.MEASURING_SHARE
+    share = percent(calibrate.MEASURING_SHARE)
     if kind == "upload":
-        return PLANNED_AT_START.format(data="the file's size", share=share)
+        return message("train.planned_at_start", data=message("train.the_files_size"), share=share)
     try:
         datasets.multi30k_dir(data_dir, download=False)
     except datasets.DataError:
         return MULTI30K_MISSING
     measured = PREVIEW_SPEEDS.get(data_dir, shared, measure)
     if measured is None:
-        return PLANNED_AT_START.format(data="Multi30K's size", share=share)
+        return message("train.planned_at_start", data=message("train.multi30ks_size"), share=share)
     shape, measurement = measured
     return planning.plan_for(kind, minutes, shape, measurement)
 
@@ -148,7 +155,7 @@ def size_summary(preset_name: str, data: str, minutes: float, shared: bool = Fal
     synthetic = data in datasets.SYNTHETIC_TASKS
     if preset_name == AUTO_PRESET:
         plan = fitted_plan(data, minutes, shared=shared, measure=measure)
-        if isinstance(plan, str):
+        if isinstance(plan, Message):
             return SizeSummary(None, plan)
         sizes, vocab, words = plan.sizes(), plan.vocab_size, plan.describe()
     else:
@@ -168,14 +175,17 @@ def read_upload(path: str | Path, limit: int = MAX_UPLOAD_BYTES) -> datasets.Par
     path = Path(path)
     size = path.stat().st_size
     if size > limit:
-        raise datasets.DataError(f"{path.name} is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB")
+        raise datasets.DataError(message("train.error.upload_too_big", file=path.name, size=Number(size / 1e6, ".1f"),
+                                         limit=Number(limit / 1e6, ".0f")))
     lines = datasets.read_lines(path, MAX_UPLOAD_TEXT_BYTES)
     if len(lines) > MAX_UPLOAD_LINES:
-        raise datasets.DataError(f"{path.name} has {len(lines):,} lines; the limit is {MAX_UPLOAD_LINES:,}")
+        raise datasets.DataError(message("train.error.too_many_lines", file=path.name, lines=Number(len(lines), ","),
+                                         limit=Number(MAX_UPLOAD_LINES, ",")))
     longest = max(range(len(lines)), key=lambda i: len(lines[i]), default=None)
     if longest is not None and len(lines[longest]) > MAX_UPLOAD_LINE_CHARS:
-        raise datasets.DataError(f"line {longest + 1} of {path.name} is {len(lines[longest]):,} characters long; "
-                                 f"a sentence pair may have at most {MAX_UPLOAD_LINE_CHARS:,}")
+        raise datasets.DataError(message("train.error.line_too_long", line=longest + 1, file=path.name,
+                                         chars=Number(len(lines[longest]), ","),
+                                         limit=Number(MAX_UPLOAD_LINE_CHARS, ",")))
     return datasets.load_training_tsv(path)
 
 
@@ -201,7 +211,7 @@ class JobState:
     steps: list[dict] = field(default_factory=list)
     evals: list[dict] = field(default_factory=list)
     probes: list[dict] = field(default_factory=list)
-    message: str = ""
+    said: Message | None = None      # how it ended, or why it could not start, in each reader's language
     checkpoint: str | None = None    # name of the published checkpoint
     held: str | None = None          # name of a stopped job's model, kept out of the list until its trainer keeps it
     ended: float | None = None
@@ -209,6 +219,11 @@ class JobState:
     plan: str | None = None          # what a job fitted to its time limit planned, from the speed it measured
     shared: bool = False             # a public visitor's job: it ends at SHARED_MINUTES while another visitor waits
     cut: bool = False                # it was ended so that a waiting visitor could train
+
+    @property
+    def message(self) -> str:
+        """How it ended, in English (for logs and scripts)."""
+        return str(self.said) if self.said is not None else ""
 
     @property
     def step(self) -> int:
@@ -287,11 +302,11 @@ class JobManager:
     def check(self, request: JobRequest) -> None:
         """Refuse a request that could never start (before its visitor waits for the slot); bound its numbers."""
         if training_disabled():
-            raise JobError(f"Training is turned off on this server ({DISABLE_VARIABLE} is set).")
+            raise JobError(message("train.error.turned_off", variable=DISABLE_VARIABLE))
         if request.preset not in APP_PRESETS:
-            raise JobError(f"choose a model size among {', '.join(APP_PRESETS)}")
-        request.steps = clamp(request.steps, 10, MAX_STEPS, "number of updates")
-        request.minutes = max(0.2, min(self.max_minutes, finite(request.minutes, "time limit in minutes")))
+            raise JobError(message("train.error.choose_size", sizes=", ".join(APP_PRESETS)))
+        request.steps = clamp(request.steps, 10, MAX_STEPS, message("train.number_of_updates"))
+        request.minutes = max(0.2, min(self.max_minutes, finite(request.minutes, message("train.minutes_name"))))
 
     def wait_in_line(self, request: JobRequest, owner: str, client: str | None) -> int | None:
         """Hold ``owner``'s place in line for the slot (joining at its end) while a job runs or others are ahead:
@@ -304,15 +319,14 @@ class JobManager:
             if not self.busy() and (not places or places[0] == owner):
                 return None
             if self.busy() and self._job.owner == owner:
-                raise JobError(f"Your training job ({self._job.name}) is running; stop it before you start another.")
+                raise JobError(message("train.error.yours_running", name=self._job.name))
             if owner in places:
                 self._line[places.index(owner)].seen = now
                 return places.index(owner) + 1
             if client is not None and any(waiter.client == client for waiter in self._line):
-                raise JobError("Another page at your address is already waiting for the training slot; one place "
-                               "in line per address.")
+                raise JobError(message("train.error.address_waiting"))
             if len(self._line) >= MAX_WAITING:
-                raise JobError(f"{MAX_WAITING} visitors are waiting for the training slot already; try again later.")
+                raise JobError(message("train.error.line_full", count=MAX_WAITING))
             self._line.append(Waiter(owner, client, request.minutes, now))
             return len(self._line)
 
@@ -380,17 +394,16 @@ class JobManager:
         with self._lock:  # held while the request is checked, so two starts can never both pass
             self._drop_gone()
             if self.busy():
-                raise SlotTaken(f"A training job ({self._job.name}) is already running on this server; "
-                               f"{self._time_left()}. Wait for it to finish"
-                               + (", or stop it first." if self._job.owner in (None, owner) else "."))
+                stoppable = self._job.owner in (None, owner)
+                raise SlotTaken(message("train.error.busy_stoppable" if stoppable else "train.error.busy",
+                                        name=self._job.name, left=self._time_left()))
             if self._line and self._line[0].owner != owner:
-                raise SlotTaken(f"{len(self._line)} visitors are waiting for the training slot; press Start training "
-                               "to take your place in line.")
+                raise SlotTaken(message("train.error.others_waiting", count=len(self._line)))
             now = time.time()
             recent = [t for t in self._starts.get(client, []) if t > now - 3600]
             if client is not None and len(recent) >= JOBS_PER_CLIENT_HOUR:
-                raise JobError(f"You have started {len(recent)} training jobs in the last hour, the most one "
-                               f"visitor may; the next can start in {time_left_text(recent[0] + 3600 - now)}.")
+                raise JobError(message("train.error.hourly", count=len(recent),
+                                       left=time_left_text(recent[0] + 3600 - now)))
             config = self._config(request, corpus)  # a request that cannot run counts against no one
             if client is not None:
                 self._starts[client] = recent + [now]
@@ -405,23 +418,21 @@ class JobManager:
             self._thread.start()
             return self._job
 
-    def stop(self, owner: str | None = None) -> str:
+    def stop(self, owner: str | None = None, language: str = ENGLISH) -> str:
         """Ask the running job to stop after its current update; it still publishes its model.
 
         A visitor may stop only a job they started, so a classroom cannot stop
         the teacher's run; once its starter has left (``release``), anyone may.
-        ``owner=None`` is the server itself. Returns what happened, for the user.
+        ``owner=None`` is the server itself. Returns what happened, for the user (in ``language``).
         """
         with self._lock:
             job = self._job
             if job is None or job.status != "running" or self._cancel is None:
-                return "No training job is running."
+                return text(language, "train.no_job_running")
             if owner is not None and job.owner not in (None, owner):
-                raise JobError(f"The running job ({job.name}) was started by another visitor, so only they can "
-                               f"stop it; {self._time_left()}.")
+                raise JobError(message("train.error.not_yours", name=job.name, left=self._time_left()))
             self._cancel.set()
-            return (f"Stopping {job.name} after its current update. Its half-trained model stays out of the model "
-                    "list unless you press Keep this model.")
+            return text(language, "train.stopping", name=job.name)
 
     def release(self, owner: str) -> None:
         """The visitor ``owner`` has left: the job they started may now be stopped by anyone, and their place in
@@ -432,10 +443,10 @@ class JobManager:
             if self._job is not None and self._job.owner == owner:
                 self._job = JobState(**{**self._job.__dict__, "owner": None})
 
-    def _time_left(self) -> str:
+    def _time_left(self) -> Message:
         """How long the current job has left, for a message; called with the lock held."""
         left = self._job.seconds_left() if self._job else None
-        return "it ends by itself at its time limit" if left is None else time_left_text(left)
+        return message("train.ends_at_limit") if left is None else time_left_text(left)
 
     def wait(self, timeout: float | None = None) -> None:
         if self._thread is not None:
@@ -468,10 +479,9 @@ class JobManager:
                 raise JobError(MULTI30K_MISSING) from None
             return "multi30k", "multi30k", ["A young girl is playing with a red ball in the park."]
         if request.data != "upload":
-            raise JobError(f"unknown data choice {request.data!r}")
+            raise JobError(message("train.error.unknown_data", choice=repr(request.data)))
         if corpus is None:
-            raise JobError("Upload a parallel TSV file first: on each line a source sentence, a tab, its "
-                           "translation.")
+            raise JobError(message("train.error.upload_first"))
         self.work_dir.mkdir(parents=True, exist_ok=True)
         handle, kept_name = tempfile.mkstemp(prefix="upload-", suffix=".tsv", dir=self.work_dir)
         with os.fdopen(handle, "w", encoding="utf-8") as out:
@@ -517,55 +527,64 @@ class JobManager:
             self._trained_by[name] = self._job.owner
             if status == "finished":
                 self.keep_newest(KEPT_MODELS)
-            summary = (f"exact match {final['exact_match']:.0%}" if config.data in datasets.SYNTHETIC_TASKS
-                       else f"validation BLEU {final['bleu']:.1f}")
-            of_total = "" if trainer.config.plan else f" of {config.steps}"
-            ending = (f"at its {config.max_minutes:g}-minute time limit, after {trainer.step}{of_total} updates"
-                      if final.get("stopped_by") == "time" else f"after {trainer.step} updates")
-            where = (f"The model is now in the model list as {name}." if status == "finished" else
-                     "Its model is not in the model list: its trainer can add it with Keep this model.")
-            if self._job.cut:
-                ending += (f", at {self.shared_minutes:g} minutes of training because another visitor was waiting "
-                           "for the training slot")
-            self._update(status=status, ended=time.time(), message=f"{status.capitalize()} {ending}: {summary}. {where}",
+            self._update(status=status, ended=time.time(),
+                         said=self._outcome(config, trainer, final, status, name),
                          **({"checkpoint": name} if status == "finished" else {"held": name}))
         except datasets.DataError as error:
-            self._update(status="failed", ended=time.time(), message=f"Training could not start: {error}")
+            self._update(status="failed", ended=time.time(),
+                         said=message("train.failed.no_start", problem=in_words(error)))
         except FloatingPointError as error:
-            self._update(status="failed", ended=time.time(), message=f"Training diverged: {error}")
+            self._update(status="failed", ended=time.time(),
+                         said=message("train.failed.diverged", problem=in_words(error)))
         except (RuntimeError, MemoryError) as error:
-            problem = "ran out of memory" if "out of memory" in str(error).lower() or isinstance(
-                error, MemoryError) else f"failed ({error})"
+            out_of_memory = "out of memory" in str(error).lower() or isinstance(error, MemoryError)
             log.exception("training job failed")
-            self._update(status="failed", ended=time.time(), message=f"Training {problem}.")
+            self._update(status="failed", ended=time.time(),
+                         said=message("train.failed.memory") if out_of_memory else
+                         message("train.failed.error", problem=in_words(error)))
         except Exception as error:  # keep the server serving whatever a job does
             log.exception("training job crashed")
-            self._update(status="failed", ended=time.time(), message=f"Training crashed: {error}")
+            self._update(status="failed", ended=time.time(),
+                         said=message("train.failed.crashed", problem=in_words(error)))
         finally:
             if config.data.endswith(".tsv") and Path(config.data).parent == self.work_dir:
                 Path(config.data).unlink(missing_ok=True)
             trainer = None
             release_memory()
 
-    def keep(self, owner: str | None) -> str:
+    def _outcome(self, config: TrainConfig, trainer: Trainer, final: dict, status: str, name: str) -> Message:
+        """How a job that trained ended: when, its score, and where its model is."""
+        summary = (message("train.summary.exact_match", share=percent(final["exact_match"]))
+                   if config.data in datasets.SYNTHETIC_TASKS
+                   else message("train.summary.bleu", bleu=Number(final["bleu"], ".1f")))
+        if final.get("stopped_by") == "time":
+            limit = Number(config.max_minutes, "g")
+            ending = (message("train.ending.time_limit", minutes=limit, step=trainer.step) if trainer.config.plan
+                      else message("train.ending.time_limit_of", minutes=limit, step=trainer.step, total=config.steps))
+        else:
+            ending = message("train.ending.updates", step=trainer.step)
+        where = message("train.where.listed", name=name) if status == "finished" else message("train.where.held")
+        if self._job.cut:
+            ending = message("train.ending.cut", ending=ending, minutes=Number(self.shared_minutes, "g"))
+        return message(f"train.ended.{status}", ending=ending, summary=summary, where=where)
+
+    def keep(self, owner: str | None, language: str = ENGLISH) -> str:
         """Add a stopped job's model to the model list; only its trainer may (``owner`` None: the server)."""
         with self._lock:
             job = self._job_of(owner)
             if job is None or job.held is None:
                 job = self._job  # what the page shows: the job that has the slot
             if job is None or job.held is None or not (self.held_dir / job.held).is_dir():
-                raise JobError("There is no stopped model to keep.")
+                raise JobError(message("train.error.nothing_to_keep"))
             if owner is not None and self._trained_by.get(job.held) != owner:
-                raise JobError(f"{job.held} was trained by another visitor; only they can keep it.")
+                raise JobError(message("train.error.keep_not_yours", name=job.held))
             self.published_dir.mkdir(parents=True, exist_ok=True)
             (self.held_dir / job.held).rename(self.published_dir / job.held)
             self._replace(job, checkpoint=job.held, held=None,
-                          message=job.message.replace("Its model is not in the model list: its trainer can add it "
-                                                      "with Keep this model.",
-                                                      f"Kept: the model is in the model list as {job.held}."))
+                          said=kept_where(job.said, message("train.where.kept", name=job.held)))
             name = job.held
         self.keep_newest(KEPT_MODELS)
-        return f"{name} is now in the model list."
+        return text(language, "train.kept", name=name)
 
     def published(self) -> list[Path]:
         """The models trained in the app, oldest first."""
@@ -583,15 +602,15 @@ class JobManager:
             log.info("removed %s: only the %d newest models trained in the app are kept", name, count)
         return removed
 
-    def delete(self, name: str, owner: str | None) -> str:
-        """Delete a model trained in the app; only the visitor whose job made it may (``owner`` None: the server)."""
+    def delete(self, name: str, owner: str | None, language: str = ENGLISH) -> str:
+        """Delete a model trained in the app; only the visitor whose job made it may (``owner`` None: the server).
+        Returns what happened, for the user (in ``language``)."""
         if not name or "/" in name or not (self.published_dir / name).is_dir():
-            raise JobError(f"{name!r} is not a model trained in this app, so it cannot be deleted here.")
+            raise JobError(message("train.error.not_app_model", name=repr(name)))
         if owner is not None and self._trained_by.get(name) != owner:
-            raise JobError(f"{name} was trained by another visitor (or before this server started); only its "
-                           "trainer can delete it.")
+            raise JobError(message("train.error.delete_not_yours", name=name))
         self._remove(name)
-        return f"Deleted {name}."
+        return text(language, "train.deleted", name=name)
 
     def _remove(self, name: str) -> None:
         with self._lock:
@@ -606,8 +625,17 @@ class JobManager:
         """A zip of a published checkpoint, for download."""
         directory = self.published_dir / name
         if not name or "/" in name or not directory.is_dir():
-            raise JobError("no finished checkpoint to download yet")
+            raise JobError(message("train.error.no_archive"))
         if name not in self._archives or not Path(self._archives[name]).is_file():
             target = Path(tempfile.mkdtemp(prefix="checkpoint-")) / name
             self._archives[name] = shutil.make_archive(str(target), "zip", root_dir=directory)
         return self._archives[name]
+
+
+def kept_where(said: Message | None, where: Message) -> Message | None:
+    """A stopped job's outcome once its model is kept: where the model is now, in place of how to keep it."""
+    if said is None:
+        return None
+    held = message("train.where.held")
+    return dataclasses.replace(said, values=tuple((name, where if value == held else value)
+                                                  for name, value in said.values))

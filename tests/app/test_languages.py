@@ -19,7 +19,12 @@ from ui.runtime.page import Page
 
 def test_every_string_exists_in_every_language_with_the_same_placeholders():
     english = table("en")
+    parts = sorted(path.name for path in (LOCALES / "en").glob("*.json"))
     for other in LANGUAGES:
+        assert sorted(path.name for path in (LOCALES / other).glob("*.json")) == parts, other
+        for part in parts:
+            keys = [set(json.loads((LOCALES / lang / part).read_text(encoding="utf-8"))) for lang in ("en", other)]
+            assert keys[0] == keys[1], f"{other}/{part}: the same keys as en/{part}"
         words = table(other)
         assert set(words) == set(english), f"{other}: keys missing {set(english) - set(words)}, extra {set(words) - set(english)}"
         for key, text in words.items():
@@ -146,3 +151,196 @@ def test_the_students_page_says_everything_in_its_language_errors_included(app_s
     assert list(wrong.values())[0].startswith("**Aucune classe ouverte n'a le code saisi\u00a0:")
     with pytest.raises(gr.Error, match="Un problème est survenu"), as_user_message("a bug", language="fr"):
         raise RuntimeError("in the page's language too")
+
+
+def shown_words(blocks: gr.Blocks) -> list[str]:
+    """Every text a visitor reads in ``blocks``' components: labels, infos, values that are text, choices' labels,
+    a table's headers."""
+    words = []
+    for block in blocks.blocks.values():
+        words += [getattr(block, name) for name in ("label", "info") if isinstance(getattr(block, name, None), str)]
+        value = getattr(block, "value", None)
+        if isinstance(value, str) and not getattr(block, "choices", None):  # a choice's value is not shown
+            words.append(value)
+        elif isinstance(value, dict) and "headers" in value:
+            words += [str(header) for header in value["headers"]]
+        words += [str(label) for label, _ in getattr(block, "choices", None) or ()]
+    return words
+
+
+@pytest.mark.parametrize("other", ["de", "fr"])
+def test_the_inside_and_positions_tabs_leave_no_english_on_another_languages_page(app_services, translation, other):
+    from ui.tabs import inside as inside_tab
+    from ui.tabs import positions as positions_tab
+    english, words = table("en"), table(other)
+    # The English words of these tabs that another language says otherwise (d_k, top-k and the like stay).
+    untranslated = {english[key] for key in english if key.split(".")[0] in ("inside", "positions", "map")
+                    and words[key] != english[key]}
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    with gr.Blocks() as blocks:
+        page = Page(app_services, blocks, language=other)
+        inside_tab.layout(page, checkpoint)
+        positions_tab.layout(page, checkpoint)
+    shown = shown_words(blocks)
+    assert len(shown) > 40 and not untranslated & set(shown), untranslated & set(shown)
+    assert {value for _, value in page["inside_kind"].choices} == set(choices_kinds()), "the kinds' values stay English"
+    views = inside_tab.on_inside(app_services, "multi30k-en-de", translation, "Decoder self-attention", 1, 1, 2,
+                                 other)
+    assert views["inside_summary"].startswith(f"**{words['map.kind.decoder']}, ")
+    assert not untranslated & {views["inside_merge"], *views["inside_table"].columns}
+    with pytest.raises(Exception, match=re.escape(words["inside.blackboard.uneven"])):
+        page.handler(inside_tab.on_blackboard)([["x", 1.0, 2.0]], False)
+
+
+def choices_kinds() -> list[str]:
+    from ui.views.choices import ATTENTION_KINDS
+    return list(ATTENTION_KINDS.values())
+
+
+@pytest.mark.parametrize("other", ["de", "fr"])
+def test_the_model_and_train_tabs_and_their_messages_leave_no_english_on_another_languages_page(app_services, tmp_path,
+                                                                                               other):
+    import time
+
+    from ui import hub_models, jobs
+    from ui.tabs import model as model_tab
+    from ui.tabs import train as train_tab
+    from ui.views import training as training_views
+    english, words = table("en"), table(other)
+    # The English words of these tabs that another language says otherwise (BLEU, Multi30K and the like stay).
+    untranslated = {english[key] for key in english if key.split(".")[0] in ("model", "train")
+                    and words[key] != english[key]}
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    with gr.Blocks() as blocks:
+        page = Page(app_services, blocks, language=other)
+        model_tab.layout(page, checkpoint)
+        train_tab.layout(page, checkpoint)
+        page.add(model=gr.Dropdown())
+    shown = shown_words(blocks)
+    assert len(shown) > 20 and not untranslated & set(shown), untranslated & set(shown)
+    assert [value for _, value in page["train_data"].choices] == ["copy", "reverse", "sort", "multi30k", "upload"]
+    views = model_tab.model_views(checkpoint, other)
+    table_words = {*views["model_parameters"].data.columns, *views["model_parameters"].data.iloc[:, 0]}
+    assert not untranslated & table_words and views["model_metrics"].startswith(words["model.scores_header"])
+    waiting = training_views.waiting_markdown(2, 400, other)
+    assert waiting.startswith(words["train.waiting"].split("{")[0]) and "7" in waiting
+    outcome = message("train.ended.stopped", ending=message("train.ending.updates", step=40),
+                      summary=message("train.summary.exact_match", share=percent(0.5)),
+                      where=message("train.where.held"))
+    job = jobs.JobState("j", "stopped", jobs.JobRequest(), time.time(), 400, said=outcome)
+    assert said(outcome, other) in training_views.job_status_markdown(job, other)
+    assert jobs.kept_where(outcome, message("train.where.kept", name="j")).in_(other).endswith(
+        words["train.where.kept"].format(name="j"))
+    with pytest.raises(gr.Error, match=re.escape(words["train.error.nothing_to_delete"])):
+        page.handler(train_tab.on_delete)("x", gr.Request(session_hash="nobody"))
+    opening = hub_models.OpeningAtStart(hub_models.HubModels(tmp_path, patterns=""), ["Helsinki-NLP/opus-mt-en-de"])
+    with pytest.raises(Exception) as refused:
+        opening.hub_models.open("Helsinki-NLP/opus-mt-en-de", "203.0.113.7")
+    assert said(refused.value, other) == words["model.hub.off"]
+    assert opening.status(other) == f"- {words['model.hub.next'].format(shown='`Helsinki-NLP/opus-mt-en-de`')}"
+
+
+def test_the_lessons_and_the_teachers_class_panel_speak_the_pages_language_their_values_english(app_services):
+    from ui import lessons as lessons_panel
+    from ui.views import lessons
+    from ui.views.questions import Question
+    with gr.Blocks() as blocks:
+        page = Page(app_services, blocks, language="de")
+        lessons_panel.layout(page)
+        class_page.teacher_layout(page)
+    named = page.components
+    assert (named["lesson_choice"].label, named["show_me"].value, named["class_open"].value) == \
+        ("Lektion", "Zeig es mir", "Klasse öffnen")
+    assert [value for _, value in named["lesson_choice"].choices] == lessons.lesson_choices(), "values stay English"
+    assert named["lesson_choice"].choices[0][0] == "1. Wohin jedes Wort schaut"
+    assert named["lesson_text"].value.startswith("### Wohin jedes Wort schaut") and "**Frag die Klasse**" in \
+        named["lesson_text"].value
+    settings = lessons_panel.page_settings("fr")
+    assert settings["byChoice"][lessons.lesson_choices()[0]]["title"] == "Où regarde chaque mot"
+    assert settings["parts"]["lookFor"] == "À observer\u00a0:"
+    assert lessons.LESSONS[0].title == "Where each word looks", "the English title names the lesson"
+    asked = Question(message("q.yes"), (message("q.yes"), message("q.no_not_a_word")), 0, "")
+    counts = class_page.counts_markdown(asked, [2, 1], True, "fr")
+    assert "67\u202f%" in counts and "← le modèle" in counts and counts.endswith("3 réponses")
+    assert "Les élèves ouvrent" in class_page.join_html("ABCDE", "https://x.example/class/?code=ABCDE", "fr")
+
+
+@pytest.mark.parametrize("other", ["de", "fr"])
+def test_the_header_and_the_translate_tab_leave_no_english_on_another_languages_page(app_services, other):
+    from ui import header
+    from ui.tabs import translate as translate_tab
+    from ui.views import share
+    english, words = table("en"), table(other)
+    # The English words of these parts that another language says otherwise ("Attention" and the like stay).
+    untranslated = {english[key] for key in english if key.split(".")[0] in ("header", "translate", "map")
+                    and words[key] != english[key]}
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    with gr.Blocks() as blocks:
+        page = Page(app_services, blocks, language=other)
+        header.layout(page, app_services.registry.names(), "multi30k-en-de", {"broken": "why"})
+        translate_tab.layout(page, checkpoint)
+    shown = shown_words(blocks)
+    assert len(shown) > 40 and not untranslated & set(shown), untranslated & set(shown)
+    assert [value for _, value in page["kind"].choices] == choices_kinds(), "the kinds' values stay English"
+    assert [value for _, value in page["decoding"].choices] == ["greedy", "beam"]
+    settings = translate_tab.page_settings(other)
+    assert settings["kinds"] == translate_tab.page_settings("en")["kinds"], "the page's script reads English values"
+    assert not untranslated & {*settings["titles"].values(), *settings["words"]["kinds"].values(),
+                               *settings["words"]["chartText"].values()}
+    views = translate_tab.on_translate(app_services, "multi30k-en-de", "Der Hund schläft.", "greedy", 4, 40,
+                                       choices_kinds()[2], "one head", 1, 1, False, other)
+    german, english_language = words["translate.language.de"], words["translate.language.en"]
+    assert views["notes"] == "- " + words["translate.note.language_learned"].format(
+        seen=german, expected=english_language, target=german)
+    assert views["page_numbers"]["steps"][0]["caption"].startswith(words["translate.step.caption"].split("{")[0])
+    assert header.model_settings(checkpoint, 1, 1, other)["beam_size"].info.startswith(
+        words["translate.beam.info"].split("{")[0])
+    assert share.share_link_problems({"model": "gone"}, ["multi30k-en-de"], checkpoint, other) == [
+        words["translate.link.model_missing"].format(model="gone", name="multi30k-en-de")]
+    with pytest.raises(gr.Error, match=re.escape(words["translate.empty"])):
+        page.handler(translate_tab.on_translate_click)("multi30k-en-de", " ", "greedy", 4, 40, choices_kinds()[2],
+                                                       "one head", 1, 1, False)
+
+
+@pytest.mark.parametrize("other", ["de", "fr"])
+def test_the_experiments_analysis_and_evidence_tabs_leave_no_english_on_another_languages_page(app_services, other):
+    import torch
+
+    from transformer.inside.interventions import Comparison, PruningCurve
+    from ui.tabs import analysis as analysis_tab
+    from ui.tabs import experiments as experiments_tab
+    from ui.tabs import explain as explain_tab
+    from ui.views import experiments as experiment_views
+    from ui.views import explain as explain_views
+    english, words = table("en"), table(other)
+    # The English words of these tabs that another language says otherwise (log P, Rollout and the like stay).
+    untranslated = {english[key] for key in english if key.split(".")[0] in ("experiments", "analysis", "explain")
+                    and words[key] != english[key]}
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    with gr.Blocks() as blocks:
+        page = Page(app_services, blocks, language=other)
+        for tab in (experiments_tab, explain_tab, analysis_tab):
+            with gr.Tab(said(tab.TITLE, other)):
+                tab.layout(page, checkpoint)
+    shown = shown_words(blocks)
+    assert len(shown) > 60 and not untranslated & set(shown), untranslated & set(shown)
+    assert [value for _, value in page["experiment_measure"].choices] == list(experiment_views.MEASURES)
+    assert [value for _, value in page["explain_method"].choices] == list(explain_views.METHODS)
+    assert page["experiment_head"].choices[0] == (words["experiments.mean_of_heads"], "mean of heads")
+    importance = {"encoder": torch.tensor([[0.5, -0.01]]), "cross": torch.tensor([[-0.3, 1.0]])}
+    _, summary = experiment_views.importance_views(importance, "t", other)
+    assert summary.startswith(words["experiments.most_important"].split("{")[0]) and "+1,00" in summary
+    shuffled = Comparison(None, None, "source words shuffled: “b a”", None)
+    assert experiment_views.described(shuffled).in_(other) == words["experiments.did.shuffled"].format(sentence="b a")
+    curve = PruningCurve("cross", ["L1H1", "L1H2"], [100.0, 95.0, 40.0])
+    summary = explain_views.pruning_summary([curve, curve], other)
+    assert summary.startswith(words["explain.pruning_summary"].split("*")[0]) and "40,0" in summary
+    table_ = explain_views.agreement_table([{"attention": "L2 mean of heads", "top-1 agreement": 0.5,
+                                             "rank correlation": 0.25}], other)
+    assert list(table_.columns) == [words["explain.column.attention"], words["explain.column.top_1"],
+                                    words["explain.column.correlation"]]
+    assert table_.iloc[0, 1] == said(percent(0.5), other)
+    assert explain_tab.agreement_row_map(table_.iloc[0, 0], 3, other) == (2, "mean of heads")
+    with pytest.raises(gr.Error, match=re.escape(words["experiments.tick_heads"])):
+        page.handler(experiments_tab.on_ablate)("multi30k-en-de", None, [], [], [], choices_kinds()[2], 1,
+                                               "mean of heads", experiment_views.MEASURES[0])

@@ -19,6 +19,7 @@ import torch
 
 from transformer.errors import InputError
 
+from .language import Count, Number, message
 from .limits import MAX_TRACKED_CLIENTS, visiting_client
 from .worker import Callback, Worker
 
@@ -132,13 +133,11 @@ class CostlyWork:
             return
         wait = self.wait_s(client)
         if wait > 0:
-            raise InputError(f"You have used this server's share of heavy computations for one visitor "
-                             f"({self.seconds:.0f} CPU-seconds in {self.window_s / 60:.0f} minutes); you may "
-                             f"continue in {math.ceil(wait)} seconds. Translating and every view go on meanwhile.")
+            raise InputError(message("runtime.budget_spent", seconds=Number(self.seconds, ".0f"),
+                                     minutes=Count(round(self.window_s / 60), "minute"), wait=math.ceil(wait)))
         with self.lock:
             if client in self.in_flight:
-                raise InputError("Your previous heavy computation is still running or waiting its turn; start "
-                                 "this one when it is done.")
+                raise InputError(message("runtime.still_running"))
             self.in_flight.add(client)
 
     @contextlib.contextmanager

@@ -1,5 +1,9 @@
 """Limits applied before the app sees a request: the size of its body (a 10 MB "sentence" costs the server a
-JSON parse and a copy before any of the app's own checks can refuse it) and each client's share of the work."""
+JSON parse and a copy before any of the app's own checks can refuse it) and each client's share of the work.
+
+A refusal is said in the language of the page that sent the request, read from its path (``/de/gradio_api/...``
+comes from the German page), else in the language that page would open in for this browser (its cookie, else its
+Accept-Language), as ``LanguageRoutes`` chooses it."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ import json
 import os
 import re
 import time
+
+from .language import LANGUAGES, LanguageRoutes, Number, text
 
 MAX_BODY_BYTES = 1_000_000  # a request of the page is a few kilobytes; uploads have their own limit
 CLIENT_EVENTS, CLIENT_WINDOW_S = 30, 10.0  # a student clicking through the page starts a few per second at most
@@ -32,8 +38,8 @@ class BodySizeLimit:
             return await self.app(scope, receive, send)
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            return await refuse(send, 413, f"The request is larger than {self.max_bytes:,} bytes, the most this "
-                                           "server reads; a sentence has at most a thousand characters.")
+            return await refuse(send, 413, text(asking_language(scope), "runtime.too_large",
+                                                most=Number(self.max_bytes, ",")))
         received = 0
 
         async def counted():
@@ -116,8 +122,8 @@ class ClientShare:
             mount = next((path for path in self.own_allowance if mount.startswith(path)), mount)
             events = self.events * self.own_allowance.get(mount, 1)
             if client is not None and not self.admit((client, mount), events):
-                return await refuse(send, 429, f"More than {events} requests in {self.window_s:g} s from "
-                                               "one address; wait a moment and try again.")
+                return await refuse(send, 429, text(asking_language(scope, headers), "runtime.too_many",
+                                                    events=events, seconds=Number(self.window_s, "g")))
         return await self.app(scope, receive, send)
 
     def admit(self, key, events: int | None = None) -> bool:
@@ -132,6 +138,17 @@ class ClientShare:
             for quiet in [c for c, times in self.recent.items() if not times or times[-1] <= now - self.window_s]:
                 del self.recent[quiet]
         return True
+
+
+def asking_language(scope, headers: dict[str, str] | None = None) -> str:
+    """The language of the page a request comes from: the language its path names (``/class/fr/gradio_api/...``),
+    else the one this browser's page opens in (``LanguageRoutes.wanted``: its cookie, else its Accept-Language)."""
+    named = [part for part in scope["path"].split("/gradio_api/")[0].split("/") if part in LANGUAGES]
+    if named:
+        return named[-1]
+    if headers is None:
+        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+    return LanguageRoutes.wanted(None, headers, tuple(LANGUAGES))
 
 
 async def refuse(send, status: int, message: str) -> None:

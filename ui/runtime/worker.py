@@ -32,6 +32,7 @@ import torch
 
 from transformer.files.checkpoint import Checkpoint, CheckpointError, load_checkpoint, no_checkpoint_named
 
+from .language import message
 from .memory import release_memory
 
 log = logging.getLogger(__name__)
@@ -49,8 +50,7 @@ class WorkerDied(RuntimeError):
     """The worker process ended before the computation did."""
 
     def __init__(self):
-        super().__init__("The process that runs heavy computations stopped before this one finished (it may have "
-                         "run out of memory); it has been started again, so you may try once more.")
+        super().__init__(message("runtime.worker_died"))  # said in the page's language (errors.py)
 
 
 class Callback:

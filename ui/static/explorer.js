@@ -3,8 +3,10 @@
 // the step's caption. A step, a layer, a head, an attention type or a view is drawn here without the server; only
 // maps a long sentence on a large model did not bring at once are asked for (more).
 // Each function takes the values of the components its event names (ui/tabs/translate.py) and returns new ones.
+// Its words come in the page's language (the config, translate.page_settings); the kinds' and views' values, which
+// the radios send, stay English.
 window.explorer = (() => {
-  const {kinds, views, titles, charts} = window.explorerPage.config.explorer;
+  const {kinds, views, titles, charts, words} = window.explorerPage.config.explorer;
   const figures = window.explorerFigures;
   const kindKey = (label) => Object.keys(kinds).find((key) => key === label || kinds[key] === label) || "cross";
   const filled = (template, values) => template.replace(/\{(\w+)\}/g, (_, name) => String(values[name]));
@@ -49,7 +51,7 @@ window.explorer = (() => {
     }
     function unmarkedHeatmap({kind, view, layer, head}) {
       const maps = numbers.maps[kind], rowsAreSteps = kind !== "encoder";
-      const options = {title: kinds[kind], queryTitle: maps.rowTitle, keyTitle: maps.columnTitle, rowsAreSteps};
+      const options = {title: words.kinds[kind], queryTitle: maps.rowTitle, keyTitle: maps.columnTitle, rowsAreSteps};
       const chosen = within(layer, maps.layers), heads = numbers.heads;
       const headNumbers = Array.from({length: heads}, (_, h) => h + 1);
       const headNames = headNumbers.map((h) => filled(titles.head, {head: h}));
@@ -117,7 +119,7 @@ window.explorer = (() => {
   // The pieces produced so far (the last marked), as revealed_pieces gives them, and the step's caption.
   function stepText(numbers, step) {
     const revealed = numbers.produced.slice(0, step).map((piece, i) =>
-      ({token: piece + " ", class_or_confidence: i === step - 1 ? "current" : null}));
+      ({token: piece + " ", class_or_confidence: i === step - 1 ? words.current : null}));
     if (step < numbers.produced.length) revealed.push({token: "…", class_or_confidence: null});
     return [revealed, numbers.steps[step - 1].caption];
   }
@@ -152,7 +154,7 @@ window.explorer = (() => {
       if (!value || !value.steps) {
         current = null;
         Object.values(charts).forEach((id) => window.explorerCharts.drawById(id, null));
-        return [1, [], "Translate a sentence to step through it.", asked];
+        return [1, [], words.noTranslation, asked];
       }
       current = viewsOf(value);
       shown = selection(values, value);
@@ -163,7 +165,7 @@ window.explorer = (() => {
     // [...selection, maps wanted] -> [step, revealed, caption, maps wanted].
     step(values, move) {
       const asked = values.pop();
-      if (!current) return [1, [], "Translate a sentence to step through it.", asked];
+      if (!current) return [1, [], words.noTranslation, asked];
       shown = selection(values, current.numbers);
       shown.step = within(shown.step + move, current.numbers.steps.length);
       const wanted = draw(asked);

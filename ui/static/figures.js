@@ -1,10 +1,15 @@
 // The page's own figure builders: numbers and labels in, a Plotly figure ({data, layout}) out, as ui/figures.py
-// builds them on the server (its exports, the API and the other tabs), from the same settings (its PAGE_SETTINGS,
-// in the page's config). tests/app/test_page_figures.py holds the two equal in Chromium.
+// builds them on the server (its exports, the API and the other tabs), from the same settings (its page_settings,
+// in the page's config), with the same words in the page's language (its figures.json, the settings' words).
+// tests/app/test_page_figures.py holds the two equal in Chromium.
 window.explorerFigures = (() => {
   const s = window.explorerPage.config.figures;
   const range = (n) => Array.from({length: n}, (_, i) => i);
   const escape = (label) => String(label).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  // A figure's words in the page's language, its {placeholders} filled, as figures.py's _words writes them.
+  const words = (key, values = {}) => s.words[key].replace(/\{(\w+)\}/g, (_, name) => String(values[name]));
+  // A share of 1 as a percentage of one decimal, as the page's language writes it (language.Number, ".1%").
+  const percent = (share) => `${(share * 100).toFixed(1).replace(".", s.decimalMark)}${s.percentSign}`;
 
   // Every position labelled, or every n-th one when more would overlap into a smear (hover names them all).
   const ticks = (labels, most = s.mostTickLabels) => {
@@ -17,13 +22,15 @@ window.explorerFigures = (() => {
     const line = notes.filter(Boolean).join(" · ");
     return line ? `${title}<br><sup>${line}</sup>` : title;
   };
-  const heatmapTitle = (title, subtitle, keyTitle) => titled(title, subtitle, `columns: ${keyTitle} (keys)`);
+  const heatmapTitle = (title, subtitle, keyTitle) => titled(title, subtitle,
+                                                             words("keys_columns", {name: keyTitle}));
 
   // Each cell's row and column, named for the hover: positions count from 0, decoding steps from 1.
   const hoverText = (queryLabels, keyLabels, rowsAreSteps) => {
-    const columns = keyLabels.map((label, j) => `position ${j}: ${escape(label)}`);
+    const columns = keyLabels.map((label, j) => words("position", {position: j, label: escape(label)}));
     return queryLabels.map((label, i) => {
-      const row = rowsAreSteps ? `step ${i + 1}: ${escape(label)}` : `position ${i}: ${escape(label)}`;
+      const row = rowsAreSteps ? words("step", {step: i + 1, label: escape(label)})
+        : words("position", {position: i, label: escape(label)});
       return columns.map((column) => `${row} → ${column}`);
     });
   };
@@ -36,6 +43,7 @@ window.explorerFigures = (() => {
                  modebar: {remove: [...s.repeatedButtons, ...(zoomable ? [] : s.zoomButtons)]}};
     if (height !== null && height !== undefined) out.height = height;
     if (!zoomable) out.dragmode = false;
+    if (s.separators) out.separators = s.separators;  // a decimal comma in German and French
     for (const key of Object.keys(out).filter((k) => /^[xy]axis[0-9]*$/.test(k))) out[key] = axis(out[key]);
     return out;
   };
@@ -61,16 +69,17 @@ window.explorerFigures = (() => {
   };
 
   // One attention map (queries x keys); options as attention_heatmap's keyword arguments.
-  function attentionHeatmap(matrix, queryLabels, keyLabels, {title = "Attention", queryTitle = "query",
-    keyTitle = "key", rowsAreSteps = false, subtitle = "", markedRow = null} = {}) {
+  function attentionHeatmap(matrix, queryLabels, keyLabels, {title = words("attention"), queryTitle = words("query"),
+    keyTitle = words("key"), rowsAreSteps = false, subtitle = "", markedRow = null} = {}) {
+    const weight = words("weight");
     const trace = {type: "heatmap", z: matrix, x: range(keyLabels.length), y: range(queryLabels.length), zmin: 0,
                    zmax: 1, colorscale: s.colorscale, text: hoverText(queryLabels, keyLabels, rowsAreSteps),
-                   hovertemplate: "%{text}<br>weight %{z:.4f}<extra></extra>",
-                   colorbar: {title: {text: "weight"}, thickness: 12}};
+                   hovertemplate: `%{text}<br>${weight} %{z:.4f}<extra></extra>`,
+                   colorbar: {title: {text: weight}, thickness: 12}};
     if (rowsAreSteps) trace.meta = s.rowsAreSteps;
     const layout = {
       xaxis: {side: "top", tickangle: slanted(keyLabels), automargin: false, ...ticks(keyLabels)},
-      yaxis: {title: {text: `${queryTitle} (queries)`}, autorange: "reversed", automargin: false,
+      yaxis: {title: {text: words("queries", {name: queryTitle})}, autorange: "reversed", automargin: false,
               ...ticks(queryLabels)},
     };
     if (markedRow !== null) layout.shapes = [rowOutline(markedRow, keyLabels.length)];
@@ -84,8 +93,9 @@ window.explorerFigures = (() => {
 
   // Small multiples, weights[row][column] a map each, laid out as plotly's make_subplots lays them out (shared
   // axes, rows named on the right and columns on top), as attention_grid does.
-  function attentionGrid(weights, queryLabels, keyLabels, {title, rowNames, columnNames, queryTitle = "query",
-    keyTitle = "key", rowsAreSteps = false, subtitle = ""}) {
+  function attentionGrid(weights, queryLabels, keyLabels, {title, rowNames, columnNames, queryTitle = words("query"),
+    keyTitle = words("key"), rowsAreSteps = false, subtitle = ""}) {
+    const weight = words("weight");
     const rows = rowNames.length, columns = columnNames.length, named = rowNames.some(Boolean);
     const across = 0.015, down = Math.min(0.06, 0.3 / rows), right = named ? 0.98 : 1;
     const width = (right - across * (columns - 1)) / columns, height = (1 - down * (rows - 1)) / rows;
@@ -99,8 +109,8 @@ window.explorerFigures = (() => {
         const n = suffix(r, c), panel = [rowNames[r], columnNames[c]].filter(Boolean).join(" · ");
         const trace = {type: "heatmap", z: weights[r][c], x: range(keyLabels.length), y: range(queryLabels.length),
                        zmin: 0, zmax: 1, colorscale: s.colorscale, showscale: r === 0 && c === 0,
-                       colorbar: {title: {text: "weight"}, thickness: 10}, text,
-                       hovertemplate: `${panel}<br>%{text}<br>weight %{z:.4f}<extra></extra>`,
+                       colorbar: {title: {text: weight}, thickness: 10}, text,
+                       hovertemplate: `${panel}<br>%{text}<br>${weight} %{z:.4f}<extra></extra>`,
                        xaxis: `x${n}`, yaxis: `y${n}`};
         if (rowsAreSteps) trace.meta = s.rowsAreSteps;
         data.push(trace);
@@ -123,21 +133,21 @@ window.explorerFigures = (() => {
         {...note, text: name, textangle: 90, x: right, xanchor: "left", y: 1 - r * (height + down) - height / 2,
          yanchor: "middle"}));
     }
-    const out = laidOut(layout, titled(title, subtitle, `rows: ${queryTitle} (queries)`, `columns: ${keyTitle} (keys)`),
-                        90 + s.panelHeight * rows);
+    const out = laidOut(layout, titled(title, subtitle, words("queries_rows", {name: queryTitle}),
+                                       words("keys_columns", {name: keyTitle})), 90 + s.panelHeight * rows);
     out.margin = {...out.margin, ...gridMargin(queryLabels, keyLabels, keyAngle)};
     return {data, layout: out};
   }
 
   // The top-k next tokens as horizontal bars labelled "piece  12.3%" beside the axis, the chosen one highlighted.
   function topKBar(pieces, probabilities, chosen, title) {
-    const labels = pieces.map((piece, i) => `${piece}  ${(probabilities[i] * 100).toFixed(1)}%`);
+    const labels = pieces.map((piece, i) => `${piece}  ${percent(probabilities[i])}`);
     const trace = {type: "bar", orientation: "h", hovertemplate: "%{customdata}: %{x:.4f}<extra></extra>",
                    x: probabilities, y: range(pieces.length),
                    marker: {color: pieces.map((piece) => (piece === chosen ? "#d62728" : "#1f77b4"))},
                    customdata: pieces.map(escape)};
     const layout = laidOut({yaxis: {autorange: "reversed", ticklabelstandoff: 6, ...ticks(labels)},
-                            xaxis: {range: [0, 1], title: {text: "probability"}}}, title,
+                            xaxis: {range: [0, 1], title: {text: words("probability")}}}, title,
                            120 + 34 * pieces.length, false);
     return {data: [trace], layout};
   }
@@ -149,7 +159,7 @@ window.explorerFigures = (() => {
                             color: weights},
                    customdata: sourceLabels.map(escape), hovertemplate: "%{customdata}: %{y:.4f}<extra></extra>"};
     const layout = laidOut({xaxis: {tickangle: slanted(sourceLabels), ...ticks(sourceLabels)},
-                            yaxis: {range: [0, 1], title: {text: "attention"}}}, title, 320, false);
+                            yaxis: {range: [0, 1], title: {text: words("attention_axis")}}}, title, 320, false);
     return {data: [trace], layout};
   }
 

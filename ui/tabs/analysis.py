@@ -10,57 +10,55 @@ from transformer.paper.decoding import Translation
 
 from ..runtime import components
 from ..runtime.chart import Chart
+from ..runtime.language import ENGLISH, Number, message, text
 from ..runtime.page import Page
 from ..services import Services
 from ..views import exports, share
-from ..views.analysis import (STATISTICS_HEADERS, alignment_view, beam_view, hypothesis_attention,
-                              sample_statistics, statistics_rows)
-from ..views.choices import MEAN_OF_HEADS, VIEWS, chosen_head, head_options, require_translation
+from ..views.analysis import (HYPOTHESES_HEADERS, STATISTICS_HEADERS, alignment_view, beam_view, head_figure,
+                              hypothesis_attention, sample_statistics, statistics_kind, statistics_rows)
+from ..views.choices import MEAN_OF_HEADS, chosen_head, require_translation
+from ..views.experiments import head_picker
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import MAX_BEAM, attention_figure, decoding_of, length_penalty_origin
 
-TAB_ID, TITLE = "analysis", "Analysis"  # the tab's id in the page, and its label
-
-STATISTICS_NOTE = ("Entropy (low: focused), mean distance attended in positions, share of attention on `<s>`/`</s>` "
-                   "(a common 'no-op' sink) and diagonality (1: each query looks at its own position, or the "
-                   "stretched diagonal for cross-attention). Sort with the ⋮ menu in a column's header; click a row "
-                   "to open that head's heatmap.")
+TAB_ID, TITLE = "analysis", message("analysis.title")  # the tab's id in the page, and its label
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:
-    analysis_sentence = gr.Textbox(label="Sentence (the last one translated in the Translate tab)",
-                                   interactive=False)
-    with gr.Accordion("Beam search as a tree", open=True):
+    words = page.words
+    analysis_sentence = gr.Textbox(label=words("analysis.sentence"), interactive=False)
+    with gr.Accordion(words("analysis.beam_section"), open=True):
         with gr.Row():
-            tree_beam = components.Slider(2, MAX_BEAM, value=4, step=1, label="Beam size")
-            tree_penalty = components.Slider(0.0, 2.0, value=1.0, step=0.1, label="Length penalty α")
-            tree_button = gr.Button("Show the beam", variant="primary")
-        tree_plot = Chart(label="Beam tree", elem_id="beam-tree")
-        gr.Markdown("Final hypotheses, best first (score = log P / length^α). Click one to see its cross-attention.")
-        hypotheses_table = gr.Dataframe(headers=["rank", "translation", "log P", "length", "score"],
-                                        interactive=False)
-        hypothesis_plot = Chart(label="Cross-attention of the chosen hypothesis")
-    with gr.Accordion("Word alignment", open=True):
+            tree_beam = components.Slider(2, MAX_BEAM, value=4, step=1, label=words("analysis.beam_size"))
+            tree_penalty = components.Slider(0.0, 2.0, value=1.0, step=0.1, label=words("analysis.length_penalty"))
+            tree_button = gr.Button(words("analysis.show_beam"), variant="primary")
+        tree_plot = Chart(label=words("analysis.beam_chart"), elem_id="beam-tree")
+        gr.Markdown(words("analysis.hypotheses_note"))
+        hypotheses_table = gr.Dataframe(headers=[words(key) for key in HYPOTHESES_HEADERS], interactive=False)
+        hypothesis_plot = Chart(label=words("analysis.hypothesis_chart"))
+    with gr.Accordion(words("analysis.alignment_section"), open=True):
         with gr.Row():
-            alignment_layer = components.Slider(1, 6, value=6, step=1, label="Layer")
-            alignment_head = components.Dropdown([MEAN_OF_HEADS], value=MEAN_OF_HEADS, label="Head")
-        alignment_plot = Chart(label="Alignment", elem_id="alignment-plot")
-    with gr.Accordion("Head statistics", open=True):
-        gr.Markdown(STATISTICS_NOTE)
+            alignment_layer = components.Slider(1, 6, value=6, step=1, label=words("analysis.layer"))
+            alignment_head = components.Dropdown(head_picker(0, page.language), value=MEAN_OF_HEADS,
+                                                 label=words("analysis.head"))
+        alignment_plot = Chart(label=words("analysis.alignment_chart"), elem_id="alignment-plot")
+    with gr.Accordion(words("analysis.statistics_section"), open=True):
+        gr.Markdown(words("analysis.statistics_note"))
         with gr.Row():
-            statistics_button = gr.Button("Statistics for this sentence")
-            statistics_sample_button = gr.Button(f"Statistics over {SAMPLE_SIZE} sample sentences")
+            statistics_button = gr.Button(words("analysis.statistics_button"))
+            statistics_sample_button = gr.Button(words("analysis.statistics_sample_button", count=SAMPLE_SIZE))
         statistics_caption = gr.Markdown()
-        statistics_table = gr.Dataframe(headers=STATISTICS_HEADERS, interactive=False, elem_id="statistics-table")
-        statistics_head_plot = Chart(label="Heatmap of the chosen head")
-    with gr.Accordion("Export and share", open=True):
+        statistics_table = gr.Dataframe(headers=[words(key) for key in STATISTICS_HEADERS], interactive=False,
+                                        elem_id="statistics-table")
+        statistics_head_plot = Chart(label=words("analysis.statistics_head_chart"))
+    with gr.Accordion(words("analysis.export_section"), open=True):
         with gr.Row():
-            csv_button = gr.Button("Raw attention as CSV")
-            npz_button = gr.Button("Raw attention as NPZ")
-            svg_button = gr.Button("The Translate tab's heatmap as SVG")
-            share_button = gr.Button("Link to this sentence and view")
-        export_file = gr.File(label="Download", interactive=False)
-        share_link = gr.Textbox(label="Link", interactive=False, buttons=["copy"])
+            csv_button = gr.Button(words("analysis.csv_button"))
+            npz_button = gr.Button(words("analysis.npz_button"))
+            svg_button = gr.Button(words("analysis.svg_button"))
+            share_button = gr.Button(words("analysis.share_button"))
+        export_file = gr.File(label=words("analysis.download"), interactive=False)
+        share_link = gr.Textbox(label=words("analysis.link"), interactive=False, buttons=["copy"])
     page.add(analysis_sentence=analysis_sentence, tree_beam=tree_beam, tree_penalty=tree_penalty,
              tree_button=tree_button, tree_plot=tree_plot, hypotheses_table=hypotheses_table,
              hypothesis_plot=hypothesis_plot, hypotheses_state=gr.State(None), alignment_layer=alignment_layer,
@@ -73,47 +71,51 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 
 # --- handlers ------------------------------------------------------------------------------------
 
-def on_tree(services: Services, translation_model, translation_state, tree_beam, tree_penalty) -> dict:
+def on_tree(services: Services, translation_model, translation_state, tree_beam, tree_penalty,
+            language: str = ENGLISH) -> dict:
     source = require_translation(translation_state).source_text
     figure, rows, hypotheses = services.costly.run(beam_view, services.registry.get(translation_model), source,
-                                                   tree_beam,
-                                                   tree_penalty)
+                                                   tree_beam, tree_penalty, language)
     return {"tree_plot": figure, "hypotheses_table": rows, "hypotheses_state": hypotheses}
 
 
-def on_hypothesis(services: Services, translation_model, hypotheses_state, event: gr.SelectData) -> dict:
+def on_hypothesis(services: Services, translation_model, hypotheses_state, event: gr.SelectData,
+                  language: str = ENGLISH) -> dict:
     if not hypotheses_state:
         return {}
     rank = int(event.row_value[0]) - 1 if event.row_value else event.index[0]  # rows may be sorted
-    return {"hypothesis_plot": hypothesis_attention(services.registry.get(translation_model), hypotheses_state, rank)}
+    return {"hypothesis_plot": hypothesis_attention(services.registry.get(translation_model), hypotheses_state, rank,
+                                                    language)}
 
 
-def on_alignment(translation_state, alignment_layer, alignment_head) -> dict:
+def on_alignment(translation_state, alignment_layer, alignment_head, language: str = ENGLISH) -> dict:
     if translation_state is None:
         return {}
     heads = translation_state.cross_attention.shape[1]
     return {"alignment_plot": alignment_view(translation_state, alignment_layer,
-                                             chosen_head(alignment_head, heads))}
+                                             chosen_head(alignment_head, heads), language)}
 
 
-def on_statistics(translation_state) -> dict:
-    return {"statistics_table": statistics_rows(analysis.head_statistics(require_translation(translation_state))),
-            "statistics_caption": "**This sentence.** Click a row to open that head's heatmap."}
+def on_statistics(translation_state, language: str = ENGLISH) -> dict:
+    return {"statistics_table": statistics_rows(analysis.head_statistics(require_translation(translation_state)),
+                                                language),
+            "statistics_caption": text(language, "analysis.caption_sentence")}
 
 
-def on_statistics_sample(services: Services, model) -> dict:
+def on_statistics_sample(services: Services, model, language: str = ENGLISH) -> dict:
     checkpoint = services.registry.get(model)
     sentences = sample_sentences(checkpoint)
-    return {"statistics_table": statistics_rows(services.costly.run(sample_statistics, checkpoint, sentences)),
-            "statistics_caption": f"**Mean over {len(sentences)} sample sentences.** Click a row to open that "
-                                  "head's heatmap on the sentence last translated."}
+    return {"statistics_table": statistics_rows(services.costly.run(sample_statistics, checkpoint, sentences),
+                                                language),
+            "statistics_caption": text(language, "analysis.caption_sample", count=len(sentences))}
 
 
-def on_statistics_row(translation_state, event: gr.SelectData) -> dict:
+def on_statistics_row(translation_state, event: gr.SelectData, language: str = ENGLISH) -> dict:
     if translation_state is None or not event.row_value:
         return {}
     kind, layer, head = event.row_value[0], int(event.row_value[1]), int(event.row_value[2])
-    return {"statistics_head_plot": attention_figure(translation_state, kind, VIEWS[0], layer, head)}
+    return {"statistics_head_plot": head_figure(translation_state, statistics_kind(kind, language), layer, head,
+                                                language)}
 
 
 def on_csv(translation_state) -> dict:
@@ -139,7 +141,7 @@ def on_share(translation_model, translation_state, kind, view, layer, head, requ
 
 # --- what other events change here ---------------------------------------------------------------
 
-def after_translation(translation: Translation) -> dict:
+def after_translation(translation: Translation, language: str = ENGLISH) -> dict:
     """The new sentence is named and aligned; a tree, statistics or hypothesis of the previous one would open the
     wrong heatmap beside it, so they go."""
     layers, heads = translation.cross_attention.shape[:2]
@@ -150,14 +152,16 @@ def after_translation(translation: Translation) -> dict:
             "hypotheses_state": None, "hypothesis_plot": None, "statistics_table": None, "statistics_caption": "",
             "statistics_head_plot": None, "export_file": None, "share_link": "",
             "alignment_layer": gr.Slider(1, layers, value=layers, step=1),
-            "alignment_head": gr.Dropdown(head_options(heads), value=MEAN_OF_HEADS),
-            "alignment_plot": alignment_view(translation, layers, None)}
+            "alignment_head": gr.Dropdown(head_picker(heads, language), value=MEAN_OF_HEADS),
+            "alignment_plot": alignment_view(translation, layers, None, language)}
 
 
-def after_model_change(checkpoint: Checkpoint) -> dict:
+def after_model_change(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
     """Beam search starts from the length penalty this model's scores were made with."""
     alpha = checkpoint.length_penalty
-    return {"tree_penalty": gr.Slider(value=alpha, info=f"α = {alpha:g}: {length_penalty_origin(checkpoint)}")}
+    return {"tree_penalty": gr.Slider(value=alpha, info=text(language, "analysis.penalty_info",
+                                                             alpha=Number(alpha, "g"),
+                                                             origin=length_penalty_origin(checkpoint, language)))}
 
 
 def declare(page: Page) -> None:

@@ -14,69 +14,76 @@ from transformer.paper.decoding import Translation
 
 from ..runtime import components
 from ..runtime.chart import Chart
+from ..runtime.language import ENGLISH, message, text
 from ..runtime.page import Page
 from ..services import Services
-from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, head_options, require_translation
-from ..views.experiments import MEASURES, comparison_attention, comparison_view, head_choices, importance_views
+from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, require_translation
+from ..views.experiments import (MEASURE_KEYS, MEASURES, comparison_attention, comparison_view, head_choices,
+                                 head_picker, importance_views)
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import decoding_of, layer_and_head_counts
 
-TAB_ID, TITLE = "experiments", "Experiments"  # the tab's id in the page, and its label
-
-INTRO = ("Change the model and see what follows, on the sentence last translated in the Translate tab. Every result "
-         "is shown beside the unmodified run.")
-OVERRIDE_NOTE = ("Pick a decoding step and force another token there; the model continues greedily from it. The "
-                 "unmodified run keeps the model's own token at that step and continues greedily too, so only the "
-                 "forced token differs (after beam search it can differ from the translation shown).")
+TAB_ID, TITLE = "experiments", message("experiments.title")  # the tab's id in the page, and its label
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:
+    words = page.words
     layers, heads = layer_and_head_counts(checkpoint)
-    gr.Markdown(INTRO)
-    experiment_sentence = gr.Textbox(label="Sentence (the last one translated)", interactive=False)
-    with gr.Accordion("Switch heads off", open=True):
+    gr.Markdown(words("experiments.intro"))
+    experiment_sentence = gr.Textbox(label=words("experiments.sentence"), interactive=False)
+    with gr.Accordion(words("experiments.switch_heads_off"), open=True):
         with gr.Row():
-            ablate_encoder = components.CheckboxGroup([], label="Encoder self-attention heads")
-            ablate_decoder = components.CheckboxGroup([], label="Decoder self-attention heads")
-            ablate_cross = components.CheckboxGroup([], label="Cross-attention heads")
+            ablate_encoder = components.CheckboxGroup([], label=words("experiments.encoder_heads"))
+            ablate_decoder = components.CheckboxGroup([], label=words("experiments.decoder_heads"))
+            ablate_cross = components.CheckboxGroup([], label=words("experiments.cross_heads"))
         with gr.Row():
-            ablate_button = gr.Button("Translate with these heads off", variant="primary")
-            importance_button = gr.Button("Rank every head (this sentence)")
-            importance_sample_button = gr.Button(f"Rank every head ({SAMPLE_SIZE} sample sentences)")
-        importance_plot = Chart(label="Head importance", elem_id="importance-plot")
+            ablate_button = gr.Button(words("experiments.ablate_button"), variant="primary")
+            importance_button = gr.Button(words("experiments.rank_sentence"))
+            importance_sample_button = gr.Button(words("experiments.rank_sample", count=SAMPLE_SIZE))
+        importance_plot = Chart(label=words("experiments.importance_chart"), elem_id="importance-plot")
         importance_summary = gr.Markdown()
-    with gr.Accordion("Override a token", open=False):
-        gr.Markdown(OVERRIDE_NOTE)
+    with gr.Accordion(words("experiments.override_token"), open=False):
+        gr.Markdown(words("experiments.override_note"))
         with gr.Row():
-            override_step = components.Slider(1, 2, value=1, step=1, label="Step")
-            override_choice = components.Dropdown([], label="Candidate from the top-k", allow_custom_value=True,
-                                          elem_id="override-choice")
-            override_button = gr.Button("Continue from this token")
-    with gr.Accordion("Take word order away", open=False) as word_order_section:
-        gr.Markdown("Without positional encodings the model sees a bag of words; shuffling the source shows what "
-                    "word order carries.")
+            override_step = components.Slider(1, 2, value=1, step=1, label=words("experiments.step"))
+            override_choice = components.Dropdown([], label=words("experiments.candidate"), allow_custom_value=True,
+                                                  elem_id="override-choice")
+            override_button = gr.Button(words("experiments.continue_button"))
+    with gr.Accordion(words("experiments.word_order"), open=False) as word_order_section:
+        gr.Markdown(words("experiments.word_order_note"))
         with gr.Row():
-            no_positions_button = gr.Button("Remove the positional encoding")
-            shuffle_button = gr.Button("Shuffle the source words")
-    gr.Markdown("### Result")
+            no_positions_button = gr.Button(words("experiments.no_positions_button"))
+            shuffle_button = gr.Button(words("experiments.shuffle_button"))
+    gr.Markdown(words("experiments.result"))
     experiment_description = gr.Markdown(elem_id="experiment-description")
     with gr.Row():
-        experiment_before = gr.Textbox(label="Unmodified translation", interactive=False, elem_id="experiment-before")
-        experiment_after = gr.Textbox(label="With the intervention", interactive=False, elem_id="experiment-after")
-    experiment_diff = gr.HighlightedText(label="What changed (words)",
-                                         color_map={"removed": "#b42318", "added": "#1a7f37"})
-    experiment_probability = Chart(label="Per-token probability")
+        experiment_before = gr.Textbox(label=words("experiments.unmodified_translation"), interactive=False,
+                                       elem_id="experiment-before")
+        experiment_after = gr.Textbox(label=words("experiments.with_intervention"), interactive=False,
+                                      elem_id="experiment-after")
+    # The legend's words are the labels word_diff gives the words (in the page's language).
+    experiment_diff = gr.HighlightedText(label=words("experiments.what_changed"),
+                                         color_map={words("experiments.removed"): "#b42318",
+                                                    words("experiments.added"): "#1a7f37"})
+    experiment_probability = Chart(label=words("experiments.probability_chart"))
     with gr.Row():
-        experiment_kind = components.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"],
-                                   label="Attention to compare", scale=3)
-        experiment_layer = components.Slider(1, layers, value=layers, step=1, label="Layer", scale=2)
-        experiment_head = components.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head", scale=1)
-        experiment_measure = components.Radio(list(MEASURES), value=MEASURES[0], label="Show", scale=3,
-                                      info="A switched-off head keeps its weights but adds nothing: weights alone "
-                                           "would say it still works.")
+        # The kinds' and measures' English names are the values handlers and scripts send; the labels translate.
+        experiment_kind = components.Radio([(words(f"map.kind.{kind}"), name)
+                                            for kind, name in ATTENTION_KINDS.items()],
+                                           value=ATTENTION_KINDS["cross"], label=words("experiments.compare"),
+                                           scale=3)
+        experiment_layer = components.Slider(1, layers, value=layers, step=1, label=words("experiments.layer"),
+                                             scale=2)
+        experiment_head = components.Dropdown(head_picker(heads, page.language), value=MEAN_OF_HEADS,
+                                              label=words("experiments.head"), scale=1)
+        experiment_measure = components.Radio([(words(key), value) for key, value in zip(MEASURE_KEYS, MEASURES)],
+                                              value=MEASURES[0], label=words("experiments.show"), scale=3,
+                                              info=words("experiments.show_info"))
     with gr.Row():
-        experiment_attention_before = Chart(label="Unmodified", elem_id="experiment-attention-before")
-        experiment_attention_after = Chart(label="With the intervention", elem_id="experiment-attention-after")
+        experiment_attention_before = Chart(label=words("experiments.unmodified"),
+                                            elem_id="experiment-attention-before")
+        experiment_attention_after = Chart(label=words("experiments.with_intervention"),
+                                           elem_id="experiment-attention-after")
     page.add(experiment_sentence=experiment_sentence, ablate_encoder=ablate_encoder, ablate_decoder=ablate_decoder,
              ablate_cross=ablate_cross, ablate_button=ablate_button, importance_button=importance_button,
              importance_sample_button=importance_sample_button, importance_plot=importance_plot,
@@ -99,9 +106,9 @@ COMPARISON_OUTPUTS = ("last_comparison", "experiment_description", "experiment_b
 
 
 def comparison_outputs(comparison: interventions.Comparison, checkpoint: Checkpoint, kind, layer, head,
-                       measure) -> dict:
+                       measure, language: str = ENGLISH) -> dict:
     heads = comparison.before.cross_attention.shape[1]
-    view = comparison_view(comparison, kind, layer, chosen_head(head, heads), measure, checkpoint)
+    view = comparison_view(comparison, kind, layer, chosen_head(head, heads), measure, checkpoint, language)
     return {"last_comparison": comparison, "experiment_description": view.description,
             "experiment_before": view.before, "experiment_after": view.after, "experiment_diff": view.difference,
             "experiment_probability": view.probability, "experiment_attention_before": view.attention_before,
@@ -109,71 +116,73 @@ def comparison_outputs(comparison: interventions.Comparison, checkpoint: Checkpo
 
 
 def on_ablate(services: Services, translation_model, translation_state, ablate_encoder, ablate_decoder, ablate_cross,
-              experiment_kind, experiment_layer, experiment_head, experiment_measure) -> dict:
+              experiment_kind, experiment_layer, experiment_head, experiment_measure, language: str = ENGLISH) -> dict:
     if not (ablate_encoder or ablate_decoder or ablate_cross):
-        raise InputError("Tick the heads to switch off first (encoder, decoder or cross-attention).")
+        raise InputError(message("experiments.tick_heads"))
     switched_off = {"encoder": ablate_encoder, "decoder": ablate_decoder, "cross": ablate_cross}
     source = require_translation(translation_state).source_text
     comparison = interventions.ablate_heads(services.registry.get(translation_model), source, switched_off,
                                             **decoding_of(translation_state))
     return comparison_outputs(comparison, services.registry.get(translation_model), experiment_kind, experiment_layer,
-                              experiment_head, experiment_measure)
+                              experiment_head, experiment_measure, language)
 
 
 def on_override(services: Services, translation_model, translation_state, override_step, override_choice,
-                experiment_kind, experiment_layer, experiment_head, experiment_measure) -> dict:
+                experiment_kind, experiment_layer, experiment_head, experiment_measure,
+                language: str = ENGLISH) -> dict:
     require_translation(translation_state)
     if not override_choice:
-        raise InputError("Choose or type the token to force.")
+        raise InputError(message("experiments.choose_token"))
     comparison = interventions.override_token(services.registry.get(translation_model), translation_state,
                                               override_step, override_choice,
                                               decoding_of(translation_state)["max_length"])
     return comparison_outputs(comparison, services.registry.get(translation_model), experiment_kind, experiment_layer,
-                              experiment_head, experiment_measure)
+                              experiment_head, experiment_measure, language)
 
 
 def on_positions(services: Services, translation_model, translation_state, experiment_kind, experiment_layer,
-                 experiment_head, experiment_measure) -> dict:
+                 experiment_head, experiment_measure, language: str = ENGLISH) -> dict:
     source = require_translation(translation_state).source_text
     comparison = interventions.without_positions(services.registry.get(translation_model), source,
                                                  **decoding_of(translation_state))
     return comparison_outputs(comparison, services.registry.get(translation_model), experiment_kind, experiment_layer,
-                              experiment_head, experiment_measure)
+                              experiment_head, experiment_measure, language)
 
 
 def on_shuffle(services: Services, translation_model, translation_state, experiment_kind, experiment_layer,
-               experiment_head, experiment_measure) -> dict:
+               experiment_head, experiment_measure, language: str = ENGLISH) -> dict:
     source = require_translation(translation_state).source_text
     comparison = interventions.shuffled_source(services.registry.get(translation_model), source,
                                                seed=random.randrange(2**32),  # each click a new order
                                                **decoding_of(translation_state))
     return comparison_outputs(comparison, services.registry.get(translation_model), experiment_kind, experiment_layer,
-                              experiment_head, experiment_measure)
+                              experiment_head, experiment_measure, language)
 
 
 def on_comparison_attention(services: Services, translation_model, last_comparison, experiment_kind, experiment_layer,
-                            experiment_head, experiment_measure) -> dict:
+                            experiment_head, experiment_measure, language: str = ENGLISH) -> dict:
     if last_comparison is None:
         return {}
     heads = last_comparison.before.cross_attention.shape[1]
     before, after = comparison_attention(last_comparison, experiment_kind, experiment_layer,
                                          chosen_head(experiment_head, heads), experiment_measure,
-                                         services.registry.get(translation_model))
+                                         services.registry.get(translation_model), language)
     return {"experiment_attention_before": before, "experiment_attention_after": after}
 
 
-def on_importance(services: Services, translation_model, translation_state) -> dict:
+def on_importance(services: Services, translation_model, translation_state, language: str = ENGLISH) -> dict:
     importance = services.costly.run(interventions.head_importance, services.registry.get(translation_model),
                                      require_translation(translation_state))
-    figure, summary = importance_views(importance, "Head importance for this sentence")
+    figure, summary = importance_views(importance, text(language, "experiments.importance_sentence"), language)
     return {"importance_plot": figure, "importance_summary": summary}
 
 
-def on_importance_sample(services: Services, model) -> dict:
+def on_importance_sample(services: Services, model, language: str = ENGLISH) -> dict:
     checkpoint = services.registry.get(model)
     sentences = sample_sentences(checkpoint)
     figure, summary = importance_views(services.costly.run(interventions.mean_head_importance, checkpoint, sentences),
-                                       f"Head importance, mean over {len(sentences)} sample sentences")
+                                       text(language, "experiments.importance_sample", count=len(sentences)),
+                                       language)
     return {"importance_plot": figure, "importance_summary": summary}
 
 
@@ -202,14 +211,14 @@ def after_translation(translation: Translation) -> dict:
             **override_candidates(translation, 1)}
 
 
-def after_model_change(checkpoint: Checkpoint) -> dict:
+def after_model_change(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
     choices = head_choices(checkpoint)
     layers, heads = layer_and_head_counts(checkpoint)
     return {"ablate_encoder": gr.CheckboxGroup(choices["encoder"], value=[]),
             "ablate_decoder": gr.CheckboxGroup(choices["decoder"], value=[]),
             "ablate_cross": gr.CheckboxGroup(choices["cross"], value=[]),
             "experiment_layer": gr.Slider(1, layers, value=layers, step=1),
-            "experiment_head": gr.Dropdown(head_options(heads), value=MEAN_OF_HEADS)}
+            "experiment_head": gr.Dropdown(head_picker(heads, language), value=MEAN_OF_HEADS)}
 
 
 def declare(page: Page) -> None:

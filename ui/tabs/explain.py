@@ -14,56 +14,68 @@ from transformer.paper.decoding import Translation
 
 from ..runtime import components
 from ..runtime.chart import Chart
+from ..runtime.language import ENGLISH, message, text
 from ..runtime.page import Page
 from ..runtime.worker import Callback
 from ..services import Services, multi30k_available
 from ..views import explain
-from ..views.choices import MEAN_OF_HEADS, chosen_head, head_options
+from ..views.choices import MEAN_OF_HEADS, chosen_head
+from ..views.experiments import head_picker
 from ..views.samples import sample_sentences
 
-TAB_ID, TITLE = "explain", "Attention vs evidence"  # the tab's id in the page, and its label
+TAB_ID, TITLE = "explain", message("explain.title")  # the tab's id in the page, and its label
 
+# The choices' English names are the values the page and scripts send; their words are explain.prune_kind.<kind>,
+# explain.data.sample and explain.data.validation.
 PRUNE_KINDS = {"cross-attention": "cross", "encoder self-attention": "encoder", "decoder self-attention": "decoder"}
 SAMPLE, VALIDATION = "sample sentences that ship with the app", "Multi30K validation, first 100 (with references)"
 VALIDATION_SENTENCES = 100  # enough for a BLEU that means something, few enough to prune in a class
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:
+    words = page.words
     layers, heads = cross_attention_size(checkpoint)
-    gr.Markdown("## Does attention explain the translation?\n" + explain.NOTES["intro"])
+    gr.Markdown(words("explain.intro"))
     with gr.Row():
-        explain_method = components.Radio(list(explain.METHODS), value="integrated gradients", label="Evidence", scale=3)
-        explain_steps = components.Slider(8, 128, value=32, step=8, label="Integration steps", scale=2)
-        explain_button = gr.Button("Attribute the last translation", variant="primary", scale=1)
+        explain_method = components.Radio([(words(f"explain.method.{key}"), name)
+                                           for name, key in explain.METHODS.items()],
+                                          value="integrated gradients", label=words("explain.evidence"), scale=3)
+        explain_steps = components.Slider(8, 128, value=32, step=8, label=words("explain.steps"), scale=2)
+        explain_button = gr.Button(words("explain.attribute_button"), variant="primary", scale=1)
     explain_summary = gr.Markdown(elem_id="explain-summary")
     with gr.Row():
-        explain_attribution = Chart(label="Evidence", elem_id="explain-attribution")
+        explain_attribution = Chart(label=words("explain.evidence"), elem_id="explain-attribution")
         with gr.Column():
             with gr.Row():
-                explain_layer = components.Slider(1, layers, value=layers, step=1, label="Layer of the cross-attention")
-                explain_head = components.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head")
-            explain_attention = Chart(label="Cross-attention", elem_id="explain-attention")
-    gr.Markdown(explain.NOTES["agreement"])
-    explain_agreement = gr.Dataframe(label="Agreement with the evidence, best first", interactive=False,
+                explain_layer = components.Slider(1, layers, value=layers, step=1, label=words("explain.layer"))
+                explain_head = components.Dropdown(head_picker(heads, page.language), value=MEAN_OF_HEADS,
+                                                   label=words("explain.head"))
+            explain_attention = Chart(label=words("explain.cross_attention"), elem_id="explain-attention")
+    gr.Markdown(words("explain.agreement_note"))
+    explain_agreement = gr.Dataframe(label=words("explain.agreement"), interactive=False,
                                      elem_id="explain-agreement")
-    explain_sample_button = gr.Button("Agreement over the sample sentences")
-    with gr.Accordion("Rollout inside the encoder", open=False):
-        gr.Markdown(explain.NOTES["encoder_rollout"])
-        explain_encoder_rollout = Chart(label="Encoder rollout", elem_id="explain-encoder-rollout")
+    explain_sample_button = gr.Button(words("explain.sample_button"))
+    with gr.Accordion(words("explain.rollout_section"), open=False):
+        gr.Markdown(words("explain.encoder_rollout_note"))
+        explain_encoder_rollout = Chart(label=words("explain.encoder_rollout"), elem_id="explain-encoder-rollout")
     page.add(explain_method=explain_method, explain_steps=explain_steps, explain_button=explain_button,
              explain_summary=explain_summary, explain_attribution=explain_attribution, explain_layer=explain_layer,
              explain_head=explain_head, explain_attention=explain_attention, explain_agreement=explain_agreement,
              explain_sample_button=explain_sample_button, explain_encoder_rollout=explain_encoder_rollout)
-    with gr.Accordion("Pruning: how many heads does the translation need?", open=False):
-        gr.Markdown(explain.NOTES["pruning"])
+    with gr.Accordion(words("explain.pruning_section"), open=False):
+        gr.Markdown(words("explain.pruning_note"))
         with gr.Row():
-            prune_kind = components.Radio(list(PRUNE_KINDS), value="cross-attention", label="Attention type", scale=3)
-            prune_data = components.Radio([SAMPLE] + ([VALIDATION] if multi30k_available() else []), value=SAMPLE,
-                                  label="Sentences", scale=3)
-            prune_button = gr.Button("Prune head by head", variant="primary", scale=1)
-            prune_stop = gr.Button("Stop", scale=0)
+            prune_kind = components.Radio([(words(f"explain.prune_kind.{kind}"), name)
+                                           for name, kind in PRUNE_KINDS.items()],
+                                          value="cross-attention", label=words("explain.attention_type"), scale=3)
+            data = [(words("explain.data.sample"), SAMPLE)]
+            if multi30k_available():
+                data.append((words("explain.data.validation"), VALIDATION))
+            prune_data = components.Radio(data, value=SAMPLE, label=words("explain.sentences"), scale=3)
+            prune_button = gr.Button(words("explain.prune_button"), variant="primary", scale=1)
+            prune_stop = gr.Button(words("explain.stop"), scale=0)
         prune_summary = gr.Markdown()
-        prune_plot = Chart(label="Pruning curve", elem_id="prune-plot")
+        prune_plot = Chart(label=words("explain.pruning_chart"), elem_id="prune-plot")
     page.add(prune_kind=prune_kind, prune_data=prune_data, prune_button=prune_button, prune_stop=prune_stop,
              prune_summary=prune_summary, prune_plot=prune_plot)
 
@@ -71,15 +83,17 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 # --- handlers ------------------------------------------------------------------------------------
 
 def on_attribute(services: Services, translation_model, translation_state, explain_method, explain_steps, explain_layer,
-                 explain_head) -> dict:
+                 explain_head, language: str = ENGLISH) -> dict:
     checkpoint = services.registry.get(translation_model)
-    view = services.costly.run(explain.attribution_view, checkpoint, translation_state, explain_method, explain_steps)
+    view = services.costly.run(explain.attribution_view, checkpoint, translation_state, explain_method, explain_steps,
+                               language)
     head = chosen_head(explain_head, checkpoint.model.config.n_heads)
     return {"explain_summary": view.summary, "explain_attribution": view.figure,
-            "explain_encoder_rollout": explain.encoder_rollout_figure(translation_state),
+            "explain_encoder_rollout": explain.encoder_rollout_figure(translation_state, language),
             "explain_attention": explain.attention_beside(translation_state, explain_layer, head),
             "explain_agreement": explain.agreement_table(explain.agreement_rows(
-                translation_state, view.attribution.scores, with_rollout=view.attribution.method != "rollout"))}
+                translation_state, view.attribution.scores, with_rollout=view.attribution.method != "rollout"),
+                language)}
 
 
 def on_attention(translation_state, explain_layer, explain_head) -> dict:
@@ -90,24 +104,41 @@ def on_attention(translation_state, explain_layer, explain_head) -> dict:
                                                           chosen_head(explain_head, heads))}
 
 
-def on_agreement_row(translation_state, event: gr.SelectData) -> dict:
+def agreement_row_map(name: str, layers: int, language: str = ENGLISH) -> tuple[int, str] | None:
+    """The layer and head picker's value of an agreement row's name ("L2H3", or a layer's mean of heads as the
+    table writes it in ``language``); None for rollout, which has no single map."""
+    if match := re.fullmatch(r"L(\d+)H(\d+)", name):
+        return int(match[1]), match[2]
+    return next(((layer, MEAN_OF_HEADS) for layer in range(1, layers + 1)
+                 if name == explain.candidate_name(f"L{layer} mean of heads", language)), None)
+
+
+def on_agreement_row(translation_state, event: gr.SelectData, language: str = ENGLISH) -> dict:
     """A head's row ("L2H3", "L2 mean of heads") opens that map beside the evidence; rollout has no single map."""
-    match = re.fullmatch(r"L(\d+)(?:H(\d+)| mean of heads)", str((event.row_value or [""])[0]))
-    if translation_state is None or not match:
+    if translation_state is None:
         return {}
-    layer, head = int(match[1]), match[2] or MEAN_OF_HEADS
+    chosen = agreement_row_map(str((event.row_value or [""])[0]), translation_state.cross_attention.shape[0],
+                               language)
+    if chosen is None:
+        return {}
+    layer, head = chosen
     return {"explain_layer": layer, "explain_head": head, **on_attention(translation_state, layer, head)}
 
 
 def on_sample_agreement(services: Services, model, explain_method, explain_steps,
-                        progress=gr.Progress()) -> dict:
+                        progress=gr.Progress(), language: str = ENGLISH) -> dict:
     checkpoint = services.registry.get(model)
     sentences = sample_sentences(checkpoint)
+
+    def on_sentence(done, total):
+        progress(done / total, desc=text(language, "explain.progress.sentence", done=done, total=total))
     table = services.costly.run(explain.sample_agreement, checkpoint, sentences, explain_method, explain_steps,
-                                Callback(lambda done, total: progress(done / total, desc=f"sentence {done} of {total}")))
+                                Callback(on_sentence), language)
+    method = explain.method_key(explain_method)
     return {"explain_agreement": table,
-            "explain_summary": f"**Agreement over {len(sentences)} sample sentences** ({explain_method}), each on "
-                               "the model's own greedy translation."}
+            "explain_summary": text(language, "explain.sample_summary", count=len(sentences),
+                                    method=message(f"explain.method.{method}") if method in explain.METHODS.values()
+                                    else explain_method)}
 
 
 def pruning_sentences(checkpoint: Checkpoint, prune_data) -> tuple[list[str], list[str] | None]:
@@ -116,24 +147,26 @@ def pruning_sentences(checkpoint: Checkpoint, prune_data) -> tuple[list[str], li
         return sample_sentences(checkpoint), None
     training = checkpoint.info.get("training", {})
     if training.get("data") != "multi30k":
-        raise InputError("Multi30K references fit only a model trained on Multi30K; use the sample sentences.")
+        raise InputError(message("explain.multi30k_only"))
     corpus = load_multi30k("val", training.get("src_lang", "en"), training.get("tgt_lang", "de"))
     return corpus.sources[:VALIDATION_SENTENCES], corpus.targets[:VALIDATION_SENTENCES]
 
 
-def on_prune(services: Services, model, prune_kind, prune_data, progress=gr.Progress()) -> dict:
+def on_prune(services: Services, model, prune_kind, prune_data, progress=gr.Progress(),
+             language: str = ENGLISH) -> dict:
     checkpoint = services.registry.get(model)
     sentences, references = pruning_sentences(checkpoint, prune_data)
     curves = services.costly.run(explain.pruning_curves, checkpoint, PRUNE_KINDS.get(prune_kind, "cross"),
-                                 sentences, references, Callback(lambda done, what: progress(done, desc=what)))
-    return {"prune_plot": explain.pruning_figure(curves, list(explain.PRUNING_ORDERS)),
-            "prune_summary": explain.pruning_summary(curves)}
+                                 sentences, references, Callback(lambda done, what: progress(done, desc=what)),
+                                 language)
+    return {"prune_plot": explain.pruning_figure(curves, explain.pruning_labels(language), language),
+            "prune_summary": explain.pruning_summary(curves, language)}
 
 
 # --- what other events change here ---------------------------------------------------------------
 
-def after_translation(translation: Translation) -> dict:
-    return {"explain_summary": "Press **Attribute the last translation** to put evidence beside its attention.",
+def after_translation(translation: Translation, language: str = ENGLISH) -> dict:
+    return {"explain_summary": text(language, "explain.press_attribute"),
             "explain_attribution": None, "explain_attention": None, "explain_agreement": None,
             "explain_encoder_rollout": None}
 
@@ -144,10 +177,10 @@ def cross_attention_size(checkpoint: Checkpoint) -> tuple[int, int]:
     return config.n_decoder_layers, config.n_heads
 
 
-def after_model_change(checkpoint: Checkpoint) -> dict:
+def after_model_change(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
     layers, heads = cross_attention_size(checkpoint)
     return {"explain_layer": gr.Slider(1, layers, value=layers, step=1),
-            "explain_head": gr.Dropdown(head_options(heads), value=MEAN_OF_HEADS), "prune_plot": None,
+            "explain_head": gr.Dropdown(head_picker(heads, language), value=MEAN_OF_HEADS), "prune_plot": None,
             "prune_summary": ""}
 
 

@@ -10,69 +10,71 @@ from transformer.paper.decoding import Translation
 
 from ..runtime import components
 from ..runtime.chart import Chart
+from ..runtime.language import ENGLISH, message
 from ..runtime.page import Page
 from ..services import Services
 from ..views import inside
 from ..views.choices import ATTENTION_KINDS, clamp
 from ..views.translate import layer_and_head_counts
 
-TAB_ID, TITLE = "inside", "Inside a head"  # the tab's id in the page, and its label
+TAB_ID, TITLE = "inside", message("inside.title")  # the tab's id in the page, and its label
 
-INTRO = ("## Inside a head\nHow does a head decide where to look? Pick an attention kind, a layer, a head and a query "
-         "(a row of the heatmap in the Translate tab) and follow equation 1 of the paper, "
-         "softmax(q·k / √d_k) · v, with the model's own numbers for the sentence last translated.")
-WAITING = "Translate a sentence in the Translate tab, then pick a query here to look inside that translation."
+# What the tab says until a sentence is translated (a message: the page writes it in its language).
+WAITING = message("inside.waiting")
 # A click on a cell of the whole head's maps looks inside its row's query (ui/static/page.js).
 QUERY_PICKER = {"charts": "#inside-maps", "slider": "#inside-query", "shownNext": "inside-summary", "rowsMeta": None}
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:
     layers, heads = layer_and_head_counts(checkpoint)
-    gr.Markdown(INTRO)
+    words = page.words
+    gr.Markdown(words("inside.intro"))
     with gr.Row():
-        inside_kind = components.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"], label="Attention",
-                               scale=3)
-        inside_layer = components.Slider(1, layers, value=layers, step=1, label="Layer")
-        inside_head = components.Slider(1, heads, value=1, step=1, label="Head")
-        inside_query = components.Slider(1, 2, value=1, step=1, label="Query (row)", elem_id="inside-query")
-    inside_summary = gr.Markdown(WAITING, elem_id="inside-summary")
-    inside_table = gr.Dataframe(label="Equation 1, key by key", interactive=False, wrap=True,
+        # The kinds' English names are the values handlers and scripts read; each is labelled in the page's words.
+        kinds = [(words(f"map.kind.{kind}"), name) for kind, name in ATTENTION_KINDS.items()]
+        inside_kind = components.Radio(kinds, value=ATTENTION_KINDS["cross"], label=words("inside.attention"),
+                                       scale=3)
+        inside_layer = components.Slider(1, layers, value=layers, step=1, label=words("inside.layer"))
+        inside_head = components.Slider(1, heads, value=1, step=1, label=words("inside.head"))
+        inside_query = components.Slider(1, 2, value=1, step=1, label=words("inside.query"), elem_id="inside-query")
+    inside_summary = gr.Markdown(words("inside.waiting"), elem_id="inside-summary")
+    inside_table = gr.Dataframe(label=words("inside.table"), interactive=False, wrap=True,
                                 elem_id="inside-arithmetic")
-    gr.Markdown(inside.NOTES["arithmetic"])
-    inside_contributions = Chart(label="Weights and contributions", elem_id="inside-contributions")
-    gr.Markdown(inside.NOTES["contributions"])
-    inside_vectors = Chart(label="Query, keys and values")
-    gr.Markdown(inside.NOTES["vectors"])
+    gr.Markdown(words("inside.note.arithmetic"))
+    inside_contributions = Chart(label=words("inside.contributions"), elem_id="inside-contributions")
+    gr.Markdown(words("inside.note.contributions"))
+    inside_vectors = Chart(label=words("inside.vectors"))
+    gr.Markdown(words("inside.note.vectors"))
     inside_merge = gr.Markdown()
     inside_cache = gr.Markdown()
     page.add(inside_kind=inside_kind, inside_layer=inside_layer, inside_head=inside_head, inside_query=inside_query,
              inside_summary=inside_summary, inside_table=inside_table, inside_contributions=inside_contributions,
              inside_vectors=inside_vectors, inside_merge=inside_merge, inside_cache=inside_cache)
-    with gr.Accordion("The whole head: weights beside what it adds", open=False):
-        gr.Markdown(inside.NOTES["maps"])
+    with gr.Accordion(words("inside.maps"), open=False):
+        gr.Markdown(words("inside.note.maps"))
         with gr.Row(elem_id="inside-maps"):
-            maps = {f"inside_map_{name}": Chart(label=label) for name, label in
-                    (("weights", "Weights"), ("head", "This head adds"), ("layer", "The layer adds"))}
+            maps = {f"inside_map_{name}": Chart(label=words(f"inside.map.{name}"))
+                    for name in ("weights", "head", "layer")}
         page.add(**maps)
     lens_layout(page)
     blackboard_layout(page)
 
 
 def lens_layout(page: Page) -> None:
-    with gr.Accordion("From the last layer to a word: logit lens and temperature", open=False):
-        gr.Markdown(inside.NOTES["lens"])
-        lens_plot = Chart(label="Logit lens", elem_id="logit-lens")
-        gr.Markdown(inside.NOTES["temperature"])
+    words = page.words
+    with gr.Accordion(words("inside.lens"), open=False):
+        gr.Markdown(words("inside.note.lens"))
+        lens_plot = Chart(label=words("inside.lens.plot"), elem_id="logit-lens")
+        gr.Markdown(words("inside.note.temperature"))
         with gr.Row():
-            lens_step = components.Slider(1, 2, value=1, step=1, label="Step")
-            temperature = components.Slider(0.1, 3.0, value=1.0, step=0.05, label="Temperature T")
-            sample_top_k = components.Slider(0, 50, value=0, step=1, label="top-k (0: off)")
-            sample_top_p = components.Slider(0.05, 1.0, value=1.0, step=0.05, label="top-p (1: off)")
-        temperature_plot = Chart(label="Next-token distribution, as sampling draws from it",
-                                   elem_id="temperature-plot")
+            lens_step = components.Slider(1, 2, value=1, step=1, label=words("inside.lens.step"))
+            temperature = components.Slider(0.1, 3.0, value=1.0, step=0.05, label=words("inside.lens.temperature"))
+            sample_top_k = components.Slider(0, 50, value=0, step=1, label=words("inside.lens.top_k"))
+            sample_top_p = components.Slider(0.05, 1.0, value=1.0, step=0.05, label=words("inside.lens.top_p"))
+        temperature_plot = Chart(label=words("inside.lens.distribution"), elem_id="temperature-plot")
         with gr.Row():
-            sample_seed = components.Number(0, precision=0, minimum=0, label="Seed", scale=1)
-            sample_button = gr.Button("Sample a translation", scale=1)
+            sample_seed = components.Number(0, precision=0, minimum=0, label=words("inside.lens.seed"), scale=1)
+            sample_button = gr.Button(words("inside.lens.sample"), scale=1)
             sampled = gr.Markdown(elem_id="sampled-translation")
     page.add(lens_plot=lens_plot, lens_step=lens_step, temperature=temperature, sample_top_k=sample_top_k,
              sample_top_p=sample_top_p, temperature_plot=temperature_plot, sample_seed=sample_seed,
@@ -80,19 +82,18 @@ def lens_layout(page: Page) -> None:
 
 
 def blackboard_layout(page: Page) -> None:
-    with gr.Accordion("On the blackboard: attention on numbers you choose", open=False):
-        gr.Markdown("Three or four tokens with tiny vectors: work equation 1 out by hand, then check it here. "
-                    "Edit any number; add a row for a fourth token. The same attention module as the model "
-                    "computes it.")
+    words = page.words
+    with gr.Accordion(words("inside.blackboard"), open=False):
+        gr.Markdown(words("inside.blackboard.intro"))
         with gr.Row():
-            blackboard_d = components.Radio([2, 3, 4], value=2, label="d_k (numbers per vector)")
-            blackboard_causal = gr.Checkbox(False, label="Causal mask (as in the decoder)")
-            blackboard_button = gr.Button("Compute", variant="primary")
-        blackboard_table = gr.Dataframe(inside.BLACKBOARD_EXAMPLE, interactive=True, label="q, k and v per token",
-                                        elem_id="blackboard-table")
+            blackboard_d = components.Radio([2, 3, 4], value=2, label=words("inside.blackboard.d_k"))
+            blackboard_causal = gr.Checkbox(False, label=words("inside.blackboard.causal"))
+            blackboard_button = gr.Button(words("inside.blackboard.compute"), variant="primary")
+        blackboard_table = gr.Dataframe(inside.blackboard_example(page.language), interactive=True,
+                                        label=words("inside.blackboard.table"), elem_id="blackboard-table")
         with gr.Row():
             blackboard_steps = gr.Markdown()
-            blackboard_plot = Chart(label="Weights")
+            blackboard_plot = Chart(label=words("inside.blackboard.plot"))
     page.add(blackboard_d=blackboard_d, blackboard_causal=blackboard_causal, blackboard_button=blackboard_button,
              blackboard_table=blackboard_table, blackboard_steps=blackboard_steps, blackboard_plot=blackboard_plot)
 
@@ -104,7 +105,7 @@ HEAD_OUTPUTS = ("inside_query", "inside_layer", "inside_summary", "inside_table"
 
 
 def on_inside(services: Services, translation_model, translation_state, inside_kind, inside_layer, inside_head,
-              inside_query) -> dict:
+              inside_query, language: str = ENGLISH) -> dict:
     checkpoint = services.registry.get(translation_model)
     if translation_state is None:
         return {"inside_summary": WAITING}
@@ -112,7 +113,7 @@ def on_inside(services: Services, translation_model, translation_state, inside_k
     query = clamp(inside_query, 1, queries)
     layers = inside.layers_of(checkpoint, inside_kind)  # the encoder and decoder may differ in depth
     layer = clamp(inside_layer, 1, layers)
-    view = inside.inside_view(checkpoint, translation_state, inside_kind, layer, inside_head, query)
+    view = inside.inside_view(checkpoint, translation_state, inside_kind, layer, inside_head, query, language)
     weights, head_adds, layer_adds = inside.contribution_maps(checkpoint, translation_state, inside_kind, layer,
                                                               inside_head)
     return {"inside_query": gr.Slider(1, max(2, queries), value=query, step=1),
@@ -123,29 +124,30 @@ def on_inside(services: Services, translation_model, translation_state, inside_k
 
 
 def on_lens(services: Services, translation_model, translation_state, lens_step, temperature, sample_top_k,
-            sample_top_p) -> dict:
+            sample_top_p, language: str = ENGLISH) -> dict:
     if translation_state is None:
         return {}
     sampling = inside.sampling_settings(temperature, sample_top_k, sample_top_p, 0)
     lens, distribution = inside.lens_figures(services.registry.get(translation_model), translation_state, lens_step,
-                                             sampling)
+                                             sampling, language)
     return {"lens_plot": lens, "temperature_plot": distribution}
 
 
 def on_temperature(services: Services, translation_model, translation_state, lens_step, temperature, sample_top_k,
-                   sample_top_p) -> dict:
+                   sample_top_p, language: str = ENGLISH) -> dict:
     if translation_state is None:
         return {}
     sampling = inside.sampling_settings(temperature, sample_top_k, sample_top_p, 0)
     return {"temperature_plot": inside.temperature_figure(services.registry.get(translation_model),
-                                                          translation_state, lens_step, sampling)}
+                                                          translation_state, lens_step, sampling,
+                                                          language=language)}
 
 
 def on_sample(services: Services, translation_model, translation_state, temperature, sample_top_k, sample_top_p,
-              sample_seed) -> dict:
+              sample_seed, language: str = ENGLISH) -> dict:
     sampling = inside.sampling_settings(temperature, sample_top_k, sample_top_p, sample_seed or 0)
     return {"sampled": inside.sampled_translation(services.registry.get(translation_model), translation_state,
-                                                  sampling),
+                                                  sampling, language),
             "sample_seed": sampling.seed + 1}  # the text names this draw's seed; the next click draws anew
 
 
@@ -159,27 +161,29 @@ def reset_if_waiting(translation_state, tabs_waiting) -> dict:
 
 
 def on_opened(services: Services, translation_model, translation_state, tabs_waiting, inside_kind, inside_layer,
-              inside_head, inside_query, lens_step, temperature, sample_top_k, sample_top_p) -> dict:
+              inside_head, inside_query, lens_step, temperature, sample_top_k, sample_top_p,
+              language: str = ENGLISH) -> dict:
     """The tab opened: what a translation made meanwhile resets here first, in the same round trip as the views
     (drawn at the query and step it resets to)."""
     reset = reset_if_waiting(translation_state, tabs_waiting)
     if "inside_query" in reset:
         inside_query, lens_step = first_rows(translation_state)
     return {**reset, **on_inside(services, translation_model, translation_state, inside_kind, inside_layer, inside_head,
-                                 inside_query),
+                                 inside_query, language),
             **on_lens(services, translation_model, translation_state, lens_step, temperature, sample_top_k,
-                      sample_top_p)}
+                      sample_top_p, language)}
 
 
 def on_look_inside(services: Services, translation_model, translation_state, tabs_waiting, step, layer, head, average,
-                   lens_step, temperature, sample_top_k, sample_top_p) -> dict:
+                   lens_step, temperature, sample_top_k, sample_top_p, language: str = ENGLISH) -> dict:
     """From the Translate tab's step: this tab, on the cross-attention query of that step, in the layer and head
     shown there (head 1 when the heads are averaged)."""
     kind, head = ATTENTION_KINDS["cross"], 1 if average else head
     return {**reset_if_waiting(translation_state, tabs_waiting), "tabs": gr.Tabs(selected=TAB_ID),
             **looking_at(services.registry.get(translation_model), translation_state, kind, head, step),
-            **on_inside(services, translation_model, translation_state, kind, layer, head, step),
-            **on_lens(services, translation_model, translation_state, step, temperature, sample_top_k, sample_top_p)}
+            **on_inside(services, translation_model, translation_state, kind, layer, head, step, language),
+            **on_lens(services, translation_model, translation_state, step, temperature, sample_top_k, sample_top_p,
+                      language)}
 
 
 def looking_at(checkpoint: Checkpoint, translation: Translation | None, kind, head, step) -> dict:
@@ -192,14 +196,14 @@ def looking_at(checkpoint: Checkpoint, translation: Translation | None, kind, he
             "lens_step": gr.Slider(1, max(2, steps), value=clamp(step, 1, steps), step=1, interactive=steps > 1)}
 
 
-def on_blackboard(blackboard_table, blackboard_causal) -> dict:
-    steps, figure = inside.blackboard(blackboard_table, blackboard_causal)
+def on_blackboard(blackboard_table, blackboard_causal, language: str = ENGLISH) -> dict:
+    steps, figure = inside.blackboard(blackboard_table, blackboard_causal, language)
     return {"blackboard_steps": steps, "blackboard_plot": figure}
 
 
-def on_blackboard_size(blackboard_d, blackboard_table, blackboard_causal) -> dict:
-    table = inside.blackboard_table(blackboard_d, blackboard_table)
-    return {"blackboard_table": table, **on_blackboard(table, blackboard_causal)}
+def on_blackboard_size(blackboard_d, blackboard_table, blackboard_causal, language: str = ENGLISH) -> dict:
+    table = inside.blackboard_table(blackboard_d, blackboard_table, language)
+    return {"blackboard_table": table, **on_blackboard(table, blackboard_causal, language)}
 
 
 # --- what other events change here ---------------------------------------------------------------

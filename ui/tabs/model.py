@@ -9,28 +9,29 @@ from transformer.files.checkpoint import Checkpoint
 from .. import figures
 from ..runtime import components
 from ..runtime.chart import Chart
+from ..runtime.language import ENGLISH, message, text
 from ..runtime.page import Page
 from ..services import Services
 from ..views import model as views
 
-TAB_ID, TITLE = "model", "Model"  # the tab's id in the page, and its label
-
-HISTORY_NOTE = ("At every evaluation during training, the cross-attention of a fixed probe sentence was saved. "
-                "Slide to watch the alignment emerge from noise.")
+TAB_ID, TITLE = "model", message("model.title")  # the tab's id in the page, and its label
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:
+    words = page.words
     model_metrics = gr.Markdown()
     with gr.Row():
-        model_config = gr.Dataframe(headers=["setting", "value"], label="Config", interactive=False)
-        model_parameters = gr.Dataframe(headers=["module", "parameters", "share"], label="Parameters per module",
-                                        interactive=False)
-    with gr.Accordion("How this model learned", open=True):
-        history_curves = Chart(label="Training curves")
-        gr.Markdown(HISTORY_NOTE)
-        history_step = components.Slider(1, 2, value=1, step=1, label="Evaluation", elem_id="history-slider")
-        history_plot = Chart(label="Probe attention", elem_id="history-plot")
-    with gr.Accordion("Model card", open=False):
+        model_config = gr.Dataframe(headers=[words("model.setting"), words("model.value")], label=words("model.config"),
+                                    interactive=False)
+        model_parameters = gr.Dataframe(headers=views.parameter_columns(page.language),
+                                        label=words("model.parameters_per_module"), interactive=False)
+    with gr.Accordion(words("model.how_it_learned"), open=True):
+        history_curves = Chart(label=words("model.training_curves"))
+        gr.Markdown(words("model.history_note"))
+        history_step = components.Slider(1, 2, value=1, step=1, label=words("model.evaluation"),
+                                         elem_id="history-slider")
+        history_plot = Chart(label=words("model.probe_attention"), elem_id="history-plot")
+    with gr.Accordion(words("model.card"), open=False):
         model_card = gr.Markdown()
     page.add(model_metrics=model_metrics, model_config=model_config, model_parameters=model_parameters,
              history_curves=history_curves, history_step=history_step, history_plot=history_plot,
@@ -43,25 +44,28 @@ def replay_slider(probes: list[dict]) -> gr.Slider:
     return gr.Slider(1, max(2, len(probes)), value=max(1, len(probes)), step=1, interactive=len(probes) > 1)
 
 
-def model_views(checkpoint: Checkpoint) -> dict:
+def model_views(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
     steps, evals, probes = views.checkpoint_history(checkpoint)
-    return {"model_metrics": views.metrics_markdown(checkpoint), "model_config": views.config_rows(checkpoint),
-            "model_parameters": views.parameter_table(checkpoint), "model_card": views.card_markdown(checkpoint),
-            "history_curves": figures.training_curves(steps, evals, "Training") if (steps or evals) else None,
-            "history_step": replay_slider(probes), "history_plot": views.probe_figure(probes, len(probes)),
+    curves = (figures.training_curves(steps, evals, text(language, "model.training"), language=language)
+              if (steps or evals) else None)
+    return {"model_metrics": views.metrics_markdown(checkpoint, language),
+            "model_config": views.config_rows(checkpoint),
+            "model_parameters": views.parameter_table(checkpoint, language),
+            "model_card": views.card_markdown(checkpoint, language), "history_curves": curves,
+            "history_step": replay_slider(probes), "history_plot": views.probe_figure(probes, len(probes), language),
             "history_state": probes}
 
 
-def on_history_step(history_state, history_step) -> dict:
-    return {"history_plot": views.probe_figure(history_state, history_step)}
+def on_history_step(history_state, history_step, language: str = ENGLISH) -> dict:
+    return {"history_plot": views.probe_figure(history_state, history_step, language)}
 
 
-def on_opened(services: Services, translation_model, model_tab_shows) -> dict:
+def on_opened(services: Services, translation_model, model_tab_shows, language: str = ENGLISH) -> dict:
     """The tab opened, or redrawn after a model switch: the views of the model the page shows, unless they show it
     already. (A switch drew them for every switch, 100-130 ms each, with the tab out of sight.)"""
     if translation_model == model_tab_shows:
         return {}
-    return {**model_views(services.registry.get(translation_model)), "model_tab_shows": translation_model}
+    return {**model_views(services.registry.get(translation_model), language), "model_tab_shows": translation_model}
 
 
 MODEL_VIEWS = ("model_metrics", "model_config", "model_parameters", "model_card", "history_curves", "history_step",

@@ -8,34 +8,33 @@ from transformer.files.checkpoint import Checkpoint
 
 from ..runtime import components
 from ..runtime.chart import Chart
+from ..runtime.language import ENGLISH, message
 from ..runtime.page import Page
-from ..views.positions import NOTES, positional_views
+from ..views.positions import positional_views
 
-TAB_ID, TITLE = "positions", "Positional encoding"  # the tab's id in the page, and its label
-
-INTRO = ("The Transformer has no recurrence, so word order enters only through these vectors, added to the "
-         "embeddings: PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).")
+TAB_ID, TITLE = "positions", message("positions.title")  # the tab's id in the page, and its label
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:
-    gr.Markdown(INTRO)
+    words = page.words
+    gr.Markdown(words("positions.intro"))
     with gr.Row():
-        pe_d_model = components.Slider(8, 512, value=128, step=2, label="d_model")
-        pe_length = components.Slider(8, 256, value=64, step=1, label="positions")
-        pe_dimensions = gr.Textbox("0, 1, 10, 11, 60", label="dimensions to plot (comma-separated)",
-                                   info="Enter or click elsewhere to redraw.")
-    pe_matrix = Chart(label="The encoding matrix")
-    gr.Markdown(NOTES["matrix"])
-    pe_lines = Chart(label="Dimensions across positions")
-    gr.Markdown(NOTES["lines"])
-    pe_dots = Chart(label="Dot products between positions")
-    gr.Markdown(NOTES["dots"])
+        pe_d_model = components.Slider(8, 512, value=128, step=2, label="d_model")  # the paper's symbol
+        pe_length = components.Slider(8, 256, value=64, step=1, label=words("positions.length"))
+        pe_dimensions = gr.Textbox("0, 1, 10, 11, 60", label=words("positions.dimensions"),
+                                   info=words("positions.dimensions.info"))
+    pe_matrix = Chart(label=words("positions.matrix"))
+    gr.Markdown(words("positions.note.matrix"))
+    pe_lines = Chart(label=words("positions.lines"))
+    gr.Markdown(words("positions.note.lines"))
+    pe_dots = Chart(label=words("positions.dots"))
+    gr.Markdown(words("positions.note.dots"))
     page.add(pe_d_model=pe_d_model, pe_length=pe_length, pe_dimensions=pe_dimensions, pe_matrix=pe_matrix,
              pe_lines=pe_lines, pe_dots=pe_dots)
 
 
-def on_positions(pe_d_model, pe_length, pe_dimensions) -> dict:
-    matrix, lines, dots = positional_views(pe_d_model, pe_length, pe_dimensions)
+def on_positions(pe_d_model, pe_length, pe_dimensions, language: str = ENGLISH) -> dict:
+    matrix, lines, dots = positional_views(pe_d_model, pe_length, pe_dimensions, language)
     return {"pe_matrix": matrix, "pe_lines": lines, "pe_dots": dots}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import gradio as gr
-from gradio.components import Number
+from gradio.components import Number as NumberField
 
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
@@ -15,33 +15,42 @@ from .. import figures
 from ..runtime import batching, components
 from ..runtime.chart import Chart
 from ..runtime.errors import warn
+from ..runtime.language import DECIMAL_MARK, ENGLISH, Number, message, table
+from ..runtime.language import text as words_in
 from ..runtime.page import Page
 from ..services import Services
 from ..views import exports
-from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, chosen_head, head_options, require_translation
+from ..views.choices import (ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, attention_kind_choices, chosen_head,
+                             head_choices, require_translation, view_choices)
 from ..views.text import MAX_INPUT_CHARS, examples_for, source_label
-from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, TITLES, TranslateResult,
-                               attention_tensor, forced_figures, layer_and_head_counts, length_penalty_origin,
-                               map_block,
-                               notes_markdown, page_numbers, run_forced, run_translation, source_pieces, step_view)
+from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, TranslateResult, attention_tensor,
+                               forced_figures, layer_and_head_counts, length_penalty_origin, map_block,
+                               notes_markdown, page_numbers, run_forced, run_translation, source_pieces, step_view,
+                               titles)
 
-TAB_ID, TITLE = "translate", "Translate"  # the tab's id in the page, and its label
-
-STEP_INTRO = ("## Step through the decoding\nMove the slider to replay the translation token by token: the candidates "
-              "the model weighed, and where in the source it looked.")
-HEATMAP_INTRO = ("## Attention heatmaps\nRows are queries (the position that looks), columns are keys (the positions "
-                 "looked at); each row sums to 1. Hover for the exact weight. In decoder and cross-attention each row "
-                 "is a decoding step: click a cell to go to its step.")
-FORCED_INTRO = ("## Forced decoding: your own translation\nType your own translation of the sentence above (in "
-                "the model's language: German for multi30k-en-de, French for multi30k-en-fr) and see how probable the model finds each token, and where it looks "
-                "while reading it. Enter scores it.")
-
+TAB_ID, TITLE = "translate", message("translate.title")  # the tab's id in the page, and its label
 
 CHARTS = {"topK": "topk-plot", "stepAttention": "step-attention", "heatmap": "attention-plot"}  # their elem_ids
+# The words of every chart as text (ui/static/chart_text.js), by its name for each: translate.chart.<key>.
+CHART_TEXT_WORDS = {"asText": "as_text", "untitled": "untitled", "more": "more", "row": "row", "column": "column",
+                    "strongest": "strongest", "cell": "cell", "series": "series", "point": "point",
+                    "values": "values", "value": "value"}
 
-# The page draws every chart of the tab from a translation's numbers (page_numbers; ui/static/explorer.js). What
-# its script needs to know of this tab, in the page's config:
-PAGE_SETTINGS = {"kinds": ATTENTION_KINDS, "views": VIEWS, "titles": TITLES, "charts": CHARTS}
+
+def page_settings(language: str = ENGLISH) -> dict:
+    """The page draws every chart of the tab from a translation's numbers (page_numbers; ui/static/explorer.js):
+    what its script needs to know of this tab, in the page's config, with its words in ``language`` (the kinds'
+    and views' values stay English: the radios send them). ``words.chartText``: the words of ui/static/chart_text.js,
+    which says every chart of the page as text."""
+    words = table(language)
+    return {"kinds": ATTENTION_KINDS, "views": VIEWS, "titles": titles(language), "charts": CHARTS,
+            "words": {"kinds": {kind: words[f"map.kind.{kind}"] for kind in ATTENTION_KINDS},
+                      "noTranslation": words["translate.step.none"], "current": words["translate.piece.current"],
+                      "chartText": {"decimalMark": DECIMAL_MARK[language],
+                                    **{name: words[f"translate.chart.{key}"]
+                                       for name, key in CHART_TEXT_WORDS.items()}}}}
+
+
 # A click on a cell of the heatmap, where its rows are decoding steps, moves the step view to that cell's step.
 STEP_PICKER = {"charts": f"#{CHARTS['heatmap']}", "slider": "#step-slider", "shownNext": "step-view",
                "rowsMeta": figures.ROWS_ARE_STEPS}
@@ -55,49 +64,62 @@ class UnboundedSlider(components.Slider):
     is_template = True  # drawn by Gradio's own slider
 
     def preprocess(self, payload: float) -> float:
-        return Number.round_to_precision(components.a_number(self, payload), self.precision)
+        return NumberField.round_to_precision(components.a_number(self, payload), self.precision)
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:
-    examples = examples_for(checkpoint)
-    layers, heads = layer_and_head_counts(checkpoint)
+    sentence_layout(page, checkpoint)
+    step_layout(page)
+    heatmap_layout(page, checkpoint)
+    forced_layout(page, checkpoint)
+
+
+def sentence_layout(page: Page, checkpoint: Checkpoint) -> None:
+    """The sentence, how to decode it, and its translation with notes and the pieces the encoder saw."""
+    examples, words = examples_for(checkpoint), page.words
     with gr.Row():
         with gr.Column(scale=3):
             # One line grows to four as the text wraps; Enter translates (Gradio submits on Enter only in a box
             # that starts with one line).
-            text = gr.Textbox(label=source_label(checkpoint), value=examples[0], lines=1, max_lines=4,
+            text = gr.Textbox(label=source_label(checkpoint, page.language), value=examples[0], lines=1, max_lines=4,
                               max_length=MAX_INPUT_CHARS, elem_id="source-text",
-                              info=f"Enter translates. At most {MAX_INPUT_CHARS:,} characters: a longer paste is "
-                                   "cut there.")
+                              info=words("translate.source.info", most=Number(MAX_INPUT_CHARS, ",")))
             example_list = gr.Dataset(components=[gr.Textbox(visible=False)], samples=[[e] for e in examples],
-                                      label="Examples", elem_id="examples")
+                                      label=words("translate.examples"), elem_id="examples")
         with gr.Column(scale=2):
-            decoding = components.Radio(["greedy", "beam"], value="beam", label="Decoding")
-            beam_size = components.Slider(2, MAX_BEAM, value=5, step=1, label="Beam size", elem_id="beam-size")
+            # The values stay English: handlers and scripts read them.
+            decoding = components.Radio([(words(f"translate.decoding.{way}"), way) for way in ("greedy", "beam")],
+                                        value="beam", label=words("translate.decoding"))
+            beam_size = components.Slider(2, MAX_BEAM, value=5, step=1, label=words("translate.beam_size"),
+                                          elem_id="beam-size")
             max_length = components.Slider(*TARGET_TOKENS, value=DEFAULT_TARGET_TOKENS, step=1,
-                                           label="Maximum target tokens", elem_id="max-tokens")
-            translate_button = gr.Button("Translate", variant="primary", elem_id="translate-button")
-    translation = gr.Textbox(label="Translation", interactive=False, elem_id="translation")
+                                           label=words("translate.max_tokens"), elem_id="max-tokens")
+            translate_button = gr.Button(words("translate.button"), variant="primary", elem_id="translate-button")
+    translation = gr.Textbox(label=words("translate.translation"), interactive=False, elem_id="translation")
     notes = gr.Markdown()
     # Each piece's label is drawn in white on its colour: these keep 4.5:1 (WCAG AA).
-    source_tokens = gr.HighlightedText(label="Source pieces the encoder saw (▁ starts a word)",
-                                       color_map={"special": "#595959"})
+    source_tokens = gr.HighlightedText(label=words("translate.source_pieces"),
+                                       color_map={words("translate.piece.special"): "#595959"})
     page.add(text=text, example_list=example_list, decoding=decoding, beam_size=beam_size, max_length=max_length,
              translate_button=translate_button, translation=translation, notes=notes, source_tokens=source_tokens)
 
-    gr.Markdown(STEP_INTRO, elem_id="step-view")
+
+def step_layout(page: Page) -> None:
+    """Stepping through the decoding: the slider, the step's caption, the pieces so far and its two charts."""
+    words = page.words
+    gr.Markdown(words("translate.step.intro"), elem_id="step-view")
     with gr.Row():
-        previous_step = gr.Button("◀ previous", size="sm", scale=0)
-        step = UnboundedSlider(1, 2, value=1, step=1, label="Step", elem_id="step-slider", scale=4)
-        next_step = gr.Button("next ▶", size="sm", scale=0)
+        previous_step = gr.Button(words("translate.step.previous"), size="sm", scale=0)
+        step = UnboundedSlider(1, 2, value=1, step=1, label=words("translate.step"), elem_id="step-slider", scale=4)
+        next_step = gr.Button(words("translate.step.next"), size="sm", scale=0)
     with gr.Row():
         step_caption = gr.Markdown(elem_id="step-caption")
-        look_inside = gr.Button("Look inside this step ▸", size="sm", scale=0, elem_id="look-inside")
-    revealed = gr.HighlightedText(label="Translation so far, in pieces (▁ starts a word)",
-                                  color_map={"current": "#b34700"}, elem_id="revealed")
+        look_inside = gr.Button(words("translate.step.look_inside"), size="sm", scale=0, elem_id="look-inside")
+    revealed = gr.HighlightedText(label=words("translate.revealed"),
+                                  color_map={words("translate.piece.current"): "#b34700"}, elem_id="revealed")
     with gr.Row():
-        top_k_plot = Chart(label="Top-k candidates", elem_id=CHARTS["topK"])
-        step_attention_plot = Chart(label="Cross-attention of this step", elem_id=CHARTS["stepAttention"])
+        top_k_plot = Chart(label=words("translate.top_k"), elem_id=CHARTS["topK"])
+        step_attention_plot = Chart(label=words("translate.step_attention"), elem_id=CHARTS["stepAttention"])
     # Mounted but not shown ("hidden"), so that their changes reach the page's script.
     page.add(previous_step=previous_step, step=step, next_step=next_step, step_caption=step_caption,
              look_inside=look_inside, page_numbers=gr.HTML(None, html_template="", visible="hidden",
@@ -106,34 +128,49 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
              more_maps=gr.HTML(None, html_template="", js_on_load=None, visible="hidden"),
              revealed=revealed, top_k_plot=top_k_plot, step_attention_plot=step_attention_plot)
 
-    gr.Markdown(HEATMAP_INTRO)
+
+def heatmap_layout(page: Page, checkpoint: Checkpoint) -> None:
+    """The attention heatmaps: which kind, view, layer and head, and the raw attention to download."""
+    layers, heads = layer_and_head_counts(checkpoint)
+    words = page.words
+    gr.Markdown(words("translate.heatmap.intro"))
     with gr.Row():
-        kind = components.Radio(list(ATTENTION_KINDS.values()), value=ATTENTION_KINDS["cross"], label="Attention", scale=3,
-                                elem_id="attention-kind")
-        view = components.Radio(list(VIEWS), value=VIEWS[0], label="View", scale=3, elem_id="attention-view")
+        # Labelled in the page's language; the values stay English (scripts send them).
+        kind = components.Radio(attention_kind_choices(page.language), value=ATTENTION_KINDS["cross"],
+                                label=words("translate.kind"), scale=3, elem_id="attention-kind")
+        view = components.Radio(view_choices(page.language), value=VIEWS[0], label=words("translate.view"), scale=3,
+                                elem_id="attention-view")
     with gr.Row():
-        layer = components.Slider(1, layers, value=1, step=1, label="Layer", elem_id="layer-slider")
-        head = components.Slider(1, heads, value=1, step=1, label="Head", elem_id="head-slider")
-        average = gr.Checkbox(False, label="Average over heads", elem_id="average-heads")
-    attention_plot = Chart(label="Attention", elem_id=CHARTS["heatmap"])
+        layer = components.Slider(1, layers, value=1, step=1, label=words("translate.layer"), elem_id="layer-slider")
+        head = components.Slider(1, heads, value=1, step=1, label=words("translate.head"), elem_id="head-slider")
+        average = gr.Checkbox(False, label=words("translate.average"), elem_id="average-heads")
+    attention_plot = Chart(label=words("translate.heatmap"), elem_id=CHARTS["heatmap"])
     with gr.Row():
         # Written when asked for, not at every translation: each file can be megabytes and is kept an hour.
-        attention_prepare = gr.Button("Raw attention as JSON", size="sm", scale=0, elem_id="attention-prepare")
-        attention_download = gr.DownloadButton("Download raw attention (JSON)", visible=False, size="sm", scale=0,
-                                               elem_id="attention-download")
+        attention_prepare = gr.Button(words("translate.attention.prepare"), size="sm", scale=0,
+                                      elem_id="attention-prepare")
+        attention_download = gr.DownloadButton(words("translate.attention.download"), visible=False, size="sm",
+                                               scale=0, elem_id="attention-download")
     page.add(kind=kind, view=view, layer=layer, head=head, average=average, attention_plot=attention_plot,
              attention_prepare=attention_prepare, attention_download=attention_download)
 
-    gr.Markdown(FORCED_INTRO)
-    own_translation = gr.Textbox(label="Your translation", lines=1, max_lines=4, max_length=MAX_INPUT_CHARS,
-                                 info=f"At most {MAX_INPUT_CHARS:,} characters.")
+
+def forced_layout(page: Page, checkpoint: Checkpoint) -> None:
+    """Forced decoding: the visitor's own translation, scored token by token."""
+    layers, heads = layer_and_head_counts(checkpoint)
+    words = page.words
+    gr.Markdown(words("translate.forced.intro"))
+    own_translation = gr.Textbox(label=words("translate.forced.own"), lines=1, max_lines=4,
+                                 max_length=MAX_INPUT_CHARS,
+                                 info=words("translate.forced.own.info", most=Number(MAX_INPUT_CHARS, ",")))
     with gr.Row():
-        forced_button = gr.Button("Score my translation")
-        forced_layer = components.Slider(1, layers, value=layers, step=1, label="Layer of the cross-attention")
-        forced_head = components.Dropdown(head_options(heads), value=MEAN_OF_HEADS, label="Head")
+        forced_button = gr.Button(words("translate.forced.button"))
+        forced_layer = components.Slider(1, layers, value=layers, step=1, label=words("translate.forced.layer"))
+        forced_head = components.Dropdown(head_choices(heads, page.language), value=MEAN_OF_HEADS,
+                                          label=words("translate.head"))
     with gr.Row():
-        forced_probability_plot = Chart(label="Per-token probability", elem_id="forced-probability")
-        forced_attention_plot = Chart(label="Cross-attention", elem_id="forced-attention")
+        forced_probability_plot = Chart(label=words("translate.forced.probability"), elem_id="forced-probability")
+        forced_attention_plot = Chart(label=words("translate.forced.attention"), elem_id="forced-attention")
     page.add(own_translation=own_translation, forced_button=forced_button, forced_layer=forced_layer,
              forced_head=forced_head, forced_probability_plot=forced_probability_plot,
              forced_attention_plot=forced_attention_plot, forced_state=gr.State(None))
@@ -152,7 +189,7 @@ PROGRESS_ON = ("translation",)
 MOST_BLOCKS_ASKED = 64  # maps of one kind and layer a page may ask for at once (a model view of every layer)
 
 
-def translated(result: TranslateResult, step: int, model: str) -> dict:
+def translated(result: TranslateResult, step: int, model: str, language: str = ENGLISH) -> dict:
     """What a Translate click and ``/translate`` both return: the translation kept for every other view with the
     name of the model that made it, its text, notes and source pieces, the step slider at ``step``, and the
     attention download hidden (each file can be megabytes, and Gradio keeps a copy: it is written only when asked
@@ -163,26 +200,26 @@ def translated(result: TranslateResult, step: int, model: str) -> dict:
     translation = result.translation
     steps = translation.num_steps
     return {"translation_state": translation, "translation_model": model, "translation": translation.text,
-            "notes": notes_markdown(result.notes), "source_tokens": source_pieces(translation),
+            "notes": notes_markdown(result.notes), "source_tokens": source_pieces(translation, language),
             "attention_download": gr.DownloadButton(value=None, visible=False),
             "step": gr.Slider(1, max(2, steps), value=step, step=1, interactive=steps > 1)}
 
 
 def translation_views(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head,
-                      average, step: int = 1) -> dict:
-    """Translate ``text`` with ``model``: its text and notes, and the numbers the page draws every view of the tab
-    from, at the selection it shows (the step view at ``step``: its first, where the decoding starts, unless a
-    lesson says)."""
-    result = run_translation(services.registry.get(model), text, decoding, beam_size, max_length)
+                      average, step: int = 1, language: str = ENGLISH) -> dict:
+    """Translate ``text`` with ``model``: its text and notes (in ``language``), and the numbers the page draws every
+    view of the tab from, at the selection it shows (the step view at ``step``: its first, where the decoding
+    starts, unless a lesson says)."""
+    result = run_translation(services.registry.get(model), text, decoding, beam_size, max_length, language=language)
     step = min(max(1, step), result.translation.num_steps)
-    return {**translated(result, step, model),
-            "page_numbers": page_numbers(result.translation, kind, layer, sent=next(SENT))}
+    return {**translated(result, step, model, language),
+            "page_numbers": page_numbers(result.translation, kind, layer, sent=next(SENT), language=language)}
 
 
 def on_translate(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head,
-                 average) -> dict:
+                 average, language: str = ENGLISH) -> dict:
     return translation_views(services, model, text, decoding, beam_size, max_length, kind, view, layer, head,
-                             average)
+                             average, language=language)
 
 
 def on_maps_wanted(translation_state, maps_wanted) -> dict:
@@ -200,12 +237,12 @@ def on_maps_wanted(translation_state, maps_wanted) -> dict:
     return {"more_maps": {"sent": int(sent) if sent.isdigit() else None, "blocks": blocks}}
 
 
-def step_views(translation: Translation | None, step, layer, head, average) -> dict:
+def step_views(translation: Translation | None, step, layer, head, average, language: str = ENGLISH) -> dict:
     """The step view at ``step`` as the server draws it (``/step``, for scripts; the page draws its own)."""
     if translation is None:
         return {"revealed": [], "top_k_plot": None, "step_attention_plot": None,
-                "step_caption": "Translate a sentence to step through it."}
-    view = step_view(translation, step, layer, None if average else head)
+                "step_caption": words_in(language, "translate.step.none")}
+    view = step_view(translation, step, layer, None if average else head, language)
     return {"step": view.step, "revealed": view.revealed, "top_k_plot": view.candidates,
             "step_attention_plot": view.source_attention, "step_caption": view.caption}
 
@@ -224,49 +261,52 @@ def on_decoding(decoding) -> dict:
     return {"beam_size": gr.Slider(interactive=decoding == "beam")}
 
 
-def on_forced(services: Services, model, text, own_translation, forced_layer, forced_head) -> dict:
+def on_forced(services: Services, model, text, own_translation, forced_layer, forced_head,
+              language: str = ENGLISH) -> dict:
     checkpoint = services.registry.get(model)
-    result = run_forced(checkpoint, text, own_translation)
+    result = run_forced(checkpoint, text, own_translation, language=language)
     warn(result.notes)
     probability, attention = forced_figures(result.translation, forced_layer,
-                                            chosen_head(forced_head, checkpoint.model.config.n_heads))
+                                            chosen_head(forced_head, checkpoint.model.config.n_heads), language)
     return {"forced_state": result.translation, "forced_probability_plot": probability,
             "forced_attention_plot": attention}
 
 
-def on_forced_layer_or_head(forced_state, forced_layer, forced_head) -> dict:
+def on_forced_layer_or_head(forced_state, forced_layer, forced_head, language: str = ENGLISH) -> dict:
     if forced_state is None:
         return {}
     heads = forced_state.cross_attention.shape[1]
-    return {"forced_attention_plot": forced_figures(forced_state, forced_layer, chosen_head(forced_head, heads))[1]}
+    return {"forced_attention_plot": forced_figures(forced_state, forced_layer, chosen_head(forced_head, heads),
+                                                    language)[1]}
 
 
 def require_sentence(text) -> None:
     """An empty box is a warning, and the last translation stays in view."""
     if not (text or "").strip():
-        raise InputError("Type a sentence to translate first (the text box is empty).")
+        raise InputError(message("translate.empty"))
 
 
 def on_translate_click(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer,
-                       head, average) -> dict:
+                       head, average, language: str = ENGLISH) -> dict:
     require_sentence(text)
-    return on_translate(services, model, text, decoding, beam_size, max_length, kind, view, layer, head, average)
+    return on_translate(services, model, text, decoding, beam_size, max_length, kind, view, layer, head, average,
+                        language)
 
 
 # --- what other events change here ---------------------------------------------------------------
 
-def beam_info(checkpoint: Checkpoint) -> str:
+def beam_info(checkpoint: Checkpoint, language: str = ENGLISH) -> str:
     """Beam search starts from the length penalty this model's scores were made with; the slider says which."""
-    return (f"Hypotheses kept at each step; finished ones are ranked by log P / length^α, "
-            f"α = {checkpoint.length_penalty:g} ({length_penalty_origin(checkpoint)})")
+    return words_in(language, "translate.beam.info", alpha=Number(checkpoint.length_penalty, "g"),
+                origin=length_penalty_origin(checkpoint, language))
 
 
-def after_model_change(checkpoint: Checkpoint) -> dict:
+def after_model_change(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
     """Sliders sized to the model, the examples it reads; a score of another model's sentence is gone."""
     layers, heads = layer_and_head_counts(checkpoint)
     return {"example_list": gr.Dataset(samples=[[example] for example in examples_for(checkpoint)]),
             "forced_layer": gr.Slider(1, layers, value=layers, step=1),
-            "forced_head": gr.Dropdown(head_options(heads), value=MEAN_OF_HEADS),
+            "forced_head": gr.Dropdown(head_choices(heads, language), value=MEAN_OF_HEADS),
             "own_translation": "", "forced_state": None, "forced_probability_plot": None,
             "forced_attention_plot": None}
 
@@ -324,10 +364,10 @@ def wire(page: Page) -> None:
 
 
 def on_example_then_translate(services: Services, model, example_list, decoding, beam_size, max_length, kind, view,
-                              layer, head, average) -> dict:
+                              layer, head, average, language: str = ENGLISH) -> dict:
     """Clicking an example puts it in the box and translates it."""
     if not isinstance(example_list, (list, tuple)) or not example_list:
-        raise InputError("Choose one of the examples.")
-    text = example_list[0]
-    return {"text": text, **on_translate(services, model, text, decoding, beam_size, max_length, kind, view, layer,
-                                         head, average)}
+        raise InputError(message("translate.choose_example"))
+    sentence = example_list[0]
+    return {"text": sentence, **on_translate(services, model, sentence, decoding, beam_size, max_length, kind, view,
+                                             layer, head, average, language)}

@@ -7,32 +7,47 @@ import math
 
 from transformer.errors import InputError
 
-from ..runtime.language import ENGLISH, table
+from ..runtime.language import ENGLISH, Message, message, table, text
 
 # The kinds' English names are also the Translate tab's choices, which scripts send: their words in ui/locales/.
 ATTENTION_KINDS = {kind: table(ENGLISH)[f"map.kind.{kind}"] for kind in ("encoder", "decoder", "cross")}
+# The heatmap's views as scripts send them (the page's choices: these values, labelled in its language).
 VIEWS = ("one head", "all heads of the layer", "model view: every layer and head")
-MEAN_OF_HEADS = "mean of heads"
+VIEW_LABELS = ("translate.view.one_head", "translate.view.layer_heads", "translate.view.model")  # their words' keys
+MEAN_OF_HEADS = "mean of heads"  # a head picker's value for the mean (labelled translate.mean_of_heads)
+# What a view of the last translation says where there is none; in English, as tests and scripts read it.
+NO_TRANSLATION = table(ENGLISH)["translate.no_translation"]
 
 
-def finite(value, name: str = "value") -> float:
-    """``value`` as a finite number; an InputError naming ``name`` for anything else (an API client can send
-    NaN or infinity as raw JSON, where no slider would)."""
+def attention_kind_choices(language: str = ENGLISH) -> list[tuple[str, str]]:
+    """The attention type's choices: each kind's name in ``language``, its English name the value."""
+    return [(text(language, f"map.kind.{kind}"), value) for kind, value in ATTENTION_KINDS.items()]
+
+
+def view_choices(language: str = ENGLISH) -> list[tuple[str, str]]:
+    """The heatmap view's choices: each view in ``language``, its English name the value."""
+    return [(text(language, key), view) for key, view in zip(VIEW_LABELS, VIEWS)]
+
+
+def finite(value, name: str | Message | None = None) -> float:
+    """``value`` as a finite number; an InputError naming ``name`` (default: "value") for anything else (an API
+    client can send NaN or infinity as raw JSON, where no slider would)."""
+    name = message("translate.name.value") if name is None else name
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise InputError(f"The {name} must be a number, not {str(value)[:40]!r}.") from None
+        raise InputError(message("translate.not_a_number", name=name, value=repr(str(value)[:40]))) from None
     if not math.isfinite(number):
-        raise InputError(f"The {name} must be a finite number, not {number}.")
+        raise InputError(message("translate.not_finite", name=name, value=number))
     return number
 
 
 def max_target_tokens(value) -> int | None:
     """The "maximum number of target tokens" field as a whole number; None (the model's own limit) when unset."""
-    return int(finite(value, "maximum number of target tokens")) if value else None
+    return int(finite(value, message("translate.name.max_tokens"))) if value else None
 
 
-def clamp(value, low: int, high: int, name: str = "value") -> int:
+def clamp(value, low: int, high: int, name: str | Message | None = None) -> int:
     """``value`` as a whole number within [low, high]: a typed or shared number past the ends means the end."""
     return max(low, min(high, int(finite(value, name))))
 
@@ -42,12 +57,19 @@ def kind_key(label: str) -> str:
     for key, name in ATTENTION_KINDS.items():
         if label in (key, name):
             return key
-    raise InputError(f"Choose an attention type ({', '.join(ATTENTION_KINDS.values())}), not {str(label)[:40]!r}.")
+    raise InputError(message("translate.choose_kind", kinds=", ".join(ATTENTION_KINDS.values()),
+                             label=repr(str(label)[:40])))
 
 
 def head_options(heads: int) -> list[str]:
-    """A head picker's choices: the mean, then each head counted from 1."""
+    """A head picker's values: the mean, then each head counted from 1."""
     return [MEAN_OF_HEADS] + [str(h + 1) for h in range(heads)]
+
+
+def head_choices(heads: int, language: str = ENGLISH) -> list[tuple[str, str]]:
+    """``head_options`` labelled in ``language`` (the mean's value stays ``MEAN_OF_HEADS``, which scripts send)."""
+    return [(text(language, "translate.mean_of_heads") if value == MEAN_OF_HEADS else value, value)
+            for value in head_options(heads)]
 
 
 def chosen_head(choice, heads: int) -> int | None:
@@ -55,12 +77,8 @@ def chosen_head(choice, heads: int) -> int | None:
     return None if choice in (None, "", MEAN_OF_HEADS) else clamp(choice, 1, heads)
 
 
-NO_TRANSLATION = ("Translate a sentence first (the Translate tab, or /translate for API clients): this looks at that "
-                  "translation.")
-
-
 def require_translation(translation):
     """The visitor's last translation, which a view looks into; one sentence if there is none yet."""
     if translation is None:
-        raise InputError(NO_TRANSLATION)
+        raise InputError(message("translate.no_translation"))
     return translation

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import re
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
@@ -13,9 +15,10 @@ from transformer.inside import interventions
 from transformer.inside import one_head
 
 from .. import figures
-from .choices import clamp, kind_key
+from ..runtime.language import ENGLISH, Message, Number, message, said, text
+from .choices import MEAN_OF_HEADS, clamp, head_options, kind_key
 from .text import markdown_escape
-from .translate import attention_axes, map_figure
+from .translate import AXES, AttentionMap, MapWords, attention_axes, map_of, which_message
 
 
 def head_choices(checkpoint: Checkpoint) -> dict[str, list[str]]:
@@ -24,18 +27,44 @@ def head_choices(checkpoint: Checkpoint) -> dict[str, list[str]]:
             for kind, (layers, heads) in interventions.head_count(checkpoint).items()}
 
 
-def word_diff(before: str, after: str) -> list[tuple[str, str | None]]:
-    """Word-level difference for a highlighted-text view: kept words plain, removed and added ones labelled."""
+def head_picker(heads: int, language: str = ENGLISH) -> list[tuple[str, str]]:
+    """A head picker's choices with their labels in ``language``: the mean (its value stays ``MEAN_OF_HEADS``,
+    which handlers and scripts send), then each head counted from 1."""
+    return [(text(language, "experiments.mean_of_heads") if choice == MEAN_OF_HEADS else choice, choice)
+            for choice in head_options(heads)]
+
+
+def word_diff(before: str, after: str, language: str = ENGLISH) -> list[tuple[str, str | None]]:
+    """Word-level difference for a highlighted-text view: kept words plain, removed and added ones labelled (the
+    labels are the legend's words, in ``language``)."""
+    removed, added = text(language, "experiments.removed"), text(language, "experiments.added")
     old, new = before.split(), after.split()
     pieces: list[tuple[str, str | None]] = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
         if op == "equal":
             pieces.append((" ".join(old[i1:i2]) + " ", None))
         if op in ("delete", "replace"):
-            pieces.append((" ".join(old[i1:i2]) + " ", "removed"))
+            pieces.append((" ".join(old[i1:i2]) + " ", removed))
         if op in ("insert", "replace"):
-            pieces.append((" ".join(new[j1:j2]) + " ", "added"))
+            pieces.append((" ".join(new[j1:j2]) + " ", added))
     return pieces
+
+
+def drawn_map(attention_map: AttentionMap, language: str = ENGLISH) -> go.Figure:
+    """A map drawn by the server with its words in ``language`` (``AttentionMap.figure`` draws the English
+    ones)."""
+    words = attention_map.in_words(language)
+    return figures.attention_heatmap(attention_map.weights, attention_map.rows, attention_map.columns, words.title,
+                                     words.query_title, words.key_title, attention_map.rows_are_steps,
+                                     words.subtitle, marked_row=attention_map.marked_row, language=language)
+
+
+def titled_map(translation, kind: str, layer: int, head: int | None, title: Message) -> AttentionMap:
+    """``map_of``'s map under ``title``, its layer, head and axes named in every language."""
+    kind = kind_key(kind)
+    drawn = map_of(translation, kind, layer, head, str(title))
+    return dataclasses.replace(drawn, words=MapWords(title, which_message(translation, kind, layer, head),
+                                                     *(message(f"map.axis.{name}") for name in AXES[kind])))
 
 
 @dataclass
@@ -51,18 +80,40 @@ class ComparisonView:
     attention_after: go.Figure
 
 
+# The measures' English names are the values the page and scripts send; their words: experiments.measure.*.
 MEASURES = ("what each key adds (‖α v W_O‖)", "attention weights")
+MEASURE_KEYS = ("experiments.measure.adds", "experiments.measure.weights")
+
+# What ``interventions`` says it did, in English, and the words each language says it in: (pattern, key).
+DESCRIPTIONS = ((re.compile(r"(?P<count>\d+) head\(s\) switched off"), "experiments.did.switched_off"),
+                (re.compile(r"step (?P<step>\d+) forced to (?P<piece>.*); both runs continue greedily from step \d+"),
+                 "experiments.did.forced"),
+                (re.compile(r"positional encoding removed"), "experiments.did.no_positions"),
+                (re.compile(r"source words shuffled: “(?P<sentence>.*)”", re.S), "experiments.did.shuffled"))
+
+
+def described(comparison: interventions.Comparison) -> Message | str:
+    """What an intervention did, as a message; as the library said it where no pattern knows its words."""
+    for pattern, key in DESCRIPTIONS:
+        if found := pattern.fullmatch(comparison.description):
+            values = found.groupdict()
+            if "count" in values:
+                count = int(values.pop("count"))
+                return message(f"{key}.{'one' if count == 1 else 'other'}", count=count)
+            return message(key, **values)
+    return comparison.description
 
 
 def comparison_attention(comparison: interventions.Comparison, kind: str, layer: int, head: int | None,
-                         measure: str = MEASURES[0],
-                         checkpoint: Checkpoint | None = None) -> tuple[go.Figure, go.Figure]:
+                         measure: str = MEASURES[0], checkpoint: Checkpoint | None = None,
+                         language: str = ENGLISH) -> tuple[go.Figure, go.Figure]:
     """The same map (kind, 1-based layer, head or None for all heads) of both runs: what each key adds, on one
     scale for both, or the weights. A switched-off head keeps crisp weights while adding nothing, so the
     weights alone would say it still works."""
+    titles = (message("experiments.unmodified"), message("experiments.with_intervention"))
     if measure != MEASURES[0] or checkpoint is None:
-        return (map_figure(comparison.before, kind, layer, head, "Unmodified"),
-                map_figure(comparison.after, kind, layer, head, "With the intervention"))
+        return tuple(drawn_map(titled_map(translation, kind, layer, head, title), language)
+                     for translation, title in zip((comparison.before, comparison.after), titles))
     kind = kind_key(kind)
     model = checkpoint.model
     runs = ((comparison.before, None, True), (comparison.after, comparison.head_mask, comparison.positions))
@@ -72,40 +123,51 @@ def comparison_attention(comparison: interventions.Comparison, kind: str, layer:
         layer = clamp(layer, 1, maps.layers.shape[0])
         matrices.append(maps.layers[layer - 1] if head is None else maps.heads[layer - 1, head - 1])
     largest = max(float(matrices[0].max()), float(matrices[1].max()), 1e-6)
-    which = f"layer {layer}, {'all heads together' if head is None else f'head {head}'}: ‖α v W_O‖"
+    which = (text(language, "experiments.adds.all_heads", layer=layer) if head is None else
+             text(language, "experiments.adds.one_head", layer=layer, head=head))
+    row_title, column_title = (text(language, f"map.axis.{name}") for name in AXES[kind])
     figures_ = []
-    for (translation, _, _), matrix, title in zip(runs, matrices, ("Unmodified", "With the intervention")):
-        rows, columns, row_title, column_title = attention_axes(translation, kind)
-        figures_.append(figures.attention_heatmap(matrix, rows, columns, title, row_title, column_title,
-                                                  kind != "encoder", which, value_name="adds", largest=largest))
+    for (translation, _, _), matrix, title in zip(runs, matrices, titles):
+        rows, columns, _, _ = attention_axes(translation, kind)
+        figures_.append(figures.attention_heatmap(matrix, rows, columns, said(title, language), row_title,
+                                                  column_title, kind != "encoder", which,
+                                                  value_name=text(language, "experiments.adds"), largest=largest,
+                                                  language=language))
     return figures_[0], figures_[1]
 
 
 def comparison_view(comparison: interventions.Comparison, kind: str = "cross", layer: int | None = None,
-                    head: int | None = None, measure: str = MEASURES[1],
-                    checkpoint: Checkpoint | None = None) -> ComparisonView:
-    """Every view of a comparison; the map of ``layer`` (default: the last) and ``head`` (None: mean of heads, or
-    all heads together) in ``measure``."""
+                    head: int | None = None, measure: str = MEASURES[1], checkpoint: Checkpoint | None = None,
+                    language: str = ENGLISH) -> ComparisonView:
+    """Every view of a comparison, in ``language``; the map of ``layer`` (default: the last) and ``head`` (None:
+    mean of heads, or all heads together) in ``measure``."""
     before, after = comparison.before, comparison.after
     changes = comparison.probability_changes()
-    probability = (figures.probability_comparison(changes, "Probability of the original translation's tokens")
-                   if changes else None)
+    probability = (figures.probability_comparison(changes, text(language, "experiments.probability_title"),
+                                                  language=language) if changes else None)
     layer = before.cross_attention.shape[0] if layer is None else layer
-    same = " The translation does not change." if after.predicted_ids == before.predicted_ids else ""
-    return ComparisonView(f"**With {markdown_escape(comparison.description)}**.{same}", before.text, after.text,
-                          word_diff(before.text, after.text), probability,
-                          *comparison_attention(comparison, kind, layer, head, measure, checkpoint))
+    same = after.predicted_ids == before.predicted_ids
+    description = text(language, "experiments.with_unchanged" if same else "experiments.with",
+                       what=markdown_escape(said(described(comparison), language)))
+    return ComparisonView(description, before.text, after.text, word_diff(before.text, after.text, language),
+                          probability, *comparison_attention(comparison, kind, layer, head, measure, checkpoint,
+                                                             language))
 
 
-def importance_views(importance: dict[str, torch.Tensor], title: str) -> tuple[go.Figure, str]:
-    """The importance heatmaps and a summary naming the heads that matter most, least, and harm."""
+def importance_views(importance: dict[str, torch.Tensor], title: str,
+                     language: str = ENGLISH) -> tuple[go.Figure, str]:
+    """The importance heatmaps and a summary naming the heads that matter most, least, and harm, in ``language``
+    (``title`` in it already)."""
     ranked = interventions.ranked_heads(importance)
-    listed = lambda heads: ", ".join(f"{kind} {label} ({drop:+.2f})" for kind, label, drop in heads)  # noqa: E731
-    lines = [f"**Most important:** {listed(ranked[:3])}.",
-             f"**Barely matter:** {listed(sorted(ranked, key=lambda item: abs(item[2]))[:3])}."]
+
+    def listed(heads) -> list[Message]:
+        return [message("experiments.ranked_head", kind=message(f"experiments.kind.{kind}"), label=label,
+                        drop=Number(drop, "+.2f")) for kind, label, drop in heads]
+    lines = [message("experiments.most_important", heads=listed(ranked[:3])),
+             message("experiments.barely_matter", heads=listed(sorted(ranked, key=lambda item: abs(item[2]))[:3]))]
     better_without = [item for item in reversed(ranked) if item[2] < 0][:3]
     if better_without:
-        lines.append(f"**The translation became more likely without:** {listed(better_without)}.")
-    summary = ("  \n".join(lines) + "  \nNumbers are the drop in log-probability (nats) of the translation when "
-               "that head alone is off.")
-    return figures.head_importance_heatmaps(importance, title), summary
+        lines.append(message("experiments.better_without", heads=listed(better_without)))
+    lines.append(message("experiments.importance_note"))
+    summary = "  \n".join(said(line, language) for line in lines)
+    return figures.head_importance_heatmaps(importance, title, language=language), summary

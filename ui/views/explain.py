@@ -3,6 +3,7 @@ and how the translation holds up as heads are pruned."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -16,33 +17,17 @@ from transformer.inside import interventions
 from transformer.paper.decoding import Translation
 
 from .. import figures
+from ..runtime.language import ENGLISH, Message, Number, message, percent, said, text
 from .choices import clamp, require_translation
+from .experiments import titled_map
 from .samples import SAMPLE_SIZE
-from .translate import AttentionMap, attention_axes, map_of
+from .translate import AXES, AttentionMap, attention_axes
 
+# The methods' English names are the values the page and scripts send (their words: explain.method.<key>), and
+# the library's names of them.
 METHODS = {"integrated gradients": "integrated_gradients", "gradient × input": "gradient_x_input",
            "attention rollout": "rollout"}
-NOTES = {
-    "intro": "Is the bright cell of a heatmap *why* the model wrote that word? Not necessarily (Jain & Wallace, "
-             "2019). Here the cross-attention of any head sits beside two other kinds of evidence: **gradients** "
-             "(how the log-probability of each output token changes with each source word's embedding; integrated "
-             "gradients add up to the whole change from all-zero embeddings at the same positions) and **rollout** (attention multiplied "
-             "through the layers with the residual connection counted, Abnar & Zuidema, 2020). Neither is an "
-             "explanation either: a gradient is local, rollout assumes that attention weights are all that "
-             "moves information. Where all three agree, trust grows.",
-    "agreement": "For each head, and for rollout: how often its most-attended source word is the most-attributed "
-                 "one (top-1), and how well it orders the source words as the attribution does (Spearman's rank "
-                 "correlation, mean over output tokens). Click a row to see that head beside the attribution.",
-    "encoder_rollout": "Each encoder output position (row) as a mix of the source words it was built from (columns): "
-                       "the encoder's self-attention of every layer, each counted half with the residual connection, "
-                       "multiplied through the layers. Rows sum to 1. A wide row: that position's vector carries "
-                       "much of the sentence, not just its own word.",
-    "pruning": "Heads switched off one at a time, least important first (the head ranking of the Experiments tab, "
-               "over the first 20 of the chosen sentences), and in a random order for comparison. The score is chrF of the pruned "
-               "model's translations against the unpruned model's own, so it needs no references. Michel et al. "
-               "(2019) and Voita et al. (2019) found that most heads can go at little cost, and that "
-               "encoder-decoder attention is the most fragile: compare the three attention types here.",
-}
+KINDS = ("cross", "encoder", "decoder")  # what can be pruned: explain.kind.<kind> names it in a sentence
 
 
 @dataclass
@@ -52,42 +37,52 @@ class AttributionView:
     summary: str
 
 
-def attribution_view(checkpoint: Checkpoint, translation: Translation | None, method: str, steps) -> AttributionView:
+def method_key(method: str) -> str:
+    """A method's name in the library (``integrated_gradients``), from its English name on the page or its own."""
+    return METHODS.get(method, method)
+
+
+def attribution_view(checkpoint: Checkpoint, translation: Translation | None, method: str, steps,
+                     language: str = ENGLISH) -> AttributionView:
     translation = require_translation(translation)
-    key = METHODS.get(method, method)
+    key = method_key(method)
     result = attribution.attribute(checkpoint.model, translation, key, clamp(steps, 1, 256))
-    rows, columns, row_title, column_title = attention_axes(translation, "cross")
+    rows, columns, _, _ = attention_axes(translation, "cross")
+    row_title, column_title = (text(language, f"map.axis.{name}") for name in AXES["cross"])
     if key == "rollout":
-        figure = figures.attention_heatmap(result.scores, rows, columns, "Attention rollout", row_title,
-                                           column_title, True, "share of source information, rows sum to 1",
-                                           value_name="share")
-        summary = "Rollout rows are shares of the source information reaching each output token (they sum to 1)."
+        figure = figures.attention_heatmap(result.scores, rows, columns, text(language, "explain.rollout_title"),
+                                           row_title, column_title, True, text(language, "explain.rollout_subtitle"),
+                                           value_name=text(language, "explain.share"), language=language)
+        summary = text(language, "explain.rollout_summary")
     else:
         largest = float(result.scores.abs().max()) or 1.0
-        figure = figures.attention_heatmap(result.scores, rows, columns, method.capitalize(), row_title,
-                                           column_title, True, "red: raises the token's log-probability, blue: "
-                                           "lowers it", value_name="attribution", largest=largest, signed=True)
-        summary = "Each row: how each source word's embedding moves the log-probability of that output token."
+        figure = figures.attention_heatmap(result.scores, rows, columns, text(language, f"explain.method_title.{key}"),
+                                           row_title, column_title, True, text(language, "explain.signed_subtitle"),
+                                           value_name=text(language, "explain.attribution"), largest=largest,
+                                           signed=True, language=language)
+        summary = text(language, "explain.gradient_summary")
     if result.completeness_gap is not None:
         gap = result.completeness_gap
-        summary += (f" Completeness: the attributions of a token add up to its change in log-probability from an "
-                    f"all-zero source to within {float(gap.median()):.1%} (median; worst {float(gap.max()):.1%}) "
-                    f"with {clamp(steps, 1, 256)} steps.")
+        summary += text(language, "explain.completeness", median=Number(float(gap.median()), ".1%"),
+                        worst=Number(float(gap.max()), ".1%"), steps=clamp(steps, 1, 256))
     return AttributionView(result, figure, summary)
 
 
 def attention_beside(translation: Translation | None, layer, head: int | None) -> AttentionMap:
+    """The cross-attention map beside the evidence: its words in the language of the page it is drawn on."""
     translation = require_translation(translation)
     layers = translation.cross_attention.shape[0]
-    return map_of(translation, "cross", clamp(layer, 1, layers), head, "Cross-attention")
+    return titled_map(translation, "cross", clamp(layer, 1, layers), head, message("explain.cross_attention"))
 
 
-def encoder_rollout_figure(translation: Translation | None) -> go.Figure:
+def encoder_rollout_figure(translation: Translation | None, language: str = ENGLISH) -> go.Figure:
     translation = require_translation(translation)
     pieces = translation.source_pieces
-    return figures.attention_heatmap(attribution.encoder_rollout(translation), pieces, pieces, "Encoder rollout",
-                                     "encoder output", "source word", subtitle="every layer, residual counted",
-                                     value_name="share")
+    return figures.attention_heatmap(attribution.encoder_rollout(translation), pieces, pieces,
+                                     text(language, "explain.encoder_rollout"),
+                                     text(language, "explain.encoder_output"), text(language, "explain.source_word"),
+                                     subtitle=text(language, "explain.encoder_rollout_subtitle"),
+                                     value_name=text(language, "explain.share"), language=language)
 
 
 def agreement_rows(translation: Translation, scores: torch.Tensor, with_rollout: bool = True) -> list[dict]:
@@ -106,17 +101,34 @@ def agreement_rows(translation: Translation, scores: torch.Tensor, with_rollout:
     return rows
 
 
-def agreement_table(rows: list[dict]) -> pandas.DataFrame:
+AGREEMENT_COLUMNS = {"attention": "explain.column.attention", "top-1 agreement": "explain.column.top_1",
+                     "rank correlation": "explain.column.correlation"}  # agreement_rows' names: their words
+LAYER_MEAN = re.compile(r"L(\d+) mean of heads")  # agreement_rows' name of a layer's mean of heads
+
+
+def candidate_name(name: str, language: str = ENGLISH) -> str:
+    """An ``agreement_rows`` name ("L2H3", "L2 mean of heads", "rollout") as a table shows it in ``language``."""
+    if found := LAYER_MEAN.fullmatch(name):
+        return text(language, "explain.layer_mean", layer=int(found[1]))
+    return text(language, "explain.rollout_row") if name == "rollout" else name
+
+
+def agreement_table(rows: list[dict], language: str = ENGLISH) -> pandas.DataFrame:
+    """The agreement of each candidate, best first, its names and numbers as ``language`` writes them."""
     frame = pandas.DataFrame(rows).groupby("attention", sort=False).mean().reset_index()
     frame = frame.sort_values("rank correlation", ascending=False)
-    return frame.assign(**{"top-1 agreement": frame["top-1 agreement"].map("{:.0%}".format),
-                           "rank correlation": frame["rank correlation"].round(3)})
+    frame = frame.assign(**{"attention": frame["attention"].map(lambda name: candidate_name(name, language)),
+                            "top-1 agreement": frame["top-1 agreement"].map(lambda share: said(percent(share),
+                                                                                               language)),
+                            "rank correlation": frame["rank correlation"].round(3)})
+    return frame.rename(columns={name: text(language, key) for name, key in AGREEMENT_COLUMNS.items()})
 
 
 def sample_agreement(checkpoint: Checkpoint, sentences: list[str], method: str, steps,
-                     on_sentence: Callable[[int, int], None] | None = None) -> pandas.DataFrame:
+                     on_sentence: Callable[[int, int], None] | None = None,
+                     language: str = ENGLISH) -> pandas.DataFrame:
     """Agreement over many sentences, each attributed on the model's own greedy translation."""
-    key = METHODS.get(method, method)
+    key = method_key(method)
     rows = []
     for done, sentence in enumerate(sentences, start=1):
         translation = checkpoint.translate(sentence)
@@ -124,37 +136,53 @@ def sample_agreement(checkpoint: Checkpoint, sentences: list[str], method: str, 
         rows += agreement_rows(translation, scores, with_rollout=key != "rollout")
         if on_sentence is not None:
             on_sentence(done, len(sentences))
-    return agreement_table(rows)
+    return agreement_table(rows, language)
 
 
-PRUNING_ORDERS = ("least important first", "random order")
+PRUNING_ORDERS = ("explain.order.importance", "explain.order.random")  # the orders' words, by key
 RANDOM_ORDER_SEED = 0  # one fixed random order, so the comparison curve is the same at every click
 
 
 def pruning_curves(checkpoint: Checkpoint, kind: str, sentences: list[str], references: list[str] | None,
-                   report: Callable[[float, str], None]) -> list[interventions.PruningCurve]:
+                   report: Callable[[float, str], None], language: str = ENGLISH) -> list[interventions.PruningCurve]:
     """``kind`` attention pruned head by head in each of ``PRUNING_ORDERS``: the heads ranked over the first
-    ``SAMPLE_SIZE`` sentences, least important first, and a fixed random order; ``report(fraction, what)``."""
-    report(0, "ranking the heads")
+    ``SAMPLE_SIZE`` sentences, least important first, and a fixed random order; ``report(fraction, what)``, what
+    in ``language``."""
+    report(0, text(language, "explain.progress.ranking"))
     importance = interventions.mean_head_importance(checkpoint, sentences[:SAMPLE_SIZE])
     orders = (interventions.pruning_order(checkpoint, kind, importance),
               interventions.pruning_order(checkpoint, kind, seed=RANDOM_ORDER_SEED))
     curves = []
-    for number, (label, order) in enumerate(zip(PRUNING_ORDERS, orders)):
+    for number, (label, order) in enumerate(zip(pruning_labels(language), orders)):
         def on_step(done, total, number=number, label=label):
-            report((number * total + done) / (len(orders) * total), f"{label}: {done - 1} of {total - 1} heads off")
+            report((number * total + done) / (len(orders) * total),
+                   text(language, "explain.progress.heads_off", order=label, off=done - 1, total=total - 1))
         curves.append(interventions.pruning_curve(checkpoint, sentences, kind, order, references, on_step=on_step))
     return curves
 
 
-def pruning_figure(curves: list[interventions.PruningCurve], labels: list[str]) -> go.Figure:
-    series = {f"{label}: chrF vs unpruned": (curve.chrf, curve.order) for curve, label in zip(curves, labels)}
-    series.update({f"{label}: BLEU vs references": (curve.bleu, curve.order)
+def pruning_labels(language: str = ENGLISH) -> list[str]:
+    """The names of ``PRUNING_ORDERS`` in ``language``."""
+    return [text(language, key) for key in PRUNING_ORDERS]
+
+
+def pruning_figure(curves: list[interventions.PruningCurve], labels: list[str],
+                   language: str = ENGLISH) -> go.Figure:
+    """The curves, one line per order (named ``labels``, in ``language``) and score."""
+    series = {text(language, "explain.series.chrf", order=label): (curve.chrf, curve.order)
+              for curve, label in zip(curves, labels)}
+    series.update({text(language, "explain.series.bleu", order=label): (curve.bleu, curve.order)
                    for curve, label in zip(curves, labels) if curve.bleu is not None})
-    return figures.pruning_curves(series, f"Pruning {curves[0].kind} attention, head by head")
+    return figures.pruning_curves(series, text(language, "explain.pruning_title", kind=kind_words(curves[0].kind)),
+                                  language=language)
 
 
-def pruning_summary(curves: list[interventions.PruningCurve]) -> str:
+def kind_words(kind: str) -> Message:
+    """An attention kind that was pruned, as a sentence names it ("cross" heads)."""
+    return message(f"explain.kind.{kind}") if kind in KINDS else kind
+
+
+def pruning_summary(curves: list[interventions.PruningCurve], language: str = ENGLISH) -> str:
     """How many heads go before the translations change much, and whether that is what the papers found."""
     ranked, shuffled = curves
     total = len(ranked.order)
@@ -163,12 +191,10 @@ def pruning_summary(curves: list[interventions.PruningCurve]) -> str:
         return next((k for k, score in enumerate(curve.chrf) if score < 90), total + 1) - 1
 
     kept = survivable(ranked)
-    verdict = ("most can go, as Michel et al. (2019) and Voita et al. (2019) found for their models"
-               if kept >= total / 2 else "fewer than half can go, so this small model leans on its heads more than the large models of "
-                    "Michel et al. (2019) and Voita et al. (2019), where most could go")
-    line = (f"Least important first, **{kept} of {total}** {ranked.kind} heads can go before chrF against the "
-            f"unpruned translations falls below 90 (in a random order: {survivable(shuffled)}): {verdict}. With all "
-            f"{total} off, chrF is {ranked.chrf[-1]:.1f}.")
+    verdict = message("explain.verdict.most" if kept >= total / 2 else "explain.verdict.fewer")
+    line = text(language, "explain.pruning_summary", kept=kept, total=total, kind=kind_words(ranked.kind),
+                random=survivable(shuffled), verdict=verdict, chrf=Number(ranked.chrf[-1], ".1f"))
     if ranked.bleu is not None:
-        line += f" BLEU against the references: {ranked.bleu[0]:.1f} unpruned, {ranked.bleu[-1]:.1f} with all off."
+        line += text(language, "explain.pruning_bleu", unpruned=Number(ranked.bleu[0], ".1f"),
+                     pruned=Number(ranked.bleu[-1], ".1f"))
     return line

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from transformer.errors import InputError
 from transformer.paper.decoding import Translation
 
+from ..runtime.language import message
 from .choices import ATTENTION_KINDS
 from .translate import attention_axes, attention_tensor
 
@@ -47,7 +48,8 @@ def attention_json_file(translation: Translation, directory: str | None = None) 
 
 
 def attention_csv_file(translation: Translation, directory: str | None = None) -> str:
-    """Every attention weight of a translation in long format (one row per layer, head, query, key)."""
+    """Every attention weight of a translation in long format (one row per layer, head, query, key); its columns
+    are named in English in every language, as a data file's are (scripts read them)."""
     directory = directory or fresh_export_directory()
     path = Path(directory) / "attention.csv"
     with open(path, "w", newline="", encoding="utf-8") as handle:
@@ -82,6 +84,5 @@ def figure_svg_file(figure: go.Figure, name: str = "figure") -> str:
     try:
         figure.write_image(str(path), format="svg", width=1100, height=figure.layout.height or 600)
     except Exception as error:  # kaleido missing or no browser for it
-        raise InputError(f"SVG export is not available on this server ({type(error).__name__}); "
-                         "use the PNG button of the figure instead.") from None
+        raise InputError(message("translate.svg_unavailable", error=type(error).__name__)) from None
     return str(path)

@@ -16,33 +16,9 @@ from transformer.inside import one_head
 from transformer.paper.decoding import Sampling, Translation, never_generate
 
 from .. import figures
-from .choices import ATTENTION_KINDS, clamp, kind_key, require_translation
-from .translate import AttentionMap, attention_axes, attention_tensor
-
-NOTES = {
-    "arithmetic": "Each row is one key. The query's vector meets each key's in a dot product **q·k** (similar "
-                  "directions score high); dividing by **√d_k** keeps the scores from growing with the vector size, "
-                  "which would make the softmax all-or-nothing (section 3.2.1). Keys the mask forbids get **−∞**, so "
-                  "the softmax gives them exactly 0. The weights sum to 1, and the head's output is the weighted sum "
-                  "of the values.",
-    "vectors": "The model's own numbers: the query q = x W_Q, every key k = x W_K and value v = x W_V of this head "
-               "(blue negative, red positive), and the output Σ weight · v.",
-    "contributions": "A large weight on a value that W_O maps to almost nothing adds almost nothing. ‖α v W_O‖ "
-                     "(Kobayashi et al., 2020) measures what each key actually adds to this query through this head; "
-                     "shown here as a share of the head's total, beside the weights.",
-    "maps": "Left: where the head looks (weights). Middle: what each key adds through this head (‖α v W_O‖, as a "
-            "share of each row). Right: what each key adds through all heads of the layer together. Where they "
-            "differ, the weights alone mislead. Click a cell to look inside its row's query.",
-    "lens": "Each decoder layer's output read as if it were the last: through the output projection to the "
-            "vocabulary. Colour: the probability of the token the model finally chose; text: that layer's own "
-            "favourite. Watch the answer form layer by layer.",
-    "temperature": "How a distribution becomes a choice. Greedy takes the most probable token; beam search keeps "
-                   "several candidates; sampling draws one at random. Before the draw the logits are divided by a "
-                   "temperature T (T < 1 sharpens the distribution towards greedy, T > 1 flattens it), and the draw "
-                   "may be limited to the k most probable tokens (top-k) or to the fewest whose probabilities reach "
-                   "p (top-p). The seed makes a draw repeatable.",
-}
-
+from ..runtime.language import ENGLISH, Message, Number, message, text
+from .choices import clamp, kind_key, require_translation
+from .translate import AXES, AttentionMap, MapWords, attention_axes, attention_tensor
 
 @dataclass
 class InsideView:
@@ -79,82 +55,89 @@ def arithmetic(checkpoint: Checkpoint, translation: Translation | None, kind: st
     return one_head.head_arithmetic(checkpoint.model, translation, kind, layer, head, query)
 
 
-def arithmetic_table(a: one_head.HeadArithmetic) -> pandas.DataFrame:
-    """One row per key: the steps of equation 1, then what the key adds."""
+def arithmetic_table(a: one_head.HeadArithmetic, language: str = ENGLISH) -> pandas.DataFrame:
+    """One row per key: the steps of equation 1, then what the key adds (the columns named in ``language``; the
+    equation's own, q·k, ÷ √d_k and ‖α v W_O‖, as they are)."""
     total = float(a.contribution_norms.sum()) or 1.0
-    rows = [{"key": f"position {j}: {token}", "q·k": round(score, 3),
-             "÷ √d_k": round(scaled, 3) if allowed else "−∞ (masked)",
-             "softmax weight": round(weight, 4), "‖α v W_O‖": round(norm, 4), "share of what is added": f"{norm / total:.1%}"}
-            for j, (token, score, scaled, allowed, weight, norm) in enumerate(zip(
+    key, weight, share = (text(language, f"inside.column.{name}") for name in ("key", "weight", "share"))
+    masked = text(language, "inside.masked")
+    rows = [{key: position_label(j, token, language), "q·k": round(score, 3),
+             "÷ √d_k": round(scaled, 3) if allowed else masked,
+             weight: round(weight_j, 4), "‖α v W_O‖": round(norm, 4), share: Number(norm / total, ".1%").in_(language)}
+            for j, (token, score, scaled, allowed, weight_j, norm) in enumerate(zip(
                 a.key_tokens, a.scores.tolist(), a.scaled.tolist(), a.mask.tolist(), a.weights.tolist(),
                 a.contribution_norms.tolist()))]
     return pandas.DataFrame(rows)
 
 
-def summary_markdown(a: one_head.HeadArithmetic) -> str:
+def position_label(position: int, token: str, language: str = ENGLISH) -> str:
+    """A key's label: its position (from 0) and its token."""
+    return text(language, "inside.position", position=position, token=token)
+
+
+def summary_markdown(a: one_head.HeadArithmetic, language: str = ENGLISH) -> str:
     token = figures.escape(a.query_token)
-    query = (f"Query {a.query} is **{token}** (position {a.query - 1})" if a.predicts is None else
-             f"Query {a.query} is step {a.query}: it reads **{token}** and produced **{figures.escape(a.predicts)}**")
-    return (f"**{ATTENTION_KINDS[a.kind]}, layer {a.layer}, head {a.head}.** {query}. Each vector has d_k = {a.d_k} numbers, so the scores are "
-            f"divided by √{a.d_k} = {math.sqrt(a.d_k):.2f}. The largest weight, {float(a.weights.max()):.1%}, goes to "
-            f"**{figures.escape(a.key_tokens[int(a.weights.argmax())])}**.")
+    query = (message("inside.summary.source", query=a.query, token=token, position=a.query - 1)
+             if a.predicts is None else
+             message("inside.summary.step", query=a.query, token=token, produced=figures.escape(a.predicts)))
+    return text(language, "inside.summary", kind=message(f"map.kind.{a.kind}"), layer=a.layer, head=a.head,
+                query=query, d_k=a.d_k, root=Number(math.sqrt(a.d_k), ".2f"),
+                largest=Number(float(a.weights.max()), ".1%"),
+                token=figures.escape(a.key_tokens[int(a.weights.argmax())]))
 
 
-def merge_markdown(a: one_head.HeadArithmetic, checkpoint: Checkpoint) -> str:
+def merge_markdown(a: one_head.HeadArithmetic, checkpoint: Checkpoint, language: str = ENGLISH) -> str:
     """The way from this head's output to the layer's residual stream, with the sizes of each vector."""
     config = checkpoint.model.config
-    after = ("carried on as x + block (pre-norm: the LayerNorm came before the block)" if config.norm_first else
-             "normalised, LayerNorm(x + block), the paper's post-norm")
-    return (f"**Merging the heads (section 3.2.2).** The {config.n_heads} heads' outputs for this query "
-            f"({config.n_heads} × {a.d_k} numbers) are concatenated into one vector of {config.d_model} and "
-            f"multiplied by W_O ({config.d_model} × {config.d_model}), plus its bias: ‖W_O · concat + b‖ = "
-            f"{float(a.projected.norm()):.2f}. That is added to the residual stream (‖x‖ = "
-            f"{float(a.residual.norm()):.2f}) and {after}: the layer carries on with a vector of norm "
-            f"{float(a.block_output.norm()):.2f}.\n\nHeads' output norms: "
-            + ", ".join(f"head {h + 1}: {float(n):.2f}" for h, n in enumerate(a.head_outputs.norm(dim=-1))))
+    after = message("inside.merge.pre_norm" if config.norm_first else "inside.merge.post_norm")
+    # A list of its own separator: "head 1: 3,21, head 2: …" would blur decimal commas and the list's.
+    norms = text(language, "inside.merge.separator").join(
+        text(language, "inside.merge.head_norm", head=h + 1, norm=Number(float(n), ".2f"))
+        for h, n in enumerate(a.head_outputs.norm(dim=-1)))
+    return text(language, "inside.merge", heads=config.n_heads, d_k=a.d_k, d_model=config.d_model,
+                projected=Number(float(a.projected.norm()), ".2f"), residual=Number(float(a.residual.norm()), ".2f"),
+                after=after, output=Number(float(a.block_output.norm()), ".2f"), norms=norms)
 
 
-def cache_markdown(a: one_head.HeadArithmetic, translation: Translation) -> str:
+def cache_markdown(a: one_head.HeadArithmetic, translation: Translation, language: str = ENGLISH) -> str:
     """What is computed when: the key/value cache of incremental decoding."""
+    sources = len(translation.source_pieces)
     if a.kind == "encoder":
-        return ("**When is this computed?** Once per sentence: the encoder sees the whole source at once, so all "
-                f"{len(translation.source_pieces)} queries, keys and values of every layer are computed together.")
+        return text(language, "inside.cache.encoder", sources=sources)
     steps = translation.num_steps
+    shown = range(1, min(steps, 4) + 1)
+    more = "| … | | |\n" if steps > 4 else ""
     if a.kind == "cross":
-        return ("**When is this computed?** The keys and values come from the encoder's output: computed **once** "
-                f"per sentence ({len(translation.source_pieces)} rows) and reused unchanged at every one of the "
-                f"{steps} decoding steps. Only the query is new at each step.\n\n"
-                "| step | new query | keys and values used |\n|---|---|---|\n"
-                + "".join(f"| {t} | 1 | the same {len(translation.source_pieces)} (cached) |\n"
-                          for t in range(1, min(steps, 4) + 1)) + ("| … | | |\n" if steps > 4 else ""))
-    return ("**When is this computed?** Decoder self-attention's keys and values grow by **one row per step**: step t "
-            "computes the query, key and value of its newest position only and appends them to the cache; "
-            "the positions after it do not exist yet, which the mask stands for in this teacher-forced replay.\n\n"
-            "| step | new rows computed | keys and values used |\n|---|---|---|\n"
-            + "".join(f"| {t} | 1 | {t} |\n" for t in range(1, min(steps, 4) + 1)) + ("| … | | |\n" if steps > 4 else ""))
+        return (text(language, "inside.cache.cross", sources=sources, steps=steps)
+                + "".join(text(language, "inside.cache.cross_row", step=t, sources=sources) for t in shown) + more)
+    return text(language, "inside.cache.decoder") + "".join(f"| {t} | 1 | {t} |\n" for t in shown) + more
 
 
-def vectors_figure(a: one_head.HeadArithmetic) -> go.Figure:
-    keys = [f"position {j}: {token}" for j, token in enumerate(a.key_tokens)]
-    return figures.vector_panels({"query q": (a.q[None], [figures.escape(a.query_token)]),
-                                  "output Σ weight · v": (a.output[None], ["output"]),
-                                  "keys k": (a.k, keys), "values v": (a.v, keys)},
-                                 f"Query, keys and values of layer {a.layer}, head {a.head}")
+def vectors_figure(a: one_head.HeadArithmetic, language: str = ENGLISH) -> go.Figure:
+    keys = [position_label(j, token, language) for j, token in enumerate(a.key_tokens)]
+    named = {name: text(language, f"inside.vectors.{name}") for name in ("query", "output", "keys", "values")}
+    return figures.vector_panels({named["query"]: (a.q[None], [figures.escape(a.query_token)]),
+                                  named["output"]: (a.output[None], [text(language, "inside.vectors.output_row")]),
+                                  named["keys"]: (a.k, keys), named["values"]: (a.v, keys)},
+                                 text(language, "inside.vectors.title", layer=a.layer, head=a.head),
+                                 language=language)
 
 
-def contributions_figure(a: one_head.HeadArithmetic) -> go.Figure:
+def contributions_figure(a: one_head.HeadArithmetic, language: str = ENGLISH) -> go.Figure:
     total = float(a.contribution_norms.sum()) or 1.0
-    return figures.paired_bars([f"position {j}: {token}" for j, token in enumerate(a.key_tokens)],
-                               {"softmax weight": a.weights.tolist(),
-                                "share of ‖α v W_O‖": (a.contribution_norms / total).tolist()},
-                               f"Where head {a.head} looks, and what each key adds")
+    return figures.paired_bars([position_label(j, token, language) for j, token in enumerate(a.key_tokens)],
+                               {text(language, "inside.column.weight"): a.weights.tolist(),
+                                text(language, "inside.contributions.share"):
+                                    (a.contribution_norms / total).tolist()},
+                               text(language, "inside.contributions.title", head=a.head), language=language)
 
 
 def inside_view(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer, head,
-                query) -> InsideView:
+                query, language: str = ENGLISH) -> InsideView:
     a = arithmetic(checkpoint, translation, kind, layer, head, query)
-    return InsideView(summary_markdown(a), arithmetic_table(a), vectors_figure(a), contributions_figure(a),
-                      merge_markdown(a, checkpoint), cache_markdown(a, translation))
+    return InsideView(summary_markdown(a, language), arithmetic_table(a, language), vectors_figure(a, language),
+                      contributions_figure(a, language), merge_markdown(a, checkpoint, language),
+                      cache_markdown(a, translation, language))
 
 
 def row_shares(norms: torch.Tensor) -> torch.Tensor:
@@ -165,33 +148,39 @@ def row_shares(norms: torch.Tensor) -> torch.Tensor:
 
 def contribution_maps(checkpoint: Checkpoint, translation: Translation | None, kind: str, layer,
                       head) -> tuple[AttentionMap, AttentionMap, AttentionMap]:
-    """The whole head beside what it adds: weights, this head's contributions, the layer's contributions."""
+    """The whole head beside what it adds: weights, this head's contributions, the layer's contributions (their
+    words as messages, written in the language of the page that shows them)."""
     kind, layer, head = chosen_head(checkpoint, translation, kind, layer, head)
     maps = one_head.contribution_maps(checkpoint.model, translation, kind)
     rows, columns, row_title, column_title = attention_axes(translation, kind)
     labels = {"query_title": row_title, "key_title": column_title, "rows_are_steps": kind != "encoder"}
-    where = f"layer {layer}, head {head}"
-    return (AttentionMap.of(attention_tensor(translation, kind)[layer - 1, head - 1], rows, columns, "Weights",
-                            subtitle=where, **labels),
-            AttentionMap.of(row_shares(maps.heads[layer - 1, head - 1]), rows, columns, "What this head adds",
-                            subtitle=f"{where}, share of ‖α v W_O‖ per row", **labels),
-            AttentionMap.of(row_shares(maps.layers[layer - 1]), rows, columns, "What the layer adds",
-                            subtitle=f"layer {layer}, all heads together", **labels))
+    axes = [message(f"map.axis.{name}") for name in AXES[kind]]
+
+    def shown(weights: torch.Tensor, title: Message, subtitle: Message) -> AttentionMap:
+        return AttentionMap.of(weights, rows, columns, str(title), subtitle=str(subtitle), **labels,
+                               words=MapWords(title, subtitle, *axes))
+
+    return (shown(attention_tensor(translation, kind)[layer - 1, head - 1], message("inside.map.weights"),
+                  message("map.one_head", layer=layer, head=head)),
+            shown(row_shares(maps.heads[layer - 1, head - 1]), message("inside.map.head_title"),
+                  message("inside.map.head_subtitle", layer=layer, head=head)),
+            shown(row_shares(maps.layers[layer - 1]), message("inside.map.layer_title"),
+                  message("inside.map.layer_subtitle", layer=layer)))
 
 
 def lens_figures(checkpoint: Checkpoint, translation: Translation | None, step,
-                 sampling: Sampling) -> tuple[go.Figure, go.Figure]:
+                 sampling: Sampling, language: str = ENGLISH) -> tuple[go.Figure, go.Figure]:
     """The logit lens and one step's distribution as sampling draws from it, from one pass of the model."""
     require_translation(translation)
     lens = one_head.logit_lens(checkpoint.model, translation, top_k=1)
-    return logit_lens_figure(checkpoint, translation, lens), temperature_figure(checkpoint, translation, step,
-                                                                                sampling, lens=lens)
+    return (logit_lens_figure(checkpoint, translation, lens, language),
+            temperature_figure(checkpoint, translation, step, sampling, lens=lens, language=language))
 
 
 def logit_lens_figure(checkpoint: Checkpoint, translation: Translation,
-                      lens: one_head.LogitLens) -> go.Figure:
+                      lens: one_head.LogitLens, language: str = ENGLISH) -> go.Figure:
     favourite = [[checkpoint.target_tokenizer.piece(int(i)) for i in layer] for layer in lens.top_ids[..., 0]]
-    return figures.logit_lens_heatmap(lens.probabilities, favourite, translation.predicted_pieces)
+    return figures.logit_lens_heatmap(lens.probabilities, favourite, translation.predicted_pieces, language=language)
 
 
 def sampling_settings(temperature, top_k, top_p, seed) -> Sampling:
@@ -200,8 +189,9 @@ def sampling_settings(temperature, top_k, top_p, seed) -> Sampling:
                     top_p=min(max(float(top_p), 0.01), 1.0), seed=clamp(seed, 0, 2**31 - 1))
 
 
+# How each language groups a whole number's thousands: 12,345, 12.345, 12 345 (a narrow no-break space).
 def temperature_figure(checkpoint: Checkpoint, translation: Translation | None, step, sampling: Sampling,
-                       top: int = 10, lens: one_head.LogitLens | None = None) -> go.Figure:
+                       top: int = 10, lens: one_head.LogitLens | None = None, language: str = ENGLISH) -> go.Figure:
     """The last layer's distribution at one step as sampling would draw from it: tempered, cut, renormalised.
     ``lens``: the translation's logit lens, where it was already computed."""
     require_translation(translation)
@@ -213,66 +203,75 @@ def temperature_figure(checkpoint: Checkpoint, translation: Translation | None, 
     best = probabilities.topk(top)
     pieces = checkpoint.target_tokenizer.pieces(best.indices.tolist())
     kept = int((probabilities > 0).sum())
-    cut = f", {kept:,} tokens kept" if kept < probabilities.numel() else ""
-    return figures.top_k_bar(pieces, best.values.tolist(), translation.predicted_pieces[step - 1],
-                             title=f"Step {step}: T = {sampling.temperature:g}, top-k {sampling.top_k or 'off'}, "
-                                   f"top-p {sampling.top_p:g}{cut}")
+    # The English page says "1 tokens kept" as it always has; the others say it in the singular.
+    kept_words = "inside.lens.kept_one" if kept == 1 else "inside.lens.kept"
+    cut = text(language, kept_words, kept=Number(kept, ",")) if kept < probabilities.numel() else ""
+    title = text(language, "inside.lens.title", step=step, temperature=Number(sampling.temperature, "g"),
+                 top_k=sampling.top_k or message("inside.lens.off"), top_p=Number(sampling.top_p, "g"), cut=cut)
+    return figures.top_k_bar(pieces, best.values.tolist(), translation.predicted_pieces[step - 1], title=title,
+                             language=language)
 
 
-def sampled_translation(checkpoint: Checkpoint, translation: Translation | None, sampling: Sampling) -> str:
+def sampled_translation(checkpoint: Checkpoint, translation: Translation | None, sampling: Sampling,
+                        language: str = ENGLISH) -> str:
     """The same sentence translated by drawing every token with ``sampling``."""
     require_translation(translation)
     drawn = checkpoint.translate(translation.source_text, max_length=translation.max_length,
                                  sampling=sampling)
-    return (f"**Drawn with seed {sampling.seed}:** {figures.escape(drawn.text)}  \n"
-            f"(greedy or beam gave: {figures.escape(translation.text)}; the model's log-probability of the draw, "
-            f"at T = 1 with no cut: {drawn.log_prob:.2f})")
+    return text(language, "inside.lens.sampled", seed=sampling.seed, drawn=figures.escape(drawn.text),
+                greedy=figures.escape(translation.text), log_prob=Number(drawn.log_prob, ".2f"))
 
 
-def blackboard(table: pandas.DataFrame | list, causal: bool) -> tuple[str, go.Figure]:
+def blackboard(table: pandas.DataFrame | list, causal: bool, language: str = ENGLISH) -> tuple[str, go.Figure]:
     """Equation 1 on a hand-made example: rows of (token, q…, k…, v…) numbers a student can edit."""
     frame = table if isinstance(table, pandas.DataFrame) else pandas.DataFrame(table)
     try:
         numbers = frame.iloc[:, 1:].apply(pandas.to_numeric, errors="raise").to_numpy(dtype=float)
     except (ValueError, TypeError):
-        raise InputError("Every q, k and v cell must be a number (use . for decimals).") from None
+        raise InputError(message("inside.blackboard.not_a_number")) from None
     if len(frame) < 1 or numbers.shape[1] % 3 or not numbers.size:
-        raise InputError("Give each token the same number of q, k and v columns.")
+        raise InputError(message("inside.blackboard.uneven"))
     if not torch.isfinite(torch.tensor(numbers)).all():
-        raise InputError("Every q, k and v cell must be a finite number.")
+        raise InputError(message("inside.blackboard.not_finite"))
     d = numbers.shape[1] // 3
     tokens = [str(token) for token in frame.iloc[:, 0]]
     values = torch.tensor(numbers, dtype=torch.float32)
     result = one_head.small_attention(values[:, :d], values[:, d:2 * d], values[:, 2 * d:], causal)
-    return blackboard_markdown(tokens, d, result), figures.attention_heatmap(
-        result.weights, tokens, tokens, "Your example's weights", "query", "key", subtitle="softmax of each row")
+    words = {name: text(language, f"inside.blackboard.{name}") for name in ("title", "query", "key", "subtitle")}
+    return blackboard_markdown(tokens, d, result, language), figures.attention_heatmap(
+        result.weights, tokens, tokens, words["title"], words["query"], words["key"], subtitle=words["subtitle"],
+        language=language)
 
 
 def _matrix_markdown(tokens: list[str], matrix: torch.Tensor, mask: torch.Tensor | None = None,
-                     columns: list[str] | None = None) -> str:
+                     columns: list[str] | None = None, language: str = ENGLISH) -> str:
     columns = columns or tokens
     head = "| | " + " | ".join(figures.escape(c) for c in columns) + " |\n|---|" + "---|" * len(columns) + "\n"
     body = "".join(f"| **{figures.escape(token)}** | " + " | ".join(
-        ("−∞" if mask is not None and not mask[i, j] else f"{value:.3f}") for j, value in enumerate(row)) + " |\n"
+        ("−∞" if mask is not None and not mask[i, j] else Number(value, ".3f").in_(language))
+        for j, value in enumerate(row)) + " |\n"
         for i, (token, row) in enumerate(zip(tokens, matrix.tolist())))
     return head + body
 
 
-def blackboard_markdown(tokens: list[str], d: int, result: one_head.SmallAttention) -> str:
-    return (f"**1. Scores q·k** (row: query, column: key)\n\n{_matrix_markdown(tokens, result.scores)}\n"
-            f"**2. Scaled: ÷ √{d} = {math.sqrt(d):.3f}, masked cells −∞**\n\n"
-            f"{_matrix_markdown(tokens, result.scaled, result.mask)}\n"
-            f"**3. Softmax of each row** (e^s / Σ e^s; −∞ gives 0)\n\n{_matrix_markdown(tokens, result.weights)}\n"
-            f"**4. Output: weights × V**\n\n"
-            f"{_matrix_markdown(tokens, result.output, columns=[f'dim {i + 1}' for i in range(result.output.size(1))])}")
+def blackboard_markdown(tokens: list[str], d: int, result: one_head.SmallAttention, language: str = ENGLISH) -> str:
+    def step(key: str, **values) -> str:
+        return text(language, f"inside.blackboard.{key}", **values)
+
+    dims = [step("dim", n=i + 1) for i in range(result.output.size(1))]
+    return (f"{step('scores')}\n\n{_matrix_markdown(tokens, result.scores, language=language)}\n"
+            f"{step('scaled', d=d, root=Number(math.sqrt(d), '.3f'))}\n\n"
+            f"{_matrix_markdown(tokens, result.scaled, result.mask, language=language)}\n"
+            f"{step('softmax')}\n\n{_matrix_markdown(tokens, result.weights, language=language)}\n"
+            f"{step('output')}\n\n{_matrix_markdown(tokens, result.output, columns=dims, language=language)}")
 
 
-def blackboard_table(d: int, current: pandas.DataFrame | None = None) -> pandas.DataFrame:
+def blackboard_table(d: int, current: pandas.DataFrame | None = None, language: str = ENGLISH) -> pandas.DataFrame:
     """The example's table with ``d`` numbers per q, k and v: the current numbers kept where they fit, 0 added."""
     d = clamp(d, 1, 8)
-    current = BLACKBOARD_EXAMPLE if current is None or not len(current) else current
+    current = blackboard_example(language) if current is None or not len(current) else current
     old_d = max(1, (current.shape[1] - 1) // 3)
-    columns = ["token"] + [f"{part}{i + 1}" for part in "qkv" for i in range(d)]
+    columns = [text(language, "inside.blackboard.token")] + [f"{part}{i + 1}" for part in "qkv" for i in range(d)]
     rows = []
     for _, row in current.iterrows():
         values = list(row)[1:]
@@ -281,6 +280,12 @@ def blackboard_table(d: int, current: pandas.DataFrame | None = None) -> pandas.
     return pandas.DataFrame(rows, columns=columns)
 
 
-BLACKBOARD_EXAMPLE = pandas.DataFrame(
-    [["the", 1.0, 0.0, 1.0, 0.0, 1.0, 0.0], ["cat", 0.0, 1.0, 0.0, 2.0, 0.0, 1.0], ["sat", 1.0, 1.0, 1.0, 1.0, 0.5, 0.5]],
-    columns=["token", "q1", "q2", "k1", "k2", "v1", "v2"])
+def blackboard_example(language: str = ENGLISH) -> pandas.DataFrame:
+    """Three tokens of a short sentence in ``language``, with vectors of 2 numbers: q, k and v."""
+    tokens = [token.strip() for token in text(language, "inside.blackboard.tokens").split(",")]
+    numbers = [[1.0, 0.0, 1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 2.0, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0, 0.5, 0.5]]
+    return pandas.DataFrame([[token, *row] for token, row in zip(tokens, numbers)],
+                            columns=[text(language, "inside.blackboard.token"), "q1", "q2", "k1", "k2", "v1", "v2"])
+
+
+BLACKBOARD_EXAMPLE = blackboard_example()  # the English page's

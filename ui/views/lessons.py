@@ -4,13 +4,15 @@ runs a lesson compares, side by side; and a glossary of the words the views use.
 from __future__ import annotations
 
 import html
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from transformer.files.checkpoint import Checkpoint
 
+from ..runtime.language import ENGLISH, said, table, text
 from .choices import ATTENTION_KINDS, VIEWS
-from .text import LANGUAGE_NAMES, known_languages, markdown_escape
+from .text import known_languages, markdown_escape
 from .translate import AttentionMap, map_of
 
 
@@ -25,15 +27,25 @@ class PairedRun:
 
 
 @dataclass(frozen=True)
-class Lesson:
-    """One lesson, and exactly what "Show me" sets: model, sentence, decoding (beam 1 is greedy), attention type,
-    view, layer, head or the mean of heads, step, the tab it opens on and the view it scrolls to; every other
-    control returns to its default. ``action`` names a result the lesson is about, which Show me computes too."""
+class LessonWords:
+    """What a lesson says, in one language."""
 
     title: str
     explanation: str
     questions: tuple[str, ...]
     look_for: str
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One lesson, and exactly what "Show me" sets: model, sentence, decoding (beam 1 is greedy), attention type,
+    view, layer, head or the mean of heads, step, the tab it opens on and the view it scrolls to; every other
+    control returns to its default. ``action`` names a result the lesson is about, which Show me computes too.
+    Its words are ``lessons.<key>.title``, ``.explanation``, ``.ask.1``, ``.ask.2``... and ``.look_for`` in
+    ui/locales/<language>/lessons.json (``words``); ``title`` and the others are its English words, and the
+    English title names the lesson (views.questions.PREDICT, the lesson list's values)."""
+
+    key: str
     model: str = "multi30k-en-de"
     sentence: str = "A young girl is playing with a red ball in the park."
     beam: int = 5
@@ -56,6 +68,30 @@ class Lesson:
         """The head its maps show: None for the mean of heads."""
         return None if self.average else self.head
 
+    def words(self, language: str = ENGLISH) -> LessonWords:
+        """Its title, explanation, questions and what to look for, in ``language``."""
+        name, words = f"lessons.{self.key}", table(language)
+        asked = itertools.takewhile(lambda key: key in table(ENGLISH),
+                                    (f"{name}.ask.{n}" for n in itertools.count(1)))
+        return LessonWords(words[f"{name}.title"], words[f"{name}.explanation"], tuple(words[key] for key in asked),
+                           words[f"{name}.look_for"])
+
+    @property
+    def title(self) -> str:
+        return self.words().title
+
+    @property
+    def explanation(self) -> str:
+        return self.words().explanation
+
+    @property
+    def questions(self) -> tuple[str, ...]:
+        return self.words().questions
+
+    @property
+    def look_for(self) -> str:
+        return self.words().look_for
+
 
 MEETING = "The meeting was postponed until next Tuesday because of the storm."
 # Helsinki-NLP/opus-mt-en-de, under the name the server lists it by once it was opened from the Hub.
@@ -66,124 +102,44 @@ BALL = "A young girl is playing with a red ball in the park."
 REAL_TRANSLATOR_LAYER = 5
 
 LESSONS = (
-    Lesson("Where each word looks",
-           "A translation is made one token at a time. At each step the decoder asks the encoded English sentence "
-           "where to look (cross-attention), then picks the next German token. The step slider replays this.",
-           ("Which English word does the model look at while writing 'Ball'?",
-            "Is it always the word being translated?"),
-           "In the step view, the bar chart of the source jumps to 'ball' at the step that writes 'Ball'; in "
-           "layer 3 most heads point at the English word being translated.",
-           layer=3, head=2, step=9, focus="step-view"),
-    Lesson("The decoder cannot see the future",
-           "While writing a word, the decoder may only look at the words it has already written. The causal mask "
-           "sets every later position to −∞ before the softmax, so its weight is exactly 0 (section 3.2.3).",
-           ("Why is everything above the diagonal empty?", "What would go wrong in training without the mask?"),
-           "Decoder self-attention is exactly 0 above the diagonal in every head; many heads rest on <s>.",
-           kind="decoder", view=VIEWS[1], layer=1),
-    Lesson("Heads specialise",
-           "Each layer has several heads, each with its own projections. So each can learn a different habit: look "
-           "at the previous word, at the word being translated, or at a resting place such as <s> or </s>.",
-           ("Find a head that looks at the previous word. Find one that rests on <s>.",
-            "Are the heads of layer 1 like those of layer 3?"),
-           "In the model view of decoder self-attention several heads put a third to a half of their weight on <s> "
-           "(a 'no-op' sink); Analysis → Head statistics ranks them by their share on <s>.",
-           kind="decoder", view=VIEWS[2], layer=1),
-    Lesson("Attention aligns; it does not copy positions",
-           "The reverse-tiny model learned to write a row of digits backwards. Its cross-attention must therefore "
-           "look at the last input digit first: attention follows what the task needs, not the positions.",
-           ("Where does the first output digit look?", "What shape would a copying model draw?"),
-           "In layer 2 every head draws an anti-diagonal from top right to bottom left.",
-           model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, view=VIEWS[2], layer=2),
-    Lesson("Word order differs across languages",
-           "German keeps the English order of 'a red ball' ('einem roten Ball'); French puts most adjectives after "
-           "the noun ('un ballon rouge'). Cross-attention follows the word being translated, not its position, so "
-           "where French reorders, its bright cells cross. Below, the same sentence goes into both languages (by the "
-           "real translators opus-mt-en-de and opus-mt-en-fr where this server has them open).",
-           ("Which French word looks at 'red'? Does it come before or after the one that looks at 'ball'?",
-            "If attention copied positions, where would the bright cells lie?"),
-           "In layer 3, head 2, French 'ballon' (step 8) looks at 'ball' and then 'rouge' (step 9) back at 'red': "
-           "the bright cells cross. German 'roten' and 'Ball' look at 'red' and 'ball' in English order, on the "
-           "diagonal.",
-           model="multi30k-en-fr", layer=3, head=2, step=9, focus="lesson-pair",
+    Lesson("where_each_word_looks", layer=3, head=2, step=9, focus="step-view"),
+    Lesson("no_future", kind="decoder", view=VIEWS[1], layer=1),
+    Lesson("heads_specialise", kind="decoder", view=VIEWS[2], layer=1),
+    Lesson("attention_aligns", model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, view=VIEWS[2], layer=2),
+    Lesson("word_order", model="multi30k-en-fr", layer=3, head=2, step=9, focus="lesson-pair",
            pair=(PairedRun("multi30k-en-de", BALL), PairedRun("multi30k-en-fr", BALL)),
            real_pair=(PairedRun(REAL_TRANSLATOR, BALL, layer=REAL_TRANSLATOR_LAYER),
                       PairedRun("opus-mt-en-fr", BALL, layer=REAL_TRANSLATOR_LAYER))),
-    Lesson("Positions matter",
-           "Attention itself ignores word order: it compares every position with every other. Order enters only "
-           "through the positional encoding added to the embeddings (section 3.5). Take it away and see.",
-           ("Side by side, 'The dog bites the man.' and 'The man bites the dog.' without positions: can the "
-            "model tell who bites whom?",
-            "Press 'Remove the positional encoding' in Experiments: which words of the translation change?"),
-           "Without positions both sentences get the same translation ('Ein Mann beißt in die Luft.': a man "
-           "bites into the air) and the same attention word for word (only the columns of 'dog' and 'man' trade "
-           "places): the model reads a bag of words.",
-           sentence="The dog bites the man.", tab="experiments", focus="lesson-pair", action="positions",
+    Lesson("positions_matter", sentence="The dog bites the man.", tab="experiments", focus="lesson-pair",
+           action="positions",
            pair=(PairedRun("multi30k-en-de", "The dog bites the man.", positions=False),
                  PairedRun("multi30k-en-de", "The man bites the dog.", positions=False))),
-    Lesson("Few heads matter",
-           "Not every head is needed. Switching one head off and measuring how much less likely the translation "
-           "becomes ranks the heads (Michel et al., 2019; Voita et al., 2019).",
-           ("Press 'Rank every head'. How many heads barely matter?",
-            "Switch the two most important cross-attention heads off: does the translation survive?"),
-           "Most heads change the translation's log-probability by little; a few carry it.",
-           tab="experiments", focus="importance-plot", action="importance"),
-    Lesson("How one weight is computed",
-           "A weight is softmax(q·k / √d_k): the query of the word being written meets the key of every source "
-           "word in a dot product, scaled and normalised. Here is that arithmetic with the model's own numbers.",
-           ("Which key has the largest q·k? Is it the largest weight after the softmax?",
-            "On the blackboard, work the three-token example out by hand, then tick the causal mask."),
-           "At step 3 ('rennt'), head 2 of layer 3 gives 'runs' a score of about 34 (4.3 after ÷ √64), which the "
-           "softmax turns into about 79% of the weight.",
-           sentence="A dog runs across the grass.", layer=3, head=2, step=3, tab="inside", query=3,
+    Lesson("few_heads", tab="experiments", focus="importance-plot", action="importance"),
+    Lesson("one_weight", sentence="A dog runs across the grass.", layer=3, head=2, step=3, tab="inside", query=3,
            focus="inside-arithmetic"),
-    Lesson("Does attention explain the word?",
-           "A bright cell says where a head looked, not why the model wrote its word. Gradients measure how the "
-           "word's probability depends on each source word; compare them with attention.",
-           ("Press 'Attribute the last translation'. Which heads agree best with the attribution?",
-            "Where do attention and attribution disagree?"),
-           "Integrated gradients point 'Hund' at 'dog' and 'Gras' at 'grass'; some heads of layers 1 and 2 "
-           "agree poorly.", sentence="A dog runs across the grass.", tab="explain", focus="explain-agreement",
+    Lesson("explain", sentence="A dog runs across the grass.", tab="explain", focus="explain-agreement",
            action="attribution"),
-    Lesson("A real translator",
-           "The bundled models learned from 29,000 image captions, so a sentence unlike a caption gets words made "
-           "up. opus-mt-en-de (Helsinki-NLP) is the paper's base Transformer, 6+6 layers of 8 heads, trained on "
-           "millions of sentences of every kind. Where this server has it open (a Space opens it when it starts; "
-           "anyone may open it from the Hub, above the tabs), the same views show both models at work.",
-           ("Which translation of the meeting sentence would a German speaker accept?",
-            "Does each model's cross-attention look at the English word it is translating?"),
-           "The caption model's German has words that are not in the sentence; opus-mt's reads as German. Both "
-           "maps are drawn by the same code from the same kind of attention, mean of the heads of layer 3.",
-           sentence=MEETING, layer=3, average=True, focus="lesson-pair",
+    Lesson("real_translator", sentence=MEETING, layer=3, average=True, focus="lesson-pair",
            pair=(PairedRun("multi30k-en-de", MEETING), PairedRun(REAL_TRANSLATOR, MEETING))),
-    Lesson("Attention forms while a model trains",
-           "Before training, attention is a blur; training shapes it. Train the reverse task and watch the probe "
-           "sentence's cross-attention turn into an anti-diagonal as the loss falls.",
-           ("Press Start. After how many updates does the anti-diagonal appear?",
-            "Does the loss fall before or after the attention sharpens?"),
-           "Within about a minute the loss falls and the replay slider shows the probe attention sharpen.",
-           model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, layer=2, tab="train", focus="start-training",
-           extra={"train_data": "reverse", "train_preset": "tiny"}),
+    Lesson("training", model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, layer=2, tab="train",
+           focus="start-training", extra={"train_data": "reverse", "train_preset": "tiny"}),
 )
 
-GLOSSARY = """**Token, piece**: what the model reads and writes: a word or part of one, from a sentencepiece vocabulary.
-**▁** starts a new word ("▁play" "ing" is one word). **&lt;s&gt;** starts the decoder's input; **&lt;/s&gt;** ends a
-sentence; **&lt;unk&gt;** is a piece the vocabulary lacks. **Step**: one decoding step writes one token.
-**Query, key, value**: each position's vector projected three ways; a query is compared with every key (q·k), and the
-softmax of the scores weights the values. **Head**: one set of those projections; a layer has several, side by side.
-**Layer**: one block of attention and feed-forward network; the encoder and decoder stack several.
-**Self-attention**: positions of one sentence attend to each other; **cross-attention**: the decoder attends to the
-encoded source. **Mask**: positions a query may not see get −∞ before the softmax, so weight 0."""
+
+def language_name(code: str | None, language: str = ENGLISH) -> str:
+    """A language a model reads or writes, named in ``language``: "German", "Deutsch", "allemand"."""
+    key = f"lessons.language.{code}"
+    return text(language, key) if key in table(ENGLISH) else code or "?"
 
 
-def run_caption(checkpoint: Checkpoint, run: PairedRun, translation: str) -> str:
+def run_caption(checkpoint: Checkpoint, run: PairedRun, translation: str, language: str = ENGLISH) -> str:
     """"**English → French** · multi30k-en-fr", noting a run without positions, then a paragraph "sentence →
     *translation*"."""
     name = markdown_escape(checkpoint.name)
     languages = known_languages(checkpoint)
-    direction = (" → ".join(LANGUAGE_NAMES.get(code, code or "?") for code in languages)
-                 if languages else name)
-    without = ", **without the positional encoding**" if not run.positions else ""
-    shown = f" · mean of the heads of layer {run.layer}" if run.layer else ""
+    direction = " → ".join(language_name(code, language) for code in languages) if languages else name
+    without = f", **{text(language, 'lessons.caption.without_positions')}**" if not run.positions else ""
+    shown = f" · {text(language, 'lessons.caption.mean_of_layer', layer=run.layer)}" if run.layer else ""
     return (f"**{direction}** · {name}{without}{shown}\n\n{markdown_escape(run.sentence)} → "
             f"*{markdown_escape(translation)}*")
 
@@ -199,7 +155,7 @@ def lesson_models(lesson: Lesson) -> set[str]:
 
 
 def side_by_side(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint], names: list[str],
-                 max_length: int | None = None) -> list[tuple[str, AttentionMap | None]]:
+                 max_length: int | None = None, language: str = ENGLISH) -> list[tuple[str, AttentionMap | None]]:
     """(caption, cross-attention map) of each of the lesson's two runs (its real translators' where this server
     has them open), at its layer and head (None: the mean of heads), decoded as the lesson decodes. A run whose
     model this server does not list says how to open it."""
@@ -208,19 +164,39 @@ def side_by_side(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint], 
     for run in (lesson.real_pair if real else lesson.pair) or ():
         name = listed_as(run.model, names)
         if name is None:
-            how = (f" Open {markdown_escape('Helsinki-NLP/' + run.model)} under *Open a model from the Hub* (above "
-                   "the tabs), then press Show me again." if run.model.startswith("opus-mt-") else "")
-            shown.append((f"**{markdown_escape(run.model)}** is not open on this server.{how}", None))
+            shown.append((not_open(run.model, language), None))
             continue
         checkpoint = checkpoint_named(name)
         translation = checkpoint.translate(run.sentence, lesson.beam, max_length, positions=run.positions)
         layer, head = (run.layer, None) if run.layer else (lesson.layer, lesson.shown_head)
-        shown.append((run_caption(checkpoint, run, translation.text), map_of(translation, "cross", layer, head)))
+        shown.append((run_caption(checkpoint, run, translation.text, language),
+                      map_of(translation, "cross", layer, head)))
     return shown
 
 
+def not_open(model: str, language: str = ENGLISH) -> str:
+    """A paired run's caption where this server does not list its model: how to open a real translator."""
+    said_it = text(language, "lessons.pair.not_open", model=markdown_escape(model))
+    if not model.startswith("opus-mt-"):
+        return said_it
+    return f"{said_it} {text(language, 'lessons.pair.open_from_hub', model=markdown_escape('Helsinki-NLP/' + model))}"
+
+
+def cannot_show(error: Exception, language: str = ENGLISH) -> str:
+    """A pair that could not be drawn: the reason, in ``language`` where it is a message."""
+    return text(language, "lessons.pair.cannot_show", error=markdown_escape(said(error, language)))
+
+
 def lesson_choices() -> list[str]:
+    """The lesson list's values, "1. Where each word looks": English in every language (handlers, the API and
+    scripts read them); ``lesson_choice_labels`` is what the list shows."""
     return [f"{number}. {lesson.title}" for number, lesson in enumerate(LESSONS, start=1)]
+
+
+def lesson_choice_labels(language: str = ENGLISH) -> list[tuple[str, str]]:
+    """The lesson list: (label in ``language``, English value) of each lesson."""
+    return [(f"{number}. {lesson.words(language).title}", choice)
+            for number, (lesson, choice) in enumerate(zip(LESSONS, lesson_choices()), start=1)]
 
 
 def lesson_by_choice(choice: str | None) -> Lesson:
@@ -229,17 +205,29 @@ def lesson_by_choice(choice: str | None) -> Lesson:
     return LESSONS[titles.index(choice)] if choice in titles else LESSONS[0]
 
 
-# The headings of a lesson's parts, in its text and in the panel beside its view after Show me (ui/static/page.js).
-PART_TITLES = {"ask": "Ask the class", "lookFor": "Look for:", "beside": "The lesson", "hide": "Hide"}
+# The parts of a lesson, in its text and in the panel beside its view after Show me (ui/static/page.js), by the
+# name the page's script reads them by: their headings are lessons.part.<key> in the locales.
+PARTS = {"ask": "ask", "lookFor": "look_for", "beside": "beside", "hide": "hide"}
 
 
-def lesson_markdown(lesson: Lesson) -> str:
+def part_titles(language: str = ENGLISH) -> dict[str, str]:
+    """The headings of a lesson's parts in ``language``, by the name page.js reads them by."""
+    return {part: text(language, f"lessons.part.{key}") for part, key in PARTS.items()}
+
+
+def glossary(language: str = ENGLISH) -> str:
+    """The words the views use, explained (Markdown)."""
+    return text(language, "lessons.glossary")
+
+
+def lesson_markdown(lesson: Lesson, language: str = ENGLISH) -> str:
     """The lesson as Markdown; "<s>" and "</s>" escaped, or the page would read them as HTML tags."""
-    def shown(text: str) -> str:
-        return html.escape(text, quote=False)
-    questions = "\n".join(f"- {shown(question)}" for question in lesson.questions)
-    return (f"### {shown(lesson.title)}\n{shown(lesson.explanation)}\n\n**{PART_TITLES['ask']}**\n{questions}\n\n"
-            f"**{PART_TITLES['lookFor']}** {shown(lesson.look_for)}")
+    def shown(words: str) -> str:
+        return html.escape(words, quote=False)
+    words, parts = lesson.words(language), part_titles(language)
+    questions = "\n".join(f"- {shown(question)}" for question in words.questions)
+    return (f"### {shown(words.title)}\n{shown(words.explanation)}\n\n**{parts['ask']}**\n{questions}\n\n"
+            f"**{parts['lookFor']}** {shown(words.look_for)}")
 
 
 def selector_values(lesson: Lesson) -> dict:

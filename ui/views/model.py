@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas
 import plotly.graph_objects as go
 import torch
@@ -10,57 +12,63 @@ from pandas.io.formats.style import Styler
 from transformer.files.checkpoint import Checkpoint, read_records, read_training_log
 
 from .. import figures
+from ..runtime.language import ENGLISH, Message, Number, message, text
 from .choices import clamp
 
 
-def status_line(checkpoint: Checkpoint) -> str:
+def status_line(checkpoint: Checkpoint, language: str = ENGLISH) -> str:
     """Under the model picker: size, shape and where the model runs, then what it learned from."""
     config = checkpoint.model.config
-    return (f"**{checkpoint.name}**: {checkpoint.model.num_parameters() / 1e6:.2f}M parameters, "
-            f"{config.n_encoder_layers}+{config.n_decoder_layers} layers, {config.n_heads} heads, "
-            f"on {checkpoint.model.device}. {what_it_learned(checkpoint)}")
+    return text(language, "model.status", name=checkpoint.name,
+                millions=Number(checkpoint.model.num_parameters() / 1e6, ".2f"),
+                encoder_layers=config.n_encoder_layers, decoder_layers=config.n_decoder_layers,
+                heads=config.n_heads, device=checkpoint.model.device, learned=what_it_learned(checkpoint))
 
 
-def what_it_learned(checkpoint: Checkpoint) -> str:
+def what_it_learned(checkpoint: Checkpoint) -> Message:
     """What the model read in training, so a visitor knows which sentences it can translate."""
     source = checkpoint.info.get("source")
     publisher = source.get("name", "") if isinstance(source, dict) else ""
     data = str(checkpoint.info.get("data", ""))
     if publisher.startswith("Helsinki-NLP/opus-mt-"):
-        return ("A real translator: Helsinki-NLP trained it on millions of sentence pairs of every kind (the OPUS "
-                "collection), so everyday sentences, questions and news suit it.")
+        return message("model.learned.opus")
     if publisher:
-        return "Converted from a Marian translator; its card (Model tab) says what it learned from."
+        return message("model.learned.marian")
     if data.startswith("Multi30K"):
-        return ("It learned from 29,000 image captions (Multi30K), so it translates sentences that describe a "
-                "scene best; greetings, questions or news are far from anything it has read.")
+        return message("model.learned.multi30k")
     if "reverse" in data:
-        return "It learned to write a row of digits backwards, and reads nothing else."
-    return f"It learned from {data}." if data else "Its card (Model tab) says what it learned from."
+        return message("model.learned.reverse")
+    return message("model.learned.data", data=data) if data else message("model.learned.unknown")
 
 
-def card_markdown(checkpoint: Checkpoint) -> str:
-    """The model card without its pictures (they are files beside the card, which the page cannot reach)."""
+def card_markdown(checkpoint: Checkpoint, language: str = ENGLISH) -> str:
+    """The model card without its pictures (they are files beside the card, which the page cannot reach). The card
+    is the model's own document: it stays as its author wrote it, in whatever language."""
     card = "\n".join(line for line in checkpoint.card.splitlines() if not line.startswith("!["))
-    return card or "No model card."
+    return card or text(language, "model.no_card")
 
 
-def parameter_table(checkpoint: Checkpoint) -> Styler:
+def parameter_table(checkpoint: Checkpoint, language: str = ENGLISH) -> Styler:
     """Parameters per module for the Model tab; a shared embedding is counted once.
 
     Counts and shares stay numbers, so the table sorts by them, and read with
-    thousands separators and as percentages.
+    thousands separators and as percentages (as the page's language writes them).
     """
+    def words(key: str, **values) -> str:
+        return text(language, f"model.row.{key}", **values)
+
     model = checkpoint.model
     seen: set[int] = set()
     rows = []
-    groups = [("embedding (shared)" if model.config.share_embeddings else "source embedding", model.src_embed)]
+    groups = [(words("shared_embedding") if model.config.share_embeddings else words("source_embedding"),
+               model.src_embed)]
     if not model.config.share_embeddings:
-        groups.append(("target embedding", model.tgt_embed))
-    groups += [(f"encoder layer {i + 1}", layer) for i, layer in enumerate(model.encoder.layers)]
-    groups += [(f"decoder layer {i + 1}", layer) for i, layer in enumerate(model.decoder.layers)]
-    for name, module in [("encoder final norm", model.encoder.final_norm), ("decoder final norm", model.decoder.final_norm),
-                         ("output projection", model.output_proj)]:
+        groups.append((words("target_embedding"), model.tgt_embed))
+    groups += [(words("encoder_layer", n=i + 1), layer) for i, layer in enumerate(model.encoder.layers)]
+    groups += [(words("decoder_layer", n=i + 1), layer) for i, layer in enumerate(model.decoder.layers)]
+    for name, module in [(words("encoder_norm"), model.encoder.final_norm),
+                         (words("decoder_norm"), model.decoder.final_norm),
+                         (words("output_projection"), model.output_proj)]:
         if module is not None:
             groups.append((name, module))
     total = model.num_parameters()
@@ -72,13 +80,22 @@ def parameter_table(checkpoint: Checkpoint) -> Styler:
                 count += p.numel()
         rows.append([name, count, count / total])
     if model.output_bias is not None:
-        rows.append(["output bias", model.output_bias.numel(), model.output_bias.numel() / total])
-    rows.append(["total", total, 1.0])
-    table = pandas.DataFrame(rows, columns=["module", "parameters", "share"])
-    return table.style.format({"parameters": "{:,}", "share": "{:.1%}"})
+        rows.append([words("output_bias"), model.output_bias.numel(), model.output_bias.numel() / total])
+    rows.append([words("total"), total, 1.0])
+    columns = parameter_columns(language)
+    table = pandas.DataFrame(rows, columns=columns)
+    return table.style.format({columns[1]: lambda n: Number(n, ",").in_(language),
+                               columns[2]: lambda share: Number(share, ".1%").in_(language)})
+
+
+def parameter_columns(language: str = ENGLISH) -> list[str]:
+    """The parameter table's column names: module, parameters, share."""
+    return [text(language, f"model.column.{name}") for name in ("module", "parameters", "share")]
 
 
 def config_rows(checkpoint: Checkpoint) -> list[list]:
+    """The config's settings by their names in the code (``d_model``, ``n_heads``), as the paper and the command
+    line name them."""
     rows = [[key, str(value)] for key, value in checkpoint.model.config.to_dict().items()]
     rows.append(["device", str(checkpoint.model.device)])
     for key in ("data", "source_lang", "target_lang", "step"):
@@ -87,23 +104,35 @@ def config_rows(checkpoint: Checkpoint) -> list[list]:
     return rows
 
 
-def metrics_markdown(checkpoint: Checkpoint) -> str:
+BEAM_SCORED = re.compile(r"beam (\d+), length penalty ([\d.]+)")  # as the evaluation names a beam search
+
+
+def decoding_words(decoding: str, language: str = ENGLISH) -> str:
+    """A score's decoding ("greedy", "beam 5, length penalty 1.4", as metrics.json names it) in the page's words."""
+    if decoding == "greedy":
+        return text(language, "translate.decoding.greedy")
+    if beam := BEAM_SCORED.fullmatch(decoding):
+        return text(language, "model.decoding.beam", beam=beam.group(1), penalty=Number(float(beam.group(2)), "g"))
+    return decoding
+
+
+def metrics_markdown(checkpoint: Checkpoint, language: str = ENGLISH) -> str:
     scores = checkpoint.metrics.get("scores")
     source = checkpoint.info.get("source")
     if not scores and isinstance(source, dict):
-        licence = f", licence {source.get('license') or 'not stated'}" if source.get("license") != "cc-by-4.0" else \
-            ", licence CC-BY 4.0 (name Helsinki-NLP / OPUS-MT when you use it)"
-        revision = f" at revision `{source['revision'][:12]}`" if source.get("revision") else ""
-        return (f"Opened from `{source.get('name')}`{revision}{licence}. Its scores were **not measured here**: "
-                "score it on Multi30K with `python -m transformer.evaluate --checkpoint DIR` (see the card below).")
+        licence = (message("model.licence", licence=source.get("license") or message("model.licence_not_stated"))
+                   if source.get("license") != "cc-by-4.0" else message("model.licence_cc_by"))
+        revision = message("model.at_revision", revision=source["revision"][:12]) if source.get("revision") else ""
+        return text(language, "model.opened_from", name=source.get("name"), revision=revision, licence=licence)
     if not scores:
-        return "This checkpoint has no scores yet (no metrics.json)."
-    lines = ["| split | decoding | BLEU | chrF |", "|---|---|---|---|"]
+        return text(language, "model.no_scores")
+    lines = [text(language, "model.scores_header"), "|---|---|---|---|"]
     for key, value in scores.items():
         split, decoding = key.split(":", 1)
-        lines.append(f"| {split} | {decoding} | {value['bleu']:.2f} | {value['chrf']:.2f} |")
+        bleu, chrf = (Number(value[name], ".2f").in_(language) for name in ("bleu", "chrf"))
+        lines.append(f"| {split} | {decoding_words(decoding, language)} | {bleu} | {chrf} |")
     if "bleu_signature" in checkpoint.metrics:
-        lines += ["", f"sacreBLEU signature: `{checkpoint.metrics['bleu_signature']}`"]
+        lines += ["", text(language, "model.bleu_signature", signature=checkpoint.metrics["bleu_signature"])]
     return "\n".join(lines)
 
 
@@ -115,7 +144,7 @@ def checkpoint_history(checkpoint: Checkpoint) -> tuple[list[dict], list[dict], 
     return steps, evals, read_records(checkpoint.path / "probes.jsonl")
 
 
-def probe_figure(probes: list[dict], index: int) -> go.Figure | None:
+def probe_figure(probes: list[dict], index: int, language: str = ENGLISH) -> go.Figure | None:
     """Cross-attention of the fixed probe sentence at evaluation ``index`` (1-based), last layer, mean of heads."""
     if not probes:
         return None
@@ -124,5 +153,7 @@ def probe_figure(probes: list[dict], index: int) -> go.Figure | None:
     cross = torch.tensor(probe["cross"])  # (layers, heads, target, source)
     return figures.attention_heatmap(
         cross[-1].mean(dim=0), probe["target_tokens"], probe["source_tokens"],
-        f"Cross-attention at update {probe['step']} (evaluation {index} of {len(probes)})", "producing", "source",
-        rows_are_steps=True, subtitle=f"“{figures.escape(probe['translation'][:80])}”")
+        text(language, "model.probe_title", step=probe["step"], index=index, count=len(probes)),
+        text(language, "map.axis.producing"), text(language, "map.axis.source"), rows_are_steps=True,
+        subtitle=text(language, "model.probe_subtitle", translation=figures.escape(probe["translation"][:80])),
+        language=language)

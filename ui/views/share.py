@@ -7,6 +7,7 @@ import urllib.parse
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 
+from ..runtime.language import ENGLISH, text
 from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key
 from .text import clean_text, suits, uses_digits
 from .translate import MAX_BEAM, TARGET_TOKENS, layer_and_head_counts
@@ -50,29 +51,28 @@ def parse_share_query(params: dict, names: list[str]) -> dict:
     return values
 
 
-def share_link_problems(params: dict, names: list[str], checkpoint: Checkpoint) -> list[str]:
-    """What a shared link asked for and will not get, said to the person who opened it.
+def share_link_problems(params: dict, names: list[str], checkpoint: Checkpoint,
+                        language: str = ENGLISH) -> list[str]:
+    """What a shared link asked for and will not get, said to the person who opened it (in ``language``).
 
     ``checkpoint`` is the model the link opens: the one it names, or the default.
     """
     problems = []
     if params.get("model") and params["model"] not in names:
-        problems.append(f"The link's model '{params['model']}' is not on this server; {checkpoint.name} is open "
-                        "instead.")
-    text = params.get("text") or ""
-    if not text.strip():
+        problems.append(text(language, "translate.link.model_missing", model=params["model"], name=checkpoint.name))
+    sentence = params.get("text") or ""
+    if not sentence.strip():
         return problems
     try:
-        notes = clean_text(text)[1]
+        notes = clean_text(sentence, language=language)[1]
     except InputError:  # said first: such a sentence is for no model
-        problems.append("The link's sentence has nothing to translate in it; an example is shown instead.")
+        problems.append(text(language, "translate.link.nothing"))
         return problems
-    if not suits(checkpoint, text):
+    if not suits(checkpoint, sentence):
         wanted = "digits" if uses_digits(checkpoint) else "words"
-        problems.append(f"The link's sentence is not for {checkpoint.name}, which reads {wanted}; an example is "
-                        "shown instead.")
+        problems.append(text(language, f"translate.link.not_for_{wanted}", name=checkpoint.name))
         return problems
-    return problems + [f"The link's sentence was changed: {note}" for note in notes]
+    return problems + [text(language, "translate.link.changed", note=note) for note in notes]
 
 
 def fit_share_values(values: dict, checkpoint: Checkpoint) -> dict:

@@ -12,6 +12,9 @@ import unicodedata
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 
+from ..runtime.language import ENGLISH, message
+from ..runtime.language import text as words_in
+
 MAX_INPUT_CHARS = 1000
 # Text past this is dropped before any other work: normalising 100 MB of text costs a worker half a minute.
 MAX_RAW_CHARS = 4 * MAX_INPUT_CHARS
@@ -21,36 +24,38 @@ INVISIBLE = dict.fromkeys([0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD])
 DIRECTION_CONTROLS = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])  # LRE..RLO, LRI..PDI
 
 
-def clean_text(text: str | None, limit: int = MAX_INPUT_CHARS) -> tuple[str, list[str]]:
-    """Text fit to translate, and notes about what was changed. Raises InputError for nothing to translate."""
+def clean_text(text: str | None, limit: int = MAX_INPUT_CHARS,
+               language: str = ENGLISH) -> tuple[str, list[str]]:
+    """Text fit to translate, and notes about what was changed (in ``language``). Raises InputError for nothing to
+    translate."""
     notes = []
     text = text if isinstance(text, str) else ""
-    if len(text) > MAX_RAW_CHARS:
+    cut = len(text) > MAX_RAW_CHARS
+    if cut:
         text = text[:MAX_RAW_CHARS]
-        notes.append(f"The input was cut to its first {limit} characters.")
+        notes.append(words_in(language, "translate.note.cut", limit=limit))
     # Unpaired surrogates (JSON allows "\ud800") are not text: UTF-8 cannot encode them, and the tokenizer fails.
     if any(unicodedata.category(ch) == "Cs" for ch in text):
         text = "".join("\ufffd" if unicodedata.category(ch) == "Cs" else ch for ch in text)
-        notes.append("Invalid characters (unpaired surrogates) were replaced by \ufffd.")
+        notes.append(words_in(language, "translate.note.surrogates"))
     # Control characters (other than whitespace) have no meaning to the tokenizer and would display badly.
     cleaned = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
     cleaned = " ".join(cleaned.split())
     if cleaned != " ".join(text.split()):
-        notes.append("Control characters were replaced by spaces.")
+        notes.append(words_in(language, "translate.note.controls"))
     # Text-direction overrides and isolates would make the sentence display in an order it is not read in.
     without_overrides = cleaned.translate(DIRECTION_CONTROLS)
     if without_overrides != cleaned:
         cleaned = " ".join(without_overrides.split())
-        notes.append("Text-direction control characters were removed.")
+        notes.append(words_in(language, "translate.note.direction"))
     if not cleaned:
-        raise InputError("Type a sentence to translate first (the text box is empty).")
+        raise InputError(message("translate.empty"))
     if not cleaned.translate(INVISIBLE).replace("\ufffd", "").strip():
-        raise InputError("The text holds only invisible or unreadable characters (such as zero-width spaces or "
-                         "\ufffd); type a sentence to translate.")
+        raise InputError(message("translate.note.invisible"))
     if len(cleaned) > limit:
         cleaned = cleaned[:limit]
-        if not any(note.startswith("The input was cut") for note in notes):
-            notes.append(f"The input was cut to its first {limit} characters.")
+        if not cut:
+            notes.append(words_in(language, "translate.note.cut", limit=limit))
     return cleaned, notes
 
 
@@ -62,7 +67,8 @@ def markdown_escape(text: str) -> str:
     return escaped
 
 
-LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
+# The languages a model's name may say it reads: translate.language.<code> names each in ui/locales/.
+KNOWN_LANGUAGES = ("en", "de", "fr", "cs")
 
 
 def known_languages(checkpoint: Checkpoint) -> tuple[str, str | None] | None:
@@ -74,15 +80,15 @@ def known_languages(checkpoint: Checkpoint) -> tuple[str, str | None] | None:
     source, target = checkpoint.info.get("source_lang"), checkpoint.info.get("target_lang")
     multi30k = checkpoint.info.get("training", {}).get("data") == "multi30k"
     opened = isinstance(checkpoint.info.get("source"), dict)
-    return (source, target) if (multi30k or opened) and source in LANGUAGE_NAMES else None
+    return (source, target) if (multi30k or opened) and source in KNOWN_LANGUAGES else None
 
 
-def source_label(checkpoint: Checkpoint) -> str:
+def source_label(checkpoint: Checkpoint, language: str = ENGLISH) -> str:
     """What the input box holds for this model: "English sentence", "Digits", or a neutral "Source sentence"."""
     if uses_digits(checkpoint):
-        return "Digits"
+        return words_in(language, "translate.source.digits")
     languages = known_languages(checkpoint)
-    return f"{LANGUAGE_NAMES[languages[0]]} sentence" if languages else "Source sentence"
+    return words_in(language, f"translate.source.{languages[0]}" if languages else "translate.source.other")
 
 
 # Clues to the language of a sentence: frequent words of each Multi30K language, picked to be far rarer in the
@@ -98,7 +104,7 @@ LANGUAGE_WORDS = {
 LANGUAGE_LETTERS = {"en": "", "de": "äöüß", "fr": "àâçèêëîïôœùû", "cs": "áčďěíňřšťůýž"}
 
 
-def language_note(checkpoint: Checkpoint, text: str) -> str | None:
+def language_note(checkpoint: Checkpoint, text: str, language: str = ENGLISH) -> str | None:
     """A warning when a sentence looks like another language than the one the model reads (German typed into the
     English→German model reads like gibberish to it, yet gets a confident translation)."""
     languages = known_languages(checkpoint)
@@ -113,9 +119,12 @@ def language_note(checkpoint: Checkpoint, text: str) -> str | None:
     seen = max(clues, key=clues.get)  # of tied languages the first; tied with the expected one, no note
     if seen == expected or clues[seen] < 2 or clues[seen] <= clues[expected]:
         return None
-    learned = f" (it learned {LANGUAGE_NAMES[expected]}→{LANGUAGE_NAMES[target]})" if target in LANGUAGE_NAMES else ""
-    return (f"This looks like {LANGUAGE_NAMES[seen]}. The model reads {LANGUAGE_NAMES[expected]}{learned}, so its "
-            "translation of other languages is mostly made up.")
+    def name(code: str) -> str:
+        return words_in(language, f"translate.language.{code}")
+    if target in KNOWN_LANGUAGES:
+        return words_in(language, "translate.note.language_learned", seen=name(seen), expected=name(expected),
+                     target=name(target))
+    return words_in(language, "translate.note.language", seen=name(seen), expected=name(expected))
 
 
 def uses_digits(checkpoint: Checkpoint) -> bool:

@@ -8,43 +8,48 @@ import plotly.graph_objects as go
 
 from .. import figures
 from ..jobs import JobState, time_left_text
+from ..runtime.language import ENGLISH, Number, message, percent, said, text
 
 
-def job_status_markdown(job: JobState | None) -> str:
+def job_status_markdown(job: JobState | None, language: str = ENGLISH) -> str:
     """A line or two on the current job: progress, time left, outcome."""
     if job is None:
-        return "No training job has run on this server yet."
-    line = f"**{job.name}**: {job.status}, update {job.step}" + (f" of {job.total_steps}" if job.total_steps else "")
+        return text(language, "train.no_job")
+    status = message(f"train.status.{job.status}")
+    line = (text(language, "train.job_line_of", name=job.name, status=status, step=job.step, total=job.total_steps)
+            if job.total_steps else text(language, "train.job_line", name=job.name, status=status, step=job.step))
     left = job.seconds_left()
     if left is not None:
-        line += f", {time_left_text(left)}"
+        line += f", {said(time_left_text(left), language)}"
     if job.evals:
         last = job.evals[-1]
-        line += f" · validation loss {last['val_loss']:.3f}, BLEU {last['bleu']:.1f}"
+        line += text(language, "train.job_scores", loss=Number(last["val_loss"], ".3f"),
+                     bleu=Number(last["bleu"], ".1f"))
         if "exact_match" in last:
-            line += f", exact match {last['exact_match']:.0%}"
-    if job.plan:
-        line += f"\n\nPlanned for this machine: {job.plan}."
-    if job.message:
-        line += f"\n\n{job.message}"
+            line += text(language, "train.job_exact_match", share=percent(last["exact_match"]))
+    if job.plan:  # the library's words (BudgetPlan.describe), in English
+        line += text(language, "train.job_plan", plan=job.plan)
+    if job.said is not None:
+        line += f"\n\n{said(job.said, language)}"
     return line
 
 
-def waiting_markdown(place: int, wait_s: float) -> str:
+def waiting_markdown(place: int, wait_s: float, language: str = ENGLISH) -> str:
     """What a visitor waiting for the training slot reads: their place, and when their job starts at the latest."""
-    others = "the visitor" if place == 2 else f"the {place - 1} visitors"
-    ahead = "the job running now has" if place == 1 else f"the job running now and {others} ahead of you have"
+    others = message("train.waiting.one_other") if place == 2 else message("train.waiting.others", count=place - 1)
+    ahead = (message("train.waiting.ahead_job") if place == 1 else
+             message("train.waiting.ahead_all", others=others))
     minutes = math.ceil(wait_s / 60)
-    when = "within a minute" if minutes <= 1 else f"within {minutes} minutes"
-    return (f"**Waiting for the training slot**: you are number {place} in line. Your job starts by itself when "
-            f"{ahead} finished, {when}. Keep this page open: closing it gives up your place.")
+    when = (message("train.waiting.within_a_minute") if minutes <= 1 else
+            message("train.waiting.within_minutes", minutes=minutes))
+    return text(language, "train.waiting", place=place, ahead=ahead, when=when)
 
 
 def job_progress(job: JobState | None) -> float:
     return 0.0 if job is None else job.progress()
 
 
-def job_curves(job: JobState | None) -> go.Figure | None:
+def job_curves(job: JobState | None, language: str = ENGLISH) -> go.Figure | None:
     """The job's curves; None (an empty plot) before its first update, rather than axes around nothing."""
     steps = job.steps if job else []
     if not steps:
@@ -53,11 +58,12 @@ def job_curves(job: JobState | None) -> go.Figure | None:
     stride = max(1, len(steps) // 300)
     running = job.status == "running"
     return figures.training_curves(steps[::stride] + steps[-1:], job.evals,
-                                   title="Training, live" if running else "Training")
+                                   title=text(language, "train.curves_live" if running else "model.training"),
+                                   language=language)
 
 
-def progress_html(job: JobState | None) -> str:
+def progress_html(job: JobState | None, language: str = ENGLISH) -> str:
     """A progress bar with its percentage (the browser's own, so it needs no script)."""
-    percent = round(100 * job_progress(job))
-    return (f'<div style="display:flex;gap:.6em;align-items:center"><progress value="{percent}" max="100" '
-            f'style="width:100%;height:1.2em"></progress><span>{percent}%</span></div>')
+    shown = round(100 * job_progress(job))
+    return (f'<div style="display:flex;gap:.6em;align-items:center"><progress value="{shown}" max="100" '
+            f'style="width:100%;height:1.2em"></progress><span>{said(percent(shown / 100), language)}</span></div>')

@@ -17,7 +17,7 @@ from transformer.paper.decoding import Translation, forced_decode
 
 from .. import figures
 from ..runtime import gpu
-from ..runtime.language import ENGLISH, Message, message, said, table
+from ..runtime.language import ENGLISH, Message, Number, message, said, table, text
 from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key, max_target_tokens
 from .text import clean_text, language_note, markdown_escape
 
@@ -40,33 +40,30 @@ class TranslateResult:
     notes: list[str]
 
 
-def run_translation(checkpoint: Checkpoint, text: str, decoding: str = "beam", beam_size: int = 5,
-                    max_length: int | None = None, top_k: int = 5) -> TranslateResult:
-    cleaned, notes = clean_text(text)
-    beam = 1 if decoding == "greedy" else clamp(beam_size, 1, MAX_BEAM, "beam size")
+def run_translation(checkpoint: Checkpoint, sentence: str, decoding: str = "beam", beam_size: int = 5,
+                    max_length: int | None = None, top_k: int = 5, language: str = ENGLISH) -> TranslateResult:
+    """A translation of ``sentence``, and notes on it in ``language``."""
+    cleaned, notes = clean_text(sentence, language=language)
+    beam = 1 if decoding == "greedy" else clamp(beam_size, 1, MAX_BEAM, message("translate.name.beam_size"))
     max_length = max_target_tokens(max_length)
     result = gpu.translate(checkpoint, cleaned, beam, max_length, top_k=top_k)
     if result.truncated:
-        notes.append(f"The sentence is longer than the model's {checkpoint.model.config.max_len} positions; "
-                     "only its beginning was translated.")
+        notes.append(text(language, "translate.note.truncated", positions=checkpoint.model.config.max_len))
     unknown = sum(1 for i in result.source_ids if i == checkpoint.source_tokenizer.unk_id)
     content = [piece for piece in result.source_pieces[:-1] if piece != "▁"]  # not </s>, nor a bare word start
     if unknown and unknown >= len(content) / 2:  # half or more of what the model reads is unknown to it
-        notes.append(f"{'None' if unknown == len(content) else 'Little'} of the sentence is in this model's "
-                     "vocabulary (unknown pieces are shown as `<unk>`), so the translation says little or nothing "
-                     "about it.")
+        notes.append(text(language, "translate.note.unknown_all" if unknown == len(content)
+                          else "translate.note.unknown_most"))
     elif unknown:
-        notes.append(f"{unknown} source piece(s) are unknown to this model's vocabulary (shown as `<unk>`).")
-    if language := language_note(checkpoint, cleaned):
-        notes.append(language)
+        notes.append(text(language, "translate.note.unknown_some", unknown=unknown))
+    if other_language := language_note(checkpoint, cleaned, language):
+        notes.append(other_language)
     if result.ended and not result.text.strip():
-        notes.append("The translation is empty: the model ended the sentence without producing a word.")
+        notes.append(text(language, "translate.note.empty"))
     if not result.ended:
-        notes.append("Decoding stopped at the maximum length before the model ended the sentence.")
+        notes.append(text(language, "translate.note.stopped"))
     if len(result.source_ids) > LONG_SOURCE_PIECES and not result.truncated:
-        notes.append(f"The input is {len(result.source_ids)} pieces long. Models here learn from far shorter "
-                     "sentences (the Multi30K models' captions average about 15 pieces), so expect parts of "
-                     "it to be left out.")
+        notes.append(text(language, "translate.note.long", pieces=len(result.source_ids)))
     return TranslateResult(result, notes)
 
 
@@ -79,26 +76,27 @@ def decoding_of(translation: Translation) -> dict:
     return {"beam_size": translation.beam_size, "max_length": translation.max_length}
 
 
-def run_forced(checkpoint: Checkpoint, source: str, target: str, top_k: int = 5) -> TranslateResult:
-    """Score the user's own translation of ``source`` and capture the attention paid while reading it."""
-    cleaned_source, notes = clean_text(source)
+def run_forced(checkpoint: Checkpoint, source: str, target: str, top_k: int = 5,
+               language: str = ENGLISH) -> TranslateResult:
+    """Score the user's own translation of ``source`` and capture the attention paid while reading it (notes in
+    ``language``)."""
+    cleaned_source, notes = clean_text(source, language=language)
     try:
-        cleaned_target, target_notes = clean_text(target)
+        cleaned_target, target_notes = clean_text(target, language=language)
     except InputError:
-        raise InputError("Type your own translation in the box first.") from None
+        raise InputError(message("translate.forced.empty")) from None
     result = forced_decode(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer,
                            cleaned_source, cleaned_target, top_k=top_k)
     unknown = sum(1 for i in result.predicted_ids if i == checkpoint.target_tokenizer.unk_id)
     if unknown:
-        target_notes.append(f"{unknown} piece(s) of your translation are unknown to this model's vocabulary "
-                            "(shown as <unk>): their probabilities say little about the words you wrote.")
+        target_notes.append(text(language, "translate.note.forced_unknown", unknown=unknown))
     return TranslateResult(result, notes + target_notes)
 
 
-def length_penalty_origin(checkpoint: Checkpoint) -> str:
+def length_penalty_origin(checkpoint: Checkpoint, language: str = ENGLISH) -> str:
     """Where the model's default length penalty α comes from, in a few words for a slider's caption."""
     scored = "length_penalty" in checkpoint.metrics and bool(checkpoint.metrics.get("scores"))
-    return "this model's scores used" if scored else "neutral: this model has no scores to choose by"
+    return text(language, "translate.beam.scored" if scored else "translate.beam.neutral")
 
 
 def layer_and_head_counts(checkpoint: Checkpoint) -> tuple[int, int]:
@@ -109,27 +107,33 @@ def layer_and_head_counts(checkpoint: Checkpoint) -> tuple[int, int]:
 
 # --- heatmaps ------------------------------------------------------------------------------------
 
-# The words of the views' titles, as Python fills them in and as the page does (its config: explorer.titles).
-TITLES = {"oneHead": table(ENGLISH)["map.one_head"], "meanOfHeads": table(ENGLISH)["map.mean_of_heads"],
-          "layerHeads": "layer {layer}, all heads", "everyHead": "every layer and head",
-          "everyMean": "every layer, mean of heads", "layer": "layer {layer}", "head": "head {head}",
-          "mean": "mean of heads", "candidates": "Step {step}: candidates for the next token",
-          "sourceAttention": "Step {step}: cross-attention over the source<br><sup>{which}</sup>"}
+# The views' titles: each one's key in ui/locales/, whose words Python fills in and the page does (its config:
+# explorer.titles, in the page's language).
+TITLE_KEYS = {"oneHead": "map.one_head", "meanOfHeads": "map.mean_of_heads", "layerHeads": "translate.map.layer_heads",
+              "everyHead": "translate.map.every_head", "everyMean": "translate.map.every_mean",
+              "layer": "translate.map.layer", "head": "translate.map.head", "mean": "translate.mean_of_heads",
+              "candidates": "translate.map.candidates", "sourceAttention": "translate.map.source_attention"}
+
+
+def titles(language: str = ENGLISH) -> dict[str, str]:
+    """The views' titles in ``language``, their ``{placeholders}`` left to fill."""
+    return {name: table(language)[key] for name, key in TITLE_KEYS.items()}
 
 
 # Each kind's rows and columns: map.axis.<name> in ui/locales/.
 AXES = {"encoder": ("source", "source"), "decoder": ("producing", "target_so_far"), "cross": ("producing", "source")}
 
 
-def attention_axes(translation: Translation, kind: str) -> tuple[list[str], list[str], str, str]:
-    """Row labels, column labels and axis names of one attention kind.
+def attention_axes(translation: Translation, kind: str,
+                   language: str = ENGLISH) -> tuple[list[str], list[str], str, str]:
+    """Row labels, column labels and axis names (in ``language``) of one attention kind.
 
     Decoder-side rows are labelled with the token that step produced, so a
     row reads "while producing X, the model looked at ...".
     """
     rows = translation.source_pieces if kind == "encoder" else translation.predicted_pieces
     columns = translation.target_pieces if kind == "decoder" else translation.source_pieces
-    row_title, column_title = (table(ENGLISH)[f"map.axis.{name}"] for name in AXES[kind])
+    row_title, column_title = (table(language)[f"map.axis.{name}"] for name in AXES[kind])
     return rows, columns, row_title, column_title
 
 
@@ -138,15 +142,17 @@ def attention_tensor(translation: Translation, kind: str) -> torch.Tensor:
             "cross": translation.cross_attention}[kind_key(kind)]
 
 
-def one_map(translation: Translation, kind: str, layer: int, head: int | None) -> tuple[torch.Tensor, str]:
-    """The map of one layer (1-based, clamped) and head (None: the mean of heads), as drawn, and its subtitle."""
+def one_map(translation: Translation, kind: str, layer: int, head: int | None,
+            language: str = ENGLISH) -> tuple[torch.Tensor, str]:
+    """The map of one layer (1-based, clamped) and head (None: the mean of heads), as drawn, and its subtitle in
+    ``language``."""
     weights = attention_tensor(translation, kind)
     layers, heads = weights.shape[:2]
     layer = clamp(layer, 1, layers)
     if head is None:
-        return _drawn(weights[layer - 1].mean(dim=0)), TITLES["meanOfHeads"].format(layer=layer, heads=heads)
+        return _drawn(weights[layer - 1].mean(dim=0)), text(language, "map.mean_of_heads", layer=layer, heads=heads)
     head = clamp(head, 1, heads)
-    return _drawn(weights[layer - 1, head - 1]), TITLES["oneHead"].format(layer=layer, head=head)
+    return _drawn(weights[layer - 1, head - 1]), text(language, "map.one_head", layer=layer, head=head)
 
 
 def which_message(translation: Translation, kind: str, layer: int, head: int | None) -> Message:
@@ -166,10 +172,10 @@ def _drawn(weights: torch.Tensor) -> torch.Tensor:
 class MapWords:
     """A map's title, subtitle and axis names as messages, for the pages written in each language."""
 
-    title: Message
-    subtitle: Message
-    query_title: Message
-    key_title: Message
+    title: Message | str
+    subtitle: Message | str
+    query_title: Message | str
+    key_title: Message | str
 
 
 @dataclass(frozen=True)
@@ -194,80 +200,86 @@ class AttentionMap:
     def of(cls, weights: torch.Tensor, rows, columns, title: str, **labels) -> AttentionMap:
         return cls(_drawn(weights), tuple(rows), tuple(columns), title, **labels)
 
-    def figure(self) -> go.Figure:
-        return figures.attention_heatmap(self.weights, self.rows, self.columns, self.title, self.query_title,
-                                         self.key_title, self.rows_are_steps, self.subtitle,
-                                         marked_row=self.marked_row)
+    def figure(self, language: str = ENGLISH) -> go.Figure:
+        """The map drawn by the server, its words in ``language``."""
+        words = self.in_words(language)
+        return figures.attention_heatmap(self.weights, self.rows, self.columns, words.title, words.query_title,
+                                         words.key_title, self.rows_are_steps, words.subtitle,
+                                         marked_row=self.marked_row, language=language)
 
     def table_html(self, language: str = ENGLISH) -> str:
         """The map as an HTML table, for a page without Plotly.js (a class's phones), in the page's language."""
-        words = self.words or MapWords(self.title, self.subtitle, self.query_title, self.key_title)
+        words = self.in_words(language)
         axes = message("map.rows_and_columns", rows=words.query_title, columns=words.key_title)
-        return figures.attention_table(self.weights, self.rows, self.columns, said(words.title, language),
-                                       subtitle=said(words.subtitle, language), marked_row=self.marked_row,
-                                       axes_note=said(axes, language))
+        return figures.attention_table(self.weights, self.rows, self.columns, words.title, subtitle=words.subtitle,
+                                       marked_row=self.marked_row, axes_note=said(axes, language))
 
-    def for_page(self) -> dict:
+    def in_words(self, language: str) -> MapWords:
+        """The title, subtitle and axis names in ``language`` (as they are, without messages)."""
+        words = self.words or MapWords(self.title, self.subtitle, self.query_title, self.key_title)
+        return MapWords(*(said(part, language) for part in (words.title, words.subtitle, words.query_title,
+                                                              words.key_title)))
+
+    def for_page(self, language: str = ENGLISH) -> dict:
+        words = self.in_words(language)
         return {"type": "attentionMap", "weights": fixed_point(self.weights), "decimals": WEIGHT_DECIMALS,
                 "rows": list(self.rows), "columns": list(self.columns),
-                "options": {"title": self.title, "queryTitle": self.query_title, "keyTitle": self.key_title,
-                            "rowsAreSteps": self.rows_are_steps, "subtitle": self.subtitle,
+                "options": {"title": words.title, "queryTitle": words.query_title, "keyTitle": words.key_title,
+                            "rowsAreSteps": self.rows_are_steps, "subtitle": words.subtitle,
                             "markedRow": self.marked_row}}
 
 
 def map_of(translation: Translation, kind: str, layer: int, head: int | None, title: str = "",
            marked_step: int | None = None) -> AttentionMap:
-    """One map of ``kind``; ``title`` (default: the kind's name) with layer and head on a second line; the row of
-    decoding step ``marked_step`` outlined, where rows are steps."""
+    """One map of ``kind``; ``title`` (default: the kind's name; given, in the words of the page it is for) with
+    layer and head on a second line; the row of decoding step ``marked_step`` outlined, where rows are steps."""
     kind = kind_key(kind)
     matrix, which = one_map(translation, kind, layer, head)
     rows, columns, row_title, column_title = attention_axes(translation, kind)
     marked = None if kind == "encoder" or marked_step is None else clamp(marked_step, 1, len(rows)) - 1
     # Layer and head on a line of their own: on a phone or a zoomed projector one long line is cut off there.
-    words = None if title else MapWords(message(f"map.kind.{kind}"), which_message(translation, kind, layer, head),
-                                        *(message(f"map.axis.{name}") for name in AXES[kind]))
+    words = MapWords(title or message(f"map.kind.{kind}"), which_message(translation, kind, layer, head),
+                     *(message(f"map.axis.{name}") for name in AXES[kind]))
     return AttentionMap(matrix, tuple(rows), tuple(columns), title or ATTENTION_KINDS[kind], row_title, column_title,
                         rows_are_steps=kind != "encoder", subtitle=which, marked_row=marked, words=words)
 
 
 def map_figure(translation: Translation, kind: str, layer: int, head: int | None, title: str = "",
-               marked_step: int | None = None) -> go.Figure:
-    """``map_of``'s map drawn by the server."""
-    return map_of(translation, kind, layer, head, title, marked_step).figure()
+               marked_step: int | None = None, language: str = ENGLISH) -> go.Figure:
+    """``map_of``'s map drawn by the server, in ``language`` (``title``, if given, in its words)."""
+    return map_of(translation, kind, layer, head, title, marked_step).figure(language)
 
 
 def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], layer: int = 1, head: int = 1,
-                     average_heads: bool = False, marked_step: int | None = None) -> go.Figure:
-    """The attention heatmap(s) for the selectors of the Translate tab (layer and head are 1-based). The page draws
-    these itself from ``page_numbers`` (ui/static/explorer.js); these are for exports, the API and the tests that
-    hold the two equal."""
+                     average_heads: bool = False, marked_step: int | None = None,
+                     language: str = ENGLISH) -> go.Figure:
+    """The attention heatmap(s) for the selectors of the Translate tab (layer and head are 1-based), in
+    ``language``. The page draws these itself from ``page_numbers`` (ui/static/explorer.js); these are for exports,
+    the API and the tests that hold the two equal."""
     kind = kind_key(kind)
     weights = attention_tensor(translation, kind)  # (layers, heads, queries, keys)
     layers, heads = weights.shape[:2]
     layer = clamp(layer, 1, layers)
-    rows, columns, row_title, column_title = attention_axes(translation, kind)
-    name = ATTENTION_KINDS[kind]
+    rows, columns, row_title, column_title = attention_axes(translation, kind, language)
+    name, named = text(language, f"map.kind.{kind}"), titles(language)
+    grid = dict(query_title=row_title, key_title=column_title, rows_are_steps=kind != "encoder", language=language)
+    head_names = [named["head"].format(head=h + 1) for h in range(heads)]
     if view == VIEWS[2]:
-        grid = _drawn(weights.mean(dim=1, keepdim=True) if average_heads else weights)
-        column_names = [TITLES["mean"]] if average_heads else [TITLES["head"].format(head=h + 1) for h in range(heads)]
-        which = TITLES["everyMean"] if average_heads else TITLES["everyHead"]
-        return figures.attention_grid(grid, rows, columns, name, [TITLES["layer"].format(layer=l + 1)
-                                                                  for l in range(layers)],
-                                      column_names, query_title=row_title, key_title=column_title,
-                                      rows_are_steps=kind != "encoder", subtitle=which)
+        return figures.attention_grid(_drawn(weights.mean(dim=1, keepdim=True) if average_heads else weights),
+                                      rows, columns, name, [named["layer"].format(layer=l + 1) for l in range(layers)],
+                                      [named["mean"]] if average_heads else head_names,
+                                      subtitle=named["everyMean" if average_heads else "everyHead"], **grid)
     if view == VIEWS[1] and not average_heads:
-        return figures.attention_grid([_drawn(weights[layer - 1])], rows, columns, name, [""],
-                                      [TITLES["head"].format(head=h + 1) for h in range(heads)],
-                                      query_title=row_title, key_title=column_title,
-                                      rows_are_steps=kind != "encoder",
-                                      subtitle=TITLES["layerHeads"].format(layer=layer))
-    return map_figure(translation, kind, layer, None if average_heads else head, marked_step=marked_step)
+        return figures.attention_grid([_drawn(weights[layer - 1])], rows, columns, name, [""], head_names,
+                                      subtitle=named["layerHeads"].format(layer=layer), **grid)
+    return map_figure(translation, kind, layer, None if average_heads else head, marked_step=marked_step,
+                      language=language)
 
 
 # --- what the page draws from ------------------------------------------------------------------------
 
 def page_numbers(translation: Translation, kind: str = "cross", layer: int = 1, most: int | None = None,
-                 sent: int = 0) -> dict:
+                 sent: int = 0, language: str = ENGLISH) -> dict:
     """A translation's numbers, from which the page draws every view of the Translate tab (ui/static/explorer.js):
     the pieces, each step's candidates and caption, and the attention maps of every layer and head and their mean,
     as ``WEIGHT_DECIMALS``-decimal fixed-point numbers (the 4 decimals the page shows) in base64 (``map_block``).
@@ -276,11 +288,11 @@ def page_numbers(translation: Translation, kind: str = "cross", layer: int = 1, 
     ``MOST_PAGE_NUMBERS``: a long sentence on a large model), those the page shows at once come whatever their size
     (``kind`` at ``layer``, and the cross-attention there for the step view), then the others in order while they
     fit; the page asks for the rest as it shows them (``map_block``). ``sent`` numbers the answer: the same
-    sentence translated again is new to the page."""
+    sentence translated again is new to the page. Axis names and captions in ``language``."""
     heads = translation.cross_attention.shape[1]
     maps = {}
     for name in ATTENTION_KINDS:
-        rows, columns, row_title, column_title = attention_axes(translation, name)
+        rows, columns, row_title, column_title = attention_axes(translation, name, language)
         weights = attention_tensor(translation, name)
         maps[name] = {"layers": weights.shape[0], "rows": list(rows), "columns": list(columns),
                       "rowTitle": row_title, "columnTitle": column_title, "blocks": [None] * weights.shape[0]}
@@ -295,7 +307,7 @@ def page_numbers(translation: Translation, kind: str = "cross", layer: int = 1, 
             budget -= block_numbers[name]
     steps = [{"candidates": list(translation.top_pieces[index]), "chosen": translation.predicted_pieces[index],
               "probabilities": [float(p) for p in translation.top_probs[index]],
-              "caption": _step_caption(translation, index)} for index in range(translation.num_steps)]
+              "caption": _step_caption(translation, index, language)} for index in range(translation.num_steps)]
     return {"sent": sent, "heads": heads, "decimals": WEIGHT_DECIMALS, "source": list(translation.source_pieces),
             "produced": list(translation.predicted_pieces), "maps": maps, "steps": steps}
 
@@ -329,21 +341,26 @@ class StepView:
     caption: str
 
 
-def step_view(translation: Translation, step: int, layer: int | None = None, head: int | None = None) -> StepView:
-    """Step ``step`` (1-based, clamped). ``head`` None averages the heads; ``layer`` None uses the last layer."""
+def step_view(translation: Translation, step: int, layer: int | None = None, head: int | None = None,
+              language: str = ENGLISH) -> StepView:
+    """Step ``step`` (1-based, clamped), in ``language``. ``head`` None averages the heads; ``layer`` None uses the
+    last layer."""
     steps = translation.num_steps
     step = clamp(step, 1, steps)
     index = step - 1
-    matrix, which = one_map(translation, "cross", _layer_or_last(translation, layer), head)
-    return StepView(step, revealed_pieces(translation, step), figures.top_k_bar(*_candidates(translation, index)),
-                    figures.source_attention_bar(matrix[index], translation.source_pieces,
-                                                 TITLES["sourceAttention"].format(step=step, which=which)),
-                    _step_caption(translation, index))
+    matrix, which = one_map(translation, "cross", _layer_or_last(translation, layer), head, language)
+    title = titles(language)["sourceAttention"].format(step=step, which=which)
+    return StepView(step, revealed_pieces(translation, step, language),
+                    figures.top_k_bar(*_candidates(translation, index, language), language=language),
+                    figures.source_attention_bar(matrix[index], translation.source_pieces, title, language=language),
+                    _step_caption(translation, index, language))
 
 
-def revealed_pieces(translation: Translation, step: int) -> list[tuple[str, str | None]]:
-    """The pieces produced up to ``step``, the last marked current, and "…" where more follow."""
-    revealed = [(piece + " ", "current" if i == step - 1 else None)
+def revealed_pieces(translation: Translation, step: int, language: str = ENGLISH) -> list[tuple[str, str | None]]:
+    """The pieces produced up to ``step``, the last marked current (the mark's word shown beside it, in
+    ``language``), and "…" where more follow."""
+    current = text(language, "translate.piece.current")
+    revealed = [(piece + " ", current if i == step - 1 else None)
                 for i, piece in enumerate(translation.predicted_pieces[:step])]
     return revealed + ([("…", None)] if step < translation.num_steps else [])
 
@@ -352,30 +369,35 @@ def _layer_or_last(translation: Translation, layer: int | None) -> int:
     return translation.cross_attention.shape[0] if layer is None else layer
 
 
-def _candidates(translation: Translation, index: int) -> tuple:
+def _candidates(translation: Translation, index: int, language: str = ENGLISH) -> tuple:
     """The top-k chart's pieces, probabilities, chosen piece and title at step ``index + 1``."""
     return (translation.top_pieces[index], translation.top_probs[index], translation.predicted_pieces[index],
-            TITLES["candidates"].format(step=index + 1))
+            titles(language)["candidates"].format(step=index + 1))
 
 
-def _step_caption(translation: Translation, index: int) -> str:
-    return (f"Step {index + 1} of {translation.num_steps}: the model produced "
-            f"**{markdown_escape(translation.predicted_pieces[index])}** with probability "
-            f"{translation.token_probs[index]:.1%}.")
+def _step_caption(translation: Translation, index: int, language: str = ENGLISH) -> str:
+    return text(language, "translate.step.caption", step=index + 1, steps=translation.num_steps,
+                piece=markdown_escape(translation.predicted_pieces[index]),
+                probability=Number(translation.token_probs[index], ".1%"))
 
 
-def source_pieces(translation: Translation) -> list[tuple[str, str | None]]:
-    """Source pieces for a highlighted-text view, one space apart so piece boundaries stay visible."""
-    return [(piece + " ", "special" if piece in SPECIAL_PIECES else None) for piece in translation.source_pieces]
+def source_pieces(translation: Translation, language: str = ENGLISH) -> list[tuple[str, str | None]]:
+    """Source pieces for a highlighted-text view, one space apart so piece boundaries stay visible; the special
+    ones marked (the mark's word shown beside them, in ``language``)."""
+    special = text(language, "translate.piece.special")
+    return [(piece + " ", special if piece in SPECIAL_PIECES else None) for piece in translation.source_pieces]
 
 
-def forced_figures(translation: Translation, layer: int | None = None,
-                   head: int | None = None) -> tuple[go.Figure, go.Figure]:
-    """Per-token probability of a forced target, and its cross-attention (default: last layer, mean of heads)."""
+def forced_figures(translation: Translation, layer: int | None = None, head: int | None = None,
+                   language: str = ENGLISH) -> tuple[go.Figure, go.Figure]:
+    """Per-token probability of a forced target, and its cross-attention (default: last layer, mean of heads), in
+    ``language``."""
     probabilities = figures.token_probability_bar(
         translation.predicted_pieces, translation.token_probs,
-        f"Probability of each token of your translation<br><sup>total log-probability {translation.log_prob:.2f}</sup>")
+        text(language, "translate.forced.probability.title", log_prob=Number(translation.log_prob, ".2f")),
+        language=language)
     layer = translation.cross_attention.shape[0] if layer is None else layer
     # Figures: /forced sends them to scripts as Gradio's Plot would.
-    attention = map_figure(translation, "cross", layer, head, "Cross-attention while reading your translation")
+    attention = map_figure(translation, "cross", layer, head, text(language, "translate.forced.attention.title"),
+                           language=language)
     return probabilities, attention
