@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 
@@ -15,7 +16,7 @@ from transformer.files.checkpoint import Checkpoint, CheckpointError
 from . import api, class_page, figures, header, lessons
 from .jobs import MAX_UPLOAD_BYTES
 from .runtime import batching, costly, page_code
-from .runtime.language import ENGLISH, LANGUAGES, LanguageRoutes, page_path, text
+from .runtime.language import ENGLISH, LANGUAGES, LanguageRoutes, page_path, said, switch_html, text
 from .runtime.limits import BodySizeLimit, ClientShare
 from .runtime.page import Page
 from .services import Services
@@ -36,12 +37,18 @@ THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Robot
     button_primary_background_fill="*primary_700", button_primary_background_fill_hover="*primary_800",
     button_primary_text_color="white")
 # The page's own scripts and styles (ui/static/, each in a file of its own), and what Python tells them.
-PAGE_CONFIG = {"explorer": translate.PAGE_SETTINGS, "figures": figures.PAGE_SETTINGS,
-               "rowPickers": [translate.STEP_PICKER, inside.QUERY_PICKER], "plotlyUrl": page_code.plotly_url(),
-               "lessons": lessons.page_settings(), "liveRegions": [class_page.STUDENT_STATUS]}
+def page_config(language: str) -> dict:
+    """What the page's scripts are told, in the page's language."""
+    return {"explorer": translate.page_settings(language), "figures": figures.page_settings(language),
+            "rowPickers": [translate.STEP_PICKER, inside.QUERY_PICKER], "plotlyUrl": page_code.plotly_url(),
+            "lessons": lessons.page_settings(language), "liveRegions": [class_page.STUDENT_STATUS]}
 
 
-PAGE_STYLE = {"css_paths": list(page_code.STYLES), "theme": THEME, "head": page_code.head(PAGE_CONFIG)}
+def page_style(language: str) -> dict:
+    return {"css_paths": list(page_code.STYLES), "theme": THEME, "head": page_code.head(page_config(language))}
+
+
+PAGE_STYLE = page_style(ENGLISH)
 STUDENTS_PAGE = f"/{class_page.STUDENT_PATH}/"
 # Gradio's threads for events: its default for those that compute, and one more for each event that may wait
 # without computing (translations gathering for a batch, costly events waiting their turn), so that waiting ones
@@ -62,26 +69,45 @@ def launch_options() -> dict:
     Threads: see THREADS.
     The lifespan mounts the students' page of a class beside the main page when the server starts."""
     share = Middleware(ClientShare, own_allowance={STUDENTS_PAGE: PHONES_PER_ADDRESS})
-    languages = Middleware(LanguageRoutes, pages={"/": (ENGLISH,), STUDENTS_PAGE: tuple(LANGUAGES)},
+    languages = Middleware(LanguageRoutes, pages={"/": tuple(LANGUAGES), STUDENTS_PAGE: tuple(LANGUAGES)},
                            announcing=page_code.announcing)
     return {**PAGE_STYLE, "max_file_size": MAX_UPLOAD_BYTES, "ssr_mode": False, "max_threads": THREADS,
-            "app_kwargs": {"middleware": [Middleware(BodySizeLimit), share, languages], "lifespan": serve_students}}
+            "app_kwargs": {"middleware": [Middleware(BodySizeLimit), share, languages], "lifespan": serve_pages}}
 
 
 def build_app(services: Services | None = None, default_model: str | None = None,
               queue_size: int = QUEUE_SIZE) -> gr.Blocks:
+    """The English page, served at /, with what the server serves beside it: the students' pages, and the page in
+    the other languages (``other_pages``), built as the server starts (``serve_pages``)."""
     services = services or Services.default()
+    demo = build_page(services, default_model, queue_size)
+    demo.students_pages = {language: build_students_page(services, language) for language in LANGUAGES}
+    demo.other_pages = functools.partial(build_other_pages, services, default_model, queue_size)
+    for blocks in (demo, *demo.students_pages.values()):
+        remember_signatures(blocks)
+    return demo
+
+
+def build_other_pages(services: Services, default_model: str | None, queue_size: int) -> dict[str, gr.Blocks]:
+    return {language: build_page(services, default_model, queue_size, language)
+            for language in LANGUAGES if language != ENGLISH}
+
+
+def build_page(services: Services, default_model: str | None = None, queue_size: int = QUEUE_SIZE,
+               language: str = ENGLISH) -> gr.Blocks:
+    """The page in ``language``: every tab's layout, then what each declares to the others, then every event."""
     names = services.registry.names()
     default_model, checkpoint, broken = first_that_loads(services, default_model)
 
-    with gr.Blocks(title="Transformer attention explorer", delete_cache=EXPORTS_KEPT_S) as demo:
-        page = Page(services, demo)
+    with gr.Blocks(title=text(language, "page.title"), delete_cache=EXPORTS_KEPT_S) as demo:
+        page = Page(services, demo, language)
+        gr.HTML(switch_html(language), elem_id="page-languages")
         header.layout(page, names, default_model, broken)
         lessons.layout(page)
         class_page.teacher_layout(page)
         with gr.Tabs() as tabs:
             for tab in TABS:
-                with gr.Tab(tab.TITLE, id=tab.TAB_ID) as shown:
+                with gr.Tab(said(tab.TITLE, language), id=tab.TAB_ID) as shown:
                     tab.layout(page, checkpoint)
                 page.tabs[tab.TAB_ID] = shown
         # The tab on screen (set in the browser as tabs open), and the tabs whose views of the last translation are
@@ -101,9 +127,6 @@ def build_app(services: Services | None = None, default_model: str | None = None
         api.wire(page)
     demo.queue(max_size=queue_size, default_concurrency_limit=2)
     demo.named_components = page.components  # the page's components by name, for tests and tools
-    demo.students_pages = {language: build_students_page(services, language) for language in LANGUAGES}
-    for blocks in (demo, *demo.students_pages.values()):
-        remember_signatures(blocks)
     return demo
 
 
@@ -138,22 +161,29 @@ def build_students_page(services: Services, language: str = ENGLISH) -> gr.Block
 
 
 @contextlib.asynccontextmanager
-async def serve_students(app):
-    """The server's lifespan: the students' pages mounted while the server runs, the English one at /class and
-    each other language's below it (/class/de); mounted in that order reversed, so that /class does not take
-    /class/de's requests. Which one a phone opens: ``LanguageRoutes``."""
-    pages = app.get_blocks().students_pages
-    for language in sorted(pages, key=lambda language: language == ENGLISH):
-        gr.mount_gradio_app(app, pages[language], page_path(STUDENTS_PAGE, language).rstrip("/"), ssr_mode=False,
-                            footer_links=[], **PAGE_STYLE)
-    for students in pages.values():
-        students.run_startup_events()
-        await students.run_extra_startup_events()
+async def serve_pages(app):
+    """The server's lifespan: beside the English page at /, the page in each other language (/de, /fr) and the
+    students' pages (/class, /class/de, /class/fr) mounted while the server runs; each mounted below another's
+    path before it, so that /class does not take /class/de's requests. Which one a browser opens:
+    ``LanguageRoutes``."""
+    main = app.get_blocks()
+    mounted = {**{page_path("/", language): (blocks, language) for language, blocks in main.other_pages().items()},
+               **{page_path(STUDENTS_PAGE, language): (blocks, language)
+                  for language, blocks in main.students_pages.items()}}
+    for path in sorted(mounted, key=len, reverse=True):
+        blocks, language = mounted[path]
+        remember_signatures(blocks)
+        gr.mount_gradio_app(app, blocks, path.rstrip("/"), ssr_mode=False,
+                            footer_links=[] if path.startswith(STUDENTS_PAGE) else ["api", "settings"],
+                            **page_style(language))
+    for blocks, _ in mounted.values():
+        blocks.run_startup_events()
+        await blocks.run_extra_startup_events()
     try:
         yield
     finally:
-        for students in pages.values():
-            students.close(verbose=False)
+        for blocks, _ in mounted.values():
+            blocks.close(verbose=False)
 
 
 def first_that_loads(services: Services, preferred: str | None) -> tuple[str, Checkpoint, dict[str, str]]:

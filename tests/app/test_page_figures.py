@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ui.runtime import page_code
-from ui.build import PAGE_CONFIG
+from ui.build import page_config
 from ui.runtime.chart import Chart
 from ui.views import choices
 from ui.views import inside as inside_views
@@ -28,7 +28,7 @@ def page(browser):
     page = browser.new_page()
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.set_content(f"<html><head>{page_code.head(PAGE_CONFIG)}</head><body></body></html>")
+    page.set_content(f"<html><head>{page_code.head(page_config('en'))}</head><body></body></html>")
     assert page.evaluate("() => typeof window.explorer.figures") == "function", errors
     yield page
     page.close()

@@ -1,0 +1,81 @@
+"""The page in German and in French, in Chromium: a browser asking for German gets the German page, every tab of it
+in German with no English left on the screen, its switch to French remembered, and axe-core finds nothing serious
+in either language."""
+
+import re
+
+import pytest
+
+from test_accessibility import TAB_SETTLED, serious_violations
+from ui.runtime.language import LANGUAGES, table
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+
+# The page's words, less what a sentence or a model says: the English example sentences and the charts' labels
+# (pieces of sentences).
+PAGE_WORDS = """() => {
+  let seen = document.body.innerText;
+  for (const data of document.querySelectorAll("#examples, .js-plotly-plot")) {
+    if (data.innerText) seen = seen.split(data.innerText).join("\\n");
+  }
+  return seen;
+}"""
+
+
+def whole(words: str, text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(words)}(?![\w-])", text) is not None
+
+
+def english_left(language: str, seen: str) -> list[str]:
+    """The English of every string the page says otherwise in ``language``, found whole on the screen; not the
+    words that language uses too (a German "Download") or each language's name in its own words (the switch)."""
+    english, other = table("en"), table(language)
+    theirs = "\n".join(other.values())
+    return sorted({words for key, words in english.items()
+                   if "{" not in words and "<" not in words and len(words) > 3 and words != other[key]
+                   and words not in LANGUAGES.values() and not whole(words, theirs) and whole(words, seen)})
+
+
+@pytest.mark.parametrize("language", ["de", "fr"])
+def test_a_browser_in_german_or_french_gets_every_tab_in_its_language_and_nothing_serious(app_url, browser,
+                                                                                         language):
+    url, _ = app_url
+    context = browser.new_context(locale=language, viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=90_000)
+    assert page.url == f"{url}{language}/" and page.evaluate("document.documentElement.lang") == language
+    assert page.title() == table(language)["page.title"]
+    found, left = {}, {}
+    page.locator("#lessons .label-wrap").first.click()  # the lessons panel open
+    left["opening page"] = english_left(language, page.evaluate(PAGE_WORDS))
+    found["opening page"] = serious_violations(page)
+    for tab in page.get_by_role("tab").all()[1:]:
+        tab.click()
+        page.wait_for_function(TAB_SETTLED, timeout=60_000)
+        name = tab.inner_text()
+        left[name] = english_left(language, page.evaluate(PAGE_WORDS))
+        found[name] = serious_violations(page)
+    context.close()
+    assert not any(left.values()), {where: words for where, words in left.items() if words}
+    assert not any(found.values()), {where: violations for where, violations in found.items() if violations}
+
+
+def test_the_pages_switch_goes_to_another_language_and_is_remembered(app_url, browser):
+    url, _ = app_url
+    context = browser.new_context(locale="de-DE", viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(f"{url}?model=reverse-tiny")
+    page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=90_000)
+    assert page.url == f"{url}de/?model=reverse-tiny", "a shared link's settings kept"
+    page.locator("#page-languages").get_by_role("link", name="Français").click()
+    page.wait_for_function("() => document.documentElement.lang === 'fr'", timeout=60_000)
+    assert page.url == f"{url}fr/?model=reverse-tiny" or page.url == f"{url}fr/"
+    page.goto(url)
+    page.wait_for_function("() => document.documentElement.lang === 'fr'", timeout=60_000)
+    assert page.url == f"{url}fr/", "the choice is remembered over the browser's German"
+    page.locator("#page-languages").get_by_role("link", name="English").click()
+    page.wait_for_function("() => document.documentElement.lang === 'en'", timeout=60_000)
+    assert page.url == url
+    context.close()
