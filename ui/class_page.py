@@ -254,8 +254,7 @@ def teacher_layout(page: Page) -> None:
 def student_layout(page: Page) -> None:
     """The students' page, in the page's language: the switch to the others, a code, the question, the choices,
     one answer."""
-    def words(key: str, **values) -> str:
-        return text(page.language, key, **values)
+    words = page.words
     languages = gr.HTML(languages_html(page.language), elem_id="student-languages")
     gr.Markdown(f"## {words('class.title')}")
     with gr.Row():

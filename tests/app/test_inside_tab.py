@@ -88,7 +88,7 @@ def test_sampling_a_translation_names_its_seed_and_moves_the_seed_on(app_service
 
 
 def test_the_blackboard_computes_equation_1_on_the_numbers_typed():
-    steps, figure = inside.blackboard(inside.BLACKBOARD_EXAMPLE, causal=True)
+    steps, figure = inside.blackboard(inside.blackboard_example(), causal=True)
     assert "| **cat** | 0.196 | 0.804 | −∞ |" not in steps, "softmax rows show 0, not −∞"
     assert "| **cat** | 0.000 | 1.414 | −∞ |" in steps, "scaled scores show the mask as −∞"
     np.testing.assert_allclose(np.asarray(figure.data[0].z)[0], [1, 0, 0])
@@ -96,24 +96,24 @@ def test_the_blackboard_computes_equation_1_on_the_numbers_typed():
 
 @pytest.mark.parametrize("cell", ["x", float("nan"), None])
 def test_the_blackboard_refuses_a_cell_that_is_not_a_number(cell):
-    table = inside.BLACKBOARD_EXAMPLE.astype(object)
+    table = inside.blackboard_example().astype(object)
     table.iloc[1, 2] = cell
     with pytest.raises(InputError, match="number"):
         inside.blackboard(table, causal=False)
 
 
 def test_changing_d_k_keeps_the_numbers_that_fit():
-    wider = inside.blackboard_table(3, inside.BLACKBOARD_EXAMPLE)
+    wider = inside.blackboard_table(3, inside.blackboard_example())
     assert list(wider.columns) == ["token", "q1", "q2", "q3", "k1", "k2", "k3", "v1", "v2", "v3"]
     assert list(wider.iloc[1]) == ["cat", 0.0, 1.0, 0.0, 0.0, 2.0, 0.0, 0.0, 1.0, 0.0]
     assert inside.blackboard(wider, causal=False)[0].startswith("**1. Scores")
     narrower = inside.blackboard_table(2, wider)
-    pandas.testing.assert_frame_equal(narrower, inside.BLACKBOARD_EXAMPLE)
+    pandas.testing.assert_frame_equal(narrower, inside.blackboard_example())
 
 
 def test_with_every_cross_attention_head_off_the_comparison_shows_nothing_added(app_services, translation):
     checkpoint = app_services.registry.get("multi30k-en-de")
-    every_head = experiment_views.head_choices(checkpoint)["cross"]
+    every_head = experiment_views.head_labels(checkpoint)["cross"]
     views = experiments.on_ablate(app_services, "multi30k-en-de", translation, [], [], every_head, CROSS, 3,
                                   "mean of heads", experiment_views.MEASURES[0])
     before = np.asarray(views["experiment_attention_before"].data[0].z)

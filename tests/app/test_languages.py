@@ -326,7 +326,7 @@ def test_the_experiments_analysis_and_evidence_tabs_leave_no_english_on_another_
     assert len(shown) > 60 and not untranslated & set(shown), untranslated & set(shown)
     assert [value for _, value in page["experiment_measure"].choices] == list(experiment_views.MEASURES)
     assert [value for _, value in page["explain_method"].choices] == list(explain_views.METHODS)
-    assert page["experiment_head"].choices[0] == (words["experiments.mean_of_heads"], "mean of heads")
+    assert page["experiment_head"].choices[0] == (words["translate.mean_of_heads"], "mean of heads")
     importance = {"encoder": torch.tensor([[0.5, -0.01]]), "cross": torch.tensor([[-0.3, 1.0]])}
     _, summary = experiment_views.importance_views(importance, "t", other)
     assert summary.startswith(words["experiments.most_important"].split("{")[0]) and "+1,00" in summary

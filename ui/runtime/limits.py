@@ -2,8 +2,7 @@
 JSON parse and a copy before any of the app's own checks can refuse it) and each client's share of the work.
 
 A refusal is said in the language of the page that sent the request, read from its path (``/de/gradio_api/...``
-comes from the German page), else in the language that page would open in for this browser (its cookie, else its
-Accept-Language), as ``LanguageRoutes`` chooses it."""
+comes from the German page), else in English. A page in every language counts as one page."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import os
 import re
 import time
 
-from .language import LANGUAGES, LanguageRoutes, Number, text
+from .language import ENGLISH, LANGUAGES, Number, text
 
 MAX_BODY_BYTES = 1_000_000  # a request of the page is a few kilobytes; uploads have their own limit
 CLIENT_EVENTS, CLIENT_WINDOW_S = 30, 10.0  # a student clicking through the page starts a few per second at most
@@ -118,11 +117,12 @@ class ClientShare:
             headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
             client = visitor(headers, (scope.get("client") or (None,))[0])
             mount = f"{work.group(1)}/" if work.group(1) else ""
-            # A mounted app's pages in every language (/class/de/ with /class/) share its allowance.
-            mount = next((path for path in self.own_allowance if mount.startswith(path)), mount)
+            # A page in every language is one page: /de/ and /fr/ with /, /class/de/ with /class/.
+            parts = [part for part in mount.split("/") if part and part not in LANGUAGES]
+            mount = "/".join(["", *parts, ""]) if parts else ""
             events = self.events * self.own_allowance.get(mount, 1)
             if client is not None and not self.admit((client, mount), events):
-                return await refuse(send, 429, text(asking_language(scope, headers), "runtime.too_many",
+                return await refuse(send, 429, text(asking_language(scope), "runtime.too_many",
                                                     events=events, seconds=Number(self.window_s, "g")))
         return await self.app(scope, receive, send)
 
@@ -140,15 +140,11 @@ class ClientShare:
         return True
 
 
-def asking_language(scope, headers: dict[str, str] | None = None) -> str:
-    """The language of the page a request comes from: the language its path names (``/class/fr/gradio_api/...``),
-    else the one this browser's page opens in (``LanguageRoutes.wanted``: its cookie, else its Accept-Language)."""
+def asking_language(scope) -> str:
+    """The language of the page a request comes from: the one its path names (``/class/fr/gradio_api/...``), else
+    English (the page at /, and scripts, which read these messages as they always have)."""
     named = [part for part in scope["path"].split("/gradio_api/")[0].split("/") if part in LANGUAGES]
-    if named:
-        return named[-1]
-    if headers is None:
-        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
-    return LanguageRoutes.wanted(None, headers, tuple(LANGUAGES))
+    return named[-1] if named else ENGLISH
 
 
 async def refuse(send, status: int, message: str) -> None:

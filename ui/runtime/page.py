@@ -30,6 +30,8 @@ from .errors import as_user_message, as_warning
 from .language import ENGLISH, WRITTEN_PER_LANGUAGE, said, text
 
 SPECIAL_PARAMETERS = (gr.Request, gr.SelectData, gr.EventData)
+# A handler's or a hook's parameter the page fills with its own language, by name (never one of Gradio's values).
+PAGE_LANGUAGE = "language"
 
 
 @dataclass
@@ -126,8 +128,8 @@ class Page:
 
     def in_its_language(self, fn: Callable) -> Callable:
         """``fn`` given the page's language where it takes one (a parameter ``language``), as handlers are."""
-        if "language" in inspect.signature(fn).parameters:
-            return functools.partial(fn, language=self.language)
+        if PAGE_LANGUAGE in inspect.signature(fn).parameters:
+            return functools.partial(fn, **{PAGE_LANGUAGE: self.language})
         return fn
 
     def translation_outputs(self, shown: str | None = None) -> tuple[str, ...]:
@@ -203,8 +205,8 @@ class Page:
             return run
         signature = inspect.signature(fn)
         # The shown tab, Gradio's last value: before the page's language, which the page gives by name.
-        others = [p for p in signature.parameters.values() if p.name != "language"]
-        language = [p for p in signature.parameters.values() if p.name == "language"]
+        others = [p for p in signature.parameters.values() if p.name != PAGE_LANGUAGE]
+        language = [p for p in signature.parameters.values() if p.name == PAGE_LANGUAGE]
         run.__signature__ = signature.replace(parameters=[
             *others, inspect.Parameter("visible_tab", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="translate"),
             *language])
@@ -216,7 +218,7 @@ class Page:
         ``fn`` that names the model the visitor asks for; ``fn`` is not run when their page shows it already or is
         switching to it (``ModelsShown``)."""
         signature = inspect.signature(fn)
-        positional = len([name for name in signature.parameters if name != "language"])  # the page's, by keyword
+        positional = len([name for name in signature.parameters if name != PAGE_LANGUAGE])  # the page's, by keyword
 
         @functools.wraps(fn)
         def run(*args, page_session: gr.Request | None = None, **kwargs):
@@ -256,8 +258,8 @@ class Page:
         parameters = list(inspect.signature(fn).parameters.values())
         takes_services = bool(parameters) and parameters[0].name == "services"
         bound = functools.partial(fn, self.services) if takes_services else fn
-        if any(p.name == "language" for p in parameters):
-            bound = functools.partial(bound, language=self.language)
+        if any(p.name == PAGE_LANGUAGE for p in parameters):
+            bound = functools.partial(bound, **{PAGE_LANGUAGE: self.language})
         components = self.components
         declared = None if outputs is None else set(outputs)
 
@@ -277,7 +279,7 @@ class Page:
             # Gradio reads an empty dict as one value, not as "nothing changes".
             return values or {components[name]: gr.skip() for name in declared or ()}
 
-        own = [p for p in (parameters[1:] if takes_services else parameters) if p.name != "language"]
+        own = [p for p in (parameters[1:] if takes_services else parameters) if p.name != PAGE_LANGUAGE]
         # Every value is bounded by the component it is for before the handler sees it (bounds.py).
         checked = [(i, p.name, components[p.name]) for i, p in enumerate(own) if p.name in components]
         # Gradio also hands the wrapper the request, to tell the page (messages shown as HTML) from API clients.
@@ -328,7 +330,7 @@ class Page:
         """The components a handler reads: its parameters, less ``services`` and those Gradio fills itself."""
         hints = typing.get_type_hints(fn)
         return [self.components[p.name] for p in inspect.signature(fn).parameters.values()
-                if p.name not in ("services", "language") and hints.get(p.name) not in SPECIAL_PARAMETERS
+                if p.name not in ("services", PAGE_LANGUAGE) and hints.get(p.name) not in SPECIAL_PARAMETERS
                 and not isinstance(p.default, gr.Progress)]  # Gradio fills a progress tracker itself
 
     def on(self, triggers, fn: Callable, outputs: Iterable[str], *, keep_on_input_problem: bool = False,

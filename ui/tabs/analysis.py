@@ -16,8 +16,7 @@ from ..services import Services
 from ..views import exports, share
 from ..views.analysis import (HYPOTHESES_HEADERS, STATISTICS_HEADERS, alignment_view, beam_view, head_figure,
                               hypothesis_attention, sample_statistics, statistics_kind, statistics_rows)
-from ..views.choices import MEAN_OF_HEADS, chosen_head, require_translation
-from ..views.experiments import head_picker
+from ..views.choices import MEAN_OF_HEADS, chosen_head, head_choices, require_translation
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import MAX_BEAM, attention_figure, decoding_of, length_penalty_origin
 
@@ -39,7 +38,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     with gr.Accordion(words("analysis.alignment_section"), open=True):
         with gr.Row():
             alignment_layer = components.Slider(1, 6, value=6, step=1, label=words("analysis.layer"))
-            alignment_head = components.Dropdown(head_picker(0, page.language), value=MEAN_OF_HEADS,
+            alignment_head = components.Dropdown(head_choices(0, page.language), value=MEAN_OF_HEADS,
                                                  label=words("analysis.head"))
         alignment_plot = Chart(label=words("analysis.alignment_chart"), elem_id="alignment-plot")
     with gr.Accordion(words("analysis.statistics_section"), open=True):
@@ -126,8 +125,9 @@ def on_npz(translation_state) -> dict:
     return {"export_file": exports.attention_npz_file(require_translation(translation_state))}
 
 
-def on_svg(translation_state, kind, view, layer, head, average) -> dict:
-    figure = attention_figure(require_translation(translation_state), kind, view, layer, head, average)
+def on_svg(translation_state, kind, view, layer, head, average, language: str = ENGLISH) -> dict:
+    figure = attention_figure(require_translation(translation_state), kind, view, layer, head, average,
+                              language=language)
     return {"export_file": exports.figure_svg_file(figure, "attention")}
 
 
@@ -152,7 +152,7 @@ def after_translation(translation: Translation, language: str = ENGLISH) -> dict
             "hypotheses_state": None, "hypothesis_plot": None, "statistics_table": None, "statistics_caption": "",
             "statistics_head_plot": None, "export_file": None, "share_link": "",
             "alignment_layer": gr.Slider(1, layers, value=layers, step=1),
-            "alignment_head": gr.Dropdown(head_picker(heads, language), value=MEAN_OF_HEADS),
+            "alignment_head": gr.Dropdown(head_choices(heads, language), value=MEAN_OF_HEADS),
             "alignment_plot": alignment_view(translation, layers, None, language)}
 
 

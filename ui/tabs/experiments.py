@@ -17,9 +17,9 @@ from ..runtime.chart import Chart
 from ..runtime.language import ENGLISH, message, text
 from ..runtime.page import Page
 from ..services import Services
-from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, require_translation
-from ..views.experiments import (MEASURE_KEYS, MEASURES, comparison_attention, comparison_view, head_choices,
-                                 head_picker, importance_views)
+from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, head_choices, require_translation
+from ..views.experiments import (MEASURE_KEYS, MEASURES, comparison_attention, comparison_view, head_labels,
+                                 importance_views)
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import decoding_of, layer_and_head_counts
 
@@ -74,7 +74,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
                                            scale=3)
         experiment_layer = components.Slider(1, layers, value=layers, step=1, label=words("experiments.layer"),
                                              scale=2)
-        experiment_head = components.Dropdown(head_picker(heads, page.language), value=MEAN_OF_HEADS,
+        experiment_head = components.Dropdown(head_choices(heads, page.language), value=MEAN_OF_HEADS,
                                               label=words("experiments.head"), scale=1)
         experiment_measure = components.Radio([(words(key), value) for key, value in zip(MEASURE_KEYS, MEASURES)],
                                               value=MEASURES[0], label=words("experiments.show"), scale=3,
@@ -212,13 +212,13 @@ def after_translation(translation: Translation) -> dict:
 
 
 def after_model_change(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
-    choices = head_choices(checkpoint)
+    choices = head_labels(checkpoint)
     layers, heads = layer_and_head_counts(checkpoint)
     return {"ablate_encoder": gr.CheckboxGroup(choices["encoder"], value=[]),
             "ablate_decoder": gr.CheckboxGroup(choices["decoder"], value=[]),
             "ablate_cross": gr.CheckboxGroup(choices["cross"], value=[]),
             "experiment_layer": gr.Slider(1, layers, value=layers, step=1),
-            "experiment_head": gr.Dropdown(head_picker(heads, language), value=MEAN_OF_HEADS)}
+            "experiment_head": gr.Dropdown(head_choices(heads, language), value=MEAN_OF_HEADS)}
 
 
 def declare(page: Page) -> None:

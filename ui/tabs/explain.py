@@ -19,8 +19,7 @@ from ..runtime.page import Page
 from ..runtime.worker import Callback
 from ..services import Services, multi30k_available
 from ..views import explain
-from ..views.choices import MEAN_OF_HEADS, chosen_head
-from ..views.experiments import head_picker
+from ..views.choices import MEAN_OF_HEADS, chosen_head, head_choices
 from ..views.samples import sample_sentences
 
 TAB_ID, TITLE = "explain", message("explain.title")  # the tab's id in the page, and its label
@@ -48,7 +47,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         with gr.Column():
             with gr.Row():
                 explain_layer = components.Slider(1, layers, value=layers, step=1, label=words("explain.layer"))
-                explain_head = components.Dropdown(head_picker(heads, page.language), value=MEAN_OF_HEADS,
+                explain_head = components.Dropdown(head_choices(heads, page.language), value=MEAN_OF_HEADS,
                                                    label=words("explain.head"))
             explain_attention = Chart(label=words("explain.cross_attention"), elem_id="explain-attention")
     gr.Markdown(words("explain.agreement_note"))
@@ -180,7 +179,7 @@ def cross_attention_size(checkpoint: Checkpoint) -> tuple[int, int]:
 def after_model_change(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
     layers, heads = cross_attention_size(checkpoint)
     return {"explain_layer": gr.Slider(1, layers, value=layers, step=1),
-            "explain_head": gr.Dropdown(head_picker(heads, language), value=MEAN_OF_HEADS), "prune_plot": None,
+            "explain_head": gr.Dropdown(head_choices(heads, language), value=MEAN_OF_HEADS), "prune_plot": None,
             "prune_summary": ""}
 
 

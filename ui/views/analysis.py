@@ -13,7 +13,6 @@ from .. import figures
 from ..runtime.language import ENGLISH, Number, said, table
 from ..runtime.language import text as words
 from .choices import clamp, kind_key
-from .experiments import drawn_map
 from .text import clean_text
 from .translate import MAX_BEAM, map_of, one_map, which_message
 
@@ -57,7 +56,7 @@ def hypothesis_attention(checkpoint: Checkpoint, beam_state: dict, rank: int, la
 def head_figure(translation: Translation, kind: str, layer: int, head: int | None,
                 language: str = ENGLISH) -> go.Figure:
     """One head's map (None: the mean of the layer's heads), as the Translate tab draws it, in ``language``."""
-    return drawn_map(map_of(translation, kind, layer, head), language)
+    return map_of(translation, kind, layer, head).figure(language)
 
 
 def alignment_view(translation: Translation, layer: int | None = None, head: int | None = None,

@@ -16,22 +16,15 @@ from transformer.inside import one_head
 
 from .. import figures
 from ..runtime.language import ENGLISH, Message, Number, message, said, text
-from .choices import MEAN_OF_HEADS, clamp, head_options, kind_key
+from .choices import clamp, kind_key
 from .text import markdown_escape
 from .translate import AXES, AttentionMap, MapWords, attention_axes, map_of, which_message
 
 
-def head_choices(checkpoint: Checkpoint) -> dict[str, list[str]]:
+def head_labels(checkpoint: Checkpoint) -> dict[str, list[str]]:
     """Head labels (L1H1, ...) per attention type, for the ablation checkboxes."""
     return {kind: [interventions.head_label(layer, head) for layer in range(layers) for head in range(heads)]
             for kind, (layers, heads) in interventions.head_count(checkpoint).items()}
-
-
-def head_picker(heads: int, language: str = ENGLISH) -> list[tuple[str, str]]:
-    """A head picker's choices with their labels in ``language``: the mean (its value stays ``MEAN_OF_HEADS``,
-    which handlers and scripts send), then each head counted from 1."""
-    return [(text(language, "experiments.mean_of_heads") if choice == MEAN_OF_HEADS else choice, choice)
-            for choice in head_options(heads)]
 
 
 def word_diff(before: str, after: str, language: str = ENGLISH) -> list[tuple[str, str | None]]:
@@ -48,15 +41,6 @@ def word_diff(before: str, after: str, language: str = ENGLISH) -> list[tuple[st
         if op in ("insert", "replace"):
             pieces.append((" ".join(new[j1:j2]) + " ", added))
     return pieces
-
-
-def drawn_map(attention_map: AttentionMap, language: str = ENGLISH) -> go.Figure:
-    """A map drawn by the server with its words in ``language`` (``AttentionMap.figure`` draws the English
-    ones)."""
-    words = attention_map.in_words(language)
-    return figures.attention_heatmap(attention_map.weights, attention_map.rows, attention_map.columns, words.title,
-                                     words.query_title, words.key_title, attention_map.rows_are_steps,
-                                     words.subtitle, marked_row=attention_map.marked_row, language=language)
 
 
 def titled_map(translation, kind: str, layer: int, head: int | None, title: Message) -> AttentionMap:
@@ -112,7 +96,7 @@ def comparison_attention(comparison: interventions.Comparison, kind: str, layer:
     weights alone would say it still works."""
     titles = (message("experiments.unmodified"), message("experiments.with_intervention"))
     if measure != MEASURES[0] or checkpoint is None:
-        return tuple(drawn_map(titled_map(translation, kind, layer, head, title), language)
+        return tuple(titled_map(translation, kind, layer, head, title).figure(language)
                      for translation, title in zip((comparison.before, comparison.after), titles))
     kind = kind_key(kind)
     model = checkpoint.model

@@ -288,4 +288,3 @@ def blackboard_example(language: str = ENGLISH) -> pandas.DataFrame:
                             columns=[text(language, "inside.blackboard.token"), "q1", "q2", "k1", "k2", "v1", "v2"])
 
 
-BLACKBOARD_EXAMPLE = blackboard_example()  # the English page's

@@ -113,9 +113,9 @@ def language_note(checkpoint: Checkpoint, text: str, language: str = ENGLISH) ->
     expected, target = languages
     lowered = unicodedata.normalize("NFC", text).lower()  # "ä" pasted as "a" + a combining mark is still "ä"
     words = re.findall(r"\w+", lowered)
-    clues = {language: sum(word in LANGUAGE_WORDS[language] for word in words)
-                       + any(letter in lowered for letter in LANGUAGE_LETTERS[language])
-             for language in LANGUAGE_WORDS}
+    clues = {code: sum(word in LANGUAGE_WORDS[code] for word in words)
+                   + any(letter in lowered for letter in LANGUAGE_LETTERS[code])
+             for code in LANGUAGE_WORDS}
     seen = max(clues, key=clues.get)  # of tied languages the first; tied with the expected one, no note
     if seen == expected or clues[seen] < 2 or clues[seen] <= clues[expected]:
         return None
