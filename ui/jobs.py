@@ -35,7 +35,7 @@ from transformer.train.trainer import Trainer
 
 from .runtime.costly import CORES
 from .runtime.gpu import models_device
-from .runtime.language import ENGLISH, WRITTEN_PER_LANGUAGE, Message, Number, message, percent, text
+from .runtime.language import ENGLISH, WRITTEN_PER_LANGUAGE, Message, Number, message, percent, table, text
 from .runtime.limits import MAX_TRACKED_CLIENTS
 from .runtime.memory import release_memory
 from .views.choices import clamp, finite
@@ -97,7 +97,7 @@ class SizeSummary:
     cannot be known yet, and ``plan`` says why)."""
 
     parameters: int | None
-    plan: str | Message | None = None  # the library's plan, in English (BudgetPlan.describe), or why none yet
+    plan: Message | None = None  # what the plan for the time limit is (plan_words), or why there is none yet
 
 
 class PreviewSpeeds:
@@ -148,6 +148,33 @@ def fitted_plan(data: str, minutes: float, data_dir: str | None = None, shared: 
     return planning.plan_for(kind, minutes, shape, measurement)
 
 
+def plan_words(plan: BudgetPlan) -> Message:
+    """``BudgetPlan.describe`` as a message, said in the page's language: the model and how it is trained, what
+    it expects, and why (the measured speed; what the next larger size would make)."""
+    sizes = plan.sizes()
+    vocabulary = message("train.plan.vocabulary", size=Number(plan.vocab_size, ",")) if plan.vocab_size else ""
+    schedule = f"train.plan.schedule.{plan.schedule}"
+    model = message("train.plan.model", d_model=sizes["d_model"], encoder_layers=sizes["n_encoder_layers"],
+                    decoder_layers=sizes["n_decoder_layers"], d_ff=sizes["d_ff"], heads=sizes["n_heads"],
+                    dropout=Number(sizes["dropout"], "g"), vocabulary=vocabulary, tokens=Number(plan.max_tokens, ","),
+                    lr=Number(plan.lr, "g"), warmup=plan.warmup_steps,
+                    schedule=message(schedule) if schedule in table(ENGLISH) else plan.schedule)
+    expects = why = ""
+    if plan.expected_updates is not None:
+        expects = message("train.plan.expects", updates=Number(plan.expected_updates, ","),
+                          epochs=Number(plan.expected_epochs, ".1f"))
+        if plan.tokens_per_s is not None:
+            larger = ""
+            if plan.larger is not None:
+                d_model, could, needs = plan.larger
+                larger = message("train.plan.larger", d_model=d_model, could=Number(could, ","),
+                                 needs=Number(needs, ","))
+            why = message("train.plan.why", speed=Number(plan.tokens_per_s, ",.0f"), larger=larger)
+        elif plan.why:  # a plan made before its numbers were kept: the library's words
+            why = f": {plan.why}"
+    return message("train.plan", model=model, expects=expects, why=why)
+
+
 def size_summary(preset_name: str, data: str, minutes: float, shared: bool = False,
                  measure: bool = True) -> SizeSummary:
     """A preset's size for a data choice (digits, or text with 8,000 pieces), or the plan "auto" makes for
@@ -157,7 +184,7 @@ def size_summary(preset_name: str, data: str, minutes: float, shared: bool = Fal
         plan = fitted_plan(data, minutes, shared=shared, measure=measure)
         if isinstance(plan, Message):
             return SizeSummary(None, plan)
-        sizes, vocab, words = plan.sizes(), plan.vocab_size, plan.describe()
+        sizes, vocab, words = plan.sizes(), plan.vocab_size, plan_words(plan)
     else:
         sizes, vocab, words = dataclasses.asdict(preset(preset_name, 1, 1)), 8000, None
     vocab = DIGIT_PIECES if synthetic else vocab
@@ -216,7 +243,7 @@ class JobState:
     held: str | None = None          # name of a stopped job's model, kept out of the list until its trainer keeps it
     ended: float | None = None
     owner: str | None = None         # the visitor (session) who started it, while they are still here
-    plan: str | None = None          # what a job fitted to its time limit planned, from the speed it measured
+    plan: Message | None = None      # what a job fitted to its time limit planned, from the speed it measured
     shared: bool = False             # a public visitor's job: it ends at SHARED_MINUTES while another visitor waits
     cut: bool = False                # it was ended so that a waiting visitor could train
 
@@ -516,7 +543,7 @@ class JobManager:
         try:
             trainer = self.trainer(config, on_step=on_step, on_eval=on_eval, cancel=cancel, show_progress=False)
             if trainer.budget_plan is not None and trainer.budget_plan.expected_updates is not None:
-                self._update(plan=trainer.budget_plan.describe())
+                self._update(plan=plan_words(trainer.budget_plan))
             final = trainer.run()
             name = Path(config.out_dir).name
             history = run_history(Path(config.out_dir))

@@ -344,3 +344,17 @@ def test_the_experiments_analysis_and_evidence_tabs_leave_no_english_on_another_
     with pytest.raises(gr.Error, match=re.escape(words["experiments.tick_heads"])):
         page.handler(experiments_tab.on_ablate)("multi30k-en-de", None, [], [], [], choices_kinds()[2], 1,
                                                "mean of heads", experiment_views.MEASURES[0])
+
+
+def test_the_plan_a_job_fits_to_its_time_is_said_in_the_pages_language_and_in_english_as_the_library_says_it():
+    from library.test_budget import AMD, EPOCH_TOKENS, faster
+    from transformer.train.budget import SYNTHETIC_PLAN, plan_for_work
+    from ui.jobs import plan_words
+
+    plans = [plan_for_work(minutes, faster(AMD, factor), EPOCH_TOKENS) for minutes in (1, 15, 120)
+             for factor in (0.3, 4)]
+    for plan in [*plans, SYNTHETIC_PLAN]:
+        assert said(plan_words(plan), "en") == plan.describe()
+    german, french = (said(plan_words(plans[-1]), language) for language in ("de", "fr"))
+    assert "Schichten" in german and "Ziel-Tokens/s gemessen" in german and "layers" not in german
+    assert "couches" in french and "jetons cibles/s mesurés" in french and "layers" not in french

@@ -119,6 +119,10 @@ class BudgetPlan:
     expected_epochs: float | None = None
     why: str = ""
     measured: dict = field(default_factory=dict)   # Speed fields by size, as measured for this plan
+    # The numbers behind ``why``, for a reader that says it in another language: the measured speed of the chosen
+    # size, and the next larger size's d_model, the updates it would make and the updates it needs.
+    tokens_per_s: float | None = None
+    larger: tuple[int, int, int] | None = None
 
     def sizes(self) -> dict:
         """The model's sizes: the base preset's with this plan's overrides."""
@@ -161,14 +165,17 @@ def plan_for_work(minutes: float, speeds: Mapping[str, Speed], epoch_tokens: int
     dropout, attention_dropout = dropout_for_epochs(epochs)
     larger = LADDER[LADDER.index(size) + 1] if size is not LADDER[-1] else None
     why = f"{speed.tokens_per_s:,.0f} target tokens/s measured"
+    instead = None
     if larger is not None and larger.name in speeds:
         could = expected_updates(larger, speeds[larger.name], seconds)
-        why += (f"; d_model {larger.sizes()['d_model']} would make {could:,} updates of the "
+        instead = (larger.sizes()["d_model"], could, larger.needs_updates)
+        why += (f"; d_model {instead[0]} would make {could:,} updates of the "
                 f"{larger.needs_updates:,} it needs to do better")
     vocab_size = size.vocab_size if pairs is None else min(size.vocab_size, max(200, pairs // 2))
     return BudgetPlan(model={**size.model, "dropout": dropout, "attention_dropout": attention_dropout},
                       vocab_size=vocab_size, max_tokens=size.max_tokens, lr=size.lr,
                       warmup_steps=warmup_for_updates(updates), evaluations=size.evaluations,
                       expected_updates=updates, expected_epochs=epochs, why=why,
-                      measured={name: dataclasses.asdict(speed) for name, speed in speeds.items()})
+                      measured={name: dataclasses.asdict(speed) for name, speed in speeds.items()},
+                      tokens_per_s=speed.tokens_per_s, larger=instead)
 
