@@ -654,6 +654,9 @@ def page_settings(language: str = ENGLISH) -> dict:
         "mostPanelLabels": MOST_PANEL_LABELS, "mostGridColumnLabels": MOST_GRID_COLUMN_LABELS,
         "zoomButtons": ZOOM_BUTTONS, "repeatedButtons": REPEATED_BUTTONS,
         "words": {key: locale(language)[f"figures.{key}"] for key in PAGE_WORDS},
+        # Plotly's own tool-bar tooltips, by its English words (Plotly.register's locale dictionary; charts.js).
+        "toolBar": {words: locale(language)[key] for key, words in locale(ENGLISH).items()
+                    if key.startswith("figures.toolbar.")},
         "separators": SEPARATORS.get(language), "decimalMark": DECIMAL_MARK[language],
         "percentSign": PERCENT_SIGN[language]}
 

@@ -50,6 +50,10 @@ def test_a_browser_in_german_or_french_gets_every_tab_in_its_language_and_nothin
     found, left = {}, {}
     page.locator("#lessons .label-wrap").first.click()  # the lessons panel open
     left["opening page"] = english_left(language, page.evaluate(PAGE_WORDS))
+    tooltips = page.evaluate("[...document.querySelectorAll('.modebar-btn[data-title]')].map(b => b.dataset.title)")
+    plotlys = {words for key, words in table("en").items()
+               if key.startswith("figures.toolbar.") and words != table(language)[key]}
+    assert tooltips and not plotlys & set(tooltips), "Plotly's tool bar speaks the page's language too"
     found["opening page"] = serious_violations(page)
     for tab in page.get_by_role("tab").all()[1:]:
         tab.click()

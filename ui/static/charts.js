@@ -6,11 +6,20 @@ window.explorerCharts = (() => {
   // sooner held the page back a second or two on a slow computer), beside the page's first translation; a chart
   // waits for it only if it comes later than the chart's figure.
   let loading = null;
+  // Plotly's own words (its tool bar's tooltips) in the page's language, from the page's config.
+  const language = document.documentElement.lang || "en";
+  const speaking = (Plotly) => {
+    if (language !== "en") {
+      Plotly.register({moduleType: "locale", name: language,
+                       dictionary: window.explorerPage.config.figures.toolBar, format: {}});
+    }
+    return Plotly;
+  };
   const plotly = () => loading || (loading = new Promise((loaded, failed) => {
-    if (window.Plotly) { loaded(window.Plotly); return; }
+    if (window.Plotly) { loaded(speaking(window.Plotly)); return; }
     const script = document.createElement("script");
     script.src = window.explorerPage.config.plotlyUrl;
-    script.onload = () => loaded(window.Plotly);
+    script.onload = () => loaded(speaking(window.Plotly));
     script.onerror = () => failed(new Error(`Plotly.js did not load from ${script.src}`));
     document.head.append(script);
   }));
@@ -20,7 +29,7 @@ window.explorerCharts = (() => {
   const ready = (figure) => {
     const layout = {...figure.layout, autosize: true};
     layout.margin = {...(layout.margin || {}), autoexpand: true};
-    return [figure.data || [], layout, {displaylogo: false}];
+    return [figure.data || [], layout, {displaylogo: false, locale: language}];
   };
   // A chart as wide as its box follows the box's width, whatever changes it: the window, or the lesson panel
   // beside the page. Not Plotly's responsive option: it follows the window alone, and there drops the height of a
