@@ -186,7 +186,7 @@ async def serve_pages(app):
             blocks.close(verbose=False)
 
 
-def first_that_loads(services: Services, preferred: str | None) -> tuple[str, Checkpoint, dict[str, str]]:
+def first_that_loads(services: Services, preferred: str | None) -> tuple[str, Checkpoint, dict[str, CheckpointError]]:
     """The preferred model, else the usual default, else any listed one that loads, and why those tried before it
     did not: one broken checkpoint (a truncated shard, weights still Git LFS pointers) must not keep the app from
     starting. With none loadable, start-up ends with every reason."""
@@ -194,13 +194,13 @@ def first_that_loads(services: Services, preferred: str | None) -> tuple[str, Ch
     if not names:
         raise SystemExit(f"no checkpoints found under {', '.join(map(str, services.registry.roots))}")
     candidates = [name for name in (preferred, services.registry.default_name()) if name in names]
-    problems: dict[str, str] = {}
+    problems: dict[str, CheckpointError] = {}
     for name in dict.fromkeys(candidates + names):
         try:
             return name, services.registry.get(name), problems
         except CheckpointError as error:
             log.error("checkpoint %s does not load, so the app opens on another: %s", name, error)
-            problems[name] = str(error)
+            problems[name] = error
     raise SystemExit("no checkpoint loads:\n" + "\n".join(f"{name}: {why}" for name, why in problems.items()))
 
 

@@ -12,7 +12,7 @@ from transformer.files.checkpoint import Checkpoint
 
 from .runtime import components
 from .runtime.errors import as_html
-from .runtime.language import ENGLISH
+from .runtime.language import ENGLISH, said
 from .runtime.language import text as words_in
 from .runtime.limits import visiting_client
 from .runtime.page import Page
@@ -27,15 +27,15 @@ from .views.translate import layer_and_head_counts
 OPENING_EVERY_S = 2.0  # how often a page asks how far the models opened at start are
 
 
-def broken_markdown(broken: dict[str, str], language: str = ENGLISH) -> str:
+def broken_markdown(broken: dict[str, Exception | str], language: str = ENGLISH) -> str:
     """The models that did not load, and why (the reasons as the server found them)."""
     models = words_in(language, "header.not_loaded.separator").join(
-        words_in(language, "header.not_loaded.model", name=as_html(name), why=as_html(why))
+        words_in(language, "header.not_loaded.model", name=as_html(name), why=as_html(said(why, language)))
         for name, why in broken.items())
     return words_in(language, "header.not_loaded", models=models)
 
 
-def layout(page: Page, names: list[str], default_model: str, broken: dict[str, str] | None = None) -> None:
+def layout(page: Page, names: list[str], default_model: str, broken: dict[str, Exception | str] | None = None) -> None:
     words = page.words
     gr.Markdown(words("header.intro"))
     if broken:

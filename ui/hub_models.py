@@ -270,5 +270,7 @@ def one_sentence(error: BaseException) -> str | Message:
     language)."""
     if len(error.args) == 1 and isinstance(error.args[0], WRITTEN_PER_LANGUAGE):
         return error.args[0]
+    if getattr(error, "code", None):  # the library's error, named: said in each reader's language
+        return error
     said = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return said if said.endswith(".") else said + "."

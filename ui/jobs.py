@@ -69,11 +69,12 @@ def time_left_text(seconds: float) -> Message:
     return message("train.minutes_left", minutes=Number(seconds / 60, ".0f"))
 
 
-def in_words(error: BaseException) -> Message | str:
-    """A problem's own words: its message, written in each reader's language, or its text."""
+def in_words(error: BaseException) -> Message | BaseException | str:
+    """A problem's own words: its message, or the library's error it names (each written in each reader's
+    language), or its text."""
     if len(error.args) == 1 and isinstance(error.args[0], WRITTEN_PER_LANGUAGE):
         return error.args[0]
-    return str(error)
+    return error if getattr(error, "code", None) else str(error)
 
 
 class JobError(InputError):

@@ -120,7 +120,7 @@ class ModelRegistry:
         try:
             checkpoint = load_checkpoint(available[name], self.device)
         except CheckpointError as error:  # name the checkpoint, not the server's directories
-            raise CheckpointError(str(error).replace(str(available[name].parent) + "/", "")) from None
+            raise error.without(str(available[name].parent) + "/") from None
         size = model_bytes(checkpoint)
         if size > self.max_bytes:
             raise CheckpointError(f"{name} needs {size / MB:,.0f} MB of memory, more than the "

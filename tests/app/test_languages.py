@@ -358,3 +358,38 @@ def test_the_plan_a_job_fits_to_its_time_is_said_in_the_pages_language_and_in_en
     german, french = (said(plan_words(plans[-1]), language) for language in ("de", "fr"))
     assert "Schichten" in german and "Ziel-Tokens/s gemessen" in german and "layers" not in german
     assert "couches" in french and "jetons cibles/s mesurés" in french and "layers" not in french
+
+
+def library_error_codes() -> dict[str, set[str]]:
+    """Every code the library names an error by (``code="..."`` in transformer/), with the values it passes."""
+    import ast
+    from pathlib import Path
+
+    codes: dict[str, set[str]] = {}
+    for path in (Path(__file__).parents[2] / "transformer").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                named = {keyword.arg: keyword.value for keyword in node.keywords if keyword.arg}
+                if isinstance(named.get("code"), ast.Constant):
+                    codes[named["code"].value] = set(named) - {"code"}
+    return codes
+
+
+def test_every_error_the_library_names_is_said_in_every_language_with_its_values():
+    codes = library_error_codes()
+    assert {"hub", "checkpoint", "data"} <= {code.split(".")[0] for code in codes}
+    for each in LANGUAGES:
+        words = table(each)
+        for code, values in codes.items():
+            assert f"library.{code}" in words, (each, code)
+            assert placeholders(words[f"library.{code}"]) == values, (each, code)
+
+
+def test_a_library_error_reaches_the_page_in_its_language_and_scripts_in_english():
+    from transformer.data import DataError
+
+    code = next(code for code in library_error_codes() if code.startswith("data."))
+    values = {name: "7" for name in placeholders(table("en")[f"library.{code}"])}
+    error = DataError(table("en")[f"library.{code}"].format(**values), code=code, **values)
+    assert said(error, "en") == str(error)
+    assert said(error, "de") == table("de")[f"library.{code}"].format(**values) != str(error)

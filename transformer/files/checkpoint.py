@@ -33,6 +33,7 @@ from safetensors.torch import load_file
 from safetensors.torch import save as safetensors_bytes
 
 from ..cpu import speed_up
+from ..errors import Explained
 from ..paper.config import ModelConfig
 from ..paper.decoding import SearchRules, Translation, translate_together
 from ..paper.model import Transformer
@@ -47,7 +48,7 @@ CONFIG = "config.json"
 DEFAULT_MAX_SHARD_BYTES = 9 * 1024 * 1024
 
 
-class CheckpointError(Exception):
+class CheckpointError(Explained):
     """A checkpoint is missing, corrupt, or does not fit its own config."""
 
 
@@ -100,7 +101,11 @@ class Checkpoint:
 
 def no_checkpoint_named(name: str, names: Iterable[str]) -> CheckpointError:
     names = list(names)
-    return CheckpointError(f"no checkpoint named {name!r}; choose one of {', '.join(names) or 'none'}")
+    if not names:
+        return CheckpointError(f"no checkpoint named {name!r}; choose one of none", code="checkpoint.unknown_name_none",
+                               name=repr(name))
+    return CheckpointError(f"no checkpoint named {name!r}; choose one of {', '.join(names)}",
+                           code="checkpoint.unknown_name", name=repr(name), names=", ".join(names))
 
 
 def default_device() -> torch.device:
@@ -152,7 +157,8 @@ def _refuse_pickle(directory: Path) -> None:
     """Explain, rather than report a missing file, when a directory holds pickle weights instead."""
     if any(directory.glob("*.pt")) or any(directory.glob("*.bin")) or any(directory.glob("*.pth")):
         raise CheckpointError(f"{directory} holds pickle weights (.pt/.bin/.pth); only safetensors are "
-                              "loaded, because unpickling a file can run arbitrary code")
+                              "loaded, because unpickling a file can run arbitrary code",
+                              code="checkpoint.pickle_weights", directory=str(directory))
 
 
 LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
@@ -166,10 +172,12 @@ def _weight_files(directory: Path) -> list[Path]:
             weight_map = json.loads(index_path.read_text())["weight_map"]
             return [directory / Path(name).name for name in sorted(set(weight_map.values()))]
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
-            raise CheckpointError(f"{index_path} is not a valid shard index ({error})") from None
+            raise CheckpointError(f"{index_path} is not a valid shard index ({error})",
+                                  code="checkpoint.bad_shard_index", path=str(index_path), error=str(error)) from None
     if not (directory / WEIGHTS).is_file():
         _refuse_pickle(directory)
-        raise CheckpointError(f"no {WEIGHTS} in {directory}")
+        raise CheckpointError(f"no {WEIGHTS} in {directory}", code="checkpoint.no_weights", weights=WEIGHTS,
+                              directory=str(directory))
     return [directory / WEIGHTS]
 
 
@@ -181,13 +189,16 @@ def stored_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
             with path.open("rb") as file:
                 if file.read(len(LFS_POINTER)) == LFS_POINTER:
                     raise CheckpointError(f"{path.name} in {directory} is a Git LFS pointer, not the weights: "
-                                          "fetch them with `git lfs pull`")
+                                          "fetch them with `git lfs pull`", code="checkpoint.lfs_pointer",
+                                          file=path.name, directory=str(directory))
             with safe_open(str(path), "pt") as stored:
                 shapes.update({name: tuple(stored.get_slice(name).get_shape()) for name in stored.keys()})
         except CheckpointError:
             raise
         except (SafetensorError, OSError, ValueError) as error:
-            raise CheckpointError(f"weights in {directory} are unreadable or truncated ({error})") from None
+            raise CheckpointError(f"weights in {directory} are unreadable or truncated ({error})",
+                                  code="checkpoint.unreadable_weights", directory=str(directory),
+                                  error=str(error)) from None
     return shapes
 
 
@@ -203,11 +214,14 @@ def _compare(expected: dict[str, tuple[int, ...]], stored: dict[str, tuple[int, 
     missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
     if missing or unexpected:
         raise CheckpointError(f"weights in {origin} do not match config.json: missing {missing[:5]}, "
-                              f"unexpected {unexpected[:5]}")
+                              f"unexpected {unexpected[:5]}", code="checkpoint.names_mismatch", origin=str(origin),
+                              missing=str(missing[:5]), unexpected=str(unexpected[:5]))
     for name, shape in expected.items():
         if tuple(stored[name]) != shape:
             raise CheckpointError(f"weights in {origin} do not match config.json: {name} has shape "
-                                  f"{tuple(stored[name])}, expected {shape}")
+                                  f"{tuple(stored[name])}, expected {shape}", code="checkpoint.shape_mismatch",
+                                  origin=str(origin), name=name, shape=str(tuple(stored[name])),
+                                  expected=str(shape))
 
 
 def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
@@ -216,7 +230,9 @@ def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
         for path in _weight_files(directory):
             tensors.update(load_file(str(path)))
     except (SafetensorError, OSError, ValueError, KeyError) as error:
-        raise CheckpointError(f"weights in {directory} are unreadable or truncated ({error})") from None
+        raise CheckpointError(f"weights in {directory} are unreadable or truncated ({error})",
+                              code="checkpoint.unreadable_weights", directory=str(directory),
+                              error=str(error)) from None
     return tensors
 
 
@@ -358,12 +374,14 @@ def read_config(directory: str | Path) -> dict:
     config_path = directory / CONFIG
     if not config_path.is_file():
         _refuse_pickle(directory)
-        raise CheckpointError(f"not a checkpoint: {directory} has no {CONFIG}")
+        raise CheckpointError(f"not a checkpoint: {directory} has no {CONFIG}", code="checkpoint.no_config",
+                              directory=str(directory), config=CONFIG)
     try:
         config = json.loads(config_path.read_text())
         ModelConfig.from_dict(config["model"])
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-        raise CheckpointError(f"{config_path} is not a valid model config ({error})") from None
+        raise CheckpointError(f"{config_path} is not a valid model config ({error})", code="checkpoint.bad_config",
+                              path=str(config_path), error=str(error)) from None
     return config
 
 
@@ -373,11 +391,13 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
     if directory.is_file():
         if directory.suffix in (".pt", ".pth", ".bin", ".ckpt"):
             raise CheckpointError(f"{directory} is a pickle file; checkpoints here are directories of config.json "
-                                  "and model.safetensors, because unpickling a downloaded file can run its code")
+                                  "and model.safetensors, because unpickling a downloaded file can run its code",
+                                  code="checkpoint.pickle_file", path=str(directory))
         raise CheckpointError(f"{directory} is a file; a checkpoint is a directory (config.json, model.safetensors, "
-                              "tokenizer.model)")
+                              "tokenizer.model)", code="checkpoint.is_file", path=str(directory))
     if not directory.is_dir():
-        raise CheckpointError(f"checkpoint directory not found: {directory}")
+        raise CheckpointError(f"checkpoint directory not found: {directory}", code="checkpoint.not_found",
+                              directory=str(directory))
     config = read_config(directory)
     model_config = ModelConfig.from_dict(config["model"])
     try:
@@ -386,16 +406,28 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
                            _read_vocabulary(directory, config, side))
             for side in ("source", "target"))
     except (OSError, ValueError, TypeError) as error:  # TypeError: a config naming it by a non-string
-        raise CheckpointError(f"tokenizer of {directory} is missing or invalid: {error}") from None
+        raise CheckpointError(f"tokenizer of {directory} is missing or invalid: {error}",
+                              code="checkpoint.bad_tokenizer", directory=str(directory), error=str(error)) from None
     for side, tokenizer, size in (("source", source_tokenizer, model_config.src_vocab_size),
                                   ("target", target_tokenizer, model_config.tgt_vocab_size)):
         if tokenizer.vocab_size != size:
-            raise CheckpointError(f"{side} tokenizer of {directory} has {tokenizer.vocab_size} pieces "
-                                  f"but the model expects {size}")
+            words = f"{side} tokenizer of {directory} has {tokenizer.vocab_size} pieces but the model expects {size}"
+            if side == "source":
+                raise CheckpointError(words, code="checkpoint.source_vocabulary_mismatch", directory=str(directory),
+                                      pieces=tokenizer.vocab_size, expected=size)
+            raise CheckpointError(words, code="checkpoint.target_vocabulary_mismatch", directory=str(directory),
+                                  pieces=tokenizer.vocab_size, expected=size)
         if (tokenizer.pad_id, tokenizer.eos_id) != (model_config.pad_id, model_config.eos_id):
-            raise CheckpointError(f"{side} tokenizer of {directory} has padding {tokenizer.pad_id} and end of "
-                                  f"sentence {tokenizer.eos_id}, but the model was trained with "
-                                  f"{model_config.pad_id} and {model_config.eos_id}")
+            words = (f"{side} tokenizer of {directory} has padding {tokenizer.pad_id} and end of "
+                    f"sentence {tokenizer.eos_id}, but the model was trained with "
+                    f"{model_config.pad_id} and {model_config.eos_id}")
+            if side == "source":
+                raise CheckpointError(words, code="checkpoint.source_special_ids_mismatch", directory=str(directory),
+                                      pad=tokenizer.pad_id, eos=tokenizer.eos_id, model_pad=model_config.pad_id,
+                                      model_eos=model_config.eos_id)
+            raise CheckpointError(words, code="checkpoint.target_special_ids_mismatch", directory=str(directory),
+                                  pad=tokenizer.pad_id, eos=tokenizer.eos_id, model_pad=model_config.pad_id,
+                                  model_eos=model_config.eos_id)
     check_shapes(model_config, stored_shapes(directory), directory)
     model = speed_up(Transformer(model_config))
     load_weights(model, _read_weights(directory), directory)

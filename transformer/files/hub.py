@@ -30,6 +30,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
+from ..errors import Explained
 from ..paper.config import ModelConfig
 from ..paper.model import Transformer
 from ..paper.tokenizer import Tokenizer
@@ -51,7 +52,7 @@ MARIAN_DEFAULTS = dict(vocab_size=58101, d_model=1024, encoder_layers=12, decode
                        decoder_start_token_id=58100, share_encoder_decoder_embeddings=True, tie_word_embeddings=True)
 
 
-class HubError(Exception):
+class HubError(Explained):
     """Why a model could not be opened, in one sentence for the person who asked."""
 
 
@@ -72,17 +73,22 @@ def _read_json(path: Path) -> dict:
     try:
         values = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        raise HubError(f"{path.name} cannot be read ({error}).") from None
+        raise HubError(f"{path.name} cannot be read ({error}).", code="hub.unreadable_json", file=path.name,
+                       error=str(error)) from None
     if not isinstance(values, dict):
-        raise HubError(f"{path.name} is not a JSON object.")
+        raise HubError(f"{path.name} is not a JSON object.", code="hub.not_json_object", file=path.name)
     return values
 
 
 def marian_config(values: dict) -> dict:
     """config.json of a transformers model, checked to be a Marian translator, with MarianConfig's defaults."""
     if values.get("model_type") != "marian":
-        kind = values.get("model_type") or "unknown"
-        raise HubError(f"this is a {kind} model, not a Marian translator (opus-mt); only Marian models can be opened.")
+        kind = values.get("model_type")
+        if not kind:
+            raise HubError("this is a unknown model, not a Marian translator (opus-mt); only Marian models can be "
+                           "opened.", code="hub.not_marian_unknown")
+        raise HubError(f"this is a {kind} model, not a Marian translator (opus-mt); only Marian models can be opened.",
+                       code="hub.not_marian", kind=str(kind))
     return {**MARIAN_DEFAULTS, **values}
 
 
@@ -91,11 +97,12 @@ def model_config(marian: dict) -> ModelConfig:
     if marian["encoder_attention_heads"] != marian["decoder_attention_heads"] \
             or marian["encoder_ffn_dim"] != marian["decoder_ffn_dim"]:
         raise HubError("its encoder and decoder differ in heads or feed-forward size, which this project's layers "
-                       "do not support.")
+                       "do not support.", code="hub.unequal_sides")
     activation = ACTIVATIONS.get(marian["activation_function"])
     if activation is None:
-        raise HubError(f"its feed-forward uses {marian['activation_function']!r}; supported: "
-                       f"{', '.join(sorted(ACTIVATIONS))}.")
+        named, supported = repr(marian["activation_function"]), ", ".join(sorted(ACTIVATIONS))
+        raise HubError(f"its feed-forward uses {named}; supported: {supported}.", code="hub.activation",
+                       activation=named, supported=supported)
     shared = bool(marian["share_encoder_decoder_embeddings"])
     source_size = marian["vocab_size"]
     target_size = source_size if shared else (marian.get("decoder_vocab_size") or source_size)
@@ -111,7 +118,8 @@ def model_config(marian: dict) -> ModelConfig:
             activation=activation, position_layout="halves", scale_embeddings=bool(marian["scale_embedding"]),
             output_bias=True)
     except (ValueError, TypeError) as error:
-        raise HubError(f"its config.json does not describe a model this project can build ({error}).") from None
+        raise HubError(f"its config.json does not describe a model this project can build ({error}).",
+                       code="hub.config_unbuildable", error=str(error)) from None
 
 
 ENCODER_NORMS = {"self_attn_norm": "self_attn_layer_norm", "feed_forward_norm": "final_layer_norm"}
@@ -156,7 +164,11 @@ def convert_state_dict(marian: dict[str, torch.Tensor], config: ModelConfig) -> 
             weights.update(_layer_weights(marian, f"decoder.layers.{i}",
                                           {"self_attn": "self_attn", "cross_attn": "encoder_attn"}, DECODER_NORMS))
     except (KeyError, StopIteration) as error:
-        raise HubError(f"its weights lack {str(error) or 'the embeddings'}, which a Marian translator has.") from None
+        if not str(error):
+            raise HubError("its weights lack the embeddings, which a Marian translator has.",
+                           code="hub.weights_lack_embeddings") from None
+        raise HubError(f"its weights lack {error}, which a Marian translator has.", code="hub.weights_lack",
+                       name=str(error)) from None
     return {name: tensor.float().contiguous() for name, tensor in weights.items()}
 
 
@@ -169,12 +181,13 @@ def read_weights(directory: Path) -> dict[str, torch.Tensor]:
         if pickled.is_file():
             state = torch.load(pickled, map_location="cpu", weights_only=True)
             if not isinstance(state, dict):
-                raise HubError("pytorch_model.bin does not hold a dictionary of tensors.")
+                raise HubError("pytorch_model.bin does not hold a dictionary of tensors.", code="hub.bin_not_tensors")
             return state
     except (SafetensorError, OSError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as error:
-        raise HubError(f"its weights cannot be read ({str(error).splitlines()[0] if str(error) else error}).") \
+        reason = str(error).splitlines()[0] if str(error) else str(error)
+        raise HubError(f"its weights cannot be read ({reason}).", code="hub.weights_unreadable", error=reason) \
             from None
-    raise HubError("it has neither model.safetensors nor pytorch_model.bin.")
+    raise HubError("it has neither model.safetensors nor pytorch_model.bin.", code="hub.no_weights")
 
 
 def read_tokenizers(directory: Path, marian: dict) -> tuple[Tokenizer, Tokenizer]:
@@ -187,9 +200,11 @@ def read_tokenizers(directory: Path, marian: dict) -> tuple[Tokenizer, Tokenizer
         source = Tokenizer.load(directory / "source.spm", source_vocabulary)
         target = Tokenizer.load(directory / "target.spm", target_vocabulary)
     except (OSError, ValueError) as error:
-        raise HubError(f"its tokenizer cannot be read ({error}).") from None
+        raise HubError(f"its tokenizer cannot be read ({error}).", code="hub.tokenizer_unreadable",
+                       error=str(error)) from None
     if (target.pad_id, target.eos_id) != (marian["pad_token_id"], marian["eos_token_id"]):
-        raise HubError("its vocabulary's <pad> and </s> are not the ids its config.json names.")
+        raise HubError("its vocabulary's <pad> and </s> are not the ids its config.json names.",
+                       code="hub.special_ids")
     return source, target
 
 
@@ -268,14 +283,15 @@ def convert(directory: str | Path, out: str | Path, source: Source | None = None
     """
     directory = Path(directory)
     if not directory.is_dir():
-        raise HubError(f"{directory} is not a directory.")
+        raise HubError(f"{directory} is not a directory.", code="hub.not_directory", directory=str(directory))
     missing = [name for name in REQUIRED_FILES if not (directory / name).is_file()]
     if "config.json" in missing:
-        raise HubError(f"{directory.name} has no config.json, so it is not a transformers model.")
+        raise HubError(f"{directory.name} has no config.json, so it is not a transformers model.", code="hub.no_config",
+                       name=directory.name)
     marian = marian_config(_read_json(directory / "config.json"))
     if missing:
         raise HubError(f"it has no {', '.join(missing)}: a Marian translator needs its SentencePiece models "
-                       "(source.spm, target.spm) and vocab.json.")
+                       "(source.spm, target.spm) and vocab.json.", code="hub.missing_files", files=", ".join(missing))
     config = model_config(marian)
     source_tokenizer, target_tokenizer = read_tokenizers(directory, marian)
     weights = convert_state_dict(read_weights(directory), config)
@@ -283,7 +299,8 @@ def convert(directory: str | Path, out: str | Path, source: Source | None = None
     try:
         load_weights(model, weights, directory.name)
     except CheckpointError as error:
-        raise HubError(f"its weights do not fit its config.json ({error}).") from None
+        raise HubError(f"its weights do not fit its config.json ({error}).", code="hub.weights_misfit",
+                       error=str(error)) from None
     search, ignored = search_settings(directory, marian)
     source = source or Source(str(directory.resolve()), license=licence_of(directory))
     upstream = (directory / "README.md").read_text(encoding="utf-8", errors="replace") \
@@ -308,7 +325,8 @@ def _network_errors() -> tuple[type[BaseException], ...]:
 def check_repo_id(repo_id: str) -> None:
     """Refuse what is not a Hub model id (owner/name), before it names a file or reaches the network."""
     if not REPO_ID.match(repo_id or "") or ".." in repo_id:
-        raise HubError(f"“{repo_id}” is not a Hub model id; ids look like Helsinki-NLP/opus-mt-en-de.")
+        raise HubError(f"“{repo_id}” is not a Hub model id; ids look like Helsinki-NLP/opus-mt-en-de.",
+                       code="hub.not_repo_id", repo_id=str(repo_id))
 
 
 def download(repo_id: str, revision: str | None = None, max_bytes: int | None = None,
@@ -329,13 +347,18 @@ def download(repo_id: str, revision: str | None = None, max_bytes: int | None = 
     try:
         info = HfApi().model_info(repo_id, revision=revision, files_metadata=True, timeout=20)
     except GatedRepoError:
-        raise HubError(f"{repo_id} is gated: its owner must grant access first.") from None
+        raise HubError(f"{repo_id} is gated: its owner must grant access first.", code="hub.gated",
+                       repo_id=repo_id) from None
     except RevisionNotFoundError:
-        raise HubError(f"{repo_id} has no revision {revision!r}.") from None
+        raise HubError(f"{repo_id} has no revision {revision!r}.", code="hub.no_revision", repo_id=repo_id,
+                       revision=repr(revision)) from None
     except RepositoryNotFoundError:
-        raise HubError(f"there is no model called {repo_id} on the Hub.") from None
+        raise HubError(f"there is no model called {repo_id} on the Hub.", code="hub.no_such_model",
+                       repo_id=repo_id) from None
     except HfHubHTTPError as error:
-        raise HubError(f"the Hub refused to describe {repo_id} ({str(error).splitlines()[0]}).") from None
+        reason = str(error).splitlines()[0]
+        raise HubError(f"the Hub refused to describe {repo_id} ({reason}).", code="hub.refused", repo_id=repo_id,
+                       error=reason) from None
     except _network_errors():
         for cache in dict.fromkeys([cache_dir, None]):  # offline: a model downloaded before is still there
             try:
@@ -344,32 +367,38 @@ def download(repo_id: str, revision: str | None = None, max_bytes: int | None = 
             except (LocalEntryNotFoundError, OSError):
                 continue
             return directory, Source(repo_id, directory.name, licence_of(directory))
-        raise HubError(f"the Hub cannot be reached from this server, and {repo_id} was never downloaded here.")
+        raise HubError(f"the Hub cannot be reached from this server, and {repo_id} was never downloaded here.",
+                       code="hub.offline", repo_id=repo_id)
     sizes = {sibling.rfilename: sibling.size or 0 for sibling in info.siblings or []}
     if "config.json" not in sizes:
-        raise HubError(f"{repo_id} has no config.json, so it is not a transformers model.")
+        raise HubError(f"{repo_id} has no config.json, so it is not a transformers model.", code="hub.no_config",
+                       name=repo_id)
     kind = (info.config or {}).get("model_type")
     if kind and kind != "marian":
         raise HubError(f"{repo_id} is a {kind} model, not a Marian translator (opus-mt); only Marian models can "
-                       "be opened.")
+                       "be opened.", code="hub.repo_not_marian", repo_id=repo_id, kind=str(kind))
     missing = [name for name in REQUIRED_FILES if name not in sizes]
     if missing:
         raise HubError(f"{repo_id} has no {', '.join(missing)}: a Marian translator needs its SentencePiece models "
-                       "(source.spm, target.spm) and vocab.json.")
+                       "(source.spm, target.spm) and vocab.json.", code="hub.repo_missing_files", repo_id=repo_id,
+                       files=", ".join(missing))
     weights = next((name for name in WEIGHT_FILES if name in sizes), None)
     if weights is None:
-        raise HubError(f"{repo_id} has neither model.safetensors nor pytorch_model.bin.")
+        raise HubError(f"{repo_id} has neither model.safetensors nor pytorch_model.bin.", code="hub.repo_no_weights",
+                       repo_id=repo_id)
     wanted = [*REQUIRED_FILES, weights, *(name for name in OPTIONAL_FILES if name in sizes)]
     total = sum(sizes[name] for name in wanted)
     if max_bytes is not None and total > max_bytes:
-        raise HubError(f"{repo_id} weighs {total / 1e6:,.0f} MB, more than the {max_bytes / 1e6:,.0f} MB this "
-                       "server opens.")
+        size, limit = f"{total / 1e6:,.0f}", f"{max_bytes / 1e6:,.0f}"
+        raise HubError(f"{repo_id} weighs {size} MB, more than the {limit} MB this server opens.", code="hub.too_big",
+                       repo_id=repo_id, size=size, limit=limit)
     if before_download is not None:
         before_download(total)
     try:
         directory = Path(snapshot_download(repo_id, revision=info.sha, allow_patterns=wanted, cache_dir=cache_dir))
     except _network_errors() as error:
-        raise HubError(f"the download of {repo_id} stopped ({error}); nothing was kept.") from None
+        raise HubError(f"the download of {repo_id} stopped ({error}); nothing was kept.", code="hub.download_stopped",
+                       repo_id=repo_id, error=str(error)) from None
     license = getattr(info.card_data, "license", None) if info.card_data else None
     return directory, Source(repo_id, info.sha, license or licence_of(directory))
 

@@ -113,7 +113,7 @@ class Message:
         return self.in_(ENGLISH)
 
 
-def message(key: str, **values) -> Message:
+def message(key: str, /, **values) -> Message:
     """A message; a key no table has is a bug, found where the message is made."""
     if key not in table(ENGLISH):
         raise KeyError(f"no words for {key!r} in {LOCALES / ENGLISH}")
@@ -132,10 +132,13 @@ def said(thing, language: str) -> str:
         return ", ".join(said(item, language) for item in thing)
     if isinstance(thing, BaseException) and len(thing.args) == 1 and isinstance(thing.args[0], WRITTEN_PER_LANGUAGE):
         return thing.args[0].in_(language)
+    code = getattr(thing, "code", None)  # the library's error, named (transformer.errors.Explained)
+    if isinstance(thing, BaseException) and code and f"library.{code}" in table(language):
+        return text(language, f"library.{code}", **thing.values)
     return str(thing)
 
 
-def text(language: str, key: str, **values) -> str:
+def text(language: str, key: str, /, **values) -> str:
     return message(key, **values).in_(language)
 
 

@@ -89,7 +89,7 @@ class ModelsOnDisk:
         try:
             return loaded(self.directories[name], self.device)
         except CheckpointError as error:  # name the checkpoint, not the server's directories
-            raise CheckpointError(str(error).replace(str(Path(self.directories[name]).parent) + "/", "")) from None
+            raise error.without(str(Path(self.directories[name]).parent) + "/") from None
 
 
 def write_frame(stream: IO[bytes], payload: bytes) -> None:
