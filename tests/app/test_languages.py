@@ -153,6 +153,12 @@ def test_the_students_page_says_everything_in_its_language_errors_included(app_s
         raise RuntimeError("in the page's language too")
 
 
+def said_otherwise(other: str, *parts: str) -> set[str]:
+    """The English words of ``parts`` (their keys' first word) that ``other`` says otherwise."""
+    english, words = table("en"), table(other)
+    return {english[key] for key in english if key.split(".")[0] in parts and words[key] != english[key]}
+
+
 def shown_words(blocks: gr.Blocks) -> list[str]:
     """Every text a visitor reads in ``blocks``' components: labels, infos, values that are text, choices' labels,
     a table's headers."""
@@ -172,10 +178,8 @@ def shown_words(blocks: gr.Blocks) -> list[str]:
 def test_the_inside_and_positions_tabs_leave_no_english_on_another_languages_page(app_services, translation, other):
     from ui.tabs import inside as inside_tab
     from ui.tabs import positions as positions_tab
-    english, words = table("en"), table(other)
-    # The English words of these tabs that another language says otherwise (d_k, top-k and the like stay).
-    untranslated = {english[key] for key in english if key.split(".")[0] in ("inside", "positions", "map")
-                    and words[key] != english[key]}
+    words = table(other)
+    untranslated = said_otherwise(other, "inside", "positions", "map")  # d_k, top-k and the like stay
     checkpoint = app_services.registry.get("multi30k-en-de")
     with gr.Blocks() as blocks:
         page = Page(app_services, blocks, language=other)
@@ -206,10 +210,8 @@ def test_the_model_and_train_tabs_and_their_messages_leave_no_english_on_another
     from ui.tabs import model as model_tab
     from ui.tabs import train as train_tab
     from ui.views import training as training_views
-    english, words = table("en"), table(other)
-    # The English words of these tabs that another language says otherwise (BLEU, Multi30K and the like stay).
-    untranslated = {english[key] for key in english if key.split(".")[0] in ("model", "train")
-                    and words[key] != english[key]}
+    words = table(other)
+    untranslated = said_otherwise(other, "model", "train")  # BLEU, Multi30K and the like stay
     checkpoint = app_services.registry.get("multi30k-en-de")
     with gr.Blocks() as blocks:
         page = Page(app_services, blocks, language=other)
@@ -270,10 +272,8 @@ def test_the_header_and_the_translate_tab_leave_no_english_on_another_languages_
     from ui import header
     from ui.tabs import translate as translate_tab
     from ui.views import share
-    english, words = table("en"), table(other)
-    # The English words of these parts that another language says otherwise ("Attention" and the like stay).
-    untranslated = {english[key] for key in english if key.split(".")[0] in ("header", "translate", "map")
-                    and words[key] != english[key]}
+    words = table(other)
+    untranslated = said_otherwise(other, "header", "translate", "map")  # "Attention" and the like stay
     checkpoint = app_services.registry.get("multi30k-en-de")
     with gr.Blocks() as blocks:
         page = Page(app_services, blocks, language=other)
@@ -312,10 +312,8 @@ def test_the_experiments_analysis_and_evidence_tabs_leave_no_english_on_another_
     from ui.tabs import explain as explain_tab
     from ui.views import experiments as experiment_views
     from ui.views import explain as explain_views
-    english, words = table("en"), table(other)
-    # The English words of these tabs that another language says otherwise (log P, Rollout and the like stay).
-    untranslated = {english[key] for key in english if key.split(".")[0] in ("experiments", "analysis", "explain")
-                    and words[key] != english[key]}
+    words = table(other)
+    untranslated = said_otherwise(other, "experiments", "analysis", "explain")  # log P, Rollout and the like stay
     checkpoint = app_services.registry.get("multi30k-en-de")
     with gr.Blocks() as blocks:
         page = Page(app_services, blocks, language=other)
