@@ -391,3 +391,27 @@ def test_a_library_error_reaches_the_page_in_its_language_and_scripts_in_english
     error = DataError(table("en")[f"library.{code}"].format(**values), code=code, **values)
     assert said(error, "en") == str(error)
     assert said(error, "de") == table("de")[f"library.{code}"].format(**values) != str(error)
+
+
+@pytest.mark.parametrize("other", ["de", "fr"])
+def test_a_tables_numbers_read_with_the_pages_decimal_mark_and_stay_numbers(app_services, translation, other):
+    from ui.tabs import analysis as analysis_tab
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    shown = {}
+    for language_ in ("en", other):
+        with gr.Blocks() as blocks:
+            page = Page(app_services, blocks, language=language_)
+            with gr.Tab("analysis"):
+                analysis_tab.layout(page, checkpoint)
+        table_ = page["statistics_table"]
+        answer = page.handler(analysis_tab.on_statistics, outputs=["statistics_table", "statistics_caption"])(
+            translation)
+        shown[language_] = table_.postprocess(answer[table_])
+    english, translated = shown["en"], shown[other]
+    numbers = [row[1:] for row in english.data]  # the kind of attention first, in each page's words
+    assert [row[1:] for row in translated.data] == numbers  # the same numbers, for sorting and for scripts
+    entropy = numbers[0][2]
+    assert isinstance(entropy, float) and "." in str(entropy)
+    assert translated.metadata["display_value"][0][1:4] == [str(numbers[0][0]), str(numbers[0][1]),
+                                                          str(entropy).replace(".", ",")]
+    assert not english.metadata  # the English page's tables are shown as they always were

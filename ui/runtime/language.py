@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import html
 import json
+import numbers
 import re
 import string
 from collections.abc import Callable
@@ -20,6 +21,9 @@ from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
+
+import pandas
+from pandas.io.formats.style import Styler
 
 LANGUAGES = {"en": "English", "de": "Deutsch", "fr": "Français"}  # each in its own words, as the switch names it
 ENGLISH = "en"
@@ -69,6 +73,17 @@ class Number:
 def percent(value: float) -> Number:
     """A share of 1 as a whole percentage: 0.62 is 62%, 62 %, 62 %."""
     return Number(float(value), ".0%")
+
+
+def numbers_written(frame: pandas.DataFrame, language: str) -> Styler:
+    """A table whose numbers read as ``language`` writes them (0,125 in German and French), for Gradio's Dataframe,
+    which shows a pandas Styler's text: the values stay numbers, so the table sorts by them and a script reads them
+    as they are. Other cells are shown as they are."""
+    def written(value):
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return Number(value).in_(language)
+        return value
+    return frame.style.format(written)
 
 
 @dataclass(frozen=True)

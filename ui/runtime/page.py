@@ -21,13 +21,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import gradio as gr
+import pandas
 from gradio.components import Component
 
 from . import bounds
 from .costly import CONCURRENCY as COSTLY_CONCURRENCY
 from .costly import CORES
 from .errors import as_user_message, as_warning
-from .language import ENGLISH, WRITTEN_PER_LANGUAGE, said, text
+from .language import ENGLISH, WRITTEN_PER_LANGUAGE, numbers_written, said, text
 
 SPECIAL_PARAMETERS = (gr.Request, gr.SelectData, gr.EventData)
 # A handler's or a hook's parameter the page fills with its own language, by name (never one of Gradio's values).
@@ -246,6 +247,18 @@ class Page:
         run.__annotations__ = {**typing.get_type_hints(fn), "page_session": gr.Request}
         return run
 
+    def in_its_words(self, value, component: Component):
+        """A value a handler returns for ``component``, as the page shows it: a message written in the page's
+        language (views return words as messages), a table's numbers as that language writes them."""
+        if isinstance(value, WRITTEN_PER_LANGUAGE):
+            return said(value, self.language)
+        if self.language != ENGLISH and isinstance(component, gr.Dataframe) and component.interactive is False:
+            if isinstance(value, list) and value and len(component.headers) == len(value[0]):
+                value = pandas.DataFrame(value, columns=component.headers)
+            if isinstance(value, pandas.DataFrame):
+                return numbers_written(value, self.language)
+        return value
+
     def handler(self, fn: Callable, keep_on_input_problem: bool = False,
                 outputs: Iterable[str] | None = None, costly: bool = False) -> Callable:
         """``fn`` as Gradio calls it: services given, names turned into components, problems into messages.
@@ -263,10 +276,6 @@ class Page:
         components = self.components
         declared = None if outputs is None else set(outputs)
 
-        def in_words(value):
-            """A message a handler returns, written in the page's language (views return words as messages)."""
-            return said(value, self.language) if isinstance(value, WRITTEN_PER_LANGUAGE) else value
-
         def named(result):
             """Values by component; of a shared helper's result, the outputs this event declared."""
             unknown = set(result or {}) - set(components)
@@ -274,8 +283,8 @@ class Page:
                 raise KeyError(f"{fn.__name__} returned values for no component: {sorted(unknown)}")
             if declared is not None and not declared:
                 return None  # an event with no outputs takes no values
-            values = {components[name]: in_words(value) for name, value in (result or {}).items()
-                      if declared is None or name in declared}
+            values = {components[name]: self.in_its_words(value, components[name])
+                      for name, value in (result or {}).items() if declared is None or name in declared}
             # Gradio reads an empty dict as one value, not as "nothing changes".
             return values or {components[name]: gr.skip() for name in declared or ()}
 
