@@ -86,11 +86,11 @@ def read_lines(path: str | Path, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
         raise DataError(f"{path.name} is a damaged or truncated gzip file ({error})", code="data.bad_gzip",
                         name=path.name, error=str(error)) from None
     if len(raw) > max_bytes:
-        megabytes = f"{max_bytes / 1e6:.0f}"
+        megabytes = round(max_bytes / 1e6)
         if compressed:
-            raise DataError(f"{path.name} holds more than {megabytes} MB of text once decompressed; that is more "
+            raise DataError(f"{path.name} holds more than {megabytes:,} MB of text once decompressed; that is more "
                             "than this reads", code="data.too_large_decompressed", name=path.name, megabytes=megabytes)
-        raise DataError(f"{path.name} holds more than {megabytes} MB of text; that is more than this reads",
+        raise DataError(f"{path.name} holds more than {megabytes:,} MB of text; that is more than this reads",
                         code="data.too_large", name=path.name, megabytes=megabytes)
     if b"\x00" in raw[:8192]:
         raise DataError(f"{path.name} looks like a binary file, not text", code="data.binary", name=path.name)

@@ -393,6 +393,16 @@ def test_a_library_error_reaches_the_page_in_its_language_and_scripts_in_english
     assert said(error, "de") == table("de")[f"library.{code}"].format(**values) != str(error)
 
 
+def test_a_library_errors_sizes_are_grouped_in_thousands_as_the_pages_language_groups_them():
+    from transformer.files.hub import HubError
+
+    error = HubError("Helsinki-NLP/opus-mt-en-zh weighs 1,200 MB, more than the 600 MB this server opens.",
+                     code="hub.too_big", repo_id="Helsinki-NLP/opus-mt-en-zh", size=1200, limit=600)
+    assert said(error, "en") == str(error)
+    assert "1.200 MB" in said(error, "de") and "600 MB" in said(error, "de")  # not "1,200": 1.2 in German
+    assert "1\u202f200" in said(error, "fr")
+
+
 @pytest.mark.parametrize("other", ["de", "fr"])
 def test_a_tables_numbers_read_with_the_pages_decimal_mark_and_stay_numbers(app_services, translation, other):
     from ui.tabs import analysis as analysis_tab

@@ -389,9 +389,9 @@ def download(repo_id: str, revision: str | None = None, max_bytes: int | None = 
     wanted = [*REQUIRED_FILES, weights, *(name for name in OPTIONAL_FILES if name in sizes)]
     total = sum(sizes[name] for name in wanted)
     if max_bytes is not None and total > max_bytes:
-        size, limit = f"{total / 1e6:,.0f}", f"{max_bytes / 1e6:,.0f}"
-        raise HubError(f"{repo_id} weighs {size} MB, more than the {limit} MB this server opens.", code="hub.too_big",
-                       repo_id=repo_id, size=size, limit=limit)
+        size, limit = round(total / 1e6), round(max_bytes / 1e6)
+        raise HubError(f"{repo_id} weighs {size:,} MB, more than the {limit:,} MB this server opens.",
+                       code="hub.too_big", repo_id=repo_id, size=size, limit=limit)
     if before_download is not None:
         before_download(total)
     try:

@@ -79,11 +79,11 @@ def numbers_written(frame: pandas.DataFrame, language: str) -> Styler:
     """A table whose numbers read as ``language`` writes them (0,125 in German and French), for Gradio's Dataframe,
     which shows a pandas Styler's text: the values stay numbers, so the table sorts by them and a script reads them
     as they are. Other cells are shown as they are."""
-    def written(value):
-        if isinstance(value, numbers.Real) and not isinstance(value, bool):
-            return Number(value).in_(language)
-        return value
-    return frame.style.format(written)
+    return frame.style.format(lambda value: Number(value).in_(language) if is_number(value) else value)
+
+
+def is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,9 @@ def said(thing, language: str) -> str:
         return thing.args[0].in_(language)
     code = getattr(thing, "code", None)  # the library's error, named (transformer.errors.Explained)
     if isinstance(thing, BaseException) and code and f"library.{code}" in table(language):
-        return text(language, f"library.{code}", **thing.values)
+        # Its numbers are sizes and counts: grouped in thousands, as the language groups them (1,200 / 1.200 MB).
+        return text(language, f"library.{code}", **{name: Number(value, ",") if is_number(value) else value
+                                                    for name, value in thing.values.items()})
     return str(thing)
 
 
