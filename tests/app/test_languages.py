@@ -328,8 +328,10 @@ def test_the_experiments_analysis_and_evidence_tabs_leave_no_english_on_another_
     importance = {"encoder": torch.tensor([[0.5, -0.01]]), "cross": torch.tensor([[-0.3, 1.0]])}
     _, summary = experiment_views.importance_views(importance, "t", other)
     assert summary.startswith(words["experiments.most_important"].split("{")[0]) and "+1,00" in summary
-    shuffled = Comparison(None, None, "source words shuffled: “b a”", None)
+    shuffled = Comparison(None, None, "source words shuffled: “b a”", None, intervention="shuffled",
+                          details={"sentence": "b a"})
     assert experiment_views.described(shuffled).in_(other) == words["experiments.did.shuffled"].format(sentence="b a")
+    assert experiment_views.described(shuffled).in_("en") == shuffled.description
     curve = PruningCurve("cross", ["L1H1", "L1H2"], [100.0, 95.0, 40.0])
     summary = explain_views.pruning_summary([curve, curve], other)
     assert summary.startswith(words["explain.pruning_summary"].split("*")[0]) and "40,0" in summary
@@ -425,3 +427,20 @@ def test_a_tables_numbers_read_with_the_pages_decimal_mark_and_stay_numbers(app_
     assert translated.metadata["display_value"][0][1:4] == [str(numbers[0][0]), str(numbers[0][1]),
                                                           str(entropy).replace(".", ",")]
     assert not english.metadata  # the English page's tables are shown as they always were
+
+
+def test_what_each_intervention_did_is_said_in_every_language_as_the_library_says_it_in_english(app_services):
+    from transformer.inside import interventions
+    from ui.views.experiments import described
+
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    sentence = "A dog runs across the grass."
+    done = [interventions.ablate_heads(checkpoint, sentence, {"cross": ["L1H1"]}),
+            interventions.ablate_heads(checkpoint, sentence, {"cross": ["L1H1", "L1H2"]}),
+            interventions.override_token(checkpoint, checkpoint.translate(sentence), 2, "Katze"),
+            interventions.without_positions(checkpoint, sentence),
+            interventions.shuffled_source(checkpoint, sentence)]
+    assert {comparison.intervention for comparison in done} == {"switched_off", "forced", "no_positions", "shuffled"}
+    for comparison in done:
+        assert described(comparison).in_("en") == comparison.description
+        assert all(described(comparison).in_(other) != comparison.description for other in ("de", "fr"))

@@ -9,7 +9,7 @@ other's experiments.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -70,10 +70,14 @@ class Comparison:
 
     before: Translation
     after: Translation
-    description: str
+    description: str  # what was done, in English
     rescored: Translation | None = None
     head_mask: HeadMask | None = None  # how ``after`` ran, so its contributions can be measured as it ran
     positions: bool = True
+    # The same, named for a reader in another language: which intervention ("switched_off", "forced",
+    # "no_positions", "shuffled") and the values its description takes.
+    intervention: str = ""
+    details: dict = field(default_factory=dict)
 
     def probability_changes(self) -> list[tuple[str, float, float]]:
         """(token of the original translation, P before, P under the intervention)."""
@@ -90,7 +94,8 @@ def ablate_heads(checkpoint: Checkpoint, text: str, switched_off: dict[str, list
     after = checkpoint.translate(text, beam_size, max_length, head_mask=mask)
     rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], head_mask=mask)
     count = sum(len(switched_off.get(kind, [])) for kind in KINDS)
-    return Comparison(before, after, f"{count} head(s) switched off", rescored, head_mask=mask)
+    return Comparison(before, after, f"{count} head(s) switched off", rescored, head_mask=mask,
+                      intervention="switched_off", details={"count": count})
 
 
 @torch.inference_mode()
@@ -173,8 +178,9 @@ def override_token(checkpoint: Checkpoint, translation: Translation, step: int, 
     kept = translation.predicted_ids[:step]
     before = continued_from(kept)
     after = before if token_id == kept[-1] else continued_from(kept[:-1] + [token_id])
-    return Comparison(before, after, f"step {step} forced to {tgt_tok.piece(token_id)}; both runs continue "
-                                     f"greedily from step {step}")
+    piece = tgt_tok.piece(token_id)
+    return Comparison(before, after, f"step {step} forced to {piece}; both runs continue greedily from step {step}",
+                      intervention="forced", details={"step": step, "piece": piece})
 
 
 def without_positions(checkpoint: Checkpoint, text: str, beam_size: int = 1,
@@ -184,7 +190,8 @@ def without_positions(checkpoint: Checkpoint, text: str, beam_size: int = 1,
     before = checkpoint.translate(text, beam_size, max_length)
     after = checkpoint.translate(text, beam_size, max_length, positions=False)
     rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], positions=False)
-    return Comparison(before, after, "positional encoding removed", rescored, positions=False)
+    return Comparison(before, after, "positional encoding removed", rescored, positions=False,
+                      intervention="no_positions")
 
 
 def shuffle_words(text: str, seed: int = 0) -> str:
@@ -204,7 +211,8 @@ def shuffled_source(checkpoint: Checkpoint, text: str, seed: int = 0, beam_size:
     shuffled = shuffle_words(text, seed)
     after = checkpoint.translate(shuffled, beam_size, max_length)
     rescored = forced_decode(model, src_tok, tgt_tok, shuffled, before.predicted_ids[:-1])
-    return Comparison(before, after, f"source words shuffled: “{shuffled}”", rescored)
+    return Comparison(before, after, f"source words shuffled: “{shuffled}”", rescored, intervention="shuffled",
+                      details={"sentence": shuffled})
 
 
 @dataclass

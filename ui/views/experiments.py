@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import re
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
@@ -68,24 +67,13 @@ class ComparisonView:
 MEASURES = ("what each key adds (‖α v W_O‖)", "attention weights")
 MEASURE_KEYS = ("experiments.measure.adds", "experiments.measure.weights")
 
-# What ``interventions`` says it did, in English, and the words each language says it in: (pattern, key).
-DESCRIPTIONS = ((re.compile(r"(?P<count>\d+) head\(s\) switched off"), "experiments.did.switched_off"),
-                (re.compile(r"step (?P<step>\d+) forced to (?P<piece>.*); both runs continue greedily from step \d+"),
-                 "experiments.did.forced"),
-                (re.compile(r"positional encoding removed"), "experiments.did.no_positions"),
-                (re.compile(r"source words shuffled: “(?P<sentence>.*)”", re.S), "experiments.did.shuffled"))
-
-
 def described(comparison: interventions.Comparison) -> Message | str:
-    """What an intervention did, as a message; as the library said it where no pattern knows its words."""
-    for pattern, key in DESCRIPTIONS:
-        if found := pattern.fullmatch(comparison.description):
-            values = found.groupdict()
-            if "count" in values:
-                count = int(values.pop("count"))
-                return message(f"{key}.{'one' if count == 1 else 'other'}", count=count)
-            return message(key, **values)
-    return comparison.description
+    """What an intervention did, as a message (experiments.did.<its name>); as the library said it where it names
+    none."""
+    if not comparison.intervention:
+        return comparison.description
+    key, count = f"experiments.did.{comparison.intervention}", comparison.details.get("count")
+    return message(key if count is None else f"{key}.{'one' if count == 1 else 'other'}", **comparison.details)
 
 
 def comparison_attention(comparison: interventions.Comparison, kind: str, layer: int, head: int | None,
