@@ -97,7 +97,7 @@ def read_lines(path: str | Path, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise DataError(f"{path.name} is not UTF-8 text (byte {error.start})", code="data.not_utf8", name=path.name,
+        raise DataError(f"{path.name} is not UTF-8 text (byte {error.start:,})", code="data.not_utf8", name=path.name,
                         byte=error.start) from None
     return text.splitlines()
 
@@ -268,8 +268,8 @@ def load_parallel_files(source_path: str | Path, target_path: str | Path) -> Par
     """Two aligned text files, one sentence per line."""
     sources, targets = read_lines(source_path), read_lines(target_path)
     if len(sources) != len(targets):
-        raise DataError(f"{Path(source_path).name} has {len(sources)} lines but {Path(target_path).name} "
-                        f"has {len(targets)}: the files are not aligned", code="data.not_aligned",
+        raise DataError(f"{Path(source_path).name} has {len(sources):,} lines but {Path(target_path).name} "
+                        f"has {len(targets):,}: the files are not aligned", code="data.not_aligned",
                         source=Path(source_path).name, source_lines=len(sources), target=Path(target_path).name,
                         target_lines=len(targets))
     return _check_pairs([(i + 1, s, t) for i, (s, t) in enumerate(zip(sources, targets))], Path(source_path).name)

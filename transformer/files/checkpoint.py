@@ -411,7 +411,8 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
     for side, tokenizer, size in (("source", source_tokenizer, model_config.src_vocab_size),
                                   ("target", target_tokenizer, model_config.tgt_vocab_size)):
         if tokenizer.vocab_size != size:
-            words = f"{side} tokenizer of {directory} has {tokenizer.vocab_size} pieces but the model expects {size}"
+            words = (f"{side} tokenizer of {directory} has {tokenizer.vocab_size:,} pieces but the model expects "
+                     f"{size:,}")
             if side == "source":
                 raise CheckpointError(words, code="checkpoint.source_vocabulary_mismatch", directory=str(directory),
                                       pieces=tokenizer.vocab_size, expected=size)
@@ -421,13 +422,14 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
             words = (f"{side} tokenizer of {directory} has padding {tokenizer.pad_id} and end of "
                     f"sentence {tokenizer.eos_id}, but the model was trained with "
                     f"{model_config.pad_id} and {model_config.eos_id}")
+            # Ids, not amounts: passed as text, so a page never groups them in thousands.
+            pad, eos, model_pad, model_eos = map(str, (tokenizer.pad_id, tokenizer.eos_id, model_config.pad_id,
+                                                       model_config.eos_id))
             if side == "source":
                 raise CheckpointError(words, code="checkpoint.source_special_ids_mismatch", directory=str(directory),
-                                      pad=tokenizer.pad_id, eos=tokenizer.eos_id, model_pad=model_config.pad_id,
-                                      model_eos=model_config.eos_id)
+                                      pad=pad, eos=eos, model_pad=model_pad, model_eos=model_eos)
             raise CheckpointError(words, code="checkpoint.target_special_ids_mismatch", directory=str(directory),
-                                  pad=tokenizer.pad_id, eos=tokenizer.eos_id, model_pad=model_config.pad_id,
-                                  model_eos=model_config.eos_id)
+                                  pad=pad, eos=eos, model_pad=model_pad, model_eos=model_eos)
     check_shapes(model_config, stored_shapes(directory), directory)
     model = speed_up(Transformer(model_config))
     load_weights(model, _read_weights(directory), directory)
