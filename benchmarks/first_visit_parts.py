@@ -1,21 +1,23 @@
 """What each part of the page costs a first visit: the same page served with parts of it left out.
 
-Starts ``python app.py`` (as browser_latency.py does), reads its English page once, and serves that page to
-Chromium (through Playwright's routing) with Gradio's config cut down to a part of the page: the components under
-the kept parts of its layout, and the events whose triggers are all kept. The page's own scripts and styles stay.
-Each figure is the median over ``--visits`` first visits (a new browser context each, nothing cached), from
-navigation until the text box and the Translate button can be used (browser_latency.py's first_load_ms), after
-one untimed visit of each; the parts are visited in turn, so a slower minute of the machine falls on all of them.
+Starts ``python app.py`` as browser_latency.py does (training off: the Train tab is one note), reads its English
+page once, and serves that page to Chromium (through Playwright's routing) with Gradio's config cut down to a part
+of the page: the components under the kept parts of its layout, and the events that use nothing else. The page's
+opening event (its first translation) is left out of every part, the whole page's included, so that each figure
+is Gradio building that part in the browser and nothing more (browser_latency.py's first_load_ms has the first
+translation on the server beside it). The page's own scripts and styles stay. Each figure is the median over
+``--visits`` first visits (a new browser context each, nothing cached), from navigation until the text box and
+the Translate button can be used (browser_latency.py's USABLE_JS), after one untimed visit of each; the parts are
+visited in turn, so a slower minute of the machine falls on all of them.
 
 - box_and_button: only the source text box and the Translate button (the page's scaffolding, Gradio's runtime,
   the page's scripts: the floor of this page);
-- outside_tabs: that and everything outside the tabs (the model picker, the Hub, lessons and class panels, hidden
-  helpers);
-- translate_tab: that and the Translate tab alone;
+- outside_tabs: those two and everything outside the tabs (the model picker, the Hub, lessons and class panels,
+  hidden helpers);
+- translate_tab: those two and the Translate tab, nothing outside the tabs;
 - opening_view: everything but the other tabs (what a visitor sees first);
 - whole_page: the page as served.
-Each comes with the count of components and events it keeps. A part that is left out is not built: what the
-figures differ by is Gradio building those components and events in the browser (the server's work is the same).
+Each comes with the count of components and events it keeps.
 
     python benchmarks/first_visit_parts.py --json
 """
@@ -76,8 +78,8 @@ def parts(config: dict) -> dict[str, set[int]]:
 
 
 def cut_down(page: str, keep: set[int]) -> tuple[str, int, int]:
-    """The page with its config holding the layout nodes ``keep`` (and their ancestors) and the events whose
-    triggers are all kept; the numbers of components and events left."""
+    """The page with its config holding the layout nodes ``keep`` (and their ancestors) and the events that use
+    nothing else, less the page's opening event; the numbers of components and events left."""
     config, start, end = config_of(page)
 
     def kept(node: dict) -> bool:
@@ -91,12 +93,20 @@ def cut_down(page: str, keep: set[int]) -> tuple[str, int, int]:
     layout = prune(config["layout"])
     left = subtree(layout)
     config["components"] = [c for c in config["components"] if c["id"] in left]
-    events = [e for e in config["dependencies"] if all(t[0] is None or t[0] in left for t in e["targets"])]
+    for component in config["components"]:
+        if component["props"].get("elem_id") in KEPT_ELEMENTS:  # no event of a small part may read the box
+            component["props"]["interactive"] = True  # (Gradio would show it as text); as on the page
+    events, kept_events = [], set()
+    for event in config["dependencies"]:  # in order: an event a chain follows comes before it
+        uses = [*(target for target, _ in event["targets"] if target is not None), *event["inputs"],
+                *event["outputs"], *(event.get("show_progress_on") or [])]
+        opening = any(trigger == "load" for _, trigger in event["targets"])
+        follows = event.get("trigger_after")
+        if not opening and set(uses) <= left and (follows is None or follows in kept_events):
+            events.append(event)
+            kept_events.add(event["id"])
     for event in events:
-        event["inputs"] = [i for i in event["inputs"] if i in left]
-        event["outputs"] = [i for i in event["outputs"] if i in left]
-        if event.get("show_progress_on"):
-            event["show_progress_on"] = [i for i in event["show_progress_on"] if i in left] or None
+        event["cancels"] = [other for other in event.get("cancels") or [] if other in kept_events]
     config["dependencies"] = events
     for shown in config.get("page", {}).values():  # Gradio 6 draws a page from its own copy of the layout
         shown.update(layout=layout, components=[i for i in shown["components"] if i in left],
