@@ -31,6 +31,11 @@ def add_sentence_arguments(parser: argparse.ArgumentParser, purpose: str) -> Non
     """The arguments of a tool that looks into one translation: the sentence, and the decoding that makes it as
     ``transformer.translate`` does, so both describe the same translation."""
     parser.add_argument("text", help=f"the sentence to translate and {purpose}")
+    add_decoding_arguments(parser)
+
+
+def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
+    """The checkpoint and how it decodes, as ``transformer.translate`` does; ``--json`` and ``--device``."""
     parser.add_argument("--beam", type=positive_int, default=5, help="beam size (1 = greedy), as in "
                         "transformer.translate")
     parser.add_argument("--length-penalty", type=float, help="default: the one the checkpoint was scored with")

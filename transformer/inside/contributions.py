@@ -1,0 +1,217 @@
+"""Is it translating here, or continuing its own sentence? How much of each generated token comes from each source
+token and how much from each token of the translation so far: ALTI+ (Ferrando et al., 2022, "Towards Opening the
+Black Box of Neural Machine Translation: Source and Target Contributions to the Model's Predictions"), built on
+ALTI (Ferrando et al., 2022, "Measuring the Mixing of Contextual Information in the Transformer").
+
+    python -m transformer.contributions "A dog runs across the grass." --json
+
+**One attention block.** Query i's output is the residual stream plus what every head brings from every key j
+(section 3.2.2, with the residual connection of section 3.1):
+
+    z_i = Σ_j T_i(x_j) + b_O,   T_i(x_j) = Σ_h α^h_ij (W_V^h x_j + b_V^h) W_O^h  +  [j = i] x_i
+
+(cross-attention: the keys are the encoder's outputs and the residual x_i is one more part, not a key). After a
+post-norm block's LayerNorm, y_i = (z_i − μ(z_i)) / σ(z_i) ⊙ γ + β; with σ(z_i) fixed by the whole sum, that is
+linear in each part, so each part becomes T_i(x_j) ← (T_i(x_j) − μ(T_i(x_j))) / σ(z_i) ⊙ γ, and y_i is their sum
+plus the bias terms. (A pre-norm block adds to its raw residual stream: y_i = z_i, its LayerNorm inside T.)
+Each part's contribution is how much closer it lies to y_i than the zero vector does, in the L1 norm:
+
+    c_ij = max(0, ‖y_i‖₁ − ‖y_i − T_i(x_j)‖₁) / Σ_k max(0, ‖y_i‖₁ − ‖y_i − T_i(x_k)‖₁)
+
+**Through the model.** The encoder's layers compose by matrix product: R_enc = C_L ⋯ C_1 (source × source).
+Each decoder layer l mixes the target positions by self-attention (C^sa_l) and then adds the source by
+cross-attention (C^ca_l: a share per encoder output, and r_t, the residual's share). So position t's state after
+layer l draws on source token s and target token u as
+
+    R^src_l = (r ⊙ C^sa_l) R^src_{l−1} + C^ca_l R_enc,     R^tgt_l = (r ⊙ C^sa_l) R^tgt_{l−1}
+
+starting from R^src_0 = 0, R^tgt_0 = I; each row sums to 1. Row t of the last layer is the step that produced
+``predicted_ids[t]``: its source share, and its prefix share over the decoder's inputs up to t (``<s>`` first).
+
+**What it does not measure.** The feed-forward networks and the final LayerNorms are left out (ALTI counts a
+position's feed-forward as its own; it mixes no positions), and a contribution is a distance, not a causal
+effect: activation patching (``patching.py``) asks what changing the source actually does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ..paper.decoding import Translation
+from ..paper.model import AddAndNorm, MultiHeadAttention, Transformer
+
+
+@dataclass
+class BlockParts:
+    """One attention block decomposed: ``parts`` (queries, keys [+ 1 for cross-attention's residual], d_model),
+    the vectors each key brings to each query, and ``whole`` (queries, d_model), the block's actual output."""
+
+    parts: Tensor
+    whole: Tensor
+
+    def contributions(self) -> Tensor:
+        """ALTI's c_ij (queries, parts): non-negative, each row summing to 1."""
+        closeness = (self.whole.abs().sum(-1, keepdim=True)
+                     - (self.whole.unsqueeze(1) - self.parts).abs().sum(-1)).clamp_min(0)
+        return closeness / closeness.sum(-1, keepdim=True).clamp_min(torch.finfo(closeness.dtype).tiny)
+
+
+@torch.inference_mode()
+def block_parts(attention: MultiHeadAttention, add_and_norm: AddAndNorm, block_input: Tensor, residual: Tensor,
+                weights: Tensor, memory: Tensor | None = None) -> BlockParts:
+    """Decompose one block of a batch of one, all in float32: ``block_input`` (queries, d_model) is what the
+    attention read its queries from, ``residual`` the stream it is added to, ``weights`` (H, queries, keys) its
+    softmax, ``memory`` (keys, d_model) the encoder's output for cross-attention (None: self-attention)."""
+    d, heads = attention.d_model, attention.n_heads
+    keys_from = (block_input if memory is None else memory).float()
+    values = attention.project_rows(keys_from, slice(2 * d, 3 * d)).float().view(keys_from.size(0), heads, -1)
+    w_o = attention.out_proj.weight.float().view(d, heads, -1)  # W_O^h: the columns head h's output meets
+    through_output = torch.einsum("khe,dhe->hkd", values, w_o)  # (H, keys, d_model): v_j W_O^h
+    parts = torch.einsum("hqk,hkd->qkd", weights.float(), through_output)
+    residual = residual.float()
+    if memory is None:
+        parts = parts + torch.diag_embed(residual.T).permute(1, 2, 0)  # [j = i] x_i
+    else:
+        parts = torch.cat([parts, residual.unsqueeze(1)], dim=1)
+    bias = attention.out_proj.bias.float()
+    summed = parts.sum(1) + bias
+    if add_and_norm.norm_first:
+        return BlockParts(parts, summed)
+    norm = add_and_norm.norm
+    sigma = (summed.var(-1, unbiased=False, keepdim=True) + norm.eps).sqrt()
+    gamma = norm.weight.float()
+    parts = (parts - parts.mean(-1, keepdim=True)) / sigma.unsqueeze(1) * gamma
+    whole = parts.sum(1) + (bias - bias.mean()) / sigma * gamma + norm.bias.float()
+    return BlockParts(parts, whole)
+
+
+@dataclass
+class BlockRecord:
+    """What one attention block read in a pass: its queries' input, the residual stream, the encoder's output
+    (cross-attention) and its softmax; and ``output``, the block's output after Add & Norm, as the model made it."""
+
+    block_input: Tensor
+    residual: Tensor
+    memory: Tensor | None
+    weights: Tensor
+    output: Tensor
+
+
+def attention_blocks(model: Transformer) -> dict[str, list[tuple[MultiHeadAttention, AddAndNorm]]]:
+    """Each attention kind's (attention, Add & Norm) per layer."""
+    return {"encoder": [(layer.self_attn, layer.self_attn_norm) for layer in model.encoder.layers],
+            "decoder": [(layer.self_attn, layer.self_attn_norm) for layer in model.decoder.layers],
+            "cross": [(layer.cross_attn, layer.cross_attn_norm) for layer in model.decoder.layers]}
+
+
+@torch.inference_mode()
+def record_blocks(model: Transformer, source_ids: list[int], target_ids: list[int]) -> dict[str, list[BlockRecord]]:
+    """One teacher-forced pass that keeps what every attention block read (hooks only watch: the pass is the
+    model's own)."""
+    model.eval()
+    seen: dict[int, dict] = {}
+
+    def on_attention(module, args, kwargs, output):
+        memory = args[1] if len(args) > 1 else kwargs.get("memory")
+        seen.setdefault(id(module), {}).update(block_input=args[0][0], memory=None if memory is None else memory[0],
+                                               weights=output[1][0], projected=output[0][0])
+
+    def on_norm_input(owner):
+        def hook(module, args):
+            seen.setdefault(id(owner), {}).setdefault("norm_input", args[0][0])
+        return hook
+
+    hooks = []
+    for blocks in attention_blocks(model).values():
+        for attention, add_and_norm in blocks:
+            hooks.append(attention.register_forward_hook(on_attention, with_kwargs=True))
+            hooks.append(add_and_norm.norm.register_forward_pre_hook(on_norm_input(attention)))
+    try:
+        encoded = model.encode(torch.tensor([source_ids], device=model.device), need_weights=True)
+        model.decode(torch.tensor([target_ids], device=model.device), encoded, need_weights=True)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    records = {}
+    for kind, blocks in attention_blocks(model).items():
+        records[kind] = []
+        for attention, add_and_norm in blocks:
+            block = seen[id(attention)]
+            residual = block["norm_input"] if add_and_norm.norm_first else block["block_input"]
+            records[kind].append(BlockRecord(block["block_input"], residual, block["memory"], block["weights"],
+                                             add_and_norm.output(residual, block["projected"]).float()))
+    return records
+
+
+@dataclass
+class Contributions:
+    """ALTI+ of one translation. ``source`` (decoder layers, steps, source tokens) and ``prefix`` (decoder layers,
+    steps, decoder inputs): what each step's state draws on after each decoder layer; the last layer's is the
+    total. ``encoder`` (source, source): the encoder's own rollout. ``blocks``: each block's C, per kind."""
+
+    source: Tensor
+    prefix: Tensor
+    encoder: Tensor
+    blocks: dict[str, list[Tensor]]
+
+    @property
+    def source_share(self) -> Tensor:
+        """(steps,): how much of each generated token comes from the source, the rest from its prefix."""
+        return self.source[-1].sum(-1)
+
+    @property
+    def source_share_by_layer(self) -> Tensor:
+        """(decoder layers, steps)."""
+        return self.source.sum(-1)
+
+    def to_json(self, translation: Translation) -> dict:
+        """The ``--json`` contract of ``python -m transformer.contributions``."""
+        def rounded(values: Tensor) -> list:
+            return [round(x, 6) for x in values.tolist()]
+        steps = []
+        for t, token in enumerate(translation.predicted_pieces):
+            share = float(self.source[-1, t].sum())
+            steps.append({"token": token, "source_share": round(share, 6), "prefix_share": round(1 - share, 6),
+                          "source": rounded(self.source[-1, t]), "prefix": rounded(self.prefix[-1, t, :t + 1]),
+                          "source_share_by_layer": rounded(self.source_share_by_layer[:, t])})
+        return {"method": "alti_plus", "source": translation.source_text, "translation": translation.text,
+                "source_tokens": translation.source_pieces, "target_tokens": translation.target_pieces,
+                "predicted_tokens": translation.predicted_pieces, "steps": steps}
+
+
+def compose(encoder: list[Tensor], decoder: list[Tensor], cross: list[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+    """ALTI+'s rollout of the blocks' contributions (module docstring): per decoder layer, (steps, source) and
+    (steps, steps); and the encoder's (source, source)."""
+    sources = cross[0].size(1) - 1
+    from_source = torch.eye(sources)
+    for layer in encoder:
+        from_source = layer @ from_source
+    steps = decoder[0].size(0)
+    to_source, to_prefix = torch.zeros(steps, sources), torch.eye(steps)
+    per_layer_source, per_layer_prefix = [], []
+    for self_attention, cross_attention in zip(decoder, cross):
+        through_residual = cross_attention[:, -1:] * self_attention
+        to_source = through_residual @ to_source + cross_attention[:, :-1] @ from_source
+        to_prefix = through_residual @ to_prefix
+        total = (to_source.sum(-1, keepdim=True) + to_prefix.sum(-1, keepdim=True)).clamp_min(1e-12)
+        to_source, to_prefix = to_source / total, to_prefix / total
+        per_layer_source.append(to_source)
+        per_layer_prefix.append(to_prefix)
+    return torch.stack(per_layer_source), torch.stack(per_layer_prefix), from_source
+
+
+@torch.inference_mode()
+def contributions(model: Transformer, translation: Translation) -> Contributions:
+    """ALTI+ source and prefix contributions of every step of ``translation``, on the model as it is."""
+    records = record_blocks(model, translation.source_ids, translation.target_ids)
+    blocks = {}
+    for kind, modules in attention_blocks(model).items():
+        blocks[kind] = [block_parts(attention, add_and_norm, record.block_input, record.residual, record.weights,
+                                    record.memory).contributions().cpu()
+                        for (attention, add_and_norm), record in zip(modules, records[kind])]
+    source, prefix, encoder = compose(blocks["encoder"], blocks["decoder"], blocks["cross"])
+    return Contributions(source, prefix, encoder, blocks)
+
