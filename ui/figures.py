@@ -16,7 +16,7 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .runtime.language import DECIMAL_MARK, ENGLISH, PERCENT_SIGN, Number, text
+from .runtime.language import DECIMAL_MARK, ENGLISH, PERCENT_SIGN, Number, percent, text
 from .runtime.language import table as locale
 
 ATTENTION_COLORSCALE = "Blues"
@@ -411,20 +411,26 @@ def training_curves(steps: Sequence[dict], evals: Sequence[dict], title: str | N
 def head_importance_heatmaps(importance: dict, title: str | None = None, *, language: str = ENGLISH) -> go.Figure:
     """One layer x head panel per attention type: drop in log-probability when that head alone is off."""
     title = _words(language, "importance.title") if title is None else title
-    kinds = list(importance)
+    return head_heatmaps(importance, _titled(title, _words(language, "importance.note")), _words(language, "nats"),
+                         lambda kind, layer, head, value: _words(language, "importance.cell", kind=kind, layer=layer,
+                                                                 head=head, drop=Number(value, "+.3f")), language)
+
+
+def head_heatmaps(values: dict, title: str, colour_title: str, cell, language: str = ENGLISH) -> go.Figure:
+    """One layer x head panel per attention type of ``values`` ({kind: (layers, heads)}), on one colour scale
+    centred on 0; ``cell(kind name, layer, head, value)`` is a cell's hover (layers and heads from 1)."""
+    kinds = list(values)
     named = {kind: _kind_name(kind, language) for kind in kinds}
-    nats = _words(language, "nats")
     fig = make_subplots(rows=1, cols=len(kinds), subplot_titles=[named[kind] for kind in kinds],
                         horizontal_spacing=0.08)
-    largest = max(1e-6, max(float(abs(_tensor_max(v))) for v in importance.values()))
+    largest = max(1e-6, max(float(abs(_tensor_max(v))) for v in values.values()))
     for i, kind in enumerate(kinds):
-        matrix = _matrix(importance[kind])
+        matrix = _matrix(values[kind])
         layers, heads = len(matrix), len(matrix[0])
         fig.add_trace(go.Heatmap(
             z=matrix, x=list(range(heads)), y=list(range(layers)), zmid=0, zmin=-largest, zmax=largest,
-            colorscale="RdBu", reversescale=True, showscale=(i == 0), colorbar=dict(title=nats, thickness=10),
-            text=[[_words(language, "importance.cell", kind=named[kind], layer=l + 1, head=h + 1,
-                         drop=Number(matrix[l][h], "+.3f")) for h in range(heads)] for l in range(layers)],
+            colorscale="RdBu", reversescale=True, showscale=(i == 0), colorbar=dict(title=colour_title, thickness=10),
+            text=[[cell(named[kind], l + 1, h + 1, matrix[l][h]) for h in range(heads)] for l in range(layers)],
             hovertemplate="%{text}<extra></extra>"), row=1, col=i + 1)
         fig.update_xaxes(tickvals=list(range(heads)),
                          ticktext=[_words(language, "importance.head_tick", head=h + 1) for h in range(heads)],
@@ -432,7 +438,33 @@ def head_importance_heatmaps(importance: dict, title: str | None = None, *, lang
         fig.update_yaxes(tickvals=list(range(layers)),
                          ticktext=[_words(language, "importance.layer_tick", layer=l + 1) for l in range(layers)],
                          autorange="reversed", row=1, col=i + 1)
-    return _layout(fig, _titled(title, _words(language, "importance.note")), height=360, language=language)
+    return _layout(fig, title, height=360, language=language)
+
+
+def patching_heads(heads: dict, title: str, *, language: str = ENGLISH) -> go.Figure:
+    """Activation patching's layer x head panels: the share of the difference each head's clean output restores."""
+    return head_heatmaps(heads, _titled(title, _words(language, "patching.note")),
+                         _words(language, "patching.restored"),
+                         lambda kind, layer, head, value: _words(language, "patching.head_cell", kind=kind, layer=layer,
+                                                                 head=head, share=percent(value)), language)
+
+
+def patching_positions(shares, source_labels: Sequence[str], title: str, *, language: str = ENGLISH) -> go.Figure:
+    """Activation patching's encoder layer x source position grid; a position without a partner stays blank."""
+    matrix = [[None if x != x else x for x in row] for row in _matrix(shares)]
+    largest = max([1e-6] + [abs(x) for row in matrix for x in row if x is not None])
+    labels = _escaped(source_labels)
+    fig = go.Figure(go.Heatmap(
+        z=matrix, x=list(range(len(labels))), y=list(range(len(matrix))), zmid=0, zmin=-largest, zmax=largest,
+        colorscale="RdBu", reversescale=True, colorbar=dict(title=_words(language, "patching.restored"), thickness=10),
+        text=[[_words(language, "patching.position_cell", layer=l + 1, piece=labels[p],
+                      share=percent(value) if value is not None else "–") for p, value in enumerate(row)]
+              for l, row in enumerate(matrix)], hovertemplate="%{text}<extra></extra>"))
+    fig.update_xaxes(**_ticks(source_labels), tickangle=_slanted(source_labels))
+    fig.update_yaxes(tickvals=list(range(len(matrix))),
+                     ticktext=[_words(language, "importance.layer_tick", layer=l + 1) for l in range(len(matrix))],
+                     autorange="reversed")
+    return _layout(fig, title, height=200 + 40 * len(matrix), language=language)
 
 
 def _kind_name(kind: str, language: str) -> str:

@@ -17,9 +17,10 @@ from ..runtime.chart import Chart
 from ..runtime.language import ENGLISH, message, text
 from ..runtime.page import Page
 from ..services import Services
+from ..runtime.worker import Callback
 from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, head_choices, require_translation
 from ..views.experiments import (MEASURE_KEYS, MEASURES, comparison_attention, comparison_view, head_labels,
-                                 importance_views)
+                                 importance_views, patching_view)
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import decoding_of, layer_and_head_counts
 
@@ -54,6 +55,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         with gr.Row():
             no_positions_button = gr.Button(words("experiments.no_positions_button"))
             shuffle_button = gr.Button(words("experiments.shuffle_button"))
+    patching_layout(page)
     gr.Markdown(words("experiments.result"))
     experiment_description = gr.Markdown(elem_id="experiment-description")
     with gr.Row():
@@ -96,6 +98,27 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
              experiment_measure=experiment_measure, experiment_attention_before=experiment_attention_before,
              experiment_attention_after=experiment_attention_after, last_comparison=gr.State(None),
              word_order_section=word_order_section)
+
+
+def patching_layout(page: Page) -> None:
+    """Activation patching between the sentence last translated and the same sentence changed."""
+    words = page.words
+    with gr.Accordion(words("experiments.patching_section"), open=False):
+        gr.Markdown(words("experiments.patching_note"))
+        patch_corrupted = gr.Textbox(label=words("experiments.corrupted_sentence"), lines=1, max_lines=3,
+                                     placeholder=words("experiments.corrupted_placeholder"), elem_id="patch-corrupted")
+        with gr.Row():
+            patch_step = components.Slider(1, 2, value=1, step=1, label=words("experiments.step"), scale=2)
+            patch_alternative = components.Dropdown([], label=words("experiments.patch_alternative"),
+                                                    allow_custom_value=True, scale=2)
+            patch_button = gr.Button(words("experiments.patch_button"), variant="primary", scale=1)
+            patch_stop = gr.Button(words("experiments.stop"), scale=0)
+        patching_summary = gr.Markdown(elem_id="patching-summary")
+        patching_heads = Chart(label=words("experiments.patching_heads_chart"), elem_id="patching-heads")
+        patching_positions = Chart(label=words("experiments.patching_positions_chart"), elem_id="patching-positions")
+    page.add(patch_corrupted=patch_corrupted, patch_step=patch_step, patch_alternative=patch_alternative,
+             patch_button=patch_button, patch_stop=patch_stop, patching_summary=patching_summary,
+             patching_heads=patching_heads, patching_positions=patching_positions)
 
 
 # --- handlers ------------------------------------------------------------------------------------
@@ -186,17 +209,45 @@ def on_importance_sample(services: Services, model, language: str = ENGLISH) -> 
     return {"importance_plot": figure, "importance_summary": summary}
 
 
-def override_candidates(translation: Translation | None, step) -> dict:
+PATCHING_OUTPUTS = ("patching_summary", "patching_heads", "patching_positions")
+
+
+def on_patch(services: Services, translation_model, translation_state, patch_corrupted, patch_step, patch_alternative,
+             progress=gr.Progress(), language: str = ENGLISH) -> dict:
+    translation = require_translation(translation_state)
+    if not (patch_corrupted or "").strip():
+        raise InputError(message("experiments.type_corrupted"))
+
+    def on_runs(done, total):
+        progress(done / total, desc=text(language, "experiments.progress.patching", done=done, total=total))
+    view = services.costly.run(patching_view, services.registry.get(translation_model), translation, patch_corrupted,
+                               patch_step, patch_alternative, Callback(on_runs), language)
+    return {"patching_summary": view.summary, "patching_heads": view.heads, "patching_positions": view.positions}
+
+
+def alternatives_at(translation: Translation | None, step) -> list[str]:
     """The top-k pieces of a step other than the one the model chose there."""
     if translation is None:
-        return {"override_choice": gr.Dropdown([], value=None)}
+        return []
     index = clamp(step, 1, translation.num_steps) - 1
-    alternatives = [piece for piece in translation.top_pieces[index] if piece != translation.predicted_pieces[index]]
-    return {"override_choice": gr.Dropdown(alternatives, value=alternatives[0] if alternatives else None)}
+    return [piece for piece in translation.top_pieces[index] if piece != translation.predicted_pieces[index]]
+
+
+def candidates(name: str, translation: Translation | None, step) -> dict:
+    alternatives = alternatives_at(translation, step)
+    return {name: gr.Dropdown(alternatives, value=alternatives[0] if alternatives else None)}
+
+
+def override_candidates(translation: Translation | None, step) -> dict:
+    return candidates("override_choice", translation, step)
 
 
 def on_override_step(translation_state, override_step) -> dict:
     return override_candidates(translation_state, override_step)
+
+
+def on_patch_step(translation_state, patch_step) -> dict:
+    return candidates("patch_alternative", translation_state, patch_step)
 
 
 # --- what other events change here ---------------------------------------------------------------
@@ -208,7 +259,9 @@ def after_translation(translation: Translation) -> dict:
             "experiment_diff": None, "experiment_probability": None, "experiment_attention_before": None,
             "experiment_attention_after": None,
             "override_step": gr.Slider(1, max(2, translation.num_steps), value=1, step=1),
-            **override_candidates(translation, 1)}
+            **override_candidates(translation, 1), "patching_summary": "", "patching_heads": None,
+            "patching_positions": None, "patch_step": gr.Slider(1, max(2, translation.num_steps), value=1, step=1),
+            **candidates("patch_alternative", translation, 1)}
 
 
 def after_model_change(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
@@ -223,7 +276,8 @@ def after_model_change(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
 
 def declare(page: Page) -> None:
     page.when_translated(after_translation, ("experiment_sentence", "importance_plot", "importance_summary",
-                                             *COMPARISON_OUTPUTS, "override_step", "override_choice"), TAB_ID)
+                                             *COMPARISON_OUTPUTS, "override_step", "override_choice",
+                                             *PATCHING_OUTPUTS, "patch_step", "patch_alternative"), TAB_ID)
     page.when_model_changes(after_model_change, ("ablate_encoder", "ablate_decoder", "ablate_cross",
                                                  "experiment_layer", "experiment_head"))
 
@@ -240,7 +294,11 @@ def wire(page: Page) -> None:
         page.on(c["importance_sample_button"].click, on_importance_sample, ("importance_plot", "importance_summary"),
                 keep_on_input_problem=True, costly=True),
     ]
+    patching = page.on(c["patch_button"].click, on_patch, PATCHING_OUTPUTS, keep_on_input_problem=True, costly=True)
+    page.sentence_work.append(patching)
+    c["patch_stop"].click(None, cancels=[patching], api_visibility="private")
     page.on(c["override_step"].input, on_override_step, ["override_choice"], trigger_mode="always_last")
+    page.on(c["patch_step"].input, on_patch_step, ["patch_alternative"], trigger_mode="always_last")
     page.on([c["experiment_kind"].input, c["experiment_layer"].input, c["experiment_head"].input,
              c["experiment_measure"].input],
             on_comparison_attention, ["experiment_attention_before", "experiment_attention_after"],

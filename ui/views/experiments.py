@@ -11,10 +11,11 @@ import torch
 
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside import interventions
-from transformer.inside import one_head
+from transformer.inside import one_head, patching
+from transformer.paper.decoding import encode_source
 
 from .. import figures
-from ..runtime.language import ENGLISH, Message, Number, message, said, text
+from ..runtime.language import ENGLISH, Message, Number, message, percent, said, text
 from .choices import clamp, kind_key
 from .text import markdown_escape
 from .translate import AXES, AttentionMap, MapWords, attention_axes, map_of, which_message
@@ -143,3 +144,58 @@ def importance_views(importance: dict[str, torch.Tensor], title: str,
     lines.append(message("experiments.importance_note"))
     summary = "  \n".join(said(line, language) for line in lines)
     return figures.head_importance_heatmaps(importance, title, language=language), summary
+
+
+@dataclass
+class PatchingView:
+    """Activation patching between the sentence last translated and a changed one: both grids and a summary."""
+
+    heads: go.Figure
+    positions: go.Figure
+    summary: str
+
+
+def patching_view(checkpoint: Checkpoint, translation, corrupted: str, step: int, alternative: str | None,
+                  on_progress=None, language: str = ENGLISH) -> PatchingView:
+    """``patching.activation_patching`` of ``translation`` against ``corrupted`` at ``step`` (1-based), drawn and
+    summed up in ``language``; ``on_progress(done, total)`` after each batch of patched runs."""
+    corrupted_ids, _ = encode_source(checkpoint.model, checkpoint.source_tokenizer, corrupted)
+    result = patching.activation_patching(checkpoint.model, translation, checkpoint.target_tokenizer, corrupted_ids,
+                                          clamp(step, 1, translation.num_steps), alternative or None,
+                                          on_progress=on_progress)
+    title = text(language, "experiments.patching.title", step=result.step, target=result.target,
+                 alternative=result.alternative)
+    return PatchingView(figures.patching_heads(result.heads, title, language=language),
+                        figures.patching_positions(result.encoder_positions, translation.source_pieces,
+                                                   text(language, "experiments.patching.positions_title"),
+                                                   language=language),
+                        patching_summary(result, translation, language))
+
+
+def strongest_components(result: patching.Patching, translation, count: int = 4) -> list[Message]:
+    """The components that restore the largest shares, each as a message."""
+    found = [(share, message("experiments.patching.at_position", layer=layer + 1,
+                             piece=translation.source_pieces[position], share=percent(share)))
+             for layer, row in enumerate(result.encoder_positions.tolist())
+             for position, share in enumerate(row) if share == share]
+    found += [(share, message("experiments.patching.head", kind=message(f"experiments.kind.{kind}"),
+                              label=interventions.head_label(layer, head), share=percent(share)))
+              for kind, grid in result.heads.items() for layer, row in enumerate(grid.tolist())
+              for head, share in enumerate(row)]
+    found += [(share, message("experiments.patching.decoder_layer", layer=layer + 1, share=percent(share)))
+              for layer, share in enumerate(result.decoder_layers.tolist())]
+    return [named for _, named in sorted(found, key=lambda item: -item[0])[:count]]
+
+
+def patching_summary(result: patching.Patching, translation, language: str = ENGLISH) -> str:
+    checks = result.last_encoder_layer_all_positions
+    lines = [message("experiments.patching.differences", step=result.step, target=result.target,
+                     alternative=result.alternative, clean=Number(result.clean_difference, "+.2f"),
+                     corrupted=Number(result.corrupted_difference, "+.2f")),
+             message("experiments.patching.strongest", components=strongest_components(result, translation)),
+             message("experiments.patching.checks", nothing=percent(result.nothing),
+                     last=percent(checks["restored"]), gap=Number(checks["max_logit_difference"], ".1e"))]
+    if not checks["every_position_paired"]:
+        lines.append(message("experiments.patching.unpaired"))
+    lines.append(message("experiments.patching.caveat"))
+    return "  \n".join(said(line, language) for line in lines)
