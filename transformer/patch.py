@@ -5,8 +5,9 @@ a minimal pair makes to one step of the translation.
         --step 8 --alternative ▁er --json
     python -m transformer.patch "The doctor said that she was tired." --noise 7 --step 8 --json
 
-The clean sentence's translation is forced on both runs. STEP counts generated tokens from 1; TOKEN is a piece as
-``target_tokens`` shows it (default: the step's runner-up). ``--json`` prints one object: the share of the logit
+The clean sentence's translation is forced on both runs. STEP counts generated tokens from 1 (default: the step whose
+token the corrupted sentence makes least likely); TOKEN is a piece as ``target_tokens`` shows it (default: the step's
+runner-up, or with the default step the token the corrupted run prefers there). ``--json`` prints one object: the share of the logit
 difference each component restores, ``encoder_positions`` (encoder layers × clean source positions, null where a
 position has no partner), ``heads`` (``encoder``, ``decoder``, ``cross``: layers × heads), ``decoder_layers``, and
 the two exact checks, ``nothing`` (0) and ``last_encoder_layer_all_positions`` (restores 1: its largest logit
@@ -46,8 +47,10 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("text", help="the clean sentence, whose translation both runs read")
     parser.add_argument("corrupted", nargs="?", help="the corrupted sentence (a minimal pair); or use --noise")
-    parser.add_argument("--step", type=arguments.positive_int, required=True)
-    parser.add_argument("--alternative", help="the token to compare with (default: the step's runner-up)")
+    parser.add_argument("--step", type=arguments.positive_int,
+                        help="default: the step whose token the corrupted sentence makes least likely")
+    parser.add_argument("--alternative", help="the token to compare with (default: the step's runner-up; with the "
+                                              "default step, the token the corrupted run prefers there)")
     parser.add_argument("--noise", type=positions, metavar="POSITIONS",
                         help="instead of a corrupted sentence: noise on these source positions' embeddings (1,2)")
     parser.add_argument("--align", type=pairs, metavar="PAIRS",
@@ -64,9 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     corrupted = None
     if args.corrupted is not None:
         corrupted = encode_source(checkpoint.model, checkpoint.source_tokenizer, args.corrupted)[0]
+    step, alternative = args.step, args.alternative
+    if step is None and corrupted is not None:
+        step, preferred = patching.most_affected_step(checkpoint.model, translation, corrupted)
+        alternative = alternative or checkpoint.target_tokenizer.piece(preferred)
+    elif step is None:
+        parser.error("with --noise, give --step")
     try:
         result = patching.activation_patching(checkpoint.model, translation, checkpoint.target_tokenizer, corrupted,
-                                              args.step, args.alternative, args.align, args.noise, args.seed)
+                                              step, alternative, args.align, args.noise, args.seed)
     except InputError as error:
         parser.exit(2, f"error: {error}\n")
     if args.json:

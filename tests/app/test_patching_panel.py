@@ -55,3 +55,9 @@ def test_a_new_translation_clears_the_grids_and_offers_its_steps_alternatives(do
     assert views["patching_heads"] is None and views["patching_summary"] == ""
     runner_up = next(piece for piece in doctor.top_pieces[0] if piece != doctor.predicted_pieces[0])
     assert views["patch_alternative"].value == runner_up and views["patch_step"].maximum == doctor.num_steps
+
+
+def test_typing_the_changed_sentence_chooses_the_step_it_changes_most_and_its_preferred_token(app_services, doctor):
+    views = experiments.on_patch_pair(app_services, "multi30k-en-de", doctor, CORRUPTED)
+    assert views["patch_step"] == 8 and views["patch_alternative"].value == "▁er"
+    assert experiments.on_patch_pair(app_services, "multi30k-en-de", doctor, "") == {}

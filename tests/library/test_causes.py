@@ -305,6 +305,7 @@ def test_the_patch_command_prints_the_grids_and_both_checks(bundled, doctor):
 
 @pytest.mark.parametrize("args, says", [
     (["--step", "8"], "give either a corrupted sentence or --noise"),
+    (["--noise", "1"], "with --noise, give --step"),
     (["he", "--step", "99"], "out of range"),
     (["--noise", "40", "--step", "1"], "outside the source"),
     (["--noise", "1", "--step", "1", "--alternative", "qqqxqqq"], "not a piece"),
@@ -312,3 +313,37 @@ def test_the_patch_command_prints_the_grids_and_both_checks(bundled, doctor):
 def test_the_patch_command_says_what_is_wrong_in_one_line(args, says):
     done = run_command("transformer.patch", CLEAN, *args)
     assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
+
+
+def test_contributions_and_patching_in_one_thread_leave_anothers_translations_alone(bundled, doctor):
+    """A server translates for one visitor while it measures for another: the hooks act in their own thread."""
+    import threading
+
+    expected_shares = contributions.contributions(bundled.model, doctor).source_share
+    translations, failures = [], []
+
+    def translate_meanwhile():
+        try:
+            for _ in range(6):
+                translations.append(bundled.translate("A dog runs across the grass.", 1).predicted_ids)
+        except Exception as error:  # noqa: BLE001 - reported below, in the test's own thread
+            failures.append(error)
+
+    other = threading.Thread(target=translate_meanwhile)
+    other.start()
+    for _ in range(6):
+        torch.testing.assert_close(contributions.contributions(bundled.model, doctor).source_share, expected_shares)
+        assert abs(patch_pair(bundled, doctor, CORRUPTED, SHE_STEP, "▁er").nothing) < 1e-6
+    other.join()
+    assert not failures and len(translations) == 6 and all(ids == translations[0] for ids in translations)
+
+
+def test_the_step_a_pair_changes_most_is_found_with_the_token_the_changed_sentence_prefers(bundled, doctor):
+    step, preferred = patching.most_affected_step(bundled.model, doctor, bundled.source_tokenizer.encode(CORRUPTED))
+    assert step == SHE_STEP and bundled.target_tokenizer.piece(preferred) == "▁er"
+
+
+def test_the_patch_command_finds_the_step_itself_when_none_is_given():
+    done = run_command("transformer.patch", CLEAN, CORRUPTED, "--json")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (result["step"], result["target"], result["alternative"]) == (SHE_STEP, "▁sie", "▁er")

@@ -35,6 +35,7 @@ effect: activation patching (``patching.py``) asks what changing the source actu
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -110,18 +111,22 @@ def attention_blocks(model: Transformer) -> dict[str, list[tuple[MultiHeadAttent
 @torch.inference_mode()
 def record_blocks(model: Transformer, source_ids: list[int], target_ids: list[int]) -> dict[str, list[BlockRecord]]:
     """One teacher-forced pass that keeps what every attention block read (hooks only watch: the pass is the
-    model's own)."""
+    model's own; they watch this thread's pass alone, so a server's other requests neither feed nor see them)."""
     model.eval()
     seen: dict[int, dict] = {}
+    thread = threading.get_ident()
 
     def on_attention(module, args, kwargs, output):
+        if threading.get_ident() != thread:
+            return
         memory = args[1] if len(args) > 1 else kwargs.get("memory")
         seen.setdefault(id(module), {}).update(block_input=args[0][0], memory=None if memory is None else memory[0],
                                                weights=output[1][0], projected=output[0][0])
 
     def on_norm_input(owner):
         def hook(module, args):
-            seen.setdefault(id(owner), {}).setdefault("norm_input", args[0][0])
+            if threading.get_ident() == thread:
+                seen.setdefault(id(owner), {}).setdefault("norm_input", args[0][0])
         return hook
 
     hooks = []

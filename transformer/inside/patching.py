@@ -303,6 +303,23 @@ def _read_back(model, translation, tokenizer, patches, shares, last_layer_logits
                     alignment=alignment, corrupted_source=tokenizer.pieces(corrupted_ids))
 
 
+@torch.inference_mode()
+def most_affected_step(model: Transformer, translation: Translation, corrupted_ids: list[int]) -> tuple[int, int]:
+    """Where a minimal pair matters most: the step (1-based) whose token the corrupted source makes least likely,
+    both reading the clean translation; and the token the corrupted run prefers there (its runner-up when it still
+    prefers the clean one)."""
+    model.eval()
+    device = model.device
+    tgt = torch.tensor([translation.target_ids], device=device)
+    log_probs = [model(torch.tensor([ids], device=device), tgt).logits[0].float().log_softmax(-1)
+                 for ids in (translation.source_ids, corrupted_ids)]
+    chosen = torch.tensor(translation.predicted_ids, device=device).unsqueeze(1)
+    drops = (log_probs[0].gather(1, chosen) - log_probs[1].gather(1, chosen)).squeeze(1)
+    step = int(drops.argmax()) + 1
+    preferred = log_probs[1][step - 1].topk(2).indices.tolist()
+    return step, preferred[0] if preferred[0] != translation.predicted_ids[step - 1] else preferred[1]
+
+
 def check_alignment(alignment: list[tuple[int, int]], clean_length: int,
                     corrupted_length: int) -> list[tuple[int, int]]:
     """Pairs within both sources, each position used once."""

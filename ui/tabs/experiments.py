@@ -9,8 +9,8 @@ import gradio as gr
 
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
-from transformer.inside import interventions
-from transformer.paper.decoding import Translation
+from transformer.inside import interventions, patching
+from transformer.paper.decoding import Translation, encode_source
 
 from ..runtime import components
 from ..runtime.chart import Chart
@@ -225,6 +225,18 @@ def on_patch(services: Services, translation_model, translation_state, patch_cor
     return {"patching_summary": view.summary, "patching_heads": view.heads, "patching_positions": view.positions}
 
 
+def on_patch_pair(services: Services, translation_model, translation_state, patch_corrupted) -> dict:
+    """A changed sentence typed: the step it changes most, and the token its run prefers there, are offered."""
+    if translation_state is None or not (patch_corrupted or "").strip():
+        return {}
+    checkpoint = services.registry.get(translation_model)
+    corrupted_ids, _ = encode_source(checkpoint.model, checkpoint.source_tokenizer, patch_corrupted)
+    step, preferred = patching.most_affected_step(checkpoint.model, translation_state, corrupted_ids)
+    piece = checkpoint.target_tokenizer.piece(preferred)
+    alternatives = [piece] + [other for other in alternatives_at(translation_state, step) if other != piece]
+    return {"patch_step": step, "patch_alternative": gr.Dropdown(alternatives, value=piece)}
+
+
 def alternatives_at(translation: Translation | None, step) -> list[str]:
     """The top-k pieces of a step other than the one the model chose there."""
     if translation is None:
@@ -299,6 +311,8 @@ def wire(page: Page) -> None:
     c["patch_stop"].click(None, cancels=[patching], api_visibility="private")
     page.on(c["override_step"].input, on_override_step, ["override_choice"], trigger_mode="always_last")
     page.on(c["patch_step"].input, on_patch_step, ["patch_alternative"], trigger_mode="always_last")
+    page.on([c["patch_corrupted"].submit, c["patch_corrupted"].blur], on_patch_pair,
+            ["patch_step", "patch_alternative"], trigger_mode="always_last")
     page.on([c["experiment_kind"].input, c["experiment_layer"].input, c["experiment_head"].input,
              c["experiment_measure"].input],
             on_comparison_attention, ["experiment_attention_before", "experiment_attention_after"],

@@ -213,7 +213,8 @@ def translation_views(services: Services, model, text, decoding, beam_size, max_
     result = run_translation(services.registry.get(model), text, decoding, beam_size, max_length, language=language)
     step = min(max(1, step), result.translation.num_steps)
     return {**translated(result, step, model, language),
-            "page_numbers": page_numbers(result.translation, kind, layer, sent=next(SENT), language=language)}
+            "page_numbers": page_numbers(result.translation, kind, layer, sent=next(SENT), language=language,
+                                         source_share=result.source_share)}
 
 
 def on_translate(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head,

@@ -193,8 +193,8 @@ def patching_summary(result: patching.Patching, translation, language: str = ENG
                      alternative=result.alternative, clean=Number(result.clean_difference, "+.2f"),
                      corrupted=Number(result.corrupted_difference, "+.2f")),
              message("experiments.patching.strongest", components=strongest_components(result, translation)),
-             message("experiments.patching.checks", nothing=percent(result.nothing),
-                     last=percent(checks["restored"]), gap=Number(checks["max_logit_difference"], ".1e"))]
+             message("experiments.patching.checks", nothing=percent(round(result.nothing, 4) + 0.0),
+                     last=percent(checks["restored"]), gap=Number(checks["max_logit_difference"], ".1g"))]
     if not checks["every_position_paired"]:
         lines.append(message("experiments.patching.unpaired"))
     lines.append(message("experiments.patching.caveat"))

@@ -13,11 +13,12 @@ import torch
 
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
+from transformer.inside.contributions import contributions
 from transformer.paper.decoding import Translation, forced_decode
 
 from .. import figures
 from ..runtime import gpu
-from ..runtime.language import ENGLISH, Message, Number, message, said, table, text
+from ..runtime.language import ENGLISH, Message, Number, message, percent, said, table, text
 from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key, max_target_tokens
 from .text import clean_text, language_note, markdown_escape
 
@@ -36,8 +37,11 @@ MOST_PAGE_NUMBERS = 500_000
 
 @dataclass
 class TranslateResult:
+    """A translation, notes on it, and how much of each step comes from the source (ALTI+, for the step view)."""
+
     translation: Translation
     notes: list[str]
+    source_share: list[float] | None = None
 
 
 def run_translation(checkpoint: Checkpoint, sentence: str, decoding: str = "beam", beam_size: int = 5,
@@ -64,7 +68,7 @@ def run_translation(checkpoint: Checkpoint, sentence: str, decoding: str = "beam
         notes.append(text(language, "translate.note.stopped"))
     if len(result.source_ids) > LONG_SOURCE_PIECES and not result.truncated:
         notes.append(text(language, "translate.note.long", pieces=len(result.source_ids)))
-    return TranslateResult(result, notes)
+    return TranslateResult(result, notes, contributions(checkpoint.model, result).source_share.tolist())
 
 
 def notes_markdown(notes: list[str]) -> str:
@@ -279,7 +283,7 @@ def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], 
 # --- what the page draws from ------------------------------------------------------------------------
 
 def page_numbers(translation: Translation, kind: str = "cross", layer: int = 1, most: int | None = None,
-                 sent: int = 0, language: str = ENGLISH) -> dict:
+                 sent: int = 0, language: str = ENGLISH, source_share: list[float] | None = None) -> dict:
     """A translation's numbers, from which the page draws every view of the Translate tab (ui/static/explorer.js):
     the pieces, each step's candidates and caption, and the attention maps of every layer and head and their mean,
     as ``WEIGHT_DECIMALS``-decimal fixed-point numbers (the 4 decimals the page shows) in base64 (``map_block``).
@@ -288,7 +292,8 @@ def page_numbers(translation: Translation, kind: str = "cross", layer: int = 1, 
     ``MOST_PAGE_NUMBERS``: a long sentence on a large model), those the page shows at once come whatever their size
     (``kind`` at ``layer``, and the cross-attention there for the step view), then the others in order while they
     fit; the page asks for the rest as it shows them (``map_block``). ``sent`` numbers the answer: the same
-    sentence translated again is new to the page. Axis names and captions in ``language``."""
+    sentence translated again is new to the page. Axis names and captions in ``language``; a step's caption says
+    its ``source_share`` where it is given."""
     heads = translation.cross_attention.shape[1]
     maps = {}
     for name in ATTENTION_KINDS:
@@ -307,7 +312,9 @@ def page_numbers(translation: Translation, kind: str = "cross", layer: int = 1, 
             budget -= block_numbers[name]
     steps = [{"candidates": list(translation.top_pieces[index]), "chosen": translation.predicted_pieces[index],
               "probabilities": [float(p) for p in translation.top_probs[index]],
-              "caption": _step_caption(translation, index, language)} for index in range(translation.num_steps)]
+              "caption": _step_caption(translation, index, language, source_share),
+              "sourceShare": None if source_share is None else source_share[index]}
+             for index in range(translation.num_steps)]
     return {"sent": sent, "heads": heads, "decimals": WEIGHT_DECIMALS, "source": list(translation.source_pieces),
             "produced": list(translation.predicted_pieces), "maps": maps, "steps": steps}
 
@@ -375,10 +382,16 @@ def _candidates(translation: Translation, index: int, language: str = ENGLISH) -
             titles(language)["candidates"].format(step=index + 1))
 
 
-def _step_caption(translation: Translation, index: int, language: str = ENGLISH) -> str:
-    return text(language, "translate.step.caption", step=index + 1, steps=translation.num_steps,
-                piece=markdown_escape(translation.predicted_pieces[index]),
-                probability=Number(translation.token_probs[index], ".1%"))
+def _step_caption(translation: Translation, index: int, language: str = ENGLISH,
+                  source_share: list[float] | None = None) -> str:
+    caption = text(language, "translate.step.caption", step=index + 1, steps=translation.num_steps,
+                   piece=markdown_escape(translation.predicted_pieces[index]),
+                   probability=Number(translation.token_probs[index], ".1%"))
+    if source_share is None:
+        return caption
+    share = source_share[index]
+    return caption + " " + text(language, "translate.step.source_share", source=percent(share),
+                                prefix=percent(1 - share))
 
 
 def source_pieces(translation: Translation, language: str = ENGLISH) -> list[tuple[str, str | None]]:
