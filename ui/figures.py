@@ -633,6 +633,29 @@ def paired_bars(labels: Sequence[str], series: dict[str, Sequence[float]], title
     return _layout(fig, title, height=360, zoomable=False, language=language)
 
 
+NARROWEST_PANEL = 6  # tokens' worth of width a panel of contrastive_bars gets at least, so that its title fits
+
+
+def contrastive_bars(groups: dict[str, tuple[Sequence[str], Sequence[float]]], title: str, value_name: str,
+                     *, language: str = ENGLISH) -> go.Figure:
+    """Signed evidence per token, one panel per group of tokens ({panel title: (labels, scores)}): red bars favour
+    the chosen token, blue ones the alternative, on one scale."""
+    names = list(groups)
+    fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, horizontal_spacing=0.08,
+                        column_widths=[max(NARROWEST_PANEL, len(groups[name][0])) for name in names])
+    largest = max([1e-6] + [abs(x) for _, scores in groups.values() for x in _numbers(scores)])
+    for i, name in enumerate(names):
+        labels, scores = groups[name]
+        scores = _numbers(scores)
+        fig.add_trace(go.Bar(x=list(range(len(labels))), y=scores, customdata=_escaped(labels),
+                             marker={"color": ["#b2182b" if x >= 0 else "#2166ac" for x in scores]},
+                             hovertemplate=f"%{{customdata}}: %{{y:+.3f}} {escape(value_name)}<extra></extra>",
+                             showlegend=False), row=1, col=i + 1)
+        fig.update_xaxes(tickangle=_slanted(labels), **_ticks(labels), row=1, col=i + 1)
+        fig.update_yaxes(range=[-largest * 1.05, largest * 1.05], row=1, col=i + 1)
+    fig.update_yaxes(title=value_name, row=1, col=1)
+    return _layout(fig, title, height=380, zoomable=False, language=language)
+
 def logit_lens_heatmap(chosen_probabilities, favourites: Sequence[Sequence[str]], produced: Sequence[str],
                        *, language: str = ENGLISH) -> go.Figure:
     """Layers (rows) x decoding steps (columns): colour the probability of the token finally chosen, text the

@@ -17,7 +17,7 @@ from ui.runtime import costly, memory
 from ui.build import build_app
 
 COSTLY_HANDLERS = {"on_sample_agreement", "on_attribute", "on_prune", "on_importance", "on_importance_sample",
-                   "on_patch", "on_statistics_sample", "on_tree"}
+                   "on_patch", "on_contrast", "on_statistics_sample", "on_tree"}
 
 
 def visitor(address: str = "203.0.113.9") -> gr.Request:

@@ -60,7 +60,7 @@ def test_every_event_of_the_page_runs_on_a_converted_marian_model(hub_services):
     every_tab = {"on_translate_click", "on_maps_wanted", "on_attention",  # Translate (views: in the page), analysis
                  "on_inside", "on_temperature", "on_sample", "on_look_inside",  # Inside a head
                  "on_ablate", "on_override", "on_positions", "on_shuffle", "on_importance",  # Experiments
-                 "on_attribute", "on_prune",  # Attention vs evidence
+                 "on_attribute", "on_contrast", "on_prune",  # Attention vs evidence
                  "on_tree", "on_statistics", "on_alignment", "on_csv", "on_npz", "on_svg", "on_share",  # Analysis
                  "on_model", "on_history_step"}  # the model switch and the Model tab
     assert every_tab <= ran, f"refused: {refused}"

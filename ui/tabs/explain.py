@@ -61,6 +61,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
              explain_summary=explain_summary, explain_attribution=explain_attribution, explain_layer=explain_layer,
              explain_head=explain_head, explain_attention=explain_attention, explain_agreement=explain_agreement,
              explain_sample_button=explain_sample_button, explain_encoder_rollout=explain_encoder_rollout)
+    contrast_layout(page)
     with gr.Accordion(words("explain.pruning_section"), open=False):
         gr.Markdown(words("explain.pruning_note"))
         with gr.Row():
@@ -78,6 +79,24 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     page.add(prune_kind=prune_kind, prune_data=prune_data, prune_button=prune_button, prune_stop=prune_stop,
              prune_summary=prune_summary, prune_plot=prune_plot)
 
+
+def contrast_layout(page: Page) -> None:
+    """Why one step's token and not another: a step, a token to compare with, and the evidence for each."""
+    words = page.words
+    with gr.Accordion(words("explain.contrast_section"), open=False):
+        gr.Markdown(words("explain.contrast_note"))
+        with gr.Row():
+            contrast_step = components.Slider(1, 2, value=1, step=1, label=words("explain.contrast_step"), scale=2)
+            contrast_alternative = components.Dropdown([], label=words("explain.contrast_alternative"),
+                                                       allow_custom_value=True, scale=2)
+            contrast_method = components.Radio([(words(f"explain.method.{key}"), name)
+                                                for name, key in explain.CONTRAST_METHODS.items()],
+                                               value="integrated gradients", label=words("explain.evidence"), scale=2)
+            contrast_button = gr.Button(words("explain.contrast_button"), variant="primary", scale=1)
+        contrast_summary = gr.Markdown(elem_id="contrast-summary")
+        contrast_plot = Chart(label=words("explain.contrast_chart"), elem_id="contrast-plot")
+    page.add(contrast_step=contrast_step, contrast_alternative=contrast_alternative, contrast_method=contrast_method,
+             contrast_button=contrast_button, contrast_summary=contrast_summary, contrast_plot=contrast_plot)
 
 # --- handlers ------------------------------------------------------------------------------------
 
@@ -140,6 +159,29 @@ def on_sample_agreement(services: Services, model, explain_method, explain_steps
                                     else explain_method)}
 
 
+CONTRAST_OUTPUTS = ("contrast_summary", "contrast_plot")
+
+
+def on_contrast(services: Services, translation_model, translation_state, contrast_step, contrast_alternative,
+                contrast_method, language: str = ENGLISH) -> dict:
+    view = services.costly.run(explain.contrast_view, services.registry.get(translation_model), translation_state,
+                               contrast_step, contrast_alternative, contrast_method, language)
+    return {"contrast_summary": view.summary, "contrast_plot": view.figure}
+
+
+def contrast_candidates(translation: Translation | None, step) -> dict:
+    """A step's other candidates, the runner-up first, to compare its token with."""
+    if translation is None:
+        return {"contrast_alternative": gr.Dropdown([], value=None)}
+    index = min(max(1, int(step)), translation.num_steps) - 1
+    others = [piece for piece in translation.top_pieces[index] if piece != translation.predicted_pieces[index]]
+    return {"contrast_alternative": gr.Dropdown(others, value=others[0] if others else None)}
+
+
+def on_contrast_step(translation_state, contrast_step) -> dict:
+    return contrast_candidates(translation_state, contrast_step)
+
+
 def pruning_sentences(checkpoint: Checkpoint, prune_data) -> tuple[list[str], list[str] | None]:
     """The sentences to prune on, and their references when they come from Multi30K."""
     if prune_data != VALIDATION:
@@ -167,7 +209,9 @@ def on_prune(services: Services, model, prune_kind, prune_data, progress=gr.Prog
 def after_translation(translation: Translation, language: str = ENGLISH) -> dict:
     return {"explain_summary": text(language, "explain.press_attribute"),
             "explain_attribution": None, "explain_attention": None, "explain_agreement": None,
-            "explain_encoder_rollout": None}
+            "explain_encoder_rollout": None, "contrast_summary": "", "contrast_plot": None,
+            "contrast_step": gr.Slider(1, max(2, translation.num_steps), value=1, step=1),
+            **contrast_candidates(translation, 1)}
 
 
 def cross_attention_size(checkpoint: Checkpoint) -> tuple[int, int]:
@@ -188,7 +232,8 @@ ATTRIBUTION_OUTPUTS = ("explain_summary", "explain_attribution", "explain_attent
 
 
 def declare(page: Page) -> None:
-    page.when_translated(after_translation, ATTRIBUTION_OUTPUTS, TAB_ID)
+    page.when_translated(after_translation, (*ATTRIBUTION_OUTPUTS, *CONTRAST_OUTPUTS, "contrast_step",
+                                             "contrast_alternative"), TAB_ID)
     page.when_model_changes(after_model_change, ("explain_layer", "explain_head", "prune_plot", "prune_summary"))
 
 
@@ -199,6 +244,9 @@ def wire(page: Page) -> None:
                 costly=True),
         page.on(c["explain_sample_button"].click, on_sample_agreement, ("explain_agreement", "explain_summary"),
                 keep_on_input_problem=True, costly=True)]
+    page.sentence_work.append(page.on(c["contrast_button"].click, on_contrast, CONTRAST_OUTPUTS,
+                                      keep_on_input_problem=True, costly=True))
+    page.on(c["contrast_step"].input, on_contrast_step, ["contrast_alternative"], trigger_mode="always_last")
     pruning = page.on(c["prune_button"].click, on_prune, ("prune_plot", "prune_summary"), keep_on_input_problem=True,
                       costly=True)
     page.sentence_work.append(pruning)

@@ -175,7 +175,7 @@ def patching_view(checkpoint: Checkpoint, translation, corrupted: str, step: int
 def strongest_components(result: patching.Patching, translation, count: int = 4) -> list[Message]:
     """The components that restore the largest shares, each as a message."""
     found = [(share, message("experiments.patching.at_position", layer=layer + 1,
-                             piece=translation.source_pieces[position], share=percent(share)))
+                             piece=markdown_escape(translation.source_pieces[position]), share=percent(share)))
              for layer, row in enumerate(result.encoder_positions.tolist())
              for position, share in enumerate(row) if share == share]
     found += [(share, message("experiments.patching.head", kind=message(f"experiments.kind.{kind}"),
@@ -189,8 +189,8 @@ def strongest_components(result: patching.Patching, translation, count: int = 4)
 
 def patching_summary(result: patching.Patching, translation, language: str = ENGLISH) -> str:
     checks = result.last_encoder_layer_all_positions
-    lines = [message("experiments.patching.differences", step=result.step, target=result.target,
-                     alternative=result.alternative, clean=Number(result.clean_difference, "+.2f"),
+    lines = [message("experiments.patching.differences", step=result.step, target=markdown_escape(result.target),
+                     alternative=markdown_escape(result.alternative), clean=Number(result.clean_difference, "+.2f"),
                      corrupted=Number(result.corrupted_difference, "+.2f")),
              message("experiments.patching.strongest", components=strongest_components(result, translation)),
              message("experiments.patching.checks", nothing=percent(round(result.nothing, 4) + 0.0),

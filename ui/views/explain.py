@@ -12,8 +12,7 @@ import plotly.graph_objects as go
 import torch
 
 from transformer.files.checkpoint import Checkpoint
-from transformer.inside import attribution
-from transformer.inside import interventions
+from transformer.inside import attribution, contrastive, interventions
 from transformer.paper.decoding import Translation
 
 from .. import figures
@@ -21,6 +20,7 @@ from ..runtime.language import ENGLISH, Message, Number, message, percent, said,
 from .choices import clamp, require_translation
 from .experiments import titled_map
 from .samples import SAMPLE_SIZE
+from .text import markdown_escape
 from .translate import AXES, AttentionMap, attention_axes
 
 # The methods' English names are the values the page and scripts send (their words: explain.method.<key>), and
@@ -198,3 +198,56 @@ def pruning_summary(curves: list[interventions.PruningCurve], language: str = EN
         line += text(language, "explain.pruning_bleu", unpruned=Number(ranked.bleu[0], ".1f"),
                      pruned=Number(ranked.bleu[-1], ".1f"))
     return line
+
+
+@dataclass
+class ContrastView:
+    """Why one step's token and not another: signed evidence over the source and the translation so far."""
+
+    evidence: contrastive.ContrastiveEvidence
+    figure: go.Figure
+    summary: str
+
+
+# The methods a contrast can be explained by: the gradient ones of METHODS.
+CONTRAST_METHODS = {name: key for name, key in METHODS.items() if key in contrastive.METHODS}
+
+
+def contrast_view(checkpoint: Checkpoint, translation: Translation | None, step, alternative: str | None,
+                  method: str, language: str = ENGLISH) -> ContrastView:
+    """``contrastive.contrastive_evidence`` at ``step`` against ``alternative`` (default: the runner-up), drawn and
+    summed up in ``language``."""
+    translation = require_translation(translation)
+    step = clamp(step, 1, translation.num_steps)
+    evidence = contrastive.contrastive_evidence(checkpoint.model, translation, checkpoint.target_tokenizer, step,
+                                                alternative or None, CONTRAST_METHODS.get(method, method))
+    points = text(language, "explain.contrast.points")
+    groups = {text(language, "explain.contrast.source"): (translation.source_pieces, evidence.source),
+              text(language, "explain.contrast.prefix"): (translation.target_pieces[:step], evidence.prefix)}
+    title = text(language, "explain.contrast.title", step=step, chosen=evidence.chosen,
+                 alternative=evidence.alternative)
+    return ContrastView(evidence, figures.contrastive_bars(groups, title, points, language=language),
+                        contrast_summary(evidence, translation, language))
+
+
+def contrast_summary(evidence: contrastive.ContrastiveEvidence, translation: Translation,
+                     language: str = ENGLISH) -> str:
+    pieces = translation.source_pieces + translation.target_pieces[:evidence.step]
+    scores = torch.cat([evidence.source, evidence.prefix]).tolist()
+    ranked = sorted(range(len(scores)), key=lambda i: -scores[i])
+
+    def listed(indices) -> list[Message]:
+        return [message("explain.contrast.token", piece=markdown_escape(pieces[i]), score=Number(scores[i], "+.2f"))
+                for i in indices]
+    chosen, alternative = markdown_escape(evidence.chosen), markdown_escape(evidence.alternative)
+    lines = [message("explain.contrast.difference", step=evidence.step, chosen=chosen, alternative=alternative,
+                     contrast=Number(evidence.contrast, "+.2f")),
+             message("explain.contrast.for_chosen", chosen=chosen,
+                     tokens=listed([i for i in ranked[:3] if scores[i] > 0]) or "–"),
+             message("explain.contrast.for_alternative", alternative=alternative,
+                     tokens=listed([i for i in reversed(ranked[-3:]) if scores[i] < 0]) or "–")]
+    if evidence.completeness_gap is not None:
+        lines.append(message("explain.contrast.complete", total=Number(sum(scores), "+.2f"),
+                             difference=Number(evidence.contrast - evidence.baseline_contrast, "+.2f"),
+                             gap=Number(evidence.completeness_gap, ".1%")))
+    return "  \n".join(said(line, language) for line in lines)
