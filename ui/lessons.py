@@ -130,6 +130,13 @@ def after_set_up(services: Services, result: dict, lesson_choice, defaults: dict
         result.update(explain.on_attribute(
             services, lesson.model, translation, defaults["explain_method"], defaults["explain_steps"],
             defaults["explain_layer"], defaults["explain_head"], language=language))
+    elif lesson.action == "patching":
+        corrupted = lesson.extra["patch_corrupted"]
+        step, alternatives = experiments.pair_choice(services.registry.get(lesson.model), translation, corrupted)
+        result.update(experiments.on_patch(services, lesson.model, translation, corrupted, step, alternatives[0],
+                                           progress=None, language=language),
+                      patch_step=step, patch_alternative=gr.Dropdown(alternatives, value=alternatives[0]),
+                      patching_section=gr.Accordion(open=True))
     return result
 
 
@@ -176,6 +183,7 @@ def wire(page: Page) -> None:
                *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(), *page.model_outputs(), "tabs", *extras,
                *inside_tab.HEAD_OUTPUTS, "inside_kind", "inside_head", "lens_step", "lens_plot", "temperature_plot",
                *experiments.COMPARISON_OUTPUTS, "importance_plot", "importance_summary", "word_order_section",
+               *experiments.PATCHING_OUTPUTS, "patch_step", "patch_alternative", "patching_section",
                *explain.ATTRIBUTION_OUTPUTS, "shown_lesson"]
     showing = page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work,
                       progress_on=["lesson_text", *translate.PROGRESS_ON])

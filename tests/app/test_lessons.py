@@ -94,6 +94,9 @@ def assert_draws_what_it_promises(lesson: lessons.Lesson, views: dict, checkpoin
         assert views["experiment_after"] and views["word_order_section"].open
     if lesson.action == "importance":
         assert views["importance_plot"] is not None and views["importance_summary"]
+    if lesson.action == "patching":
+        assert views["patching_heads"] is not None and views["patching_section"].open
+        assert value(views["patch_step"]) == lesson.step and "“▁sie” rather than “▁er”" in views["patching_summary"]
     if lesson.action == "attribution":
         table = views["explain_agreement"]
         assert len(getattr(table, "data", table)) > 0  # a DataFrame, or a Styler of one

@@ -135,3 +135,20 @@ def test_11_attention_that_training_formed(asked, models):
     mirrored = sum(looks[step] == digits - 1 - step for step in range(digits))
     assert f"after training: {mirrored} of {digits}" in said(asked[11].why, "en") and mirrored > digits / 2
     assert revealed(asked[11]) != "all", "random weights do not reverse"
+
+
+def test_12_the_word_the_model_made_up_draws_least_on_the_source(asked, models):
+    from transformer.inside.contributions import contributions
+
+    lesson = LESSONS[11]
+    checkpoint = models(lesson.model)
+    translation = checkpoint.translate(lesson.sentence, lesson.beam)
+    share = dict(zip(translation.predicted_pieces, contributions(checkpoint.model, translation).source_share))
+    assert revealed(asked[12]) == "eben", "the 'soeben' the English never says"
+    assert all(share["eben"] < share["▁" + choice] for choice in map(str, asked[12].choices) if choice != "eben")
+    assert "'eben' 39%" in said(asked[12].why, "en")
+
+
+def test_13_the_cross_attention_head_that_carries_she_against_he(asked):
+    assert said(asked[13].text, "en").endswith("most of 'sie' against 'er'?")
+    assert revealed(asked[13]) == "head 1" and "head 4 37%" in said(asked[13].why, "en")

@@ -103,7 +103,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
 def patching_layout(page: Page) -> None:
     """Activation patching between the sentence last translated and the same sentence changed."""
     words = page.words
-    with gr.Accordion(words("experiments.patching_section"), open=False):
+    with gr.Accordion(words("experiments.patching_section"), open=False) as patching_section:
         gr.Markdown(words("experiments.patching_note"))
         patch_corrupted = gr.Textbox(label=words("experiments.corrupted_sentence"), lines=1, max_lines=3,
                                      placeholder=words("experiments.corrupted_placeholder"), elem_id="patch-corrupted")
@@ -118,7 +118,7 @@ def patching_layout(page: Page) -> None:
         patching_positions = Chart(label=words("experiments.patching_positions_chart"), elem_id="patching-positions")
     page.add(patch_corrupted=patch_corrupted, patch_step=patch_step, patch_alternative=patch_alternative,
              patch_button=patch_button, patch_stop=patch_stop, patching_summary=patching_summary,
-             patching_heads=patching_heads, patching_positions=patching_positions)
+             patching_heads=patching_heads, patching_positions=patching_positions, patching_section=patching_section)
 
 
 # --- handlers ------------------------------------------------------------------------------------
@@ -219,22 +219,28 @@ def on_patch(services: Services, translation_model, translation_state, patch_cor
         raise InputError(message("experiments.type_corrupted"))
 
     def on_runs(done, total):
-        progress(done / total, desc=text(language, "experiments.progress.patching", done=done, total=total))
+        if progress is not None:
+            progress(done / total, desc=text(language, "experiments.progress.patching", done=done, total=total))
     view = services.costly.run(patching_view, services.registry.get(translation_model), translation, patch_corrupted,
                                patch_step, patch_alternative, Callback(on_runs), language)
     return {"patching_summary": view.summary, "patching_heads": view.heads, "patching_positions": view.positions}
+
+
+def pair_choice(checkpoint: Checkpoint, translation: Translation, corrupted: str) -> tuple[int, list[str]]:
+    """The step a changed sentence changes most, and the tokens to compare with there: the one its run prefers
+    first, then the step's other candidates."""
+    corrupted_ids, _ = encode_source(checkpoint.model, checkpoint.source_tokenizer, corrupted)
+    step, preferred = patching.most_affected_step(checkpoint.model, translation, corrupted_ids)
+    piece = checkpoint.target_tokenizer.piece(preferred)
+    return step, [piece] + [other for other in alternatives_at(translation, step) if other != piece]
 
 
 def on_patch_pair(services: Services, translation_model, translation_state, patch_corrupted) -> dict:
     """A changed sentence typed: the step it changes most, and the token its run prefers there, are offered."""
     if translation_state is None or not (patch_corrupted or "").strip():
         return {}
-    checkpoint = services.registry.get(translation_model)
-    corrupted_ids, _ = encode_source(checkpoint.model, checkpoint.source_tokenizer, patch_corrupted)
-    step, preferred = patching.most_affected_step(checkpoint.model, translation_state, corrupted_ids)
-    piece = checkpoint.target_tokenizer.piece(preferred)
-    alternatives = [piece] + [other for other in alternatives_at(translation_state, step) if other != piece]
-    return {"patch_step": step, "patch_alternative": gr.Dropdown(alternatives, value=piece)}
+    step, alternatives = pair_choice(services.registry.get(translation_model), translation_state, patch_corrupted)
+    return {"patch_step": step, "patch_alternative": gr.Dropdown(alternatives, value=alternatives[0])}
 
 
 def alternatives_at(translation: Translation | None, step) -> list[str]:

@@ -58,7 +58,7 @@ class Lesson:
     tab: str = "translate"
     focus: str = "attention-plot"  # the element id of the view the lesson is about
     query: int | None = None  # the Inside a head tab's query, where the lesson opens that tab
-    action: str | None = None  # "positions", "importance" or "attribution": a result Show me computes
+    action: str | None = None  # "positions", "importance", "attribution" or "patching": a result Show me computes
     extra: dict = field(default_factory=dict)  # other components the lesson sets, by name
     pair: tuple[PairedRun, PairedRun] | None = None  # two runs it compares, shown side by side in the lessons panel
     real_pair: tuple[PairedRun, PairedRun] | None = None  # the two it compares instead where their models are open
@@ -94,6 +94,7 @@ class Lesson:
 
 
 MEETING = "The meeting was postponed until next Tuesday because of the storm."
+DOCTOR, DOCTOR_HE = "The doctor said that she was tired.", "The doctor said that he was tired."  # a minimal pair
 # Helsinki-NLP/opus-mt-en-de, under the name the server lists it by once it was opened from the Hub.
 REAL_TRANSLATOR = "opus-mt-en-de"
 BALL = "A young girl is playing with a red ball in the park."
@@ -123,6 +124,10 @@ LESSONS = (
            pair=(PairedRun("multi30k-en-de", MEETING), PairedRun(REAL_TRANSLATOR, MEETING))),
     Lesson("training", model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, layer=2, tab="train",
            focus="start-training", extra={"train_data": "reverse", "train_preset": "tiny"}),
+    # The bundled model invents "soeben" ("just now") here: its "eben" draws least on the English.
+    Lesson("source_or_prefix", sentence=DOCTOR, layer=3, average=True, step=5, focus="step-view"),
+    Lesson("he_or_she", sentence=DOCTOR, layer=3, average=True, step=8, tab="experiments", focus="patching-heads",
+           action="patching", extra={"patch_corrupted": DOCTOR_HE}),
 )
 
 

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 import torch
 
 from transformer.files.checkpoint import Checkpoint
+from transformer.inside import patching
 from transformer.inside.attribution import attribute
+from transformer.inside.contributions import contributions
 from transformer.inside.interventions import ablate_heads, head_label
 from transformer.inside.one_head import head_arithmetic
 from transformer.paper.decoding import forced_decode
@@ -254,6 +256,47 @@ def untrained_attention(lesson: Lesson, checkpoint_named: Callable[[str], Checkp
                     message("q.untrained.why", before=before, after=after, digits=digits))
 
 
+def invented_word(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 12: which word of the translation draws least on the source (ALTI+): the one the model made up from
+    its own sentence, set among the three that draw most on it."""
+    checkpoint = checkpoint_named(lesson.model)
+    translation = checkpoint.translate(lesson.sentence, lesson.beam)
+    share = contributions(checkpoint.model, translation).source_share.tolist()
+    words = [i for i, (piece, token) in enumerate(zip(translation.predicted_pieces, translation.predicted_ids))
+             if token != checkpoint.model.config.eos_id and any(c.isalpha() for c in piece)]
+    least = min(words, key=lambda i: share[i])
+    most, seen = [], {word(translation.predicted_pieces[least])}
+    for i in sorted(words, key=lambda i: -share[i]):
+        if word(translation.predicted_pieces[i]) not in seen and len(most) < CHOICES - 1:
+            seen.add(word(translation.predicted_pieces[i]))
+            most.append(i)
+    picked = sorted(most + [least])
+    pieces = translation.predicted_pieces
+    return Question(message("q.invented_word", sentence=quoted(translation.text)),
+                    tuple(word(pieces[i]) for i in picked), picked.index(least),
+                    message("q.invented_word.why", shares=[message("q.share", word=quoted(pieces[i]),
+                                                                   share=percent(share[i])) for i in picked]))
+
+
+def carrying_head(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 13: which cross-attention head of the last layer carries most of she against he (activation
+    patching at the step the pair changes most)."""
+    checkpoint = checkpoint_named(lesson.model)
+    translation = checkpoint.translate(lesson.sentence, lesson.beam)
+    changed = checkpoint.source_tokenizer.encode(lesson.extra["patch_corrupted"])
+    step, preferred = patching.most_affected_step(checkpoint.model, translation, changed)
+    result = patching.activation_patching(checkpoint.model, translation, checkpoint.target_tokenizer, changed, step,
+                                          preferred)
+    last = result.heads["cross"][-1]
+    layer, heads = len(result.heads["cross"]), len(last)
+    chosen = sorted(sorted(range(heads), key=lambda h: -float(last[h]))[:CHOICES])
+    return Question(message("q.carrying_head", layer=layer, target=quoted(result.target),
+                            alternative=quoted(result.alternative)),
+                    tuple(message("q.head", n=h + 1) for h in chosen), chosen.index(int(last.argmax())),
+                    message("q.carrying_head.why", each=[message("q.head_share", n=h + 1, share=percent(last[h]))
+                                                         for h in range(heads)]))
+
+
 PREDICT: dict[str, Callable[[Lesson, Callable[[str], Checkpoint]], Question]] = {
     LESSONS[0].title: where_it_looks,
     LESSONS[1].title: no_future,
@@ -266,6 +309,8 @@ PREDICT: dict[str, Callable[[Lesson, Callable[[str], Checkpoint]], Question]] = 
     LESSONS[8].title: attributed_word,
     LESSONS[9].title: surer_sentence,
     LESSONS[10].title: untrained_attention,
+    LESSONS[11].title: invented_word,
+    LESSONS[12].title: carrying_head,
 }
 
 
