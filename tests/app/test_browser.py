@@ -685,3 +685,21 @@ def test_every_chart_is_also_text_a_screen_reader_reads_and_a_table_one_click_aw
         assert all(role == "figure" and label for _, role, label in charts), (tab, charts)
     assert not errors
     page.close()
+
+
+def test_an_example_pair_is_translated_then_patched_layer_by_layer_and_head_by_head(app_url, browser):
+    from ui.tabs.experiments import EXAMPLE_PAIRS
+
+    page, errors = opened(browser, app_url[0])
+    clean, changed = EXAMPLE_PAIRS[1]
+    page.get_by_role("tab", name="Experiments").click()
+    page.get_by_text("Which layers and heads carry the difference?").click()
+    page.locator("#patch-examples").get_by_text(clean, exact=True).click()
+    playwright.expect(page.locator("#patch-corrupted textarea")).to_have_value(changed)
+    playwright.expect(page.get_by_label("Token to compare with")).to_have_value("▁kleiner", timeout=30_000)
+    page.get_by_role("button", name="Patch every layer and head").click()
+    playwright.expect(page.locator("#patching-summary")).to_contain_text("“▁kleines” rather than “▁kleiner”",
+                                                                         timeout=60_000)
+    page.wait_for_selector("#patching-heads .js-plotly-plot", timeout=30_000)
+    assert translation_text(page).startswith("Ein kleines Mädchen") and not errors
+    page.close()

@@ -61,3 +61,15 @@ def test_typing_the_changed_sentence_chooses_the_step_it_changes_most_and_its_pr
     views = experiments.on_patch_pair(app_services, "multi30k-en-de", doctor, CORRUPTED)
     assert views["patch_step"] == 8 and views["patch_alternative"].value == "▁er"
     assert experiments.on_patch_pair(app_services, "multi30k-en-de", doctor, "") == {}
+
+
+def test_an_example_pair_translates_its_first_sentence_and_types_its_second(app_services):
+    clean, changed = experiments.EXAMPLE_PAIRS[1]
+    views = experiments.on_pair_example(app_services, "multi30k-en-de", [clean, changed], "beam", 5, 60, "cross",
+                                        "one head", 3, 1, False)
+    assert views["text"] == clean and views["patch_corrupted"] == changed
+    translation = views["translation_state"]
+    assert translation.source_text == clean
+    chosen = experiments.on_patch_pair(app_services, "multi30k-en-de", translation, changed)
+    step = chosen["patch_step"]
+    assert translation.predicted_pieces[step - 1] == "▁kleines" and chosen["patch_alternative"].value == "▁kleiner"

@@ -12,19 +12,26 @@ from transformer.files.checkpoint import Checkpoint
 from transformer.inside import interventions, patching
 from transformer.paper.decoding import Translation, encode_source
 
-from ..runtime import components
+from ..runtime import batching, components
 from ..runtime.chart import Chart
 from ..runtime.language import ENGLISH, message, text
 from ..runtime.page import Page
-from ..services import Services
 from ..runtime.worker import Callback
+from ..services import Services
 from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, head_choices, require_translation
 from ..views.experiments import (MEASURE_KEYS, MEASURES, comparison_attention, comparison_view, head_labels,
                                  importance_views, patching_view)
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import decoding_of, layer_and_head_counts
+from . import translate as translate_tab
 
 TAB_ID, TITLE = "experiments", message("experiments.title")  # the tab's id in the page, and its label
+# Minimal pairs for activation patching (English sources: the bundled models'): a pronoun, a gender the German
+# adjective agrees with, who gives to whom, an adjective.
+EXAMPLE_PAIRS = (("The doctor said that she was tired.", "The doctor said that he was tired."),
+                 ("A little girl is climbing a tree.", "A little boy is climbing a tree."),
+                 ("The boy gives the girl a ball.", "The girl gives the boy a ball."),
+                 ("The old man is reading a newspaper.", "The young man is reading a newspaper."))
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:
@@ -107,6 +114,9 @@ def patching_layout(page: Page) -> None:
         gr.Markdown(words("experiments.patching_note"))
         patch_corrupted = gr.Textbox(label=words("experiments.corrupted_sentence"), lines=1, max_lines=3,
                                      placeholder=words("experiments.corrupted_placeholder"), elem_id="patch-corrupted")
+        patch_examples = gr.Dataset(components=[gr.Textbox(visible=False), gr.Textbox(visible=False)],
+                                    samples=[list(pair) for pair in EXAMPLE_PAIRS],
+                                    label=words("experiments.patch_examples"), elem_id="patch-examples")
         with gr.Row():
             patch_step = components.Slider(1, 2, value=1, step=1, label=words("experiments.step"), scale=2)
             patch_alternative = components.Dropdown([], label=words("experiments.patch_alternative"),
@@ -116,7 +126,7 @@ def patching_layout(page: Page) -> None:
         patching_summary = gr.Markdown(elem_id="patching-summary")
         patching_heads = Chart(label=words("experiments.patching_heads_chart"), elem_id="patching-heads")
         patching_positions = Chart(label=words("experiments.patching_positions_chart"), elem_id="patching-positions")
-    page.add(patch_corrupted=patch_corrupted, patch_step=patch_step, patch_alternative=patch_alternative,
+    page.add(patch_corrupted=patch_corrupted, patch_examples=patch_examples, patch_step=patch_step, patch_alternative=patch_alternative,
              patch_button=patch_button, patch_stop=patch_stop, patching_summary=patching_summary,
              patching_heads=patching_heads, patching_positions=patching_positions, patching_section=patching_section)
 
@@ -243,6 +253,18 @@ def on_patch_pair(services: Services, translation_model, translation_state, patc
     return {"patch_step": step, "patch_alternative": gr.Dropdown(alternatives, value=alternatives[0])}
 
 
+def on_pair_example(services: Services, model, patch_examples, decoding, beam_size, max_length, kind, view, layer,
+                    head, average, language: str = ENGLISH) -> dict:
+    """Clicking an example pair translates its first sentence and puts its second in the changed sentence's box
+    (the step and token it changes most follow, ``on_patch_pair``)."""
+    if not isinstance(patch_examples, (list, tuple)) or len(patch_examples) < 2:
+        raise InputError(message("translate.choose_example"))
+    clean, changed = (str(sentence) for sentence in patch_examples[:2])
+    return {"text": clean, "patch_corrupted": changed,
+            **translate_tab.on_translate(services, model, clean, decoding, beam_size, max_length, kind, view, layer,
+                                         head, average, language)}
+
+
 def alternatives_at(translation: Translation | None, step) -> list[str]:
     """The top-k pieces of a step other than the one the model chose there."""
     if translation is None:
@@ -319,6 +341,12 @@ def wire(page: Page) -> None:
     page.on(c["patch_step"].input, on_patch_step, ["patch_alternative"], trigger_mode="always_last")
     page.on([c["patch_corrupted"].submit, c["patch_corrupted"].blur], on_patch_pair,
             ["patch_step", "patch_alternative"], trigger_mode="always_last")
+    translated = [*translate_tab.TRANSLATION_OUTPUTS, *page.translation_outputs(TAB_ID)]
+    example = page.on(c["patch_examples"].click, page.translated(on_pair_example, TAB_ID),
+                      ["text", "patch_corrupted", *translated], progress_on=["patching_summary"],
+                      **batching.CONCURRENCY)
+    page.sentence_work.append(example)
+    page.then(example, on_patch_pair, ["patch_step", "patch_alternative"], show_progress="hidden")
     page.on([c["experiment_kind"].input, c["experiment_layer"].input, c["experiment_head"].input,
              c["experiment_measure"].input],
             on_comparison_attention, ["experiment_attention_before", "experiment_attention_after"],
