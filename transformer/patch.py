@@ -7,11 +7,11 @@ a minimal pair makes to one step of the translation.
 
 The clean sentence's translation is forced on both runs. STEP counts generated tokens from 1 (default: the step whose
 token the corrupted sentence makes least likely); TOKEN is a piece as ``target_tokens`` shows it (default: the step's
-runner-up, or with the default step the token the corrupted run prefers there). ``--json`` prints one object: the share of the logit
-difference each component restores, ``encoder_positions`` (encoder layers × clean source positions, null where a
-position has no partner), ``heads`` (``encoder``, ``decoder``, ``cross``: layers × heads), ``decoder_layers``, and
-the two exact checks, ``nothing`` (0) and ``last_encoder_layer_all_positions`` (restores 1: its largest logit
-difference from the clean run).
+runner-up, or with the default step the token the corrupted run prefers there). ``--json`` prints one object: the
+share of the logit difference each component restores, ``encoder_positions`` (encoder layers × clean source
+positions, null where a position has no partner), ``heads`` (``encoder``, ``decoder``, ``cross``: layers × heads),
+``decoder_layers``, and the two exact checks, ``nothing`` (0) and ``last_encoder_layer_all_positions`` (restores 1:
+its largest logit difference from the clean run).
 """
 
 from __future__ import annotations

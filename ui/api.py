@@ -29,7 +29,8 @@ from .views.translate import run_translation
 
 def translate(services: Services, model, text, decoding, beam_size, max_length) -> dict:
     """/translate: the translation, its notes, the source pieces, the step slider and the attention download."""
-    result = run_translation(services.registry.get(model), text, decoding, beam_size, max_length)
+    result = run_translation(services.registry.get(model), text, decoding, beam_size, max_length,
+                             source_shares=False)  # the step view's, which this answer does not carry
     return translated(result, step=result.translation.num_steps, model=model)
 
 

@@ -449,6 +449,9 @@ def patching_heads(heads: dict, title: str, *, language: str = ENGLISH) -> go.Fi
                                                                  head=head, share=percent(value)), language)
 
 
+PATCHING_GRID_HEIGHT, PATCHING_ROW_HEIGHT = 200, 40  # px: the title, axes and colour bar, then each layer's row
+
+
 def patching_positions(shares, source_labels: Sequence[str], title: str, *, language: str = ENGLISH) -> go.Figure:
     """Activation patching's encoder layer x source position grid; a position without a partner stays blank."""
     matrix = [[None if x != x else x for x in row] for row in _matrix(shares)]
@@ -464,7 +467,7 @@ def patching_positions(shares, source_labels: Sequence[str], title: str, *, lang
     fig.update_yaxes(tickvals=list(range(len(matrix))),
                      ticktext=[_words(language, "importance.layer_tick", layer=l + 1) for l in range(len(matrix))],
                      autorange="reversed")
-    return _layout(fig, title, height=200 + 40 * len(matrix), language=language)
+    return _layout(fig, title, height=PATCHING_GRID_HEIGHT + PATCHING_ROW_HEIGHT * len(matrix), language=language)
 
 
 def _kind_name(kind: str, language: str) -> str:
@@ -634,6 +637,7 @@ def paired_bars(labels: Sequence[str], series: dict[str, Sequence[float]], title
 
 
 NARROWEST_PANEL = 6  # tokens' worth of width a panel of contrastive_bars gets at least, so that its title fits
+BAR_HEADROOM = 1.05  # the value axis reaches a little past the longest bar, which would otherwise touch the frame
 
 
 def contrastive_bars(groups: dict[str, tuple[Sequence[str], Sequence[float]]], title: str, value_name: str,
@@ -652,9 +656,10 @@ def contrastive_bars(groups: dict[str, tuple[Sequence[str], Sequence[float]]], t
                              hovertemplate=f"%{{customdata}}: %{{y:+.3f}} {escape(value_name)}<extra></extra>",
                              showlegend=False), row=1, col=i + 1)
         fig.update_xaxes(tickangle=_slanted(labels), **_ticks(labels), row=1, col=i + 1)
-        fig.update_yaxes(range=[-largest * 1.05, largest * 1.05], row=1, col=i + 1)
+        fig.update_yaxes(range=[-largest * BAR_HEADROOM, largest * BAR_HEADROOM], row=1, col=i + 1)
     fig.update_yaxes(title=value_name, row=1, col=1)
     return _layout(fig, title, height=380, zoomable=False, language=language)
+
 
 def logit_lens_heatmap(chosen_probabilities, favourites: Sequence[Sequence[str]], produced: Sequence[str],
                        *, language: str = ENGLISH) -> go.Figure:

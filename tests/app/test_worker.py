@@ -153,3 +153,28 @@ def running(pid: int) -> bool:
             return stat.read().split(") ")[-1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_cancelled_event_ends_its_computation_in_the_worker_at_its_next_report(german):
+    """Stop cancels the event's task; Gradio ran the handler in an anyio thread, which the worker's next progress
+    report finds cancelled: the computation ends there, with its process, instead of running on for no one."""
+    import anyio
+
+    reports = []
+    order = interventions.pruning_order(german, "cross", seed=0)
+    before = costly.WORKER.run(os.getpid)
+
+    def handler():  # as Gradio runs a handler: in a worker thread of anyio's
+        costly.WORKER.run(interventions.pruning_curve, german, ["A dog runs.", "Two men sit."], "cross", order,
+                          None, on_step=worker.Callback(lambda done, total: reports.append(done)))
+
+    async def event():
+        async with anyio.create_task_group() as group:
+            group.start_soon(anyio.to_thread.run_sync, handler)
+            while not reports:  # the computation has reported once: the visitor presses Stop
+                await anyio.sleep(0.01)
+            group.cancel_scope.cancel()
+
+    anyio.run(event)
+    assert 1 <= len(reports) < len(order) + 1, "it stopped before its last head"
+    assert costly.WORKER.run(os.getpid) != before, "the process that computed it was ended"

@@ -119,6 +119,22 @@ def test_shares_are_non_negative_and_each_steps_source_and_prefix_sum_to_one(nor
     check_shares(contributions.contributions(model, translation), translation.num_steps, len(translation.source_ids))
 
 
+def test_a_block_decomposed_a_few_queries_at_a_time_gives_the_same_shares(monkeypatch):
+    model = small_model(norm_first=False)
+    translation = small_translation(model)
+    whole = contributions.contributions(model, translation)
+    monkeypatch.setattr(contributions, "QUERIES_AT_ONCE", 2)
+    chunked = contributions.contributions(model, translation)
+    torch.testing.assert_close(chunked.source, whole.source)
+    torch.testing.assert_close(chunked.prefix, whole.prefix)
+
+
+def test_a_model_in_bfloat16_is_measured_in_float32_from_its_own_values():
+    model = small_model(norm_first=True).to(torch.bfloat16)
+    translation = small_translation(model)
+    check_shares(contributions.contributions(model, translation), translation.num_steps, len(translation.source_ids))
+
+
 def test_the_bundled_model_takes_its_nouns_from_the_source_and_names_where(bundled, doctor):
     result = contributions.contributions(bundled.model, doctor)
     check_shares(result, doctor.num_steps, len(doctor.source_ids))

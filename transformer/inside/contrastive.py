@@ -63,7 +63,11 @@ def alternative_id(translation: Translation, tokenizer: Tokenizer, step: int, al
     is named, the step's most probable other token."""
     chosen = translation.predicted_ids[step - 1]
     if alternative is None or alternative == "":
-        return next(i for i in translation.top_ids[step - 1] + [chosen] if i != chosen)
+        others = [i for i in translation.top_ids[step - 1] if i != chosen]
+        if not others:
+            raise InputError(f"Step {step} kept no other candidate; name a token to compare with.",
+                             code="inside.no_alternative", step=step)
+        return others[0]
     if isinstance(alternative, int):
         token = alternative
     else:

@@ -35,7 +35,6 @@ effect: activation patching (``patching.py``) asks what changing the source actu
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import torch
@@ -43,6 +42,8 @@ from torch import Tensor
 
 from ..paper.decoding import Translation
 from ..paper.model import AddAndNorm, MultiHeadAttention, Transformer
+from .hooks import in_this_thread
+from .one_head import KINDS, block_modules, output_projection_by_head
 
 
 @dataclass
@@ -60,23 +61,27 @@ class BlockParts:
         return closeness / closeness.sum(-1, keepdim=True).clamp_min(torch.finfo(closeness.dtype).tiny)
 
 
+QUERIES_AT_ONCE = 64  # queries decomposed together: (queries, keys, d_model) floats at a time, 64 MB at 512 x 512
+
+
 @torch.inference_mode()
 def block_parts(attention: MultiHeadAttention, add_and_norm: AddAndNorm, block_input: Tensor, residual: Tensor,
-                weights: Tensor, memory: Tensor | None = None) -> BlockParts:
-    """Decompose one block of a batch of one, all in float32: ``block_input`` (queries, d_model) is what the
-    attention read its queries from, ``residual`` the stream it is added to, ``weights`` (H, queries, keys) its
-    softmax, ``memory`` (keys, d_model) the encoder's output for cross-attention (None: self-attention)."""
-    d, heads = attention.d_model, attention.n_heads
-    keys_from = (block_input if memory is None else memory).float()
-    values = attention.project_rows(keys_from, slice(2 * d, 3 * d)).float().view(keys_from.size(0), heads, -1)
-    w_o = attention.out_proj.weight.float().view(d, heads, -1)  # W_O^h: the columns head h's output meets
-    through_output = torch.einsum("khe,dhe->hkd", values, w_o)  # (H, keys, d_model): v_j W_O^h
-    parts = torch.einsum("hqk,hkd->qkd", weights.float(), through_output)
-    residual = residual.float()
+                weights: Tensor, memory: Tensor | None = None, queries: slice = slice(None)) -> BlockParts:
+    """Decompose one block of a batch of one, in float32, for its ``queries``: ``block_input`` (queries, d_model) is
+    what the attention read its queries from, ``residual`` the stream it is added to, ``weights`` (H, queries,
+    keys) its softmax, ``memory`` (keys, d_model) the encoder's output for cross-attention (None: self-attention).
+    The values are projected as the model projects them, in its own dtype."""
+    d = attention.d_model
+    keys_from = block_input if memory is None else memory
+    values = attention.project_rows(keys_from.to(attention.in_proj.weight.dtype), slice(2 * d, 3 * d)).float()
+    values = values.view(keys_from.size(0), attention.n_heads, -1)
+    through_output = torch.einsum("khe,hde->hkd", values, output_projection_by_head(attention).float())  # v_j W_O^h
+    residual, rows = residual.float(), torch.arange(residual.size(0))[queries]
+    parts = torch.einsum("hqk,hkd->qkd", weights[:, queries].float(), through_output)
     if memory is None:
-        parts = parts + torch.diag_embed(residual.T).permute(1, 2, 0)  # [j = i] x_i
+        parts[torch.arange(len(rows)), rows] += residual[rows]  # [j = i] x_i
     else:
-        parts = torch.cat([parts, residual.unsqueeze(1)], dim=1)
+        parts = torch.cat([parts, residual[rows].unsqueeze(1)], dim=1)
     bias = attention.out_proj.bias.float()
     summed = parts.sum(1) + bias
     if add_and_norm.norm_first:
@@ -90,7 +95,7 @@ def block_parts(attention: MultiHeadAttention, add_and_norm: AddAndNorm, block_i
 
 
 @dataclass
-class BlockRecord:
+class BlockInputs:
     """What one attention block read in a pass: its queries' input, the residual stream, the encoder's output
     (cross-attention) and its softmax; and ``output``, the block's output after Add & Norm, as the model made it."""
 
@@ -101,32 +106,37 @@ class BlockRecord:
     output: Tensor
 
 
+def block_contributions(attention: MultiHeadAttention, add_and_norm: AddAndNorm, block: BlockInputs) -> Tensor:
+    """ALTI's c_ij of one block, (queries, parts), ``QUERIES_AT_ONCE`` queries at a time."""
+    queries = block.block_input.size(0)
+    return torch.cat([block_parts(attention, add_and_norm, block.block_input, block.residual, block.weights,
+                                  block.memory, slice(start, start + QUERIES_AT_ONCE)).contributions()
+                      for start in range(0, queries, QUERIES_AT_ONCE)])
+
+
 def attention_blocks(model: Transformer) -> dict[str, list[tuple[MultiHeadAttention, AddAndNorm]]]:
     """Each attention kind's (attention, Add & Norm) per layer."""
-    return {"encoder": [(layer.self_attn, layer.self_attn_norm) for layer in model.encoder.layers],
-            "decoder": [(layer.self_attn, layer.self_attn_norm) for layer in model.decoder.layers],
-            "cross": [(layer.cross_attn, layer.cross_attn_norm) for layer in model.decoder.layers]}
+    return {kind: [block_modules(model, kind, layer) for layer in range(1, model.config.layers(kind) + 1)]
+            for kind in KINDS}
 
 
 @torch.inference_mode()
-def record_blocks(model: Transformer, source_ids: list[int], target_ids: list[int]) -> dict[str, list[BlockRecord]]:
+def record_blocks(model: Transformer, source_ids: list[int], target_ids: list[int]) -> dict[str, list[BlockInputs]]:
     """One teacher-forced pass that keeps what every attention block read (hooks only watch: the pass is the
-    model's own; they watch this thread's pass alone, so a server's other requests neither feed nor see them)."""
+    model's own; they watch this thread's pass alone, ``hooks.in_this_thread``)."""
     model.eval()
     seen: dict[int, dict] = {}
-    thread = threading.get_ident()
 
+    @in_this_thread
     def on_attention(module, args, kwargs, output):
-        if threading.get_ident() != thread:
-            return
         memory = args[1] if len(args) > 1 else kwargs.get("memory")
         seen.setdefault(id(module), {}).update(block_input=args[0][0], memory=None if memory is None else memory[0],
                                                weights=output[1][0], projected=output[0][0])
 
     def on_norm_input(owner):
+        @in_this_thread
         def hook(module, args):
-            if threading.get_ident() == thread:
-                seen.setdefault(id(owner), {}).setdefault("norm_input", args[0][0])
+            seen.setdefault(id(owner), {}).setdefault("norm_input", args[0][0])
         return hook
 
     hooks = []
@@ -146,7 +156,7 @@ def record_blocks(model: Transformer, source_ids: list[int], target_ids: list[in
         for attention, add_and_norm in blocks:
             block = seen[id(attention)]
             residual = block["norm_input"] if add_and_norm.norm_first else block["block_input"]
-            records[kind].append(BlockRecord(block["block_input"], residual, block["memory"], block["weights"],
+            records[kind].append(BlockInputs(block["block_input"], residual, block["memory"], block["weights"],
                                              add_and_norm.output(residual, block["projected"]).float()))
     return records
 
@@ -198,11 +208,9 @@ def compose(encoder: list[Tensor], decoder: list[Tensor], cross: list[Tensor]) -
     to_source, to_prefix = torch.zeros(steps, sources), torch.eye(steps)
     per_layer_source, per_layer_prefix = [], []
     for self_attention, cross_attention in zip(decoder, cross):
-        through_residual = cross_attention[:, -1:] * self_attention
+        through_residual = cross_attention[:, -1:] * self_attention  # rows summing to r: source and prefix sum to 1
         to_source = through_residual @ to_source + cross_attention[:, :-1] @ from_source
         to_prefix = through_residual @ to_prefix
-        total = (to_source.sum(-1, keepdim=True) + to_prefix.sum(-1, keepdim=True)).clamp_min(1e-12)
-        to_source, to_prefix = to_source / total, to_prefix / total
         per_layer_source.append(to_source)
         per_layer_prefix.append(to_prefix)
     return torch.stack(per_layer_source), torch.stack(per_layer_prefix), from_source
@@ -214,8 +222,7 @@ def contributions(model: Transformer, translation: Translation) -> Contributions
     records = record_blocks(model, translation.source_ids, translation.target_ids)
     blocks = {}
     for kind, modules in attention_blocks(model).items():
-        blocks[kind] = [block_parts(attention, add_and_norm, record.block_input, record.residual, record.weights,
-                                    record.memory).contributions().cpu()
+        blocks[kind] = [block_contributions(attention, add_and_norm, record).cpu()
                         for (attention, add_and_norm), record in zip(modules, records[kind])]
     source, prefix, encoder = compose(blocks["encoder"], blocks["decoder"], blocks["cross"])
     return Contributions(source, prefix, encoder, blocks)

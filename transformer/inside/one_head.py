@@ -103,6 +103,12 @@ def record_block(model: Transformer, source_ids: list[int], target_ids: list[int
                        block_output=add_and_norm.output(residual, projected))
 
 
+def output_projection_by_head(attention: MultiHeadAttention) -> Tensor:
+    """W_O split by head, (H, d_model, d_k): W_O^h is the slice of the output projection that head h's output
+    meets when the heads are concatenated (section 3.2.2)."""
+    return attention.out_proj.weight.view(attention.d_model, attention.n_heads, -1).transpose(0, 1)
+
+
 @torch.inference_mode()
 def value_norms_through_output(attention: MultiHeadAttention, v: Tensor) -> Tensor:
     """‖v_j W_O^h‖ for every head h and key j: the size of what key j would add through head h at weight 1.
@@ -110,9 +116,7 @@ def value_norms_through_output(attention: MultiHeadAttention, v: Tensor) -> Tens
     W_O^h is the slice of the output projection that head h's output meets when the heads are concatenated.
     ``v`` is (..., H, keys, d_k); returns (..., H, keys).
     """
-    heads, d_k = attention.n_heads, v.size(-1)
-    per_head = attention.out_proj.weight.view(attention.d_model, heads, d_k).transpose(0, 1)  # (H, d_model, d_k)
-    return torch.einsum("hmd,...hkd->...hkm", per_head.to(v.dtype), v).norm(dim=-1)
+    return torch.einsum("hmd,...hkd->...hkm", output_projection_by_head(attention).to(v.dtype), v).norm(dim=-1)
 
 
 def contribution_norms(attention: MultiHeadAttention, weights: Tensor, v: Tensor,
@@ -134,9 +138,8 @@ def layer_contribution_norms(attention: MultiHeadAttention, weights: Tensor, v: 
                              head_mask: Tensor | None = None) -> Tensor:
     """‖Σ_h α^h_ij v^h_j W_O^h‖: what key j adds to query i through all heads of the layer together,
     (..., queries, keys). Heads can cancel each other, so this is at most the sum of the per-head norms."""
-    heads, d_k = attention.n_heads, v.size(-1)
-    per_head = attention.out_proj.weight.view(attention.d_model, heads, d_k).transpose(0, 1)  # (H, d_model, d_k)
-    through_w_o = torch.einsum("hmd,...hkd->...hkm", per_head.to(v.dtype), v)  # (..., H, keys, d_model)
+    through_w_o = torch.einsum("hmd,...hkd->...hkm", output_projection_by_head(attention).to(v.dtype),
+                               v)  # (..., H, keys, d_model)
     if head_mask is not None:
         weights = weights * head_mask.to(weights.dtype).view(-1, 1, 1)
     return torch.einsum("...hqk,...hkm->...qkm", weights, through_w_o).norm(dim=-1)

@@ -28,7 +28,6 @@ scaling, section 3.4) added to the chosen source tokens' embeddings stands in fo
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -40,9 +39,11 @@ from ..paper.decoding import Translation
 from ..paper.model import Transformer
 from ..paper.tokenizer import Tokenizer
 from .contrastive import alternative_id, check_step
+from .hooks import in_this_thread
 
 NOISE_STANDARD_DEVIATIONS = 3.0  # Meng et al.'s ν = 3σ
 ROWS_PER_PASS = 32  # patched runs batched together: memory stays small for long sentences
+SAME_DIFFERENCE = 1e-6  # logit differences closer than this leave nothing to restore (float32 rounding)
 KINDS = ("encoder", "decoder", "cross")
 
 
@@ -57,10 +58,6 @@ class Patch:
     kind: str = ""
     head: int = -1
     positions: tuple[tuple[int, int], ...] | None = None
-
-    @property
-    def touches_encoder(self) -> bool:
-        return self.site == "encoder_layer" or self.kind == "encoder"
 
 
 def component(model: Transformer, patch: Patch) -> nn.Module:
@@ -88,21 +85,22 @@ def _stream(output) -> Tensor:
 
 
 class _Runs:
-    """The model run with hooks that record (a clean run) or replace (patched runs) module outputs. The hooks act
-    only in the thread that made them, so a server's other requests never see them."""
+    """The model run with hooks that record (a clean run) or replace (patched runs) module outputs, in this thread's
+    passes alone (``hooks.in_this_thread``)."""
 
     def __init__(self, model: Transformer):
         self.model = model
-        self.thread = threading.get_ident()
 
     def run(self, src: Tensor, tgt: Tensor, on_output: Callable, embeddings: Tensor | None = None) -> Tensor:
         """Logits of the last target position, (B, vocabulary), with ``on_output(module, output)`` watching (or
         replacing, by returning) every component's output; ``embeddings`` replace the source's."""
+        @in_this_thread
         def hook(module, args, output):
-            return on_output(module, output) if threading.get_ident() == self.thread else None
+            return on_output(module, output)
 
+        @in_this_thread
         def replace_source(module, args, output):
-            return embeddings if args[0] is src and threading.get_ident() == self.thread else None
+            return embeddings if args[0] is src else None
 
         handles = [module.register_forward_hook(hook) for module in every_component(self.model)]
         if embeddings is not None:
@@ -180,8 +178,8 @@ class Patching:
     ``encoder_positions`` (encoder layers, clean source positions); ``heads`` per kind (layers, heads);
     ``decoder_layers`` (decoder layers,). ``nothing`` and ``last_encoder_layer_all_positions`` are the checks:
     the share patching nothing restores, and the largest logit difference from the clean run when the last
-    encoder layer is patched at every position (with the share that restores; exact only where ``every_position_paired``:
-    sources of different lengths leave the corrupted run's unpaired positions as they were)."""
+    encoder layer is patched at every position (with the share that restores; exact only where
+    ``every_position_paired``: positions without a partner keep the corrupted run's values)."""
 
     step: int
     target: str
@@ -229,8 +227,8 @@ def grid(model: Transformer, alignment: list[tuple[int, int]], source_length: in
 
 
 @torch.inference_mode()
-def activation_patching(model: Transformer, translation: Translation, tokenizer: Tokenizer, corrupted_ids: list[int] | None,
-                        step: int, alternative: str | int | None = None,
+def activation_patching(model: Transformer, translation: Translation, tokenizer: Tokenizer,
+                        corrupted_ids: list[int] | None, step: int, alternative: str | int | None = None,
                         alignment: list[tuple[int, int]] | None = None, noise_positions: list[int] | None = None,
                         seed: int = 0, on_progress: Callable[[int, int], None] | None = None) -> Patching:
     """Patch every component of the corrupted run (``corrupted_ids``, a source ending in eos; or None with
@@ -254,13 +252,13 @@ def activation_patching(model: Transformer, translation: Translation, tokenizer:
     alignment = check_alignment(alignment if alignment is not None else
                                 default_alignment(translation.source_ids, corrupted_ids),
                                 len(translation.source_ids), len(corrupted_ids))
-    _, corrupted_logits = runs.record(corrupted_src, tgt, embeddings)
+    corrupted_logits = runs.run(corrupted_src, tgt, lambda module, output: None, embeddings)[0]
 
     def difference(logits: Tensor) -> Tensor:
         return logits[..., target] - logits[..., other]
 
     d_clean, d_corrupted = float(difference(clean_logits)), float(difference(corrupted_logits))
-    if abs(d_clean - d_corrupted) < 1e-6:
+    if abs(d_clean - d_corrupted) < SAME_DIFFERENCE:
         raise InputError("The two sources give the same difference between the two tokens at this step: there is "
                          "nothing to restore. Choose another pair, step or alternative.",
                          code="inside.nothing_to_restore")

@@ -10,6 +10,7 @@ A computation is a module-level function and its arguments, sent pickled. A ``Ch
 its directory: the worker loads it there once and keeps the last models it used. A ``Callback`` argument stands
 for a callback: the computation calls it in the worker, and the callback runs here with what it reported. A worker
 that ends during a computation (out of memory, killed) is started again at once; its caller gets one sentence.
+A computation that reports progress ends at its next report once the event that asked for it is cancelled.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+import anyio
+import anyio.from_thread
 import torch
 
 from transformer.files.checkpoint import Checkpoint, CheckpointError, load_checkpoint, no_checkpoint_named
@@ -90,6 +93,16 @@ class ModelsOnDisk:
             return loaded(self.directories[name], self.device)
         except CheckpointError as error:  # name the checkpoint, not the server's directories
             raise error.without(str(Path(self.directories[name]).parent) + "/") from None
+
+
+def stop_if_cancelled() -> None:
+    """Raise if the event that asked for the computation was cancelled (its Stop button): Gradio runs a handler in
+    an anyio worker thread, which anyio tells so, and ``Worker.run`` then ends the computation with its process. A
+    computation ends this way at its next progress report; elsewhere than in such a thread nothing is asked."""
+    try:
+        anyio.from_thread.check_cancelled()
+    except anyio.NoEventLoopError:
+        pass
 
 
 def write_frame(stream: IO[bytes], payload: bytes) -> None:
@@ -167,6 +180,7 @@ class Worker:
                 kind, *rest = pickle.loads(reply)
                 if kind != "progress":
                     return kind, *rest
+                stop_if_cancelled()
                 for callback in callbacks:
                     callback(*rest[0])
         except (BrokenPipeError, ConnectionError):

@@ -18,7 +18,8 @@ from ..runtime.language import ENGLISH, message, text
 from ..runtime.page import Page
 from ..runtime.worker import Callback
 from ..services import Services
-from ..views.choices import ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, clamp, head_choices, require_translation
+from ..views.choices import (ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, head_choices, other_candidates,
+                             require_translation)
 from ..views.experiments import (MEASURE_KEYS, MEASURES, comparison_attention, comparison_view, head_labels,
                                  importance_views, patching_view)
 from ..views.samples import SAMPLE_SIZE, sample_sentences
@@ -126,7 +127,8 @@ def patching_layout(page: Page) -> None:
         patching_summary = gr.Markdown(elem_id="patching-summary")
         patching_heads = Chart(label=words("experiments.patching_heads_chart"), elem_id="patching-heads")
         patching_positions = Chart(label=words("experiments.patching_positions_chart"), elem_id="patching-positions")
-    page.add(patch_corrupted=patch_corrupted, patch_examples=patch_examples, patch_step=patch_step, patch_alternative=patch_alternative,
+    page.add(patch_corrupted=patch_corrupted, patch_examples=patch_examples, patch_step=patch_step,
+             patch_alternative=patch_alternative,
              patch_button=patch_button, patch_stop=patch_stop, patching_summary=patching_summary,
              patching_heads=patching_heads, patching_positions=patching_positions, patching_section=patching_section)
 
@@ -242,7 +244,7 @@ def pair_choice(checkpoint: Checkpoint, translation: Translation, corrupted: str
     corrupted_ids, _ = encode_source(checkpoint.model, checkpoint.source_tokenizer, corrupted)
     step, preferred = patching.most_affected_step(checkpoint.model, translation, corrupted_ids)
     piece = checkpoint.target_tokenizer.piece(preferred)
-    return step, [piece] + [other for other in alternatives_at(translation, step) if other != piece]
+    return step, [piece] + [other for other in other_candidates(translation, step) if other != piece]
 
 
 def on_patch_pair(services: Services, translation_model, translation_state, patch_corrupted) -> dict:
@@ -265,16 +267,9 @@ def on_pair_example(services: Services, model, patch_examples, decoding, beam_si
                                          head, average, language)}
 
 
-def alternatives_at(translation: Translation | None, step) -> list[str]:
-    """The top-k pieces of a step other than the one the model chose there."""
-    if translation is None:
-        return []
-    index = clamp(step, 1, translation.num_steps) - 1
-    return [piece for piece in translation.top_pieces[index] if piece != translation.predicted_pieces[index]]
-
-
 def candidates(name: str, translation: Translation | None, step) -> dict:
-    alternatives = alternatives_at(translation, step)
+    """The dropdown ``name`` offering a step's other candidates, runner-up first and chosen."""
+    alternatives = other_candidates(translation, step)
     return {name: gr.Dropdown(alternatives, value=alternatives[0] if alternatives else None)}
 
 
@@ -339,8 +334,8 @@ def wire(page: Page) -> None:
     c["patch_stop"].click(None, cancels=[patching], api_visibility="private")
     page.on(c["override_step"].input, on_override_step, ["override_choice"], trigger_mode="always_last")
     page.on(c["patch_step"].input, on_patch_step, ["patch_alternative"], trigger_mode="always_last")
-    page.on([c["patch_corrupted"].submit, c["patch_corrupted"].blur], on_patch_pair,
-            ["patch_step", "patch_alternative"], trigger_mode="always_last")
+    page.on(c["patch_corrupted"].submit, on_patch_pair, ["patch_step", "patch_alternative"],
+            trigger_mode="always_last")
     translated = [*translate_tab.TRANSLATION_OUTPUTS, *page.translation_outputs(TAB_ID)]
     example = page.on(c["patch_examples"].click, page.translated(on_pair_example, TAB_ID),
                       ["text", "patch_corrupted", *translated], progress_on=["patching_summary"],

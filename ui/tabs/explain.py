@@ -19,7 +19,7 @@ from ..runtime.page import Page
 from ..runtime.worker import Callback
 from ..services import Services, multi30k_available
 from ..views import explain
-from ..views.choices import MEAN_OF_HEADS, chosen_head, head_choices
+from ..views.choices import MEAN_OF_HEADS, chosen_head, head_choices, other_candidates
 from ..views.samples import sample_sentences
 
 TAB_ID, TITLE = "explain", message("explain.title")  # the tab's id in the page, and its label
@@ -98,6 +98,7 @@ def contrast_layout(page: Page) -> None:
     page.add(contrast_step=contrast_step, contrast_alternative=contrast_alternative, contrast_method=contrast_method,
              contrast_button=contrast_button, contrast_summary=contrast_summary, contrast_plot=contrast_plot)
 
+
 # --- handlers ------------------------------------------------------------------------------------
 
 def on_attribute(services: Services, translation_model, translation_state, explain_method, explain_steps, explain_layer,
@@ -171,10 +172,7 @@ def on_contrast(services: Services, translation_model, translation_state, contra
 
 def contrast_candidates(translation: Translation | None, step) -> dict:
     """A step's other candidates, the runner-up first, to compare its token with."""
-    if translation is None:
-        return {"contrast_alternative": gr.Dropdown([], value=None)}
-    index = min(max(1, int(step)), translation.num_steps) - 1
-    others = [piece for piece in translation.top_pieces[index] if piece != translation.predicted_pieces[index]]
+    others = other_candidates(translation, step)
     return {"contrast_alternative": gr.Dropdown(others, value=others[0] if others else None)}
 
 

@@ -82,3 +82,12 @@ def require_translation(translation):
     if translation is None:
         raise InputError(message("translate.no_translation"))
     return translation
+
+
+def other_candidates(translation, step) -> list[str]:
+    """The top-k pieces of a decoding step (1-based, clamped) other than the one the model chose there, most
+    probable first: the tokens to compare its choice with. None for no translation."""
+    if translation is None:
+        return []
+    index = clamp(step, 1, translation.num_steps) - 1
+    return [piece for piece in translation.top_pieces[index] if piece != translation.predicted_pieces[index]]

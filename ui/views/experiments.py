@@ -193,7 +193,8 @@ def patching_summary(result: patching.Patching, translation, language: str = ENG
                      alternative=markdown_escape(result.alternative), clean=Number(result.clean_difference, "+.2f"),
                      corrupted=Number(result.corrupted_difference, "+.2f")),
              message("experiments.patching.strongest", components=strongest_components(result, translation)),
-             message("experiments.patching.checks", nothing=percent(round(result.nothing, 4) + 0.0),
+             # Rounded as shown, and + 0.0 turns -0.0 into 0.0: rounding noise is not "-0%".
+             message("experiments.patching.checks", nothing=percent(round(result.nothing, 2) + 0.0),
                      last=percent(checks["restored"]), gap=Number(checks["max_logit_difference"], ".1g"))]
     if not checks["every_position_paired"]:
         lines.append(message("experiments.patching.unpaired"))

@@ -21,7 +21,7 @@ from transformer.inside.attribution import attribute
 from transformer.inside.contributions import contributions
 from transformer.inside.interventions import ablate_heads, head_label
 from transformer.inside.one_head import head_arithmetic
-from transformer.paper.decoding import forced_decode
+from transformer.paper.decoding import encode_source, forced_decode
 from transformer.paper.model import Transformer
 
 from ..runtime.language import Message, Number, Ordinal, message, percent
@@ -283,7 +283,7 @@ def carrying_head(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint])
     patching at the step the pair changes most)."""
     checkpoint = checkpoint_named(lesson.model)
     translation = checkpoint.translate(lesson.sentence, lesson.beam)
-    changed = checkpoint.source_tokenizer.encode(lesson.extra["patch_corrupted"])
+    changed, _ = encode_source(checkpoint.model, checkpoint.source_tokenizer, lesson.extra["patch_corrupted"])
     step, preferred = patching.most_affected_step(checkpoint.model, translation, changed)
     result = patching.activation_patching(checkpoint.model, translation, checkpoint.target_tokenizer, changed, step,
                                           preferred)

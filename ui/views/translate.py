@@ -45,8 +45,10 @@ class TranslateResult:
 
 
 def run_translation(checkpoint: Checkpoint, sentence: str, decoding: str = "beam", beam_size: int = 5,
-                    max_length: int | None = None, top_k: int = 5, language: str = ENGLISH) -> TranslateResult:
-    """A translation of ``sentence``, and notes on it in ``language``."""
+                    max_length: int | None = None, top_k: int = 5, language: str = ENGLISH,
+                    source_shares: bool = True) -> TranslateResult:
+    """A translation of ``sentence``, notes on it in ``language``, and (``source_shares``) each step's source
+    share for the step view."""
     cleaned, notes = clean_text(sentence, language=language)
     beam = 1 if decoding == "greedy" else clamp(beam_size, 1, MAX_BEAM, message("translate.name.beam_size"))
     max_length = max_target_tokens(max_length)
@@ -68,7 +70,8 @@ def run_translation(checkpoint: Checkpoint, sentence: str, decoding: str = "beam
         notes.append(text(language, "translate.note.stopped"))
     if len(result.source_ids) > LONG_SOURCE_PIECES and not result.truncated:
         notes.append(text(language, "translate.note.long", pieces=len(result.source_ids)))
-    return TranslateResult(result, notes, contributions(checkpoint.model, result).source_share.tolist())
+    shares = contributions(checkpoint.model, result).source_share.tolist() if source_shares else None
+    return TranslateResult(result, notes, shares)
 
 
 def notes_markdown(notes: list[str]) -> str:
@@ -312,8 +315,7 @@ def page_numbers(translation: Translation, kind: str = "cross", layer: int = 1, 
             budget -= block_numbers[name]
     steps = [{"candidates": list(translation.top_pieces[index]), "chosen": translation.predicted_pieces[index],
               "probabilities": [float(p) for p in translation.top_probs[index]],
-              "caption": _step_caption(translation, index, language, source_share),
-              "sourceShare": None if source_share is None else source_share[index]}
+              "caption": _step_caption(translation, index, language, source_share)}
              for index in range(translation.num_steps)]
     return {"sent": sent, "heads": heads, "decimals": WEIGHT_DECIMALS, "source": list(translation.source_pieces),
             "produced": list(translation.predicted_pieces), "maps": maps, "steps": steps}
