@@ -2,6 +2,7 @@
 grows back into a page-long ``build_app``."""
 
 import ast
+import re
 import pkgutil
 import subprocess
 import sys
@@ -155,3 +156,12 @@ def test_the_pages_scripts_and_styles_live_in_files_of_their_own_not_in_python_s
     for call in calls:
         text = ast.unparse(call)
         assert "\n" not in text and len(text) <= 100, f"{text[:80]}...: a function of ui/static/ is called instead"
+
+
+def test_every_setting_the_app_reads_from_the_environment_is_in_the_readmes_table():
+    named = {name for path in ["app.py", *sources("ui", "transformer")]
+             for name in re.findall(r"EXPLORER_[A-Z_]+", (ROOT / path).read_text(encoding="utf-8"))}
+    table = {line.split("|")[1] for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+             if line.startswith("| `")}
+    assert "EXPLORER_MODELS_MB" in named
+    assert sorted(name for name in named if not any(f"`{name}`" in row for row in table)) == []

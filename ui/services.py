@@ -20,6 +20,7 @@ from .hub_models import MB, HubModels, OpeningAtStart
 from .jobs import JobManager, training_disabled
 from .runtime.costly import CostlyWork, setting
 from .runtime.gpu import models_device
+from .runtime.language import Number, message
 from .runtime.worker import ModelsOnDisk
 from .views.lessons import LESSONS, lesson_models, listed_as
 from .views.questions import predict_question
@@ -123,8 +124,8 @@ class ModelRegistry:
             raise error.without(str(available[name].parent) + "/") from None
         size = model_bytes(checkpoint)
         if size > self.max_bytes:
-            raise CheckpointError(f"{name} needs {size / MB:,.0f} MB of memory, more than the "
-                                  f"{self.max_bytes / MB:,.0f} MB this server keeps for models (EXPLORER_MODELS_MB).")
+            raise CheckpointError(message("runtime.model_too_big", name=name, needed=Number(size / MB, ",.0f"),
+                                          kept=Number(self.max_bytes / MB, ",.0f")))
         with self._lock:
             checkpoint = self._loaded.setdefault(name, checkpoint)
             self._loaded.move_to_end(name)

@@ -2,9 +2,11 @@
 paper's terms in a glossary, numbers and quotation marks as each language writes them, and each visitor's page in
 the language they chose, else their browser's."""
 
+import ast
 import asyncio
 import json
 import re
+from pathlib import Path
 
 import gradio as gr
 import pytest
@@ -444,3 +446,33 @@ def test_what_each_intervention_did_is_said_in_every_language_as_the_library_say
     for comparison in done:
         assert described(comparison).in_("en") == comparison.description
         assert all(described(comparison).in_(other) != comparison.description for other in ("de", "fr"))
+
+
+ROOT = Path(__file__).resolve().parents[2]
+USER_PROBLEMS = {"InputError", "CheckpointError", "DataError", "HubError", "JobError", "ClassError"}
+
+
+def app_problems_raised_as_english(source: str) -> list[str]:
+    """The app's raises of a problem a visitor reads whose words are an English string, not a message (or, for a
+    class's problems, a code): such a problem would reach a German or French page in English."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+            kind = getattr(node.exc.func, "id", None) or getattr(node.exc.func, "attr", None)
+            words = node.exc.args[0]
+            code = isinstance(words, ast.Constant) and kind == "ClassError" and str(words.value).isidentifier()
+            if kind in USER_PROBLEMS and isinstance(words, (ast.Constant, ast.JoinedStr)) and not code:
+                found.append(f"{kind} at line {node.lineno}")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ui").rglob("*.py")))
+def test_every_problem_the_app_raises_for_a_visitor_is_a_message_in_every_language(path):
+    assert app_problems_raised_as_english((ROOT / path).read_text(encoding="utf-8")) == []
+
+
+def test_the_check_finds_english_in_a_raise_and_lets_a_message_or_a_class_code_pass():
+    english = "raise InputError(f'{x} is wrong')\nraise CheckpointError('too big')\n"
+    spoken = "raise InputError(message('a.b'))\nraise ClassError('no_class')\nraise ValueError('a bug')\n"
+    assert app_problems_raised_as_english(english) == ["InputError at line 1", "CheckpointError at line 2"]
+    assert app_problems_raised_as_english(spoken) == []

@@ -13,6 +13,8 @@ from transformer import data as datasets
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 
+from ..runtime.language import message
+
 SAMPLE_FILE = Path(__file__).resolve().parents[2] / "assets" / "sample_sentences.en.txt"
 SAMPLE_SIZE = 20  # sentences a view over the sample reads: enough for a stable mean, quick enough for a class
 
@@ -30,6 +32,5 @@ def sample_sentences(checkpoint: Checkpoint, count: int = SAMPLE_SIZE) -> list[s
         return datasets.synthetic_corpus(task, count, seed=4242).sources
     source = checkpoint.info.get("source_lang", "en")
     if source != "en":
-        raise InputError(f"The sample sentences that ship with the app are English, and this model reads "
-                         f"{source!r}; use the button for the current sentence instead.")
+        raise InputError(message("common.samples_not_english", source=repr(source)))
     return list(english_samples()[:count])
