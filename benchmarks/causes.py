@@ -31,7 +31,8 @@ from transformer.files.checkpoint import DEFAULT_CHECKPOINT, Checkpoint, load_ch
 from transformer.inside.contrastive import contrastive_evidence
 from transformer.inside.contributions import contributions
 from transformer.inside.patching import activation_patching
-from transformer.paper.decoding import forced_decode, greedy_search
+from transformer.paper.decoding import greedy_search
+from transformer.paper.translation import forced_decode
 
 TOKENS = 20
 SENTENCES = [line.strip() for line in (ROOT / "assets" / "sample_sentences.en.txt").read_text().splitlines()

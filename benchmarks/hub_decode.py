@@ -7,7 +7,7 @@ rarely end a sentence; both are held to the same count), greedily and with beam 
 rules, in one process with the same threads, alternating so that machine noise hits both alike:
 
 - ``ours``: ``greedy_search`` / ``beam_search``: the search alone;
-- ``ours_recording``: ``decoding.translate``: the search, then one teacher-forced pass that keeps every attention
+- ``ours_recording``: ``translation.translate``: the search, then one teacher-forced pass that keeps every attention
   map of every layer (what the app shows);
 - ``transformers`` / ``transformers_recording``: ``generate``, without and with ``output_attentions=True``.
 
@@ -31,7 +31,8 @@ from common import machine, report
 from transformer.cpu import speed_up
 from transformer.files import hub
 from transformer.files.checkpoint import load_weights
-from transformer.paper.decoding import SearchRules, beam_search, greedy_search, translate
+from transformer.paper.decoding import SearchRules, beam_search, greedy_search
+from transformer.paper.translation import translate
 from transformer.paper.model import Transformer
 
 OPUS_MT_EN_DE = dict(vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,

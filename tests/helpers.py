@@ -76,7 +76,7 @@ class QuickTrainer:
         return {**self._info, "step": self.step}
 
     def probe(self) -> dict:
-        from transformer.paper.decoding import forced_decode
+        from transformer.paper.translation import forced_decode
 
         source = self.config.probe_sentences[0]
         target = " ".join(reversed(source.split()))

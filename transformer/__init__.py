@@ -1,11 +1,12 @@
 """An encoder-decoder Transformer ("Attention Is All You Need") built to be read, trained and inspected.
 
 ``translate`` is not exported here: ``transformer.translate`` is the command-line tool's module, and importing it
-would replace a function of that name (import it from ``transformer.paper.decoding``)."""
+would replace a function of that name (import it from ``transformer.paper.translation``)."""
 
 from .files.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from .paper.config import PRESETS, ModelConfig, preset
-from .paper.decoding import Translation, beam_search, decode_steps, forced_decode, greedy_search, translate_batch
+from .paper.decoding import beam_search, decode_steps, greedy_search, translate_batch
+from .paper.translation import Translation, forced_decode
 from .paper.model import DecoderCache, HeadMask, Seq2SeqOutput, Transformer
 from .paper.tokenizer import Tokenizer
 

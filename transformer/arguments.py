@@ -7,7 +7,7 @@ import argparse
 import torch
 
 from .files.checkpoint import DEFAULT_CHECKPOINT, Checkpoint, CheckpointError, load_checkpoint
-from .paper.decoding import Translation
+from .paper.translation import Translation
 
 
 def positive_int(value: str) -> int:

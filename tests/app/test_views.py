@@ -16,7 +16,7 @@ import torch
 from transformer import errors
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
 from transformer.inside import interventions
-from transformer.paper.decoding import translate
+from transformer.paper.translation import translate
 from ui import figures, services
 from ui.views import analysis as analysis_views
 from ui.views import choices

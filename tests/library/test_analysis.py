@@ -8,7 +8,8 @@ import torch
 
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.inside import analysis
-from transformer.paper.decoding import beam_search, translate
+from transformer.paper.decoding import beam_search
+from transformer.paper.translation import translate
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import torch
 from helpers import run_command
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.inside import attribution
-from transformer.paper.decoding import translate
+from transformer.paper.translation import translate
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCES = ["A dog runs across the grass.", "Two children are playing football on the beach."]

@@ -14,7 +14,7 @@ from transformer.files import hub
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, load_checkpoint
 from transformer.inside import contrastive, contributions, patching
 from transformer.paper.config import ModelConfig
-from transformer.paper.decoding import forced_decode
+from transformer.paper.translation import forced_decode
 from transformer.paper.model import AddAndNorm, MultiHeadAttention, Transformer
 
 CLEAN, CORRUPTED = "The doctor said that she was tired.", "The doctor said that he was tired."

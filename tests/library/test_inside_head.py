@@ -11,7 +11,7 @@ from helpers import run_command
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.inside import one_head
 from transformer.paper.config import ModelConfig
-from transformer.paper.decoding import translate
+from transformer.paper.translation import translate
 from transformer.paper.model import Transformer
 
 ROOT = Path(__file__).resolve().parents[2]

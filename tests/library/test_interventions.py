@@ -8,7 +8,7 @@ import torch
 from transformer import errors
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.inside import interventions
-from transformer.paper.decoding import forced_decode, translate
+from transformer.paper.translation import forced_decode, translate
 from transformer.paper.model import HeadMask
 
 

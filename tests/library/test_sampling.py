@@ -5,7 +5,8 @@ import torch
 
 from transformer.errors import InputError
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
-from transformer.paper.decoding import Sampling, greedy_search, translate
+from transformer.paper.decoding import Sampling, greedy_search
+from transformer.paper.translation import translate
 from transformer.paper.tokenizer import EOS_ID
 
 LOGITS = torch.log(torch.tensor([[0.5, 0.25, 0.15, 0.1]]))

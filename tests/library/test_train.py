@@ -17,7 +17,7 @@ import torch
 
 from transformer.files.checkpoint import load_checkpoint
 from transformer.metrics import corpus_scores
-from transformer.paper.decoding import translate
+from transformer.paper.translation import translate
 from transformer.train import cli as train_cli
 from transformer.train import trainer as training_loop
 from transformer.train.budget import LADDER, Speed, plan_for_work

@@ -35,7 +35,8 @@ from safetensors.torch import save as safetensors_bytes
 from ..cpu import speed_up
 from ..errors import Explained
 from ..paper.config import ModelConfig
-from ..paper.decoding import SearchRules, Translation, translate_together
+from ..paper.decoding import SearchRules
+from ..paper.translation import Translation, translate_together
 from ..paper.model import Transformer
 from ..paper.tokenizer import Tokenizer
 
@@ -86,13 +87,13 @@ class Checkpoint:
 
     def translate(self, text: str, beam_size: int = 1, max_length: int | None = None,
                   length_penalty: float | None = None, **options) -> Translation:
-        """``decoding.translate`` with this checkpoint's tokenizers, search rules and, unless given, its length
+        """``translation.translate`` with this checkpoint's tokenizers, search rules and, unless given, its length
         penalty (as the app decodes)."""
         return self.translate_together([text], beam_size, max_length, length_penalty, **options)[0]
 
     def translate_together(self, texts: list[str], beam_size: int = 1, max_length: int | None = None,
                            length_penalty: float | None = None, **options) -> list[Translation]:
-        """``decoding.translate_together``, as ``translate`` decodes: several sentences in one batched search."""
+        """``translation.translate_together``, as ``translate`` decodes: several sentences in one batched search."""
         return translate_together(self.model, self.source_tokenizer, self.target_tokenizer, texts,
                                   beam_size=beam_size, max_length=max_length, rules=self.rules,
                                   length_penalty=self.length_penalty if length_penalty is None else length_penalty,

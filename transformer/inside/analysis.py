@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..paper.decoding import BeamStep, Translation
+from ..paper.decoding import BeamStep
+from ..paper.translation import Translation
 
 SPECIAL_TOKENS = ("<s>", "</s>", "<pad>", "<unk>")
 WORD_START = "▁"

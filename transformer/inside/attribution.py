@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..paper.decoding import Translation
+from ..paper.translation import Translation
 from ..paper.model import Transformer
 
 METHODS = ("gradient_x_input", "integrated_gradients", "rollout")

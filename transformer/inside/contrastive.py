@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from ..errors import InputError
-from ..paper.decoding import Translation
+from ..paper.translation import Translation
 from ..paper.model import Transformer
 from ..paper.tokenizer import Tokenizer
 

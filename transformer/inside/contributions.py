@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..paper.decoding import Translation
+from ..paper.translation import Translation
 from ..paper.model import AddAndNorm, MultiHeadAttention, Transformer
 from .hooks import in_this_thread
 from .one_head import KINDS, block_modules, output_projection_by_head

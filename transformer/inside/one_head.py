@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..paper.decoding import Translation
+from ..paper.translation import Translation
 from ..paper.model import AddAndNorm, HeadMask, MultiHeadAttention, ScaledDotProductAttention, Transformer
 
 KINDS = ("encoder", "decoder", "cross")

@@ -35,7 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import InputError
-from ..paper.decoding import Translation
+from ..paper.translation import Translation
 from ..paper.model import Transformer
 from ..paper.tokenizer import Tokenizer
 from .contrastive import alternative_id, check_step

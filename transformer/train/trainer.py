@@ -26,7 +26,8 @@ from .. import data as datasets
 from ..cpu import speed_up
 from ..files.checkpoint import Checkpoint, load_weights, unique_state_dict
 from ..paper.config import preset
-from ..paper.decoding import forced_decode, translate_batch
+from ..paper.decoding import translate_batch
+from ..paper.translation import forced_decode
 from ..paper.model import Transformer
 from .clock import RunClock, Throughput
 from .corpus import collate, encode_corpus, load_datasets, train_tokenizers

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 
 from transformer.files.checkpoint import Checkpoint
-from transformer.paper.decoding import Translation
+from transformer.paper.translation import Translation
 
 log = logging.getLogger(__name__)
 

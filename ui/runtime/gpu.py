@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from transformer.files.checkpoint import Checkpoint, default_device, load_checkpoint
-from transformer.paper.decoding import Translation
+from transformer.paper.translation import Translation
 
 from .. import ON_ZERO_GPU
 from .batching import BATCHES

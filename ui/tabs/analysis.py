@@ -6,7 +6,7 @@ import gradio as gr
 
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside import analysis
-from transformer.paper.decoding import Translation
+from transformer.paper.translation import Translation
 
 from ..runtime import components
 from ..runtime.chart import Chart

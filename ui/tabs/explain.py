@@ -10,7 +10,7 @@ import gradio as gr
 from transformer.data import load_multi30k
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
-from transformer.paper.decoding import Translation
+from transformer.paper.translation import Translation
 
 from ..runtime import components
 from ..runtime.chart import Chart

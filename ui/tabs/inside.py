@@ -6,7 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from transformer.files.checkpoint import Checkpoint
-from transformer.paper.decoding import Translation
+from transformer.paper.translation import Translation
 
 from ..runtime import components
 from ..runtime.chart import Chart

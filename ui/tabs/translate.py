@@ -9,7 +9,7 @@ from gradio.components import Number as NumberField
 
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
-from transformer.paper.decoding import Translation
+from transformer.paper.translation import Translation
 
 from .. import figures
 from ..runtime import batching, components

@@ -7,7 +7,8 @@ import torch
 
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside import analysis
-from transformer.paper.decoding import Translation, beam_search, encode_source, forced_decode
+from transformer.paper.decoding import beam_search, encode_source
+from transformer.paper.translation import Translation, forced_decode
 
 from .. import figures
 from ..runtime.language import ENGLISH, Number, said, table

@@ -13,7 +13,7 @@ import torch
 
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside import attribution, contrastive, interventions
-from transformer.paper.decoding import Translation
+from transformer.paper.translation import Translation
 
 from .. import figures
 from ..runtime.language import ENGLISH, Message, Number, message, percent, said, text

@@ -13,7 +13,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from transformer.errors import InputError
-from transformer.paper.decoding import Translation
+from transformer.paper.translation import Translation
 
 from ..runtime.language import message
 from .choices import ATTENTION_KINDS

@@ -13,7 +13,8 @@ import torch
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside import one_head
-from transformer.paper.decoding import Sampling, Translation, never_generate
+from transformer.paper.decoding import Sampling, never_generate
+from transformer.paper.translation import Translation
 
 from .. import figures
 from ..runtime.language import ENGLISH, Message, Number, message, text

@@ -14,7 +14,7 @@ import torch
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside.contributions import contributions
-from transformer.paper.decoding import Translation, forced_decode
+from transformer.paper.translation import Translation, forced_decode
 
 from .. import figures
 from ..runtime import gpu
