@@ -25,10 +25,10 @@ from pathlib import Path
 import torch
 
 from . import data as datasets
-from .files.checkpoint import (CheckpointError, load_checkpoint, read_config, read_training_log, run_history,
-                         save_checkpoint)
+from .files.checkpoint import CheckpointError, load_checkpoint, read_config, save_checkpoint
 from .files.curves import training_curves_svg
 from .train.evaluation import evaluate_checkpoint
+from .train.run_logs import read_training_log, run_history
 
 
 log = logging.getLogger(__name__)

@@ -25,11 +25,12 @@ import torch
 
 from transformer import data as datasets
 from transformer.errors import InputError
-from transformer.files.checkpoint import run_history, save_checkpoint
+from transformer.files.checkpoint import save_checkpoint
 from transformer.paper.config import ModelConfig, preset
 from transformer.paper.model import Transformer
 from transformer.train import calibrate, planning
 from transformer.train.budget import BudgetPlan
+from transformer.train.run_logs import run_history
 from transformer.train.settings import AUTO_PRESET, TrainConfig, use_bf16
 from transformer.train.trainer import Trainer
 

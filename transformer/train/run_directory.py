@@ -24,9 +24,10 @@ import torch
 from safetensors.torch import load as safetensors_tensors
 from safetensors.torch import save as safetensors_bytes
 
-from ..files.checkpoint import (Checkpoint, load_checkpoint, load_weights, parse_records, read_config, read_log_text,
-                                resolve, save_checkpoint, unique_state_dict)
+from ..files.checkpoint import (Checkpoint, load_checkpoint, load_weights, read_config, resolve, save_checkpoint,
+                                unique_state_dict)
 from ..paper.model import Transformer
+from .run_logs import parse_records, read_log_text
 from ..paper.tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)

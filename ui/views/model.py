@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 import torch
 from pandas.io.formats.style import Styler
 
-from transformer.files.checkpoint import Checkpoint, read_records, read_training_log
+from transformer.files.checkpoint import Checkpoint
+from transformer.train.run_logs import read_records, read_training_log
 
 from .. import figures
 from ..runtime.language import ENGLISH, Message, Number, message, text
