@@ -18,6 +18,7 @@ from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
 from transformer.inside import interventions
 from ui.runtime import costly, worker
 from ui.runtime.errors import as_user_message
+from ui.runtime.language import said
 from ui.tabs import explain as explain_tab
 from ui.views.choices import NO_TRANSLATION, require_translation
 from ui.views.lessons import LESSONS
@@ -155,26 +156,32 @@ def running(pid: int) -> bool:
         return False
 
 
-def test_a_cancelled_event_ends_its_computation_in_the_worker_at_its_next_report(german):
-    """Stop cancels the event's task; Gradio ran the handler in an anyio thread, which the worker's next progress
-    report finds cancelled: the computation ends there, with its process, instead of running on for no one."""
-    import anyio
 
-    reports = []
+def test_stop_ends_a_costly_computation_at_its_next_report_and_frees_the_slot(german):
+    """Gradio's cancel leaves a handler's thread running, waiting on the worker: Stop asks the costly work itself
+    to end, and the worker's process ends with it."""
+    import threading
+
+    work = costly.CostlyWork(seconds=1000, window_s=600)
+    page = gr.Request(headers={"x-forwarded-for": "203.0.113.9"}, client={"host": "10.0.0.2", "port": 4242},
+                      session_hash="page-1")
     order = interventions.pruning_order(german, "cross", seed=0)
-    before = costly.WORKER.run(os.getpid)
+    reports, outcome = [], []
+    before = work.worker.run(os.getpid)
 
-    def handler():  # as Gradio runs a handler: in a worker thread of anyio's
-        costly.WORKER.run(interventions.pruning_curve, german, ["A dog runs.", "Two men sit."], "cross", order,
-                          None, on_step=worker.Callback(lambda done, total: reports.append(done)))
+    def event():
+        try:
+            with work.share(page):
+                work.run(interventions.pruning_curve, german, ["A dog runs.", "Two men sit."], "cross", order, None,
+                         on_step=worker.Callback(lambda done, total: (reports.append(done), work.stop(page))))
+            outcome.append("finished")
+        except worker.Stopped as stopped:
+            outcome.append(said(stopped, "de"))
 
-    async def event():
-        async with anyio.create_task_group() as group:
-            group.start_soon(anyio.to_thread.run_sync, handler)
-            while not reports:  # the computation has reported once: the visitor presses Stop
-                await anyio.sleep(0.01)
-            group.cancel_scope.cancel()
-
-    anyio.run(event)
-    assert 1 <= len(reports) < len(order) + 1, "it stopped before its last head"
-    assert costly.WORKER.run(os.getpid) != before, "the process that computed it was ended"
+    running = threading.Thread(target=event)
+    running.start()
+    running.join()
+    assert outcome == ["Angehalten."] and reports == [1], "it ended at the report after Stop"
+    assert work.worker.run(os.getpid) != before, "the process that computed it was ended"
+    with work.share(page):  # the next event of the same page is not stopped by the last one's Stop
+        assert work.run(interventions.pruning_order, german, "cross", None, 0) == order

@@ -98,9 +98,10 @@ class CostlyWork:
         self.window_s = window_s or setting("EXPLORER_COSTLY_WINDOW_S", BUDGET_WINDOW_S)
         self.spent: dict[str, collections.deque] = {}  # client -> (when, CPU-seconds) of its events in the window
         self.in_flight: set[str] = set()
-        self.lock = threading.Lock()  # guards spent and in_flight
+        self.stopping: set[str] = set()  # pages whose Stop was pressed while their costly event ran
+        self.lock = threading.Lock()  # guards spent, in_flight and stopping
         self.slot = threading.Lock()  # held by the costly event that runs
-        self.running = threading.local()  # .event: this thread runs a costly event (share)
+        self.running = threading.local()  # .event: this thread runs a costly event (share), for .page
 
     def wait_s(self, client: str, now: float | None = None) -> float:
         """Seconds until ``client`` is back within its budget; 0 when it is within it now."""
@@ -144,12 +145,14 @@ class CostlyWork:
     def share(self, request):
         """Run a costly event for whoever sent ``request``: in turn, on half the cores, charged with the CPU
         time it took. This machine's own user (no proxy, loopback) waits in line but is not counted."""
-        client = visiting_client(request)
+        client, page = visiting_client(request), page_of(request)
         self.admit(client)
+        with self.lock:
+            self.stopping.discard(page)  # a Stop pressed before belonged to an earlier event
         started, in_worker, threads = time.thread_time(), self.worker.cpu_s(), 1
         try:
             with self.slot, CORES.reserve() as threads:
-                self.running.event = True
+                self.running.event, self.running.page = True, page
                 try:
                     yield
                 finally:
@@ -157,18 +160,35 @@ class CostlyWork:
         finally:
             with self.lock:
                 self.in_flight.discard(client)
+                self.stopping.discard(page)
             # The worker's CPU time for this event, and this thread's (its pool's threads work while it does:
             # an upper bound past one thread).
             cpu_s = self.worker.cpu_s() - in_worker + (time.thread_time() - started) * threads
             if client:
                 self.charge(client, cpu_s)
 
+    def stop(self, request) -> None:
+        """Stop pressed on a page: its costly event ends at its computation's next progress report (worker.py),
+        freeing the slot for the next visitor. Gradio's own cancelling leaves a handler's thread running."""
+        page = page_of(request)
+        if page is not None:
+            with self.lock:
+                self.stopping.add(page)
+
     def run(self, fn, *args, **kwargs):
-        """``fn(*args, **kwargs)``: in the worker process (worker.py) within a costly event (``share``); here
-        otherwise, as when a lesson's Show me computes one sentence's view, which must not wait behind others'."""
+        """``fn(*args, **kwargs)``: in the worker process (worker.py) within a costly event (``share``), until its
+        page presses Stop; here otherwise, as when a lesson's Show me computes one sentence's view, which must not
+        wait behind others'."""
         if getattr(self.running, "event", False):
-            return self.worker.run(fn, *args, **kwargs)
+            page = self.running.page
+            return self.worker.run_stoppable(lambda: page is not None and page in self.stopping, fn, *args,
+                                             **kwargs)
         return fn(*map(here, args), **{name: here(value) for name, value in kwargs.items()})
+
+
+def page_of(request) -> str | None:
+    """The page (Gradio's session) a request came from, None for a call without one."""
+    return getattr(request, "session_hash", None)
 
 
 def here(value):

@@ -35,6 +35,12 @@ SPECIAL_PARAMETERS = (gr.Request, gr.SelectData, gr.EventData)
 PAGE_LANGUAGE = "language"
 
 
+def stop_costly_work(services, request: gr.Request = None) -> dict:
+    """A Stop button's handler (``Page.stops``): the costly event running for this page is asked to end."""
+    services.costly.stop(request)
+    return {}
+
+
 @dataclass
 class Hook:
     """A tab's answer to something that happened elsewhere: ``fn`` returns new values of ``outputs``. A hook with
@@ -365,6 +371,11 @@ class Page:
         if progress_on is None:
             return options
         return {**options, "show_progress_on": [self.components[name] for name in progress_on]}
+
+    def stops(self, button, event) -> None:
+        """``button`` stops ``event``, a costly one: the page stops waiting for it (Gradio's cancel), and its
+        computation in the worker ends at its next progress report (``CostlyWork.stop``), freeing the slot."""
+        self.on(button.click, stop_costly_work, [], cancels=[event], queue=False)
 
     def in_browser(self, triggers, js: str, inputs: Iterable[str], outputs: Iterable[str]):
         """Run ``js`` in the browser alone when any of ``triggers`` fires: it gets the values of the components

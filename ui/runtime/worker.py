@@ -10,7 +10,8 @@ A computation is a module-level function and its arguments, sent pickled. A ``Ch
 its directory: the worker loads it there once and keeps the last models it used. A ``Callback`` argument stands
 for a callback: the computation calls it in the worker, and the callback runs here with what it reported. A worker
 that ends during a computation (out of memory, killed) is started again at once; its caller gets one sentence.
-A computation that reports progress ends at its next report once the event that asked for it is cancelled.
+A computation that reports progress can be stopped (``run_stoppable``): it ends at its next report, with its
+process.
 """
 
 from __future__ import annotations
@@ -29,10 +30,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-import anyio
-import anyio.from_thread
 import torch
 
+from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint, CheckpointError, load_checkpoint, no_checkpoint_named
 
 from .language import message
@@ -47,6 +47,13 @@ TRIM_AFTER_CPU_S = 1.0  # a small computation leaves little memory to hand back
 NICENESS = 19
 FRAME = struct.Struct("<Q")  # each message: its length, then its pickle
 PARENT_CHECK_S = 1.0  # how often the worker checks that the server still runs
+
+
+class Stopped(InputError):
+    """A computation its visitor stopped (the Stop button)."""
+
+    def __init__(self):
+        super().__init__(message("runtime.stopped"))  # said in the page's language (errors.py)
 
 
 class WorkerDied(RuntimeError):
@@ -95,16 +102,6 @@ class ModelsOnDisk:
             raise error.without(str(Path(self.directories[name]).parent) + "/") from None
 
 
-def stop_if_cancelled() -> None:
-    """Raise if the event that asked for the computation was cancelled (its Stop button): Gradio runs a handler in
-    an anyio worker thread, which anyio tells so, and ``Worker.run`` then ends the computation with its process. A
-    computation ends this way at its next progress report; elsewhere than in such a thread nothing is asked."""
-    try:
-        anyio.from_thread.check_cancelled()
-    except anyio.NoEventLoopError:
-        pass
-
-
 def write_frame(stream: IO[bytes], payload: bytes) -> None:
     stream.write(FRAME.pack(len(payload)) + payload)
     stream.flush()
@@ -150,12 +147,17 @@ class Worker:
 
     def run(self, fn: Callable, *args, **kwargs):
         """``fn(*args, **kwargs)`` computed in the worker; its result, or the exception it raised there."""
+        return self.run_stoppable(None, fn, *args, **kwargs)
+
+    def run_stoppable(self, stopped: Callable[[], bool] | None, fn: Callable, *args, **kwargs):
+        """``run``, asking ``stopped()`` at each progress report: once it says so, the computation ends there,
+        with the worker's process (started again for the next), and ``Stopped`` is raised."""
         request = pickle.dumps((fn, tuple(map(sendable, args)), {k: sendable(v) for k, v in kwargs.items()}))
         callbacks = [value.callback for value in (*args, *kwargs.values()) if isinstance(value, Callback)]
         with self.lock:
             self.start()
             try:
-                answer = self.exchange(request, callbacks)
+                answer = self.exchange(request, callbacks, stopped)
             except BaseException:
                 self.stop()  # interrupted here while the worker computes: what it sends next would answer no one
                 raise
@@ -171,16 +173,18 @@ class Worker:
             raise value
         return value
 
-    def exchange(self, request: bytes, callbacks: list[Callable]) -> tuple | None:
-        """Send ``request`` and read until its answer, calling ``callbacks`` with each report on the way; None when
-        the worker ends first."""
+    def exchange(self, request: bytes, callbacks: list[Callable],
+                 stopped: Callable[[], bool] | None = None) -> tuple | None:
+        """Send ``request`` and read until its answer, calling ``callbacks`` with each report on the way (unless
+        ``stopped()`` says to stop: ``Stopped``); None when the worker ends first."""
         try:
             write_frame(self.process.stdin, request)
             while (reply := read_frame(self.process.stdout)) is not None:
                 kind, *rest = pickle.loads(reply)
                 if kind != "progress":
                     return kind, *rest
-                stop_if_cancelled()
+                if stopped is not None and stopped():
+                    raise Stopped()
                 for callback in callbacks:
                     callback(*rest[0])
         except (BrokenPipeError, ConnectionError):

@@ -332,7 +332,7 @@ def wire(page: Page) -> None:
     ]
     patching = page.on(c["patch_button"].click, on_patch, PATCHING_OUTPUTS, keep_on_input_problem=True, costly=True)
     page.sentence_work.append(patching)
-    c["patch_stop"].click(None, cancels=[patching], api_visibility="private")
+    page.stops(c["patch_stop"], patching)
     page.on(c["override_step"].input, on_override_step, ["override_choice"], trigger_mode="always_last")
     page.on(c["patch_step"].input, on_patch_step, ["patch_alternative"], trigger_mode="always_last")
     page.on(c["patch_corrupted"].submit, on_patch_pair, ["patch_step", "patch_alternative"],

@@ -248,7 +248,7 @@ def wire(page: Page) -> None:
     pruning = page.on(c["prune_button"].click, on_prune, ("prune_plot", "prune_summary"), keep_on_input_problem=True,
                       costly=True)
     page.sentence_work.append(pruning)
-    c["prune_stop"].click(None, cancels=[pruning], api_visibility="private")
+    page.stops(c["prune_stop"], pruning)
     page.on([c["explain_layer"].input, c["explain_head"].input], on_attention, ["explain_attention"],
             trigger_mode="always_last", show_progress="hidden")
     page.on(c["explain_agreement"].select, on_agreement_row, ["explain_layer", "explain_head", "explain_attention"])
