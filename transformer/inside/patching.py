@@ -40,11 +40,11 @@ from ..paper.model import Transformer
 from ..paper.tokenizer import Tokenizer
 from .contrastive import alternative_id, check_step
 from .hooks import in_this_thread
+from .one_head import KINDS, block_modules
 
 NOISE_STANDARD_DEVIATIONS = 3.0  # Meng et al.'s ν = 3σ
 ROWS_PER_PASS = 32  # patched runs batched together: memory stays small for long sentences
 SAME_DIFFERENCE = 1e-6  # logit differences closer than this leave nothing to restore (float32 rounding)
-KINDS = ("encoder", "decoder", "cross")
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,8 @@ def component(model: Transformer, patch: Patch) -> nn.Module:
         return model.encoder.layers[patch.layer]
     if patch.site == "decoder_layer":
         return model.decoder.layers[patch.layer]
-    layer = (model.encoder if patch.kind == "encoder" else model.decoder).layers[patch.layer]
-    return (layer.cross_attn if patch.kind == "cross" else layer.self_attn).attention
+    attention, _ = block_modules(model, patch.kind, patch.layer + 1)
+    return attention.attention
 
 
 def every_component(model: Transformer) -> list[nn.Module]:
@@ -145,13 +145,9 @@ class _Runs:
 def copy_into(stream: Tensor, clean: Tensor, patch: Patch) -> None:
     """Copy ``patch``'s part of one row's clean activation into the corrupted one, in place: a layer's stream is
     (positions, d_model), heads are (H, positions, d_k)."""
-    if patch.site == "head":
-        if patch.positions is None:
-            stream[patch.head] = clean[patch.head]
-        else:
-            for clean_at, corrupted_at in patch.positions:
-                stream[patch.head, corrupted_at] = clean[patch.head, clean_at]
-    elif patch.positions is None:
+    if patch.site == "head":  # one head's slice, a view: copied into in place as a layer's stream is
+        stream, clean = stream[patch.head], clean[patch.head]
+    if patch.positions is None:
         stream.copy_(clean)
     else:
         for clean_at, corrupted_at in patch.positions:
