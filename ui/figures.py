@@ -416,6 +416,12 @@ def head_importance_heatmaps(importance: dict, title: str | None = None, *, lang
                                                                  head=head, drop=Number(value, "+.3f")), language)
 
 
+def _centred_colours(largest: float, colour_title: str) -> dict:
+    """A signed heatmap's colours: red above 0, blue below, white at 0, one scale from -largest to largest."""
+    return dict(zmid=0, zmin=-largest, zmax=largest, colorscale="RdBu", reversescale=True,
+                colorbar=dict(title=colour_title, thickness=10))
+
+
 def head_heatmaps(values: dict, title: str, colour_title: str, cell, language: str = ENGLISH) -> go.Figure:
     """One layer x head panel per attention type of ``values`` ({kind: (layers, heads)}), on one colour scale
     centred on 0; ``cell(kind name, layer, head, value)`` is a cell's hover (layers and heads from 1)."""
@@ -428,9 +434,8 @@ def head_heatmaps(values: dict, title: str, colour_title: str, cell, language: s
         matrix = _matrix(values[kind])
         layers, heads = len(matrix), len(matrix[0])
         fig.add_trace(go.Heatmap(
-            z=matrix, x=list(range(heads)), y=list(range(layers)), zmid=0, zmin=-largest, zmax=largest,
-            colorscale="RdBu", reversescale=True, showscale=(i == 0), colorbar=dict(title=colour_title, thickness=10),
-            text=[[cell(named[kind], l + 1, h + 1, matrix[l][h]) for h in range(heads)] for l in range(layers)],
+            z=matrix, x=list(range(heads)), y=list(range(layers)), **_centred_colours(largest, colour_title),
+            showscale=(i == 0), text=[[cell(named[kind], l + 1, h + 1, matrix[l][h]) for h in range(heads)] for l in range(layers)],
             hovertemplate="%{text}<extra></extra>"), row=1, col=i + 1)
         fig.update_xaxes(tickvals=list(range(heads)),
                          ticktext=[_words(language, "importance.head_tick", head=h + 1) for h in range(heads)],
@@ -458,9 +463,8 @@ def patching_positions(shares, source_labels: Sequence[str], title: str, *, lang
     largest = max([1e-6] + [abs(x) for row in matrix for x in row if x is not None])
     labels = _escaped(source_labels)
     fig = go.Figure(go.Heatmap(
-        z=matrix, x=list(range(len(labels))), y=list(range(len(matrix))), zmid=0, zmin=-largest, zmax=largest,
-        colorscale="RdBu", reversescale=True, colorbar=dict(title=_words(language, "patching.restored"), thickness=10),
-        text=[[_words(language, "patching.position_cell", layer=l + 1, piece=labels[p],
+        z=matrix, x=list(range(len(labels))), y=list(range(len(matrix))),
+        **_centred_colours(largest, _words(language, "patching.restored")), text=[[_words(language, "patching.position_cell", layer=l + 1, piece=labels[p],
                       share=percent(value) if value is not None else "–") for p, value in enumerate(row)]
               for l, row in enumerate(matrix)], hovertemplate="%{text}<extra></extra>"))
     fig.update_xaxes(**_ticks(source_labels), tickangle=_slanted(source_labels))

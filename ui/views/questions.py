@@ -265,14 +265,11 @@ def invented_word(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint])
     share = contributions(checkpoint.model, translation).source_share.tolist()
     words = [i for i, (piece, token) in enumerate(zip(translation.predicted_pieces, translation.predicted_ids))
              if token != checkpoint.model.config.eos_id and any(c.isalpha() for c in piece)]
-    least = min(words, key=lambda i: share[i])
-    most, seen = [], {word(translation.predicted_pieces[least])}
-    for i in sorted(words, key=lambda i: -share[i]):
-        if word(translation.predicted_pieces[i]) not in seen and len(most) < CHOICES - 1:
-            seen.add(word(translation.predicted_pieces[i]))
-            most.append(i)
-    picked = sorted(most + [least])
     pieces = translation.predicted_pieces
+    least = min(words, key=lambda i: share[i])
+    others = [i for i in words if word(pieces[i]) != word(pieces[least])]
+    most, _ = strongest([pieces[i] for i in others], [share[i] for i in others], CHOICES - 1)
+    picked = sorted([others[i] for i in most] + [least])
     return Question(message("q.invented_word", sentence=quoted(translation.text)),
                     tuple(word(pieces[i]) for i in picked), picked.index(least),
                     message("q.invented_word.why", shares=[message("q.share", word=quoted(pieces[i]),
