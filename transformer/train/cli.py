@@ -18,7 +18,6 @@ import sys
 import threading
 from pathlib import Path
 
-import torch.distributed as dist
 
 from .. import data as datasets
 from ..files.checkpoint import CheckpointError, read_config, resolve
@@ -162,6 +161,5 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     if trainer.rank == 0:
         print(json.dumps({k: v for k, v in final.items() if k != "probe"}))
-    if trainer.distributed:
-        dist.destroy_process_group()
+    trainer.processes.leave()
     return 0
