@@ -23,6 +23,7 @@ import logging
 import sys
 
 from . import arguments
+from .errors import InputError
 from .files.checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
 from .paper.decoding import report_cut_input, translate_batch
 
@@ -42,10 +43,15 @@ def main(argv: list[str] | None = None) -> int:
                              "else 1.0)")
     parser.add_argument("--json", action="store_true", help="one JSON object per input, with all attention")
     parser.add_argument("--device", type=arguments.device, help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--source-language", help="a multilingual model's source language, its code as the model "
+                        "writes it (en, eng_Latn, en_XX; default: the model's)")
+    parser.add_argument("--target-language", help="a multilingual model's target language (de, deu_Latn, de_DE; "
+                        "default: the model's)")
     args = parser.parse_args(argv)
     try:
-        checkpoint = load_checkpoint(args.checkpoint, device=args.device)
-    except CheckpointError as error:
+        checkpoint = load_checkpoint(args.checkpoint, device=args.device).in_languages(args.source_language,
+                                                                                      args.target_language)
+    except (CheckpointError, InputError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     # Bytes that are not UTF-8 become U+FFFD, so one bad line cannot stop the others from being translated.

@@ -155,7 +155,7 @@ def test_the_papers_layout_stays_the_default():
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda d: (d / "config.json").write_text(json.dumps({"model_type": "bert"})), "bert model, not a Marian"),
+    (lambda d: (d / "config.json").write_text(json.dumps({"model_type": "bert"})), "bert model, not a translator this project opens"),
     (lambda d: (d / "source.spm").unlink(), "no source.spm"),
     (lambda d: (d / "config.json").write_text(json.dumps(
         {**json.loads((d / "config.json").read_text()), "activation_function": "tanh"})), "uses 'tanh'"),

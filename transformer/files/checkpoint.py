@@ -24,6 +24,7 @@ import math
 import os
 import shutil
 from collections.abc import Iterable
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,12 +34,12 @@ from safetensors.torch import load_file
 from safetensors.torch import save as safetensors_bytes
 
 from ..cpu import speed_up
-from ..errors import Explained
+from ..errors import Explained, InputError
 from ..paper.config import ModelConfig
 from ..paper.decoding import SearchRules
 from ..paper.translation import Translation, translate_together
 from ..paper.model import Transformer
-from ..paper.tokenizer import Tokenizer
+from ..paper.tokenizer import Languages, Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,25 @@ class Checkpoint:
     @property
     def rules(self) -> SearchRules:
         return SearchRules.from_dict(self.search)
+
+    @property
+    def languages(self) -> Languages | None:
+        """A multilingual model's languages (None for a model of one language pair)."""
+        values = self.info.get("languages")
+        return Languages.from_dict(values) if isinstance(values, dict) else None
+
+    def in_languages(self, source: str | None = None, target: str | None = None) -> "Checkpoint":
+        """This checkpoint set to translate ``source`` into ``target`` (codes as its family writes them; a
+        multilingual model's defaults where not given). A model of one pair takes no languages."""
+        languages = self.languages
+        if languages is None:
+            if source or target:
+                raise InputError(f"{self.name} translates one pair of languages: it takes no language to choose.",
+                                 code="checkpoint.one_pair", name=self.name)
+            return self
+        source_tokenizer, target_tokenizer = languages.tokenizers(self.source_tokenizer, self.target_tokenizer,
+                                                                  source, target)
+        return dataclasses.replace(self, source_tokenizer=source_tokenizer, target_tokenizer=target_tokenizer)
 
     def translate(self, text: str, beam_size: int = 1, max_length: int | None = None,
                   length_penalty: float | None = None, **options) -> Translation:
@@ -407,8 +427,13 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
     if not isinstance(info.get("training", {}), dict):
         log.warning("%s: config.json's \"training\" is not an object; ignored", directory.name)
         info["training"] = {}
-    return Checkpoint(model, source_tokenizer, target_tokenizer, directory, info, card,
-                      read_metrics(directory / "metrics.json"))
+    checkpoint = Checkpoint(model, source_tokenizer, target_tokenizer, directory, info, card,
+                            read_metrics(directory / "metrics.json"))
+    try:
+        return checkpoint.in_languages()  # a multilingual model's default pair
+    except (TypeError, InputError) as error:
+        raise CheckpointError(f"the languages in config.json of {directory} do not fit its vocabulary ({error})",
+                              code="checkpoint.bad_languages", directory=str(directory), error=str(error)) from None
 
 
 def read_metrics(path: Path) -> dict:

@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 REQUIRED_FILES = ("config.json", "source.spm", "target.spm", "vocab.json")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")  # the first one a model has is read
-OPTIONAL_FILES = ("generation_config.json", "target_vocab.json", "tokenizer_config.json", "README.md")
+OPTIONAL_FILES = ("generation_config.json", "target_vocab.json", "tokenizer_config.json", "README.md", "vocab.json")
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 # transformers' names for the feed-forward's nonlinearity, as ModelConfig names them.
 ACTIVATIONS = {"swish": "silu", "silu": "silu", "relu": "relu", "gelu": "gelu"}
@@ -69,7 +69,7 @@ class Source:
         return None if Path(self.name).is_absolute() else f"https://huggingface.co/{self.name}"
 
 
-def _read_json(path: Path) -> dict:
+def read_json(path: Path) -> dict:
     try:
         values = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
@@ -85,10 +85,10 @@ def marian_config(values: dict) -> dict:
     if values.get("model_type") != "marian":
         kind = values.get("model_type")
         if not kind:
-            raise HubError("this is a unknown model, not a Marian translator (opus-mt); only Marian models can be "
-                           "opened.", code="hub.not_marian_unknown")
-        raise HubError(f"this is a {kind} model, not a Marian translator (opus-mt); only Marian models can be opened.",
-                       code="hub.not_marian", kind=str(kind))
+            raise HubError("this is a unknown model, not a translator this project opens (Marian, M2M100, NLLB, "
+                           "SMaLL-100, mBART-50).", code="hub.not_marian_unknown")
+        raise HubError(f"this is a {kind} model, not a translator this project opens (Marian, M2M100, NLLB, "
+                       "SMaLL-100, mBART-50).", code="hub.not_marian", kind=str(kind))
     return {**MARIAN_DEFAULTS, **values}
 
 
@@ -126,7 +126,7 @@ ENCODER_NORMS = {"self_attn_norm": "self_attn_layer_norm", "feed_forward_norm": 
 DECODER_NORMS = {**ENCODER_NORMS, "cross_attn_norm": "encoder_attn_layer_norm"}
 
 
-def _layer_weights(marian: dict[str, torch.Tensor], prefix: str, attentions: dict[str, str],
+def layer_weights(marian: dict[str, torch.Tensor], prefix: str, attentions: dict[str, str],
                    norms: dict[str, str]) -> dict[str, torch.Tensor]:
     """One layer's tensors under our names (``prefix`` is the layer's in both): each attention's q, k and v stacked
     into in_proj, the norms and the feed-forward renamed."""
@@ -159,9 +159,9 @@ def convert_state_dict(marian: dict[str, torch.Tensor], config: ModelConfig) -> 
             weights["output_proj.weight"] = marian["lm_head.weight"]
         weights["output_bias"] = marian.get("final_logits_bias", torch.zeros(1, config.tgt_vocab_size)).reshape(-1)
         for i in range(config.n_encoder_layers):
-            weights.update(_layer_weights(marian, f"encoder.layers.{i}", {"self_attn": "self_attn"}, ENCODER_NORMS))
+            weights.update(layer_weights(marian, f"encoder.layers.{i}", {"self_attn": "self_attn"}, ENCODER_NORMS))
         for i in range(config.n_decoder_layers):
-            weights.update(_layer_weights(marian, f"decoder.layers.{i}",
+            weights.update(layer_weights(marian, f"decoder.layers.{i}",
                                           {"self_attn": "self_attn", "cross_attn": "encoder_attn"}, DECODER_NORMS))
     except (KeyError, StopIteration) as error:
         if not str(error):
@@ -193,9 +193,9 @@ def read_weights(directory: Path) -> dict[str, torch.Tensor]:
 def read_tokenizers(directory: Path, marian: dict) -> tuple[Tokenizer, Tokenizer]:
     """Source and target SentencePiece models over vocab.json (target_vocab.json when the vocabularies differ)."""
     tokenizer_config = directory / "tokenizer_config.json"
-    separate = bool(_read_json(tokenizer_config).get("separate_vocabs")) if tokenizer_config.is_file() else False
-    source_vocabulary = _read_json(directory / "vocab.json")
-    target_vocabulary = _read_json(directory / "target_vocab.json") if separate else source_vocabulary
+    separate = bool(read_json(tokenizer_config).get("separate_vocabs")) if tokenizer_config.is_file() else False
+    source_vocabulary = read_json(directory / "vocab.json")
+    target_vocabulary = read_json(directory / "target_vocab.json") if separate else source_vocabulary
     try:
         source = Tokenizer.load(directory / "source.spm", source_vocabulary)
         target = Tokenizer.load(directory / "target.spm", target_vocabulary)
@@ -212,7 +212,7 @@ def search_settings(directory: Path, marian: dict) -> tuple[dict, list[str]]:
     """How the model was published to search (generation_config.json, else config.json), as SearchRules and
     checkpoint read it, and the settings this project does not apply."""
     path = directory / "generation_config.json"
-    generation = _read_json(path) if path.is_file() else marian
+    generation = read_json(path) if path.is_file() else marian
     early_stopping = generation.get("early_stopping", False)
     search = {"beam_size": int(generation.get("num_beams") or 1),
               "length_penalty": float(generation.get("length_penalty", 1.0)),
@@ -246,7 +246,17 @@ def languages_of(name: str) -> dict[str, str]:
     return {"source_lang": found.group(1), "target_lang": found.group(2)} if found else {}
 
 
-def model_card(source: Source, config: ModelConfig, search: dict, ignored: list[str], upstream: str) -> str:
+def marian_architecture(config: ModelConfig) -> str:
+    """The model card's line on what was built from a Marian model."""
+    return (
+        f"Marian: {config.n_encoder_layers}+{config.n_decoder_layers} layers, d_model "
+        f"{config.d_model}, {config.n_heads} heads, feed-forward {config.d_ff} with {config.activation.upper()}, "
+        f"a vocabulary of {config.tgt_vocab_size:,} pieces "
+        f"{'shared by source and target' if config.share_embeddings else 'per side'}, sinusoids in two halves, "
+        "a bias on the logits, `<pad>` as the decoder's first input.")
+
+
+def model_card(source: Source, architecture: str, search: dict, ignored: list[str], upstream: str) -> str:
     """The checkpoint's README.md: where it came from, under what licence, what was (not) measured."""
     origin = f"[{source.name}]({source.url})" if source.url else f"`{source.name}`"
     revision = f" at revision `{source.revision}`" if source.revision else ""
@@ -258,13 +268,9 @@ def model_card(source: Source, config: ModelConfig, search: dict, ignored: list[
         f"Converted from {origin}{revision} by `python -m transformer.hub`: the same weights, renamed onto this "
         "project's modules.", "",
         f"- **Licence:** {source.license or 'not stated by its publisher; see the original card'}"
-        + (" (the opus-mt models are CC-BY 4.0: name Helsinki-NLP / OPUS-MT when you use them)"
-           if (source.license or "").lower() == "cc-by-4.0" else ""),
-        f"- **Architecture:** Marian: {config.n_encoder_layers}+{config.n_decoder_layers} layers, d_model "
-        f"{config.d_model}, {config.n_heads} heads, feed-forward {config.d_ff} with {config.activation.upper()}, "
-        f"a vocabulary of {config.tgt_vocab_size:,} pieces "
-        f"{'shared by source and target' if config.share_embeddings else 'per side'}, sinusoids in two halves, "
-        "a bias on the logits, `<pad>` as the decoder's first input.",
+        + {"cc-by-4.0": " (the opus-mt models are CC-BY 4.0: name Helsinki-NLP / OPUS-MT when you use them)",
+           "cc-by-nc-4.0": " (non-commercial: it may not be used to earn money)"}.get((source.license or "").lower(), ""),
+        f"- **Architecture:** {architecture}",
         f"- **Search as published:** {settings}."
         + (f" Not applied here: {'; '.join(ignored)}." if ignored else ""),
         "- **Scores:** not measured here. Score it on Multi30K with "
@@ -277,38 +283,60 @@ def model_card(source: Source, config: ModelConfig, search: dict, ignored: list[
 
 
 def convert(directory: str | Path, out: str | Path, source: Source | None = None) -> Path:
-    """Write the Marian model in ``directory`` (Hugging Face layout) to ``out`` as a checkpoint of ours.
+    """Write the translator in ``directory`` (Hugging Face layout: Marian, or a multilingual family of
+    ``multilingual.py``) to ``out`` as a checkpoint of ours.
 
     Nothing is written unless everything was read and fits: ``out`` appears whole or not at all.
     """
+    from . import multilingual  # it builds on this module's readers
+
     directory = Path(directory)
     if not directory.is_dir():
         raise HubError(f"{directory} is not a directory.", code="hub.not_directory", directory=str(directory))
-    missing = [name for name in REQUIRED_FILES if not (directory / name).is_file()]
-    if "config.json" in missing:
+    if not (directory / "config.json").is_file():
         raise HubError(f"{directory.name} has no config.json, so it is not a transformers model.", code="hub.no_config",
                        name=directory.name)
-    marian = marian_config(_read_json(directory / "config.json"))
+    values = read_json(directory / "config.json")
+    if values.get("model_type") in multilingual.MODEL_TYPES:
+        tokenizer_path = directory / "tokenizer_config.json"
+        tokenizer_config = read_json(tokenizer_path) if tokenizer_path.is_file() else {}
+        family = multilingual.family_of(values, tokenizer_config)
+        config = multilingual.model_config(values, family)
+        tokenizer, languages = multilingual.read_tokenizer(directory, family, config, tokenizer_config)
+        weights = multilingual.convert_state_dict(read_weights(directory), config)
+        return _write(directory, out, source, values, config, (tokenizer, tokenizer), weights,
+                      {"languages": languages.to_dict()}, multilingual.architecture(config, family),
+                      f"transformers {values['model_type']} ({multilingual.FAMILIES[family].name})")
+    marian = marian_config(values)
+    missing = [name for name in REQUIRED_FILES if not (directory / name).is_file()]
     if missing:
         raise HubError(f"it has no {', '.join(missing)}: a Marian translator needs its SentencePiece models "
                        "(source.spm, target.spm) and vocab.json.", code="hub.missing_files", files=", ".join(missing))
     config = model_config(marian)
-    source_tokenizer, target_tokenizer = read_tokenizers(directory, marian)
+    tokenizers = read_tokenizers(directory, marian)
     weights = convert_state_dict(read_weights(directory), config)
+    return _write(directory, out, source, marian, config, tokenizers, weights, {}, marian_architecture(config),
+                  "transformers MarianMTModel")
+
+
+def _write(directory: Path, out: str | Path, source: Source | None, values: dict, config: ModelConfig,
+           tokenizers: tuple[Tokenizer, Tokenizer], weights: dict[str, torch.Tensor], info: dict,
+           architecture: str, converted_from: str) -> Path:
+    """The converted weights checked against the config, and written with their tokenizers, origin and card."""
     model = Transformer(config)
     try:
-        load_weights(model, weights, directory.name)
+        load_weights(model, {name: tensor.float() for name, tensor in weights.items()}, directory.name)
     except CheckpointError as error:
         raise HubError(f"its weights do not fit its config.json ({error}).", code="hub.weights_misfit",
                        error=str(error)) from None
-    search, ignored = search_settings(directory, marian)
+    search, ignored = search_settings(directory, values)
     source = source or Source(str(directory.resolve()), license=licence_of(directory))
     upstream = (directory / "README.md").read_text(encoding="utf-8", errors="replace") \
         if (directory / "README.md").is_file() else ""
     info = {"source": {"name": source.name, "revision": source.revision, "license": source.license,
-                       "converted_from": "transformers MarianMTModel"}, "search": search, **languages_of(source.name)}
-    return save_checkpoint(out, model, source_tokenizer, target_tokenizer, info=info,
-                           card=model_card(source, config, search, ignored, upstream))
+                       "converted_from": converted_from}, "search": search, **languages_of(source.name), **info}
+    return save_checkpoint(out, model, *tokenizers, info=info,
+                           card=model_card(source, architecture, search, ignored, upstream))
 
 
 def _network_errors() -> tuple[type[BaseException], ...]:
@@ -374,19 +402,20 @@ def download(repo_id: str, revision: str | None = None, max_bytes: int | None = 
         raise HubError(f"{repo_id} has no config.json, so it is not a transformers model.", code="hub.no_config",
                        name=repo_id)
     kind = (info.config or {}).get("model_type")
-    if kind and kind != "marian":
-        raise HubError(f"{repo_id} is a {kind} model, not a Marian translator (opus-mt); only Marian models can "
-                       "be opened.", code="hub.repo_not_marian", repo_id=repo_id, kind=str(kind))
-    missing = [name for name in REQUIRED_FILES if name not in sizes]
+    multilingual_kinds = ("m2m_100", "mbart")  # multilingual.MODEL_TYPES
+    if kind and kind != "marian" and kind not in multilingual_kinds:
+        raise HubError(f"{repo_id} is a {kind} model, not a translator this project opens (Marian, M2M100, NLLB, "
+                       "SMaLL-100, mBART-50).", code="hub.repo_not_marian", repo_id=repo_id, kind=str(kind))
+    required = ("config.json", "sentencepiece.bpe.model") if kind in multilingual_kinds else REQUIRED_FILES
+    missing = [name for name in required if name not in sizes]
     if missing:
-        raise HubError(f"{repo_id} has no {', '.join(missing)}: a Marian translator needs its SentencePiece models "
-                       "(source.spm, target.spm) and vocab.json.", code="hub.repo_missing_files", repo_id=repo_id,
-                       files=", ".join(missing))
+        raise HubError(f"{repo_id} has no {', '.join(missing)}: a translator needs its SentencePiece models "
+                       "and its vocabulary.", code="hub.repo_missing_files", repo_id=repo_id, files=", ".join(missing))
     weights = next((name for name in WEIGHT_FILES if name in sizes), None)
     if weights is None:
         raise HubError(f"{repo_id} has neither model.safetensors nor pytorch_model.bin.", code="hub.repo_no_weights",
                        repo_id=repo_id)
-    wanted = [*REQUIRED_FILES, weights, *(name for name in OPTIONAL_FILES if name in sizes)]
+    wanted = [*required, weights, *(name for name in OPTIONAL_FILES if name in sizes and name not in required)]
     total = sum(sizes[name] for name in wanted)
     if max_bytes is not None and total > max_bytes:
         size, limit = round(total / 1e6), round(max_bytes / 1e6)

@@ -234,7 +234,8 @@ def translate_with_mask(checkpoint: Checkpoint, sentences: list[str], mask: Head
     """Greedy translations of ``sentences`` in one batch, with ``mask`` on every row."""
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
     sources = [encode_source(model, src_tok, sentence)[0] for sentence in sentences]
-    rows = greedy_search(model, pad_batch(sources, model.config.pad_id, model.device), head_mask=mask)
+    rows = greedy_search(model, pad_batch(sources, model.config.pad_id, model.device), head_mask=mask,
+                         forced=tgt_tok.prefix_ids)
     return [tgt_tok.decode(row) for row in rows]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 
 ACTIVATIONS = ("relu", "silu", "gelu")
-POSITION_LAYOUTS = ("interleaved", "halves")
+POSITION_LAYOUTS = ("interleaved", "halves", "fairseq", "learned")
 
 
 @dataclass
@@ -45,7 +45,11 @@ class ModelConfig:
     eos_id: int = 3
     # Where a converted model (transformers' Marian, see hub.py) departs from the paper; the defaults are the paper's.
     activation: str = "relu"  # the feed-forward's nonlinearity (equation 2); Marian: "silu" (swish)
-    position_layout: str = "interleaved"  # sin and cos of one frequency side by side; "halves": sines, then cosines
+    # Sin and cos of one frequency side by side; "halves": sines, then cosines (Marian); "fairseq": halves whose
+    # frequencies run to 10000^-1 (M2M100, NLLB); "learned": a trained table per stack (mBART).
+    position_layout: str = "interleaved"
+    position_offset: int = 0  # rows of the position table before the first position (fairseq's models: 2)
+    embedding_norm: bool = False  # a LayerNorm on embeddings plus positions, before the first layer (mBART)
     scale_embeddings: bool = True  # embeddings times sqrt(d_model) (section 3.4)
     output_bias: bool = False  # a learned bias on the vocabulary logits (Marian's final_logits_bias)
 
@@ -67,6 +71,9 @@ class ModelConfig:
                 raise ValueError(f"{name} must be a token id (a whole number from 0), got {value!r}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}")
+        if isinstance(self.position_offset, bool) or not isinstance(self.position_offset, int) \
+                or self.position_offset < 0:
+            raise ValueError(f"position_offset must be a whole number from 0, got {self.position_offset!r}")
         if self.position_layout not in POSITION_LAYOUTS:
             raise ValueError(f"position_layout must be one of {', '.join(POSITION_LAYOUTS)}, "
                              f"got {self.position_layout!r}")

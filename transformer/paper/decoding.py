@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -52,9 +52,16 @@ def _strip(tokens: list[int], eos_id: int) -> list[int]:
 
 def never_generate(model: Transformer, logits: Tensor) -> Tensor:
     """``logits`` (..., vocabulary) in place without padding and the decoder's start token: they are inputs, never
-    outputs of a step."""
-    logits[..., [model.config.pad_id, model.config.start_id]] = float("-inf")
+    outputs of a step (unless the start token is eos, as fairseq's models start the decoder)."""
+    config = model.config
+    logits[..., [config.pad_id] if config.start_id == config.eos_id else [config.pad_id, config.start_id]] = \
+        float("-inf")
     return logits
+
+
+def forced_rows(forced: Sequence[int], rows: int, device: torch.device) -> Tensor | None:
+    """``forced`` tokens (a multilingual model's target language) as a prefix for each of ``rows`` sentences."""
+    return torch.tensor([list(forced)] * rows, dtype=torch.long, device=device) if forced else None
 
 
 def _length_limits(model: Transformer, src: Tensor, max_length: int | None) -> list[int]:
@@ -127,7 +134,8 @@ class Sampling:
 @torch.inference_mode()
 def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None,
                   head_mask: HeadMask | None = None, positions: bool = True,
-                  prefix: Tensor | None = None, return_ended: bool = False, sampling: Sampling | None = None):
+                  prefix: Tensor | None = None, return_ended: bool = False, sampling: Sampling | None = None,
+                  forced: Sequence[int] = ()):
     """Batched greedy decoding of padded sources (B, S); returns generated ids without bos/eos.
 
     With ``sampling``, each step draws its token from the (tempered, cut) distribution instead of taking the
@@ -137,7 +145,8 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
     make the search keep decoding the short ones beside it. ``max_length``
     defaults to each sentence's own ``default_max_length``.
     ``prefix`` (B, P) forces the first P target tokens (for "what if the model
-    had chosen this word?"); they are included in the result. With
+    had chosen this word?"); they are included in the result; without one, ``forced`` tokens start every
+    sentence (a multilingual model's target language: ``Tokenizer.prefix_ids``). With
     ``return_ended``, also returns for each sentence whether the model ended it
     (eos) rather than running out of length.
     """
@@ -147,6 +156,7 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
     eos_id = model.config.eos_id
     inputs = torch.full((src.size(0), 1), model.config.start_id, dtype=torch.long, device=src.device)
     outputs: list[list[int]] = [[] for _ in limits]  # per sentence, the prefix included
+    prefix = forced_rows(forced, src.size(0), src.device) if prefix is None else prefix
     if prefix is not None and prefix.size(1):
         inputs = torch.cat([inputs, prefix.to(src.device)], dim=1)
         outputs = prefix.tolist()
@@ -234,8 +244,8 @@ def _keep_best(finished: list[BeamHypothesis], hypothesis: BeamHypothesis, k: in
 @torch.inference_mode()
 def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_penalty: float = 1.0,
                 max_length: int | None = None, return_steps: bool = False,
-                head_mask: HeadMask | None = None, positions: bool = True, rules: SearchRules = SearchRules()
-                ) -> list[list[BeamHypothesis]] | tuple[list, list]:
+                head_mask: HeadMask | None = None, positions: bool = True, rules: SearchRules = SearchRules(),
+                forced: Sequence[int] = ()) -> list[list[BeamHypothesis]] | tuple[list, list]:
     """Batched beam search in the manner of fairseq.
 
     Each step ranks the 2k best continuations of the k live beams. Those that
@@ -244,6 +254,9 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     others live on. A sentence is done when it has k finished hypotheses (or, by
     ``rules``, when no live beam can beat them), and then leaves the batch.
     ``max_length`` defaults to each sentence's own ``default_max_length``.
+    ``forced`` tokens (a multilingual model's target language) are the first
+    steps of every beam, adding 0 to its log-probability (as transformers'
+    ``forced_bos_token_id``) and counting towards its length.
     Returns, per sentence, its hypotheses sorted best first (and, with
     ``return_steps``, the per-step beams of each sentence for visualisation).
     """
@@ -263,7 +276,8 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
         logits = model.decode(tokens[:, -1:], encoded, cache, head_mask=head_mask,
                               positions=positions).logits[:, -1].float()
         at_limit = [row for row, b in enumerate(in_batch) if step == limits[b]]
-        log_probs = _step_log_probs(model, logits.view(len(in_batch), k, -1), at_limit, rules)
+        log_probs = _step_log_probs(model, logits.view(len(in_batch), k, -1), at_limit, rules,
+                                    forced[step] if step < len(forced) else None)
         vocab = log_probs.size(-1)
         candidates = (scores.unsqueeze(-1) + log_probs).view(len(in_batch), -1)
         top_scores, top_index = candidates.topk(min(2 * k, candidates.size(1)), dim=1)
@@ -309,10 +323,14 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     return (results, steps) if return_steps else results
 
 
-def _step_log_probs(model: Transformer, logits: Tensor, at_limit: list[int], rules: SearchRules) -> Tensor:
+def _step_log_probs(model: Transformer, logits: Tensor, at_limit: list[int], rules: SearchRules,
+                    forced: int | None = None) -> Tensor:
     """Log-probabilities of one step's continuations, (sentences, k, vocabulary): without the tokens a step never
     produces, and only eos for the sentences (rows) ``at_limit`` of their length; renormalised after that removal
-    or not, by ``rules``."""
+    or not, by ``rules``. A ``forced`` token gets log-probability 0 and every other -inf."""
+    if forced is not None:
+        return torch.full_like(logits, float("-inf")).index_fill_(-1, torch.tensor([forced], device=logits.device),
+                                                                  0.0)
     eos_id = model.config.eos_id
     log_probs = never_generate(model, logits if rules.renormalize else torch.log_softmax(logits, dim=-1))
     if at_limit:  # out of room: every live beam of these sentences must end here
@@ -367,11 +385,12 @@ def translate_batch(model: Transformer, source_tokenizer: Tokenizer, target_toke
             end += 1
         chunk = order[start:end]
         src = pad_batch([encoded[i] for i in chunk], model.config.pad_id, model.device)
+        forced = target_tokenizer.prefix_ids
         if beam_size <= 1:
-            results = greedy_search(model, src, max_length)
+            results = greedy_search(model, src, max_length, forced=forced)
         else:
             results = [hyps[0].tokens for hyps in beam_search(model, src, beam_size, length_penalty, max_length,
-                                                               rules=rules)]
+                                                               rules=rules, forced=forced)]
         for i, ids in zip(chunk, results):
             outputs[i] = target_tokenizer.decode(ids)
         start = end
@@ -425,7 +444,8 @@ def decode_steps(model: Transformer, source_tokenizer: Tokenizer, target_tokeniz
         logits = out.logits[:, -1].float()
         probs = logits[0].softmax(dim=-1)
         top_probs, top_ids = probs.topk(min(top_k, probs.size(-1)))
-        token = int(never_generate(model, logits.clone()).argmax(dim=-1))
+        forced = target_tokenizer.prefix_ids
+        token = forced[index] if index < len(forced) else int(never_generate(model, logits.clone()).argmax(dim=-1))
         yield DecodingStep(
             index=index, token_id=token, piece=target_tokenizer.piece(token), probability=float(probs[token]),
             top_ids=top_ids.tolist(), top_pieces=target_tokenizer.pieces(top_ids.tolist()),

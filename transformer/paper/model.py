@@ -37,9 +37,17 @@ def sinusoidal_table(length: int, d_model: int, layout: str = "interleaved") -> 
     """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...) (section 3.5).
 
     ``layout="halves"`` puts the same sines in the first half of each row and the cosines in the second, as
-    Marian (opus-mt) models were trained; the model cannot tell the two apart, its weights can.
+    Marian (opus-mt) models were trained; the model cannot tell the two apart, its weights can. ``"fairseq"`` is
+    halves too, with frequencies 10000^(-i/(d/2 - 1)), so the last one is exactly 1/10000 (tensor2tensor's
+    table, which M2M100 and NLLB were trained with).
     """
     position = torch.arange(length, dtype=torch.float32).unsqueeze(1)
+    if layout == "fairseq":
+        half = d_model // 2
+        inverse_frequency = torch.exp(torch.arange(half, dtype=torch.float32) * -(math.log(10000.0) / (half - 1)))
+        angles = position * inverse_frequency
+        table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+        return torch.cat([table, torch.zeros(length, d_model % 2)], dim=1)
     inverse_frequency = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
     angles = position * inverse_frequency
     sines, cosines = torch.sin(angles), torch.cos(angles[:, : d_model // 2])
@@ -52,22 +60,32 @@ def sinusoidal_table(length: int, d_model: int, layout: str = "interleaved") -> 
 
 
 class PositionalEncoding(nn.Module):
-    """Adds fixed sinusoidal position signals to token embeddings (section 3.5).
+    """Adds position signals to token embeddings: the paper's fixed sinusoids (section 3.5), or a learned table.
 
-    The table is a non-persistent buffer: it moves with the module to any device
-    and is rebuilt from the config, so it never needs to be stored in a checkpoint.
+    The sinusoids are a non-persistent buffer: it moves with the module to any device and is rebuilt from the
+    config, so it never needs to be stored in a checkpoint. A learned table (``layout="learned"``, mBART's; the
+    paper found both equal, Table 3 row E) is a parameter like any other. ``offset`` rows come before the first
+    position: fairseq's models number positions from 2, keeping 0 and 1 for padding.
     """
 
-    def __init__(self, d_model: int, max_len: int, layout: str = "interleaved"):
+    def __init__(self, d_model: int, max_len: int, layout: str = "interleaved", offset: int = 0):
         super().__init__()
-        table = torch.empty(max_len, d_model) if building_shapes_only() else sinusoidal_table(max_len, d_model, layout)
+        self.offset = offset
+        rows = max_len + offset
+        if layout == "learned":
+            self.table = nn.Parameter(torch.empty(rows, d_model))
+            if not building_shapes_only():
+                nn.init.normal_(self.table, mean=0.0, std=d_model**-0.5)
+            return
+        table = torch.empty(rows, d_model) if building_shapes_only() else sinusoidal_table(rows, d_model, layout)
         self.register_buffer("table", table, persistent=False)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
-        length = x.size(1)
-        if offset + length > self.table.size(0):
-            raise ValueError(f"sequence of {offset + length} positions exceeds max_len {self.table.size(0)}")
-        return x + self.table[offset : offset + length]
+        length, start = x.size(1), self.offset + offset
+        if start + length > self.table.size(0):
+            raise ValueError(f"sequence of {offset + length} positions exceeds max_len "
+                             f"{self.table.size(0) - self.offset}")
+        return x + self.table[start : start + length]
 
 
 class TokenEmbedding(nn.Embedding):
@@ -427,7 +445,14 @@ class Transformer(nn.Module):
         self.src_embed = TokenEmbedding(config.src_vocab_size, config.d_model, config.pad_id, config.scale_embeddings)
         self.tgt_embed = (self.src_embed if config.share_embeddings else
                           TokenEmbedding(config.tgt_vocab_size, config.d_model, config.pad_id, config.scale_embeddings))
-        self.positional_encoding = PositionalEncoding(config.d_model, config.max_len, config.position_layout)
+        positions = (config.d_model, config.max_len, config.position_layout, config.position_offset)
+        self.source_positions = PositionalEncoding(*positions)
+        # One table of sinusoids serves both stacks; learned positions are a table per stack.
+        self.target_positions = PositionalEncoding(*positions) if config.position_layout == "learned" \
+            else self.source_positions
+        self.source_embedding_norm, self.target_embedding_norm = (
+            (LayerNorm(config.d_model, eps=config.layer_norm_eps), LayerNorm(config.d_model, eps=config.layer_norm_eps))
+            if config.embedding_norm else (None, None))
         self.embed_dropout = nn.Dropout(config.dropout)
         self.encoder = Encoder(config)
         self.decoder = Decoder(config)
@@ -439,13 +464,21 @@ class Transformer(nn.Module):
     def device(self) -> torch.device:
         return self.src_embed.weight.device
 
-    def _embed(self, embedding: TokenEmbedding, tokens: Tensor, offset: int = 0, positions: bool = True) -> Tensor:
-        x = embedding(tokens)
+    @property
+    def positional_encoding(self) -> PositionalEncoding:
+        """The source stack's positions (both stacks' when they are sinusoids)."""
+        return self.source_positions
+
+    def _embed(self, side: str, tokens: Tensor, offset: int = 0, positions: bool = True) -> Tensor:
+        """Token embeddings of the ``side`` ("source" or "target") plus their positions (section 3.4-3.5)."""
+        source = side == "source"
+        x = (self.src_embed if source else self.tgt_embed)(tokens)
         if positions:
-            x = self.positional_encoding(x, offset)
+            x = (self.source_positions if source else self.target_positions)(x, offset)
         elif offset + tokens.size(1) > self.config.max_len:
             raise ValueError(f"sequence of {offset + tokens.size(1)} positions exceeds max_len {self.config.max_len}")
-        return self.embed_dropout(x)
+        norm = self.source_embedding_norm if source else self.target_embedding_norm
+        return self.embed_dropout(x if norm is None else norm(x))
 
     def encode(self, src: Tensor, need_weights: bool = False, head_mask: HeadMask | None = None,
                positions: bool = True) -> EncoderOutput:
@@ -455,7 +488,7 @@ class Transformer(nn.Module):
         sees a bag of words (a classroom experiment on why positions matter).
         """
         source_mask = (src != self.config.pad_id)[:, None, None, :]
-        memory, attentions = self.encoder(self._embed(self.src_embed, src, positions=positions), source_mask,
+        memory, attentions = self.encoder(self._embed("source", src, positions=positions), source_mask,
                                           need_weights,
                                           head_mask.encoder if head_mask else None)
         return EncoderOutput(memory, source_mask, attentions)
@@ -469,7 +502,7 @@ class Transformer(nn.Module):
         positions; earlier ones come from the cache, which is then extended.
         """
         offset = cache.length if cache is not None else 0
-        y = self._embed(self.tgt_embed, tgt, offset, positions)
+        y = self._embed("target", tgt, offset, positions)
         if cache is None:
             # Padding is masked as a key, but never the first position: a Marian decoder starts from the padding token.
             keys = tgt != self.config.pad_id

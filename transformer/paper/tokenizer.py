@@ -9,15 +9,25 @@ A converted Marian (opus-mt) model segments with sentencepiece too, but its ids
 come from a vocabulary of its own (``vocab.json``, piece -> id, shared by a
 source and a target segmenter): there ``</s>`` is 0, ``<unk>`` 1, ``<pad>`` the
 last id, and there is no ``<s>``.
+
+A multilingual model (M2M100, NLLB, mBART-50) is told its languages by tokens in
+that vocabulary: ``Languages`` says which, and gives each side's tokenizer the
+token its sequences start with (``prefix_ids``): the source language's on the
+source, the target language's on the target, which decoding forces as its
+first step.
 """
 
 from __future__ import annotations
 
+import copy
 import io
 from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import sentencepiece as spm
+
+from ..errors import InputError
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 SPECIAL_PIECES = {"pad": "<pad>", "unk": "<unk>", "bos": "<s>", "eos": "</s>"}
@@ -46,6 +56,15 @@ class Tokenizer:
                 raise ValueError(f"the vocabulary has no {', '.join(missing)}")
             self.pad_id, self.unk_id, self.bos_id, self.eos_id = ids["pad"], ids["unk"], ids["bos"], ids["eos"]
         self.special_ids = {i for i in (self.pad_id, self.unk_id, self.bos_id, self.eos_id) if i is not None}
+        self.prefix_ids: tuple[int, ...] = ()  # what every sequence of this side starts with (a language token)
+
+    def starting_with(self, prefix_ids: Iterable[int], special_ids: Iterable[int] = ()) -> "Tokenizer":
+        """This tokenizer with sequences that start with ``prefix_ids``, and ``special_ids`` (a multilingual
+        model's language tokens) left out of decoded text; the original is unchanged."""
+        tokenizer = copy.copy(self)
+        tokenizer.prefix_ids = tuple(int(i) for i in prefix_ids)
+        tokenizer.special_ids = self.special_ids | {int(i) for i in special_ids}
+        return tokenizer
 
     @classmethod
     def train(cls, sentences: Iterable[str], vocab_size: int = 8000, model_type: str = "unigram",
@@ -93,7 +112,7 @@ class Tokenizer:
     def _with_specials(self, ids: list[int], add_bos: bool, add_eos: bool) -> list[int]:
         if add_bos and self.bos_id is None:
             raise ValueError("this vocabulary has no beginning-of-sentence token")
-        return ([self.bos_id] if add_bos else []) + ids + ([self.eos_id] if add_eos else [])
+        return ([self.bos_id] if add_bos else []) + list(self.prefix_ids) + ids + ([self.eos_id] if add_eos else [])
 
     def encode(self, text: str, add_bos: bool = False, add_eos: bool = True) -> list[int]:
         out_type = int if self.vocabulary is None else str
@@ -144,3 +163,48 @@ def _pieces_by_id(vocabulary: dict[str, int]) -> list[str]:
                              f"({piece!r} has {token_id!r})")
         pieces[token_id] = piece
     return pieces
+
+
+@dataclass(frozen=True)
+class Languages:
+    """How a multilingual model is told which languages it translates between: a token per language.
+
+    ``tokens`` maps each language's code, as the family writes it ("de" for M2M100, "deu_Latn" for NLLB, "de_DE"
+    for mBART-50), to its piece. The source starts with the source language's token (``source_marked_by``
+    "source"; SMaLL-100 puts the target language's there instead, "target"), and with ``target_forced`` the
+    decoder's first generated token is forced to the target language's: the one token that steers the whole
+    translation.
+    """
+
+    tokens: dict[str, str]
+    source: str
+    target: str
+    source_marked_by: str = "source"
+    target_forced: bool = True
+    names: dict[str, str] = field(default_factory=dict)  # code -> the language's English name, where known
+
+    def check(self, code: str) -> str:
+        """``code`` if it is one of this model's languages; else an error that names some of them."""
+        if code not in self.tokens:
+            codes = sorted(self.tokens)
+            shown = ", ".join(codes[:12]) + (", …" if len(codes) > 12 else "")
+            raise InputError(f"“{code}” is not one of this model's languages ({shown}).",
+                             code="tokenizer.unknown_language", language=str(code), languages=shown)
+        return code
+
+    def tokenizers(self, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, source: str | None = None,
+                   target: str | None = None) -> tuple[Tokenizer, Tokenizer]:
+        """Both tokenizers set for translating ``source`` into ``target`` (the defaults unless given)."""
+        source, target = self.check(source or self.source), self.check(target or self.target)
+        language_ids = [target_tokenizer.id_of(piece) for piece in self.tokens.values()]
+        marker = self.tokens[source if self.source_marked_by == "source" else target]
+        forced = [target_tokenizer.id_of(self.tokens[target])] if self.target_forced else []
+        return (source_tokenizer.starting_with([source_tokenizer.id_of(marker)], language_ids),
+                target_tokenizer.starting_with(forced, language_ids))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "Languages":
+        return cls(**values)

@@ -52,6 +52,7 @@ class Translation:
     log_prob: float = 0.0
     beam_size: int = 1                   # how it was decoded (1: greedy or sampled), so others decode it alike
     max_length: int | None = None
+    forced_steps: int = 0                # the first steps were forced, not chosen (a multilingual model's language)
 
     @property
     def num_steps(self) -> int:
@@ -134,8 +135,14 @@ def inspect_together(model: Transformer, source_tokenizer: Tokenizer, target_tok
             top_probs=top_probs.tolist(), encoder_attention=maps(out.encoder_attentions, keys, keys),
             decoder_attention=maps(out.decoder_attentions, queries, queries),
             cross_attention=maps(out.cross_attentions, queries, keys), ended=done,
-            log_prob=float(token_probs.clamp_min(1e-30).log().sum())))
+            log_prob=float(token_probs.clamp_min(1e-30).log().sum()),
+            forced_steps=_forced_steps(body, target_tokenizer.prefix_ids)))
     return translations
+
+
+def _forced_steps(body: list[int], forced: tuple[int, ...]) -> int:
+    """How many of a target's first tokens are the ones decoding forces (a multilingual model's language)."""
+    return len(forced) if forced and tuple(body[:len(forced)]) == forced else 0
 
 
 def translate(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, text: str,
@@ -166,12 +173,12 @@ def translate_together(model: Transformer, source_tokenizer: Tokenizer, target_t
     src = pad_batch([ids for ids, _ in sources], model.config.pad_id, model.device)
     if beam_size <= 1 or sampling is not None:
         rows, ended = greedy_search(model, src, max_length, head_mask=head_mask, positions=positions,
-                                    return_ended=True, sampling=sampling)
+                                    return_ended=True, sampling=sampling, forced=target_tokenizer.prefix_ids)
         searched = list(zip(rows, ended))
     else:
         searched = [(hyps[0].tokens, hyps[0].ended)
                     for hyps in beam_search(model, src, beam_size, length_penalty, max_length, head_mask=head_mask,
-                                            positions=positions, rules=rules)]
+                                            positions=positions, rules=rules, forced=target_tokenizer.prefix_ids)]
     translations = inspect_together(model, source_tokenizer, target_tokenizer, [ids for ids, _ in sources],
                                     [generated for generated, _ in searched], [ended for _, ended in searched],
                                     top_k, head_mask, positions)

@@ -34,7 +34,7 @@ def beam_view(checkpoint: Checkpoint, text: str, beam_size: int = 5, length_pena
     source_ids, _ = encode_source(model, checkpoint.source_tokenizer, cleaned)
     src = torch.tensor([source_ids], device=model.device)
     results, steps = beam_search(model, src, beam_size, float(length_penalty), return_steps=True,
-                                 rules=checkpoint.rules)
+                                 rules=checkpoint.rules, forced=target_tokenizer.prefix_ids)
     nodes = analysis.beam_tree(steps[0])
     pieces = [target_tokenizer.piece(node.token) for node in nodes]
     figure = figures.beam_tree_figure(nodes, pieces, words(language, "analysis.beam_title", beams=beam_size,

@@ -1,0 +1,180 @@
+"""The multilingual translators (M2M100, NLLB-200, SMaLL-100, mBART-50) open in this project's own modules and compute
+what transformers computes: the same logits and attention maps, the same greedy and beam-5 translations with the
+target language's token forced, the same tokens and language ids."""
+
+import json
+from pathlib import Path
+
+import pytest
+import sentencepiece as spm
+import torch
+from transformers import (M2M100ForConditionalGeneration, M2M100Tokenizer, MBart50Tokenizer,
+                          MBartForConditionalGeneration, NllbTokenizer)
+
+from helpers import run_command
+from marian_models import ENGLISH, GERMAN
+from multilingual_models import FAMILIES, build_multilingual
+from transformer.errors import InputError
+from transformer.files import hub
+from transformer.files.checkpoint import load_checkpoint
+from transformer.files.hub import HubError
+from transformer.paper.decoding import beam_search, greedy_search, pad_batch
+
+MAX_TOKENS = 12
+LANGUAGE_LISTS = Path(__file__).resolve().parents[2] / "transformer" / "files" / "languages.json"
+TARGETS = {"m2m100": "ru", "small100": "ja", "nllb": "fra_Latn", "mbart50": "fr_XX"}
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def original(family, tmp_path_factory):
+    return build_multilingual(tmp_path_factory.mktemp(family), family, seed=FAMILIES.index(family))
+
+
+@pytest.fixture(scope="module")
+def converted(original, tmp_path_factory):
+    return load_checkpoint(hub.convert(original, tmp_path_factory.mktemp("ours") / original.name), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def reference(family, original):
+    kind = MBartForConditionalGeneration if family == "mbart50" else M2M100ForConditionalGeneration
+    return kind.from_pretrained(original, attn_implementation="eager").eval()
+
+
+def their_tokenizer(family, original, source, target):
+    if family in ("m2m100", "small100"):  # SMaLL-100's own tokenizer marks the source with the target language
+        return M2M100Tokenizer(original / "vocab.json", original / "sentencepiece.bpe.model",
+                               language_codes="wmt21", src_lang=target if family == "small100" else source,
+                               tgt_lang=target)
+    kind = NllbTokenizer if family == "nllb" else MBart50Tokenizer
+    return kind.from_pretrained(original, src_lang=source, tgt_lang=target)
+
+
+def test_logits_and_every_attention_map_equal_transformers(converted, reference):
+    model = converted.model
+    src = pad_batch([converted.source_tokenizer.encode(s) for s in ENGLISH[1:5]], model.config.pad_id)
+    tgt = torch.randint(3, model.config.tgt_vocab_size - 1, (4, 9), generator=torch.Generator().manual_seed(0))
+    tgt[:, 0] = model.config.start_id
+    with torch.no_grad():
+        theirs = reference(input_ids=src, attention_mask=src != model.config.pad_id, decoder_input_ids=tgt,
+                           output_attentions=True)
+        ours = model(src, tgt, need_weights=True)
+    torch.testing.assert_close(ours.logits, theirs.logits, atol=1e-5, rtol=0)
+    # fairseq gives padding the position table's zero row, so a padding query's own row differs; no real
+    # token sees it (padding is masked as a key), and those rows are compared here.
+    real = (src != model.config.pad_id)[:, None, :, None]
+    for kind in ("encoder_attentions", "decoder_attentions", "cross_attentions"):
+        for layer, (mine, other) in enumerate(zip(getattr(ours, kind), getattr(theirs, kind), strict=True)):
+            if kind == "encoder_attentions":
+                mine, other = mine * real, other * real
+            torch.testing.assert_close(mine, other, atol=1e-5, rtol=0, msg=f"{kind} layer {layer}")
+
+
+def test_greedy_and_beam_translations_with_the_forced_language_equal_generate(family, converted, reference):
+    checkpoint = converted.in_languages(target=TARGETS[family])
+    model, forced = checkpoint.model, checkpoint.target_tokenizer.prefix_ids
+    assert len(forced) == (0 if family == "small100" else 1)
+    options = {"forced_bos_token_id": forced[0]} if forced else {}
+    for sentence in ENGLISH[1:7]:
+        src = torch.tensor([checkpoint.source_tokenizer.encode(sentence)])
+        for beams in (1, 5):
+            generated = reference.generate(src, num_beams=beams, do_sample=False, max_new_tokens=MAX_TOKENS + 1,
+                                           early_stopping=False, length_penalty=1.0, forced_eos_token_id=2,
+                                           **options)[0].tolist()
+            theirs = generated[1:]
+            theirs = theirs[: theirs.index(2)] if 2 in theirs else theirs
+            ours = greedy_search(model, src, MAX_TOKENS, forced=forced)[0] if beams == 1 else beam_search(
+                model, src, 5, 1.0, MAX_TOKENS, rules=checkpoint.rules, forced=forced)[0][0].tokens
+            assert ours == theirs, (sentence, beams)
+            assert list(ours[:len(forced)]) == list(forced)
+
+
+def test_a_translation_starts_with_its_language_marks_that_step_forced_and_leaves_it_out_of_the_text(
+        family, converted):
+    checkpoint = converted.in_languages(target=TARGETS[family])
+    translation = checkpoint.translate(ENGLISH[0], max_length=6)
+    languages = checkpoint.languages
+    marker = TARGETS[family] if family == "small100" else languages.source
+    assert translation.source_pieces[0] == languages.tokens[marker]
+    if family == "small100":
+        assert translation.forced_steps == 0
+    else:
+        assert translation.target_pieces[:2] == ["</s>", languages.tokens[TARGETS[family]]]
+        assert translation.forced_steps == 1
+    assert not any(piece in translation.text for piece in languages.tokens.values())
+
+
+def test_tokens_and_language_ids_equal_the_families_tokenizers(family, original, converted):
+    """NLLB numbers its pieces as mBART-50 does (tested against MBart50Tokenizer); transformers 5 builds
+    NllbTokenizer from a SentencePiece model alone without its language codes, so NLLB is held to fairseq's rule."""
+    languages = converted.languages
+    if family == "nllb":
+        processor = spm.SentencePieceProcessor(model_file=str(original / "sentencepiece.bpe.model"))
+        first_code = processor.get_piece_size() + 1
+        codes = json.loads(LANGUAGE_LISTS.read_text())["nllb"]
+        for index, code in enumerate(codes):
+            assert converted.target_tokenizer.id_of(code) == first_code + index
+        for sentence in ENGLISH[1:21] + ["Ωμέγα"]:  # unknown letters are <unk>, 3
+            pieces = [i + 1 if i else 3 for i in processor.encode(sentence)]
+            assert converted.source_tokenizer.encode(sentence) == [first_code + codes.index("eng_Latn")] + pieces + [2]
+        return
+    target = TARGETS[family]
+    source_code = "en" if family in ("m2m100", "small100") else languages.source
+    theirs = their_tokenizer(family, original, source_code, target)
+    checkpoint = converted.in_languages(source_code, target)
+    for sentence in ENGLISH[1:21]:
+        assert checkpoint.source_tokenizer.encode(sentence) == theirs(sentence).input_ids, sentence
+    for code, piece in languages.tokens.items():
+        assert converted.target_tokenizer.id_of(piece) == theirs.convert_tokens_to_ids(piece), code
+    language_ids = {theirs.convert_tokens_to_ids(piece) for piece in languages.tokens.values()}
+    for sentence in GERMAN:
+        ids = theirs(text_target=sentence).input_ids
+        assert ids[0] in language_ids  # which M2M100Tokenizer's decode keeps, unlike the others'
+        text = theirs.decode([i for i in ids if i not in language_ids], skip_special_tokens=True)
+        assert checkpoint.target_tokenizer.decode(ids) == text
+
+
+def test_the_converted_directory_names_its_family_licence_and_languages(family, converted):
+    card, info = converted.card, converted.info
+    assert info["source"]["converted_from"].startswith("transformers")
+    assert "pre-norm layers" in card and "a token per language" in card
+    if family == "nllb":
+        assert "non-commercial" in card
+    assert converted.model.config.norm_first and converted.model.config.position_offset == 2
+    assert TARGETS[family] in converted.languages.tokens
+
+
+def test_an_unknown_language_or_a_language_for_a_one_pair_model_is_one_sentence(converted, tmp_path):
+    with pytest.raises(InputError, match="is not one of this model's languages"):
+        converted.in_languages(target="tlh")
+    one_pair = load_checkpoint("checkpoints/multi30k-en-de", device="cpu")
+    with pytest.raises(InputError, match="translates one pair of languages"):
+        one_pair.in_languages(target="fr")
+
+
+def test_command_line_translates_into_the_language_it_is_asked_for(family, converted):
+    target = TARGETS[family]
+    result = run_command("transformer.translate", "--checkpoint", str(converted.path), "--target-language", target,
+                         "--max-tokens", "4", "--beam", "1", "--json", ENGLISH[0])
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout.strip().splitlines()[-1])
+    if family != "small100":
+        assert output["target_tokens"][1] == converted.languages.tokens[target]
+    refused = run_command("transformer.translate", "--checkpoint", str(converted.path), "--target-language", "xx",
+                          "A dog.")
+    assert refused.returncode == 2 and "is not one of this model's languages" in refused.stderr
+
+
+def test_a_multilingual_model_that_cannot_be_opened_gets_one_sentence_and_nothing_is_written(original, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in ("config.json", "tokenizer_config.json", "model.safetensors"):
+        (broken / name).write_bytes((original / name).read_bytes())
+    with pytest.raises(HubError, match="it has no sentencepiece.bpe.model"):
+        hub.convert(broken, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
