@@ -1,5 +1,6 @@
-"""A Marian translator converted from the Hub's layout is a model like the bundled ones: every event of the page
-runs on it, and the model picker opens one by its Hub id (from huggingface_hub's cache when offline)."""
+"""A translator converted from the Hub's layout (Marian, or a multilingual M2M100 or mBART-50) is a model like the
+bundled ones: every event of the page runs on it, and the model picker opens one by its Hub id (from
+huggingface_hub's cache when offline)."""
 
 import shutil
 
@@ -7,10 +8,11 @@ import gradio as gr
 import pytest
 
 from marian_models import build_marian
+from multilingual_models import build_multilingual
 from page_driver import PageDriver
 from transformer.files import hub
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
-from ui import header
+from ui import header, views
 from ui.build import build_app
 from ui.runtime.errors import UNEXPECTED
 from ui.hub_models import HubModels
@@ -19,6 +21,7 @@ from ui.services import ModelRegistry, Services
 SENTENCE = "A dog runs across the grass."
 # Events that start, stop, keep or delete training jobs: the Train tab's own tests run them. Integrated gradients
 # over the 20 sample sentences is on_attribute's code (run here) 20 times over: about a minute on this CPU.
+MULTILINGUAL = ("m2m100", "mbart50")  # tensor2tensor's sinusoids; learned positions with a LayerNorm after them
 NOT_RUN = {"on_start", "on_stop", "on_keep", "on_delete", "leave", "on_clock", "on_sample_agreement"}
 
 
@@ -34,19 +37,25 @@ def marian_dir(tmp_path_factory):
 def hub_services(marian_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("hub")
     hub.convert(marian_dir, root / "tiny-marian")
+    for family in MULTILINGUAL:
+        hub.convert(build_multilingual(tmp_path_factory.mktemp(family), family), root / f"tiny-{family}")
     return Services(ModelRegistry([root, REPOSITORY_CHECKPOINTS], device="cpu"),
                     hub=HubModels(tmp_path_factory.mktemp("hub-cache")))
 
 
-def test_every_event_of_the_page_runs_on_a_converted_marian_model(hub_services):
-    demo = build_app(hub_services, "tiny-marian")
+@pytest.mark.parametrize("name", ["tiny-marian", *(f"tiny-{family}" for family in MULTILINGUAL)])
+def test_every_event_of_the_page_runs_on_a_converted_model(hub_services, name):
+    demo = build_app(hub_services, name)
     page = PageDriver(demo)
     components = {block.elem_id: block for block in demo.blocks.values() if getattr(block, "elem_id", None)}
     page.set(components["source-text"], SENTENCE)
     page.run(page.event("on_open", "ui.header"))
     page.run(page.event("on_translate_click"))
     translation = next(v for v in page.values.values() if type(v).__name__ == "Translation")
-    assert translation.target_pieces[0] == "<pad>" and translation.source_text == SENTENCE
+    checkpoint = hub_services.registry.get(name)
+    assert translation.source_text == SENTENCE
+    assert translation.target_pieces[0] == ("<pad>" if name == "tiny-marian" else "</s>")
+    assert translation.forced_steps == len(checkpoint.target_tokenizer.prefix_ids)
     refused, ran = {}, set()
     for event in page.events():
         if event.name in NOT_RUN:
@@ -55,7 +64,7 @@ def test_every_event_of_the_page_runs_on_a_converted_marian_model(hub_services):
             page.run(event)
             ran.add(event.name)
         except gr.Error as error:
-            assert error.message != str(UNEXPECTED), f"{event.name} failed on the Marian model (see the log)"
+            assert error.message != str(UNEXPECTED), f"{event.name} failed on {name} (see the log)"
             refused[event.name] = error.message
     every_tab = {"on_translate_click", "on_maps_wanted", "on_attention",  # Translate (views: in the page), analysis
                  "on_inside", "on_temperature", "on_sample", "on_look_inside",  # Inside a head
@@ -101,3 +110,14 @@ def test_a_hub_id_the_server_will_not_open_gets_one_sentence(tmp_path, monkeypat
     with pytest.raises(hub.HubError, match=message):
         hub_models.open(repo_id, visitor)
     assert not any((tmp_path / "converted").glob("*")) if (tmp_path / "converted").exists() else True
+
+
+@pytest.mark.parametrize("language, forced", [("en", "was forced, not chosen"), ("de", "wurde vorgegeben"),
+                                              ("fr", "a été imposé")])
+def test_the_step_view_says_a_multilingual_models_language_token_was_forced_not_chosen(hub_services, language,
+                                                                                       forced):
+    checkpoint = hub_services.registry.get("tiny-m2m100").in_languages(target="ru")
+    translation = checkpoint.translate(SENTENCE, max_length=4)
+    steps = views.translate.page_numbers(translation, language=language)["steps"]
+    assert steps[0]["chosen"] == "__ru__" and forced in steps[0]["caption"]
+    assert not any(forced in step["caption"] for step in steps[1:])

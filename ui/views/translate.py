@@ -386,8 +386,9 @@ def _candidates(translation: Translation, index: int, language: str = ENGLISH) -
 
 def _step_caption(translation: Translation, index: int, language: str = ENGLISH,
                   source_share: list[float] | None = None) -> str:
-    caption = text(language, "translate.step.caption", step=index + 1, steps=translation.num_steps,
-                   piece=markdown_escape(translation.predicted_pieces[index]),
+    forced = index < translation.forced_steps  # a multilingual model's target language, not the model's choice
+    caption = text(language, "translate.step.forced" if forced else "translate.step.caption", step=index + 1,
+                   steps=translation.num_steps, piece=markdown_escape(translation.predicted_pieces[index]),
                    probability=Number(translation.token_probs[index], ".1%"))
     if source_share is None:
         return caption
