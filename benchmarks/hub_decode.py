@@ -1,10 +1,13 @@
-"""Decoding an opus-mt-sized Marian model: our modules against transformers' ``generate``, on the same weights.
+"""Decoding a real translator's shapes: our modules against transformers' ``generate``, on the same weights.
 
-A ``MarianMTModel`` with opus-mt-en-de's shapes (d_model 512, 6+6 layers, 8 heads, feed-forward 2048, vocabulary
-58,101) and random weights is converted by ``transformer.files.hub`` (as a downloaded one would be). Both then translate
-the same 8 source sentences one at a time, as the app does, for exactly ``--tokens`` tokens each (random weights
-rarely end a sentence; both are held to the same count), greedily and with beam 5 under the generation config's
-rules, in one process with the same threads, alternating so that machine noise hits both alike:
+``--family marian`` (default): a ``MarianMTModel`` with opus-mt-en-de's shapes (d_model 512, 6+6 layers, 8 heads,
+feed-forward 2048, vocabulary 58,101). ``--family m2m100``: an ``M2M100ForConditionalGeneration`` with M2M100-418M's
+(d_model 1024, 12+12 layers, 16 heads, feed-forward 4096, vocabulary 128,112); ``small100``: SMaLL-100's (the same
+with 3 decoder layers). Random weights, converted by ``transformer.files`` as a downloaded model would be. Both then
+translate the same source sentences one at a time, as the app does, for exactly ``--tokens`` tokens each (random
+weights rarely end a sentence; both are held to the same count; an M2M100 translation's first token is its forced
+target language), greedily and with beam 5 under the generation config's rules, in one process with the same
+threads, alternating so that machine noise hits both alike:
 
 - ``ours``: ``greedy_search`` / ``beam_search``: the search alone;
 - ``ours_recording``: ``translation.translate``: the search, then one teacher-forced pass that keeps every attention
@@ -13,9 +16,10 @@ rules, in one process with the same threads, alternating so that machine noise h
 
 Prints JSON last: {"ours_greedy_ms", "transformers_greedy_ms", "greedy_ratio", "ours_beam_ms",
 "transformers_beam_ms", "beam_ratio", "greedy_ratio_recording", "beam_ratio_recording", "peak_rss_mb", ...};
-a ratio is ours / transformers over the 8 sentences, medians of ``--repeats`` runs.
+a ratio is ours / transformers over the sentences, medians of ``--repeats`` runs.
 
     python benchmarks/hub_decode.py --json
+    python benchmarks/hub_decode.py --family m2m100 --json
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import torch
 
 from common import machine, report
 from transformer.cpu import speed_up
-from transformer.files import hub
+from transformer.files import hub, multilingual
 from transformer.files.checkpoint import load_weights
 from transformer.paper.decoding import SearchRules, beam_search, greedy_search
 from transformer.paper.translation import translate
@@ -39,14 +43,23 @@ OPUS_MT_EN_DE = dict(vocab_size=58101, d_model=512, encoder_layers=6, decoder_la
                      decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
                      activation_function="swish", scale_embedding=True, max_position_embeddings=512,
                      pad_token_id=58100, decoder_start_token_id=58100, eos_token_id=0, forced_eos_token_id=0)
+M2M100_418M = dict(vocab_size=128112, d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16,
+                   decoder_attention_heads=16, encoder_ffn_dim=4096, decoder_ffn_dim=4096, activation_function="relu",
+                   scale_embedding=True, max_position_embeddings=1024, pad_token_id=1, bos_token_id=0,
+                   decoder_start_token_id=2, eos_token_id=2, forced_eos_token_id=2)
+SHAPES = {"marian": OPUS_MT_EN_DE, "m2m100": M2M100_418M, "small100": {**M2M100_418M, "decoder_layers": 3}}
+FORCED_LANGUAGE = 128022  # "__de__" in M2M100's numbering: the first token every M2M100 translation is forced to
 PUBLISHED_RULES = SearchRules(early_stopping=False, renormalize=True)  # opus-mt's generation config
 
 
 class Ids:
     """A tokenizer of token ids written as numbers ("15 3021 7"): the benchmark's sources are random ids."""
 
+    def __init__(self, eos_id: int, prefix_ids: tuple[int, ...] = ()):
+        self.eos_id, self.prefix_ids = eos_id, prefix_ids
+
     def encode(self, text: str, add_eos: bool = True) -> list[int]:
-        return [int(word) for word in text.split()] + ([OPUS_MT_EN_DE["eos_token_id"]] if add_eos else [])
+        return [int(word) for word in text.split()] + ([self.eos_id] if add_eos else [])
 
     def pieces(self, ids) -> list[str]:
         return [str(i) for i in ids]
@@ -55,23 +68,31 @@ class Ids:
         return " ".join(self.pieces(ids))
 
 
-def models(seed: int = 0):
-    from transformers import MarianConfig, MarianMTModel
+def models(family: str, seed: int = 0):
+    """Theirs with random weights, and ours converted from it (as ``load_checkpoint`` gives it)."""
+    from transformers import M2M100Config, M2M100ForConditionalGeneration, MarianConfig, MarianMTModel
 
     torch.manual_seed(seed)
-    theirs = MarianMTModel(MarianConfig(**OPUS_MT_EN_DE)).eval()
-    config = hub.model_config(hub.marian_config({"model_type": "marian", **OPUS_MT_EN_DE}))
-    ours = speed_up(Transformer(config)).eval()  # as load_checkpoint gives it
-    load_weights(ours, hub.convert_state_dict(theirs.state_dict(), config))
+    if family == "marian":
+        theirs = MarianMTModel(MarianConfig(**OPUS_MT_EN_DE)).eval()
+        config = hub.model_config(hub.marian_config({"model_type": "marian", **OPUS_MT_EN_DE}))
+        weights = hub.convert_state_dict(theirs.state_dict(), config)
+    else:
+        theirs = M2M100ForConditionalGeneration(M2M100Config(**SHAPES[family])).eval()
+        config = multilingual.model_config(SHAPES[family], family)
+        weights = {name: tensor.float() for name, tensor in
+                   multilingual.convert_state_dict(theirs.state_dict(), config).items()}
+    ours = speed_up(Transformer(config)).eval()
+    load_weights(ours, weights)
     return ours, theirs
 
 
-def sentences(count: int, seed: int = 1) -> list[torch.Tensor]:
+def sentences(count: int, eos_id: int, seed: int = 1) -> list[torch.Tensor]:
     """Sources of 8 to 30 pieces, ending with </s>, as one-row batches."""
     generator = torch.Generator().manual_seed(seed)
     lengths = torch.randint(8, 31, (count,), generator=generator).tolist()
-    return [torch.cat([torch.randint(10, 58000, (1, n - 1), generator=generator), torch.zeros(1, 1, dtype=torch.long)],
-                      dim=1) for n in lengths]
+    return [torch.cat([torch.randint(10, 58000, (1, n - 1), generator=generator),
+                       torch.full((1, 1), eos_id, dtype=torch.long)], dim=1) for n in lengths]
 
 
 def timed(fn) -> float:
@@ -86,14 +107,18 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=20, help="tokens each translation is held to")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--family", choices=sorted(SHAPES), default="marian")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    ours, theirs = models()
-    sources, n = sentences(args.sentences), args.tokens
-    generate = dict(max_new_tokens=n, do_sample=False)
+    ours, theirs = models(args.family)
+    eos_id, n = ours.config.eos_id, args.tokens
+    sources = sentences(args.sentences, eos_id)
+    forced = (FORCED_LANGUAGE,) if args.family != "marian" else ()
+    ids = Ids(eos_id, forced)
+    generate = dict(max_new_tokens=n, do_sample=False, **({"forced_bos_token_id": forced[0]} if forced else {}))
 
     def ours_greedy():
-        return [greedy_search(ours, src, n)[0] for src in sources]
+        return [greedy_search(ours, src, n, forced=forced)[0] for src in sources]
 
     def theirs_greedy(record=False):
         theirs.set_attn_implementation("eager" if record else "sdpa")  # only eager attention hands its maps out
@@ -101,7 +126,8 @@ def main() -> None:
                                 **generate) for src in sources]
 
     def ours_beam():
-        return [beam_search(ours, src, args.beam, 1.0, n, rules=PUBLISHED_RULES)[0][0] for src in sources]
+        return [beam_search(ours, src, args.beam, 1.0, n, rules=PUBLISHED_RULES, forced=forced)[0][0]
+                for src in sources]
 
     def theirs_beam(record=False):
         theirs.set_attn_implementation("eager" if record else "sdpa")
@@ -109,7 +135,7 @@ def main() -> None:
                                 **generate) for src in sources]
 
     def ours_recording(beam):
-        return [translate(ours, Ids(), Ids(), Ids().decode(src[0, :-1].tolist()), beam, 1.0, n, rules=PUBLISHED_RULES)
+        return [translate(ours, ids, ids, ids.decode(src[0, :-1].tolist()), beam, 1.0, n, rules=PUBLISHED_RULES)
                 for src in sources]
 
     runs = {"ours_greedy": ours_greedy, "transformers_greedy": theirs_greedy,
@@ -135,6 +161,7 @@ def main() -> None:
         "greedy_ratio_recording": round(ms["ours_greedy_recording"] / ms["transformers_greedy_recording"], 3),
         "beam_ratio_recording": round(ms["ours_beam_recording"] / ms["transformers_beam_recording"], 3),
         "greedy_outputs_equal": sum(agree), "sentences": len(sources), "tokens": n, "beam": args.beam,
+        "family": args.family,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "machine": machine()})
     result["goals_met"] = {"greedy_ratio<=0.7": result["greedy_ratio"] <= 0.7,
