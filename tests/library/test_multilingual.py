@@ -3,6 +3,7 @@ what transformers computes: the same logits and attention maps, the same greedy 
 target language's token forced, the same tokens and language ids."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from marian_models import ENGLISH, GERMAN
 from multilingual_models import FAMILIES, build_multilingual
 from transformer.errors import InputError
 from transformer.files import hub
-from transformer.files.checkpoint import load_checkpoint
+from transformer.files.checkpoint import CheckpointError, load_checkpoint
 from transformer.files.hub import HubError
 from transformer.paper.decoding import beam_search, greedy_search, pad_batch
 
@@ -178,3 +179,13 @@ def test_a_multilingual_model_that_cannot_be_opened_gets_one_sentence_and_nothin
     with pytest.raises(HubError, match="it has no sentencepiece.bpe.model"):
         hub.convert(broken, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_checkpoint_whose_languages_do_not_fit_its_vocabulary_is_refused_in_one_sentence(converted, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(converted.path, copy)
+    config = json.loads((copy / "config.json").read_text())
+    config["languages"]["tokens"]["tlh"] = "__tlh__"
+    (copy / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="do not fit its vocabulary"):
+        load_checkpoint(copy, device="cpu")

@@ -431,7 +431,7 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
                             read_metrics(directory / "metrics.json"))
     try:
         return checkpoint.in_languages()  # a multilingual model's default pair
-    except (TypeError, InputError) as error:
+    except (TypeError, ValueError) as error:  # InputError is a ValueError
         raise CheckpointError(f"the languages in config.json of {directory} do not fit its vocabulary ({error})",
                               code="checkpoint.bad_languages", directory=str(directory), error=str(error)) from None
 

@@ -4,8 +4,8 @@ One set of weights translates between 50 to 200 languages; a token per language 
 paper's Transformer with the choices fairseq made for them, which ``ModelConfig`` names:
 
 - pre-norm layers, and a final LayerNorm after each stack (``norm_first``);
-- embeddings times sqrt(d_model), one matrix for source, target and output; positions numbered from 2 (``position_offset``), in
-  tensor2tensor's sinusoids (M2M100, NLLB: ``position_layout="fairseq"``) or a learned table per stack with a
+- embeddings times sqrt(d_model), one matrix for source, target and output; positions numbered from 2
+  (``position_offset``), in tensor2tensor's sinusoids (M2M100, NLLB: ``position_layout="fairseq"``) or a learned table per stack with a
   LayerNorm after it (mBART: ``"learned"``, ``embedding_norm``, and a bias on the logits);
 - ``</s>`` as the decoder's first input, and the target language's token forced as its first output.
 

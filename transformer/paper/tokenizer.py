@@ -197,6 +197,8 @@ class Languages:
         """Both tokenizers set for translating ``source`` into ``target`` (the defaults unless given)."""
         source, target = self.check(source or self.source), self.check(target or self.target)
         language_ids = [target_tokenizer.id_of(piece) for piece in self.tokens.values()]
+        if target_tokenizer.unk_id in language_ids:
+            raise ValueError("a language's token is not in the vocabulary")
         marker = self.tokens[source if self.source_marked_by == "source" else target]
         forced = [target_tokenizer.id_of(self.tokens[target])] if self.target_forced else []
         return (source_tokenizer.starting_with([source_tokenizer.id_of(marker)], language_ids),
