@@ -48,7 +48,7 @@ def small_model(norm_first: bool) -> Transformer:
 
 def small_translation(model: Transformer):
     ids = type("Ids", (), {"pieces": lambda self, ids: [str(i) for i in ids], "decode": lambda self, ids: "",
-                           "encode": lambda self, text, add_eos=True: []})()
+                           "encode": lambda self, text, add_eos=True: [], "prefix_ids": ()})()
     return forced_decode(model, ids, ids, [5, 9, 7, 11, 3], [4, 8, 6, 10])
 
 
