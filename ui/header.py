@@ -15,6 +15,7 @@ from .runtime.errors import as_html
 from .runtime.language import ENGLISH, said
 from .runtime.language import text as words_in
 from .runtime.limits import visiting_client
+from .runtime.model_names import in_language
 from .runtime.page import Page
 from .services import Services
 from .tabs import translate
@@ -44,6 +45,9 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, E
         # Custom values: an API client may name a model trained after it connected; the registry checks every name.
         model = components.Dropdown(names, value=default_model, label=words("header.model"), scale=2,
                                     allow_custom_value=True, info=words("header.model.info"))
+        # A multilingual model's target language: shown for such a model only (language_picker).
+        target_language = components.Dropdown([], label=words("header.target_language"), scale=1, visible=False,
+                                              info=words("header.target_language.info"))
         model_status = gr.Markdown(elem_id="model-status")
     opening_status = gr.Markdown(elem_id="opening-status", visible=False)
     with gr.Accordion(words("header.hub"), open=False, visible=page.services.hub.enabled, elem_id="open-from-hub"):
@@ -53,7 +57,7 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, E
                                 info=words("header.hub.id.info"))
             open_hub = gr.Button(words("header.hub.open"), scale=1)
         hub_status = gr.Markdown(elem_id="hub-status")
-    page.add(model=model, model_status=model_status,
+    page.add(model=model, target_language=target_language, model_status=model_status,
              typed_texts=gr.State({}),  # the last text typed for each kind of model: {"digits"|"text": text}
              # The last translation, and the model that made it (what the other tabs look into: translate.translated).
              translation_state=gr.State(None), translation_model=gr.State(default_model),
@@ -61,6 +65,16 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, E
              opening_timer=gr.Timer(OPENING_EVERY_S, active=False),
              # A new value each time a switch has landed: the tab on screen then draws its views of it.
              model_switched=gr.Textbox("", visible="hidden"))
+    page.when_model_changes(language_picker, ("target_language",))
+
+
+def language_picker(checkpoint: Checkpoint) -> dict:
+    """The target languages of a multilingual model, the one it translates into chosen; hidden for a model of one
+    pair of languages."""
+    if checkpoint.languages is None:
+        return {"target_language": gr.Dropdown(visible=False)}
+    codes = sorted(checkpoint.languages.tokens)
+    return {"target_language": gr.Dropdown(choices=codes, value=checkpoint.pair[1], visible=True)}
 
 
 def model_settings(checkpoint: Checkpoint, layer, head, language: str = ENGLISH) -> dict:
@@ -88,6 +102,13 @@ def on_model(services: Services, model, text, typed_texts, decoding, beam_size, 
             "typed_texts": typed_texts, "model_switched": str(next(SWITCHES)),
             **translate.translation_views(services, model, shown, decoding, beam_size, max_length, kind, view, layer,
                                           head, average, language=language)}
+
+
+def on_language(services: Services, model, target_language, text, typed_texts, decoding, beam_size, max_length,
+                kind, view, layer, head, average, language: str = ENGLISH) -> dict:
+    """Another target language for a multilingual model: a switch to the same model set for it."""
+    return on_model(services, in_language(model, target_language), text, typed_texts, decoding, beam_size,
+                    max_length, kind, view, layer, head, average, language)
 
 
 def on_open_from_hub(services: Services, hub_id, text, typed_texts, decoding, beam_size, max_length, kind, view,
@@ -161,6 +182,9 @@ def wire(page: Page, demo: gr.Blocks) -> None:
     # input: Gradio 6's dropdown sends input twice for one pick (as it is chosen, and as its list closes) and again
     # whenever it loses focus; select once, by mouse or keyboard.
     page.on(page["model"].select, page.model_changed(page.translated(on_model, translate.TAB_ID), asked="model"),
+            switched, cancels=page.sentence_work, trigger_mode="always_last",
+            progress_on=["model_status", *translate.PROGRESS_ON])
+    page.on(page["target_language"].select, page.model_changed(page.translated(on_language, translate.TAB_ID)),
             switched, cancels=page.sentence_work, trigger_mode="always_last",
             progress_on=["model_status", *translate.PROGRESS_ON])
     page.on(page["open_hub"].click, page.model_changed(page.translated(on_open_from_hub, translate.TAB_ID)),

@@ -21,6 +21,7 @@ from .jobs import JobManager, training_disabled
 from .runtime.costly import CostlyWork, setting
 from .runtime.gpu import models_device
 from .runtime.language import Number, message
+from .runtime.model_names import checkpoint_name, set_for
 from .runtime.worker import ModelsOnDisk
 from .views.lessons import LESSONS, lesson_models, listed_as
 from .views.questions import predict_question
@@ -101,7 +102,12 @@ class ModelRegistry:
             self._loaded.pop(name, None)
 
     def get(self, name: str) -> Checkpoint:
-        """The loaded checkpoint called ``name``; CheckpointError when it is not listed or cannot be loaded.
+        """The loaded checkpoint called ``name`` (set for the language it asks for: ``model_names``);
+        CheckpointError when it is not listed or cannot be loaded."""
+        return set_for(self._get(checkpoint_name(name)), name)
+
+    def _get(self, name: str) -> Checkpoint:
+        """The loaded checkpoint called ``name``.
 
         Loading happens outside the lock, so one slow load never holds up
         translations with models that are already loaded. A loaded model whose directory has since been removed

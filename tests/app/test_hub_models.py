@@ -121,3 +121,27 @@ def test_the_step_view_says_a_multilingual_models_language_token_was_forced_not_
     steps = views.translate.page_numbers(translation, language=language)["steps"]
     assert steps[0]["chosen"] == "__ru__" and forced in steps[0]["caption"]
     assert not any(forced in step["caption"] for step in steps[1:])
+
+
+def test_a_multilingual_model_translates_into_the_language_picked_and_the_worker_follows(hub_services):
+    """The picker shows the model's languages; picking one switches every tab to the model set for it, and a
+    computation in the worker process (the beam tree) decodes into that language too."""
+    demo = build_app(hub_services, "tiny-marian")
+    page = PageDriver(demo)
+    components = demo.named_components
+    page.set(components["text"], SENTENCE)
+    page.run(page.event("on_open", "ui.header"))
+    assert page.value(components["target_language"]) is None, "a model of one pair has no languages to pick"
+    page.set(components["model"], "tiny-m2m100")
+    switched = page.run(page.event("on_model", "ui.header"))
+    picker = next(update for component, update in switched.items()
+                  if component is components["target_language"]).constructor_args
+    assert picker["visible"] and "ru" in picker["choices"] and picker["value"] == "de"
+    page.set(components["target_language"], "ru")
+    page.run(page.event("on_language", "ui.header"))
+    assert page.value(components["model"]) == "tiny-m2m100@ru"
+    translation = page.value(components["translation_state"])
+    assert translation.target_pieces[1] == "__ru__" and translation.forced_steps == 1
+    page.run(page.event("on_tree"))
+    hypotheses = page.value(components["hypotheses_state"])
+    assert all(tokens[0] == translation.target_ids[1] for tokens, _ in hypotheses["hypotheses"])

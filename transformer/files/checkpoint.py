@@ -65,6 +65,7 @@ class Checkpoint:
     info: dict = field(default_factory=dict)
     card: str = ""
     metrics: dict = field(default_factory=dict)
+    pair: tuple[str, str] | None = None  # a multilingual model's (source, target) languages, once chosen
 
     @property
     def name(self) -> str:
@@ -101,9 +102,11 @@ class Checkpoint:
                 raise InputError(f"{self.name} translates one pair of languages: it takes no language to choose.",
                                  code="checkpoint.one_pair", name=self.name)
             return self
+        source, target = source or languages.source, target or languages.target
         source_tokenizer, target_tokenizer = languages.tokenizers(self.source_tokenizer, self.target_tokenizer,
                                                                   source, target)
-        return dataclasses.replace(self, source_tokenizer=source_tokenizer, target_tokenizer=target_tokenizer)
+        return dataclasses.replace(self, source_tokenizer=source_tokenizer, target_tokenizer=target_tokenizer,
+                                   pair=(source, target))
 
     def translate(self, text: str, beam_size: int = 1, max_length: int | None = None,
                   length_penalty: float | None = None, **options) -> Translation:

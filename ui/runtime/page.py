@@ -29,6 +29,7 @@ from .costly import CONCURRENCY as COSTLY_CONCURRENCY
 from .costly import CORES
 from .errors import as_user_message, as_warning
 from .language import ENGLISH, WRITTEN_PER_LANGUAGE, numbers_written, said, text
+from .model_names import listed_with
 
 SPECIAL_PARAMETERS = (gr.Request, gr.SelectData, gr.EventData)
 # A handler's or a hook's parameter the page fills with its own language, by name (never one of Gradio's values).
@@ -243,7 +244,7 @@ class Page:
                 checkpoint = self.services.registry.get(name)
                 for hook in self.after_model_change:
                     result.update(hook.fn(checkpoint))
-                result["model"] = gr.Dropdown(choices=self.services.registry.names(), value=name)
+                result["model"] = gr.Dropdown(choices=listed_with(self.services.registry.names(), name), value=name)
             return result
         # Gradio gives it the request too: its session is the visitor's page.
         run.__signature__ = signature.replace(parameters=[

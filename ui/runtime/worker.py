@@ -35,6 +35,8 @@ import torch
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint, CheckpointError, load_checkpoint, no_checkpoint_named
 
+from .model_names import checkpoint_name, set_for
+
 from .language import message
 from .memory import release_memory
 
@@ -81,9 +83,10 @@ class OnDisk:
         if checkpoint.path is None:
             raise ValueError("only a checkpoint saved in a directory can be sent to the worker")
         self.directory, self.device = str(checkpoint.path), checkpoint.model.device.type
+        self.pair = checkpoint.pair
 
     def __reduce__(self):
-        return loaded, (self.directory, self.device)
+        return loaded, (self.directory, self.device, self.pair)
 
 
 class ModelsOnDisk:
@@ -94,12 +97,13 @@ class ModelsOnDisk:
         self.device = torch.device(device).type  # as OnDisk names it: one copy of a model, not "cuda" and "cuda:0"
 
     def __call__(self, name: str) -> Checkpoint:
-        if name not in self.directories:
+        directory = self.directories.get(checkpoint_name(name))
+        if directory is None:
             raise no_checkpoint_named(name, self.directories)
         try:
-            return loaded(self.directories[name], self.device)
+            return set_for(loaded(directory, self.device), name)
         except CheckpointError as error:  # name the checkpoint, not the server's directories
-            raise error.without(str(Path(self.directories[name]).parent) + "/") from None
+            raise error.without(str(Path(directory).parent) + "/") from None
 
 
 def write_frame(stream: IO[bytes], payload: bytes) -> None:
@@ -203,18 +207,20 @@ _models: OrderedDict[tuple[str, str], tuple[tuple | None, Checkpoint]] = Ordered
 _replies: IO[bytes] | None = None  # where a Callback's reports go
 
 
-def loaded(directory: str, device: str) -> Checkpoint:
+def loaded(directory: str, device: str, pair: tuple[str, str] | None = None) -> Checkpoint:
     """The checkpoint at ``directory``, loaded once while it is among the last ``KEPT_MODELS`` used, and again
-    should its directory have been made anew since (a trainer kept a new model under a removed one's name)."""
+    should its directory have been made anew since (a trainer kept a new model under a removed one's name); set
+    for a multilingual model's ``pair`` of languages."""
     key, made = (directory, device), signature(directory)
     if key in _models and _models[key][0] == made:
         _models.move_to_end(key)
-        return _models[key][1]
-    _models.pop(key, None)
-    _models[key] = made, load_checkpoint(Path(directory), device)
-    while len(_models) > KEPT_MODELS:
-        _models.popitem(last=False)
-    return _models[key][1]
+    else:
+        _models.pop(key, None)
+        _models[key] = made, load_checkpoint(Path(directory), device)
+        while len(_models) > KEPT_MODELS:
+            _models.popitem(last=False)
+    checkpoint = _models[key][1]
+    return checkpoint.in_languages(*pair) if pair else checkpoint
 
 
 def signature(directory: str) -> tuple | None:
