@@ -33,6 +33,8 @@ def what_it_learned(checkpoint: Checkpoint) -> Message:
     data = str(checkpoint.info.get("data", ""))
     if publisher.startswith("Helsinki-NLP/opus-mt-"):
         return message("model.learned.opus")
+    if checkpoint.pair is not None:
+        return message("model.learned.multilingual", target=checkpoint.pair[1])
     if publisher:
         return message("model.learned.marian")
     if data.startswith("Multi30K"):
