@@ -8,6 +8,7 @@ import itertools
 
 import gradio as gr
 
+from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 
 from .runtime import components
@@ -15,7 +16,7 @@ from .runtime.errors import as_html
 from .runtime.language import ENGLISH, said
 from .runtime.language import text as words_in
 from .runtime.limits import visiting_client
-from .runtime.model_names import in_language
+from .runtime.model_names import checkpoint_name, in_language
 from .runtime.page import Page
 from .services import Services
 from .tabs import translate
@@ -132,7 +133,12 @@ def on_open(services: Services, model, text, decoding, beam_size, max_length, ki
     names = services.registry.names()
     values = share.parse_share_query(query, names)
     chosen = values.get("model", services.registry.opened_at_start() or model)
-    checkpoint = services.registry.get(chosen)
+    try:
+        checkpoint = services.registry.get(chosen)
+    except InputError as error:  # a link naming a language its model does not have: the model's own language
+        gr.Warning(as_html(said(error, language)))
+        chosen = checkpoint_name(chosen)
+        checkpoint = services.registry.get(chosen)
     values = share.fit_share_values(values, checkpoint)
     for problem in share.share_link_problems(query, names, checkpoint, language):
         gr.Warning(as_html(problem))

@@ -3,6 +3,7 @@ bundled ones: every event of the page runs on it, and the model picker opens one
 huggingface_hub's cache when offline)."""
 
 import shutil
+import warnings
 
 import gradio as gr
 import pytest
@@ -145,3 +146,20 @@ def test_a_multilingual_model_translates_into_the_language_picked_and_the_worker
     page.run(page.event("on_tree"))
     hypotheses = page.value(components["hypotheses_state"])
     assert all(tokens[0] == translation.target_ids[1] for tokens, _ in hypotheses["hypotheses"])
+
+
+@pytest.mark.parametrize("asked, opened", [("tiny-m2m100@ru", "tiny-m2m100@ru"), ("tiny-m2m100@tlh", "tiny-m2m100")])
+def test_a_shared_link_opens_a_multilingual_model_in_its_language_or_else_in_the_models_own(hub_services, asked,
+                                                                                             opened):
+    demo = build_app(hub_services, "tiny-marian")
+    page = PageDriver(demo)
+    link = gr.Request(session_hash="link", query_params={"model": asked, "text": SENTENCE}, headers={},
+                      client={"host": "127.0.0.1", "port": 4242})
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        page.run(page.event("on_open", "ui.header"), request=link)
+    assert page.value(demo.named_components["model"]) == opened
+    translation = page.value(demo.named_components["translation_state"])
+    assert translation.target_pieces[1] == ("__ru__" if opened.endswith("@ru") else "__de__")
+    said = [str(w.message) for w in warned]
+    assert any("is not one of this model's languages" in message for message in said) == (asked != opened)

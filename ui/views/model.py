@@ -15,15 +15,30 @@ from transformer.train.run_logs import read_records, read_training_log
 from .. import figures
 from ..runtime.language import ENGLISH, Message, Number, message, text
 from .choices import clamp
+from .text import markdown_escape
 
 
 def status_line(checkpoint: Checkpoint, language: str = ENGLISH) -> str:
-    """Under the model picker: size, shape and where the model runs, then what it learned from."""
+    """Under the model picker: size, shape and where the model runs, then what it learned from (and, for a model
+    from the Hub, its licence)."""
     config = checkpoint.model.config
-    return text(language, "model.status", name=checkpoint.name,
-                millions=Number(checkpoint.model.num_parameters() / 1e6, ".2f"),
-                encoder_layers=config.n_encoder_layers, decoder_layers=config.n_decoder_layers,
-                heads=config.n_heads, device=checkpoint.model.device, learned=what_it_learned(checkpoint))
+    status = text(language, "model.status", name=checkpoint.name,
+                  millions=Number(checkpoint.model.num_parameters() / 1e6, ".2f"),
+                  encoder_layers=config.n_encoder_layers, decoder_layers=config.n_decoder_layers,
+                  heads=config.n_heads, device=checkpoint.model.device, learned=what_it_learned(checkpoint))
+    licence = licence_of(checkpoint)
+    if licence is None:
+        return status
+    non_commercial = "-nc" in licence.lower()  # Creative Commons' NonCommercial (NLLB-200: CC-BY-NC 4.0)
+    return status + " " + text(language, "model.licence.non_commercial" if non_commercial else "model.licence",
+                               licence=markdown_escape(licence))
+
+
+def licence_of(checkpoint: Checkpoint) -> str | None:
+    """The licence a converted model was published under, as its publisher names it."""
+    source = checkpoint.info.get("source")
+    licence = source.get("license") if isinstance(source, dict) else None
+    return str(licence) if licence else None
 
 
 def what_it_learned(checkpoint: Checkpoint) -> Message:

@@ -8,6 +8,7 @@ from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 
 from ..runtime.language import ENGLISH, text
+from ..runtime.model_names import checkpoint_name
 from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key
 from .text import clean_text, suits, uses_digits
 from .translate import MAX_BEAM, TARGET_TOKENS, layer_and_head_counts
@@ -28,7 +29,7 @@ def share_query(model: str, text: str, kind: str, view: str, layer: int, head: i
 def parse_share_query(params: dict, names: list[str]) -> dict:
     """Validated values from a shared link's query parameters (unknown or bad values are dropped)."""
     values = {}
-    if params.get("model") in names:
+    if checkpoint_name(str(params.get("model") or "")) in names:  # a multilingual model's language may follow
         values["model"] = params["model"]
     if params.get("text"):
         try:
@@ -58,7 +59,7 @@ def share_link_problems(params: dict, names: list[str], checkpoint: Checkpoint,
     ``checkpoint`` is the model the link opens: the one it names, or the default.
     """
     problems = []
-    if params.get("model") and params["model"] not in names:
+    if params.get("model") and checkpoint_name(params["model"]) not in names:
         problems.append(text(language, "translate.link.model_missing", model=params["model"], name=checkpoint.name))
     sentence = params.get("text") or ""
     if not sentence.strip():
