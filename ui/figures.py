@@ -25,6 +25,7 @@ ROWS_ARE_STEPS = "rows are steps"  # a heatmap trace's meta: row i is decoding s
 GRID = "#e5ecf6"
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 MOST_TICK_LABELS = 60  # token labels an axis shows before it labels every n-th position
+WORD_CHARS, LANGUAGE_TITLE_CHARS = 16, 90  # a word as a tick label; a language's translation as its panel's title
 HEATMAP_MARGIN = {"l": 130, "r": 20}
 LABEL_CHAR_PX = 7.5  # the width of a character of a 13-px tick label
 MIN_COLUMN_PX = 22  # at least 18 px per column on any screen (issue: phones), with room for rotated labels
@@ -444,6 +445,34 @@ def head_heatmaps(values: dict, title: str, colour_title: str, cell, language: s
                          ticktext=[_words(language, "importance.layer_tick", layer=l + 1) for l in range(layers)],
                          autorange="reversed", row=1, col=i + 1)
     return _layout(fig, title, height=360, language=language)
+
+
+def languages_side_by_side(panels: Sequence[tuple[str, object, Sequence[str], Sequence[str]]], title: str, *,
+                           language: str = ENGLISH) -> go.Figure:
+    """One word-level cross-attention map per target language, one above the other so each has the page's width
+    (a projector's audience reads the languages against the same source words): ``panels`` holds (its title, the
+    map (target words, source words), source words, target words); every map on the one 0-1 scale."""
+    heights = [max(3, len(target_words)) for *_, target_words in panels]
+    fig = make_subplots(rows=len(panels), cols=1, vertical_spacing=0.3 / len(panels), row_heights=heights,
+                        subplot_titles=[escape(_shortened(name, LANGUAGE_TITLE_CHARS)) for name, *_ in panels])
+    for i, (_, weights, source_words, target_words) in enumerate(panels):
+        matrix = _matrix(weights)
+        fig.add_trace(go.Heatmap(
+            z=matrix, x=list(range(len(source_words))), y=list(range(len(target_words))), zmin=0, zmax=1,
+            colorscale=ATTENTION_COLORSCALE, showscale=(i == 0), colorbar=dict(thickness=10),
+            text=[[f"{escape(t)} ← {escape(s)}: {Number(w, '.2f').in_(language)}" for s, w in zip(source_words, row)]
+                  for t, row in zip(target_words, matrix)],
+            hovertemplate="%{text}<extra></extra>"), row=i + 1, col=1)
+        fig.update_xaxes(**_ticks([_shortened(word, WORD_CHARS) for word in source_words]), tickangle=0,
+                         row=i + 1, col=1)
+        fig.update_yaxes(**_ticks([_shortened(word, WORD_CHARS) for word in target_words]), autorange="reversed",
+                         row=i + 1, col=1)
+    return _layout(fig, title, height=min(2400, 140 + 90 * len(panels) + 22 * sum(heights)), language=language)
+
+
+def _shortened(label: str, most: int) -> str:
+    """A label cut to ``most`` characters (hover shows it whole)."""
+    return label if len(label) <= most else label[: most - 1] + "…"
 
 
 def patching_heads(heads: dict, title: str, *, language: str = ENGLISH) -> go.Figure:

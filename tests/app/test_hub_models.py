@@ -163,3 +163,33 @@ def test_a_shared_link_opens_a_multilingual_model_in_its_language_or_else_in_the
     assert translation.target_pieces[1] == ("__ru__" if opened.endswith("@ru") else "__de__")
     said = [str(w.message) for w in warned]
     assert any("is not one of this model's languages" in message for message in said) == (asked != opened)
+
+
+def test_one_sentence_into_several_languages_side_by_side_on_a_multilingual_model_only(hub_services):
+    demo = build_app(hub_services, "tiny-marian")
+    page = PageDriver(demo)
+    components = demo.named_components
+    page.set(components["text"], SENTENCE)
+    page.run(page.event("on_open", "ui.header"))
+    page.set(components["model"], "tiny-m2m100")
+    switched = page.run(page.event("on_model", "ui.header"))
+    offered = {name: update.constructor_args for name, update in switched.items()
+               if name in (components["languages_section"], components["many_targets"])}
+    assert offered[components["languages_section"]]["visible"] is True
+    assert offered[components["many_targets"]]["value"] == ["de"]
+    page.set(components["many_targets"], ["ru", "ja", "de"])
+    page.run(page.event("on_languages"))
+    rows = page.value(components["languages_table"])
+    assert [row[0] for row in rows] == ["ru", "ja", "de"] and all("←" in row[2] for row in rows)
+    heatmaps = [trace for trace in page.value(components["languages_plot"]).data if trace.type == "heatmap"]
+    assert len(heatmaps) == 3
+    page.set(components["many_targets"], ["ru", "ja", "de", "cs", "en"])
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        page.run(page.event("on_languages"))
+    assert any("Choose at most 4 languages (you chose 5)" in str(w.message) for w in warned)
+    assert page.value(components["languages_table"]) == rows, "what was shown stays"
+    page.set(components["model"], "tiny-marian")
+    switched = page.run(page.event("on_model", "ui.header"))
+    hidden = next(update for name, update in switched.items() if name is components["languages_section"])
+    assert hidden.constructor_args["visible"] is False

@@ -189,3 +189,13 @@ def test_a_checkpoint_whose_languages_do_not_fit_its_vocabulary_is_refused_in_on
     (copy / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="do not fit its vocabulary"):
         load_checkpoint(copy, device="cpu")
+
+
+def test_one_sentence_into_several_languages_in_one_batch_is_each_languages_own_translation(family, converted):
+    languages = list(converted.languages.tokens)[:4]
+    together = converted.translate_into(ENGLISH[1], languages, max_length=8)
+    for code, translation in zip(languages, together, strict=True):
+        alone = converted.in_languages(target=code).translate(ENGLISH[1], beam_size=1, max_length=8)
+        assert translation.target_ids == alone.target_ids, code
+        assert translation.source_ids == alone.source_ids and translation.forced_steps == alone.forced_steps
+        torch.testing.assert_close(translation.cross_attention, alone.cross_attention, atol=1e-5, rtol=0)

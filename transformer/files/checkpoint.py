@@ -36,8 +36,8 @@ from safetensors.torch import save as safetensors_bytes
 from ..cpu import speed_up
 from ..errors import Explained, InputError
 from ..paper.config import ModelConfig
-from ..paper.decoding import SearchRules
-from ..paper.translation import Translation, translate_together
+from ..paper.decoding import SearchRules, encode_source, greedy_search, pad_batch
+from ..paper.translation import Translation, inspect_together, translate_together
 from ..paper.model import Transformer
 from ..paper.tokenizer import Languages, Tokenizer
 
@@ -107,6 +107,24 @@ class Checkpoint:
                                                                   source, target)
         return dataclasses.replace(self, source_tokenizer=source_tokenizer, target_tokenizer=target_tokenizer,
                                    pair=(source, target))
+
+    def translate_into(self, text: str, targets: list[str], max_length: int | None = None) -> list[Translation]:
+        """One sentence translated into each of ``targets`` (a multilingual model's languages) in one greedy batch:
+        each row starts from its own language's token, and gets the translation it gets alone."""
+        if not targets:
+            return []
+        settings = [self.in_languages(self.pair[0] if self.pair else None, target) for target in targets]
+        sources = [encode_source(self.model, each.source_tokenizer, text) for each in settings]
+        forced = [each.target_tokenizer.prefix_ids for each in settings]
+        src = pad_batch([ids for ids, _ in sources], self.model.config.pad_id, self.model.device)
+        prefix = torch.tensor(forced, device=self.model.device) if forced[0] else None  # SMaLL-100 forces none
+        rows, ended = greedy_search(self.model, src, max_length, prefix=prefix, return_ended=True)
+        translations = inspect_together(self.model, settings[0].source_tokenizer, settings[0].target_tokenizer,
+                                        [ids for ids, _ in sources], rows, ended)
+        for translation, (_, cut), prefix_ids in zip(translations, sources, forced):
+            translation.source_text, translation.truncated = text, cut
+            translation.forced_steps = len(prefix_ids)
+        return translations
 
     def translate(self, text: str, beam_size: int = 1, max_length: int | None = None,
                   length_penalty: float | None = None, **options) -> Translation:

@@ -47,6 +47,9 @@ def check(component, value, name: str) -> None:
     elif isinstance(component, gr.Radio):  # a fixed set on this page; none chosen where none was at first
         if value not in [choice[1] for choice in component.choices] and not (value is None and component.value is None):
             raise InputError(message("runtime.bounds.radio", what=what, value=sent))
+    elif isinstance(component, gr.Dropdown) and component.multiselect:  # as a group of boxes: the handler checks
+        if not isinstance(value, list) or len(value) > MAX_CHOSEN or not all(isinstance(v, str) for v in value):
+            raise InputError(message("runtime.bounds.checkbox_group", what=what, most=MAX_CHOSEN))
     elif isinstance(component, gr.Dropdown):  # choices that follow the model (heads, pieces, model names)
         if value is not None and (not isinstance(value, (str, int, float)) or len(str(value)) > MAX_CHOICE_CHARS):
             raise InputError(message("runtime.bounds.dropdown", what=what, value=sent))

@@ -17,6 +17,7 @@ from ..views import exports, share
 from ..views.analysis import (HYPOTHESES_HEADERS, STATISTICS_HEADERS, alignment_view, beam_view, head_figure,
                               hypothesis_attention, sample_statistics, statistics_kind, statistics_rows)
 from ..views.choices import MEAN_OF_HEADS, chosen_head, head_choices, require_translation
+from ..views.languages import LANGUAGES_HEADERS, MOST_LANGUAGES, many_languages_view
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import MAX_BEAM, attention_figure, decoding_of, length_penalty_origin
 
@@ -41,6 +42,16 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
             alignment_head = components.Dropdown(head_choices(0, page.language), value=MEAN_OF_HEADS,
                                                  label=words("analysis.head"))
         alignment_plot = Chart(label=words("analysis.alignment_chart"), elem_id="alignment-plot")
+    # A multilingual model's: shown for such a model only (after_model_change).
+    with gr.Accordion(words("languages.section"), open=True, visible=False) as languages_section:
+        gr.Markdown(words("languages.note", most=MOST_LANGUAGES))
+        with gr.Row():
+            many_targets = components.Dropdown([], multiselect=True, max_choices=MOST_LANGUAGES, scale=3,
+                                               label=words("languages.targets"))
+            languages_button = gr.Button(words("languages.button"), variant="primary", scale=1)
+        languages_plot = Chart(label=words("languages.chart"), elem_id="languages-plot")
+        languages_table = gr.Dataframe(headers=[words(key) for key in LANGUAGES_HEADERS], interactive=False,
+                                       wrap=True)
     with gr.Accordion(words("analysis.statistics_section"), open=True):
         gr.Markdown(words("analysis.statistics_note"))
         with gr.Row():
@@ -65,7 +76,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
              statistics_sample_button=statistics_sample_button, statistics_caption=statistics_caption,
              statistics_table=statistics_table, statistics_head_plot=statistics_head_plot, csv_button=csv_button,
              npz_button=npz_button, svg_button=svg_button, share_button=share_button, export_file=export_file,
-             share_link=share_link)
+             share_link=share_link, languages_section=languages_section, many_targets=many_targets,
+             languages_button=languages_button, languages_plot=languages_plot, languages_table=languages_table)
 
 
 # --- handlers ------------------------------------------------------------------------------------
@@ -85,6 +97,15 @@ def on_hypothesis(services: Services, translation_model, hypotheses_state, event
     rank = int(event.row_value[0]) - 1 if event.row_value else event.index[0]  # rows may be sorted
     return {"hypothesis_plot": hypothesis_attention(services.registry.get(translation_model), hypotheses_state, rank,
                                                     language)}
+
+
+def on_languages(services: Services, translation_model, translation_state, many_targets,
+                 language: str = ENGLISH) -> dict:
+    """The last sentence into each language chosen, in one batch, side by side."""
+    source = require_translation(translation_state).source_text
+    figure, rows = services.costly.run(many_languages_view, services.registry.get(translation_model), source,
+                                       many_targets, language)
+    return {"languages_plot": figure, "languages_table": rows}
 
 
 def on_alignment(translation_state, alignment_layer, alignment_head, language: str = ENGLISH) -> dict:
@@ -150,27 +171,34 @@ def after_translation(translation: Translation, language: str = ENGLISH) -> dict
             # The tree starts from the beam the translation was made with (greedy: the smallest beam).
             "tree_beam": max(2, beam),
             "hypotheses_state": None, "hypothesis_plot": None, "statistics_table": None, "statistics_caption": "",
-            "statistics_head_plot": None, "export_file": None, "share_link": "",
+            "statistics_head_plot": None, "export_file": None, "share_link": "", "languages_plot": None,
+            "languages_table": None,
             "alignment_layer": gr.Slider(1, layers, value=layers, step=1),
             "alignment_head": gr.Dropdown(head_choices(heads, language), value=MEAN_OF_HEADS),
             "alignment_plot": alignment_view(translation, layers, None, language)}
 
 
 def after_model_change(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
-    """Beam search starts from the length penalty this model's scores were made with."""
+    """Beam search starts from the length penalty this model's scores were made with; a multilingual model offers
+    its languages side by side (starting from the one it translates into)."""
     alpha = checkpoint.length_penalty
+    languages = checkpoint.languages
     return {"tree_penalty": gr.Slider(value=alpha, info=text(language, "analysis.penalty_info",
                                                              alpha=Number(alpha, "g"),
-                                                             origin=length_penalty_origin(checkpoint, language)))}
+                                                             origin=length_penalty_origin(checkpoint, language))),
+            "languages_section": gr.Accordion(visible=languages is not None),
+            "many_targets": gr.Dropdown(choices=sorted(languages.tokens) if languages else [],
+                                        value=[checkpoint.pair[1]] if languages else [], multiselect=True)}
 
 
 def declare(page: Page) -> None:
     page.when_translated(after_translation, ("analysis_sentence", "tree_beam", "tree_plot", "hypotheses_table",
                                              "hypotheses_state", "hypothesis_plot", "statistics_table",
                                              "statistics_caption", "statistics_head_plot", "export_file",
-                                             "share_link", "alignment_layer", "alignment_head", "alignment_plot"),
+                                             "share_link", "alignment_layer", "alignment_head", "alignment_plot",
+                                             "languages_plot", "languages_table"),
                          TAB_ID)
-    page.when_model_changes(after_model_change, ("tree_penalty",))
+    page.when_model_changes(after_model_change, ("tree_penalty", "languages_section", "many_targets"))
 
 
 def wire(page: Page) -> None:
@@ -181,6 +209,8 @@ def wire(page: Page) -> None:
         page.on(c["statistics_button"].click, on_statistics, ("statistics_table", "statistics_caption"),
                 keep_on_input_problem=True),
         page.on(c["statistics_sample_button"].click, on_statistics_sample, ("statistics_table", "statistics_caption"),
+                keep_on_input_problem=True, costly=True),
+        page.on(c["languages_button"].click, on_languages, ("languages_plot", "languages_table"),
                 keep_on_input_problem=True, costly=True),
     ]
     page.on(c["hypotheses_table"].select, on_hypothesis, ["hypothesis_plot"])
