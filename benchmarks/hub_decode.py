@@ -147,6 +147,7 @@ def main() -> None:
     with torch.inference_mode():
         # transformers ends a translation held to n tokens with a forced </s>: the tokens before it must agree.
         agree = [a[: n - 1] == b.tolist()[0][1:n] for a, b in zip(ours_greedy(), theirs_greedy())]
+        beams_agree = [a.tokens[: n - 1] == b.tolist()[0][1:n] for a, b in zip(ours_beam(), theirs_beam())]
         for run in runs.values():  # warm-up
             run()
         times = {name: [] for name in runs}
@@ -160,7 +161,8 @@ def main() -> None:
         "beam_ratio": round(ms["ours_beam"] / ms["transformers_beam"], 3),
         "greedy_ratio_recording": round(ms["ours_greedy_recording"] / ms["transformers_greedy_recording"], 3),
         "beam_ratio_recording": round(ms["ours_beam_recording"] / ms["transformers_beam_recording"], 3),
-        "greedy_outputs_equal": sum(agree), "sentences": len(sources), "tokens": n, "beam": args.beam,
+        "greedy_outputs_equal": sum(agree), "beam_outputs_equal": sum(beams_agree), "sentences": len(sources),
+        "tokens": n, "beam": args.beam,
         "family": args.family,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "machine": machine()})
