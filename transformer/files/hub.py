@@ -39,6 +39,7 @@ from .checkpoint import CheckpointError, load_weights, save_checkpoint
 log = logging.getLogger(__name__)
 
 REQUIRED_FILES = ("config.json", "source.spm", "target.spm", "vocab.json")
+MULTILINGUAL_TYPES = ("m2m_100", "mbart")  # the model_type of the families multilingual.py converts
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")  # the first one a model has is read
 OPTIONAL_FILES = ("generation_config.json", "target_vocab.json", "tokenizer_config.json", "README.md", "vocab.json")
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -297,7 +298,7 @@ def convert(directory: str | Path, out: str | Path, source: Source | None = None
         raise HubError(f"{directory.name} has no config.json, so it is not a transformers model.", code="hub.no_config",
                        name=directory.name)
     values = read_json(directory / "config.json")
-    if values.get("model_type") in multilingual.MODEL_TYPES:
+    if values.get("model_type") in MULTILINGUAL_TYPES:
         tokenizer_path = directory / "tokenizer_config.json"
         tokenizer_config = read_json(tokenizer_path) if tokenizer_path.is_file() else {}
         family = multilingual.family_of(values, tokenizer_config)
@@ -402,11 +403,10 @@ def download(repo_id: str, revision: str | None = None, max_bytes: int | None = 
         raise HubError(f"{repo_id} has no config.json, so it is not a transformers model.", code="hub.no_config",
                        name=repo_id)
     kind = (info.config or {}).get("model_type")
-    multilingual_kinds = ("m2m_100", "mbart")  # multilingual.MODEL_TYPES
-    if kind and kind != "marian" and kind not in multilingual_kinds:
+    if kind and kind != "marian" and kind not in MULTILINGUAL_TYPES:
         raise HubError(f"{repo_id} is a {kind} model, not a translator this project opens (Marian, M2M100, NLLB, "
                        "SMaLL-100, mBART-50).", code="hub.repo_not_marian", repo_id=repo_id, kind=str(kind))
-    required = ("config.json", "sentencepiece.bpe.model") if kind in multilingual_kinds else REQUIRED_FILES
+    required = ("config.json", "sentencepiece.bpe.model") if kind in MULTILINGUAL_TYPES else REQUIRED_FILES
     missing = [name for name in required if name not in sizes]
     if missing:
         raise HubError(f"{repo_id} has no {', '.join(missing)}: a translator needs its SentencePiece models "

@@ -38,7 +38,6 @@ from .hub import ACTIVATIONS, HubError, ENCODER_NORMS, DECODER_NORMS, layer_weig
 CODES = json.loads((Path(__file__).with_name("languages.json")).read_text(encoding="utf-8"))
 SENTENCEPIECE = "sentencepiece.bpe.model"
 FAIRSEQ_SPECIALS = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
-MODEL_TYPES = ("m2m_100", "mbart")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import io
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import sentencepiece as spm
@@ -181,7 +181,6 @@ class Languages:
     target: str
     source_marked_by: str = "source"
     target_forced: bool = True
-    names: dict[str, str] = field(default_factory=dict)  # code -> the language's English name, where known
 
     def check(self, code: str) -> str:
         """``code`` if it is one of this model's languages; else an error that names some of them."""
