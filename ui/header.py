@@ -23,6 +23,7 @@ from .tabs import translate
 from .views import model as model_views
 from .views import share
 from .views.choices import clamp
+from .views.languages import language_choices
 from .views.text import examples_for, source_label, text_for_model
 from .views.translate import layer_and_head_counts
 
@@ -69,13 +70,13 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, E
     page.when_model_changes(language_picker, ("target_language",))
 
 
-def language_picker(checkpoint: Checkpoint) -> dict:
-    """The target languages of a multilingual model, the one it translates into chosen; hidden for a model of one
-    pair of languages."""
+def language_picker(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
+    """The target languages of a multilingual model, named in ``language``, the one it translates into chosen;
+    hidden for a model of one pair of languages."""
     if checkpoint.languages is None:
         return {"target_language": gr.Dropdown(visible=False)}
-    codes = sorted(checkpoint.languages.tokens)
-    return {"target_language": gr.Dropdown(choices=codes, value=checkpoint.pair[1], visible=True)}
+    return {"target_language": gr.Dropdown(choices=language_choices(checkpoint.languages.tokens, language),
+                                           value=checkpoint.pair[1], visible=True)}
 
 
 def model_settings(checkpoint: Checkpoint, layer, head, language: str = ENGLISH) -> dict:

@@ -14,6 +14,7 @@ from page_driver import PageDriver
 from transformer.files import hub
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import header, views
+from ui.views import languages as language_views
 from ui.build import build_app
 from ui.runtime.errors import UNEXPECTED
 from ui.hub_models import HubModels
@@ -137,7 +138,7 @@ def test_a_multilingual_model_translates_into_the_language_picked_and_the_worker
     switched = page.run(page.event("on_model", "ui.header"))
     picker = next(update for component, update in switched.items()
                   if component is components["target_language"]).constructor_args
-    assert picker["visible"] and "ru" in picker["choices"] and picker["value"] == "de"
+    assert picker["visible"] and ("Russian (ru)", "ru") in picker["choices"] and picker["value"] == "de"
     page.set(components["target_language"], "ru")
     page.run(page.event("on_language", "ui.header"))
     assert page.value(components["model"]) == "tiny-m2m100@ru"
@@ -180,7 +181,8 @@ def test_one_sentence_into_several_languages_side_by_side_on_a_multilingual_mode
     page.set(components["many_targets"], ["ru", "ja", "de"])
     page.run(page.event("on_languages"))
     rows = page.value(components["languages_table"])
-    assert [row[0] for row in rows] == ["ru", "ja", "de"] and all("←" in row[2] for row in rows)
+    assert [row[0] for row in rows] == ["Russian (ru)", "Japanese (ja)", "German (de)"]
+    assert all("←" in row[2] for row in rows)
     heatmaps = [trace for trace in page.value(components["languages_plot"]).data if trace.type == "heatmap"]
     assert len(heatmaps) == 3
     page.set(components["many_targets"], ["ru", "ja", "de", "cs", "en"])
@@ -193,3 +195,16 @@ def test_one_sentence_into_several_languages_side_by_side_on_a_multilingual_mode
     switched = page.run(page.event("on_model", "ui.header"))
     hidden = next(update for name, update in switched.items() if name is components["languages_section"])
     assert hidden.constructor_args["visible"] is False
+
+
+@pytest.mark.parametrize("code, language, label", [
+    ("deu_Latn", "en", "German (deu_Latn)"), ("de_DE", "de", "Deutsch (de_DE)"), ("ru", "fr", "russe (ru)"),
+    ("zho_Hant", "en", "Chinese (zho_Hant)"), ("ast", "en", "ast")])
+def test_a_language_is_named_in_the_pages_language_beside_its_code_where_the_locales_name_it(code, language,
+                                                                                            label):
+    assert language_views.language_label(code, language) == label
+
+
+def test_named_languages_come_first_in_the_pages_alphabetical_order():
+    assert language_views.language_choices(["ast", "ru", "de", "en"], "de") == [
+        ("Deutsch (de)", "de"), ("Englisch (en)", "en"), ("Russisch (ru)", "ru"), ("ast", "ast")]

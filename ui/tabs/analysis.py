@@ -17,7 +17,7 @@ from ..views import exports, share
 from ..views.analysis import (HYPOTHESES_HEADERS, STATISTICS_HEADERS, alignment_view, beam_view, head_figure,
                               hypothesis_attention, sample_statistics, statistics_kind, statistics_rows)
 from ..views.choices import MEAN_OF_HEADS, chosen_head, head_choices, require_translation
-from ..views.languages import LANGUAGES_HEADERS, MOST_LANGUAGES, many_languages_view
+from ..views.languages import LANGUAGES_HEADERS, MOST_LANGUAGES, language_choices, many_languages_view
 from ..views.samples import SAMPLE_SIZE, sample_sentences
 from ..views.translate import MAX_BEAM, attention_figure, decoding_of, length_penalty_origin
 
@@ -187,7 +187,7 @@ def after_model_change(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
                                                              alpha=Number(alpha, "g"),
                                                              origin=length_penalty_origin(checkpoint, language))),
             "languages_section": gr.Accordion(visible=languages is not None),
-            "many_targets": gr.Dropdown(choices=sorted(languages.tokens) if languages else [],
+            "many_targets": gr.Dropdown(choices=language_choices(languages.tokens, language) if languages else [],
                                         value=[checkpoint.pair[1]] if languages else [], multiselect=True)}
 
 

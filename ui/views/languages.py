@@ -10,13 +10,37 @@ from transformer.files.checkpoint import Checkpoint
 from transformer.inside import analysis
 
 from .. import figures
-from ..runtime.language import ENGLISH, message
+from ..runtime.language import ENGLISH, message, table
 from ..runtime.language import text as words
 from .text import clean_text
 from .translate import one_map
 
 MOST_LANGUAGES = 4  # side by side, each map stays readable on a classroom projector
 LANGUAGES_HEADERS = ("languages.header.language", "languages.header.translation", "languages.header.aligned")
+
+
+# NLLB writes languages as ISO 639-3 codes with a script ("deu_Latn"); the locales name them by ISO 639-1 ("de"),
+# as M2M100 ("de") and mBART-50 ("de_DE") write them. Only the languages the locales name are listed here.
+THREE_LETTERS = {"arb": "ar", "bul": "bg", "ben": "bn", "cat": "ca", "ces": "cs", "dan": "da", "deu": "de",
+                 "ell": "el", "eng": "en", "spa": "es", "est": "et", "pes": "fa", "fin": "fi", "fra": "fr",
+                 "hau": "ha", "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "ind": "id", "isl": "is",
+                 "ita": "it", "jpn": "ja", "kor": "ko", "lit": "lt", "lvs": "lv", "nld": "nl", "nob": "no",
+                 "pol": "pl", "por": "pt", "ron": "ro", "rus": "ru", "slk": "sk", "slv": "sl", "swe": "sv",
+                 "swh": "sw", "tha": "th", "tur": "tr", "ukr": "uk", "urd": "ur", "vie": "vi", "zho": "zh"}
+
+
+def language_label(code: str, language: str = ENGLISH) -> str:
+    """A model's language code as a picker shows it: the language's name in ``language`` where the locales have
+    one, then the code as the model writes it ("German (deu_Latn)"); the code alone otherwise."""
+    first = code.split("_")[0]
+    name = table(language).get(f"language_name.{THREE_LETTERS.get(first, first)}")
+    return f"{name} ({code})" if name else code
+
+
+def language_choices(codes, language: str = ENGLISH) -> list[tuple[str, str]]:
+    """A picker's (label, code) choices, named languages first, in the page's alphabetical order."""
+    labelled = [(language_label(code, language), code) for code in codes]
+    return sorted(labelled, key=lambda choice: (choice[0] == choice[1], choice[0].casefold()))
 
 
 def chosen_languages(checkpoint: Checkpoint, targets) -> list[str]:
@@ -44,8 +68,9 @@ def many_languages_view(checkpoint: Checkpoint, text: str, targets, language: st
         weights, _ = one_map(translation, "cross", translation.cross_attention.shape[0], None)
         merged, target_words, source_words = analysis.word_attention(
             weights[forced:], translation.predicted_pieces[forced:], translation.source_pieces)
-        panels.append((f"{code}: {translation.text}", merged, source_words, target_words))
+        name = language_label(code, language)
+        panels.append((f"{name}: {translation.text}", merged, source_words, target_words))
         aligned = ", ".join(f"{word} ← {source_words[int(row.argmax())]}" for word, row in zip(target_words, merged))
-        rows.append([code, translation.text, aligned])
+        rows.append([name, translation.text, aligned])
     title = words(language, "languages.title", layer=checkpoint.model.config.n_decoder_layers)
     return figures.languages_side_by_side(panels, title, language=language), rows
