@@ -291,7 +291,7 @@ def test_the_header_and_the_translate_tab_leave_no_english_on_another_languages_
                                *settings["words"]["chartText"].values()}
     views = translate_tab.on_translate(app_services, "multi30k-en-de", "Der Hund schläft.", "greedy", 4, 40,
                                        choices_kinds()[2], "one head", 1, 1, False, other)
-    german, english_language = words["translate.language.de"], words["translate.language.en"]
+    german, english_language = words["language_name.de"], words["language_name.en"]
     assert views["notes"] == "- " + words["translate.note.language_learned"].format(
         seen=german, expected=english_language, target=german)
     assert views["page_numbers"]["steps"][0]["caption"].startswith(words["translate.step.caption"].split("{")[0])

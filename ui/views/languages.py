@@ -10,9 +10,9 @@ from transformer.files.checkpoint import Checkpoint
 from transformer.inside import analysis
 
 from .. import figures
-from ..runtime.language import ENGLISH, message, table
+from ..runtime.language import ENGLISH, message
 from ..runtime.language import text as words
-from .text import clean_text
+from .text import clean_text, language_name
 from .translate import one_map
 
 MOST_LANGUAGES = 4  # side by side, each map stays readable on a classroom projector
@@ -33,7 +33,7 @@ def language_label(code: str, language: str = ENGLISH) -> str:
     """A model's language code as a picker shows it: the language's name in ``language`` where the locales have
     one, then the code as the model writes it ("German (deu_Latn)"); the code alone otherwise."""
     first = code.split("_")[0]
-    name = table(language).get(f"language_name.{THREE_LETTERS.get(first, first)}")
+    name = language_name(THREE_LETTERS.get(first, first), language)
     return f"{name} ({code})" if name else code
 
 

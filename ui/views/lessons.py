@@ -12,7 +12,7 @@ from transformer.files.checkpoint import Checkpoint
 
 from ..runtime.language import ENGLISH, said, table, text
 from .choices import ATTENTION_KINDS, VIEWS
-from .text import known_languages, markdown_escape
+from .text import known_languages, language_name, markdown_escape
 from .translate import AttentionMap, map_of
 
 
@@ -131,18 +131,12 @@ LESSONS = (
 )
 
 
-def language_name(code: str | None, language: str = ENGLISH) -> str:
-    """A language a model reads or writes, named in ``language``: "German", "Deutsch", "allemand"."""
-    key = f"lessons.language.{code}"
-    return text(language, key) if key in table(ENGLISH) else code or "?"
-
-
 def run_caption(checkpoint: Checkpoint, run: PairedRun, translation: str, language: str = ENGLISH) -> str:
     """"**English → French** · multi30k-en-fr", noting a run without positions, then a paragraph "sentence →
     *translation*"."""
     name = markdown_escape(checkpoint.name)
     languages = known_languages(checkpoint)
-    direction = " → ".join(language_name(code, language) for code in languages) if languages else name
+    direction = " → ".join(language_name(code, language) or code or "?" for code in languages) if languages else name
     without = f", **{text(language, 'lessons.caption.without_positions')}**" if not run.positions else ""
     shown = f" · {text(language, 'lessons.caption.mean_of_layer', layer=run.layer)}" if run.layer else ""
     return (f"**{direction}** · {name}{without}{shown}\n\n{markdown_escape(run.sentence)} → "

@@ -12,7 +12,7 @@ import unicodedata
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 
-from ..runtime.language import ENGLISH, message
+from ..runtime.language import ENGLISH, message, table
 from ..runtime.language import text as words_in
 
 MAX_INPUT_CHARS = 1000
@@ -67,7 +67,7 @@ def markdown_escape(text: str) -> str:
     return escaped
 
 
-# The languages a model's name may say it reads: translate.language.<code> names each in ui/locales/.
+# The languages a model's name may say it reads (language_name names them, as others).
 KNOWN_LANGUAGES = ("en", "de", "fr", "cs")
 
 
@@ -120,11 +120,17 @@ def language_note(checkpoint: Checkpoint, text: str, language: str = ENGLISH) ->
     if seen == expected or clues[seen] < 2 or clues[seen] <= clues[expected]:
         return None
     def name(code: str) -> str:
-        return words_in(language, f"translate.language.{code}")
+        return language_name(code, language)
     if target in KNOWN_LANGUAGES:
         return words_in(language, "translate.note.language_learned", seen=name(seen), expected=name(expected),
                      target=name(target))
     return words_in(language, "translate.note.language", seen=name(seen), expected=name(expected))
+
+
+def language_name(code: str | None, language: str = ENGLISH) -> str | None:
+    """A language named in ``language`` by its ISO 639-1 code ("de": "German", "Deutsch", "allemand"); None where
+    ui/locales/*/language_names.json does not name it."""
+    return table(language).get(f"language_name.{code}")
 
 
 def uses_digits(checkpoint: Checkpoint) -> bool:
