@@ -40,7 +40,7 @@ def vocabulary_size(family: str, proto: bytes) -> int:
     """The embedding rows each family has: pieces, language tokens, and (M2M100) eight made-up words."""
     pieces = spm.SentencePieceProcessor(model_proto=proto).get_piece_size() + 1  # fairseq's four for spm's three
     codes = json.loads((Path(__file__).resolve().parents[1] / "transformer" / "files" / "languages.json").read_text())
-    return {"m2m100": pieces + len(codes["wmt21"]) + 8, "small100": pieces + len(codes["wmt21"]) + 8,
+    return {"m2m100": pieces + len(codes["m2m100"]) + 8, "small100": pieces + len(codes["m2m100"]) + 8,
             "nllb": pieces + len(codes["nllb"]) + 1 + 2, "mbart50": pieces + len(codes["mbart50"]) + 1}[family]
 
 
@@ -70,7 +70,7 @@ def build_multilingual(directory: Path, family: str, seed: int = 0, d_model: int
     tokenizer_config = {"tokenizer_class": TOKENIZER_CLASSES[family]}
     if family in ("m2m100", "small100"):
         (directory / "vocab.json").write_text(json.dumps(m2m100_vocabulary(proto), ensure_ascii=False))
-        tokenizer_config.update(language_codes="wmt21", num_madeup_words=8)
+        tokenizer_config.update(language_codes="m2m100", num_madeup_words=8)
     (directory / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
     licence = "cc-by-nc-4.0" if family == "nllb" else "mit"
     (directory / "README.md").write_text(f"---\nlicense: {licence}\n---\n# A tiny multilingual test translator\n")

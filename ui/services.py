@@ -13,7 +13,7 @@ import torch
 from transformer.cpu import decoding_copy_bytes
 from transformer.data import DataError, multi30k_dir
 from transformer.files.checkpoint import (REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, default_device,
-                                   list_checkpoints, load_checkpoint, no_checkpoint_named)
+                                   list_checkpoints, load_checkpoint, no_checkpoint_named, read_config)
 
 from .classroom import Classrooms
 from .hub_models import MB, HubModels, OpeningAtStart
@@ -58,6 +58,18 @@ class ModelRegistry:
 
     def names(self) -> list[str]:
         return list(self.available())
+
+    def multilingual(self) -> dict[str, list[str]]:
+        """Every listed multilingual model and its language codes, read from its config.json (without loading it)."""
+        found = {}
+        for name, path in self.available().items():
+            try:
+                languages = read_config(path).get("languages")
+            except (CheckpointError, OSError, ValueError):  # unreadable: the model list says why when it is chosen
+                continue
+            if isinstance(languages, dict) and isinstance(languages.get("tokens"), dict):
+                found[name] = list(languages["tokens"])
+        return found
 
     def default_name(self) -> str | None:
         """The model a new visitor's page opens on: the first one opened at start that is ready, else the bundled

@@ -14,7 +14,9 @@ from page_driver import PageDriver
 from transformer.files import hub
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import header, views
+from ui import lessons as lessons_tab
 from ui.views import languages as language_views
+from ui.views.lessons import LESSONS
 from ui.build import build_app
 from ui.runtime.errors import UNEXPECTED
 from ui.hub_models import HubModels
@@ -208,3 +210,17 @@ def test_a_language_is_named_in_the_pages_language_beside_its_code_where_the_loc
 def test_named_languages_come_first_in_the_pages_alphabetical_order():
     assert language_views.language_choices(["ast", "ru", "de", "en"], "de") == [
         ("Deutsch (de)", "de"), ("Englisch (en)", "en"), ("Russisch (ru)", "ru"), ("ast", "ast")]
+
+
+def test_the_word_order_lesson_compares_one_multilingual_model_into_german_and_french_where_one_is_open(
+        hub_services):
+    """The same weights, two language tokens: where a multilingual model is open, the lesson's pair is that model
+    into German and into French, instead of two models."""
+    lesson = next(lesson for lesson in LESSONS if lesson.key == "word_order")
+    shown = lessons_tab.pair_views(hub_services, lesson, None)
+    left, right = shown["pair_left_caption"], shown["pair_right_caption"]
+    assert left.startswith("**English → German** · tiny\\-m2m100")  # the name as Markdown escapes it
+    assert right.startswith("**English → French** · tiny\\-m2m100")
+    assert shown["pair_left_plot"] is not None and shown["pair_right_plot"] is not None
+    bundled_only = Services(ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu"))
+    assert "· multi30k\\-en\\-fr" in lessons_tab.pair_views(bundled_only, lesson, None)["pair_right_caption"]

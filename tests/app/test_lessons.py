@@ -181,6 +181,9 @@ def test_a_pair_whose_other_model_is_missing_shows_one_side_and_says_so_of_the_o
         def get(self, name):
             return app_services.registry.get(name)
 
+        def multilingual(self):
+            return {}
+
     lesson = next(lesson for lesson in lessons.LESSONS if lesson.title == "Word order differs across languages")
     shown = lessons_panel.pair_views(services.Services(WithoutFrench(), app_services.jobs, False), lesson, 60)
     assert shown["lesson_pair"].visible and shown["pair_left_plot"] is not None and shown["pair_right_plot"] is None

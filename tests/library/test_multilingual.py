@@ -50,7 +50,7 @@ def reference(family, original):
 def their_tokenizer(family, original, source, target):
     if family in ("m2m100", "small100"):  # SMaLL-100's own tokenizer marks the source with the target language
         return M2M100Tokenizer(original / "vocab.json", original / "sentencepiece.bpe.model",
-                               language_codes="wmt21", src_lang=target if family == "small100" else source,
+                               language_codes="m2m100", src_lang=target if family == "small100" else source,
                                tgt_lang=target)
     kind = NllbTokenizer if family == "nllb" else MBart50Tokenizer
     return kind.from_pretrained(original, src_lang=source, tgt_lang=target)

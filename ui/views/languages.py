@@ -12,29 +12,23 @@ from transformer.inside import analysis
 from .. import figures
 from ..runtime.language import ENGLISH, message
 from ..runtime.language import text as words
-from .text import clean_text, language_name
+from .text import clean_text, iso_code, language_name
 from .translate import one_map
 
 MOST_LANGUAGES = 4  # side by side, each map stays readable on a classroom projector
 LANGUAGES_HEADERS = ("languages.header.language", "languages.header.translation", "languages.header.aligned")
 
 
-# NLLB writes languages as ISO 639-3 codes with a script ("deu_Latn"); the locales name them by ISO 639-1 ("de"),
-# as M2M100 ("de") and mBART-50 ("de_DE") write them. Only the languages the locales name are listed here.
-THREE_LETTERS = {"arb": "ar", "bul": "bg", "ben": "bn", "cat": "ca", "ces": "cs", "dan": "da", "deu": "de",
-                 "ell": "el", "eng": "en", "spa": "es", "est": "et", "pes": "fa", "fin": "fi", "fra": "fr",
-                 "hau": "ha", "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "ind": "id", "isl": "is",
-                 "ita": "it", "jpn": "ja", "kor": "ko", "lit": "lt", "lvs": "lv", "nld": "nl", "nob": "no",
-                 "pol": "pl", "por": "pt", "ron": "ro", "rus": "ru", "slk": "sk", "slv": "sl", "swe": "sv",
-                 "swh": "sw", "tha": "th", "tur": "tr", "ukr": "uk", "urd": "ur", "vie": "vi", "zho": "zh"}
-
-
 def language_label(code: str, language: str = ENGLISH) -> str:
     """A model's language code as a picker shows it: the language's name in ``language`` where the locales have
     one, then the code as the model writes it ("German (deu_Latn)"); the code alone otherwise."""
-    first = code.split("_")[0]
-    name = language_name(THREE_LETTERS.get(first, first), language)
+    name = language_name(iso_code(code), language)
     return f"{name} ({code})" if name else code
+
+
+def code_for(codes, iso: str) -> str | None:
+    """The first of a model's language ``codes`` that writes the ISO 639-1 language ``iso`` ("de": "deu_Latn")."""
+    return next((code for code in codes if iso_code(code) == iso), None)
 
 
 def language_choices(codes, language: str = ENGLISH) -> list[tuple[str, str]]:

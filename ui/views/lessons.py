@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from transformer.files.checkpoint import Checkpoint
 
 from ..runtime.language import ENGLISH, said, table, text
+from ..runtime.model_names import checkpoint_name, in_language
 from .choices import ATTENTION_KINDS, VIEWS
+from .languages import code_for
 from .text import known_languages, language_name, markdown_escape
 from .translate import AttentionMap, map_of
 
@@ -62,6 +64,8 @@ class Lesson:
     extra: dict = field(default_factory=dict)  # other components the lesson sets, by name
     pair: tuple[PairedRun, PairedRun] | None = None  # two runs it compares, shown side by side in the lessons panel
     real_pair: tuple[PairedRun, PairedRun] | None = None  # the two it compares instead where their models are open
+    # Where a multilingual model is open, its pair is that one model into these two languages (ISO 639-1 codes).
+    languages_pair: tuple[str, str] | None = None
 
     @property
     def shown_head(self) -> int | None:
@@ -110,7 +114,8 @@ LESSONS = (
     Lesson("word_order", model="multi30k-en-fr", layer=3, head=2, step=9, focus="lesson-pair",
            pair=(PairedRun("multi30k-en-de", BALL), PairedRun("multi30k-en-fr", BALL)),
            real_pair=(PairedRun(REAL_TRANSLATOR, BALL, layer=REAL_TRANSLATOR_LAYER),
-                      PairedRun("opus-mt-en-fr", BALL, layer=REAL_TRANSLATOR_LAYER))),
+                      PairedRun("opus-mt-en-fr", BALL, layer=REAL_TRANSLATOR_LAYER)),
+           languages_pair=("de", "fr")),
     Lesson("positions_matter", sentence="The dog bites the man.", tab="experiments", focus="lesson-pair",
            action="positions",
            pair=(PairedRun("multi30k-en-de", "The dog bites the man.", positions=False),
@@ -144,8 +149,11 @@ def run_caption(checkpoint: Checkpoint, run: PairedRun, translation: str, langua
 
 
 def listed_as(model: str, names: list[str]) -> str | None:
-    """The name the model list gives ``model``: itself, or a Hub model's "Owner--model"."""
-    return model if model in names else next((name for name in names if name.endswith("--" + model)), None)
+    """The name the model list gives ``model``: itself (a multilingual model's with its language), or a Hub model's
+    "Owner--model"."""
+    if checkpoint_name(model) in names:
+        return model
+    return next((name for name in names if name.endswith("--" + model)), None)
 
 
 def lesson_models(lesson: Lesson) -> set[str]:
@@ -153,14 +161,30 @@ def lesson_models(lesson: Lesson) -> set[str]:
     return {lesson.model, *(run.model for run in (*(lesson.pair or ()), *(lesson.real_pair or ())))}
 
 
+def multilingual_pair(lesson: Lesson, multilingual: dict[str, list[str]]) -> tuple[PairedRun, PairedRun] | None:
+    """The lesson's pair as one multilingual model (of ``multilingual``: listed name -> its language codes) into
+    the lesson's two languages, where one of them writes both; else None."""
+    if not lesson.languages_pair or not lesson.pair:
+        return None
+    for name, codes in multilingual.items():
+        wanted = [code_for(codes, iso) for iso in lesson.languages_pair]
+        if all(wanted):
+            left, right = (PairedRun(in_language(name, code), lesson.pair[0].sentence, layer=REAL_TRANSLATOR_LAYER)
+                           for code in wanted)
+            return left, right
+    return None
+
+
 def side_by_side(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint], names: list[str],
-                 max_length: int | None = None, language: str = ENGLISH) -> list[tuple[str, AttentionMap | None]]:
-    """(caption, cross-attention map) of each of the lesson's two runs (its real translators' where this server
-    has them open), at its layer and head (None: the mean of heads), decoded as the lesson decodes. A run whose
-    model this server does not list says how to open it."""
+                 max_length: int | None = None, language: str = ENGLISH,
+                 multilingual: dict[str, list[str]] | None = None) -> list[tuple[str, AttentionMap | None]]:
+    """(caption, cross-attention map) of each of the lesson's two runs (one multilingual model into its two
+    languages, or its real translators, where this server has them open), at its layer and head (None: the mean
+    of heads), decoded as the lesson decodes. A run whose model this server does not list says how to open it."""
     real = lesson.real_pair and all(listed_as(run.model, names) for run in lesson.real_pair)
+    runs = multilingual_pair(lesson, multilingual or {}) or (lesson.real_pair if real else lesson.pair)
     shown = []
-    for run in (lesson.real_pair if real else lesson.pair) or ():
+    for run in runs or ():
         name = listed_as(run.model, names)
         if name is None:
             shown.append((not_open(run.model, language), None))

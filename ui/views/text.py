@@ -72,11 +72,15 @@ KNOWN_LANGUAGES = ("en", "de", "fr", "cs")
 
 
 def known_languages(checkpoint: Checkpoint) -> tuple[str, str | None] | None:
-    """(source, target) language codes of a Multi30K model or an opus-mt one opened from the Hub; None for others.
+    """(source, target) language codes of a Multi30K model, an opus-mt one opened from the Hub or a multilingual one
+    set for its pair; None for others.
 
     Only Multi30K and opus-mt's names say which languages a model holds; an
     uploaded TSV records the default codes, and the synthetic tasks read digits.
     """
+    if checkpoint.pair is not None:  # a multilingual model, set for its pair
+        source, target = (iso_code(code) for code in checkpoint.pair)
+        return (source, target) if source in KNOWN_LANGUAGES else None
     source, target = checkpoint.info.get("source_lang"), checkpoint.info.get("target_lang")
     multi30k = checkpoint.info.get("training", {}).get("data") == "multi30k"
     opened = isinstance(checkpoint.info.get("source"), dict)
@@ -125,6 +129,22 @@ def language_note(checkpoint: Checkpoint, text: str, language: str = ENGLISH) ->
         return words_in(language, "translate.note.language_learned", seen=name(seen), expected=name(expected),
                      target=name(target))
     return words_in(language, "translate.note.language", seen=name(seen), expected=name(expected))
+
+
+# NLLB writes languages as ISO 639-3 codes with a script ("deu_Latn"); the locales name them by ISO 639-1 ("de"),
+# as M2M100 ("de") and mBART-50 ("de_DE") write them. Only the languages the locales name are listed here.
+THREE_LETTERS = {"arb": "ar", "bul": "bg", "ben": "bn", "cat": "ca", "ces": "cs", "dan": "da", "deu": "de",
+                 "ell": "el", "eng": "en", "spa": "es", "est": "et", "pes": "fa", "fin": "fi", "fra": "fr",
+                 "hau": "ha", "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "ind": "id", "isl": "is",
+                 "ita": "it", "jpn": "ja", "kor": "ko", "lit": "lt", "lvs": "lv", "nld": "nl", "nob": "no",
+                 "pol": "pl", "por": "pt", "ron": "ro", "rus": "ru", "slk": "sk", "slv": "sl", "swe": "sv",
+                 "swh": "sw", "tha": "th", "tur": "tr", "ukr": "uk", "urd": "ur", "vie": "vi", "zho": "zh"}
+
+
+def iso_code(code: str) -> str:
+    """A multilingual model's language code as the locales name it: "deu_Latn" and "de_DE" are "de"."""
+    first = code.split("_")[0]
+    return THREE_LETTERS.get(first, first)
 
 
 def language_name(code: str | None, language: str = ENGLISH) -> str | None:
