@@ -47,7 +47,9 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, E
         # Custom values: an API client may name a model trained after it connected; the registry checks every name.
         model = components.Dropdown(names, value=default_model, label=words("header.model"), scale=2,
                                     allow_custom_value=True, info=words("header.model.info"))
-        # A multilingual model's target language: shown for such a model only (language_picker).
+        # A multilingual model's languages: shown for such a model only (language_picker).
+        source_language = components.Dropdown([], label=words("header.source_language"), scale=1, visible=False,
+                                              info=words("header.source_language.info"))
         target_language = components.Dropdown([], label=words("header.target_language"), scale=1, visible=False,
                                               info=words("header.target_language.info"))
         model_status = gr.Markdown(elem_id="model-status")
@@ -59,7 +61,8 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, E
                                 info=words("header.hub.id.info"))
             open_hub = gr.Button(words("header.hub.open"), scale=1)
         hub_status = gr.Markdown(elem_id="hub-status")
-    page.add(model=model, target_language=target_language, model_status=model_status,
+    page.add(model=model, source_language=source_language, target_language=target_language,
+             model_status=model_status,
              typed_texts=gr.State({}),  # the last text typed for each kind of model: {"digits"|"text": text}
              # The last translation, and the model that made it (what the other tabs look into: translate.translated).
              translation_state=gr.State(None), translation_model=gr.State(default_model),
@@ -67,16 +70,17 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, E
              opening_timer=gr.Timer(OPENING_EVERY_S, active=False),
              # A new value each time a switch has landed: the tab on screen then draws its views of it.
              model_switched=gr.Textbox("", visible="hidden"))
-    page.when_model_changes(language_picker, ("target_language",))
+    page.when_model_changes(language_picker, ("source_language", "target_language"))
 
 
 def language_picker(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
-    """The target languages of a multilingual model, named in ``language``, the one it translates into chosen;
-    hidden for a model of one pair of languages."""
+    """The languages of a multilingual model, named in ``language``, the two it translates between chosen; hidden
+    for a model of one pair of languages."""
     if checkpoint.languages is None:
-        return {"target_language": gr.Dropdown(visible=False)}
-    return {"target_language": gr.Dropdown(choices=language_choices(checkpoint.languages.tokens, language),
-                                           value=checkpoint.pair[1], visible=True)}
+        return {"source_language": gr.Dropdown(visible=False), "target_language": gr.Dropdown(visible=False)}
+    choices = language_choices(checkpoint.languages.tokens, language)
+    return {"source_language": gr.Dropdown(choices=choices, value=checkpoint.pair[0], visible=True),
+            "target_language": gr.Dropdown(choices=choices, value=checkpoint.pair[1], visible=True)}
 
 
 def model_settings(checkpoint: Checkpoint, layer, head, language: str = ENGLISH) -> dict:
@@ -106,11 +110,14 @@ def on_model(services: Services, model, text, typed_texts, decoding, beam_size, 
                                           head, average, language=language)}
 
 
-def on_language(services: Services, model, target_language, text, typed_texts, decoding, beam_size, max_length,
-                kind, view, layer, head, average, language: str = ENGLISH) -> dict:
-    """Another target language for a multilingual model: a switch to the same model set for it."""
-    return on_model(services, in_language(model, target_language), text, typed_texts, decoding, beam_size,
-                    max_length, kind, view, layer, head, average, language)
+def on_language(services: Services, model, source_language, target_language, text, typed_texts, decoding,
+                beam_size, max_length, kind, view, layer, head, average, language: str = ENGLISH) -> dict:
+    """Other languages for a multilingual model: a switch to the same model set for them (the source named only
+    where it is not the model's default, so that a name stays short)."""
+    default = services.registry.get(checkpoint_name(model)).languages
+    source = source_language if default is None or source_language != default.source else None
+    return on_model(services, in_language(model, target_language, source), text, typed_texts, decoding,
+                    beam_size, max_length, kind, view, layer, head, average, language)
 
 
 def on_open_from_hub(services: Services, hub_id, text, typed_texts, decoding, beam_size, max_length, kind, view,
@@ -191,9 +198,9 @@ def wire(page: Page, demo: gr.Blocks) -> None:
     page.on(page["model"].select, page.model_changed(page.translated(on_model, translate.TAB_ID), asked="model"),
             switched, cancels=page.sentence_work, trigger_mode="always_last",
             progress_on=["model_status", *translate.PROGRESS_ON])
-    page.on(page["target_language"].select, page.model_changed(page.translated(on_language, translate.TAB_ID)),
-            switched, cancels=page.sentence_work, trigger_mode="always_last",
-            progress_on=["model_status", *translate.PROGRESS_ON])
+    page.on([page["source_language"].select, page["target_language"].select],
+            page.model_changed(page.translated(on_language, translate.TAB_ID)), switched,
+            cancels=page.sentence_work, trigger_mode="always_last", progress_on=["model_status", *translate.PROGRESS_ON])
     page.on(page["open_hub"].click, page.model_changed(page.translated(on_open_from_hub, translate.TAB_ID)),
             [*switched, "hub_status"], cancels=page.sentence_work, concurrency_limit=1,
             concurrency_id="open_from_hub", progress_on=["hub_status", *translate.PROGRESS_ON])

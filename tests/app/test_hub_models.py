@@ -149,6 +149,13 @@ def test_a_multilingual_model_translates_into_the_language_picked_and_the_worker
     page.run(page.event("on_tree"))
     hypotheses = page.value(components["hypotheses_state"])
     assert all(tokens[0] == translation.target_ids[1] for tokens, _ in hypotheses["hypotheses"])
+    page.set(components["source_language"], "de")
+    switched = page.run(page.event("on_language", "ui.header"))
+    assert page.value(components["model"]) == "tiny-m2m100@de>ru"
+    translation = page.value(components["translation_state"])
+    assert translation.source_pieces[0] == "__de__" and translation.target_pieces[1] == "__ru__"
+    box = next(update for name, update in switched.items() if name is components["text"])
+    assert box.constructor_args["label"] == "German sentence"
 
 
 @pytest.mark.parametrize("asked, opened", [("tiny-m2m100@ru", "tiny-m2m100@ru"), ("tiny-m2m100@tlh", "tiny-m2m100")])

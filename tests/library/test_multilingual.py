@@ -181,13 +181,18 @@ def test_a_multilingual_model_that_cannot_be_opened_gets_one_sentence_and_nothin
     assert not (tmp_path / "out").exists()
 
 
-def test_a_checkpoint_whose_languages_do_not_fit_its_vocabulary_is_refused_in_one_sentence(converted, tmp_path):
+def test_a_checkpoint_whose_languages_cannot_be_used_is_refused_in_one_sentence(converted, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(converted.path, copy)
     config = json.loads((copy / "config.json").read_text())
     config["languages"]["tokens"]["tlh"] = "__tlh__"
     (copy / "config.json").write_text(json.dumps(config))
-    with pytest.raises(CheckpointError, match="do not fit its vocabulary"):
+    with pytest.raises(CheckpointError, match="cannot be used .a language's token is not in the vocabulary"):
+        load_checkpoint(copy, device="cpu")
+    config["languages"] = {**config["languages"], "names": {}}
+    del config["languages"]["tokens"]["tlh"]
+    (copy / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="unknown language keys: names"):
         load_checkpoint(copy, device="cpu")
 
 

@@ -453,7 +453,7 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
     try:
         return checkpoint.in_languages()  # a multilingual model's default pair
     except (TypeError, ValueError) as error:  # InputError is a ValueError
-        raise CheckpointError(f"the languages in config.json of {directory} do not fit its vocabulary ({error})",
+        raise CheckpointError(f"the languages in config.json of {directory} cannot be used ({error})",
                               code="checkpoint.bad_languages", directory=str(directory), error=str(error)) from None
 
 

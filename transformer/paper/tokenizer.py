@@ -208,4 +208,7 @@ class Languages:
 
     @classmethod
     def from_dict(cls, values: dict) -> "Languages":
+        unknown = sorted(set(values) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown language keys: {', '.join(unknown)}")
         return cls(**values)

@@ -15,6 +15,7 @@ from transformer.train.run_logs import read_records, read_training_log
 from .. import figures
 from ..runtime.language import ENGLISH, Message, Number, message, text
 from .choices import clamp
+from .languages import language_label
 from .text import markdown_escape
 
 
@@ -25,13 +26,14 @@ def status_line(checkpoint: Checkpoint, language: str = ENGLISH) -> str:
     status = text(language, "model.status", name=checkpoint.name,
                   millions=Number(checkpoint.model.num_parameters() / 1e6, ".2f"),
                   encoder_layers=config.n_encoder_layers, decoder_layers=config.n_decoder_layers,
-                  heads=config.n_heads, device=checkpoint.model.device, learned=what_it_learned(checkpoint))
+                  heads=config.n_heads, device=checkpoint.model.device,
+                  learned=what_it_learned(checkpoint, language))
     licence = licence_of(checkpoint)
     if licence is None:
         return status
     non_commercial = "-nc" in licence.lower()  # Creative Commons' NonCommercial (NLLB-200: CC-BY-NC 4.0)
-    return status + " " + text(language, "model.licence.non_commercial" if non_commercial else "model.licence",
-                               licence=markdown_escape(licence))
+    return status + " " + text(language, "model.status.licence.non_commercial" if non_commercial
+                               else "model.status.licence", licence=markdown_escape(licence))
 
 
 def licence_of(checkpoint: Checkpoint) -> str | None:
@@ -41,7 +43,7 @@ def licence_of(checkpoint: Checkpoint) -> str | None:
     return str(licence) if licence else None
 
 
-def what_it_learned(checkpoint: Checkpoint) -> Message:
+def what_it_learned(checkpoint: Checkpoint, language: str = ENGLISH) -> Message:
     """What the model read in training, so a visitor knows which sentences it can translate."""
     source = checkpoint.info.get("source")
     publisher = source.get("name", "") if isinstance(source, dict) else ""
@@ -49,7 +51,8 @@ def what_it_learned(checkpoint: Checkpoint) -> Message:
     if publisher.startswith("Helsinki-NLP/opus-mt-"):
         return message("model.learned.opus")
     if checkpoint.pair is not None:
-        return message("model.learned.multilingual", target=checkpoint.pair[1])
+        source, target = (language_label(code, language) for code in checkpoint.pair)
+        return message("model.learned.multilingual", source=source, target=target)
     if publisher:
         return message("model.learned.marian")
     if data.startswith("Multi30K"):
