@@ -16,8 +16,24 @@ from pathlib import Path
 
 from . import arguments
 from . import data as datasets
-from .files.checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
+from .errors import InputError
+from .files import multilingual
+from .files.checkpoint import DEFAULT_CHECKPOINT, Checkpoint, CheckpointError, load_checkpoint
 from .train.evaluation import evaluate_checkpoint
+
+
+def in_data_languages(checkpoint: Checkpoint, source: str, target: str) -> Checkpoint:
+    """A multilingual model set to translate the data's languages (ISO 639-1 codes, as Multi30K and --src-lang
+    name them); a model of one pair as it is."""
+    if checkpoint.languages is None:
+        return checkpoint
+    codes = checkpoint.languages.tokens
+    found = {iso: multilingual.code_for(codes, iso) for iso in (source, target)}
+    missing = [iso for iso, code in found.items() if code is None]
+    if missing:
+        raise InputError(f"{checkpoint.name} does not write {', '.join(missing)}.", code="evaluate.no_language",
+                         name=checkpoint.name, languages=", ".join(missing))
+    return checkpoint.in_languages(found[source], found[target])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
                                             args.tgt_lang or checkpoint.info.get("target_lang", "de"),
                                             args.data_dir)
             split = args.split
-    except (CheckpointError, datasets.DataError) as error:
+        checkpoint = in_data_languages(checkpoint, args.src_lang or "en", args.tgt_lang or "de")
+    except (CheckpointError, datasets.DataError, InputError) as error:
         logging.error("%s", error)
         return 2
     sources, references = corpus.sources[: args.limit], corpus.targets[: args.limit]

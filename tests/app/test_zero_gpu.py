@@ -37,6 +37,16 @@ def test_a_translation_made_in_a_forked_worker_comes_back_whole(checkpoint):
         assert torch.equal(getattr(there, kind), getattr(here, kind)), kind
 
 
+def test_a_multilingual_model_on_a_lent_gpu_translates_into_the_language_the_page_chose(tmp_path):
+    from multilingual_models import build_multilingual
+    from transformer.files import hub
+
+    directory = hub.convert(build_multilingual(tmp_path / "m2m100", "m2m100"), tmp_path / "ours")
+    chosen = load_checkpoint(directory, device="cpu").in_languages(target="ru")
+    there = gpu.translate_in_worker(str(directory), SENTENCE, 1, 4, {}, "cpu", chosen.pair)
+    assert there.target_pieces[1] == "__ru__" and there.forced_steps == 1
+
+
 def test_with_no_gpu_lent_the_translation_is_made_on_the_cpu_and_the_reason_logged(checkpoint, monkeypatch,
                                                                                   caplog):
     def refused(*args):

@@ -15,10 +15,12 @@ from transformers import (M2M100ForConditionalGeneration, M2M100Tokenizer, MBart
 from helpers import run_command
 from marian_models import ENGLISH, GERMAN
 from multilingual_models import FAMILIES, build_multilingual
+from transformer import evaluate as evaluate_module
 from transformer.errors import InputError
 from transformer.files import hub
 from transformer.files.checkpoint import CheckpointError, load_checkpoint
 from transformer.files.hub import HubError
+from transformer.files.multilingual import iso_code
 from transformer.paper.decoding import beam_search, greedy_search, pad_batch
 
 MAX_TOKENS = 12
@@ -194,6 +196,12 @@ def test_a_checkpoint_whose_languages_cannot_be_used_is_refused_in_one_sentence(
     (copy / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="unknown language keys: names"):
         load_checkpoint(copy, device="cpu")
+    del config["languages"]["names"]
+    for broken, message in ((["de"], "must map each code to its piece"), ("de", "must map each code to its piece")):
+        config["languages"]["tokens"] = broken
+        (copy / "config.json").write_text(json.dumps(config))
+        with pytest.raises(CheckpointError, match=message):
+            load_checkpoint(copy, device="cpu")
 
 
 def test_one_sentence_into_several_languages_in_one_batch_is_each_languages_own_translation(family, converted):
@@ -204,3 +212,19 @@ def test_one_sentence_into_several_languages_in_one_batch_is_each_languages_own_
         assert translation.target_ids == alone.target_ids, code
         assert translation.source_ids == alone.source_ids and translation.forced_steps == alone.forced_steps
         torch.testing.assert_close(translation.cross_attention, alone.cross_attention, atol=1e-5, rtol=0)
+
+
+def test_evaluation_scores_a_multilingual_model_in_the_datas_languages(family, original, converted, tmp_path):
+    """--source/--reference files of English and German: scored with the model set for English into German."""
+    (tmp_path / "src.en").write_text("\n".join(ENGLISH[1:4]) + "\n")
+    (tmp_path / "ref.de").write_text("\n".join(GERMAN[:3]) + "\n")
+    result = run_command("transformer.evaluate", "--checkpoint", str(converted.path), "--source",
+                         str(tmp_path / "src.en"), "--reference", str(tmp_path / "ref.de"), "--beam", "1",
+                         "--max-tokens", "4", "--output", str(tmp_path / "hyp.txt"), "--json")
+    assert result.returncode == 0, result.stderr
+    source, target = evaluate_module.in_data_languages(converted, "en", "fr").pair
+    assert (iso_code(source), iso_code(target)) == ("en", "fr")
+    with pytest.raises(InputError, match="does not write tlh"):
+        evaluate_module.in_data_languages(converted, "en", "tlh")
+    one_pair = load_checkpoint("checkpoints/multi30k-en-de", device="cpu")
+    assert evaluate_module.in_data_languages(one_pair, "en", "fr") is one_pair

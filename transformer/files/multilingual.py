@@ -5,8 +5,8 @@ paper's Transformer with the choices fairseq made for them, which ``ModelConfig`
 
 - pre-norm layers, and a final LayerNorm after each stack (``norm_first``);
 - embeddings times sqrt(d_model), one matrix for source, target and output; positions numbered from 2
-  (``position_offset``), in tensor2tensor's sinusoids (M2M100, NLLB: ``position_layout="fairseq"``) or a learned table per stack with a
-  LayerNorm after it (mBART: ``"learned"``, ``embedding_norm``, and a bias on the logits);
+  (``position_offset``), in tensor2tensor's sinusoids (M2M100, NLLB: ``position_layout="fairseq"``) or a learned
+  table per stack with a LayerNorm after it (mBART: ``"learned"``, ``embedding_norm``, and a bias on the logits);
 - ``</s>`` as the decoder's first input, and the target language's token forced as its first output.
 
 Each family numbers its pieces its own way, which ``vocabulary`` rebuilds as one piece -> id table:
@@ -17,8 +17,8 @@ Each family numbers its pieces its own way, which ``vocabulary`` rebuilds as one
   then the language codes (``deu_Latn``, ``de_DE``), then ``<mask>``.
 
 The source starts with its language's token (SMaLL-100: the target language's, and nothing is forced). The
-codes are listed in ``languages.json`` in each family's order, which fixes their ids; a tokenizer_config.json
-that lists its own codes is read instead. ``tests/library/test_multilingual.py`` holds the result to
+codes are listed in ``languages.json`` in each family's order, which fixes their ids (M2M100's tokenizer_config.json
+names which of its two lists). ``tests/library/test_multilingual.py`` holds the result to
 transformers' ``M2M100ForConditionalGeneration`` and ``MBartForConditionalGeneration``.
 """
 
@@ -63,6 +63,27 @@ FAMILIES = {
                    licence_note="CC-BY-NC 4.0: not for commercial use"),
     "mbart50": Family("mBART-50", (SENTENCEPIECE,), "mbart50", "en_XX", "de_DE"),
 }
+
+
+# NLLB writes languages as ISO 639-3 codes with a script ("deu_Latn"), M2M100 ("de") and mBART-50 ("de_DE") by
+# ISO 639-1; this maps the three-letter codes of the common languages, which the app names and Multi30K holds.
+THREE_LETTERS = {"arb": "ar", "bul": "bg", "ben": "bn", "cat": "ca", "ces": "cs", "dan": "da", "deu": "de",
+                 "ell": "el", "eng": "en", "spa": "es", "est": "et", "pes": "fa", "fin": "fi", "fra": "fr",
+                 "hau": "ha", "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "ind": "id", "isl": "is",
+                 "ita": "it", "jpn": "ja", "kor": "ko", "lit": "lt", "lvs": "lv", "nld": "nl", "nob": "no",
+                 "pol": "pl", "por": "pt", "ron": "ro", "rus": "ru", "slk": "sk", "slv": "sl", "swe": "sv",
+                 "swh": "sw", "tha": "th", "tur": "tr", "ukr": "uk", "urd": "ur", "vie": "vi", "zho": "zh"}
+
+
+def iso_code(code: str) -> str:
+    """A multilingual model's language code as ISO 639-1 where it maps to one: "deu_Latn" and "de_DE" are "de"."""
+    first = code.split("_")[0]
+    return THREE_LETTERS.get(first, first)
+
+
+def code_for(codes, iso: str) -> str | None:
+    """The first of a model's language ``codes`` that writes the ISO 639-1 language ``iso`` ("de": "deu_Latn")."""
+    return next((code for code in codes if iso_code(code) == iso), None)
 
 
 def family_of(values: dict, tokenizer_config: dict) -> str:
@@ -139,16 +160,14 @@ def convert_state_dict(weights: dict[str, torch.Tensor], config: ModelConfig) ->
 
 
 def language_codes(family: str, tokenizer_config: dict) -> list[str]:
-    """The family's language codes in id order: those tokenizer_config.json lists, else the published list."""
-    listed = tokenizer_config.get("extra_special_tokens") or tokenizer_config.get("additional_special_tokens")
-    before, after = FAMILIES[family].token.split("{}")
-    if isinstance(listed, list) and listed and all(
-            isinstance(token, str) and token.startswith(before) and token.endswith(after) for token in listed):
-        return [token[len(before):len(token) - len(after)] for token in listed]
-    name = tokenizer_config.get("language_codes", FAMILIES[family].codes)
-    if name not in CODES:
+    """The family's language codes in id order. Their ids follow from the published list, as transformers' and
+    fairseq's tokenizers number them (a tokenizer_config.json's list of special tokens does not number them);
+    M2M100's names which list it uses ("m2m100", or "wmt21" for its WMT models)."""
+    name = tokenizer_config.get("language_codes", FAMILIES[family].codes) if family in ("m2m100", "small100") \
+        else FAMILIES[family].codes
+    if not isinstance(name, str) or name not in CODES:
         raise HubError(f"its tokenizer names the language list {name!r}, which this project does not know.",
-                       code="hub.unknown_language_list", name=str(name))
+                       code="hub.unknown_language_list", name=repr(name))
     return CODES[name]
 
 
@@ -192,7 +211,8 @@ def read_tokenizer(directory: Path, family: str, config: ModelConfig,
         raise HubError("its vocabulary's <pad> and </s> are not the ids its config.json names.",
                        code="hub.special_ids")
     spec = FAMILIES[family]
-    default = lambda wanted, other: wanted if wanted in codes else next(c for c in codes if c != other)  # noqa: E731
+    default = lambda wanted, other: wanted if wanted in codes else next(  # noqa: E731
+        (code for code in codes if code != other), codes[0])
     source = default(tokenizer_config.get("src_lang") or spec.source, None)
     languages = Languages({code: spec.token.format(code) for code in codes}, source,
                           default(tokenizer_config.get("tgt_lang") or spec.target, source),

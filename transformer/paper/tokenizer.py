@@ -211,4 +211,12 @@ class Languages:
         unknown = sorted(set(values) - set(cls.__dataclass_fields__))
         if unknown:
             raise ValueError(f"unknown language keys: {', '.join(unknown)}")
+        tokens = values.get("tokens")
+        if not isinstance(tokens, dict) or not tokens \
+                or not all(isinstance(k, str) and isinstance(v, str) for k, v in tokens.items()):
+            raise ValueError("the language tokens must map each code to its piece")
+        if not all(isinstance(values.get(name), str) for name in ("source", "target")):
+            raise ValueError("the default source and target must be language codes")
+        if values.get("source_marked_by", "source") not in ("source", "target"):
+            raise ValueError("source_marked_by must be \"source\" or \"target\"")
         return cls(**values)

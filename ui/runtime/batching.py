@@ -35,7 +35,10 @@ class Request:
     error: Exception | None = None
 
     def batches_with(self, other: Request) -> bool:
-        return other.checkpoint is self.checkpoint and other.settings == self.settings
+        """The same model, set for the same languages (each request's checkpoint may be its own copy, sharing the
+        model: Checkpoint.in_languages), and the same settings."""
+        return other.checkpoint.model is self.checkpoint.model and other.checkpoint.pair == self.checkpoint.pair \
+            and other.settings == self.settings
 
 
 class Batches:

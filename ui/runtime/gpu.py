@@ -47,20 +47,21 @@ def translate(checkpoint: Checkpoint, text: str, beam_size: int, max_length: int
     import gradio as gr  # what spaces raises when it lends no GPU (the views import no gradio elsewhere)
 
     try:
-        return translate_on_gpu(str(checkpoint.path), text, beam_size, max_length, options)
+        return translate_on_gpu(str(checkpoint.path), text, beam_size, max_length, options, "cuda", checkpoint.pair)
     except gr.Error as refused:
         log.warning("no GPU lent for a translation (%s); decoding it on the CPU", refused.message)
         return BATCHES.translate(checkpoint, text, beam_size, max_length, **options)
 
 
 def translate_in_worker(directory: str, text: str, beam_size: int, max_length: int | None, options: dict,
-                        device: str = "cuda") -> Translation:
-    """The work of one lent GPU: the checkpoint at ``directory`` on ``device`` (loaded once per worker), one
-    translation, its tensors on the CPU (as ``Translation`` keeps them) to be sent back."""
+                        device: str = "cuda", pair: tuple[str, str] | None = None) -> Translation:
+    """The work of one lent GPU: the checkpoint at ``directory`` on ``device`` (loaded once per worker; set for a
+    multilingual model's ``pair`` of languages), one translation, its tensors on the CPU (as ``Translation`` keeps
+    them) to be sent back."""
     checkpoint = _on_gpu.get(directory)
     if checkpoint is None or checkpoint.model.device.type != device:
         checkpoint = _on_gpu[directory] = load_checkpoint(Path(directory), device)
-    return checkpoint.translate(text, beam_size, max_length, **options)
+    return (checkpoint.in_languages(*pair) if pair else checkpoint).translate(text, beam_size, max_length, **options)
 
 
 if ON_ZERO_GPU:

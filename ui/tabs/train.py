@@ -15,6 +15,7 @@ from ..runtime import components
 from ..runtime.chart import Chart
 from ..runtime.language import ENGLISH, Number, message, said, text
 from ..runtime.limits import visiting_client
+from ..runtime.model_names import checkpoint_name, listed_with
 from ..runtime.page import Page
 from ..services import Services, multi30k_available
 from ..views import training as views
@@ -166,8 +167,8 @@ def on_delete(services: Services, model, request: gr.Request, language: str = EN
     gr.Info(services.jobs.delete(job.checkpoint, owner=visitor(request), language=language))
     services.registry.forget(job.checkpoint)
     names = services.registry.names()
-    return {**job_download(services, job),
-            "model": gr.Dropdown(choices=names, value=model if model in names else services.registry.default_name())}
+    kept = model if checkpoint_name(model or "") in names else services.registry.default_name()
+    return {**job_download(services, job), "model": gr.Dropdown(choices=listed_with(names, kept), value=kept)}
 
 
 def on_leave(services: Services, request: gr.Request) -> None:

@@ -7,12 +7,13 @@ import plotly.graph_objects as go
 
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
+from transformer.files.multilingual import iso_code
 from transformer.inside import analysis
 
 from .. import figures
 from ..runtime.language import ENGLISH, message
 from ..runtime.language import text as words
-from .text import clean_text, iso_code, language_name
+from .text import clean_text, language_name
 from .translate import one_map
 
 MOST_LANGUAGES = 4  # side by side, each map stays readable on a classroom projector
@@ -24,11 +25,6 @@ def language_label(code: str, language: str = ENGLISH) -> str:
     one, then the code as the model writes it ("German (deu_Latn)"); the code alone otherwise."""
     name = language_name(iso_code(code), language)
     return f"{name} ({code})" if name else code
-
-
-def code_for(codes, iso: str) -> str | None:
-    """The first of a model's language ``codes`` that writes the ISO 639-1 language ``iso`` ("de": "deu_Latn")."""
-    return next((code for code in codes if iso_code(code) == iso), None)
 
 
 def language_choices(codes, language: str = ENGLISH) -> list[tuple[str, str]]:

@@ -8,12 +8,12 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from transformer.files.checkpoint import Checkpoint
+from transformer.files.checkpoint import Checkpoint, CheckpointError
+from transformer.files.multilingual import code_for
 
 from ..runtime.language import ENGLISH, said, table, text
 from ..runtime.model_names import checkpoint_name, in_language
 from .choices import ATTENTION_KINDS, VIEWS
-from .languages import code_for
 from .text import known_languages, language_name, markdown_escape
 from .translate import AttentionMap, map_of
 
@@ -167,10 +167,10 @@ def multilingual_pair(lesson: Lesson, multilingual: dict[str, list[str]]) -> tup
     if not lesson.languages_pair or not lesson.pair:
         return None
     for name, codes in multilingual.items():
-        wanted = [code_for(codes, iso) for iso in lesson.languages_pair]
-        if all(wanted):
-            left, right = (PairedRun(in_language(name, code), lesson.pair[0].sentence, layer=REAL_TRANSLATOR_LAYER)
-                           for code in wanted)
+        wanted, english = [code_for(codes, iso) for iso in lesson.languages_pair], code_for(codes, "en")
+        if all(wanted) and english:  # the lessons' sentences are English
+            left, right = (PairedRun(in_language(name, code, english), lesson.pair[0].sentence,
+                                     layer=REAL_TRANSLATOR_LAYER) for code in wanted)
             return left, right
     return None
 
@@ -181,20 +181,27 @@ def side_by_side(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint], 
     """(caption, cross-attention map) of each of the lesson's two runs (one multilingual model into its two
     languages, or its real translators, where this server has them open), at its layer and head (None: the mean
     of heads), decoded as the lesson decodes. A run whose model this server does not list says how to open it."""
+    one_model = multilingual_pair(lesson, multilingual or {})
+    if one_model:
+        try:
+            return [drawn(lesson, run, checkpoint_named(run.model), max_length, language) for run in one_model]
+        except CheckpointError:  # listed but not loadable here (too big for EXPLORER_MODELS_MB): the usual pair
+            pass
     real = lesson.real_pair and all(listed_as(run.model, names) for run in lesson.real_pair)
-    runs = multilingual_pair(lesson, multilingual or {}) or (lesson.real_pair if real else lesson.pair)
     shown = []
-    for run in runs or ():
+    for run in (lesson.real_pair if real else lesson.pair) or ():
         name = listed_as(run.model, names)
-        if name is None:
-            shown.append((not_open(run.model, language), None))
-            continue
-        checkpoint = checkpoint_named(name)
-        translation = checkpoint.translate(run.sentence, lesson.beam, max_length, positions=run.positions)
-        layer, head = (run.layer, None) if run.layer else (lesson.layer, lesson.shown_head)
-        shown.append((run_caption(checkpoint, run, translation.text, language),
-                      map_of(translation, "cross", layer, head)))
+        shown.append(drawn(lesson, run, checkpoint_named(name), max_length, language) if name
+                     else (not_open(run.model, language), None))
     return shown
+
+
+def drawn(lesson: Lesson, run: PairedRun, checkpoint: Checkpoint, max_length: int | None,
+          language: str = ENGLISH) -> tuple[str, AttentionMap]:
+    """One run's caption and cross-attention map, decoded as the lesson decodes."""
+    translation = checkpoint.translate(run.sentence, lesson.beam, max_length, positions=run.positions)
+    layer, head = (run.layer, None) if run.layer else (lesson.layer, lesson.shown_head)
+    return run_caption(checkpoint, run, translation.text, language), map_of(translation, "cross", layer, head)
 
 
 def not_open(model: str, language: str = ENGLISH) -> str:

@@ -11,6 +11,7 @@ import unicodedata
 
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
+from transformer.files.multilingual import iso_code
 
 from ..runtime.language import ENGLISH, message, table
 from ..runtime.language import text as words_in
@@ -129,22 +130,6 @@ def language_note(checkpoint: Checkpoint, text: str, language: str = ENGLISH) ->
         return words_in(language, "translate.note.language_learned", seen=name(seen), expected=name(expected),
                      target=name(target))
     return words_in(language, "translate.note.language", seen=name(seen), expected=name(expected))
-
-
-# NLLB writes languages as ISO 639-3 codes with a script ("deu_Latn"); the locales name them by ISO 639-1 ("de"),
-# as M2M100 ("de") and mBART-50 ("de_DE") write them. Only the languages the locales name are listed here.
-THREE_LETTERS = {"arb": "ar", "bul": "bg", "ben": "bn", "cat": "ca", "ces": "cs", "dan": "da", "deu": "de",
-                 "ell": "el", "eng": "en", "spa": "es", "est": "et", "pes": "fa", "fin": "fi", "fra": "fr",
-                 "hau": "ha", "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "ind": "id", "isl": "is",
-                 "ita": "it", "jpn": "ja", "kor": "ko", "lit": "lt", "lvs": "lv", "nld": "nl", "nob": "no",
-                 "pol": "pl", "por": "pt", "ron": "ro", "rus": "ru", "slk": "sk", "slv": "sl", "swe": "sv",
-                 "swh": "sw", "tha": "th", "tur": "tr", "ukr": "uk", "urd": "ur", "vie": "vi", "zho": "zh"}
-
-
-def iso_code(code: str) -> str:
-    """A multilingual model's language code as the locales name it: "deu_Latn" and "de_DE" are "de"."""
-    first = code.split("_")[0]
-    return THREE_LETTERS.get(first, first)
 
 
 def language_name(code: str | None, language: str = ENGLISH) -> str | None:
