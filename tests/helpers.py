@@ -102,3 +102,35 @@ class QuickTrainer:
                 self.on_eval({"step": self.step, "val_loss": 1.0 / self.step, "bleu": 50.0, "exact_match": 0.5,
                               "probe": self.probe()})
         return {"step": self.step, "bleu": 50.0, "exact_match": 0.5, "stopped_by": stopped_by}
+
+
+def passes_of_both(model, reference, sources: list[list[int]], lowest_id: int) -> tuple:
+    """One teacher-forced pass of our converted ``model`` and of transformers' ``reference`` on the same padded
+    ``sources`` and 9 random target ids from ``lowest_id``, every attention map returned: (ours, theirs, the
+    padded sources)."""
+    import torch
+
+    from transformer.paper.decoding import pad_batch
+
+    src = pad_batch(sources, model.config.pad_id)
+    tgt = torch.randint(lowest_id, model.config.tgt_vocab_size - 1, (len(sources), 9),
+                        generator=torch.Generator().manual_seed(0))
+    tgt[:, 0] = model.config.start_id
+    with torch.no_grad():
+        theirs = reference(input_ids=src, attention_mask=src != model.config.pad_id, decoder_input_ids=tgt,
+                           output_attentions=True)
+        ours = model(src, tgt, need_weights=True)
+    return ours, theirs, src
+
+
+def assert_same_pass(ours, theirs, encoder_queries=None) -> None:
+    """Logits and every attention map of both passes within 1e-5; ``encoder_queries`` (a mask broadcast over the
+    encoder's maps) leaves the other encoder rows out of the comparison."""
+    import torch
+
+    torch.testing.assert_close(ours.logits, theirs.logits, atol=1e-5, rtol=0)
+    for kind in ("encoder_attentions", "decoder_attentions", "cross_attentions"):
+        for layer, (mine, other) in enumerate(zip(getattr(ours, kind), getattr(theirs, kind), strict=True)):
+            if kind == "encoder_attentions" and encoder_queries is not None:
+                mine, other = mine * encoder_queries, other * encoder_queries
+            torch.testing.assert_close(mine, other, atol=1e-5, rtol=0, msg=f"{kind} layer {layer}")

@@ -72,8 +72,9 @@ def after_show_me(lesson_choice, shown_lesson, language: str = ENGLISH) -> dict:
 def pair_views(services: Services, lesson: lessons.Lesson, max_length: int | None, language: str = ENGLISH) -> dict:
     """The lesson's two runs side by side, or nothing shown for a lesson of one run."""
     try:
+        multilingual = services.registry.multilingual() if lesson.languages_pair else {}  # reads every config.json
         runs = lessons.side_by_side(lesson, services.registry.get, services.registry.names(), max_length, language,
-                                    services.registry.multilingual())
+                                    multilingual)
     except CheckpointError as error:  # set_up has loaded the lesson's own model; the pair's other one may be missing
         return {"lesson_pair": gr.Row(visible=True), "pair_left_plot": None, "pair_right_caption": "",
                 "pair_left_caption": lessons.cannot_show(error, language), "pair_right_plot": None}

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import MarianMTModel, MarianTokenizer
 
-from helpers import run_command
+from helpers import assert_same_pass, passes_of_both, run_command
 from marian_models import ENGLISH, GERMAN, build_marian
 from transformer.cpu import DecodingWeight
 from transformer.data import load_multi30k
@@ -17,7 +17,7 @@ from transformer.files import hub
 from transformer.files.checkpoint import load_checkpoint
 from transformer.files.hub import HubError
 from transformer.paper.config import ModelConfig
-from transformer.paper.decoding import SearchRules, beam_search, greedy_search, pad_batch, translate_batch
+from transformer.paper.decoding import SearchRules, beam_search, greedy_search, translate_batch
 
 MAX_TOKENS = 30  # enough for every sentence the test model copies to end by itself
 
@@ -47,18 +47,9 @@ def test_logits_and_every_attention_map_equal_transformers(converted, reference,
     """With the weights as stored, and prepacked as decoding on a CPU reads large ones (cpu.DecodingWeight)."""
     monkeypatch.setattr(DecodingWeight, "LARGE", 1 if packed else 2**62)
     monkeypatch.setattr(DecodingWeight, "WIDE", 1)
-    model = converted.model
-    src = pad_batch([converted.source_tokenizer.encode(s) for s in ENGLISH[:4]], model.config.pad_id)
-    tgt = torch.randint(2, model.config.tgt_vocab_size - 1, (4, 9), generator=torch.Generator().manual_seed(0))
-    tgt[:, 0] = model.config.start_id
-    with torch.no_grad():
-        theirs = reference(input_ids=src, attention_mask=src != model.config.pad_id, decoder_input_ids=tgt,
-                           output_attentions=True)
-        ours = model(src, tgt, need_weights=True)
-    torch.testing.assert_close(ours.logits, theirs.logits, atol=1e-5, rtol=0)
-    for kind in ("encoder_attentions", "decoder_attentions", "cross_attentions"):
-        for layer, (mine, other) in enumerate(zip(getattr(ours, kind), getattr(theirs, kind), strict=True)):
-            torch.testing.assert_close(mine, other, atol=1e-5, rtol=0, msg=f"{kind} layer {layer}")
+    ours, theirs, _ = passes_of_both(converted.model, reference,
+                                     [converted.source_tokenizer.encode(s) for s in ENGLISH[:4]], lowest_id=2)
+    assert_same_pass(ours, theirs)
 
 
 def ended_body(generated: list[int], eos_id: int) -> list[int]:

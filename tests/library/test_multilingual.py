@@ -12,7 +12,7 @@ import torch
 from transformers import (M2M100ForConditionalGeneration, M2M100Tokenizer, MBart50Tokenizer,
                           MBartForConditionalGeneration, NllbTokenizer)
 
-from helpers import run_command
+from helpers import assert_same_pass, passes_of_both, run_command
 from marian_models import ENGLISH, GERMAN
 from multilingual_models import FAMILIES, build_multilingual
 from transformer import evaluate as evaluate_module
@@ -21,7 +21,7 @@ from transformer.files import hub
 from transformer.files.checkpoint import CheckpointError, load_checkpoint
 from transformer.files.hub import HubError
 from transformer.files.multilingual import iso_code
-from transformer.paper.decoding import beam_search, greedy_search, pad_batch
+from transformer.paper.decoding import beam_search, greedy_search
 
 MAX_TOKENS = 12
 LANGUAGE_LISTS = Path(__file__).resolve().parents[2] / "transformer" / "files" / "languages.json"
@@ -60,22 +60,11 @@ def their_tokenizer(family, original, source, target):
 
 def test_logits_and_every_attention_map_equal_transformers(converted, reference):
     model = converted.model
-    src = pad_batch([converted.source_tokenizer.encode(s) for s in ENGLISH[1:5]], model.config.pad_id)
-    tgt = torch.randint(3, model.config.tgt_vocab_size - 1, (4, 9), generator=torch.Generator().manual_seed(0))
-    tgt[:, 0] = model.config.start_id
-    with torch.no_grad():
-        theirs = reference(input_ids=src, attention_mask=src != model.config.pad_id, decoder_input_ids=tgt,
-                           output_attentions=True)
-        ours = model(src, tgt, need_weights=True)
-    torch.testing.assert_close(ours.logits, theirs.logits, atol=1e-5, rtol=0)
+    ours, theirs, src = passes_of_both(model, reference,
+                                       [converted.source_tokenizer.encode(s) for s in ENGLISH[1:5]], lowest_id=3)
     # fairseq gives padding the position table's zero row, so a padding query's own row differs; no real
     # token sees it (padding is masked as a key), and those rows are compared here.
-    real = (src != model.config.pad_id)[:, None, :, None]
-    for kind in ("encoder_attentions", "decoder_attentions", "cross_attentions"):
-        for layer, (mine, other) in enumerate(zip(getattr(ours, kind), getattr(theirs, kind), strict=True)):
-            if kind == "encoder_attentions":
-                mine, other = mine * real, other * real
-            torch.testing.assert_close(mine, other, atol=1e-5, rtol=0, msg=f"{kind} layer {layer}")
+    assert_same_pass(ours, theirs, encoder_queries=(src != model.config.pad_id)[:, None, :, None])
 
 
 def test_greedy_and_beam_translations_with_the_forced_language_equal_generate(family, converted, reference):

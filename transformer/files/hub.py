@@ -93,17 +93,24 @@ def marian_config(values: dict) -> dict:
     return {**MARIAN_DEFAULTS, **values}
 
 
-def model_config(marian: dict) -> ModelConfig:
-    """Our config for a Marian one; a choice our modules do not have is refused by name."""
-    if marian["encoder_attention_heads"] != marian["decoder_attention_heads"] \
-            or marian["encoder_ffn_dim"] != marian["decoder_ffn_dim"]:
+def feed_forward_activation(values: dict) -> str:
+    """The nonlinearity a transformers config.json names, as ModelConfig names it; refused by name where our layers
+    cannot hold it (encoder and decoder of different widths, an activation we do not have)."""
+    if values.get("encoder_attention_heads") != values.get("decoder_attention_heads") \
+            or values.get("encoder_ffn_dim") != values.get("decoder_ffn_dim"):
         raise HubError("its encoder and decoder differ in heads or feed-forward size, which this project's layers "
                        "do not support.", code="hub.unequal_sides")
-    activation = ACTIVATIONS.get(marian["activation_function"])
+    activation = ACTIVATIONS.get(values.get("activation_function"))
     if activation is None:
-        named, supported = repr(marian["activation_function"]), ", ".join(sorted(ACTIVATIONS))
+        named, supported = repr(values.get("activation_function")), ", ".join(sorted(ACTIVATIONS))
         raise HubError(f"its feed-forward uses {named}; supported: {supported}.", code="hub.activation",
                        activation=named, supported=supported)
+    return activation
+
+
+def model_config(marian: dict) -> ModelConfig:
+    """Our config for a Marian one; a choice our modules do not have is refused by name."""
+    activation = feed_forward_activation(marian)
     shared = bool(marian["share_encoder_decoder_embeddings"])
     source_size = marian["vocab_size"]
     target_size = source_size if shared else (marian.get("decoder_vocab_size") or source_size)
@@ -144,26 +151,38 @@ def layer_weights(marian: dict[str, torch.Tensor], prefix: str, attentions: dict
     return weights
 
 
+def shared_embedding(weights: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The one embedding matrix of a model that shares it, under whichever name its state dict keeps it."""
+    return next(weights[name] for name in (
+        "shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")
+        if name in weights)
+
+
+def stack_weights(weights: dict[str, torch.Tensor], config: ModelConfig) -> dict[str, torch.Tensor]:
+    """Every encoder and decoder layer's tensors under our names (layer_weights)."""
+    ours = {}
+    for i in range(config.n_encoder_layers):
+        ours.update(layer_weights(weights, f"encoder.layers.{i}", {"self_attn": "self_attn"}, ENCODER_NORMS))
+    for i in range(config.n_decoder_layers):
+        ours.update(layer_weights(weights, f"decoder.layers.{i}",
+                                  {"self_attn": "self_attn", "cross_attn": "encoder_attn"}, DECODER_NORMS))
+    return ours
+
+
 def convert_state_dict(marian: dict[str, torch.Tensor], config: ModelConfig) -> dict[str, torch.Tensor]:
     """transformers' MarianMTModel state dict under this project's names (``Transformer(config)``'s)."""
     marian = {name.removeprefix("model."): tensor for name, tensor in marian.items()}
     try:
         weights = {}
         if config.share_embeddings:
-            weights["src_embed.weight"] = next(marian[name] for name in (
-                "shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")
-                if name in marian)
+            weights["src_embed.weight"] = shared_embedding(marian)
         else:
             weights["src_embed.weight"] = marian["encoder.embed_tokens.weight"]
             weights["tgt_embed.weight"] = marian.get("decoder.embed_tokens.weight", marian.get("lm_head.weight"))
         if not config.tie_output_projection:
             weights["output_proj.weight"] = marian["lm_head.weight"]
         weights["output_bias"] = marian.get("final_logits_bias", torch.zeros(1, config.tgt_vocab_size)).reshape(-1)
-        for i in range(config.n_encoder_layers):
-            weights.update(layer_weights(marian, f"encoder.layers.{i}", {"self_attn": "self_attn"}, ENCODER_NORMS))
-        for i in range(config.n_decoder_layers):
-            weights.update(layer_weights(marian, f"decoder.layers.{i}",
-                                          {"self_attn": "self_attn", "cross_attn": "encoder_attn"}, DECODER_NORMS))
+        weights.update(stack_weights(marian, config))
     except (KeyError, StopIteration) as error:
         if not str(error):
             raise HubError("its weights lack the embeddings, which a Marian translator has.",

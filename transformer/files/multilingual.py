@@ -33,7 +33,7 @@ import torch
 
 from ..paper.config import ModelConfig
 from ..paper.tokenizer import Languages, Tokenizer
-from .hub import ACTIVATIONS, HubError, ENCODER_NORMS, DECODER_NORMS, layer_weights, read_json
+from .hub import HubError, feed_forward_activation, read_json, shared_embedding, stack_weights
 
 CODES = json.loads((Path(__file__).with_name("languages.json")).read_text(encoding="utf-8"))
 SENTENCEPIECE = "sentencepiece.bpe.model"
@@ -101,15 +101,7 @@ def family_of(values: dict, tokenizer_config: dict) -> str:
 
 def model_config(values: dict, family: str) -> ModelConfig:
     """Our config for an M2M100 or mBART config.json; a choice our modules do not have is refused by name."""
-    if values.get("encoder_attention_heads") != values.get("decoder_attention_heads") \
-            or values.get("encoder_ffn_dim") != values.get("decoder_ffn_dim"):
-        raise HubError("its encoder and decoder differ in heads or feed-forward size, which this project's layers "
-                       "do not support.", code="hub.unequal_sides")
-    activation = ACTIVATIONS.get(values.get("activation_function", "relu"))
-    if activation is None:
-        named, supported = repr(values["activation_function"]), ", ".join(sorted(ACTIVATIONS))
-        raise HubError(f"its feed-forward uses {named}; supported: {supported}.", code="hub.activation",
-                       activation=named, supported=supported)
+    activation = feed_forward_activation({"activation_function": "relu", **values})
     mbart, pad = family == "mbart50", values.get("pad_token_id", 1)
     try:
         return ModelConfig(
@@ -133,9 +125,7 @@ def convert_state_dict(weights: dict[str, torch.Tensor], config: ModelConfig) ->
     weights = {name.removeprefix("model."): tensor for name, tensor in weights.items()}
     ours = {}
     try:
-        ours["src_embed.weight"] = next(weights[name] for name in (
-            "shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")
-            if name in weights)
+        ours["src_embed.weight"] = shared_embedding(weights)
         if not config.tie_output_projection:
             ours["output_proj.weight"] = weights["lm_head.weight"]
         for stack, side in (("encoder", "source"), ("decoder", "target")):
@@ -148,11 +138,7 @@ def convert_state_dict(weights: dict[str, torch.Tensor], config: ModelConfig) ->
                     ours[f"{side}_embedding_norm.{part}"] = weights[f"{stack}.layernorm_embedding.{part}"]
         if config.output_bias:
             ours["output_bias"] = weights.get("final_logits_bias", torch.zeros(1, config.tgt_vocab_size)).reshape(-1)
-        for i in range(config.n_encoder_layers):
-            ours.update(layer_weights(weights, f"encoder.layers.{i}", {"self_attn": "self_attn"}, ENCODER_NORMS))
-        for i in range(config.n_decoder_layers):
-            ours.update(layer_weights(weights, f"decoder.layers.{i}",
-                                      {"self_attn": "self_attn", "cross_attn": "encoder_attn"}, DECODER_NORMS))
+        ours.update(stack_weights(weights, config))
     except (KeyError, StopIteration) as error:
         raise HubError(f"its weights lack {error or 'the embeddings'}, which such a multilingual translator has.",
                        code="hub.multilingual_weights_lack", name=str(error or "embeddings")) from None

@@ -375,6 +375,7 @@ def translate_batch(model: Transformer, source_tokenizer: Tokenizer, target_toke
         encoded.append(fitted)
     order = sorted((i for i, sentence in enumerate(sentences) if sentence.strip()), key=lambda i: len(encoded[i]))
     outputs: list[str] = [""] * len(sentences)
+    forced = target_tokenizer.prefix_ids
     start = 0
     while start < len(order):
         longest, end = 0, start
@@ -385,7 +386,6 @@ def translate_batch(model: Transformer, source_tokenizer: Tokenizer, target_toke
             end += 1
         chunk = order[start:end]
         src = pad_batch([encoded[i] for i in chunk], model.config.pad_id, model.device)
-        forced = target_tokenizer.prefix_ids
         if beam_size <= 1:
             results = greedy_search(model, src, max_length, forced=forced)
         else:
@@ -439,12 +439,12 @@ def decode_steps(model: Transformer, source_tokenizer: Tokenizer, target_tokeniz
     cache = DecoderCache()
     last = torch.tensor([[model.config.start_id]], device=model.device)
     (limit,) = _length_limits(model, src, max_length)
+    forced = target_tokenizer.prefix_ids
     for index in range(limit):
         out = model.decode(last, encoded, cache, need_weights=True)
         logits = out.logits[:, -1].float()
         probs = logits[0].softmax(dim=-1)
         top_probs, top_ids = probs.topk(min(top_k, probs.size(-1)))
-        forced = target_tokenizer.prefix_ids
         token = forced[index] if index < len(forced) else int(never_generate(model, logits.clone()).argmax(dim=-1))
         yield DecodingStep(
             index=index, token_id=token, piece=target_tokenizer.piece(token), probability=float(probs[token]),
