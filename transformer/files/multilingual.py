@@ -65,20 +65,17 @@ FAMILIES = {
 }
 
 
-# NLLB writes languages as ISO 639-3 codes with a script ("deu_Latn"), M2M100 ("de") and mBART-50 ("de_DE") by
-# ISO 639-1; this maps the three-letter codes of the common languages, which the app names and Multi30K holds.
-THREE_LETTERS = {"arb": "ar", "bul": "bg", "ben": "bn", "cat": "ca", "ces": "cs", "dan": "da", "deu": "de",
-                 "ell": "el", "eng": "en", "spa": "es", "est": "et", "pes": "fa", "fin": "fi", "fra": "fr",
-                 "hau": "ha", "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "ind": "id", "isl": "is",
-                 "ita": "it", "jpn": "ja", "kor": "ko", "lit": "lt", "lvs": "lv", "nld": "nl", "nob": "no",
-                 "pol": "pl", "por": "pt", "ron": "ro", "rus": "ru", "slk": "sk", "slv": "sl", "swe": "sv",
-                 "swh": "sw", "tha": "th", "tur": "tr", "ukr": "uk", "urd": "ur", "vie": "vi", "zho": "zh"}
+# NLLB writes a language by its ISO 639-3 code and a script ("deu_Latn"), M2M100 ("de") and mBART-50 ("de_DE") by
+# ISO 639-1 where there is one; language_aliases.json (from Unicode CLDR: tools/language_tables.py) maps each code
+# of languages.json that CLDR writes otherwise to CLDR's.
+ALIASES = json.loads((Path(__file__).with_name("language_aliases.json")).read_text(encoding="utf-8"))
 
 
 def iso_code(code: str) -> str:
-    """A multilingual model's language code as ISO 639-1 where it maps to one: "deu_Latn" and "de_DE" are "de"."""
+    """A multilingual model's language code as CLDR writes the language, ISO 639-1 where there is one: "deu_Latn"
+    and "de_DE" are "de", "zsm_Latn" is "ms"."""
     first = code.split("_")[0]
-    return THREE_LETTERS.get(first, first)
+    return ALIASES.get(first, first)
 
 
 def code_for(codes, iso: str) -> str | None:
