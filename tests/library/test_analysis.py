@@ -52,6 +52,12 @@ def test_pieces_merge_into_words_keeping_specials_and_punctuation_apart():
     assert index == [0, 1, 1, 2, 3, 3, 4, 5]
 
 
+def test_a_lone_word_mark_piece_starts_the_word_the_next_pieces_write():
+    words, index = analysis.words_from_pieces(["__en__", "▁", "A", "▁a", "▁", "re", "d", "▁", "."])
+    assert words == ["__en__", "A", "a", "red", "▁", "."]
+    assert index == [0, 1, 1, 2, 3, 3, 3, 4, 5]
+
+
 def test_word_attention_sums_keys_and_averages_queries():
     weights = torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.2, 0.8]])  # two query pieces of one word
     merged, query_words, key_words = analysis.word_attention(weights, ["▁Hund", "e"], ["▁do", "gs", "</s>"])

@@ -99,8 +99,8 @@ def words_from_pieces(pieces: list[str]) -> tuple[list[str], list[int]]:
         if alone or piece.startswith(WORD_START) or not words or words[-1] in SPECIAL_TOKENS \
                 or _is_punctuation(words[-1]):
             words.append(piece.replace(WORD_START, "") or WORD_START)
-        else:
-            words[-1] += piece
+        else:  # a lone "▁" piece starts the word the next pieces write
+            words[-1] = ("" if words[-1] == WORD_START else words[-1]) + piece
         index.append(len(words) - 1)
     return words, index
 
