@@ -127,6 +127,21 @@ def test_pytorch_model_bin_is_read_as_tensors_only(marian_dir, converted, tmp_pa
     assert not (tmp_path / "ran").exists() and not (tmp_path / "refused").exists()
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_model_published_in_half_precision_is_kept_in_it_on_disk(marian_dir, converted, tmp_path, dtype):
+    half = tmp_path / "half"
+    shutil.copytree(marian_dir, half)
+    MarianMTModel.from_pretrained(marian_dir).to(dtype).save_pretrained(half)
+    out = hub.convert(half, tmp_path / "converted")
+    assert {tensor.dtype for tensor in hub.read_weights(out).values()} == {dtype}
+    reloaded = load_checkpoint(out, device="cpu")  # decoded in float32 unless asked otherwise
+    assert reloaded.model.dtype == torch.float32
+    for name, tensor in converted.model.state_dict().items():
+        torch.testing.assert_close(reloaded.model.state_dict()[name], tensor.to(dtype).float(), atol=0, rtol=0,
+                                   msg=name)
+    assert load_checkpoint(out, device="cpu", dtype=torch.bfloat16).model.dtype == torch.bfloat16
+
+
 def test_the_converted_directory_is_an_ordinary_checkpoint_with_its_origin(converted):
     config = converted.model.config
     assert (config.activation, config.position_layout, config.output_bias) == ("silu", "halves", True)

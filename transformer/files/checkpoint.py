@@ -392,8 +392,10 @@ def read_config(directory: str | Path) -> dict:
     return config
 
 
-def load_checkpoint(directory: str | Path, device: str | torch.device | None = None) -> Checkpoint:
-    """Load a checkpoint directory for inference (eval mode) onto ``device`` (CUDA when available)."""
+def load_checkpoint(directory: str | Path, device: str | torch.device | None = None,
+                    dtype: torch.dtype | None = None) -> Checkpoint:
+    """Load a checkpoint directory for inference (eval mode) onto ``device`` (CUDA when available), its weights in
+    ``dtype`` (float32 unless given: stored half-precision weights are widened)."""
     directory = resolve(directory)
     if directory.is_file():
         if directory.suffix in (".pt", ".pth", ".bin", ".ckpt"):
@@ -440,7 +442,7 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
     check_shapes(model_config, stored_shapes(directory), directory)
     model = speed_up(Transformer(model_config))
     load_weights(model, _read_weights(directory), directory)
-    model.to(device or default_device()).eval()
+    model.to(device or default_device(), dtype).eval()
     card_path = directory / "README.md"
     card = card_path.read_text(encoding="utf-8", errors="replace") if card_path.is_file() else ""
     info = {k: v for k, v in config.items() if k not in ("model", "source_tokenizer", "target_tokenizer",

@@ -323,9 +323,11 @@ def convert(directory: str | Path, out: str | Path, source: Source | None = None
         family = multilingual.family_of(values, tokenizer_config)
         config = multilingual.model_config(values, family)
         tokenizer, languages = multilingual.read_tokenizer(directory, family, config, tokenizer_config)
-        weights = multilingual.convert_state_dict(read_weights(directory), config)
+        published = read_weights(directory)
+        weights = multilingual.convert_state_dict(published, config)
         return _write(directory, out, source, values, config, (tokenizer, tokenizer), weights,
-                      {"languages": languages.to_dict()}, multilingual.architecture(config, family),
+                      published_dtype(published), {"languages": languages.to_dict()},
+                      multilingual.architecture(config, family),
                       f"transformers {values['model_type']} ({multilingual.FAMILIES[family].name})")
     marian = marian_config(values)
     missing = [name for name in REQUIRED_FILES if not (directory / name).is_file()]
@@ -334,15 +336,23 @@ def convert(directory: str | Path, out: str | Path, source: Source | None = None
                        "(source.spm, target.spm) and vocab.json.", code="hub.missing_files", files=", ".join(missing))
     config = model_config(marian)
     tokenizers = read_tokenizers(directory, marian)
-    weights = convert_state_dict(read_weights(directory), config)
-    return _write(directory, out, source, marian, config, tokenizers, weights, {}, marian_architecture(config),
-                  "transformers MarianMTModel")
+    published = read_weights(directory)
+    return _write(directory, out, source, marian, config, tokenizers, convert_state_dict(published, config),
+                  published_dtype(published), {}, marian_architecture(config), "transformers MarianMTModel")
+
+
+def published_dtype(weights: dict[str, torch.Tensor]) -> torch.dtype | None:
+    """The half precision a model's weights were published in (float16 or bfloat16), which its converted copy keeps
+    (half the disk of float32); None for float32 or a mix."""
+    kinds = {tensor.dtype for tensor in weights.values() if tensor.is_floating_point()}
+    return next(iter(kinds)) if len(kinds) == 1 and kinds <= {torch.float16, torch.bfloat16} else None
 
 
 def _write(directory: Path, out: str | Path, source: Source | None, values: dict, config: ModelConfig,
-           tokenizers: tuple[Tokenizer, Tokenizer], weights: dict[str, torch.Tensor], info: dict,
-           architecture: str, converted_from: str) -> Path:
-    """The converted weights checked against the config, and written with their tokenizers, origin and card."""
+           tokenizers: tuple[Tokenizer, Tokenizer], weights: dict[str, torch.Tensor], dtype: torch.dtype | None,
+           info: dict, architecture: str, converted_from: str) -> Path:
+    """The converted weights checked against the config, and written in ``dtype`` (None: float32) with their
+    tokenizers, origin and card."""
     model = Transformer(config)
     try:
         load_weights(model, {name: tensor.float() for name, tensor in weights.items()}, directory.name)
@@ -355,7 +365,7 @@ def _write(directory: Path, out: str | Path, source: Source | None, values: dict
         if (directory / "README.md").is_file() else ""
     info = {"source": {"name": source.name, "revision": source.revision, "license": source.license,
                        "converted_from": converted_from}, "search": search, **languages_of(source.name), **info}
-    return save_checkpoint(out, model, *tokenizers, info=info,
+    return save_checkpoint(out, model, *tokenizers, info=info, dtype=dtype,
                            card=model_card(source, architecture, search, ignored, upstream))
 
 

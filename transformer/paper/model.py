@@ -465,6 +465,10 @@ class Transformer(nn.Module):
         return self.src_embed.weight.device
 
     @property
+    def dtype(self) -> torch.dtype:
+        return self.src_embed.weight.dtype
+
+    @property
     def positional_encoding(self) -> PositionalEncoding:
         """The source stack's positions (both stacks' when they are sinusoids)."""
         return self.source_positions
