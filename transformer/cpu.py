@@ -236,6 +236,14 @@ def decoding_copy_bytes(model: nn.Module) -> int:
     return total
 
 
+def computes_bf16_natively() -> bool:
+    """Whether this CPU multiplies bfloat16 in hardware (AVX512-BF16 or AMX), so that a model kept in bf16 decodes
+    about as fast as in float32 (``docs/multilingual.md``) rather than several times slower. ``torch.cpu``'s probes
+    are underscored; where one is missing, the answer is no."""
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, probe, lambda: False)() for probe in probes)
+
+
 def formula_is_faster(q: Tensor, dropout_p: float) -> bool:
     """Whether attention's plain formula beats PyTorch's fused kernel: on a CPU in bf16 the kernel is about 3x
     slower for sentence-length sequences (benchmarks/train_throughput.py), and its dropout draws as slowly as

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from transformer.cpu import decoding_copy_bytes
+from transformer.cpu import computes_bf16_natively, decoding_copy_bytes
 from transformer.data import DataError, multi30k_dir
 from transformer.files.checkpoint import (REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, default_device,
                                    list_checkpoints, load_checkpoint, no_checkpoint_named, read_config)
@@ -31,8 +31,9 @@ class ModelRegistry:
     """The checkpoints a user may choose, by name only, loaded once each and shared read-only by all sessions.
 
     Loaded models stay within ``max_mb`` of memory (``EXPLORER_MODELS_MB``, default 2,000): the one used least
-    recently is let go first. A model used in the last ``IN_USE_S`` seconds, or one the server opened at start,
-    is in use: the Hub cache never removes it.
+    recently is let go first. A model that does not fit in float32 is kept in bfloat16 where the CPU computes in it
+    natively (half the memory, and no decoding copies: ``transformer.cpu``). A model used in the last ``IN_USE_S``
+    seconds, or one the server opened at start, is in use: the Hub cache never removes it.
     """
 
     MODELS_MB = 2000.0
@@ -106,7 +107,9 @@ class ModelRegistry:
 
     def on_disk(self) -> ModelsOnDisk:
         """Every listed checkpoint by name, as a computation in the worker process loads them (worker.py)."""
-        return ModelsOnDisk(self.available(), str(self.device or default_device()))
+        with self._lock:
+            kept_in = {name: checkpoint.model.dtype for name, checkpoint in self._loaded.items()}
+        return ModelsOnDisk(self.available(), str(self.device or default_device()), kept_in)
 
     def forget(self, name: str) -> None:
         """Drop a loaded checkpoint whose directory is gone, so its name is refused from now on."""
@@ -141,6 +144,9 @@ class ModelRegistry:
         except CheckpointError as error:  # name the checkpoint, not the server's directories
             raise error.without(str(available[name].parent) + "/") from None
         size = model_bytes(checkpoint)
+        if size > self.max_bytes and halves(checkpoint):
+            checkpoint.model.to(torch.bfloat16)
+            size = model_bytes(checkpoint)
         if size > self.max_bytes:
             raise CheckpointError(message("runtime.model_too_big", name=name, needed=Number(size / MB, ",.0f"),
                                           kept=Number(self.max_bytes / MB, ",.0f")))
@@ -159,6 +165,12 @@ def model_bytes(checkpoint: Checkpoint) -> int:
     model = checkpoint.model
     tensors = {tensor.data_ptr(): tensor for tensor in (*model.parameters(), *model.buffers())}
     return sum(tensor.numel() * tensor.element_size() for tensor in tensors.values()) + decoding_copy_bytes(model)
+
+
+def halves(checkpoint: Checkpoint) -> bool:
+    """Whether a float32 model on a CPU that computes in bfloat16 natively (``computes_bf16_natively``)."""
+    return (checkpoint.model.device.type == "cpu" and checkpoint.model.dtype == torch.float32
+            and computes_bf16_natively())
 
 
 def multi30k_available() -> bool:
@@ -183,8 +195,8 @@ class Services:
 
     def __post_init__(self):
         if self.classes is None:
-            self.classes = Classrooms(lambda lesson: self.costly.run(predict_question, lesson,
-                                                                     self.registry.on_disk()))
+            self.classes = Classrooms(lambda lesson: self.costly.run(predict_question, lesson, self.registry.on_disk(),
+                                                                     self.registry.multilingual()))
         if self.opening is None:
             self.opening = self.opening_of([])
 

@@ -8,15 +8,17 @@ import time
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from marian_models import build_marian
 from transformer.files import hub
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
-from ui import header
+from ui import header, services
 from ui.classroom import Classrooms
 from ui.hub_models import HubModels, OpeningAtStart, bytes_under
 from ui.services import ModelRegistry, Services
 from ui.views import lessons
+from ui.views.model import status_line
 
 OPENED_WITHIN_S = 120  # converting a tiny model takes about a second; a stuck opening fails the test, not the suite
 VISITOR = "203.0.113.7"
@@ -133,7 +135,7 @@ def test_the_hub_cache_makes_room_by_removing_the_least_recently_used_model_neve
     assert sorted(hub_models.converted()) == ["second", "third"]
 
 
-def test_models_in_memory_stay_within_their_megabytes_the_least_recently_used_let_go(tmp_path):
+def test_models_in_memory_stay_within_their_megabytes_the_least_recently_used_let_go(tmp_path, monkeypatch):
     # A caption model takes 55 MB: 31 of weights and 24 of the copies decoding on a CPU reads.
     registry = ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu", max_mb=70)
     registry.get("multi30k-en-de")
@@ -141,10 +143,30 @@ def test_models_in_memory_stay_within_their_megabytes_the_least_recently_used_le
     registry.get("multi30k-en-fr")
     assert registry.loaded() == ["reverse-tiny", "multi30k-en-fr"] and registry.loaded_bytes() <= 70e6
     small = ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu", max_mb=10)
+    monkeypatch.setattr(services, "computes_bf16_natively", lambda: False)  # else kept in bfloat16: below
     with pytest.raises(CheckpointError, match="multi30k-en-de needs 54 MB of memory, more than the 10 MB this "
                                               r"server keeps for models \(EXPLORER_MODELS_MB\)"):
         small.get("multi30k-en-de")
     assert small.get("reverse-tiny").name == "reverse-tiny"
+
+
+def test_a_model_too_big_in_float32_is_kept_in_bfloat16_where_the_cpu_computes_in_it_natively(monkeypatch):
+    monkeypatch.setattr(services, "computes_bf16_natively", lambda: True)
+    registry = ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu", max_mb=30)
+    checkpoint = registry.get("multi30k-en-de")  # 54 MB in float32: 31 of weights, 24 of decoding copies
+    assert checkpoint.model.dtype == torch.bfloat16 and 15e6 < registry.loaded_bytes() < 16e6
+    assert checkpoint.translate("A dog runs across the grass.", 1).text == "Ein Hund rennt über das Gras."
+    assert "Kept in bfloat16 to fit this server's memory" in status_line(checkpoint)
+    assert registry.on_disk()("multi30k-en-de").model.dtype == torch.bfloat16, "the worker computes as the server"
+    assert registry.get("reverse-tiny").model.dtype == torch.float32, "a model that fits stays as it is"
+
+
+def test_a_model_too_big_in_float32_is_refused_where_the_cpu_has_no_bfloat16_arithmetic(monkeypatch):
+    monkeypatch.setattr(services, "computes_bf16_natively", lambda: False)  # emulated, it decodes several times slower
+    registry = ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu", max_mb=30)
+    with pytest.raises(CheckpointError, match="multi30k-en-de needs 54 MB of memory"):
+        registry.get("multi30k-en-de")
+    assert registry.loaded() == []
 
 
 def test_a_public_visitor_opens_at_most_three_new_models_an_hour_and_those_opened_before_freely(marian_dir, tmp_path,

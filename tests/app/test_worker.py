@@ -119,7 +119,7 @@ def test_the_worker_keeps_the_models_it_used_last_and_reloads_one_made_again(tmp
     assert worker.loaded(directories[0], "cpu") is first, "loaded once"
     worker.loaded(directories[1], "cpu")
     worker.loaded(directories[2], "cpu")
-    assert [directory for directory, _ in worker._models] == directories[1:]
+    assert [directory for directory, *_ in worker._models] == directories[1:]
     last = worker.loaded(directories[2], "cpu")
     shutil.rmtree(directories[2])
     with pytest.raises(CheckpointError, match="not found"):

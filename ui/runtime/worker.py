@@ -77,31 +77,34 @@ class Callback:
 
 
 class OnDisk:
-    """A checkpoint on its way to the worker: its directory and device, loaded there when unpickled."""
+    """A checkpoint on its way to the worker: its directory, device and weights' dtype, loaded there when
+    unpickled."""
 
     def __init__(self, checkpoint: Checkpoint):
         if checkpoint.path is None:
             raise ValueError("only a checkpoint saved in a directory can be sent to the worker")
         self.directory, self.device = str(checkpoint.path), checkpoint.model.device.type
-        self.pair = checkpoint.pair
+        self.pair, self.dtype = checkpoint.pair, checkpoint.model.dtype
 
     def __reduce__(self):
-        return loaded, (self.directory, self.device, self.pair)
+        return loaded, (self.directory, self.device, self.pair, self.dtype)
 
 
 class ModelsOnDisk:
-    """Checkpoints by name, as a computation in the worker asks for them: ``name`` -> the checkpoint."""
+    """Checkpoints by name, as a computation in the worker asks for them: ``name`` -> the checkpoint (its weights
+    in the dtype ``kept_in`` names, as the server keeps it; float32 otherwise)."""
 
-    def __init__(self, directories: dict[str, Path], device: str):
+    def __init__(self, directories: dict[str, Path], device: str, kept_in: dict[str, torch.dtype] | None = None):
         self.directories = {name: str(path) for name, path in directories.items()}
         self.device = torch.device(device).type  # as OnDisk names it: one copy of a model, not "cuda" and "cuda:0"
+        self.kept_in = kept_in or {}
 
     def __call__(self, name: str) -> Checkpoint:
         directory = self.directories.get(checkpoint_name(name))
         if directory is None:
             raise no_checkpoint_named(name, self.directories)
         try:
-            return set_for(loaded(directory, self.device), name)
+            return set_for(loaded(directory, self.device, None, self.kept_in.get(checkpoint_name(name))), name)
         except CheckpointError as error:  # name the checkpoint, not the server's directories
             raise error.without(str(Path(directory).parent) + "/") from None
 
@@ -202,21 +205,23 @@ def sendable(value):
 
 # --- in the worker process ----------------------------------------------------------------------
 
-# (directory, device) -> (the directory's signature, the checkpoint), the one used last at the end
-_models: OrderedDict[tuple[str, str], tuple[tuple | None, Checkpoint]] = OrderedDict()
+# (directory, device, dtype) -> (the directory's signature, the checkpoint), the one used last at the end
+_models: OrderedDict[tuple[str, str, torch.dtype | None], tuple[tuple | None, Checkpoint]] = OrderedDict()
 _replies: IO[bytes] | None = None  # where a Callback's reports go
 
 
-def loaded(directory: str, device: str, pair: tuple[str, str] | None = None) -> Checkpoint:
-    """The checkpoint at ``directory``, loaded once while it is among the last ``KEPT_MODELS`` used, and again
-    should its directory have been made anew since (a trainer kept a new model under a removed one's name); set
-    for a multilingual model's ``pair`` of languages."""
-    key, made = (directory, device), signature(directory)
+def loaded(directory: str, device: str, pair: tuple[str, str] | None = None,
+           dtype: torch.dtype | None = None) -> Checkpoint:
+    """The checkpoint at ``directory``, its weights in ``dtype``, loaded once while it is among the last
+    ``KEPT_MODELS`` used, and again should its directory have been made anew since (a trainer kept a new model under
+    a removed one's name); set for a multilingual model's ``pair`` of languages."""
+    dtype = None if dtype == torch.float32 else dtype  # what load_checkpoint gives: one copy of the model
+    key, made = (directory, device, dtype), signature(directory)
     if key in _models and _models[key][0] == made:
         _models.move_to_end(key)
     else:
         _models.pop(key, None)
-        _models[key] = made, load_checkpoint(Path(directory), device)
+        _models[key] = made, load_checkpoint(Path(directory), device, dtype)
         while len(_models) > KEPT_MODELS:
             _models.popitem(last=False)
     checkpoint = _models[key][1]

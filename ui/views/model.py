@@ -28,6 +28,8 @@ def status_line(checkpoint: Checkpoint, language: str = ENGLISH) -> str:
                   encoder_layers=config.n_encoder_layers, decoder_layers=config.n_decoder_layers,
                   heads=config.n_heads, device=checkpoint.model.device,
                   learned=what_it_learned(checkpoint, language))
+    if checkpoint.model.dtype == torch.bfloat16:  # the registry's doing: it would not fit in float32
+        status += " " + text(language, "model.status.bfloat16")
     licence = licence_of(checkpoint)
     if licence is None:
         return status
