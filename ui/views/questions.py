@@ -11,12 +11,13 @@ A page escapes them as it shows them, and scripts read them as they are.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
-from transformer.files.checkpoint import Checkpoint
+from transformer.files.checkpoint import Checkpoint, CheckpointError
 from transformer.inside import patching
+from transformer.inside.analysis import words_from_pieces
 from transformer.inside.attribution import attribute
 from transformer.inside.contributions import contributions
 from transformer.inside.interventions import ablate_heads, head_label
@@ -26,8 +27,8 @@ from transformer.paper.translation import forced_decode
 from transformer.paper.model import Transformer
 
 from ..runtime.language import Message, Number, Ordinal, message, percent
-from .lessons import LESSONS, Lesson
-from .translate import AttentionMap, map_of
+from .lessons import LESSONS, Lesson, multilingual_pair
+from .translate import AttentionMap, map_of, one_map
 
 CHOICES = 4  # at most, so a phone shows them without scrolling
 WORD_MARK = "▁"  # sentencepiece's start of a word
@@ -146,17 +147,20 @@ def reversed_digits(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint
 
 def crossing_order(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
     """Lesson 5: in French, is the word that looks at 'red' written before or after the one that looks at
-    'ball'?"""
+    'ball'? (A language token the model was forced to write is no word of the translation.)"""
     translation = checkpoint_named(lesson.model).translate(lesson.sentence, lesson.beam)
-    weights = translation.cross_attention[lesson.layer - 1, lesson.head - 1]  # (steps, source)
-    sources = [word(piece) for piece in translation.source_pieces]
-    red_step, ball_step = (int(weights[:, sources.index(name)].argmax()) + 1 for name in ("red", "ball"))
-    return Question(message("q.crossing_order", head=lesson.head, layer=lesson.layer),
-                    (message("q.before"), message("q.after")), int(red_step > ball_step),
+    weights = one_map(translation, "cross", lesson.layer, lesson.shown_head)[0].clone()  # (steps, source)
+    weights[: translation.forced_steps] = -1
+    words, word_of_piece = words_from_pieces(translation.source_pieces)  # a tokenizer may cut "red" into pieces
+    pieces_of = {name: torch.tensor([word == words.index(name) for word in word_of_piece]) for name in ("red", "ball")}
+    red_step, ball_step = (int(weights[:, pieces_of[name]].sum(1).argmax()) + 1 for name in ("red", "ball"))
+    asked = (message("q.crossing_order", head=lesson.head, layer=lesson.layer) if lesson.shown_head
+             else message("q.crossing_order.average", layer=lesson.layer))
+    return Question(asked, (message("q.before"), message("q.after")), int(red_step > ball_step),
                     message("q.crossing_order.why", red_word=quoted(translation.predicted_pieces[red_step - 1]),
                             red_step=red_step, ball_word=quoted(translation.predicted_pieces[ball_step - 1]),
                             ball_step=ball_step),
-                    map_of(translation, "cross", lesson.layer, lesson.head, marked_step=red_step))
+                    map_of(translation, "cross", lesson.layer, lesson.shown_head, marked_step=red_step))
 
 
 def same_without_positions(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
@@ -312,6 +316,18 @@ PREDICT: dict[str, Callable[[Lesson, Callable[[str], Checkpoint]], Question]] = 
 }
 
 
-def predict_question(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
-    """The lesson's question, its answer computed now from the models ``checkpoint_named`` returns."""
-    return PREDICT[lesson.title](lesson, checkpoint_named)
+def predict_question(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint],
+                     multilingual: dict[str, list[str]] | None = None) -> Question:
+    """The lesson's question, its answer computed now from the models ``checkpoint_named`` returns: of the
+    multilingual model the lesson compares, where one of ``multilingual`` (listed name -> its language codes) is
+    open and loads (``lessons.multilingual_pair``), in the language of the lesson's own model."""
+    ask = PREDICT[lesson.title]
+    one_model = multilingual_pair(lesson, multilingual or {})
+    if one_model:
+        run = one_model[[paired.model for paired in lesson.pair].index(lesson.model)]
+        try:
+            layers = checkpoint_named(run.model).model.config.n_decoder_layers
+            return ask(replace(lesson, model=run.model, layer=min(run.layer, layers), average=True), checkpoint_named)
+        except CheckpointError:  # listed but not loadable here (too big for EXPLORER_MODELS_MB): the lesson's own
+            pass
+    return ask(lesson, checkpoint_named)
