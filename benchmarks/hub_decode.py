@@ -14,6 +14,10 @@ threads, alternating so that machine noise hits both alike:
   map of every layer (what the app shows);
 - ``transformers`` / ``transformers_recording``: ``generate``, without and with ``output_attentions=True``.
 
+``--dtype bfloat16``: both models' weights in bfloat16 (as the app keeps a model too big for its memory in float32,
+on a CPU that computes in bfloat16 natively), and ours in float32 timed beside them (``ours_float32_greedy_ms``,
+``ours_float32_beam_ms``; ``bf16_greedy_speedup`` is float32's time over bfloat16's).
+
 Prints JSON last: {"ours_greedy_ms", "transformers_greedy_ms", "greedy_ratio", "ours_beam_ms",
 "transformers_beam_ms", "beam_ratio", "greedy_ratio_recording", "beam_ratio_recording", "peak_rss_mb", ...};
 a ratio is ours / transformers over the sentences, medians of ``--repeats`` runs.
@@ -108,9 +112,15 @@ def main() -> None:
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--family", choices=sorted(SHAPES), default="marian")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     ours, theirs = models(args.family)
+    in_float32 = None
+    if args.dtype == "bfloat16":
+        in_float32 = speed_up(Transformer(ours.config)).eval()
+        in_float32.load_state_dict(ours.state_dict())
+        ours.to(torch.bfloat16), theirs.to(torch.bfloat16)
     eos_id, n = ours.config.eos_id, args.tokens
     sources = sentences(args.sentences, eos_id)
     forced = (FORCED_LANGUAGE,) if args.family != "marian" else ()
@@ -144,6 +154,10 @@ def main() -> None:
             "transformers_greedy_recording": lambda: theirs_greedy(True),
             "ours_beam_recording": lambda: ours_recording(args.beam),
             "transformers_beam_recording": lambda: theirs_beam(True)}
+    if in_float32 is not None:
+        runs["ours_float32_greedy"] = lambda: [greedy_search(in_float32, src, n, forced=forced)[0] for src in sources]
+        runs["ours_float32_beam"] = lambda: [beam_search(in_float32, src, args.beam, 1.0, n, rules=PUBLISHED_RULES,
+                                                         forced=forced)[0][0] for src in sources]
     with torch.inference_mode():
         # transformers ends a translation held to n tokens with a forced </s>: the tokens before it must agree.
         agree = [a[: n - 1] == b.tolist()[0][1:n] for a, b in zip(ours_greedy(), theirs_greedy())]
@@ -163,9 +177,12 @@ def main() -> None:
         "beam_ratio_recording": round(ms["ours_beam_recording"] / ms["transformers_beam_recording"], 3),
         "greedy_outputs_equal": sum(agree), "beam_outputs_equal": sum(beams_agree), "sentences": len(sources),
         "tokens": n, "beam": args.beam,
-        "family": args.family,
+        "family": args.family, "dtype": args.dtype,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "machine": machine()})
+    if in_float32 is not None:
+        result["bf16_greedy_speedup"] = round(ms["ours_float32_greedy"] / ms["ours_greedy"], 3)
+        result["bf16_beam_speedup"] = round(ms["ours_float32_beam"] / ms["ours_beam"], 3)
     result["goals_met"] = {"greedy_ratio<=0.7": result["greedy_ratio"] <= 0.7,
                            "beam_ratio<=0.7": result["beam_ratio"] <= 0.7,
                            "greedy_ratio_recording<=0.85": result["greedy_ratio_recording"] <= 0.85,

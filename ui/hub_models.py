@@ -16,6 +16,7 @@ from typing import Callable
 
 from transformer.files import hub
 from transformer.files.checkpoint import list_checkpoints
+from transformer.files.multilingual import FAMILIES
 
 from .runtime.costly import setting
 from .runtime.language import ENGLISH, WRITTEN_PER_LANGUAGE, Message, Number, message, text
@@ -48,24 +49,26 @@ class HubModels:
     """Translators opened from the Hub, each converted once into ``directory``, which the model list reads.
 
     ``EXPLORER_HUB_CACHE`` is that directory; ``EXPLORER_HUB_MODELS`` the ids a public server opens (shell
-    patterns, comma-separated; empty: none at all), at most ``max_bytes`` each and ``opens_per_hour`` new ids per
-    visitor's address. Downloads go to ``directory/.downloads`` and are removed once converted; all of it stays
+    patterns, comma-separated; empty: none at all; by default opus-mt and the four multilingual families), at most
+    ``max_bytes`` each (``EXPLORER_HUB_MODEL_MB``, default 600) and ``opens_per_hour`` new ids per visitor's
+    address. Downloads go to ``directory/.downloads`` and are removed once converted; all of it stays
     under ``EXPLORER_HUB_CACHE_MB`` (default 3,000 MB): the model used least recently goes first, never one in
     use. One model is opened at a time.
     """
 
-    DEFAULT_PATTERNS = "Helsinki-NLP/opus-mt-*"
-    MAX_BYTES = 600 * MB  # opus-mt models weigh about 300 MB
+    DEFAULT_PATTERNS = ",".join(["Helsinki-NLP/opus-mt-*", *(family.published for family in FAMILIES.values())])
+    MODEL_MB = 600.0  # opus-mt models weigh about 300 MB; the multilingual ones 1,331 MB and more
     CACHE_CAP_MB = 3000.0
     OPENS_PER_HOUR = 3
 
-    def __init__(self, directory: str | Path | None = None, patterns: str | None = None, max_bytes: int = MAX_BYTES,
+    def __init__(self, directory: str | Path | None = None, patterns: str | None = None, max_bytes: int | None = None,
                  cache_cap_mb: float | None = None, opens_per_hour: int = OPENS_PER_HOUR):
         default = Path.home() / ".cache" / "transformer-explorer" / "hub"
         self.directory = Path(directory or os.environ.get("EXPLORER_HUB_CACHE") or default)
         patterns = os.environ.get("EXPLORER_HUB_MODELS", self.DEFAULT_PATTERNS) if patterns is None else patterns
         self.patterns = [pattern.strip() for pattern in patterns.split(",") if pattern.strip()]
-        self.max_bytes = max_bytes
+        self.max_bytes = max_bytes if max_bytes is not None else int(setting("EXPLORER_HUB_MODEL_MB",
+                                                                              self.MODEL_MB) * MB)
         cap_mb = cache_cap_mb if cache_cap_mb is not None else setting("EXPLORER_HUB_CACHE_MB",
                                                                                  self.CACHE_CAP_MB)
         self.cache_cap = int(cap_mb * MB)

@@ -7,20 +7,23 @@ import warnings
 
 import gradio as gr
 import pytest
+import torch
 
 from marian_models import build_marian
 from multilingual_models import build_multilingual
 from page_driver import PageDriver
 from transformer.files import hub
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
-from ui import header, views
+from ui import header, services, views
 from ui import lessons as lessons_tab
 from ui.views import languages as language_views
 from ui.views.lessons import LESSONS
+from ui.views.questions import predict_question
 from ui.build import build_app
 from ui.runtime.errors import UNEXPECTED
+from ui.runtime.language import said
 from ui.hub_models import HubModels
-from ui.services import ModelRegistry, Services
+from ui.services import ModelRegistry, Services, model_bytes
 
 SENTENCE = "A dog runs across the grass."
 # Events that start, stop, keep or delete training jobs: the Train tab's own tests run them. Integrated gradients
@@ -47,8 +50,23 @@ def hub_services(marian_dir, tmp_path_factory):
                     hub=HubModels(tmp_path_factory.mktemp("hub-cache")))
 
 
-@pytest.mark.parametrize("name", ["tiny-marian", *(f"tiny-{family}" for family in MULTILINGUAL)])
-def test_every_event_of_the_page_runs_on_a_converted_model(hub_services, name):
+@pytest.fixture
+def services_keeping_bfloat16(hub_services, monkeypatch):
+    """A server that keeps tiny-m2m100 in bfloat16, as it keeps a model too big for its memory in float32 (on a CPU
+    computing in bfloat16 natively)."""
+    monkeypatch.setattr(services, "computes_bf16_natively", lambda: True)
+    registry = ModelRegistry(hub_services.registry.roots, device="cpu")
+    registry.max_bytes = model_bytes(hub_services.registry.get("tiny-m2m100")) - 1
+    return Services(registry, hub=hub_services.hub)
+
+
+@pytest.mark.parametrize("name, kept_in", [("tiny-marian", None), *((f"tiny-{family}", None)
+                                                                      for family in MULTILINGUAL),
+                                           ("tiny-m2m100", torch.bfloat16)])
+def test_every_event_of_the_page_runs_on_a_converted_model(hub_services, name, kept_in, request):
+    if kept_in is not None:
+        hub_services = request.getfixturevalue("services_keeping_bfloat16")
+        assert hub_services.registry.get(name).model.dtype == kept_in
     demo = build_app(hub_services, name)
     page = PageDriver(demo)
     components = {block.elem_id: block for block in demo.blocks.values() if getattr(block, "elem_id", None)}
@@ -103,6 +121,10 @@ VISITOR = "203.0.113.7"  # a visitor of a public server (None: this machine's ow
 
 @pytest.mark.parametrize("repo_id, visitor, patterns, message", [
     ("someone/opus-mt-en-de", VISITOR, None, "opens only models matching Helsinki-NLP/opus-mt-"),
+    *((repo_id, VISITOR, None, "cannot be reached") for repo_id in (  # admitted: then too big, or not found
+        "facebook/m2m100_418M", "alirezamsh/small100", "facebook/nllb-200-distilled-600M",
+        "facebook/mbart-large-50-many-to-many-mmt")),
+    ("facebook/mbart-large-cc25", VISITOR, None, "opens only models matching"),  # not a translator
     ("Helsinki-NLP/opus-mt-en-de", VISITOR, "", "turned off"),
     ("../../etc", None, None, "not a Hub model id"),
     ("Helsinki-NLP/opus-mt-en-zz", None, None, "cannot be reached"),
@@ -114,6 +136,12 @@ def test_a_hub_id_the_server_will_not_open_gets_one_sentence(tmp_path, monkeypat
     with pytest.raises(hub.HubError, match=message):
         hub_models.open(repo_id, visitor)
     assert not any((tmp_path / "converted").glob("*")) if (tmp_path / "converted").exists() else True
+
+
+def test_a_public_visitors_download_limit_is_the_servers_to_set(monkeypatch, tmp_path):
+    assert HubModels(tmp_path).max_bytes == 600 * 10**6
+    monkeypatch.setenv("EXPLORER_HUB_MODEL_MB", "2500")  # room for M2M100-418M's 1,936 MB
+    assert HubModels(tmp_path).max_bytes == 2500 * 10**6
 
 
 @pytest.mark.parametrize("language, forced", [("en", "was forced, not chosen"), ("de", "wurde vorgegeben"),
@@ -239,3 +267,16 @@ def test_the_word_order_lesson_compares_one_multilingual_model_into_german_and_f
             return hub_services.registry.get(name)
     crowded = Services(TooBigToLoad(hub_services.registry.roots, device="cpu"))
     assert "· multi30k\\-en\\-fr" in lessons_tab.pair_views(crowded, lesson, None)["pair_right_caption"]
+
+
+def test_the_word_order_question_is_asked_of_the_multilingual_model_the_lesson_compares_where_one_is_open(
+        hub_services):
+    lesson = next(lesson for lesson in LESSONS if lesson.key == "word_order")
+    registry = hub_services.registry
+    question = predict_question(lesson, registry.get, registry.multilingual())
+    layers = registry.get("tiny-m2m100").model.config.n_decoder_layers
+    assert said(question.text, "en") == (f"In French, the heads of layer {layers} on average: is the word that looks most "
+                                     "at 'red' written before or after the word that looks most at 'ball'?")
+    assert question.view.columns[0] == "__en__" and question.view.rows[0] == "__fr__"
+    bundled = predict_question(lesson, registry.get)
+    assert said(bundled.text, "en").startswith("In French, head 2 of layer 3:")  # of multi30k-en-fr, as before

@@ -53,15 +53,18 @@ class Family:
     source_marked_by: str = "source"
     target_forced: bool = True
     licence_note: str = ""
+    published: str = ""          # its translators' Hub ids, as a shell pattern
 
 
 FAMILIES = {
-    "m2m100": Family("M2M100", (SENTENCEPIECE, "vocab.json"), "m2m100", "en", "de", "__{}__"),
+    "m2m100": Family("M2M100", (SENTENCEPIECE, "vocab.json"), "m2m100", "en", "de", "__{}__",
+                     published="facebook/m2m100_*"),
     "small100": Family("SMaLL-100", (SENTENCEPIECE, "vocab.json"), "m2m100", "en", "de", "__{}__",
-                       source_marked_by="target", target_forced=False),
+                       source_marked_by="target", target_forced=False, published="alirezamsh/small100"),
     "nllb": Family("NLLB-200", (SENTENCEPIECE,), "nllb", "eng_Latn", "deu_Latn",
-                   licence_note="CC-BY-NC 4.0: not for commercial use"),
-    "mbart50": Family("mBART-50", (SENTENCEPIECE,), "mbart50", "en_XX", "de_DE"),
+                   licence_note="CC-BY-NC 4.0: not for commercial use", published="facebook/nllb-200-*"),
+    "mbart50": Family("mBART-50", (SENTENCEPIECE,), "mbart50", "en_XX", "de_DE",
+                      published="facebook/mbart-large-50-*-mmt"),
 }
 
 
