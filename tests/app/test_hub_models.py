@@ -21,7 +21,7 @@ from ui.views.lessons import LESSONS
 from ui.views.questions import predict_question
 from ui.build import build_app
 from ui.runtime.errors import UNEXPECTED
-from ui.runtime.language import said
+from ui.runtime.language import said, table
 from ui.hub_models import HubModels
 from ui.services import ModelRegistry, Services, model_bytes
 
@@ -153,6 +153,9 @@ def test_the_step_view_says_a_multilingual_models_language_token_was_forced_not_
     steps = views.translate.page_numbers(translation, language=language)["steps"]
     assert steps[0]["chosen"] == "__ru__" and forced in steps[0]["caption"]
     assert not any(forced in step["caption"] for step in steps[1:])
+    mark = {"en": "forced", "de": "vorgegeben", "fr": "imposé"}[language]
+    assert views.translate.revealed_pieces(translation, 3, language)[:3] == [("__ru__ ", mark), (
+        translation.predicted_pieces[1] + " ", None), (translation.predicted_pieces[2] + " ", table(language)["translate.piece.current"])]
 
 
 def test_a_multilingual_model_translates_into_the_language_picked_and_the_worker_follows(hub_services):

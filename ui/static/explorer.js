@@ -116,10 +116,12 @@ window.explorer = (() => {
             step: within(step, numbers.steps.length)};
   }
 
-  // The pieces produced so far (the last marked), as revealed_pieces gives them, and the step's caption.
+  // The pieces produced so far (the last marked, and those forced), as revealed_pieces gives them, and the step's
+  // caption.
   function stepText(numbers, step) {
     const revealed = numbers.produced.slice(0, step).map((piece, i) =>
-      ({token: piece + " ", class_or_confidence: i === step - 1 ? words.current : null}));
+      ({token: piece + " ",
+        class_or_confidence: i === step - 1 ? words.current : i < numbers.forced ? words.forced : null}));
     if (step < numbers.produced.length) revealed.push({token: "…", class_or_confidence: null});
     return [revealed, numbers.steps[step - 1].caption];
   }

@@ -46,6 +46,7 @@ def page_settings(language: str = ENGLISH) -> dict:
     return {"kinds": ATTENTION_KINDS, "views": VIEWS, "titles": titles(language), "charts": CHARTS,
             "words": {"kinds": {kind: words[f"map.kind.{kind}"] for kind in ATTENTION_KINDS},
                       "noTranslation": words["translate.step.none"], "current": words["translate.piece.current"],
+                      "forced": words["translate.piece.forced"],
                       "chartText": {"decimalMark": DECIMAL_MARK[language],
                                     **{name: words[f"translate.chart.{key}"]
                                        for name, key in CHART_TEXT_WORDS.items()}}}}
@@ -116,7 +117,8 @@ def step_layout(page: Page) -> None:
         step_caption = gr.Markdown(elem_id="step-caption")
         look_inside = gr.Button(words("translate.step.look_inside"), size="sm", scale=0, elem_id="look-inside")
     revealed = gr.HighlightedText(label=words("translate.revealed"),
-                                  color_map={words("translate.piece.current"): "#b34700"}, elem_id="revealed")
+                                  color_map={words("translate.piece.current"): "#b34700",
+                                             words("translate.piece.forced"): "#595959"}, elem_id="revealed")
     with gr.Row():
         top_k_plot = Chart(label=words("translate.top_k"), elem_id=CHARTS["topK"])
         step_attention_plot = Chart(label=words("translate.step_attention"), elem_id=CHARTS["stepAttention"])

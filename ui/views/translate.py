@@ -318,7 +318,8 @@ def page_numbers(translation: Translation, kind: str = "cross", layer: int = 1, 
               "caption": _step_caption(translation, index, language, source_share)}
              for index in range(translation.num_steps)]
     return {"sent": sent, "heads": heads, "decimals": WEIGHT_DECIMALS, "source": list(translation.source_pieces),
-            "produced": list(translation.predicted_pieces), "maps": maps, "steps": steps}
+            "produced": list(translation.predicted_pieces), "forced": translation.forced_steps, "maps": maps,
+            "steps": steps}
 
 
 def map_block(translation: Translation, kind: str, layer: int) -> str:
@@ -366,10 +367,10 @@ def step_view(translation: Translation, step: int, layer: int | None = None, hea
 
 
 def revealed_pieces(translation: Translation, step: int, language: str = ENGLISH) -> list[tuple[str, str | None]]:
-    """The pieces produced up to ``step``, the last marked current (the mark's word shown beside it, in
-    ``language``), and "…" where more follow."""
-    current = text(language, "translate.piece.current")
-    revealed = [(piece + " ", current if i == step - 1 else None)
+    """The pieces produced up to ``step``, the last marked current and a language token the model was forced to
+    write marked forced (the mark's word shown beside it, in ``language``), and "…" where more follow."""
+    current, forced = text(language, "translate.piece.current"), text(language, "translate.piece.forced")
+    revealed = [(piece + " ", current if i == step - 1 else forced if i < translation.forced_steps else None)
                 for i, piece in enumerate(translation.predicted_pieces[:step])]
     return revealed + ([("…", None)] if step < translation.num_steps else [])
 
