@@ -38,7 +38,7 @@ import torch
 from common import machine, report
 from transformer.cpu import speed_up
 from transformer.files import hub, multilingual
-from transformer.files.checkpoint import load_weights
+from transformer.files.weights import load_weights
 from transformer.paper.decoding import SearchRules, beam_search, greedy_search
 from transformer.paper.translation import translate
 from transformer.paper.model import Transformer

@@ -35,8 +35,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import app
-from transformer.files.checkpoint import (REPOSITORY_CHECKPOINTS, list_checkpoints, load_checkpoint, resolve,
-                                    unique_state_dict)
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, list_checkpoints, load_checkpoint
+from transformer.files.weights import resolve, unique_state_dict
 
 from transformer import errors
 from ui import jobs, services
@@ -227,6 +227,7 @@ import sys, time
 from pathlib import Path
 import torch
 import transformer.files.checkpoint as ck
+import transformer.files.weights as stored
 
 directory, stage = Path(sys.argv[1]), sys.argv[2]
 current = ck.load_checkpoint(directory, device="cpu")
@@ -235,14 +236,14 @@ with torch.no_grad():
         parameter.add_(1.0)  # the "newer" weights being saved
 
 if stage == "mid-write":
-    real_write = ck._write_safetensors
+    real_write = stored._write_safetensors
     def write_half_then_hang(path, tensors):
         real_write(path, tensors)
         data = Path(path).read_bytes()
         Path(path).write_bytes(data[: len(data) // 2])  # half written when the kill comes
         print("HANGING", flush=True)
         time.sleep(120)
-    ck._write_safetensors = write_half_then_hang
+    stored._write_safetensors = write_half_then_hang
 else:  # between the two renames: the old checkpoint moved aside, the new one not yet in place
     real_rename = Path.rename
     def rename(self, target):

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer.files import checkpoint
-from transformer.files.checkpoint import CheckpointError, load_checkpoint, resolve, save_checkpoint
+from transformer.files import checkpoint, weights
+from transformer.files.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from transformer.files.weights import resolve
 from transformer.paper.config import ModelConfig
 from transformer.paper.model import Transformer
 from transformer.paper.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
@@ -122,15 +123,15 @@ def test_shared_embedding_is_stored_once(saved):
     model, directory = saved
     config = json.loads((directory / "config.json").read_text())
     assert config["source_tokenizer"] == config["target_tokenizer"] == "tokenizer.model"
-    stored = checkpoint._read_weights(directory)
-    assert set(stored) == set(checkpoint.unique_state_dict(model))
+    stored = weights.read_weights(directory)
+    assert set(stored) == set(weights.unique_state_dict(model))
     assert len(stored) < len(model.state_dict())
 
 
 def test_float16_storage_loads_back_into_float32_parameters(tmp_path, tokenizer):
     model = tiny_model(tokenizer)
     directory = save_checkpoint(tmp_path / "half", model, tokenizer, tokenizer, dtype=torch.float16)
-    assert all(t.dtype == torch.float16 for t in checkpoint._read_weights(directory).values())
+    assert all(t.dtype == torch.float16 for t in weights.read_weights(directory).values())
     loaded = load_checkpoint(directory, device="cpu")
     for (name, original), (_, restored) in zip(model.state_dict().items(), loaded.model.state_dict().items()):
         assert restored.dtype == torch.float32, name
@@ -148,7 +149,7 @@ def test_large_weights_are_sharded_with_an_index_and_load_back_identically(tmp_p
     assert not (directory / "model.safetensors").exists()
     index = json.loads((directory / "model.safetensors.index.json").read_text())
     assert sorted(set(index["weight_map"].values())) == shards
-    assert set(index["weight_map"]) == set(checkpoint.unique_state_dict(model))
+    assert set(index["weight_map"]) == set(weights.unique_state_dict(model))
     loaded = load_checkpoint(directory, device="cpu")
     assert torch.equal(logits_of(loaded.model, tokenizer), logits_of(model, tokenizer))
 
@@ -351,7 +352,7 @@ def test_a_save_that_fails_midway_leaves_the_previous_checkpoint_intact(saved, t
         raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        checkpoint.write_directory_atomically(directory, write)
+        weights.write_directory_atomically(directory, write)
     assert {p.name: p.read_bytes() for p in directory.iterdir()} == before
     loaded = load_checkpoint(directory, device="cpu")
     assert torch.equal(logits_of(loaded.model, tokenizer), logits_of(model, tokenizer))
@@ -369,13 +370,13 @@ def test_saving_again_replaces_the_checkpoint_and_leaves_no_twins(saved, tokeniz
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads file descriptors' paths from /proc")
 def test_a_save_flushes_its_files_and_the_renames_to_disk(tmp_path, tokenizer, monkeypatch):
-    synced, real_fsync = [], checkpoint.os.fsync
+    synced, real_fsync = [], weights.os.fsync
 
     def recording_fsync(fd):
-        synced.append(Path(checkpoint.os.readlink(f"/proc/self/fd/{fd}")))
+        synced.append(Path(weights.os.readlink(f"/proc/self/fd/{fd}")))
         real_fsync(fd)
 
-    monkeypatch.setattr(checkpoint.os, "fsync", recording_fsync)
+    monkeypatch.setattr(weights.os, "fsync", recording_fsync)
     directory = save_checkpoint(tmp_path / "durable", tiny_model(tokenizer), tokenizer, tokenizer)
     assert tmp_path / "durable.tmp" / "config.json" in synced, "every file is flushed before the rename"
     assert synced[-1] == tmp_path, "the parent directory is flushed after the rename, so the new name is durable"

@@ -18,40 +18,30 @@ published with.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
-import os
-import shutil
 from collections.abc import Iterable
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file
-from safetensors.torch import save as safetensors_bytes
 
 from ..cpu import speed_up
-from ..errors import Explained, InputError
+from ..errors import InputError
 from ..paper.config import ModelConfig
 from ..paper.decoding import SearchRules, encode_source, greedy_search, pad_batch
 from ..paper.translation import Translation, inspect_together, translate_together
 from ..paper.model import Transformer
 from ..paper.tokenizer import Languages, Tokenizer
+from .weights import (DEFAULT_MAX_SHARD_BYTES, CheckpointError, check_shapes, load_weights, read_weights,
+                      refuse_pickle, resolve, stored_shapes, unique_state_dict, write_directory_atomically,
+                      write_weights)
 
 log = logging.getLogger(__name__)
 
-WEIGHTS = "model.safetensors"
-WEIGHTS_INDEX = "model.safetensors.index.json"
 CONFIG = "config.json"
-# Hugging Face Spaces refuse files over 10 MB without Git LFS.
-DEFAULT_MAX_SHARD_BYTES = 9 * 1024 * 1024
-
-
-class CheckpointError(Explained):
-    """A checkpoint is missing, corrupt, or does not fit its own config."""
 
 
 @dataclass
@@ -156,177 +146,11 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def unique_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The state dict without aliases (a shared embedding is stored once). Aliases are the same parameter object,
-    which also holds for a model built on the meta device, where every tensor has the same (null) address."""
-    state, seen, unique = model.state_dict(), set(), {}
-    for name, variable in model.state_dict(keep_vars=True).items():
-        if id(variable) not in seen:
-            seen.add(id(variable))
-            unique[name] = state[name]
-    return unique
-
-
-def _write_safetensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
-    # Written by Python rather than safetensors.save_file, which creates files readable by their owner only.
-    path.write_bytes(safetensors_bytes(tensors, metadata={"format": "pt"}))
-
-
-def _write_weights(directory: Path, tensors: dict[str, torch.Tensor], max_shard_bytes: int) -> None:
-    total = sum(t.numel() * t.element_size() for t in tensors.values())
-    if total <= max_shard_bytes:
-        _write_safetensors(directory / WEIGHTS, tensors)
-        return
-    shards, current, size = [], {}, 0
-    for name, tensor in tensors.items():
-        nbytes = tensor.numel() * tensor.element_size()
-        if current and size + nbytes > max_shard_bytes:
-            shards.append(current)
-            current, size = {}, 0
-        current[name] = tensor
-        size += nbytes
-    shards.append(current)
-    weight_map = {}
-    for i, shard in enumerate(shards, start=1):
-        filename = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
-        _write_safetensors(directory / filename, shard)
-        weight_map.update({name: filename for name in shard})
-    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
-    (directory / WEIGHTS_INDEX).write_text(json.dumps(index, indent=2) + "\n")
-
-
-def _refuse_pickle(directory: Path) -> None:
-    """Explain, rather than report a missing file, when a directory holds pickle weights instead."""
-    if any(directory.glob("*.pt")) or any(directory.glob("*.bin")) or any(directory.glob("*.pth")):
-        raise CheckpointError(f"{directory} holds pickle weights (.pt/.bin/.pth); only safetensors are "
-                              "loaded, because unpickling a file can run arbitrary code",
-                              code="checkpoint.pickle_weights", directory=str(directory))
-
-
-LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
-
-
-def _weight_files(directory: Path) -> list[Path]:
-    """The safetensors files of a checkpoint (one, or the shards its index names)."""
-    index_path = directory / WEIGHTS_INDEX
-    if index_path.is_file():
-        try:
-            weight_map = json.loads(index_path.read_text())["weight_map"]
-            return [directory / Path(name).name for name in sorted(set(weight_map.values()))]
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
-            raise CheckpointError(f"{index_path} is not a valid shard index ({error})",
-                                  code="checkpoint.bad_shard_index", path=str(index_path), error=str(error)) from None
-    if not (directory / WEIGHTS).is_file():
-        _refuse_pickle(directory)
-        raise CheckpointError(f"no {WEIGHTS} in {directory}", code="checkpoint.no_weights", weights=WEIGHTS,
-                              directory=str(directory))
-    return [directory / WEIGHTS]
-
-
-def stored_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
-    """The name and shape of every stored tensor, read from the safetensors headers alone (nothing allocated)."""
-    shapes = {}
-    for path in _weight_files(directory):
-        try:
-            with path.open("rb") as file:
-                if file.read(len(LFS_POINTER)) == LFS_POINTER:
-                    raise CheckpointError(f"{path.name} in {directory} is a Git LFS pointer, not the weights: "
-                                          "fetch them with `git lfs pull`", code="checkpoint.lfs_pointer",
-                                          file=path.name, directory=str(directory))
-            with safe_open(str(path), "pt") as stored:
-                shapes.update({name: tuple(stored.get_slice(name).get_shape()) for name in stored.keys()})
-        except CheckpointError:
-            raise
-        except (SafetensorError, OSError, ValueError) as error:
-            raise CheckpointError(f"weights in {directory} are unreadable or truncated ({error})",
-                                  code="checkpoint.unreadable_weights", directory=str(directory),
-                                  error=str(error)) from None
-    return shapes
-
-
-def check_shapes(model_config: ModelConfig, shapes: dict[str, tuple[int, ...]], origin: Path | str) -> None:
-    """Refuse weights that do not fit the config before the model is built: a config.json that claims huge
-    sizes would otherwise allocate them first."""
-    with torch.device("meta"):
-        expected = {name: tuple(t.shape) for name, t in unique_state_dict(Transformer(model_config)).items()}
-    _compare(expected, shapes, origin)
-
-
-def _compare(expected: dict[str, tuple[int, ...]], stored: dict[str, tuple[int, ...]], origin) -> None:
-    missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
-    if missing or unexpected:
-        raise CheckpointError(f"weights in {origin} do not match config.json: missing {missing[:5]}, "
-                              f"unexpected {unexpected[:5]}", code="checkpoint.names_mismatch", origin=str(origin),
-                              missing=str(missing[:5]), unexpected=str(unexpected[:5]))
-    for name, shape in expected.items():
-        if tuple(stored[name]) != shape:
-            raise CheckpointError(f"weights in {origin} do not match config.json: {name} has shape "
-                                  f"{tuple(stored[name])}, expected {shape}", code="checkpoint.shape_mismatch",
-                                  origin=str(origin), name=name, shape=str(tuple(stored[name])),
-                                  expected=str(shape))
-
-
-def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
-    tensors = {}
-    try:
-        for path in _weight_files(directory):
-            tensors.update(load_file(str(path)))
-    except (SafetensorError, OSError, ValueError, KeyError) as error:
-        raise CheckpointError(f"weights in {directory} are unreadable or truncated ({error})",
-                              code="checkpoint.unreadable_weights", directory=str(directory),
-                              error=str(error)) from None
-    return tensors
-
-
-def write_directory_atomically(destination: Path, write) -> None:
-    """Call ``write(tmp_dir)`` then move tmp_dir to ``destination``, replacing it in two renames."""
-    destination = Path(destination)
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    tmp = destination.with_name(destination.name + ".tmp")
-    old = destination.with_name(destination.name + ".old")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    write(tmp)
-    for path in tmp.iterdir():
-        with open(path, "rb") as handle:
-            os.fsync(handle.fileno())
-    _fsync_directory(tmp)
-    if destination.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        destination.rename(old)
-    tmp.rename(destination)
-    _fsync_directory(destination.parent)  # the renames themselves survive a power cut only once this is done
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _fsync_directory(path: Path) -> None:
-    """Flush a directory's entries (new names, renames) to disk; skipped where directories cannot be opened."""
-    try:
-        handle = os.open(path, os.O_RDONLY)
-    except OSError:  # Windows
-        return
-    try:
-        os.fsync(handle)
-    except OSError:
-        pass
-    finally:
-        os.close(handle)
-
-
-def resolve(path: str | Path) -> Path:
-    """The directory to read: ``path``, or its ``.old`` twin if a save was cut off between its two renames."""
-    path = Path(path)
-    old = path.with_name(path.name + ".old")
-    if not path.exists() and old.is_dir():
-        log.warning("recovering %s from %s (an earlier save was interrupted)", path, old)
-        return old
-    return path
-
-
 def save_checkpoint(directory: str | Path, model: Transformer, source_tokenizer: Tokenizer,
                     target_tokenizer: Tokenizer, info: dict | None = None, dtype: torch.dtype | None = None,
                     card: str | None = None, metrics: dict | None = None,
-                    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES, extra_files: dict[str, bytes] | None = None) -> Path:
+                    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
+                    extra_files: dict[str, bytes] | None = None) -> Path:
     """Write a complete checkpoint directory atomically; ``dtype`` (e.g. float16) shrinks stored weights."""
     tensors = {name: t.detach().to("cpu", dtype=dtype if dtype and t.is_floating_point() else t.dtype).contiguous()
                for name, t in unique_state_dict(model).items()}
@@ -339,7 +163,7 @@ def save_checkpoint(directory: str | Path, model: Transformer, source_tokenizer:
 
     def write(tmp: Path) -> None:
         (tmp / CONFIG).write_text(json.dumps(config, indent=2) + "\n")
-        _write_weights(tmp, tensors, max_shard_bytes)
+        write_weights(tmp, tensors, max_shard_bytes)
         for side, tokenizer in (("source", source_tokenizer), ("target", target_tokenizer)):
             tokenizer.save(tmp / config[f"{side}_tokenizer"])
             if tokenizer.vocabulary is not None:
@@ -380,7 +204,7 @@ def read_config(directory: str | Path) -> dict:
     directory = resolve(directory)
     config_path = directory / CONFIG
     if not config_path.is_file():
-        _refuse_pickle(directory)
+        refuse_pickle(directory)
         raise CheckpointError(f"not a checkpoint: {directory} has no {CONFIG}", code="checkpoint.no_config",
                               directory=str(directory), config=CONFIG)
     try:
@@ -441,7 +265,7 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
                                   pad=pad, eos=eos, model_pad=model_pad, model_eos=model_eos)
     check_shapes(model_config, stored_shapes(directory), directory)
     model = speed_up(Transformer(model_config))
-    load_weights(model, _read_weights(directory), directory)
+    load_weights(model, read_weights(directory), directory)
     model.to(device or default_device(), dtype).eval()
     card_path = directory / "README.md"
     card = card_path.read_text(encoding="utf-8", errors="replace") if card_path.is_file() else ""
@@ -478,17 +302,6 @@ def read_metrics(path: Path) -> dict:
             log.warning("%s: length_penalty %r is not a number; 1.0 is used", path, metrics["length_penalty"])
             metrics = {k: v for k, v in metrics.items() if k != "length_penalty"}
     return metrics
-
-
-def load_weights(model: Transformer, tensors: dict[str, torch.Tensor], origin: Path | str = "weights") -> None:
-    """Copy stored tensors into ``model``, refusing anything that does not fit it exactly."""
-    expected = unique_state_dict(model)
-    stored = {name: tuple(tensor.shape) for name, tensor in tensors.items()
-              if name in expected or name not in model.state_dict()}  # a tied weight's alias is no surprise
-    _compare({name: tuple(tensor.shape) for name, tensor in expected.items()}, stored, origin)
-    with torch.no_grad():
-        for name, tensor in expected.items():
-            tensor.copy_(tensors[name])
 
 
 def list_checkpoints(*roots: str | Path) -> list[Path]:

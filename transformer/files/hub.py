@@ -34,7 +34,8 @@ from ..errors import Explained
 from ..paper.config import ModelConfig
 from ..paper.model import Transformer
 from ..paper.tokenizer import Tokenizer
-from .checkpoint import CheckpointError, load_weights, save_checkpoint
+from .checkpoint import CheckpointError, save_checkpoint
+from .weights import load_weights
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 
 from .. import data as datasets
-from ..files.checkpoint import CheckpointError, read_config, resolve
+from ..files.checkpoint import CheckpointError, read_config
+from ..files.weights import resolve
 from ..paper.config import PRESETS
 from .planning import data_kind, run_settings
 from .settings import AUTO_PRESET, PLANNED_FIELDS, TrainConfig

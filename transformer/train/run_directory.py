@@ -24,8 +24,8 @@ import torch
 from safetensors.torch import load as safetensors_tensors
 from safetensors.torch import save as safetensors_bytes
 
-from ..files.checkpoint import (Checkpoint, load_checkpoint, load_weights, read_config, resolve, save_checkpoint,
-                                unique_state_dict)
+from ..files.checkpoint import Checkpoint, load_checkpoint, read_config, save_checkpoint
+from ..files.weights import load_weights, resolve, unique_state_dict
 from ..paper.model import Transformer
 from .run_logs import parse_records, read_log_text
 from ..paper.tokenizer import Tokenizer

@@ -24,7 +24,8 @@ from tqdm import tqdm
 
 from .. import data as datasets
 from ..cpu import speed_up
-from ..files.checkpoint import Checkpoint, load_weights, unique_state_dict
+from ..files.checkpoint import Checkpoint
+from ..files.weights import load_weights, unique_state_dict
 from ..paper.config import preset
 from ..paper.decoding import translate_batch
 from ..paper.translation import forced_decode
