@@ -49,7 +49,8 @@ from torch import nn
 
 from common import bundled_or_random, machine
 
-from transformer.paper.decoding import greedy_search, pad_batch, translate_batch
+from transformer.paper.decoding import greedy_search, pad_batch
+from transformer.paper.sentences import translate_batch
 from transformer.paper.model import DecoderCache, Transformer, causal_mask
 from transformer.paper.reference import to_torch_transformer
 from transformer.paper.tokenizer import BOS_ID

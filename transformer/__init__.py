@@ -5,7 +5,8 @@ would replace a function of that name (import it from ``transformer.paper.transl
 
 from .files.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from .paper.config import PRESETS, ModelConfig, preset
-from .paper.decoding import beam_search, decode_steps, greedy_search, translate_batch
+from .paper.decoding import beam_search, greedy_search
+from .paper.sentences import decode_steps, translate_batch
 from .paper.translation import Translation, forced_decode
 from .paper.model import DecoderCache, HeadMask, Seq2SeqOutput, Transformer
 from .paper.tokenizer import Tokenizer

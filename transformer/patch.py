@@ -23,7 +23,7 @@ import sys
 from . import arguments
 from .errors import InputError
 from .inside import patching
-from .paper.decoding import encode_source
+from .paper.sentences import encode_source
 
 
 def pairs(value: str) -> list[tuple[int, int]]:

@@ -25,7 +25,7 @@ import sys
 from . import arguments
 from .errors import InputError
 from .files.checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
-from .paper.decoding import report_cut_input, translate_batch
+from .paper.sentences import report_cut_input, translate_batch
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
-from transformer.paper.decoding import translate_batch
+from transformer.paper.sentences import translate_batch
 from transformer.paper.reference import to_torch_transformer
 
 ROOT = Path(__file__).resolve().parents[2]

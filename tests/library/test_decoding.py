@@ -5,7 +5,8 @@ import torch
 
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.paper.config import ModelConfig
-from transformer.paper.decoding import Sampling, beam_search, decode_steps, default_max_length, greedy_search, pad_batch, translate_batch
+from transformer.paper.decoding import Sampling, beam_search, default_max_length, greedy_search, pad_batch
+from transformer.paper.sentences import decode_steps, translate_batch
 from transformer.paper.translation import forced_decode, translate, translate_together
 from transformer.paper.model import HeadMask, Transformer
 from transformer.paper.tokenizer import PAD_ID, BOS_ID, EOS_ID

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from transformer.files.checkpoint import DEFAULT_CHECKPOINT, load_checkpoint, save_checkpoint
-from transformer.paper.decoding import pad_batch, translate_batch
+from transformer.paper.decoding import pad_batch
+from transformer.paper.sentences import translate_batch
 from transformer.paper.tokenizer import PAD_ID, BOS_ID
 from transformer.train.settings import TrainConfig
 from transformer.train.trainer import Trainer

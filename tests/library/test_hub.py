@@ -17,7 +17,8 @@ from transformer.files import hub
 from transformer.files.checkpoint import load_checkpoint
 from transformer.files.hub import HubError
 from transformer.paper.config import ModelConfig
-from transformer.paper.decoding import SearchRules, beam_search, greedy_search, translate_batch
+from transformer.paper.decoding import SearchRules, beam_search, greedy_search
+from transformer.paper.sentences import translate_batch
 
 MAX_TOKENS = 30  # enough for every sentence the test model copies to end by itself
 

@@ -31,7 +31,8 @@ import torch
 from ..cpu import speed_up
 from ..errors import InputError
 from ..paper.config import ModelConfig
-from ..paper.decoding import SearchRules, encode_source, greedy_search, pad_batch
+from ..paper.decoding import SearchRules, greedy_search, pad_batch
+from ..paper.sentences import encode_source
 from ..paper.translation import Translation, inspect_together, translate_together
 from ..paper.model import Transformer
 from ..paper.tokenizer import Languages, Tokenizer

@@ -16,7 +16,8 @@ import torch
 from ..errors import InputError
 from ..files.checkpoint import Checkpoint
 from ..metrics import corpus_scores
-from ..paper.decoding import encode_source, greedy_search, pad_batch
+from ..paper.decoding import greedy_search, pad_batch
+from ..paper.sentences import encode_source
 from ..paper.translation import Translation, forced_decode
 from ..paper.model import HeadMask
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .decoding import SearchRules, Sampling, beam_search, encode_source, greedy_search, pad_batch
+from .decoding import SearchRules, Sampling, beam_search, greedy_search, pad_batch
+from .sentences import encode_source
 from .model import HeadMask, Transformer
 from .tokenizer import Tokenizer
 

@@ -9,7 +9,7 @@ import torch
 
 from .. import data as datasets
 from ..metrics import corpus_scores
-from ..paper.decoding import translate_batch
+from ..paper.sentences import translate_batch
 from ..paper.model import Transformer
 from ..paper.tokenizer import PAD_ID, Tokenizer
 from .corpus import collate

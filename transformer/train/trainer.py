@@ -27,7 +27,7 @@ from ..cpu import speed_up
 from ..files.checkpoint import Checkpoint
 from ..files.weights import load_weights, unique_state_dict
 from ..paper.config import preset
-from ..paper.decoding import translate_batch
+from ..paper.sentences import translate_batch
 from ..paper.translation import forced_decode
 from ..paper.model import Transformer
 from .clock import RunClock, Throughput

@@ -10,7 +10,7 @@ import gradio as gr
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside import interventions, patching
-from transformer.paper.decoding import encode_source
+from transformer.paper.sentences import encode_source
 from transformer.paper.translation import Translation
 
 from ..runtime import batching, components

@@ -7,7 +7,8 @@ import torch
 
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside import analysis
-from transformer.paper.decoding import beam_search, encode_source
+from transformer.paper.decoding import beam_search
+from transformer.paper.sentences import encode_source
 from transformer.paper.translation import Translation, forced_decode
 
 from .. import figures

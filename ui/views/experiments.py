@@ -12,7 +12,7 @@ import torch
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside import interventions
 from transformer.inside import one_head, patching
-from transformer.paper.decoding import encode_source
+from transformer.paper.sentences import encode_source
 
 from .. import figures
 from ..runtime.language import ENGLISH, Message, Number, message, percent, said, text

@@ -22,7 +22,7 @@ from transformer.inside.attribution import attribute
 from transformer.inside.contributions import contributions
 from transformer.inside.interventions import ablate_heads, head_label
 from transformer.inside.one_head import head_arithmetic
-from transformer.paper.decoding import encode_source
+from transformer.paper.sentences import encode_source
 from transformer.paper.translation import forced_decode
 from transformer.paper.model import Transformer
 
