@@ -11,7 +11,8 @@ import logging
 import sys
 
 from .files import hub
-from .files.hub import HubError, open_model
+from .files.download import open_model
+from .files.hub import HubError
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -129,7 +129,7 @@ def on_open_from_hub(services: Services, hub_id, text, typed_texts, decoding, be
     name = services.open_from_hub(hub_id, visiting_client(request))
     opened = on_model(services, name, text, typed_texts, decoding, beam_size, max_length, kind, view, layer, head,
                       average, language)
-    # A Hub id has only letters, digits, '.', '-', '_' and one '/' (hub.check_repo_id), so code spans show it as it is.
+    # A Hub id has only letters, digits, '.', '-', '_' and one '/' (download.check_repo_id), so code spans show it as it is.
     return {**opened, "hub_status": words_in(language, "header.hub.opened", hub_id=hub_id, name=name)}
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from transformer.files import hub
+from transformer.files import download, hub
 from transformer.files.checkpoint import list_checkpoints
 from transformer.files.multilingual import FAMILIES
 
@@ -117,7 +117,7 @@ class HubModels:
         if not local:
             if not self.enabled:
                 raise hub.HubError(message("model.hub.off"))
-            hub.check_repo_id(source)
+            download.check_repo_id(source)
             if visitor is not None and not any(fnmatch.fnmatchcase(source, pattern) for pattern in self.patterns):
                 raise hub.HubError(message("model.hub.only_matching", patterns=", ".join(self.patterns)))
         name = self.name_of(source, local)
@@ -137,8 +137,9 @@ class HubModels:
             if local:  # the converted copy weighs what the directory's files do (at most)
                 size = sum(file.stat().st_size for file in Path(source).iterdir() if file.is_file())
                 self.make_room(size, in_use, last_used, source)
-            hub.open_model(source, self.directory / name, max_bytes=self.max_bytes if visitor is not None else None,
-                           cache_dir=self.downloads, before_download=before_download)
+            download.open_model(source, self.directory / name,
+                                max_bytes=self.max_bytes if visitor is not None else None,
+                                cache_dir=self.downloads, before_download=before_download)
         finally:
             self.progress.pop(source, None)
             shutil.rmtree(self.downloads, ignore_errors=True)  # converted (or failed): the download is not kept
@@ -253,7 +254,7 @@ class OpeningAtStart:
         return "\n".join(f"- {self.line(opening, language)}" for opening in self.openings)
 
     def line(self, opening: Opening, language: str = ENGLISH) -> str:
-        shown = f"`{opening.source}`" if hub.REPO_ID.match(opening.source) else f"`{Path(opening.source).name}`"
+        shown = f"`{opening.source}`" if download.REPO_ID.match(opening.source) else f"`{Path(opening.source).name}`"
         if opening.state == "waiting":
             return text(language, "model.hub.next", shown=shown)
         if opening.state == "opening":

@@ -13,7 +13,7 @@ from helpers import assert_same_pass, passes_of_both, run_command
 from marian_models import ENGLISH, GERMAN, build_marian
 from transformer.cpu import DecodingWeight
 from transformer.data import load_multi30k
-from transformer.files import hub
+from transformer.files import download, hub
 from transformer.files.checkpoint import load_checkpoint
 from transformer.files.hub import HubError
 from transformer.paper.config import ModelConfig
@@ -186,7 +186,7 @@ def test_a_hub_id_is_read_from_the_download_cache_when_the_hub_cannot_be_reached
     shutil.copytree(marian_dir, repo / "snapshots" / commit)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(commit)
-    out = hub.open_model("Helsinki-NLP/opus-mt-tiny", tmp_path / "opus-mt-tiny", cache_dir=tmp_path / "cache")
+    out = download.open_model("Helsinki-NLP/opus-mt-tiny", tmp_path / "opus-mt-tiny", cache_dir=tmp_path / "cache")
     checkpoint = load_checkpoint(out, device="cpu")
     assert checkpoint.info["source"] == {"name": "Helsinki-NLP/opus-mt-tiny", "revision": commit,
                                          "license": "cc-by-4.0", "converted_from": "transformers MarianMTModel"}
@@ -200,7 +200,7 @@ def test_a_hub_id_is_read_from_the_download_cache_when_the_hub_cannot_be_reached
 ])
 def test_a_hub_id_that_cannot_be_fetched_gets_one_sentence(tmp_path, name, message):
     with pytest.raises(HubError, match=message):
-        hub.open_model(name, tmp_path / "out", cache_dir=tmp_path / "cache")
+        download.open_model(name, tmp_path / "out", cache_dir=tmp_path / "cache")
     assert not (tmp_path / "out").exists()
 
 
