@@ -14,7 +14,7 @@ from starlette.middleware import Middleware
 from transformer.files.checkpoint import Checkpoint, CheckpointError
 
 from . import api, class_page, figures, header, lessons
-from .jobs import MAX_UPLOAD_BYTES
+from .uploads import MAX_UPLOAD_BYTES
 from .runtime import batching, costly, page_code
 from .runtime.language import ENGLISH, LANGUAGES, LanguageRoutes, page_path, said, switch_html, text
 from .runtime.limits import BodySizeLimit, ClientShare

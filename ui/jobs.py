@@ -9,7 +9,6 @@ never writes into the bundled ``checkpoints/``.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import os
 import re
@@ -21,46 +20,35 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
 
 from transformer import data as datasets
-from transformer.errors import InputError
 from transformer.files.checkpoint import save_checkpoint
-from transformer.paper.config import ModelConfig, preset
-from transformer.paper.model import Transformer
-from transformer.train import calibrate, planning
-from transformer.train.budget import BudgetPlan
+from transformer.train import planning
 from transformer.train.run_logs import run_history
-from transformer.train.settings import AUTO_PRESET, TrainConfig, use_bf16
+from transformer.train.settings import AUTO_PRESET, TrainConfig
 from transformer.train.trainer import Trainer
 
 from .runtime.costly import CORES
 from .runtime.gpu import models_device
-from .runtime.language import ENGLISH, WRITTEN_PER_LANGUAGE, Message, Number, message, percent, table, text
+from .runtime.language import ENGLISH, WRITTEN_PER_LANGUAGE, Message, Number, message, percent, text
 from .runtime.limits import MAX_TRACKED_CLIENTS
 from .runtime.memory import release_memory
+from .training_plans import MAX_MINUTES, MULTI30K_MISSING, plan_words
+from .published_models import JobError, PublishedModels, kept_where
+from .uploads import read_upload
 from .views.choices import clamp, finite
 
 log = logging.getLogger(__name__)
 
 DEFAULT_RUNS_DIR = Path(__file__).resolve().parents[1] / "runs"
-MAX_UPLOAD_BYTES = 5 * 1024 * 1024
-MAX_UPLOAD_TEXT_BYTES = 20 * 10**6  # what an upload may decompress to
-MAX_UPLOAD_LINES = 200_000
-MAX_UPLOAD_LINE_CHARS = 2_000
-# Models trained in the app that stay in everyone's model list (a class of 30 would fill it); the oldest go first.
-KEPT_MODELS = int(os.environ.get("EXPLORER_KEPT_MODELS", "10"))
 JOBS_PER_CLIENT_HOUR = 3  # one client may not keep the server's one training slot for itself
 MAX_STEPS = 3000
-MAX_MINUTES = 15.0  # a visitor may hold the server's one training slot this long
 SHARED_MINUTES = 5.0  # ... or this long while another visitor waits for it
 MAX_WAITING = 10  # visitors in line for the slot
 WAITER_GONE_S = 10.0  # a place in line whose page has not asked for this long is given up (the page asks each second)
 APP_PRESETS = (AUTO_PRESET, "tiny", "small")
 DISABLE_VARIABLE = "EXPLORER_DISABLE_TRAINING"
 SYNTHETIC_PROBE = "3 1 4 1 5 9 2 6"
-# What the page says, in its language (ui/locales/<language>/train.json), and this module's logs say in English.
-MULTI30K_MISSING = message("train.multi30k_missing")
 
 
 def time_left_text(seconds: float) -> Message:
@@ -78,144 +66,12 @@ def in_words(error: BaseException) -> Message | BaseException | str:
     return error if getattr(error, "code", None) else str(error)
 
 
-class JobError(InputError):
-    """Why a job could not start, phrased for the user (what they asked for cannot be done now)."""
-
-
 class SlotTaken(JobError):
     """The training slot is not free for this visitor now: a job runs, or others wait ahead of them."""
 
 
 def training_disabled() -> bool:
     return os.environ.get(DISABLE_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-DIGIT_PIECES = 16  # the digit tasks' vocabulary: ten digits, a space mark and the special pieces
-
-
-@dataclass(frozen=True)
-class SizeSummary:
-    """What a size choice means before a job starts: its parameters, and for "auto" the plan in words (None: it
-    cannot be known yet, and ``plan`` says why)."""
-
-    parameters: int | None
-    plan: Message | None = None  # what the plan for the time limit is (plan_words), or why there is none yet
-
-
-class PreviewSpeeds:
-    """This machine's speed on Multi30K, measured once per way a job would train (on all cores for this machine's
-    own user, on half for a public server's visitor), for the Train tab to show the plan a job would make before it
-    starts. The job measures again when it starts, as a machine's speed drifts."""
-
-    def __init__(self):
-        self._measuring = threading.Lock()  # one measurement at a time; reading what was measured never waits
-        self._measured: dict[tuple, tuple[calibrate.CorpusShape, calibrate.Measurement]] = {}
-
-    def get(self, data_dir: str | None = None, shared: bool = False, measure: bool = True):
-        """(shape, measurement) of Multi30K in ``data_dir`` (which must be there: see ``fitted_plan``), measured
-        now unless it was before or ``measure`` is False (then None)."""
-        key = (data_dir, shared)
-        if key not in self._measured and measure:
-            with self._measuring, CORES.reserve() if shared else contextlib.nullcontext():
-                if key not in self._measured:
-                    shape = calibrate.CorpusShape.of(datasets.load_multi30k("train", "en", "de", data_dir))
-                    device = models_device()
-                    bf16 = use_bf16(TrainConfig(data="multi30k"), device)
-                    self._measured[key] = shape, calibrate.measure(shape, 60 * MAX_MINUTES, device, bf16)
-        return self._measured.get(key)
-
-
-PREVIEW_SPEEDS = PreviewSpeeds()
-
-
-def fitted_plan(data: str, minutes: float, data_dir: str | None = None, shared: bool = False,
-                measure: bool = True) -> BudgetPlan | Message:
-    """The plan "auto" would make for ``minutes`` of training on ``data`` (``shared``: as a visitor's job, on half
-    the cores), or why it cannot be shown yet: Multi30K is not on this server, or not measured (``measure``
-    False), or the data is an upload whose size is known only when the job starts."""
-    kind = planning.data_kind(data)
-    if kind == "synthetic":
-        return planning.plan_for(kind, minutes)
-    share = percent(calibrate.MEASURING_SHARE)
-    if kind == "upload":
-        return message("train.planned_at_start", data=message("train.the_files_size"), share=share)
-    try:
-        datasets.multi30k_dir(data_dir, download=False)
-    except datasets.DataError:
-        return MULTI30K_MISSING
-    measured = PREVIEW_SPEEDS.get(data_dir, shared, measure)
-    if measured is None:
-        return message("train.planned_at_start", data=message("train.multi30ks_size"), share=share)
-    shape, measurement = measured
-    return planning.plan_for(kind, minutes, shape, measurement)
-
-
-def plan_words(plan: BudgetPlan) -> Message:
-    """``BudgetPlan.describe`` as a message, said in the page's language: the model and how it is trained, what
-    it expects, and why (the measured speed; what the next larger size would make)."""
-    sizes = plan.sizes()
-    vocabulary = message("train.plan.vocabulary", size=Number(plan.vocab_size, ",")) if plan.vocab_size else ""
-    schedule = f"train.plan.schedule.{plan.schedule}"
-    model = message("train.plan.model", d_model=sizes["d_model"], encoder_layers=sizes["n_encoder_layers"],
-                    decoder_layers=sizes["n_decoder_layers"], d_ff=sizes["d_ff"], heads=sizes["n_heads"],
-                    dropout=Number(sizes["dropout"], "g"), vocabulary=vocabulary, tokens=Number(plan.max_tokens, ","),
-                    lr=Number(plan.lr, "g"), warmup=plan.warmup_steps,
-                    schedule=message(schedule) if schedule in table(ENGLISH) else plan.schedule)
-    expects = why = ""
-    if plan.expected_updates is not None:
-        expects = message("train.plan.expects", updates=Number(plan.expected_updates, ","),
-                          epochs=Number(plan.expected_epochs, ".1f"))
-        if plan.tokens_per_s is not None:
-            larger = ""
-            if plan.larger is not None:
-                d_model, could, needs = plan.larger
-                larger = message("train.plan.larger", d_model=d_model, could=Number(could, ","),
-                                 needs=Number(needs, ","))
-            why = message("train.plan.why", speed=Number(plan.tokens_per_s, ",.0f"), larger=larger)
-        elif plan.why:  # a plan made before its numbers were kept: the library's words
-            why = f": {plan.why}"
-    return message("train.plan", model=model, expects=expects, why=why)
-
-
-def size_summary(preset_name: str, data: str, minutes: float, shared: bool = False,
-                 measure: bool = True) -> SizeSummary:
-    """A preset's size for a data choice (digits, or text with 8,000 pieces), or the plan "auto" makes for
-    ``minutes`` (``fitted_plan``)."""
-    synthetic = data in datasets.SYNTHETIC_TASKS
-    if preset_name == AUTO_PRESET:
-        plan = fitted_plan(data, minutes, shared=shared, measure=measure)
-        if isinstance(plan, Message):
-            return SizeSummary(None, plan)
-        sizes, vocab, words = plan.sizes(), plan.vocab_size, plan_words(plan)
-    else:
-        sizes, vocab, words = dataclasses.asdict(preset(preset_name, 1, 1)), 8000, None
-    vocab = DIGIT_PIECES if synthetic else vocab
-    sizes.update(src_vocab_size=vocab, tgt_vocab_size=vocab)
-    with torch.device("meta"):  # counted, not allocated
-        return SizeSummary(Transformer(ModelConfig(**sizes)).num_parameters(), words)
-
-
-def read_upload(path: str | Path, limit: int = MAX_UPLOAD_BYTES) -> datasets.ParallelCorpus:
-    """Check an uploaded parallel TSV: size first (compressed and as text), then rows (errors name the problem).
-
-    A gzip upload may hold at most ``MAX_UPLOAD_TEXT_BYTES`` of text, and no line may be longer than
-    ``MAX_UPLOAD_LINE_CHARS``: a sentence pair is a line or two of a caption, not a megabyte.
-    """
-    path = Path(path)
-    size = path.stat().st_size
-    if size > limit:
-        raise datasets.DataError(message("train.error.upload_too_big", file=path.name, size=Number(size / 1e6, ".1f"),
-                                         limit=Number(limit / 1e6, ".0f")))
-    lines = datasets.read_lines(path, MAX_UPLOAD_TEXT_BYTES)
-    if len(lines) > MAX_UPLOAD_LINES:
-        raise datasets.DataError(message("train.error.too_many_lines", file=path.name, lines=Number(len(lines), ","),
-                                         limit=Number(MAX_UPLOAD_LINES, ",")))
-    longest = max(range(len(lines)), key=lambda i: len(lines[i]), default=None)
-    if longest is not None and len(lines[longest]) > MAX_UPLOAD_LINE_CHARS:
-        raise datasets.DataError(message("train.error.line_too_long", line=longest + 1, file=path.name,
-                                         chars=Number(len(lines[longest]), ","),
-                                         limit=Number(MAX_UPLOAD_LINE_CHARS, ",")))
-    return datasets.load_training_tsv(path)
 
 
 @dataclass
@@ -310,15 +166,13 @@ class JobManager:
         self._ended_by: dict[str, JobState] = {}  # each visitor's last job, once another has taken the slot
         self.trainer = trainer
         self.runs_dir = Path(runs_dir or os.environ.get("EXPLORER_RUNS_DIR", DEFAULT_RUNS_DIR))
-        self.published_dir = self.runs_dir / "app"
-        self.held_dir = self.runs_dir / "app-stopped"  # stopped jobs' models, out of everyone's model list
-        self.work_dir = self.runs_dir / "app-jobs"
+        self.shelf = PublishedModels(self.runs_dir)
+        self.published_dir, self.held_dir = self.shelf.published_dir, self.shelf.held_dir
+        self.work_dir = self.runs_dir / "app-jobs"  # the jobs' runs, and the uploads they train on
         self._lock = threading.Lock()
         self._job: JobState | None = None
         self._cancel: threading.Event | None = None
         self._thread: threading.Thread | None = None
-        self._archives: dict[str, str] = {}
-        self._trained_by: dict[str, str | None] = {}  # published model -> the visitor whose job made it
         self._starts: dict[str, list[float]] = {}  # client address -> when it started jobs, this last hour
 
     @property
@@ -553,9 +407,9 @@ class JobManager:
             save_checkpoint((self.held_dir if status == "stopped" else self.published_dir) / name, trainer.model,
                             trainer.source_tokenizer, trainer.target_tokenizer, info=trainer.info(),
                             extra_files=history)
-            self._trained_by[name] = self._job.owner
+            self.shelf.trained_by[name] = self._job.owner
             if status == "finished":
-                self.keep_newest(KEPT_MODELS)
+                self.shelf.keep_newest()
             self._update(status=status, ended=time.time(),
                          said=self._outcome(config, trainer, final, status, name),
                          **({"checkpoint": name} if status == "finished" else {"held": name}))
@@ -605,66 +459,24 @@ class JobManager:
                 job = self._job  # what the page shows: the job that has the slot
             if job is None or job.held is None or not (self.held_dir / job.held).is_dir():
                 raise JobError(message("train.error.nothing_to_keep"))
-            if owner is not None and self._trained_by.get(job.held) != owner:
+            if owner is not None and self.shelf.trained_by.get(job.held) != owner:
                 raise JobError(message("train.error.keep_not_yours", name=job.held))
-            self.published_dir.mkdir(parents=True, exist_ok=True)
-            (self.held_dir / job.held).rename(self.published_dir / job.held)
+            self.shelf.take_in(job.held)
             self._replace(job, checkpoint=job.held, held=None,
                           said=kept_where(job.said, message("train.where.kept", name=job.held)))
             name = job.held
-        self.keep_newest(KEPT_MODELS)
+        self.shelf.keep_newest()
         return text(language, "train.kept", name=name)
 
+    # The models trained here: PublishedModels'.
     def published(self) -> list[Path]:
-        """The models trained in the app, oldest first."""
-        if not self.published_dir.is_dir():
-            return []
-        return sorted((d for d in self.published_dir.iterdir() if (d / "config.json").is_file()),
-                      key=lambda d: (d / "config.json").stat().st_mtime)
+        return self.shelf.published()
 
     def keep_newest(self, count: int) -> list[str]:
-        """Remove all but the ``count`` newest models trained in the app (never a bundled one: those live
-        elsewhere), with their run directories; returns the names removed."""
-        removed = [d.name for d in self.published()[:max(0, len(self.published()) - count)]]
-        for name in removed:
-            self._remove(name)
-            log.info("removed %s: only the %d newest models trained in the app are kept", name, count)
-        return removed
+        return self.shelf.keep_newest(count)
 
     def delete(self, name: str, owner: str | None, language: str = ENGLISH) -> str:
-        """Delete a model trained in the app; only the visitor whose job made it may (``owner`` None: the server).
-        Returns what happened, for the user (in ``language``)."""
-        if not name or "/" in name or not (self.published_dir / name).is_dir():
-            raise JobError(message("train.error.not_app_model", name=repr(name)))
-        if owner is not None and self._trained_by.get(name) != owner:
-            raise JobError(message("train.error.delete_not_yours", name=name))
-        self._remove(name)
-        return text(language, "train.deleted", name=name)
-
-    def _remove(self, name: str) -> None:
-        with self._lock:
-            shutil.rmtree(self.published_dir / name, ignore_errors=True)
-            shutil.rmtree(self.work_dir / name, ignore_errors=True)
-            archive = self._archives.pop(name, None)
-            if archive:
-                Path(archive).unlink(missing_ok=True)
-            self._trained_by.pop(name, None)
+        return self.shelf.delete(name, owner, language)
 
     def archive(self, name: str) -> str:
-        """A zip of a published checkpoint, for download."""
-        directory = self.published_dir / name
-        if not name or "/" in name or not directory.is_dir():
-            raise JobError(message("train.error.no_archive"))
-        if name not in self._archives or not Path(self._archives[name]).is_file():
-            target = Path(tempfile.mkdtemp(prefix="checkpoint-")) / name
-            self._archives[name] = shutil.make_archive(str(target), "zip", root_dir=directory)
-        return self._archives[name]
-
-
-def kept_where(said: Message | None, where: Message) -> Message | None:
-    """A stopped job's outcome once its model is kept: where the model is now, in place of how to keep it."""
-    if said is None:
-        return None
-    held = message("train.where.held")
-    return dataclasses.replace(said, values=tuple((name, where if value == held else value)
-                                                  for name, value in said.values))
+        return self.shelf.archive(name)

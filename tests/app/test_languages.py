@@ -208,7 +208,7 @@ def test_the_model_and_train_tabs_and_their_messages_leave_no_english_on_another
                                                                                                other):
     import time
 
-    from ui import hub_models, jobs
+    from ui import hub_models, jobs, published_models
     from ui.tabs import model as model_tab
     from ui.tabs import train as train_tab
     from ui.views import training as training_views
@@ -233,7 +233,7 @@ def test_the_model_and_train_tabs_and_their_messages_leave_no_english_on_another
                       where=message("train.where.held"))
     job = jobs.JobState("j", "stopped", jobs.JobRequest(), time.time(), 400, said=outcome)
     assert said(outcome, other) in training_views.job_status_markdown(job, other)
-    assert jobs.kept_where(outcome, message("train.where.kept", name="j")).in_(other).endswith(
+    assert published_models.kept_where(outcome, message("train.where.kept", name="j")).in_(other).endswith(
         words["train.where.kept"].format(name="j"))
     with pytest.raises(gr.Error, match=re.escape(words["train.error.nothing_to_delete"])):
         page.handler(train_tab.on_delete)("x", gr.Request(session_hash="nobody"))
@@ -351,7 +351,7 @@ def test_the_experiments_analysis_and_evidence_tabs_leave_no_english_on_another_
 def test_the_plan_a_job_fits_to_its_time_is_said_in_the_pages_language_and_in_english_as_the_library_says_it():
     from library.test_budget import AMD, EPOCH_TOKENS, faster
     from transformer.train.budget import SYNTHETIC_PLAN, plan_for_work
-    from ui.jobs import plan_words
+    from ui.training_plans import plan_words
 
     plans = [plan_for_work(minutes, faster(AMD, factor), EPOCH_TOKENS) for minutes in (1, 15, 120)
              for factor in (0.3, 4)]

@@ -39,7 +39,7 @@ from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, list_checkpoint
 from transformer.files.weights import resolve, unique_state_dict
 
 from transformer import errors
-from ui import jobs, services
+from ui import jobs, services, uploads
 from ui.runtime import batching, limits
 from ui.build import build_app, close_app, launch_options
 from ui.views import text as text_views
@@ -430,7 +430,7 @@ def test_an_upload_over_the_limit_is_refused_while_it_arrives(tmp_path):
                 **launch_options())
     try:
         big = tmp_path / "big.tsv"
-        big.write_bytes(b"a\tb\n" * (jobs.MAX_UPLOAD_BYTES // 4 + 1000))
+        big.write_bytes(b"a\tb\n" * (uploads.MAX_UPLOAD_BYTES // 4 + 1000))
         with big.open("rb") as file:
             answer = httpx.post(demo.local_url + "gradio_api/upload", files={"files": ("big.tsv", file)}, timeout=60)
         assert answer.status_code == 413, answer.text

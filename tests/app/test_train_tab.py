@@ -12,7 +12,7 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from ui import jobs
+from ui import jobs, training_plans, uploads
 from ui.build import build_app, close_app
 from transformer.data import DataError
 from transformer.errors import InputError
@@ -170,7 +170,7 @@ def test_uploads_over_the_size_limit_are_refused(tmp_path):
     big = tmp_path / "big.tsv"
     big.write_text("a\tb\n" * 20, encoding="utf-8")
     with pytest.raises(DataError, match="limit"):
-        jobs.read_upload(big, limit=10)
+        uploads.read_upload(big, limit=10)
 
 
 def test_training_can_be_turned_off_for_public_hosting(monkeypatch, tmp_path):
@@ -247,14 +247,14 @@ def tab_services(manager: jobs.JobManager) -> services.Services:
 def test_choosing_text_data_fits_the_size_to_the_time_limit_and_digits_keep_the_tiny_model(monkeypatch, tmp_path):
     from ui.tabs import train as train_tab
 
-    monkeypatch.setattr(jobs, "PREVIEW_SPEEDS", jobs.PreviewSpeeds())
+    monkeypatch.setattr(training_plans, "PREVIEW_SPEEDS", training_plans.PreviewSpeeds())
     shared = tab_services(jobs.JobManager(tmp_path, trainer=QuickTrainer))
     fitted = train_tab.on_data(shared, "multi30k", "tiny", 5, None)
     assert fitted["train_preset"] == "auto" and fitted["train_steps"].interactive is False
     assert fitted["preset_info"].startswith("**Fitted to 5 minutes**: d_model ")
     assert "parameters" in fitted["preset_info"] and "expects about" in fitted["preset_info"]
     assert "target tokens/s measured" in fitted["preset_info"], "planned from this machine's measured speed"
-    short, long = (jobs.size_summary("auto", "multi30k", minutes) for minutes in (0.5, 15))
+    short, long = (training_plans.size_summary("auto", "multi30k", minutes) for minutes in (0.5, 15))
     # More time never means a smaller model; on a machine measured slow enough both are the smallest size.
     assert short.parameters <= long.parameters and short.plan != long.plan, "the plan follows the time limit"
     digits = train_tab.on_data(shared, "reverse", "auto", 5, None)
@@ -270,18 +270,18 @@ def test_choosing_text_data_fits_the_size_to_the_time_limit_and_digits_keep_the_
 def test_the_page_measures_this_machines_speed_when_the_train_tab_opens_and_no_job_trains(monkeypatch, tmp_path):
     from ui.tabs import train as train_tab
 
-    monkeypatch.setattr(jobs, "PREVIEW_SPEEDS", jobs.PreviewSpeeds())
+    monkeypatch.setattr(training_plans, "PREVIEW_SPEEDS", training_plans.PreviewSpeeds())
     manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
     shared = tab_services(manager)
     loaded = train_tab.on_open(shared, "multi30k", "auto", 5)["preset_info"]
     assert "the size is chosen when the job starts, from Multi30K's size" in loaded
-    assert jobs.PREVIEW_SPEEDS.get(measure=False) is None, "nothing measured while the page loads"
+    assert training_plans.PREVIEW_SPEEDS.get(measure=False) is None, "nothing measured while the page loads"
     manager.start(jobs.JobRequest(data="reverse", steps=40, minutes=1))
     assert train_tab.on_preset(shared, "multi30k", "auto", 5, None)["preset_info"] == loaded, "not while a job runs"
-    assert jobs.PREVIEW_SPEEDS.get(measure=False) is None
+    assert training_plans.PREVIEW_SPEEDS.get(measure=False) is None
     manager.wait(60)
     opened = train_tab.on_preset(shared, "multi30k", "auto", 5, None)["preset_info"]
-    assert "expects about" in opened and jobs.PREVIEW_SPEEDS.get(measure=False) is not None
+    assert "expects about" in opened and training_plans.PREVIEW_SPEEDS.get(measure=False) is not None
     assert train_tab.on_open(shared, "multi30k", "auto", 5)["preset_info"] == opened, "measured once, then known"
 
 
@@ -333,7 +333,7 @@ def test_a_gzip_bomb_uploaded_as_tsv_is_refused_without_decompressing_it_all(tmp
     bomb.write_bytes(gzip.compress(b"a\tb\n" * 10_000_000))  # 39 KB that decompress to 40 MB
     assert bomb.stat().st_size < 100_000
     with pytest.raises(DataError, match="more than 20 MB of text once decompressed"):
-        jobs.read_upload(bomb)
+        uploads.read_upload(bomb)
     manager = jobs.JobManager(tmp_path / "runs", trainer=QuickTrainer)
     with pytest.raises(DataError, match="once decompressed"):
         manager.start(jobs.JobRequest(data="upload", upload=str(bomb), steps=40, minutes=1), owner="student")
@@ -344,7 +344,7 @@ def test_an_upload_with_a_line_longer_than_a_sentence_pair_is_refused(tmp_path):
     upload = tmp_path / "pairs.tsv"
     upload.write_text("A dog.\tEin Hund.\n" + "a" * 1_000_000 + "\tb\n")
     with pytest.raises(DataError, match="line 2 of pairs.tsv is 1,000,002 characters long"):
-        jobs.read_upload(upload)
+        uploads.read_upload(upload)
 
 
 def publish(manager, name: str, age_s: float) -> None:

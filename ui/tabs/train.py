@@ -11,6 +11,8 @@ from transformer.data import SYNTHETIC_TASKS
 from transformer.files.checkpoint import Checkpoint
 
 from .. import jobs as training_jobs
+from .. import training_plans
+from ..uploads import MAX_UPLOAD_BYTES
 from ..runtime import components
 from ..runtime.chart import Chart
 from ..runtime.language import ENGLISH, Number, message, said, text
@@ -40,7 +42,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         gr.Markdown(words("train.turned_off", variable=training_jobs.DISABLE_VARIABLE))
         return
     gr.Markdown(words("train.intro"))
-    limit_mb = training_jobs.MAX_UPLOAD_BYTES // 10**6
+    limit_mb = MAX_UPLOAD_BYTES // 10**6
     with gr.Row():
         train_data = components.Radio([(words(f"train.data.{name}"), name) for name in DATA_CHOICES],
                                       value="reverse", label=words("train.data"), info=words("train.data_info"))
@@ -182,7 +184,7 @@ def preset_views(train_data, train_preset, train_minutes, shared: bool = False, 
     once, a few seconds, unless ``measure`` is False; ``shared``: as a visitor's job, on half the cores); the update
     count only where it is the size's to set."""
     minutes = max(0.2, min(training_jobs.MAX_MINUTES, finite(train_minutes, message("train.minutes_name"))))
-    size = training_jobs.size_summary(train_preset, train_data, minutes, shared, measure)
+    size = training_plans.size_summary(train_preset, train_data, minutes, shared, measure)
     shown = Number(minutes, "g")
     if size.parameters is None:
         info = text(language, "train.fitted_plan", minutes=shown, plan=size.plan)
@@ -217,7 +219,7 @@ def on_data(services: Services, train_data, train_preset, train_minutes, request
     views = {"train_upload": gr.update(visible=train_data == "upload"), "train_preset": chosen,
              **on_preset(services, train_data, chosen, train_minutes, request, language)}
     if train_data == "multi30k" and not multi30k_available():
-        views["preset_info"] = f"**{said(training_jobs.MULTI30K_MISSING, language)}**"
+        views["preset_info"] = f"**{said(training_plans.MULTI30K_MISSING, language)}**"
     return views
 
 

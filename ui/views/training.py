@@ -27,7 +27,7 @@ def job_status_markdown(job: JobState | None, language: str = ENGLISH) -> str:
                      bleu=Number(last["bleu"], ".1f"))
         if "exact_match" in last:
             line += text(language, "train.job_exact_match", share=percent(last["exact_match"]))
-    if job.plan:  # what it planned (jobs.plan_words)
+    if job.plan:  # what it planned (training_plans.plan_words)
         line += text(language, "train.job_plan", plan=job.plan)
     if job.said is not None:
         line += f"\n\n{said(job.said, language)}"

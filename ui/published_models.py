@@ -1,0 +1,100 @@
+"""The models training jobs made in the app: listed for everyone (the newest ``EXPLORER_KEPT_MODELS`` only, the
+oldest removed with their runs), a stopped job's held apart until whoever trained it keeps it, each deleted only
+by whoever trained it, and zipped for download."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+from transformer.errors import InputError
+
+from .runtime.language import ENGLISH, Message, message, text
+
+log = logging.getLogger(__name__)
+
+# Models trained in the app that stay in everyone's model list (a class of 30 would fill it); the oldest go first.
+KEPT_MODELS = int(os.environ.get("EXPLORER_KEPT_MODELS", "10"))
+
+
+class JobError(InputError):
+    """Why a training request cannot be done now (a job started, kept, deleted), phrased for the user."""
+
+
+class PublishedModels:
+    """Under ``runs_dir``: ``app/`` the models in everyone's list, ``app-stopped/`` stopped jobs' models out of it,
+    ``app-jobs/<name>`` each model's run."""
+
+    def __init__(self, runs_dir: Path, kept: int = KEPT_MODELS):
+        self.published_dir = runs_dir / "app"
+        self.held_dir = runs_dir / "app-stopped"
+        self.work_dir = runs_dir / "app-jobs"
+        self.kept = kept
+        self.trained_by: dict[str, str | None] = {}  # model -> the visitor whose job made it (None: the server)
+        self._archives: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def take_in(self, name: str) -> None:
+        """A held model moved into everyone's list."""
+        self.published_dir.mkdir(parents=True, exist_ok=True)
+        (self.held_dir / name).rename(self.published_dir / name)
+
+    def published(self) -> list[Path]:
+        """The models trained in the app, oldest first."""
+        if not self.published_dir.is_dir():
+            return []
+        return sorted((d for d in self.published_dir.iterdir() if (d / "config.json").is_file()),
+                      key=lambda d: (d / "config.json").stat().st_mtime)
+
+    def keep_newest(self, count: int | None = None) -> list[str]:
+        """Remove all but the ``count`` (default ``kept``) newest models trained in the app (never a bundled one:
+        those live elsewhere), with their run directories; returns the names removed."""
+        count = self.kept if count is None else count
+        removed = [d.name for d in self.published()[:max(0, len(self.published()) - count)]]
+        for name in removed:
+            self._remove(name)
+            log.info("removed %s: only the %d newest models trained in the app are kept", name, count)
+        return removed
+
+    def delete(self, name: str, owner: str | None, language: str = ENGLISH) -> str:
+        """Delete a model trained in the app; only the visitor whose job made it may (``owner`` None: the server).
+        Returns what happened, for the user (in ``language``)."""
+        if not name or "/" in name or not (self.published_dir / name).is_dir():
+            raise JobError(message("train.error.not_app_model", name=repr(name)))
+        if owner is not None and self.trained_by.get(name) != owner:
+            raise JobError(message("train.error.delete_not_yours", name=name))
+        self._remove(name)
+        return text(language, "train.deleted", name=name)
+
+    def _remove(self, name: str) -> None:
+        with self._lock:
+            shutil.rmtree(self.published_dir / name, ignore_errors=True)
+            shutil.rmtree(self.work_dir / name, ignore_errors=True)
+            archive = self._archives.pop(name, None)
+            if archive:
+                Path(archive).unlink(missing_ok=True)
+            self.trained_by.pop(name, None)
+
+    def archive(self, name: str) -> str:
+        """A zip of a published checkpoint, for download."""
+        directory = self.published_dir / name
+        if not name or "/" in name or not directory.is_dir():
+            raise JobError(message("train.error.no_archive"))
+        if name not in self._archives or not Path(self._archives[name]).is_file():
+            target = Path(tempfile.mkdtemp(prefix="checkpoint-")) / name
+            self._archives[name] = shutil.make_archive(str(target), "zip", root_dir=directory)
+        return self._archives[name]
+
+
+def kept_where(said: Message | None, where: Message) -> Message | None:
+    """A stopped job's outcome once its model is kept: where the model is now, in place of how to keep it."""
+    if said is None:
+        return None
+    held = message("train.where.held")
+    return dataclasses.replace(said, values=tuple((name, where if value == held else value)
+                                                  for name, value in said.values))

@@ -1,0 +1,131 @@
+"""What a training job would be before it starts, said in the page's language: a size's parameters, and the plan
+"auto" fits to a time limit (``transformer.train.planning``) from this machine's measured speed."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+from dataclasses import dataclass
+
+import torch
+
+from transformer import data as datasets
+from transformer.paper.config import ModelConfig, preset
+from transformer.paper.model import Transformer
+from transformer.train import calibrate, planning
+from transformer.train.budget import BudgetPlan
+from transformer.train.settings import AUTO_PRESET, TrainConfig, use_bf16
+
+from .runtime.costly import CORES
+from .runtime.gpu import models_device
+from .runtime.language import ENGLISH, Message, Number, message, percent, table
+
+MAX_MINUTES = 15.0  # a visitor may hold the server's one training slot this long
+# Said where Multi30K is not on this server, in the page's language (ui/locales/<language>/train.json).
+MULTI30K_MISSING = message("train.multi30k_missing")
+
+
+DIGIT_PIECES = 16  # the digit tasks' vocabulary: ten digits, a space mark and the special pieces
+
+
+@dataclass(frozen=True)
+class SizeSummary:
+    """What a size choice means before a job starts: its parameters, and for "auto" the plan in words (None: it
+    cannot be known yet, and ``plan`` says why)."""
+
+    parameters: int | None
+    plan: Message | None = None  # what the plan for the time limit is (plan_words), or why there is none yet
+
+
+class PreviewSpeeds:
+    """This machine's speed on Multi30K, measured once per way a job would train (on all cores for this machine's
+    own user, on half for a public server's visitor), for the Train tab to show the plan a job would make before it
+    starts. The job measures again when it starts, as a machine's speed drifts."""
+
+    def __init__(self):
+        self._measuring = threading.Lock()  # one measurement at a time; reading what was measured never waits
+        self._measured: dict[tuple, tuple[calibrate.CorpusShape, calibrate.Measurement]] = {}
+
+    def get(self, data_dir: str | None = None, shared: bool = False, measure: bool = True):
+        """(shape, measurement) of Multi30K in ``data_dir`` (which must be there: see ``fitted_plan``), measured
+        now unless it was before or ``measure`` is False (then None)."""
+        key = (data_dir, shared)
+        if key not in self._measured and measure:
+            with self._measuring, CORES.reserve() if shared else contextlib.nullcontext():
+                if key not in self._measured:
+                    shape = calibrate.CorpusShape.of(datasets.load_multi30k("train", "en", "de", data_dir))
+                    device = models_device()
+                    bf16 = use_bf16(TrainConfig(data="multi30k"), device)
+                    self._measured[key] = shape, calibrate.measure(shape, 60 * MAX_MINUTES, device, bf16)
+        return self._measured.get(key)
+
+
+PREVIEW_SPEEDS = PreviewSpeeds()
+
+
+def fitted_plan(data: str, minutes: float, data_dir: str | None = None, shared: bool = False,
+                measure: bool = True) -> BudgetPlan | Message:
+    """The plan "auto" would make for ``minutes`` of training on ``data`` (``shared``: as a visitor's job, on half
+    the cores), or why it cannot be shown yet: Multi30K is not on this server, or not measured (``measure``
+    False), or the data is an upload whose size is known only when the job starts."""
+    kind = planning.data_kind(data)
+    if kind == "synthetic":
+        return planning.plan_for(kind, minutes)
+    share = percent(calibrate.MEASURING_SHARE)
+    if kind == "upload":
+        return message("train.planned_at_start", data=message("train.the_files_size"), share=share)
+    try:
+        datasets.multi30k_dir(data_dir, download=False)
+    except datasets.DataError:
+        return MULTI30K_MISSING
+    measured = PREVIEW_SPEEDS.get(data_dir, shared, measure)
+    if measured is None:
+        return message("train.planned_at_start", data=message("train.multi30ks_size"), share=share)
+    shape, measurement = measured
+    return planning.plan_for(kind, minutes, shape, measurement)
+
+
+def plan_words(plan: BudgetPlan) -> Message:
+    """``BudgetPlan.describe`` as a message, said in the page's language: the model and how it is trained, what
+    it expects, and why (the measured speed; what the next larger size would make)."""
+    sizes = plan.sizes()
+    vocabulary = message("train.plan.vocabulary", size=Number(plan.vocab_size, ",")) if plan.vocab_size else ""
+    schedule = f"train.plan.schedule.{plan.schedule}"
+    model = message("train.plan.model", d_model=sizes["d_model"], encoder_layers=sizes["n_encoder_layers"],
+                    decoder_layers=sizes["n_decoder_layers"], d_ff=sizes["d_ff"], heads=sizes["n_heads"],
+                    dropout=Number(sizes["dropout"], "g"), vocabulary=vocabulary, tokens=Number(plan.max_tokens, ","),
+                    lr=Number(plan.lr, "g"), warmup=plan.warmup_steps,
+                    schedule=message(schedule) if schedule in table(ENGLISH) else plan.schedule)
+    expects = why = ""
+    if plan.expected_updates is not None:
+        expects = message("train.plan.expects", updates=Number(plan.expected_updates, ","),
+                          epochs=Number(plan.expected_epochs, ".1f"))
+        if plan.tokens_per_s is not None:
+            larger = ""
+            if plan.larger is not None:
+                d_model, could, needs = plan.larger
+                larger = message("train.plan.larger", d_model=d_model, could=Number(could, ","),
+                                 needs=Number(needs, ","))
+            why = message("train.plan.why", speed=Number(plan.tokens_per_s, ",.0f"), larger=larger)
+        elif plan.why:  # a plan made before its numbers were kept: the library's words
+            why = f": {plan.why}"
+    return message("train.plan", model=model, expects=expects, why=why)
+
+
+def size_summary(preset_name: str, data: str, minutes: float, shared: bool = False,
+                 measure: bool = True) -> SizeSummary:
+    """A preset's size for a data choice (digits, or text with 8,000 pieces), or the plan "auto" makes for
+    ``minutes`` (``fitted_plan``)."""
+    synthetic = data in datasets.SYNTHETIC_TASKS
+    if preset_name == AUTO_PRESET:
+        plan = fitted_plan(data, minutes, shared=shared, measure=measure)
+        if isinstance(plan, Message):
+            return SizeSummary(None, plan)
+        sizes, vocab, words = plan.sizes(), plan.vocab_size, plan_words(plan)
+    else:
+        sizes, vocab, words = dataclasses.asdict(preset(preset_name, 1, 1)), 8000, None
+    vocab = DIGIT_PIECES if synthetic else vocab
+    sizes.update(src_vocab_size=vocab, tgt_vocab_size=vocab)
+    with torch.device("meta"):  # counted, not allocated
+        return SizeSummary(Transformer(ModelConfig(**sizes)).num_parameters(), words)
