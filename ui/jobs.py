@@ -11,9 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -22,19 +19,15 @@ from pathlib import Path
 
 
 from transformer import data as datasets
-from transformer.files.checkpoint import save_checkpoint
-from transformer.train import planning
-from transformer.train.run_logs import run_history
 from transformer.train.settings import AUTO_PRESET, TrainConfig
 from transformer.train.trainer import Trainer
 
 from .runtime.costly import CORES
-from .runtime.gpu import models_device
 from .runtime.language import ENGLISH, WRITTEN_PER_LANGUAGE, Message, Number, message, percent, text
 from .runtime.limits import MAX_TRACKED_CLIENTS
 from .runtime.memory import release_memory
-from .training_plans import MAX_MINUTES, MULTI30K_MISSING, plan_words
-from .published_models import JobError, PublishedModels, kept_where
+from .training_plans import MAX_MINUTES, JobError, JobRequest, plan_words, run_config
+from .published_models import PublishedModels, kept_where
 from .uploads import read_upload
 from .views.choices import clamp, finite
 
@@ -48,7 +41,6 @@ MAX_WAITING = 10  # visitors in line for the slot
 WAITER_GONE_S = 10.0  # a place in line whose page has not asked for this long is given up (the page asks each second)
 APP_PRESETS = (AUTO_PRESET, "tiny", "small")
 DISABLE_VARIABLE = "EXPLORER_DISABLE_TRAINING"
-SYNTHETIC_PROBE = "3 1 4 1 5 9 2 6"
 
 
 def time_left_text(seconds: float) -> Message:
@@ -72,16 +64,6 @@ class SlotTaken(JobError):
 
 def training_disabled() -> bool:
     return os.environ.get(DISABLE_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-@dataclass
-class JobRequest:
-    data: str = "reverse"            # copy | reverse | sort | multi30k | upload
-    preset: str = "tiny"
-    steps: int = 400
-    minutes: float = 5.0
-    upload: str | None = None        # path of an uploaded TSV
-    data_dir: str | None = None      # Multi30K directory
 
 
 @dataclass
@@ -131,6 +113,11 @@ class JobState:
         preparation before the first update do not count; measuring the machine's speed for a plan does."""
         return self.steps[-1].get("elapsed_s", 0.0) if self.steps else 0.0
 
+    def time_left(self) -> Message:
+        """How long it has left, in words for a message."""
+        left = self.seconds_left()
+        return message("train.ends_at_limit") if left is None else time_left_text(left)
+
     def seconds_left(self) -> float | None:
         if self.status != "running" or not self.steps:
             return None
@@ -153,6 +140,103 @@ class Waiter:
     seen: float
 
 
+class TrainingLine:
+    """Visitors waiting for the training slot, the next first: one place per address, at most ``MAX_WAITING``, and
+    a place whose page has not asked for ``WAITER_GONE_S`` given up. Guarded by its ``JobManager``'s lock."""
+
+    def __init__(self):
+        self.waiters: list[Waiter] = []
+
+    def __len__(self) -> int:
+        self.drop_gone()
+        return len(self.waiters)
+
+    def drop_gone(self) -> None:
+        now = time.monotonic()
+        self.waiters = [waiter for waiter in self.waiters if now - waiter.seen < WAITER_GONE_S]
+
+    def place_of(self, owner: str) -> int | None:
+        """``owner``'s place (1: next), None when they are not waiting."""
+        return next((i + 1 for i, waiter in enumerate(self.waiters) if waiter.owner == owner), None)
+
+    def next_is(self, owner: str) -> bool:
+        """Whether nobody waits ahead of ``owner``."""
+        return len(self) == 0 or self.waiters[0].owner == owner
+
+    def join(self, request: JobRequest, owner: str, client: str | None) -> int:
+        """``owner``'s place, kept (their page asked again) or taken at the end of the line."""
+        place = self.place_of(owner)
+        if place is not None:
+            self.waiters[place - 1].seen = time.monotonic()
+            return place
+        if client is not None and any(waiter.client == client for waiter in self.waiters):
+            raise JobError(message("train.error.address_waiting"))
+        if len(self.waiters) >= MAX_WAITING:
+            raise JobError(message("train.error.line_full", count=MAX_WAITING))
+        self.waiters.append(Waiter(owner, client, request.minutes, time.monotonic()))
+        return len(self.waiters)
+
+    def leave(self, owner: str) -> None:
+        self.waiters = [waiter for waiter in self.waiters if waiter.owner != owner]
+
+    def expected_wait_s(self, place: int, job: JobState | None, shared_minutes: float) -> float:
+        """How long the visitor at ``place`` may wait, at most: the running ``job``'s time left (a public
+        visitor's ends at ``shared_minutes`` now that someone waits), then the time limit of each visitor ahead."""
+        wait = 0.0
+        if job is not None and job.status == "running":
+            limit = min(job.request.minutes, shared_minutes) if job.shared else job.request.minutes
+            wait = max(0.0, limit * 60 - job.training_seconds())
+        for waiter in self.waiters[:max(0, place - 1)]:
+            wait += 60 * (min(waiter.minutes, shared_minutes) if waiter.client is not None else waiter.minutes)
+        return wait
+
+
+def outcome(config: TrainConfig, trainer: Trainer, final: dict, status: str, name: str,
+            cut_at: float | None) -> Message:
+    """How a job that trained ended: when, its score, where its model is, and (``cut_at``: its minutes) that it
+    was ended for a waiting visitor."""
+    summary = (message("train.summary.exact_match", share=percent(final["exact_match"]))
+               if config.data in datasets.SYNTHETIC_TASKS
+               else message("train.summary.bleu", bleu=Number(final["bleu"], ".1f")))
+    if final.get("stopped_by") == "time":
+        limit = Number(config.max_minutes, "g")
+        ending = (message("train.ending.time_limit", minutes=limit, step=trainer.step) if trainer.config.plan
+                  else message("train.ending.time_limit_of", minutes=limit, step=trainer.step, total=config.steps))
+    else:
+        ending = message("train.ending.updates", step=trainer.step)
+    where = message("train.where.listed", name=name) if status == "finished" else message("train.where.held")
+    if cut_at is not None:
+        ending = message("train.ending.cut", ending=ending, minutes=Number(cut_at, "g"))
+    return message(f"train.ended.{status}", ending=ending, summary=summary, where=where)
+
+
+def failure(error: BaseException) -> Message:
+    """Why a job failed, in words: its data could not be read, its training diverged, memory ran out, or another
+    error (logged with its traceback); called while it is handled."""
+    if isinstance(error, datasets.DataError):
+        return message("train.failed.no_start", problem=in_words(error))
+    if isinstance(error, FloatingPointError):
+        return message("train.failed.diverged", problem=in_words(error))
+    if isinstance(error, (RuntimeError, MemoryError)):
+        log.exception("training job failed")
+        if "out of memory" in str(error).lower() or isinstance(error, MemoryError):
+            return message("train.failed.memory")
+        return message("train.failed.error", problem=in_words(error))
+    log.exception("training job crashed")
+    return message("train.failed.crashed", problem=in_words(error))
+
+
+def check_request(request: JobRequest, max_minutes: float) -> None:
+    """Refuse a request that could never start (before its visitor waits for the slot); bound its numbers (its
+    time limit to ``max_minutes``)."""
+    if training_disabled():
+        raise JobError(message("train.error.turned_off", variable=DISABLE_VARIABLE))
+    if request.preset not in APP_PRESETS:
+        raise JobError(message("train.error.choose_size", sizes=", ".join(APP_PRESETS)))
+    request.steps = clamp(request.steps, 10, MAX_STEPS, message("train.number_of_updates"))
+    request.minutes = max(0.2, min(max_minutes, finite(request.minutes, message("train.minutes_name"))))
+
+
 class JobManager:
     """Runs at most one training job at a time and publishes finished models under ``published_dir``."""
 
@@ -162,13 +246,12 @@ class JobManager:
         the longest time limit a job may have (benchmarks run longer jobs than the tab offers); ``shared_minutes``:
         when a public visitor's job ends while another visitor waits."""
         self.max_minutes, self.shared_minutes = max_minutes, shared_minutes
-        self._line: list[Waiter] = []  # visitors waiting for the slot, the next first
+        self.line = TrainingLine()
         self._ended_by: dict[str, JobState] = {}  # each visitor's last job, once another has taken the slot
         self.trainer = trainer
         self.runs_dir = Path(runs_dir or os.environ.get("EXPLORER_RUNS_DIR", DEFAULT_RUNS_DIR))
         self.shelf = PublishedModels(self.runs_dir)
         self.published_dir, self.held_dir = self.shelf.published_dir, self.shelf.held_dir
-        self.work_dir = self.runs_dir / "app-jobs"  # the jobs' runs, and the uploads they train on
         self._lock = threading.Lock()
         self._job: JobState | None = None
         self._cancel: threading.Event | None = None
@@ -183,53 +266,27 @@ class JobManager:
         return self._job is not None and self._job.status == "running"
 
     def check(self, request: JobRequest) -> None:
-        """Refuse a request that could never start (before its visitor waits for the slot); bound its numbers."""
-        if training_disabled():
-            raise JobError(message("train.error.turned_off", variable=DISABLE_VARIABLE))
-        if request.preset not in APP_PRESETS:
-            raise JobError(message("train.error.choose_size", sizes=", ".join(APP_PRESETS)))
-        request.steps = clamp(request.steps, 10, MAX_STEPS, message("train.number_of_updates"))
-        request.minutes = max(0.2, min(self.max_minutes, finite(request.minutes, message("train.minutes_name"))))
+        check_request(request, self.max_minutes)
 
     def wait_in_line(self, request: JobRequest, owner: str, client: str | None) -> int | None:
         """Hold ``owner``'s place in line for the slot (joining at its end) while a job runs or others are ahead:
         their place (1: next), or None when the slot is theirs to take now with ``start``. A page asks each second;
         a place not asked about for ``WAITER_GONE_S`` is given up. One place per address."""
         with self._lock:
-            self._drop_gone()
-            now = time.monotonic()
-            places = [waiter.owner for waiter in self._line]
-            if not self.busy() and (not places or places[0] == owner):
+            if not self.busy() and self.line.next_is(owner):
                 return None
             if self.busy() and self._job.owner == owner:
                 raise JobError(message("train.error.yours_running", name=self._job.name))
-            if owner in places:
-                self._line[places.index(owner)].seen = now
-                return places.index(owner) + 1
-            if client is not None and any(waiter.client == client for waiter in self._line):
-                raise JobError(message("train.error.address_waiting"))
-            if len(self._line) >= MAX_WAITING:
-                raise JobError(message("train.error.line_full", count=MAX_WAITING))
-            self._line.append(Waiter(owner, client, request.minutes, now))
-            return len(self._line)
+            return self.line.join(request, owner, client)
 
     def place_of(self, owner: str) -> int | None:
         """``owner``'s place in line (1: next), None when they are not waiting."""
         with self._lock:
-            return next((i + 1 for i, waiter in enumerate(self._line) if waiter.owner == owner), None)
+            return self.line.place_of(owner)
 
     def expected_wait_s(self, place: int) -> float:
-        """How long the visitor at ``place`` may wait, at most: the running job's time left (a public visitor's
-        ends at ``shared_minutes`` now that someone waits), then the time limit of each visitor ahead."""
         with self._lock:
-            job, ahead = self._job, self._line[:max(0, place - 1)]
-            wait = 0.0
-            if job is not None and job.status == "running":
-                limit = min(job.request.minutes, self.shared_minutes) if job.shared else job.request.minutes
-                wait = max(0.0, limit * 60 - job.training_seconds())
-            for waiter in ahead:
-                wait += 60 * (min(waiter.minutes, self.shared_minutes) if waiter.client is not None else waiter.minutes)
-            return wait
+            return self.line.expected_wait_s(place, self._job, self.shared_minutes)
 
     def _set_aside(self, ended: JobState | None) -> None:
         """An ended job gives way to a new one: its trainer's page still follows it (``job_of``). A stopped job's
@@ -239,10 +296,7 @@ class JobManager:
             self._ended_by[ended.owner] = ended
             while len(self._ended_by) > MAX_TRACKED_CLIENTS:
                 self._ended_by.pop(next(iter(self._ended_by)))
-        kept = {job.held for job in self._ended_by.values() if job.cut and job.held}
-        for held in self.held_dir.iterdir() if self.held_dir.is_dir() else ():
-            if held.name not in kept:
-                shutil.rmtree(held, ignore_errors=True)
+        self.shelf.drop_held(keeping={job.held for job in self._ended_by.values() if job.cut and job.held})
 
     def job_of(self, owner: str | None) -> JobState | None:
         """The last job ``owner`` started: running, or ended (even once another visitor's job took the slot)."""
@@ -262,10 +316,6 @@ class JobManager:
         else:
             self._ended_by[job.owner] = changed
 
-    def _drop_gone(self) -> None:
-        now = time.monotonic()
-        self._line = [waiter for waiter in self._line if now - waiter.seen < WAITER_GONE_S]
-
     def start(self, request: JobRequest, owner: str | None = None, client: str | None = None) -> JobState:
         """Start a job for the visitor ``owner`` (None: the server itself); refused while another one runs or
         others wait ahead of them, and for a ``client`` (a public server's visitor, by address) that started
@@ -275,23 +325,22 @@ class JobManager:
         # An upload is read and checked before the lock: reading it must not hold up everyone else's requests.
         corpus = read_upload(request.upload) if request.data == "upload" and request.upload else None
         with self._lock:  # held while the request is checked, so two starts can never both pass
-            self._drop_gone()
             if self.busy():
                 stoppable = self._job.owner in (None, owner)
                 raise SlotTaken(message("train.error.busy_stoppable" if stoppable else "train.error.busy",
-                                        name=self._job.name, left=self._time_left()))
-            if self._line and self._line[0].owner != owner:
-                raise SlotTaken(message("train.error.others_waiting", count=len(self._line)))
+                                        name=self._job.name, left=self._job.time_left()))
+            if not self.line.next_is(owner):
+                raise SlotTaken(message("train.error.others_waiting", count=len(self.line)))
             now = time.time()
             recent = [t for t in self._starts.get(client, []) if t > now - 3600]
             if client is not None and len(recent) >= JOBS_PER_CLIENT_HOUR:
                 raise JobError(message("train.error.hourly", count=len(recent),
                                        left=time_left_text(recent[0] + 3600 - now)))
-            config = self._config(request, corpus)  # a request that cannot run counts against no one
+            config = run_config(request, corpus, self.shelf.work_dir)  # a request that cannot run counts against no one
             if client is not None:
                 self._starts[client] = recent + [now]
             name = Path(config.out_dir).name
-            self._line = [waiter for waiter in self._line if waiter.owner != owner]
+            self.line.leave(owner)
             self._set_aside(self._job)
             self._cancel = threading.Event()
             total = None if request.preset == AUTO_PRESET else request.steps
@@ -313,7 +362,7 @@ class JobManager:
             if job is None or job.status != "running" or self._cancel is None:
                 return text(language, "train.no_job_running")
             if owner is not None and job.owner not in (None, owner):
-                raise JobError(message("train.error.not_yours", name=job.name, left=self._time_left()))
+                raise JobError(message("train.error.not_yours", name=job.name, left=job.time_left()))
             self._cancel.set()
             return text(language, "train.stopping", name=job.name)
 
@@ -321,60 +370,18 @@ class JobManager:
         """The visitor ``owner`` has left: the job they started may now be stopped by anyone, and their place in
         line is given up."""
         with self._lock:
-            self._line = [waiter for waiter in self._line if waiter.owner != owner]
+            self.line.leave(owner)
             self._ended_by.pop(owner, None)
             if self._job is not None and self._job.owner == owner:
                 self._job = JobState(**{**self._job.__dict__, "owner": None})
-
-    def _time_left(self) -> Message:
-        """How long the current job has left, for a message; called with the lock held."""
-        left = self._job.seconds_left() if self._job else None
-        return message("train.ends_at_limit") if left is None else time_left_text(left)
 
     def wait(self, timeout: float | None = None) -> None:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _config(self, request: JobRequest, corpus: datasets.ParallelCorpus | None = None) -> TrainConfig:
-        """The run a request asks for, with the settings the library chooses for it (``planning.run_settings``):
-        "auto" leaves size, vocabulary, batch and schedule to the plan for its time limit; the fixed sizes train for
-        the request's updates, or until the time ends, whichever comes first, with the learning rate ending with
-        it."""
-        data, label, probe = self._data(request, corpus)
-        kind = planning.data_kind(data)
-        settings = planning.run_settings(kind, request.preset, request.steps, request.minutes,
-                                         pairs=len(corpus) if kind == "upload" else None, short_run=True)
-        if kind != "synthetic":
-            settings.update(data_dir=request.data_dir)
-        name = re.sub(r"[^a-z0-9-]", "", f"{label}-{request.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
-        return TrainConfig(data=data, out_dir=str(self.work_dir / name), probe_sentences=probe, keep_checkpoints=1,
-                           device=str(models_device()), **settings)
-
-    def _data(self, request: JobRequest, corpus: datasets.ParallelCorpus | None) -> tuple[str, str, list[str]]:
-        """(``TrainConfig.data``, the label of the job's name, its probe sentences) for the request's data; an
-        upload is written into the work directory for the run to read."""
-        if request.data in datasets.SYNTHETIC_TASKS:
-            return request.data, request.data, [SYNTHETIC_PROBE]
-        if request.data == "multi30k":
-            try:
-                datasets.multi30k_dir(request.data_dir, download=False)
-            except datasets.DataError:
-                raise JobError(MULTI30K_MISSING) from None
-            return "multi30k", "multi30k", ["A young girl is playing with a red ball in the park."]
-        if request.data != "upload":
-            raise JobError(message("train.error.unknown_data", choice=repr(request.data)))
-        if corpus is None:
-            raise JobError(message("train.error.upload_first"))
-        self.work_dir.mkdir(parents=True, exist_ok=True)
-        handle, kept_name = tempfile.mkstemp(prefix="upload-", suffix=".tsv", dir=self.work_dir)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.writelines(f"{s}\t{t}\n" for s, t in zip(corpus.sources, corpus.targets))
-        return kept_name, "upload", [corpus.sources[0]]
-
     def _update(self, **changes) -> None:
         with self._lock:
-            job = self._job
-            self._job = JobState(**{**job.__dict__, **changes})
+            self._replace(self._job, **changes)
 
     def _run(self, config: TrainConfig, cancel: threading.Event, shared: bool) -> None:
         """Train (``shared``: on the cores a visitor's job may take), then publish the model or say why not."""
@@ -386,8 +393,7 @@ class JobManager:
             self._update(steps=self._job.steps + [{k: metrics[k] for k in ("step", "loss", "lr", "tokens",
                                                                            "tokens_per_s", "elapsed_s")}])
             with self._lock:
-                self._drop_gone()
-                due = self._job.shared and self._line and metrics["elapsed_s"] >= self.shared_minutes * 60
+                due = self._job.shared and len(self.line) > 0 and metrics["elapsed_s"] >= self.shared_minutes * 60
             if due and not cancel.is_set():
                 self._update(cut=True)
                 cancel.set()
@@ -401,55 +407,19 @@ class JobManager:
             if trainer.budget_plan is not None and trainer.budget_plan.expected_updates is not None:
                 self._update(plan=plan_words(trainer.budget_plan))
             final = trainer.run()
-            name = Path(config.out_dir).name
-            history = run_history(Path(config.out_dir))
             status = "stopped" if final.get("stopped_by") == "cancel" else "finished"
-            save_checkpoint((self.held_dir if status == "stopped" else self.published_dir) / name, trainer.model,
-                            trainer.source_tokenizer, trainer.target_tokenizer, info=trainer.info(),
-                            extra_files=history)
-            self.shelf.trained_by[name] = self._job.owner
-            if status == "finished":
-                self.shelf.keep_newest()
+            name = self.shelf.publish(trainer, Path(config.out_dir), status == "finished", self._job.owner)
             self._update(status=status, ended=time.time(),
-                         said=self._outcome(config, trainer, final, status, name),
+                         said=outcome(config, trainer, final, status, name,
+                                      self.shared_minutes if self._job.cut else None),
                          **({"checkpoint": name} if status == "finished" else {"held": name}))
-        except datasets.DataError as error:
-            self._update(status="failed", ended=time.time(),
-                         said=message("train.failed.no_start", problem=in_words(error)))
-        except FloatingPointError as error:
-            self._update(status="failed", ended=time.time(),
-                         said=message("train.failed.diverged", problem=in_words(error)))
-        except (RuntimeError, MemoryError) as error:
-            out_of_memory = "out of memory" in str(error).lower() or isinstance(error, MemoryError)
-            log.exception("training job failed")
-            self._update(status="failed", ended=time.time(),
-                         said=message("train.failed.memory") if out_of_memory else
-                         message("train.failed.error", problem=in_words(error)))
         except Exception as error:  # keep the server serving whatever a job does
-            log.exception("training job crashed")
-            self._update(status="failed", ended=time.time(),
-                         said=message("train.failed.crashed", problem=in_words(error)))
+            self._update(status="failed", ended=time.time(), said=failure(error))
         finally:
-            if config.data.endswith(".tsv") and Path(config.data).parent == self.work_dir:
+            if config.data.endswith(".tsv") and Path(config.data).parent == self.shelf.work_dir:
                 Path(config.data).unlink(missing_ok=True)
             trainer = None
             release_memory()
-
-    def _outcome(self, config: TrainConfig, trainer: Trainer, final: dict, status: str, name: str) -> Message:
-        """How a job that trained ended: when, its score, and where its model is."""
-        summary = (message("train.summary.exact_match", share=percent(final["exact_match"]))
-                   if config.data in datasets.SYNTHETIC_TASKS
-                   else message("train.summary.bleu", bleu=Number(final["bleu"], ".1f")))
-        if final.get("stopped_by") == "time":
-            limit = Number(config.max_minutes, "g")
-            ending = (message("train.ending.time_limit", minutes=limit, step=trainer.step) if trainer.config.plan
-                      else message("train.ending.time_limit_of", minutes=limit, step=trainer.step, total=config.steps))
-        else:
-            ending = message("train.ending.updates", step=trainer.step)
-        where = message("train.where.listed", name=name) if status == "finished" else message("train.where.held")
-        if self._job.cut:
-            ending = message("train.ending.cut", ending=ending, minutes=Number(self.shared_minutes, "g"))
-        return message(f"train.ended.{status}", ending=ending, summary=summary, where=where)
 
     def keep(self, owner: str | None, language: str = ENGLISH) -> str:
         """Add a stopped job's model to the model list; only its trainer may (``owner`` None: the server)."""
@@ -467,16 +437,3 @@ class JobManager:
             name = job.held
         self.shelf.keep_newest()
         return text(language, "train.kept", name=name)
-
-    # The models trained here: PublishedModels'.
-    def published(self) -> list[Path]:
-        return self.shelf.published()
-
-    def keep_newest(self, count: int) -> list[str]:
-        return self.shelf.keep_newest(count)
-
-    def delete(self, name: str, owner: str | None, language: str = ENGLISH) -> str:
-        return self.shelf.delete(name, owner, language)
-
-    def archive(self, name: str) -> str:
-        return self.shelf.archive(name)

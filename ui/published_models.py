@@ -12,18 +12,16 @@ import tempfile
 import threading
 from pathlib import Path
 
-from transformer.errors import InputError
+from transformer.files.checkpoint import save_checkpoint
+from transformer.train.run_logs import run_history
 
 from .runtime.language import ENGLISH, Message, message, text
+from .training_plans import JobError
 
 log = logging.getLogger(__name__)
 
 # Models trained in the app that stay in everyone's model list (a class of 30 would fill it); the oldest go first.
 KEPT_MODELS = int(os.environ.get("EXPLORER_KEPT_MODELS", "10"))
-
-
-class JobError(InputError):
-    """Why a training request cannot be done now (a job started, kept, deleted), phrased for the user."""
 
 
 class PublishedModels:
@@ -33,11 +31,29 @@ class PublishedModels:
     def __init__(self, runs_dir: Path, kept: int = KEPT_MODELS):
         self.published_dir = runs_dir / "app"
         self.held_dir = runs_dir / "app-stopped"
-        self.work_dir = runs_dir / "app-jobs"
+        self.work_dir = runs_dir / "app-jobs"  # each job's run, and the upload it trains on
         self.kept = kept
         self.trained_by: dict[str, str | None] = {}  # model -> the visitor whose job made it (None: the server)
         self._archives: dict[str, str] = {}
         self._lock = threading.Lock()
+
+    def publish(self, trainer, run_dir: Path, finished: bool, owner: str | None) -> str:
+        """A job's model saved with its run's history: into everyone's list when it ``finished`` (the oldest beyond
+        ``kept`` removed), else held for ``owner``, its trainer, to keep. Returns its name."""
+        name = run_dir.name
+        save_checkpoint((self.published_dir if finished else self.held_dir) / name, trainer.model,
+                        trainer.source_tokenizer, trainer.target_tokenizer, info=trainer.info(),
+                        extra_files=run_history(run_dir))
+        self.trained_by[name] = owner
+        if finished:
+            self.keep_newest()
+        return name
+
+    def drop_held(self, keeping: set[str]) -> None:
+        """Remove the held models but those ``keeping`` names (their trainers may still keep them)."""
+        for held in self.held_dir.iterdir() if self.held_dir.is_dir() else ():
+            if held.name not in keeping:
+                shutil.rmtree(held, ignore_errors=True)
 
     def take_in(self, name: str) -> None:
         """A held model moved into everyone's list."""

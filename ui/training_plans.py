@@ -1,16 +1,23 @@
-"""What a training job would be before it starts, said in the page's language: a size's parameters, and the plan
-"auto" fits to a time limit (``transformer.train.planning``) from this machine's measured speed."""
+"""What a training job would be before it starts: the run a request asks for (``run_config``), and, said in the
+page's language, a size's parameters and the plan "auto" fits to a time limit (``transformer.train.planning``)
+from this machine's measured speed."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
+import re
+import tempfile
 import threading
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from transformer import data as datasets
+from transformer.errors import InputError
 from transformer.paper.config import ModelConfig, preset
 from transformer.paper.model import Transformer
 from transformer.train import calibrate, planning
@@ -20,6 +27,8 @@ from transformer.train.settings import AUTO_PRESET, TrainConfig, use_bf16
 from .runtime.costly import CORES
 from .runtime.gpu import models_device
 from .runtime.language import ENGLISH, Message, Number, message, percent, table
+
+SYNTHETIC_PROBE = "3 1 4 1 5 9 2 6"  # what a job on a digit task translates at each evaluation, for the probe
 
 MAX_MINUTES = 15.0  # a visitor may hold the server's one training slot this long
 # Said where Multi30K is not on this server, in the page's language (ui/locales/<language>/train.json).
@@ -129,3 +138,55 @@ def size_summary(preset_name: str, data: str, minutes: float, shared: bool = Fal
     sizes.update(src_vocab_size=vocab, tgt_vocab_size=vocab)
     with torch.device("meta"):  # counted, not allocated
         return SizeSummary(Transformer(ModelConfig(**sizes)).num_parameters(), words)
+
+
+class JobError(InputError):
+    """Why a training request cannot be done now (a job started, kept, deleted), phrased for the user."""
+
+
+@dataclass
+class JobRequest:
+    data: str = "reverse"            # copy | reverse | sort | multi30k | upload
+    preset: str = "tiny"
+    steps: int = 400
+    minutes: float = 5.0
+    upload: str | None = None        # path of an uploaded TSV
+    data_dir: str | None = None      # Multi30K directory
+
+
+def run_config(request: JobRequest, corpus: datasets.ParallelCorpus | None, work_dir: Path) -> TrainConfig:
+    """The run a request asks for, with the settings the library chooses for it (``planning.run_settings``):
+    "auto" leaves size, vocabulary, batch and schedule to the plan for its time limit; the fixed sizes train for
+    the request's updates, or until the time ends, whichever comes first, with the learning rate ending with
+    it."""
+    data, label, probe = run_data(request, corpus, work_dir)
+    kind = planning.data_kind(data)
+    settings = planning.run_settings(kind, request.preset, request.steps, request.minutes,
+                                     pairs=len(corpus) if kind == "upload" else None, short_run=True)
+    if kind != "synthetic":
+        settings.update(data_dir=request.data_dir)
+    name = re.sub(r"[^a-z0-9-]", "", f"{label}-{request.preset}-{time.strftime('%Y%m%d-%H%M%S')}")
+    return TrainConfig(data=data, out_dir=str(work_dir / name), probe_sentences=probe, keep_checkpoints=1,
+                       device=str(models_device()), **settings)
+
+
+def run_data(request: JobRequest, corpus: datasets.ParallelCorpus | None, work_dir: Path) -> tuple[str, str, list[str]]:
+    """(``TrainConfig.data``, the label of the job's name, its probe sentences) for the request's data; an
+    upload is written into the work directory for the run to read."""
+    if request.data in datasets.SYNTHETIC_TASKS:
+        return request.data, request.data, [SYNTHETIC_PROBE]
+    if request.data == "multi30k":
+        try:
+            datasets.multi30k_dir(request.data_dir, download=False)
+        except datasets.DataError:
+            raise JobError(MULTI30K_MISSING) from None
+        return "multi30k", "multi30k", ["A young girl is playing with a red ball in the park."]
+    if request.data != "upload":
+        raise JobError(message("train.error.unknown_data", choice=repr(request.data)))
+    if corpus is None:
+        raise JobError(message("train.error.upload_first"))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    handle, kept_name = tempfile.mkstemp(prefix="upload-", suffix=".tsv", dir=work_dir)
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.writelines(f"{s}\t{t}\n" for s, t in zip(corpus.sources, corpus.targets))
+    return kept_name, "upload", [corpus.sources[0]]

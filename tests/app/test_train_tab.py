@@ -86,11 +86,11 @@ def test_a_new_job_discards_the_model_of_a_stopped_one_nobody_kept(tmp_path):
     manager.stop()
     manager.wait(120)
     held = manager.current.held
-    assert (manager.held_dir / held).is_dir() and not manager.published()
+    assert (manager.held_dir / held).is_dir() and not manager.shelf.published()
     manager.start(jobs.JobRequest(data="sort", steps=20, minutes=5))
     manager.wait(120)
     assert not (manager.held_dir / held).exists()
-    assert [path.name for path in manager.published()] == [manager.current.checkpoint]
+    assert [path.name for path in manager.shelf.published()] == [manager.current.checkpoint]
 
 
 def test_multi30k_is_always_offered_and_says_how_to_provide_it_when_absent(tmp_path, monkeypatch):
@@ -359,9 +359,9 @@ def test_only_the_newest_trained_models_are_kept_and_never_a_bundled_one(tmp_pat
     manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
     for number in range(12):
         publish(manager, f"job-{number:02d}", age_s=1000 - number)
-    removed = manager.keep_newest(10)
+    removed = manager.shelf.keep_newest(10)
     assert removed == ["job-00", "job-01"]
-    assert [d.name for d in manager.published()] == [f"job-{n:02d}" for n in range(2, 12)]
+    assert [d.name for d in manager.shelf.published()] == [f"job-{n:02d}" for n in range(2, 12)]
     assert (REPOSITORY_CHECKPOINTS / "reverse-tiny" / "config.json").is_file()
 
 
@@ -373,13 +373,13 @@ def test_a_trained_model_can_be_deleted_by_its_trainer_only(tmp_path):
     registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir], device="cpu")
     assert registry.get(name).translate("1 2 3").text == "3 2 1"
     with pytest.raises(jobs.JobError, match="trained by another visitor"):
-        manager.delete(name, owner="classmate")
-    assert manager.delete(name, owner="student") == f"Deleted {name}."
+        manager.shelf.delete(name, owner="classmate")
+    assert manager.shelf.delete(name, owner="student") == f"Deleted {name}."
     assert not (manager.published_dir / name).exists() and name not in registry.names()
     with pytest.raises(CheckpointError, match=f"no checkpoint named '{name}'"):
         registry.get(name)  # though it was loaded before
     with pytest.raises(jobs.JobError, match="not a model trained in this app"):
-        manager.delete("reverse-tiny", owner="student")
+        manager.shelf.delete("reverse-tiny", owner="student")
 
 
 def test_one_client_may_start_only_a_few_jobs_an_hour(tmp_path):

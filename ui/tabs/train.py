@@ -112,7 +112,7 @@ def job_download(services: Services, job) -> dict:
     finished = job is not None and job.checkpoint is not None
     kept = finished and (services.jobs.published_dir / job.checkpoint).is_dir()
     held = job is not None and job.held is not None and (services.jobs.held_dir / job.held).is_dir()
-    return {"trained_download": gr.DownloadButton(value=services.jobs.archive(job.checkpoint) if kept else None,
+    return {"trained_download": gr.DownloadButton(value=services.jobs.shelf.archive(job.checkpoint) if kept else None,
                                                   visible=kept),
             "delete_button": gr.Button(visible=kept), "keep_button": gr.Button(visible=held)}
 
@@ -166,7 +166,7 @@ def on_delete(services: Services, model, request: gr.Request, language: str = EN
     job = services.jobs.job_of(visitor(request)) or services.jobs.current
     if job is None or job.checkpoint is None:
         raise training_jobs.JobError(message("train.error.nothing_to_delete"))
-    gr.Info(services.jobs.delete(job.checkpoint, owner=visitor(request), language=language))
+    gr.Info(services.jobs.shelf.delete(job.checkpoint, owner=visitor(request), language=language))
     services.registry.forget(job.checkpoint)
     names = services.registry.names()
     kept = model if checkpoint_name(model or "") in names else services.registry.default_name()
