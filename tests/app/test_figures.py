@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from ui import figures
+from ui import charts, figures
 from transformer.paper.model import sinusoidal_table
 
 
@@ -46,7 +46,7 @@ def test_hover_counts_positions_from_0_and_decoding_steps_from_1_as_the_step_sli
 def test_toolbars_keep_only_the_buttons_a_chart_needs():
     for fig in (figures.top_k_bar(["▁a", "▁b"], [0.6, 0.4], "▁a"), figures.source_attention_bar([1.0], ["▁a"], "t"),
                 figures.token_probability_bar(["▁a"], [0.5], "t"),
-                figures.probability_comparison([("▁a", 0.5, 0.4)], "t")):
+                charts.probability_comparison([("▁a", 0.5, 0.4)], "t")):
         assert {"zoom", "pan", "resetscale"} <= set(fig.layout.modebar.remove), "bar charts need no zooming"
         assert fig.layout.dragmode is False, "nor can a stray drag zoom them, with no button left to undo it"
     heatmap = figures.attention_heatmap([[1.0]], ["▁a"], ["▁a"])
@@ -92,11 +92,11 @@ def test_top_k_bar_highlights_the_chosen_token():
 
 def test_positional_encoding_figures_describe_the_table():
     table = sinusoidal_table(20, 16)
-    heatmap = figures.positional_encoding_heatmap(table)
+    heatmap = charts.positional_encoding_heatmap(table)
     assert len(heatmap.data[0].z) == 20 and len(heatmap.data[0].z[0]) == 16
-    lines = figures.positional_encoding_lines(table, [0, 3, 99])
+    lines = charts.positional_encoding_lines(table, [0, 3, 99])
     assert [trace.name for trace in lines.data] == ["dim 0 (sin)", "dim 3 (cos)"]
-    dots = figures.position_similarity(table)
+    dots = charts.position_similarity(table)
     z = dots.data[0].z
     assert z[4][4] == pytest.approx(float(table[4] @ table[4]), rel=1e-5)
     assert z[2][7] == pytest.approx(z[7][2])
@@ -106,7 +106,7 @@ def test_training_curves_plot_loss_learning_rate_and_score():
     steps = [{"step": s, "loss": 5 - s / 100, "lr": 1e-3} for s in range(1, 101, 10)]
     evals = [{"step": 50, "val_loss": 3.0, "bleu": 10.0, "exact_match": 0.1},
              {"step": 100, "val_loss": 2.0, "bleu": 20.0, "exact_match": 0.3}]
-    fig = figures.training_curves(steps, evals)
+    fig = charts.training_curves(steps, evals)
     panels = {trace.name: trace.xaxis for trace in fig.data}
     assert panels["train loss (smoothed labels)"] == panels["validation loss"] == "x"
     assert panels["learning rate"] == "x2" and panels["val BLEU (greedy)"] == panels["val exact match %"] == "x3"
@@ -117,7 +117,7 @@ def test_training_curves_plot_loss_learning_rate_and_score():
     lambda labels: figures.top_k_bar(labels, [0.5, 0.3, 0.2]),
     lambda labels: figures.source_attention_bar([0.5, 0.3, 0.2], labels, "Cross"),
     lambda labels: figures.token_probability_bar(labels, [0.5, 0.3, 0.2], "Forced"),
-    lambda labels: figures.probability_comparison([(label, 0.5, 0.4) for label in labels], "Ablation"),
+    lambda labels: charts.probability_comparison([(label, 0.5, 0.4) for label in labels], "Ablation"),
 ], ids=["heatmap", "top-k", "source attention", "token probability", "comparison"])
 def test_token_labels_are_escaped_exactly_once(build):
     fig = build(["▁Hund", "<unk>", "</s>"])
@@ -130,8 +130,8 @@ def test_alignment_labels_of_a_long_sentence_alternate_between_two_heights():
         rows = [trace for trace in fig.data if trace.mode == "text" and (trace.y[0] > 0.5) == (y > 0.5)]
         return sorted([list(trace.text) for trace in rows], key=len, reverse=True)
 
-    short, long = [f"w{i}" for i in range(figures.STAGGERED_WORDS)], [f"w{i}" for i in range(30)]
-    fig = figures.alignment_figure(torch.full((30, 24), 1 / 24), short, long, "alignment")
+    short, long = [f"w{i}" for i in range(charts.STAGGERED_WORDS)], [f"w{i}" for i in range(30)]
+    fig = charts.alignment_figure(torch.full((30, 24), 1 / 24), short, long, "alignment")
     assert label_rows(fig, 1) == [short], "a short sentence: one row of labels"
     assert label_rows(fig, 0) == [long[0::2], long[1::2]], "every word labelled, alternating rows"
     heights = sorted(trace.y[0] for trace in fig.data if trace.mode == "text" and trace.y[0] < 0.5)

@@ -6,7 +6,7 @@ import gradio as gr
 
 from transformer.files.checkpoint import Checkpoint
 
-from .. import figures
+from .. import charts
 from ..runtime import components
 from ..runtime.chart import Chart
 from ..runtime.language import ENGLISH, message, text
@@ -46,7 +46,7 @@ def replay_slider(probes: list[dict]) -> gr.Slider:
 
 def model_views(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
     steps, evals, probes = views.checkpoint_history(checkpoint)
-    curves = (figures.training_curves(steps, evals, text(language, "model.training"), language=language)
+    curves = (charts.training_curves(steps, evals, text(language, "model.training"), language=language)
               if (steps or evals) else None)
     return {"model_metrics": views.metrics_markdown(checkpoint, language),
             "model_config": views.config_rows(checkpoint),

@@ -11,7 +11,7 @@ from transformer.paper.decoding import beam_search
 from transformer.paper.sentences import encode_source
 from transformer.paper.translation import Translation, forced_decode
 
-from .. import figures
+from .. import charts
 from ..runtime.language import ENGLISH, Number, said, table
 from ..runtime.language import text as words
 from .choices import clamp, kind_key
@@ -38,7 +38,7 @@ def beam_view(checkpoint: Checkpoint, text: str, beam_size: int = 5, length_pena
                                  rules=checkpoint.rules, forced=target_tokenizer.prefix_ids)
     nodes = analysis.beam_tree(steps[0])
     pieces = [target_tokenizer.piece(node.token) for node in nodes]
-    figure = figures.beam_tree_figure(nodes, pieces, words(language, "analysis.beam_title", beams=beam_size,
+    figure = charts.beam_tree_figure(nodes, pieces, words(language, "analysis.beam_title", beams=beam_size,
                                                            penalty=Number(float(length_penalty), "g")),
                                       language=language)
     rows = [[rank + 1, target_tokenizer.decode(h.tokens), round(h.log_prob, 3), len(h.tokens) + 1, round(h.score, 3)]
@@ -69,7 +69,7 @@ def alignment_view(translation: Translation, layer: int | None = None, head: int
     merged, target_words, source_words = analysis.word_attention(weights, translation.predicted_pieces,
                                                                  translation.source_pieces)
     which = said(which_message(translation, "cross", layer, head), language)
-    return figures.alignment_figure(merged, source_words, target_words,
+    return charts.alignment_figure(merged, source_words, target_words,
                                     words(language, "analysis.alignment_title", which=which), language=language)
 
 

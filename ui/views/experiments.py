@@ -14,7 +14,7 @@ from transformer.inside import interventions
 from transformer.inside import one_head, patching
 from transformer.paper.sentences import encode_source
 
-from .. import figures
+from .. import charts, figures
 from ..runtime.language import ENGLISH, Message, Number, message, percent, said, text
 from .choices import clamp, kind_key
 from .text import markdown_escape
@@ -116,7 +116,7 @@ def comparison_view(comparison: interventions.Comparison, kind: str = "cross", l
     mean of heads, or all heads together) in ``measure``."""
     before, after = comparison.before, comparison.after
     changes = comparison.probability_changes()
-    probability = (figures.probability_comparison(changes, text(language, "experiments.probability_title"),
+    probability = (charts.probability_comparison(changes, text(language, "experiments.probability_title"),
                                                   language=language) if changes else None)
     layer = before.cross_attention.shape[0] if layer is None else layer
     same = after.predicted_ids == before.predicted_ids
@@ -143,7 +143,7 @@ def importance_views(importance: dict[str, torch.Tensor], title: str,
         lines.append(message("experiments.better_without", heads=listed(better_without)))
     lines.append(message("experiments.importance_note"))
     summary = "  \n".join(said(line, language) for line in lines)
-    return figures.head_importance_heatmaps(importance, title, language=language), summary
+    return charts.head_importance_heatmaps(importance, title, language=language), summary
 
 
 @dataclass
@@ -165,8 +165,8 @@ def patching_view(checkpoint: Checkpoint, translation, corrupted: str, step: int
                                           on_progress=on_progress)
     title = text(language, "experiments.patching.title", step=result.step, target=result.target,
                  alternative=result.alternative)
-    return PatchingView(figures.patching_heads(result.heads, title, language=language),
-                        figures.patching_positions(result.encoder_positions, translation.source_pieces,
+    return PatchingView(charts.patching_heads(result.heads, title, language=language),
+                        charts.patching_positions(result.encoder_positions, translation.source_pieces,
                                                    text(language, "experiments.patching.positions_title"),
                                                    language=language),
                         patching_summary(result, translation, language))

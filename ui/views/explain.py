@@ -15,7 +15,7 @@ from transformer.files.checkpoint import Checkpoint
 from transformer.inside import attribution, contrastive, interventions
 from transformer.paper.translation import Translation
 
-from .. import figures
+from .. import charts, figures
 from ..runtime.language import ENGLISH, Message, Number, message, percent, said, text
 from .choices import clamp, require_translation
 from .experiments import titled_map
@@ -173,7 +173,7 @@ def pruning_figure(curves: list[interventions.PruningCurve], labels: list[str],
               for curve, label in zip(curves, labels)}
     series.update({text(language, "explain.series.bleu", order=label): (curve.bleu, curve.order)
                    for curve, label in zip(curves, labels) if curve.bleu is not None})
-    return figures.pruning_curves(series, text(language, "explain.pruning_title", kind=kind_words(curves[0].kind)),
+    return charts.pruning_curves(series, text(language, "explain.pruning_title", kind=kind_words(curves[0].kind)),
                                   language=language)
 
 
@@ -226,7 +226,7 @@ def contrast_view(checkpoint: Checkpoint, translation: Translation | None, step,
               text(language, "explain.contrast.prefix"): (translation.target_pieces[:step], evidence.prefix)}
     title = text(language, "explain.contrast.title", step=step, chosen=evidence.chosen,
                  alternative=evidence.alternative)
-    return ContrastView(evidence, figures.contrastive_bars(groups, title, points, language=language),
+    return ContrastView(evidence, charts.contrastive_bars(groups, title, points, language=language),
                         contrast_summary(evidence, translation, language))
 
 

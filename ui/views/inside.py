@@ -16,7 +16,7 @@ from transformer.inside import one_head
 from transformer.paper.decoding import Sampling, never_generate
 from transformer.paper.translation import Translation
 
-from .. import figures
+from .. import charts, figures
 from ..runtime.language import ENGLISH, Message, Number, message, text
 from .choices import clamp, kind_key, require_translation
 from .translate import AXES, AttentionMap, MapWords, attention_axes, attention_tensor
@@ -117,7 +117,7 @@ def cache_markdown(a: one_head.HeadArithmetic, translation: Translation, languag
 def vectors_figure(a: one_head.HeadArithmetic, language: str = ENGLISH) -> go.Figure:
     keys = [position_label(j, token, language) for j, token in enumerate(a.key_tokens)]
     named = {name: text(language, f"inside.vectors.{name}") for name in ("query", "output", "keys", "values")}
-    return figures.vector_panels({named["query"]: (a.q[None], [figures.escape(a.query_token)]),
+    return charts.vector_panels({named["query"]: (a.q[None], [figures.escape(a.query_token)]),
                                   named["output"]: (a.output[None], [text(language, "inside.vectors.output_row")]),
                                   named["keys"]: (a.k, keys), named["values"]: (a.v, keys)},
                                  text(language, "inside.vectors.title", layer=a.layer, head=a.head),
@@ -126,7 +126,7 @@ def vectors_figure(a: one_head.HeadArithmetic, language: str = ENGLISH) -> go.Fi
 
 def contributions_figure(a: one_head.HeadArithmetic, language: str = ENGLISH) -> go.Figure:
     total = float(a.contribution_norms.sum()) or 1.0
-    return figures.paired_bars([position_label(j, token, language) for j, token in enumerate(a.key_tokens)],
+    return charts.paired_bars([position_label(j, token, language) for j, token in enumerate(a.key_tokens)],
                                {text(language, "inside.column.weight"): a.weights.tolist(),
                                 text(language, "inside.contributions.share"):
                                     (a.contribution_norms / total).tolist()},
@@ -181,7 +181,7 @@ def lens_figures(checkpoint: Checkpoint, translation: Translation | None, step,
 def logit_lens_figure(checkpoint: Checkpoint, translation: Translation,
                       lens: one_head.LogitLens, language: str = ENGLISH) -> go.Figure:
     favourite = [[checkpoint.target_tokenizer.piece(int(i)) for i in layer] for layer in lens.top_ids[..., 0]]
-    return figures.logit_lens_heatmap(lens.probabilities, favourite, translation.predicted_pieces, language=language)
+    return charts.logit_lens_heatmap(lens.probabilities, favourite, translation.predicted_pieces, language=language)
 
 
 def sampling_settings(temperature, top_k, top_p, seed) -> Sampling:

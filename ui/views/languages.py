@@ -10,7 +10,7 @@ from transformer.files.checkpoint import Checkpoint
 from transformer.files.multilingual import iso_code
 from transformer.inside import analysis
 
-from .. import figures
+from .. import charts
 from ..runtime.language import ENGLISH, message
 from ..runtime.language import text as words
 from .text import clean_text, language_name
@@ -63,4 +63,4 @@ def many_languages_view(checkpoint: Checkpoint, text: str, targets, language: st
         aligned = ", ".join(f"{word} ← {source_words[int(row.argmax())]}" for word, row in zip(target_words, merged))
         rows.append([name, translation.text, aligned])
     title = words(language, "languages.title", layer=checkpoint.model.config.n_decoder_layers)
-    return figures.languages_side_by_side(panels, title, language=language), rows
+    return charts.languages_side_by_side(panels, title, language=language), rows

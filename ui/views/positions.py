@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 
 from transformer.paper.model import sinusoidal_table
 
-from .. import figures
+from .. import charts, figures
 from ..runtime.language import ENGLISH, text
 from .choices import clamp
 
@@ -42,6 +42,6 @@ def positional_views(d_model: int, length: int, dimensions: str,
     matrix_title = text(language, "positions.matrix.title", length=length, d_model=d_model)
     if d_model != asked:
         matrix_title += text(language, "positions.matrix.rounded", asked=asked, d_model=d_model)
-    return (figures.positional_encoding_heatmap(table, matrix_title, language=language),
-            figures.positional_encoding_lines(table, chosen, title, language=language),
-            figures.position_similarity(table, text(language, "positions.dots.title"), language=language))
+    return (charts.positional_encoding_heatmap(table, matrix_title, language=language),
+            charts.positional_encoding_lines(table, chosen, title, language=language),
+            charts.position_similarity(table, text(language, "positions.dots.title"), language=language))

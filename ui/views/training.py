@@ -6,7 +6,7 @@ import math
 
 import plotly.graph_objects as go
 
-from .. import figures
+from .. import charts
 from ..jobs import JobState, time_left_text
 from ..runtime.language import ENGLISH, Number, message, percent, said, text
 
@@ -57,7 +57,7 @@ def job_curves(job: JobState | None, language: str = ENGLISH) -> go.Figure | Non
     # Thin out long step lists: the curve needs a few hundred points at most.
     stride = max(1, len(steps) // 300)
     running = job.status == "running"
-    return figures.training_curves(steps[::stride] + steps[-1:], job.evals,
+    return charts.training_curves(steps[::stride] + steps[-1:], job.evals,
                                    title=text(language, "train.curves_live" if running else "model.training"),
                                    language=language)
 
