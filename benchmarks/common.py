@@ -64,17 +64,22 @@ def report(result: dict, as_json: bool) -> None:
     print(json.dumps(result))
 
 
-def run_against_server(measure, description: str, seconds: float, seconds_help: str) -> None:
+def run_against_server(measure, description: str, seconds: float, seconds_help: str,
+                       parts: tuple[str, ...] = ()) -> None:
     """The command line of a benchmark that plays clients against a served app for ``--seconds``: its progress
-    said as it goes unless ``--json``, its log under runs/."""
+    said as it goes unless ``--json``, its log under runs/. A benchmark of several ``parts`` measures those
+    ``--only`` names (all by default), told as ``measure``'s ``parts``."""
     import argparse
 
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--seconds", type=float, default=seconds, help=seconds_help)
     parser.add_argument("--json", action="store_true", help="print only the JSON line")
+    if parts:
+        parser.add_argument("--only", nargs="+", choices=parts, default=list(parts), help="the parts to measure")
     args = parser.parse_args()
     (ROOT / "runs").mkdir(exist_ok=True)
-    report(measure(args.seconds, say=(lambda *_: None) if args.json else print), args.json)
+    chosen = {"parts": set(args.only)} if parts else {}
+    report(measure(args.seconds, say=(lambda *_: None) if args.json else print, **chosen), args.json)
 
 
 __all__ = ["ROOT", "Tokenizer", "bundled_or_random", "machine", "repeat_ms", "report", "run_against_server"]

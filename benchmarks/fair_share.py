@@ -13,6 +13,7 @@ and the costly computations, measured against ``python app.py`` served on loopba
   computation every 0.4 s (all the rate limit lets through), over its p50 alone (``hostile_events.slowdown``).
 
     python benchmarks/fair_share.py --json
+    python benchmarks/fair_share.py --only victim --json     (one part: classes, hub, training, victim)
 """
 
 from __future__ import annotations
@@ -76,31 +77,39 @@ def training_wait_s(url: str) -> tuple[float, bool]:
     return round(waited, 1), cut
 
 
-def measure(seconds: float, say) -> dict:
+PARTS = ("classes", "hub", "training", "victim")
+
+
+def measure(seconds: float, say, parts: set[str] = frozenset(PARTS)) -> dict:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    result = {}
     with tempfile.TemporaryDirectory() as work, open(ROOT / "runs" / "fair_share.log", "w") as log:
         process = start_server(port, Path(work), log)
         try:
             wait_until_serving(url, process)
             page = Page(url)
             model = page.values[page.events["translate"]["inputs"][0]]
-            opened, other = classes_opened(page, url)
-            say(f"classes: {opened} of {ASKED} opened from one address; another address opened one: {other}")
-            admitted = hub_opens_admitted(page)
-            say(f"Hub: {admitted} of {ASKED} new ids tried for one address")
-            waited, cut = training_wait_s(url)
-            say(f"training: the second visitor waited {waited} s; the first job was cut: {cut}")
-            victim = slowdown(url, page, model, seconds, RATE_S, HOSTILE, say)
-            return {"victim_slowdown_at_rate_limit": victim, "second_visitor_training_wait_s": waited,
-                    "first_job_cut": cut, "hub_opens_admitted_per_address_hour": admitted,
-                    "classes_opened_by_one_address": opened, "teacher_opened_after": other, "machine": machine()}
+            if "classes" in parts:
+                opened, other = classes_opened(page, url)
+                say(f"classes: {opened} of {ASKED} opened from one address; another address opened one: {other}")
+                result.update(classes_opened_by_one_address=opened, teacher_opened_after=other)
+            if "hub" in parts:
+                result["hub_opens_admitted_per_address_hour"] = hub_opens_admitted(page)
+                say(f"Hub: {result['hub_opens_admitted_per_address_hour']} of {ASKED} new ids tried for one address")
+            if "training" in parts:
+                waited, cut = training_wait_s(url)
+                say(f"training: the second visitor waited {waited} s; the first job was cut: {cut}")
+                result.update(second_visitor_training_wait_s=waited, first_job_cut=cut)
+            if "victim" in parts:
+                result["victim_slowdown_at_rate_limit"] = slowdown(url, page, model, seconds, RATE_S, HOSTILE, say)
+            return {**result, "machine": machine()}
         finally:
             stop_app(process)
 
 
 def main() -> None:
-    run_against_server(measure, __doc__.splitlines()[0], 60, "how long the costly visitor keeps asking")
+    run_against_server(measure, __doc__.splitlines()[0], 60, "how long the costly visitor keeps asking", PARTS)
 
 
 if __name__ == "__main__":

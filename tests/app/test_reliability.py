@@ -528,9 +528,11 @@ def test_a_page_in_every_language_is_one_page_to_a_clients_share():
 
         async def send(message):
             sent.append(message)
+        async def receive():
+            return {"type": "http.request", "body": b"{}"}
         scope = {"type": "http", "method": "POST", "path": path, "client": ("10.0.0.2", 1),
                  "headers": [(b"x-forwarded-for", b"203.0.113.7")]}
-        asyncio.run(share(scope, None, send))
+        asyncio.run(share(scope, receive, send))
         return sent[0]["status"]
 
     pages = ("/class/", "/class/de/", "/class/fr/")
@@ -539,3 +541,43 @@ def test_a_page_in_every_language_is_one_page_to_a_clients_share():
     pages = ("/", "/de/", "/fr/")  # the main page in every language: one share too, its own
     answers = [status(f"{pages[i % 3]}gradio_api/queue/join") for i in range(limits.CLIENT_EVENTS + 1)]
     assert 429 not in answers[:-1] and answers[-1] == 429
+
+
+def test_an_address_starts_few_new_sessions_a_window_and_is_refused_before_gradio_sets_one_up():
+    """A page opens one session; a script that sends each request in a new one made Gradio set up a session each
+    time. Past ``CLIENT_SESSIONS`` new ones in a window an address is refused, the app never reached; the sessions
+    it has keep working, and a class's phones behind one address have their page's allowance."""
+    reached = []
+
+    async def app(scope, receive, send):
+        reached.append(json.loads((await receive())["body"] or b"{}").get("session_hash"))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    share = limits.ClientShare(app, own_allowance={"/class/": 3})
+
+    def join(session: str | None, address: str = "203.0.113.7", path: str = "/gradio_api/queue/join") -> dict:
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        async def receive():
+            return {"type": "http.request", "body": json.dumps({"session_hash": session} if session else {}).encode()}
+        scope = {"type": "http", "method": "POST", "path": path, "client": ("10.0.0.2", 1),
+                 "headers": [(b"x-forwarded-for", address.encode())]}
+        asyncio.run(share(scope, receive, send))
+        body = sent[1]["body"] if len(sent) > 1 else b""
+        return {"status": sent[0]["status"], "detail": json.loads(body)["detail"] if body else ""}
+
+    first = [join(f"page-{n}")["status"] for n in range(limits.CLIENT_SESSIONS)]
+    assert first == [200] * limits.CLIENT_SESSIONS and reached[-1] == f"page-{limits.CLIENT_SESSIONS - 1}"
+    refused = join("one-too-many")
+    assert refused["status"] == 429 and "new sessions" in refused["detail"] and reached[-1] != "one-too-many"
+    assert join("page-0")["status"] == 200, "a session it has goes on"
+    assert join(None)["status"] == 200, "a join naming no session is Gradio's to refuse"
+    assert join(None, path="/gradio_api/call/translate")["status"] == 429, "a call is a new session of its own"
+    assert join("elsewhere", address="198.51.100.9")["status"] == 200, "another address keeps its share"
+    phones = [join(f"phone-{n}", path="/class/gradio_api/queue/join")["status"]
+              for n in range(3 * limits.CLIENT_SESSIONS + 1)]
+    assert phones == [200] * (3 * limits.CLIENT_SESSIONS) + [429]

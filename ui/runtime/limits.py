@@ -17,6 +17,11 @@ from .language import ENGLISH, LANGUAGES, Number, text
 
 MAX_BODY_BYTES = 1_000_000  # a request of the page is a few kilobytes; uploads have their own limit
 CLIENT_EVENTS, CLIENT_WINDOW_S = 30, 10.0  # a student clicking through the page starts a few per second at most
+# New sessions an address may start per window: a page opens one, and a class behind one address opens one per
+# student over a minute. A script starting a session with each request made Gradio set each one up (a quarter of
+# a 2-core server's time in docs/fair-share.md); past this, it is refused before Gradio sees it.
+CLIENT_SESSIONS = 10
+KNOWN_SESSIONS = 50  # an address's sessions remembered as started, the most recently used kept
 MAX_TRACKED_CLIENTS = 10_000
 LOOPBACK = ("127.0.0.1", "::1")
 EXEMPT_PATHS = ("/gradio_api/upload",)  # refused by Gradio's max_file_size as they arrive
@@ -96,9 +101,10 @@ def visiting_client(request) -> str | None:
 
 class ClientShare:
     """ASGI middleware: each client may start at most ``events`` pieces of work (queue joins, API calls) per
-    ``window_s`` seconds; more get 429 with a message. One client can then fill no more than its share of the
-    queue, however fast it sends. A request from this machine itself with no proxy in between is not counted
-    (the app run locally, tests and benchmarks).
+    ``window_s`` seconds, and at most ``sessions`` new sessions (a queue join naming a session it has not used
+    before, or a call, which Gradio gives a session of its own); more get 429 with a message, before Gradio sets
+    a session up. One client can then fill no more than its share of the queue, however fast it sends. A request
+    from this machine itself with no proxy in between is not counted (the app run locally, tests and benchmarks).
 
     ``own_allowance`` maps a mounted app's path (``"/class/"``) to how many clients' shares one address has
     there, counted apart from the rest: the students of a class on a Space all come through their school's one
@@ -107,10 +113,12 @@ class ClientShare:
     WORK = re.compile(r"^((?:/[\w-]+)*)/gradio_api/(queue/join|call/|run/)")
 
     def __init__(self, app, events: int = CLIENT_EVENTS, window_s: float = CLIENT_WINDOW_S,
-                 own_allowance: dict[str, int] | None = None):
-        self.app, self.events, self.window_s = app, events, window_s
+                 own_allowance: dict[str, int] | None = None, sessions: int = CLIENT_SESSIONS):
+        self.app, self.events, self.window_s, self.sessions = app, events, window_s, sessions
         self.own_allowance = own_allowance or {}
         self.recent: dict[tuple[str, str], collections.deque] = {}
+        self.started: dict[tuple[str, str], collections.deque] = {}  # when each client started its new sessions
+        self.known: dict[tuple[str, str], collections.OrderedDict] = {}  # the sessions each client started
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["method"] == "POST" and (work := self.WORK.match(scope["path"])):
@@ -120,24 +128,81 @@ class ClientShare:
             # A page in every language is one page: /de/ and /fr/ with /, /class/de/ with /class/.
             parts = [part for part in mount.split("/") if part and part not in LANGUAGES]
             mount = "/".join(["", *parts, ""]) if parts else ""
-            events = self.events * self.own_allowance.get(mount, 1)
-            if client is not None and not self.admit((client, mount), events):
-                return await refuse(send, 429, text(asking_language(scope), "runtime.too_many",
-                                                    events=events, seconds=Number(self.window_s, "g")))
+            allowance = self.own_allowance.get(mount, 1)
+            if client is not None:
+                starts, session, receive = await session_named(work.group(2), receive)
+                if starts and not self.admit_session((client, mount), session, self.sessions * allowance):
+                    return await refuse(send, 429, text(asking_language(scope), "runtime.too_many_sessions",
+                                                        sessions=self.sessions * allowance,
+                                                        seconds=Number(self.window_s, "g")))
+                if not self.admit((client, mount), self.events * allowance):
+                    return await refuse(send, 429, text(asking_language(scope), "runtime.too_many",
+                                                        events=self.events * allowance,
+                                                        seconds=Number(self.window_s, "g")))
         return await self.app(scope, receive, send)
 
     def admit(self, key, events: int | None = None) -> bool:
+        """Whether ``key`` may start one more piece of work now."""
+        return self._within(self.recent, key, events or self.events)
+
+    def admit_session(self, key, session: str | None, sessions: int) -> bool:
+        """Whether ``key``'s request may go on in ``session``: one it started before, or a new one (None: a session
+        Gradio makes for the request) within ``sessions`` a window."""
+        known = self.known.setdefault(key, collections.OrderedDict())
+        if session is not None and session in known:
+            known.move_to_end(session)
+            return True
+        if not self._within(self.started, key, sessions):
+            return False
+        if session is not None:
+            known[session] = None
+            while len(known) > KNOWN_SESSIONS:
+                known.popitem(last=False)
+        return True
+
+    def _within(self, table: dict, key, most: int) -> bool:
+        """Whether ``key`` did fewer than ``most`` things in the last window by ``table``; if so, this one counts."""
         now = time.monotonic()
-        recent = self.recent.setdefault(key, collections.deque())
+        recent = table.setdefault(key, collections.deque())
         while recent and recent[0] <= now - self.window_s:
             recent.popleft()
-        if len(recent) >= (events or self.events):
+        if len(recent) >= most:
             return False
         recent.append(now)
-        if len(self.recent) > MAX_TRACKED_CLIENTS:  # forget clients gone quiet, so the table stays small
-            for quiet in [c for c, times in self.recent.items() if not times or times[-1] <= now - self.window_s]:
-                del self.recent[quiet]
+        if len(table) > MAX_TRACKED_CLIENTS:  # forget clients gone quiet, so the tables stay small
+            for quiet in [c for c, times in table.items() if not times or times[-1] <= now - self.window_s]:
+                del table[quiet]
+                self.known.pop(quiet, None)
         return True
+
+
+async def session_named(work: str, receive):
+    """(whether the request is work in a session, the session it names: None for a call, which Gradio gives a new
+    one; ``receive`` that hands the body read to find it on to the app). A queue join naming none is no session's:
+    Gradio refuses it."""
+    if work != "queue/join":
+        return True, None, receive
+    chunks, more = [], True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":  # the client went away: the app hears it
+            return False, None, replayed([message], receive)
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    body = b"".join(chunks)
+    try:
+        named = json.loads(body).get("session_hash")
+    except (ValueError, AttributeError):  # not a JSON object: Gradio refuses it
+        named = None
+    named = named if isinstance(named, str) and named else None
+    return named is not None, named, replayed([{"type": "http.request", "body": body}], receive)
+
+
+def replayed(messages: list[dict], receive):
+    """``receive`` that first hands out ``messages``."""
+    async def replaying():
+        return messages.pop(0) if messages else await receive()
+    return replaying
 
 
 def asking_language(scope) -> str:
