@@ -238,8 +238,8 @@ def decoding_copy_bytes(model: nn.Module) -> int:
 
 def computes_bf16_natively() -> bool:
     """Whether this CPU multiplies bfloat16 in hardware (AVX512-BF16 or AMX), so that a model kept in bf16 decodes
-    about as fast as in float32 (``docs/multilingual.md``) rather than several times slower. ``torch.cpu``'s probes
-    are underscored; where one is missing, the answer is no."""
+    at 0.77 to 1.25 times its float32 speed (measured in ``docs/multilingual.md``) rather than several times
+    slower. ``torch.cpu``'s probes are underscored; where one is missing, the answer is no."""
     probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     return any(getattr(torch.cpu, probe, lambda: False)() for probe in probes)
 

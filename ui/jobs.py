@@ -157,6 +157,7 @@ class TrainingLine:
 
     def place_of(self, owner: str) -> int | None:
         """``owner``'s place (1: next), None when they are not waiting."""
+        self.drop_gone()
         return next((i + 1 for i, waiter in enumerate(self.waiters) if waiter.owner == owner), None)
 
     def next_is(self, owner: str) -> bool:
@@ -165,7 +166,7 @@ class TrainingLine:
 
     def join(self, request: JobRequest, owner: str, client: str | None) -> int:
         """``owner``'s place, kept (their page asked again) or taken at the end of the line."""
-        place = self.place_of(owner)
+        place = self.place_of(owner)  # the places of those gone given up first
         if place is not None:
             self.waiters[place - 1].seen = time.monotonic()
             return place
@@ -182,6 +183,7 @@ class TrainingLine:
     def expected_wait_s(self, place: int, job: JobState | None, shared_minutes: float) -> float:
         """How long the visitor at ``place`` may wait, at most: the running ``job``'s time left (a public
         visitor's ends at ``shared_minutes`` now that someone waits), then the time limit of each visitor ahead."""
+        self.drop_gone()
         wait = 0.0
         if job is not None and job.status == "running":
             limit = min(job.request.minutes, shared_minutes) if job.shared else job.request.minutes
@@ -393,7 +395,8 @@ class JobManager:
             self._update(steps=self._job.steps + [{k: metrics[k] for k in ("step", "loss", "lr", "tokens",
                                                                            "tokens_per_s", "elapsed_s")}])
             with self._lock:
-                due = self._job.shared and len(self.line) > 0 and metrics["elapsed_s"] >= self.shared_minutes * 60
+                waiting = len(self.line)  # the places of those gone given up, whoever's job runs
+                due = self._job.shared and waiting > 0 and metrics["elapsed_s"] >= self.shared_minutes * 60
             if due and not cancel.is_set():
                 self._update(cut=True)
                 cancel.set()

@@ -23,8 +23,8 @@ from .runtime.gpu import models_device
 from .runtime.language import Number, message
 from .runtime.model_names import checkpoint_name, set_for
 from .runtime.worker import ModelsOnDisk
-from .views.lessons import LESSONS, lesson_models, listed_as
-from .views.questions import predict_question
+from .views.lessons import LESSONS, Lesson, lesson_models, listed_as
+from .views.questions import Question, predict_question
 
 
 class ModelRegistry:
@@ -111,6 +111,14 @@ class ModelRegistry:
             kept_in = {name: checkpoint.model.dtype for name, checkpoint in self._loaded.items()}
         return ModelsOnDisk(self.available(), str(self.device or default_device()), kept_in)
 
+    def loads(self, name: str) -> bool:
+        """Whether the model called ``name`` is loaded, or loads now within the memory kept for models."""
+        try:
+            self.get(name)
+            return True
+        except CheckpointError:
+            return False
+
     def forget(self, name: str) -> None:
         """Drop a loaded checkpoint whose directory is gone, so its name is refused from now on."""
         with self._lock:
@@ -168,7 +176,8 @@ def model_bytes(checkpoint: Checkpoint) -> int:
 
 
 def halves(checkpoint: Checkpoint) -> bool:
-    """Whether a float32 model on a CPU that computes in bfloat16 natively (``computes_bf16_natively``)."""
+    """Whether a model is float32 on a CPU that computes in bfloat16 natively (``computes_bf16_natively``): one
+    that halves in bfloat16 there."""
     return (checkpoint.model.device.type == "cpu" and checkpoint.model.dtype == torch.float32
             and computes_bf16_natively())
 
@@ -195,10 +204,17 @@ class Services:
 
     def __post_init__(self):
         if self.classes is None:
-            self.classes = Classrooms(lambda lesson: self.costly.run(predict_question, lesson, self.registry.on_disk(),
-                                                                     self.registry.multilingual()))
+            self.classes = Classrooms(self.ask)
         if self.opening is None:
             self.opening = self.opening_of([])
+
+    def ask(self, lesson: Lesson) -> Question:
+        """A lesson's question, computed in the costly slot from the models as the registry keeps them: a
+        multilingual model the lesson compares only where the registry loads it (within ``EXPLORER_MODELS_MB``, in
+        bfloat16 where it must), as the lesson's pair shows it."""
+        multilingual = self.registry.multilingual() if lesson.languages_pair else {}
+        loaded = {name: codes for name, codes in multilingual.items() if self.registry.loads(name)}
+        return self.costly.run(predict_question, lesson, self.registry.on_disk(), loaded)
 
     def in_use(self, name: str) -> bool:
         """Whether a page or a class uses the model: used lately, opened at start, or one an open class's lesson

@@ -452,10 +452,12 @@ def test_this_machines_own_job_is_not_ended_for_a_waiting_visitor(tmp_path):
     manager.wait(60)
 
 
-def test_the_line_keeps_one_place_per_address_and_gives_up_a_place_whose_page_went_away(tmp_path, monkeypatch):
+@pytest.mark.parametrize("runner", [PUBLIC, None], ids=["a-visitors-job", "this-machines-job"])
+def test_the_line_keeps_one_place_per_address_and_gives_up_a_place_whose_page_went_away(tmp_path, monkeypatch,
+                                                                                      runner):
     monkeypatch.setattr(jobs, "WAITER_GONE_S", 0.5)
     manager = jobs.JobManager(tmp_path, trainer=QuickTrainer)
-    manager.start(jobs.JobRequest(**LONG_JOB), owner="first", client=PUBLIC)
+    manager.start(jobs.JobRequest(**LONG_JOB), owner="first", client=runner)
     with pytest.raises(jobs.JobError, match="Your training job .* is running; stop it before you start another"):
         manager.wait_in_line(jobs.JobRequest(**LONG_JOB), "first", PUBLIC)
     assert manager.wait_in_line(jobs.JobRequest(**LONG_JOB), "second", OTHER_PUBLIC) == 1

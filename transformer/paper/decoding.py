@@ -70,7 +70,7 @@ def length_limits(model: Transformer, src: Tensor, max_length: int | None) -> li
     Counting each sentence's own tokens, not the batch's padded width, makes
     its translation independent of the sentences it happens to be batched with.
     """
-    if max_length:  # None or 0: the default, as in decode_steps
+    if max_length:  # None or 0: the default, as in sentences.decode_steps
         return [_within_positions(model, max_length)] * src.size(0)
     return [default_max_length(model, n) for n in (src != model.config.pad_id).sum(dim=1).tolist()]
 

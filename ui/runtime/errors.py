@@ -18,7 +18,7 @@ from .worker import WorkerDied
 
 log = logging.getLogger("app")
 
-# The app's own problems for a visitor derive from InputError (a training job that cannot start: jobs.JobError).
+# The app's own problems for a visitor derive from InputError (a training request that cannot be done: training_plans.JobError).
 USER_PROBLEMS = (InputError, CheckpointError, DataError, HubError, WorkerDied)
 UNEXPECTED = message("error.unexpected")
 

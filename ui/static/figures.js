@@ -6,7 +6,7 @@ window.explorerFigures = (() => {
   const s = window.explorerPage.config.figures;
   const range = (n) => Array.from({length: n}, (_, i) => i);
   const escape = (label) => String(label).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-  // A figure's words in the page's language, its {placeholders} filled, as figures.py's _words writes them.
+  // A figure's words in the page's language, its {placeholders} filled, as figures.py's say writes them.
   const words = (key, values = {}) => s.words[key].replace(/\{(\w+)\}/g, (_, name) => String(values[name]));
   // A share of 1 as a percentage of one decimal, as the page's language writes it (language.Number, ".1%").
   const percent = (share) => `${(share * 100).toFixed(1).replace(".", s.decimalMark)}${s.percentSign}`;
@@ -36,7 +36,7 @@ window.explorerFigures = (() => {
   };
   const axis = (extra) => ({...extra, gridcolor: s.grid, zerolinecolor: s.grid});
 
-  // The shared looks of ui/figures.py's _layout, on a figure's layout.
+  // The shared looks of ui/figures.py's apply_layout, on a figure's layout.
   const laidOut = (layout, title, height, zoomable = true) => {
     const out = {template: s.template, ...layout, title: {text: title, x: 0.01, font: {size: 15}}, font: s.font,
                  paper_bgcolor: "white", plot_bgcolor: "white", margin: {l: 10, r: 10, t: 60, b: 10},
