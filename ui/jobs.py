@@ -148,6 +148,7 @@ class TrainingLine:
         self.waiters: list[Waiter] = []
 
     def __len__(self) -> int:
+        """How many wait, the places of those gone given up first (each update asks, whoever's job runs)."""
         self.drop_gone()
         return len(self.waiters)
 
@@ -395,8 +396,7 @@ class JobManager:
             self._update(steps=self._job.steps + [{k: metrics[k] for k in ("step", "loss", "lr", "tokens",
                                                                            "tokens_per_s", "elapsed_s")}])
             with self._lock:
-                waiting = len(self.line)  # the places of those gone given up, whoever's job runs
-                due = self._job.shared and waiting > 0 and metrics["elapsed_s"] >= self.shared_minutes * 60
+                due = len(self.line) > 0 and self._job.shared and metrics["elapsed_s"] >= self.shared_minutes * 60
             if due and not cancel.is_set():
                 self._update(cut=True)
                 cancel.set()
