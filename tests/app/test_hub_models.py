@@ -59,9 +59,10 @@ def services_keeping_bfloat16(hub_services, monkeypatch):
     return Services(registry, hub=hub_services.hub)
 
 
-@pytest.mark.parametrize("name, kept_in", [("tiny-marian", None), *((f"tiny-{family}", None)
-                                                                      for family in MULTILINGUAL),
-                                           ("tiny-m2m100", torch.bfloat16)])
+# M2M100 kept in bfloat16, as a server keeps a model too big in float32 (its float32 numbers are held to
+# transformers' in tests/library/test_multilingual.py); mBART-50 in float32.
+@pytest.mark.parametrize("name, kept_in", [("tiny-marian", None), ("tiny-m2m100", torch.bfloat16),
+                                           ("tiny-mbart50", None)])
 def test_every_event_of_the_page_runs_on_a_converted_model(hub_services, name, kept_in, request):
     if kept_in is not None:
         hub_services = request.getfixturevalue("services_keeping_bfloat16")
