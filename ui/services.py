@@ -23,7 +23,7 @@ from .runtime.gpu import models_device
 from .runtime.language import Number, message
 from .runtime.model_names import checkpoint_name, set_for
 from .runtime.worker import ModelsOnDisk
-from .views.lessons import LESSONS, Lesson, lesson_models, listed_as
+from .views.lessons import LESSONS, Lesson, lesson_models, listed_as, multilingual_pair
 from .views.questions import Question, predict_question
 
 
@@ -213,8 +213,10 @@ class Services:
         multilingual model the lesson compares only where the registry loads it (within ``EXPLORER_MODELS_MB``, in
         bfloat16 where it must), as the lesson's pair shows it."""
         multilingual = self.registry.multilingual() if lesson.languages_pair else {}
-        loaded = {name: codes for name, codes in multilingual.items() if self.registry.loads(name)}
-        return self.costly.run(predict_question, lesson, self.registry.on_disk(), loaded)
+        compared = multilingual_pair(lesson, multilingual)  # the one model the lesson's pair shows, if it loads
+        if compared and not self.registry.loads(compared[0].model):
+            multilingual = {}
+        return self.costly.run(predict_question, lesson, self.registry.on_disk(), multilingual)
 
     def in_use(self, name: str) -> bool:
         """Whether a page or a class uses the model: used lately, opened at start, or one an open class's lesson

@@ -152,8 +152,8 @@ def crossing_order(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]
     weights = one_map(translation, "cross", lesson.layer, lesson.shown_head)[0].clone()  # (steps, source)
     weights[: translation.forced_steps] = -1
     words, word_of_piece = words_from_pieces(translation.source_pieces)  # a tokenizer may cut "red" into pieces
-    pieces_of = {name: torch.tensor([word == words.index(name) for word in word_of_piece]) for name in ("red", "ball")}
-    red_step, ball_step = (int(weights[:, pieces_of[name]].sum(1).argmax()) + 1 for name in ("red", "ball"))
+    red_step, ball_step = (int(weights[:, torch.tensor(word_of_piece) == words.index(name)].sum(1).argmax()) + 1
+                           for name in ("red", "ball"))
     asked = (message("q.crossing_order", head=lesson.head, layer=lesson.layer) if lesson.shown_head
              else message("q.crossing_order.average", layer=lesson.layer))
     return Question(asked, (message("q.before"), message("q.after")), int(red_step > ball_step),
