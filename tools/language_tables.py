@@ -24,7 +24,7 @@ LOCALES = ROOT / "ui" / "locales"
 PAGE_LANGUAGES = ("en", "de", "fr")
 # Where CLDR's alias is not what the models mean: NLLB's Norwegian Bokmål is M2M100's Norwegian ("no"), Twi is a
 # language of its own ("tw") beside Akan, which NLLB lists apart, and M2M100 writes Northern Sotho "ns".
-KEPT_APART = {"nob": "no", "twi": "tw", "ns": "nso"}
+MODELS_MEAN = {"nob": "no", "twi": "tw", "ns": "nso"}
 
 
 def tables() -> dict[Path, dict[str, str]]:
@@ -37,7 +37,7 @@ def tables() -> dict[Path, dict[str, str]]:
     # A language of a region stays a language of its own, named as CLDR names it there: Dari, "fa_AF", which NLLB
     # lists apart from Persian.
     regional = {code: alias for code, alias in cldr_aliases.items() if "_" in alias}
-    cldr = {**{code: alias for code, alias in cldr_aliases.items() if code not in regional}, **KEPT_APART}
+    cldr = {**{code: alias for code, alias in cldr_aliases.items() if code not in regional}, **MODELS_MEAN}
     written = sorted({code.split("_")[0] for codes in families.values() for code in codes})
     aliases = {code: cldr[code] for code in written
                if cldr.get(code, code) != code and not merges(code, cldr, families)}
