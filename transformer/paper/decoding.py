@@ -22,6 +22,7 @@ from torch import Tensor
 
 from ..errors import InputError
 from .model import DecoderCache, EncoderOutput, HeadMask, Transformer
+from .watching import Watch, WatchedBeams, progress_of, source_lengths
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ class Sampling:
 def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None,
                   head_mask: HeadMask | None = None, positions: bool = True,
                   prefix: Tensor | None = None, return_ended: bool = False, sampling: Sampling | None = None,
-                  forced: Sequence[int] = ()):
+                  forced: Sequence[int] = (), watch: Watch | None = None):
     """Batched greedy decoding of padded sources (B, S); returns generated ids without bos/eos.
 
     With ``sampling``, each step draws its token from the (tempered, cut) distribution instead of taking the
@@ -148,7 +149,7 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
     had chosen this word?"); they are included in the result; without one, ``forced`` tokens start every
     sentence (a multilingual model's target language: ``Tokenizer.prefix_ids``). With
     ``return_ended``, also returns for each sentence whether the model ended it
-    (eos) rather than running out of length.
+    (eos) rather than running out of length. ``watch`` sees each step as it is decided (``SearchProgress``).
     """
     limits = length_limits(model, src, max_length)
     encoded = model.encode(src, head_mask=head_mask, positions=positions)
@@ -163,6 +164,7 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
     ended = [eos_id in output for output in outputs]
     in_batch = list(range(len(outputs)))  # which sentence each row of the batch holds
     generator = torch.Generator(device=src.device).manual_seed(sampling.seed) if sampling else None
+    lengths = source_lengths(model, src)
     while True:
         going_on = [row for row, i in enumerate(in_batch) if not ended[i] and len(outputs[i]) < limits[i]]
         if not going_on:
@@ -171,13 +173,18 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
             keep = torch.tensor(going_on, device=src.device)
             encoded, head_mask = _keep_rows(encoded, head_mask, cache, keep)
             inputs, in_batch = inputs.index_select(0, keep), [in_batch[row] for row in going_on]
-        logits = model.decode(inputs, encoded, cache, head_mask=head_mask, positions=positions).logits[:, -1]
-        logits = never_generate(model, logits.float())
+        decoded = model.decode(inputs, encoded, cache, head_mask=head_mask, positions=positions,
+                               need_weights=watch is not None)
+        logits = never_generate(model, decoded.logits[:, -1].float().clone())
         next_tokens = sampling.choose(logits, generator) if sampling else logits.argmax(dim=-1)
         for i, token in zip(in_batch, next_tokens.tolist()):
             outputs[i].append(token)
             ended[i] = token == eos_id
         inputs = next_tokens.unsqueeze(1)
+        if watch is not None and not watch([
+                progress_of(i, list(outputs[i]), decoded.logits[:, -1], decoded.cross_attentions, row, lengths[i])
+                for row, i in enumerate(in_batch)]):
+            break
     stripped = [_strip(output, eos_id) for output in outputs]
     return (stripped, ended) if return_ended else stripped
 
@@ -245,20 +252,19 @@ def _keep_best(finished: list[BeamHypothesis], hypothesis: BeamHypothesis, k: in
 def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_penalty: float = 1.0,
                 max_length: int | None = None, return_steps: bool = False,
                 head_mask: HeadMask | None = None, positions: bool = True, rules: SearchRules = SearchRules(),
-                forced: Sequence[int] = ()) -> list[list[BeamHypothesis]] | tuple[list, list]:
+                forced: Sequence[int] = (),
+                watch: Watch | None = None) -> list[list[BeamHypothesis]] | tuple[list, list]:
     """Batched beam search in the manner of fairseq.
 
-    Each step ranks the 2k best continuations of the k live beams. Those that
-    end in eos (within the top k) become finished hypotheses, scored as
-    log P / length^``length_penalty`` (length counts the eos); the best k of the
-    others live on. A sentence is done when it has k finished hypotheses (or, by
-    ``rules``, when no live beam can beat them), and then leaves the batch.
-    ``max_length`` defaults to each sentence's own ``default_max_length``.
-    ``forced`` tokens (a multilingual model's target language) are the first
-    steps of every beam, adding 0 to its log-probability (as transformers'
-    ``forced_bos_token_id``) and counting towards its length.
-    Returns, per sentence, its hypotheses sorted best first (and, with
-    ``return_steps``, the per-step beams of each sentence for visualisation).
+    Each step ranks the 2k best continuations of the k live beams. Those that end in eos (within the top k) become
+    finished hypotheses, scored as log P / length^``length_penalty`` (length counts the eos); the best k of the
+    others live on. A sentence is done when it has k finished hypotheses (or, by ``rules``, when no live beam can
+    beat them), and then leaves the batch. ``max_length`` defaults to each sentence's own ``default_max_length``.
+    ``forced`` tokens (a multilingual model's target language) are the first steps of every beam, adding 0 to its
+    log-probability (as transformers' ``forced_bos_token_id``) and counting towards its length. ``watch`` sees
+    each step's best hypothesis as it is decided (``SearchProgress``); should it end the search, each sentence's
+    best live beam joins its hypotheses, not ended. Returns, per sentence, its hypotheses sorted best first (and,
+    with ``return_steps``, the per-step beams of each sentence for visualisation).
     """
     batch, k, eos_id = src.size(0), beam_size, model.config.eos_id
     limits = length_limits(model, src, max_length)
@@ -271,10 +277,12 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     finished: list[list[BeamHypothesis]] = [[] for _ in range(batch)]
     steps: list[list[BeamStep]] = [[] for _ in range(batch)]
     in_batch = list(range(batch))  # which sentence each group of k rows holds
+    watched = WatchedBeams(watch, k, length_penalty, eos_id, source_lengths(model, src)) if watch else None
 
     for step in range(max(limits) + 1):  # up to a sentence's limit in tokens, then an eos
-        logits = model.decode(tokens[:, -1:], encoded, cache, head_mask=head_mask,
-                              positions=positions).logits[:, -1].float()
+        decoded = model.decode(tokens[:, -1:], encoded, cache, head_mask=head_mask, positions=positions,
+                               need_weights=watch is not None)
+        logits = decoded.logits[:, -1].float().clone()
         at_limit = [row for row, b in enumerate(in_batch) if step == limits[b]]
         log_probs = _step_log_probs(model, logits.view(len(in_batch), k, -1), at_limit, rules,
                                     forced[step] if step < len(forced) else None)
@@ -284,28 +292,26 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
         top_beams, top_tokens = top_index // vocab, top_index % vocab
         is_eos = top_tokens == eos_id
 
-        eos_rows, eos_cols = (is_eos[:, :k] & torch.isfinite(top_scores[:, :k])).nonzero(as_tuple=True)
-        added: set[tuple[int, int]] = set()
-        if len(eos_rows):
-            prefixes = tokens.view(len(in_batch), k, -1)[eos_rows, top_beams[eos_rows, eos_cols], 1:].tolist()
-            for row, col, prefix in zip(eos_rows.tolist(), eos_cols.tolist(), prefixes):
-                b, log_prob = in_batch[row], top_scores[row, col].item()
-                hypothesis = BeamHypothesis(prefix, log_prob, log_prob / (len(prefix) + 1) ** length_penalty,
-                                            ended=step < limits[b])
-                if _keep_best(finished[b], hypothesis, k, rules.early_stopping):
-                    added.add((row, col))
+        added = set()
+        for row, col, hypothesis in _ending(tokens, top_scores, top_beams, is_eos, in_batch, length_penalty):
+            b = in_batch[row]
+            hypothesis.ended = step < limits[b]
+            if _keep_best(finished[b], hypothesis, k, rules.early_stopping):
+                added.add((row, col))
+                if watched:
+                    watched.ended(b, hypothesis.tokens, hypothesis.score, decoded, row * k + int(top_beams[row, col]))
         live_scores = top_scores.masked_fill(is_eos, float("-inf"))
         scores, keep = live_scores.topk(k, dim=1)
         going_on = [row for row, b in enumerate(in_batch)
                     if step < limits[b] and _can_improve(finished[b], scores[row, 0].item(), step + 1, k,
                                                          length_penalty, rules.early_stopping)]
-        if return_steps:  # a sentence that is done extends none of its live beams
-            for row, b in enumerate(in_batch):
-                finals = [(row, c) in added for c in range(top_scores.size(1))]
-                kept = keep[row].tolist() if row in going_on else []
-                steps[b].append(BeamStep(top_beams[row].tolist(), top_tokens[row].tolist(),
-                                         top_scores[row].tolist(), finals, kept))
-        if not going_on:
+        if return_steps:
+            _record(steps, in_batch, going_on, added, keep, top_beams, top_tokens, top_scores)
+        stopped = watched.step(in_batch, tokens, top_beams.gather(1, keep), top_tokens.gather(1, keep), scores,
+                               decoded) if watched else None
+        for b, live, log_prob in stopped or ():  # ended early: each sentence's best live beam joins, not ended
+            finished[b].append(BeamHypothesis(live, log_prob, log_prob / (len(live) + 1) ** length_penalty, False))
+        if stopped is not None or not going_on:
             break
 
         # The live beams' rows, in order; sentences that are done leave the batch.
@@ -321,6 +327,32 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
 
     results = [sorted(hyps, key=lambda h: h.score, reverse=True) for hyps in finished]
     return (results, steps) if return_steps else results
+
+
+def _record(steps: list[list[BeamStep]], in_batch: list[int], going_on: list[int], added: set, keep: Tensor,
+            top_beams: Tensor, top_tokens: Tensor, top_scores: Tensor) -> None:
+    """Each sentence's step, for drawing its beam (a sentence that is done extends none of its live beams)."""
+    for row, b in enumerate(in_batch):
+        finals = [(row, c) in added for c in range(top_scores.size(1))]
+        kept = keep[row].tolist() if row in going_on else []
+        steps[b].append(BeamStep(top_beams[row].tolist(), top_tokens[row].tolist(), top_scores[row].tolist(),
+                                 finals, kept))
+
+
+def _ending(tokens: Tensor, top_scores: Tensor, top_beams: Tensor, is_eos: Tensor, in_batch: list[int],
+            length_penalty: float) -> list[tuple[int, int, BeamHypothesis]]:
+    """The step's candidates among each sentence's top k that end in eos, as hypotheses: (row, candidate,
+    hypothesis), in order."""
+    k = tokens.size(0) // len(in_batch)
+    rows, cols = (is_eos[:, :k] & torch.isfinite(top_scores[:, :k])).nonzero(as_tuple=True)
+    if not len(rows):
+        return []
+    prefixes = tokens.view(len(in_batch), k, -1)[rows, top_beams[rows, cols], 1:].tolist()
+    ending = []
+    for row, col, prefix in zip(rows.tolist(), cols.tolist(), prefixes):
+        log_prob = top_scores[row, col].item()
+        ending.append((row, col, BeamHypothesis(prefix, log_prob, log_prob / (len(prefix) + 1) ** length_penalty)))
+    return ending
 
 
 def _step_log_probs(model: Transformer, logits: Tensor, at_limit: list[int], rules: SearchRules,

@@ -19,6 +19,7 @@ from torch import Tensor
 from .decoding import SearchRules, Sampling, beam_search, greedy_search, pad_batch
 from .sentences import encode_source
 from .model import HeadMask, Transformer
+from .watching import Watch
 from .tokenizer import Tokenizer
 
 
@@ -159,13 +160,14 @@ def translate_together(model: Transformer, source_tokenizer: Tokenizer, target_t
                        texts: list[str], beam_size: int = 1, length_penalty: float = 1.0,
                        max_length: int | None = None, top_k: int = 5, head_mask: HeadMask | None = None,
                        positions: bool = True, sampling: Sampling | None = None,
-                       rules: SearchRules = SearchRules()) -> list[Translation]:
+                       rules: SearchRules = SearchRules(), watch: Watch | None = None) -> list[Translation]:
     """Translate sentences that arrive together in one batched search, then inspect them in one padded pass.
 
     A search step costs the CPU little more for many sentences than for one (its time goes to launching small
     operations), so a server that receives sentences at once decodes them together. Each sentence keeps its own
     length limit and leaves the batch when done, so its translation is the one it gets alone, and its numbers
-    are, up to float rounding (the tests check both).
+    are, up to float rounding (the tests check both). ``watch`` sees each step of the search as it is decided
+    (``decoding.SearchProgress``), and may end it early.
     """
     if not texts:
         return []
@@ -174,12 +176,14 @@ def translate_together(model: Transformer, source_tokenizer: Tokenizer, target_t
     src = pad_batch([ids for ids, _ in sources], model.config.pad_id, model.device)
     if beam_size <= 1 or sampling is not None:
         rows, ended = greedy_search(model, src, max_length, head_mask=head_mask, positions=positions,
-                                    return_ended=True, sampling=sampling, forced=target_tokenizer.prefix_ids)
+                                    return_ended=True, sampling=sampling, forced=target_tokenizer.prefix_ids,
+                                    watch=watch)
         searched = list(zip(rows, ended))
     else:
         searched = [(hyps[0].tokens, hyps[0].ended)
                     for hyps in beam_search(model, src, beam_size, length_penalty, max_length, head_mask=head_mask,
-                                            positions=positions, rules=rules, forced=target_tokenizer.prefix_ids)]
+                                            positions=positions, rules=rules, forced=target_tokenizer.prefix_ids,
+                                            watch=watch)]
     translations = inspect_together(model, source_tokenizer, target_tokenizer, [ids for ids, _ in sources],
                                     [generated for generated, _ in searched], [ended for _, ended in searched],
                                     top_k, head_mask, positions)
