@@ -19,6 +19,7 @@ from .classroom import Classrooms
 from .hub_models import MB, HubModels, OpeningAtStart
 from .jobs import JobManager, training_disabled
 from .runtime.costly import CostlyWork, setting
+from .runtime.live import Stops
 from .runtime.gpu import models_device
 from .runtime.language import Number, message
 from .runtime.model_names import checkpoint_name, set_for
@@ -199,6 +200,7 @@ class Services:
     training: bool = field(default_factory=lambda: not training_disabled())  # the Train tab is on
     hub: HubModels = field(default_factory=HubModels)
     costly: CostlyWork = field(default_factory=CostlyWork)  # the costly events: one at a time, budgeted
+    stops: Stops = field(default_factory=Stops)  # each page's Stop of a translation decoding as it is watched
     classes: Classrooms | None = None  # the classes open on this server; by default asking the registry's models
     opening: OpeningAtStart | None = None  # the models the server opens by itself when it starts
 

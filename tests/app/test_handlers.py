@@ -56,12 +56,12 @@ def test_a_translation_brings_its_text_and_the_numbers_the_page_draws_every_view
 
 def test_an_empty_box_is_refused_with_a_message_and_changes_nothing(app_services, page):
     with pytest.raises(InputError, match="empty"):
-        translate.on_translate_click(app_services, "reverse-tiny", "  ", "greedy", 4, 40, CROSS, VIEWS[0], 1, 1,
-                                     False)
+        next(translate.on_translate_click(app_services, "reverse-tiny", "  ", "greedy", 4, 40, CROSS, VIEWS[0], 1, 1,
+                                          False))
     outputs = list(translate.TRANSLATION_OUTPUTS)
     run = page.handler(translate.on_translate_click, keep_on_input_problem=True, outputs=outputs)
     with pytest.warns(UserWarning, match="the text box is empty"):  # outside a request, gr.Warning warns
-        values = run("reverse-tiny", "", "greedy", 4, 40, CROSS, VIEWS[0], 1, 1, False)
+        (values,) = run("reverse-tiny", "", "greedy", 4, 40, CROSS, VIEWS[0], 1, 1, False)
     assert set(values) == {page[name] for name in outputs}
     assert all(isinstance(value, type(gr.skip())) and value == gr.skip() for value in values.values())
 

@@ -300,8 +300,8 @@ def test_the_header_and_the_translate_tab_leave_no_english_on_another_languages_
     assert share.share_link_problems({"model": "gone"}, ["multi30k-en-de"], checkpoint, other) == [
         words["translate.link.model_missing"].format(model="gone", name="multi30k-en-de")]
     with pytest.raises(gr.Error, match=re.escape(words["translate.empty"])):
-        page.handler(translate_tab.on_translate_click)("multi30k-en-de", " ", "greedy", 4, 40, choices_kinds()[2],
-                                                       "one head", 1, 1, False)
+        next(page.handler(translate_tab.on_translate_click)("multi30k-en-de", " ", "greedy", 4, 40,
+                                                            choices_kinds()[2], "one head", 1, 1, False))
 
 
 @pytest.mark.parametrize("other", ["de", "fr"])

@@ -11,6 +11,7 @@ from ui.build import page_config
 from ui.runtime.chart import Chart
 from ui.views import choices
 from ui.views import inside as inside_views
+from ui.views import live as live_views
 from ui.views import translate as translate_views
 
 
@@ -38,19 +39,19 @@ def as_sent(figure) -> dict:
     return json.loads(figure.to_json())
 
 
-def differences(page_figure, server_figure, where: str = "") -> list[str]:
-    """Where the two differ: keys, texts and numbers (floats to 1e-12: the layouts' domains are sums)."""
+def differences(page_figure, server_figure, where: str = "", within: float = 1e-12) -> list[str]:
+    """Where the two differ: keys, texts and numbers (floats ``within`` 1e-12: the layouts' domains are sums)."""
     if isinstance(server_figure, dict) and isinstance(page_figure, dict):
         keys = set(server_figure) | set(page_figure)
         return [problem for key in sorted(keys) for problem in
-                (differences(page_figure.get(key), server_figure.get(key), f"{where}.{key}")
+                (differences(page_figure.get(key), server_figure.get(key), f"{where}.{key}", within)
                  if key in page_figure and key in server_figure else [f"{where}.{key} only in one"])]
     if isinstance(server_figure, list) and isinstance(page_figure, list) and len(server_figure) == len(page_figure):
         return [problem for i, (a, b) in enumerate(zip(page_figure, server_figure))
-                for problem in differences(a, b, f"{where}[{i}]")]
+                for problem in differences(a, b, f"{where}[{i}]", within)]
     numbers = (int, float)
     if isinstance(server_figure, numbers) and isinstance(page_figure, numbers) and not isinstance(page_figure, bool):
-        return [] if abs(page_figure - server_figure) <= 1e-12 else [f"{where}: {page_figure} != {server_figure}"]
+        return [] if abs(page_figure - server_figure) <= within else [f"{where}: {page_figure} != {server_figure}"]
     return [] if page_figure == server_figure else [f"{where}: {str(page_figure)[:80]} != {str(server_figure)[:80]}"]
 
 
@@ -82,6 +83,26 @@ def test_every_step_of_the_step_view_is_drawn_in_the_page_as_the_server_draws_it
         assert differences(drawn["sources"], as_sent(server.source_attention)) == [], step
         revealed = [(piece["token"], piece["class_or_confidence"]) for piece in drawn["text"][0]]
         assert (revealed, drawn["text"][1]) == (server.revealed, server.caption)
+
+
+def test_each_step_drawn_while_decoding_is_the_step_view_of_the_finished_translation(page, app_services):
+    """Greedy decoding's steps as they are decided (ui/views/live.py) are drawn as the finished translation's step
+    view draws them: the same candidates and attention, up to the rounding of the incremental pass (1e-4)."""
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    sentence = "Two dogs are running through the snow."
+    reports = []
+    tr = translate_views.run_translation(checkpoint, sentence, "greedy", on_step=reports.append).translation
+    assert len(reports) == tr.num_steps
+    source = live_views.source_pieces_read(checkpoint, sentence)
+    for step, report in enumerate(reports, start=1):
+        drawn = page.evaluate("(value) => explorer.liveFigures(value)",
+                              live_views.live_numbers(checkpoint, report, source, 2, 3, 1, sent=1))
+        server = translate_views.step_view(tr, step, 2, 3)
+        assert differences(drawn["candidates"], as_sent(server.candidates), within=1e-4) == [], step
+        assert differences(drawn["sources"], as_sent(server.source_attention), within=1e-4) == [], step
+        revealed = [(piece["token"], piece["class_or_confidence"]) for piece in drawn["text"][0]]
+        assert revealed == server.revealed[:step], step
+        assert drawn["text"][1].startswith(f"Step {step}, decoding: the model chose")
 
 
 def test_a_map_a_chart_is_sent_as_numbers_is_drawn_in_the_page_as_the_server_draws_it(page, app_services,

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from transformer.files.checkpoint import Checkpoint
+from transformer.paper.watching import SearchProgress, Watch
 from transformer.paper.translation import Translation
 
 log = logging.getLogger(__name__)
@@ -30,9 +32,14 @@ class Request:
     checkpoint: Checkpoint
     text: str
     settings: tuple  # beam size, maximum length and the plain-valued options: only equal ones share a batch
+    on_step: Callable[[SearchProgress], None] | None = None  # sees each step of its sentence as it is decided
+    stop: threading.Event | None = None  # set: its search may end where it is (Stop), with what it has
     done: threading.Event = field(default_factory=threading.Event)
     translation: Translation | None = None
     error: Exception | None = None
+
+    def stopped(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
 
     def batches_with(self, other: Request) -> bool:
         """The same model, set for the same languages (each request's checkpoint may be its own copy, sharing the
@@ -54,10 +61,13 @@ class Batches:
         self.decoding = False
 
     def translate(self, checkpoint: Checkpoint, text: str, beam_size: int, max_length: int | None,
+                  on_step: Callable[[SearchProgress], None] | None = None, stop: threading.Event | None = None,
                   **options) -> Translation:
         """``checkpoint.translate(text, beam_size, max_length, **options)``, decoded with the translations asked
-        for meanwhile. ``options`` hold plain values (``top_k``)."""
-        request = Request(checkpoint, text, (beam_size, max_length, sorted(options.items())))
+        for meanwhile. ``options`` hold plain values (``top_k``). ``on_step`` sees each step of this sentence as it
+        is decided; once ``stop`` is set, the search ends at its next step with what it has, unless another
+        sentence of its batch goes on (then this one is decoded to its end)."""
+        request = Request(checkpoint, text, (beam_size, max_length, sorted(options.items())), on_step, stop)
         with self.changed:
             self.waiting.append(request)
         while not request.done.is_set():
@@ -96,18 +106,33 @@ class Batches:
         beam_size, max_length, options = first.settings
         try:
             translations = first.checkpoint.translate_together([request.text for request in batch], beam_size,
-                                                               max_length, **dict(options))
+                                                               max_length, watch=watching(batch), **dict(options))
         except Exception:  # noqa: BLE001 - retried one by one below, where each error reaches its own request
             log.exception("decoding %d translations together failed; decoding each alone", len(batch))
             translations = [None] * len(batch)
         for request, translation in zip(batch, translations):
             if translation is None:
                 try:
-                    translation = request.checkpoint.translate(request.text, beam_size, max_length, **dict(options))
+                    translation = request.checkpoint.translate(request.text, beam_size, max_length,
+                                                               watch=watching([request]), **dict(options))
                 except Exception as error:  # noqa: BLE001 - handed to the request's own thread, which raises it
                     request.error = error
             request.translation = translation
             request.done.set()
+
+
+def watching(batch: list[Request]) -> Watch | None:
+    """What watches a batch's search: each sentence's steps to its request, and the search ended once every
+    request in it is stopped. None where nobody watches or may stop (a search watched computes its attention)."""
+    if not any(request.on_step or request.stop for request in batch):
+        return None
+
+    def watch(progress: list[SearchProgress]) -> bool:
+        for report in progress:
+            if on_step := batch[report.sentence].on_step:
+                on_step(report)
+        return not all(request.stopped() for request in batch)
+    return watch
 
 
 BATCHES = Batches()

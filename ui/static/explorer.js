@@ -30,8 +30,7 @@ window.explorer = (() => {
     }
     const missing = (kind, layers) => layers.filter((layer) => !numbers.maps[kind].blocks[layer - 1]);
     const allLayers = (kind) => Array.from({length: numbers.maps[kind].layers}, (_, i) => i + 1);
-    const which = (layer, head) => (head === 0 ? filled(titles.meanOfHeads, {layer, heads: numbers.heads})
-                                               : filled(titles.oneHead, {layer, head}));
+    const which = (layer, head) => whichMap(layer, head, numbers.heads);
 
     // The heatmap(s) of the selection, as attention_figure draws them; null while a map it needs has not come.
     // In one map whose rows are steps, the step's row is outlined. A step moves only the outline: the traces are
@@ -79,13 +78,11 @@ window.explorer = (() => {
     function stepCharts({layer, head, step}) {
       const chosen = within(layer, numbers.maps.cross.layers), index = within(step, numbers.steps.length) - 1;
       const at = numbers.steps[index];
-      const candidates = figures.topKBar(at.candidates, at.probabilities, at.chosen,
-                                         filled(titles.candidates, {step: index + 1}));
-      if (missing("cross", [chosen]).length) return [candidates, null];
+      if (missing("cross", [chosen]).length) return [candidatesChart(at, index + 1), null];
       const shownHead = head === 0 ? 0 : within(head, numbers.heads);
-      return [candidates, figures.sourceAttentionBar(
-        matrix("cross", chosen, shownHead)[index], numbers.source,
-        filled(titles.sourceAttention, {step: index + 1, which: which(chosen, shownHead)}))];
+      return [candidatesChart(at, index + 1),
+              sourceChart(matrix("cross", chosen, shownHead)[index], numbers.source, index + 1,
+                          which(chosen, shownHead))];
     }
 
     // What the page lacks to draw the selection: "sent:kind layer,..." for the server (more), or "" for nothing.
@@ -110,6 +107,16 @@ window.explorer = (() => {
     return {numbers, heatmap, stepCharts, wanted, add};
   }
 
+  // A map's layer and head as its subtitle says them (head 0: the mean of the heads).
+  const whichMap = (layer, head, heads) => (head === 0 ? filled(titles.meanOfHeads, {layer, heads})
+                                                       : filled(titles.oneHead, {layer, head}));
+  // The step view's two charts: a step's candidates ({candidates, probabilities, chosen}), and its attention over
+  // the source pieces; ``step`` counts from 1.
+  const candidatesChart = (at, step) => figures.topKBar(at.candidates, at.probabilities, at.chosen,
+                                                        filled(titles.candidates, {step}));
+  const sourceChart = (row, source, step, which) => figures.sourceAttentionBar(
+    row, source, filled(titles.sourceAttention, {step, which}));
+
   // The selection as the server reads it: numbers within their ranges, the head 0 for the mean of heads.
   function selection([kind, view, layer, head, average, step], numbers) {
     return {kind: kindKey(kind), view, layer: Number(layer), head: average ? 0 : Number(head),
@@ -119,14 +126,25 @@ window.explorer = (() => {
   // The pieces produced so far (the last marked, and those forced), as revealed_pieces gives them, and the step's
   // caption.
   function stepText(numbers, step) {
-    const revealed = numbers.produced.slice(0, step).map((piece, i) =>
-      ({token: piece + " ",
-        class_or_confidence: i === step - 1 ? words.current : i < numbers.forced ? words.forced : null}));
-    if (step < numbers.produced.length) revealed.push({token: "…", class_or_confidence: null});
-    return [revealed, numbers.steps[step - 1].caption];
+    return [revealedPieces(numbers.produced, numbers.forced, step), numbers.steps[step - 1].caption];
+  }
+  function revealedPieces(produced, forced, step) {
+    const revealed = produced.slice(0, step).map((piece, i) =>
+      ({token: piece + " ", class_or_confidence: i === step - 1 ? words.current : i < forced ? words.forced : null}));
+    if (step < produced.length) revealed.push({token: "…", class_or_confidence: null});
+    return revealed;
+  }
+
+  // The step view of a step under way, as the finished translation's view of that step draws it.
+  function liveFigures(value) {
+    return {candidates: candidatesChart(value, value.step),
+            sources: sourceChart(value.attention, value.source, value.step,
+                                 whichMap(value.layer, value.head, value.heads)),
+            text: [revealedPieces(value.produced, value.forced, value.step), value.caption]};
   }
 
   let current = null;   // the views of the translation shown
+  let decoding = null;  // the translation under way (its sent), whose steps are drawn as they are decided
   let shown = null;     // the selection shown: {kind, view, layer, head (0: the mean), step}
   let arrived = false;  // numbers have come that show has not drawn yet
 
@@ -182,6 +200,21 @@ window.explorer = (() => {
       const layers = Math.max(...Object.values(current.numbers.maps).map((maps) => maps.layers));
       return [within(layer, layers), within(head, current.numbers.heads), draw(asked, false)];
     },
+    // A step of a search under way (ui/views/live.py), drawn as it is decided: its candidates, where it looked
+    // and the pieces so far; the translation before it leaves the tab's views. [step] -> [revealed, caption].
+    live([value]) {
+      if (!value) return [[], words.noTranslation];
+      if (decoding !== value.sent) {
+        decoding = value.sent;
+        current = null;
+        window.explorerCharts.drawById(charts.heatmap, null);
+      }
+      const {candidates, sources, text} = liveFigures(value);
+      window.explorerCharts.drawById(charts.topK, candidates);
+      window.explorerCharts.drawById(charts.stepAttention, sources);
+      return text;
+    },
+    liveFigures,
     // Maps the server sent on request ({sent, blocks: {"kind layer": base64}}): kept, and the selection redrawn.
     more([value]) {
       if (!current || !value || value.sent !== current.numbers.sent) return;

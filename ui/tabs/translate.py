@@ -14,16 +14,19 @@ from transformer.paper.translation import Translation
 from .. import figures
 from ..runtime import batching, components
 from ..runtime.chart import Chart
+from ..runtime.costly import page_of
+from ..runtime.live import Done, as_it_happens
 from ..runtime.errors import warn
 from ..runtime.language import DECIMAL_MARK, ENGLISH, Number, message, table
 from ..runtime.language import text as words_in
 from ..runtime.page import Page
 from ..services import Services
-from ..views import exports
+from ..views import exports, live
 from ..views.choices import (ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, attention_kind_choices, chosen_head,
                              head_choices, require_translation, view_choices)
 from ..views.text import MAX_INPUT_CHARS, examples_for, source_label
 from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, TranslateResult, attention_tensor,
+                               beams_of,
                                forced_figures, layer_and_head_counts, length_penalty_origin, map_block,
                                notes_markdown, page_numbers, run_forced, run_translation, source_pieces, step_view,
                                titles)
@@ -95,14 +98,18 @@ def sentence_layout(page: Page, checkpoint: Checkpoint) -> None:
                                           elem_id="beam-size")
             max_length = components.Slider(*TARGET_TOKENS, value=DEFAULT_TARGET_TOKENS, step=1,
                                            label=words("translate.max_tokens"), elem_id="max-tokens")
-            translate_button = gr.Button(words("translate.button"), variant="primary", elem_id="translate-button")
+            with gr.Row():
+                translate_button = gr.Button(words("translate.button"), variant="primary", elem_id="translate-button")
+                # Ends a long search where it is; what it has is then shown as a finished translation.
+                translate_stop = gr.Button(words("translate.stop"), variant="secondary", scale=0,
+                                           elem_id="stop-button")
     translation = gr.Textbox(label=words("translate.translation"), interactive=False, elem_id="translation")
     notes = gr.Markdown()
     # Each piece's label is drawn in white on its colour: these keep 4.5:1 (WCAG AA).
     source_tokens = gr.HighlightedText(label=words("translate.source_pieces"),
                                        color_map={words("translate.piece.special"): "#595959"})
     page.add(text=text, example_list=example_list, decoding=decoding, beam_size=beam_size, max_length=max_length,
-             translate_button=translate_button, translation=translation, notes=notes, source_tokens=source_tokens)
+             translate_button=translate_button, translate_stop=translate_stop, translation=translation, notes=notes, source_tokens=source_tokens)
 
 
 def step_layout(page: Page) -> None:
@@ -126,6 +133,7 @@ def step_layout(page: Page) -> None:
     page.add(previous_step=previous_step, step=step, next_step=next_step, step_caption=step_caption,
              look_inside=look_inside, page_numbers=gr.HTML(None, html_template="", visible="hidden",
                                   js_on_load="watch('value', () => explorer.arriving());"),
+             live_step=gr.HTML(None, html_template="", js_on_load=None, visible="hidden"),  # a step as decided
              maps_wanted=gr.Textbox("", visible="hidden"),
              more_maps=gr.HTML(None, html_template="", js_on_load=None, visible="hidden"),
              revealed=revealed, top_k_plot=top_k_plot, step_attention_plot=step_attention_plot)
@@ -186,6 +194,7 @@ SELECTION = ("kind", "view", "layer", "head", "average", "step", "maps_wanted")
 STEP_TEXT = ("step", "revealed", "step_caption", "maps_wanted")
 TRANSLATION_OUTPUTS = ("translation_state", "translation_model", "translation", "notes", "source_tokens",
                        "attention_download", "page_numbers", "step")
+LIVE_OUTPUTS = ("translation", "live_step")  # what a step of a search under way sets
 # Where a translation under way shows (Gradio's timer and spinner); the charts are redrawn in place as it lands.
 PROGRESS_ON = ("translation",)
 MOST_BLOCKS_ASKED = 64  # maps of one kind and layer a page may ask for at once (a model view of every layer)
@@ -213,10 +222,44 @@ def translation_views(services: Services, model, text, decoding, beam_size, max_
     view of the tab from, at the selection it shows (the step view at ``step``: its first, where the decoding
     starts, unless a lesson says)."""
     result = run_translation(services.registry.get(model), text, decoding, beam_size, max_length, language=language)
+    return views_of_translation(result, model, kind, layer, step, next(SENT), language)
+
+
+def views_of_translation(result: TranslateResult, model: str, kind, layer, step: int, sent: int,
+                         language: str = ENGLISH) -> dict:
+    """A finished translation as the tab shows it: ``translated``'s values and the numbers of every view."""
     step = min(max(1, step), result.translation.num_steps)
     return {**translated(result, step, model, language),
-            "page_numbers": page_numbers(result.translation, kind, layer, sent=next(SENT), language=language,
+            "page_numbers": page_numbers(result.translation, kind, layer, sent=sent, language=language,
                                          source_share=result.source_share)}
+
+
+def on_translate_click(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head,
+                      average, page_session: gr.Request = None, language: str = ENGLISH):
+    """A Translate click, seen as it happens: the translation so far and the step view of each step the moment the
+    search decides it (``live_step``, drawn by the page), then every view of the finished translation. The page's
+    Stop ends the search where it is: what it has is then translated as if it had ended there."""
+    require_sentence(text)
+    checkpoint, sent = services.registry.get(model), next(SENT)
+    source = live.source_pieces_read(checkpoint, text)
+    beam = beams_of(decoding, beam_size)
+    shown = None  # the hypothesis the page shows: a beam search reports its best one again while others go on
+    with services.stops.running(page_of(page_session)) as stop:
+        for update in as_it_happens(run_translation, checkpoint, text, decoding, beam_size, max_length,
+                                    language=language, stop=stop):
+            if isinstance(update, Done):
+                yield views_of_translation(update.value, model, kind, layer, 1, sent, language)
+            elif update.tokens != shown:
+                shown = update.tokens
+                yield {"translation": live.text_so_far(checkpoint, update),
+                       "live_step": live.live_numbers(checkpoint, update, source, layer, None if average else head,
+                                                      beam, sent, language)}
+
+
+def on_stop(services: Services, page_session: gr.Request = None) -> dict:
+    """The Stop button: the translation this page decodes ends at its next step, with what it has."""
+    services.stops.stop(page_of(page_session))
+    return {}
 
 
 def on_translate(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head,
@@ -289,13 +332,6 @@ def require_sentence(text) -> None:
         raise InputError(message("translate.empty"))
 
 
-def on_translate_click(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer,
-                       head, average, language: str = ENGLISH) -> dict:
-    require_sentence(text)
-    return on_translate(services, model, text, decoding, beam_size, max_length, kind, view, layer, head, average,
-                        language)
-
-
 # --- what other events change here ---------------------------------------------------------------
 
 def beam_info(checkpoint: Checkpoint, language: str = ENGLISH) -> str:
@@ -333,7 +369,7 @@ def declare(page: Page) -> None:
 def wire(page: Page) -> None:
     """The tab's events, once every tab has declared what a new translation changes in it."""
     c = page.components
-    translated = [*TRANSLATION_OUTPUTS, *page.translation_outputs(TAB_ID)]
+    translated = [*TRANSLATION_OUTPUTS, *LIVE_OUTPUTS, *page.translation_outputs(TAB_ID)]
     # A model switch cancels a translation still running, so none lands under the new model's name.
     # Many at once: translations asked for together are decoded together (batching.py).
     asked = [c["translate_button"].click, c["text"].submit, c["example_list"].click]
@@ -343,6 +379,9 @@ def wire(page: Page) -> None:
         page.on(asked[2], page.translated(on_example_then_translate, TAB_ID), ["text", *translated],
                 progress_on=PROGRESS_ON, **batching.CONCURRENCY)]
     page.sentence_work += translations
+    page.on(c["translate_stop"].click, on_stop, [], queue=False, show_progress="hidden")
+    page.in_browser(c["live_step"].change, "(...values) => explorer.live(values)", ["live_step"],
+                    ["revealed", "step_caption"])
     page.on(c["attention_prepare"].click, on_prepare_attention, ["attention_download"], keep_on_input_problem=True)
     page.on(c["decoding"].input, on_decoding, ["beam_size"], show_progress="hidden", trigger_mode="always_last")
     # Every view of a translation is drawn in the page from its numbers, whatever brought them (this tab, the
@@ -367,10 +406,11 @@ def wire(page: Page) -> None:
 
 
 def on_example_then_translate(services: Services, model, example_list, decoding, beam_size, max_length, kind, view,
-                              layer, head, average, language: str = ENGLISH) -> dict:
-    """Clicking an example puts it in the box and translates it."""
+                              layer, head, average, page_session: gr.Request = None, language: str = ENGLISH):
+    """Clicking an example puts it in the box and translates it, as a click on Translate does."""
     if not isinstance(example_list, (list, tuple)) or not example_list:
         raise InputError(message("translate.choose_example"))
     sentence = example_list[0]
-    return {"text": sentence, **on_translate(services, model, sentence, decoding, beam_size, max_length, kind, view,
-                                             layer, head, average, language)}
+    for values in on_translate_click(services, model, sentence, decoding, beam_size, max_length, kind, view, layer,
+                                     head, average, page_session, language):
+        yield {"text": sentence, **values}

@@ -6,6 +6,8 @@ Plain values in (a checkpoint, a ``Translation``, selector values), plain values
 from __future__ import annotations
 
 import base64
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
@@ -14,6 +16,7 @@ import torch
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside.contributions import contributions
+from transformer.paper.watching import SearchProgress
 from transformer.paper.translation import Translation, forced_decode
 
 from .. import figures
@@ -44,15 +47,22 @@ class TranslateResult:
     source_share: list[float] | None = None
 
 
+def beams_of(decoding: str, beam_size) -> int:
+    """The beams a search keeps: one for greedy decoding, else the slider's number within its range."""
+    return 1 if decoding == "greedy" else clamp(beam_size, 1, MAX_BEAM, message("translate.name.beam_size"))
+
+
 def run_translation(checkpoint: Checkpoint, sentence: str, decoding: str = "beam", beam_size: int = 5,
                     max_length: int | None = None, top_k: int = 5, language: str = ENGLISH,
-                    source_shares: bool = True) -> TranslateResult:
+                    source_shares: bool = True, on_step: Callable[[SearchProgress], None] | None = None,
+                    stop: threading.Event | None = None) -> TranslateResult:
     """A translation of ``sentence``, notes on it in ``language``, and (``source_shares``) each step's source
-    share for the step view."""
+    share for the step view. ``on_step`` sees each step of the search as it is decided; ``stop``, once set, ends
+    it early with what it has."""
     cleaned, notes = clean_text(sentence, language=language)
-    beam = 1 if decoding == "greedy" else clamp(beam_size, 1, MAX_BEAM, message("translate.name.beam_size"))
+    beam = beams_of(decoding, beam_size)
     max_length = max_target_tokens(max_length)
-    result = gpu.translate(checkpoint, cleaned, beam, max_length, top_k=top_k)
+    result = gpu.translate(checkpoint, cleaned, beam, max_length, on_step, stop, top_k=top_k)
     if result.truncated:
         notes.append(text(language, "translate.note.truncated", positions=checkpoint.model.config.max_len))
     unknown = sum(1 for i in result.source_ids if i == checkpoint.source_tokenizer.unk_id)
@@ -66,7 +76,9 @@ def run_translation(checkpoint: Checkpoint, sentence: str, decoding: str = "beam
         notes.append(other_language)
     if result.ended and not result.text.strip():
         notes.append(text(language, "translate.note.empty"))
-    if not result.ended:
+    if stop is not None and stop.is_set() and not result.ended:
+        notes.append(text(language, "translate.note.stopped_by_you"))
+    elif not result.ended:
         notes.append(text(language, "translate.note.stopped"))
     if len(result.source_ids) > LONG_SOURCE_PIECES and not result.truncated:
         notes.append(text(language, "translate.note.long", pieces=len(result.source_ids)))

@@ -1,0 +1,112 @@
+"""A Translate click is seen as it happens: each step reaches the page the moment the search decides it, then every
+view of the finished translation; the page's Stop ends a search where it is."""
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from ui.runtime import batching
+from ui.runtime.live import Done, Stops, as_it_happens
+from ui.tabs import translate
+from ui.views import translate as translate_views
+from ui.views.choices import VIEWS
+
+CROSS = "cross"
+SENTENCE = "A man in a blue shirt is standing on a ladder."
+
+
+def click(services, decoding="greedy", page="a-page", sentence=SENTENCE, max_length=40):
+    return translate.on_translate_click(services, "multi30k-en-de", sentence, decoding, 5, max_length, CROSS,
+                                        VIEWS[0], 2, 1, False, SimpleNamespace(session_hash=page))
+
+
+@pytest.mark.parametrize("decoding", ["greedy", "beam"])
+def test_a_click_sends_each_step_as_it_is_decided_then_every_view_of_the_translation(app_services, decoding):
+    *steps, finished = list(click(app_services, decoding))
+    assert steps, "at least the first step comes before the translation is done"
+    assert all(set(values) == set(translate.LIVE_OUTPUTS) for values in steps)
+    shown = [values["live_step"]["produced"] for values in steps]
+    assert all(a != b for a, b in zip(shown, shown[1:])), "each value shows something new"
+    if decoding == "greedy":
+        numbers = [values["live_step"]["step"] for values in steps]
+        assert numbers == sorted(set(numbers)), "steps only go forward (a slow page skips some)"
+    assert len({values["live_step"]["sent"] for values in steps} | {finished["page_numbers"]["sent"]}) == 1
+    translation = finished["translation_state"]
+    assert set(translate.TRANSLATION_OUTPUTS) <= set(finished)
+    if decoding == "greedy":
+        assert all(finished["translation"].startswith(values["translation"]) for values in steps)
+        last = steps[-1]["live_step"]
+        assert last["produced"] == translation.predicted_pieces[:last["step"]]
+
+
+def test_each_step_holds_what_the_page_draws_of_it(app_services):
+    first = next(iter(click(app_services)))["live_step"]  # the first the page takes (a busy one may skip some)
+    step = first["step"]
+    assert len(first["produced"]) == step and first["chosen"] == first["produced"][-1]
+    assert len(first["candidates"]) == len(first["probabilities"]) == 5
+    assert len(first["attention"]) == len(first["source"]) and first["source"][-1] == "</s>"
+    assert sum(first["attention"]) == pytest.approx(1, abs=1e-3)
+    assert (first["layer"], first["head"]) == (2, 1)
+    assert first["caption"].startswith(f"Step {step}, decoding: the model chose")
+
+
+def test_a_search_told_to_stop_ends_where_it_is_and_the_notes_say_the_visitor_stopped_it(app_services):
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    stop = threading.Event()
+    stop.set()  # pressed before the first step: the search ends after it
+    for decoding in ("greedy", "beam"):
+        result = translate_views.run_translation(checkpoint, SENTENCE, decoding, 5, 40, stop=stop)
+        assert result.translation.num_steps == 1 and not result.translation.ended
+        assert result.notes[-1].startswith("You stopped the decoding")
+
+
+def test_the_stop_button_stops_the_translation_its_own_page_runs_and_no_other(app_services):
+    stops = Stops()
+    with stops.running("mine") as mine, stops.running("theirs") as theirs:
+        translate.on_stop(SimpleNamespace(stops=stops), SimpleNamespace(session_hash="mine"))
+        assert mine.is_set() and not theirs.is_set()
+    translate.on_stop(SimpleNamespace(stops=stops), SimpleNamespace(session_hash="mine"))  # nothing runs: nothing
+    with stops.running("mine") as again:
+        assert not again.is_set(), "a Stop belongs to the translation it was pressed during"
+
+
+def test_a_batch_search_ends_early_only_once_every_sentence_in_it_is_stopped():
+    seen, stopped, going_on = [], threading.Event(), threading.Event()
+    stopped.set()
+    batch = [batching.Request(None, "a", (), seen.append, stopped), batching.Request(None, "b", (), None, going_on)]
+    watch = batching.watching(batch)
+    reports = [SimpleNamespace(sentence=0), SimpleNamespace(sentence=1)]
+    assert watch(reports) is True, "the other sentence goes on"
+    assert seen == reports[:1], "each request sees its own sentence's steps"
+    going_on.set()
+    assert watch(reports) is False
+    assert batching.watching([batching.Request(None, "c", ())]) is None, "nobody watches: nothing computed for it"
+
+
+def test_work_seen_as_it_happens_yields_its_reports_then_what_it_returns_and_raises_its_errors():
+    release = threading.Event()
+
+    def work(on_step):
+        on_step(1)
+        release.wait()
+        on_step(2)
+        return "done"
+    seen = as_it_happens(work)
+    assert next(seen) == 1
+    release.set()
+    assert list(seen) == [2, Done("done")], "the last report is shown before what the work returns"
+
+    def failing(on_step):
+        raise ValueError("bad input")
+    with pytest.raises(ValueError, match="bad input"):
+        list(as_it_happens(failing))
+
+
+def test_a_watched_search_finds_what_an_unwatched_one_does(app_services):
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    plain = checkpoint.translate(SENTENCE, 5, 40)
+    watched = checkpoint.translate(SENTENCE, 5, 40, watch=lambda progress: True)
+    assert watched.predicted_ids == plain.predicted_ids
+    assert torch.allclose(watched.cross_attention, plain.cross_attention)
