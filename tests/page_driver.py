@@ -58,14 +58,16 @@ class PageDriver:
 
     def run(self, event, inputs: list | None = None, request: gr.Request | None = None):
         """Call an event's handler with the components' values (or ``inputs``), as sent in ``request``; its outputs
-        become their values. Returns what the handler returned (a generator's last result)."""
+        become their values. Returns what the handler returned (a generator's last result that changes something)."""
         values = [self.values.get(c._id) for c in event.inputs] if inputs is None else list(inputs)
         arguments = special_args(event.fn, values, request=request, event_data=self.selection(event))[0]
         result = event.fn(*arguments)
         if hasattr(result, "__next__"):
             last = None
-            for last in result:
-                self._take(event, last)
+            for each in result:
+                self._take(event, each)
+                if not (isinstance(each, dict) and each and all(value == gr.skip() for value in each.values())):
+                    last = each  # a generator ends on values that change nothing (Page.handler): not its result
             return last
         self._take(event, result)
         return result

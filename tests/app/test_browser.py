@@ -52,14 +52,17 @@ def translation_text(page) -> str:
 def test_clicking_an_example_translates_it_and_an_empty_box_keeps_the_last_translation(app_url, browser):
     url, model = app_url
     page = browser.new_page(viewport={"width": 1366, "height": 768})
+    count_requests(page)
     page.goto(url)
     page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
     page.wait_for_function("() => document.querySelector('#translation textarea').value.length > 0", timeout=60_000)
+    answered(page)
     first = translation_text(page)
     example = (REVERSE_EXAMPLES if model.startswith("reverse") else EXAMPLES)[2]
     page.get_by_text(example, exact=True).click()
     page.wait_for_function("old => document.querySelector('#translation textarea').value !== old", arg=first,
                            timeout=60_000)
+    answered(page)  # the translation is drawn as it decodes: until it is done
     assert page.locator("#source-text textarea").input_value() == example
     shown = translation_text(page)
 

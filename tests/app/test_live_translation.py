@@ -42,11 +42,13 @@ def test_a_click_sends_each_step_as_it_is_decided_then_every_view_of_the_transla
 
 
 def test_each_step_holds_what_the_page_draws_of_it(app_services):
-    first = next(iter(click(app_services)))["live_step"]  # the first the page takes (a busy one may skip some)
+    *steps, _ = click(app_services, max_length=60, sentence=SENTENCE + " " + SENTENCE)
+    first = steps[0]["live_step"]  # the first the page takes (a busy one may skip some)
     step = first["step"]
     assert len(first["produced"]) == step and first["chosen"] == first["produced"][-1]
     assert len(first["candidates"]) == len(first["probabilities"]) == 5
     assert len(first["attention"]) == len(first["source"]) and first["source"][-1] == "</s>"
+    assert all(values["live_step"]["source"] is None for values in steps[1:]), "the source comes once"
     assert sum(first["attention"]) == pytest.approx(1, abs=1e-3)
     assert (first["layer"], first["head"]) == (2, 1)
     assert first["caption"].startswith(f"Step {step}, decoding: the model chose")
@@ -86,17 +88,26 @@ def test_a_batch_search_ends_early_only_once_every_sentence_in_it_is_stopped():
 
 
 def test_work_seen_as_it_happens_yields_its_reports_then_what_it_returns_and_raises_its_errors():
-    release = threading.Event()
+    first_seen, second_seen = threading.Event(), threading.Event()
 
     def work(on_step):
         on_step(1)
-        release.wait()
+        first_seen.wait()
         on_step(2)
+        second_seen.wait()
         return "done"
-    seen = as_it_happens(work)
+    seen = as_it_happens(work, every_s=0)
     assert next(seen) == 1
-    release.set()
-    assert list(seen) == [2, Done("done")], "the last report is shown before what the work returns"
+    first_seen.set()
+    assert next(seen) == 2
+    second_seen.set()
+    assert list(seen) == [Done("done")]
+
+    first_seen.clear(), second_seen.clear()
+    seen = as_it_happens(work, every_s=3600)
+    assert next(seen) == 1, "the first report is shown at once"
+    first_seen.set(), second_seen.set()
+    assert list(seen) == [Done("done")], "one sooner than every_s after it waits, skipped once the work is done"
 
     def failing(on_step):
         raise ValueError("bad input")

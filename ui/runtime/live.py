@@ -1,8 +1,8 @@
 """Work seen as it happens: a streaming handler (a generator) runs work that reports as it goes in a thread of its
 own, and yields its newest report whenever one has come, then what it returns; a Stop button asks it to end.
 
-Only the newest report is shown: when reports come faster than a page takes them (a fast model, a slow network),
-the page skips some and never falls behind the work.
+Reports are shown at most ``SHOWN_EVERY_S`` apart, the newest each time: a page that redrew every step of a fast
+model would spend the CPU the decoding needs (a slow classroom computer serves the page too), and would show a blur.
 """
 
 from __future__ import annotations
@@ -10,10 +10,14 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .costly import CORES
+
+
+SHOWN_EVERY_S = 0.1  # ten redraws a second at most, about as fast as a reader follows a word appearing
 
 
 @dataclass(frozen=True)
@@ -28,10 +32,11 @@ class _Failed:
     error: BaseException
 
 
-def as_it_happens(work: Callable, *args, **kwargs) -> Iterator:
-    """Runs ``work(*args, on_step=report, **kwargs)`` in a thread of its own and yields each report it makes
-    (the newest, where several came while the last was shown; the last one always), then ``Done(what it
-    returned)``; an error it raised is raised here, so the handler's own messages apply."""
+def as_it_happens(work: Callable, *args, every_s: float = SHOWN_EVERY_S, **kwargs) -> Iterator:
+    """Runs ``work(*args, on_step=report, **kwargs)`` in a thread of its own and yields its reports as it makes
+    them, the first at once and then the newest at most once every ``every_s`` seconds (those in between are
+    skipped), then ``Done(what it returned)``; an error it raised is raised here, so the handler's own messages
+    apply."""
     reports: queue.SimpleQueue = queue.SimpleQueue()
 
     def run():
@@ -42,21 +47,32 @@ def as_it_happens(work: Callable, *args, **kwargs) -> Iterator:
             reports.put(_Failed(error))
 
     threading.Thread(target=run, daemon=True, name=f"live-{getattr(work, '__name__', 'work')}").start()
+    shown_at, waiting = None, None  # when a report was last yielded; the newest one not yet yielded
     while True:
-        item = reports.get()
-        while not isinstance(item, (Done, _Failed)):  # the newest of the reports that have come
-            try:
-                newer = reports.get_nowait()
-            except queue.Empty:
-                break
-            if isinstance(newer, (Done, _Failed)):  # the last report is always shown
+        for item in _come(reports, None if waiting is None else shown_at + every_s - time.monotonic()):
+            if isinstance(item, _Failed):
+                raise item.error
+            if isinstance(item, Done):
                 yield item
-            item = newer
-        if isinstance(item, _Failed):
-            raise item.error
-        yield item
-        if isinstance(item, Done):
-            return
+                return
+            waiting = item
+        if waiting is not None and (shown_at is None or time.monotonic() - shown_at >= every_s):
+            yield waiting
+            shown_at, waiting = time.monotonic(), None
+
+
+def _come(reports: queue.SimpleQueue, wait_s: float | None) -> list:
+    """What has come on ``reports``, in order, once something has (or ``wait_s`` has passed: nothing)."""
+    try:
+        come = [reports.get(timeout=None if wait_s is None else max(0.0, wait_s))]
+    except queue.Empty:
+        return []
+    while not isinstance(come[-1], (Done, _Failed)):
+        try:
+            come.append(reports.get_nowait())
+        except queue.Empty:
+            break
+    return come
 
 
 class Stops:

@@ -30,6 +30,11 @@ from .tab_changes import PAGE_LANGUAGE, TabChanges
 SPECIAL_PARAMETERS = (gr.Request, gr.SelectData, gr.EventData)
 
 
+def page_asked(request) -> bool:
+    """Whether an event's request came from the page (its messages are shown as HTML), not from an API client."""
+    return request is None or request.headers.get("x-gradio-user") != "api"
+
+
 def stop_costly_work(services, request: gr.Request = None) -> dict:
     """A Stop button's handler (``Page.stops``): the costly event running for this page is asked to end."""
     services.costly.stop(request)
@@ -118,9 +123,6 @@ class Page(TabChanges):
             args = args[:len(own)] if len(args) > len(own) else args
             return args, kwargs, request
 
-        def page_asked(request) -> bool:
-            return request is None or request.headers.get("x-gradio-user") != "api"
-
         def bounded(args, request):
             """Every value checked, then the work's share of the server taken (a context for the handler)."""
             for index, name, component in checked:
@@ -135,22 +137,24 @@ class Page(TabChanges):
             def run(*args, **kwargs):
                 args, kwargs, request = split(args, kwargs)
                 with as_user_message(fn.__name__, page_asked(request), self.language):
-                    with as_warning(self.language) if keep_on_input_problem else contextlib.nullcontext() as warned, \
-                            bounded(args, request):
+                    with as_warning(self.language) if keep_on_input_problem else contextlib.nullcontext([]) \
+                            as warned, bounded(args, request):
                         for result in bound(*args, **kwargs):
                             yield named(result)
-                    if warned:  # an input problem: a warning, and every output as it was
+                    # Gradio sends a generator's last values again when it ends: on the page, ending on values that
+                    # change nothing keeps a big answer (a translation's numbers) from crossing the network twice (a
+                    # script reads the last values as the answer). After an input problem, a warning, and every
+                    # output as it was.
+                    if declared and (page_asked(request) or warned):
                         yield named({})
         else:
             def run(*args, **kwargs):
                 args, kwargs, request = split(args, kwargs)
                 with as_user_message(fn.__name__, page_asked(request), self.language):
-                    if not keep_on_input_problem:
-                        with bounded(args, request):
-                            return named(bound(*args, **kwargs))
-                    with as_warning(self.language), bounded(args, request):
+                    with as_warning(self.language) if keep_on_input_problem else contextlib.nullcontext(), \
+                            bounded(args, request):
                         return named(bound(*args, **kwargs))
-                    return named({})
+                    return named({})  # an input problem: a warning, and every output as it was
         functools.update_wrapper(run, fn)
         run.__signature__ = inspect.Signature([*own, asker])
         run.__annotations__ = {**getattr(fn, "__annotations__", {}), "asked_by": gr.Request}

@@ -145,6 +145,7 @@ window.explorer = (() => {
 
   let current = null;   // the views of the translation shown
   let decoding = null;  // the translation under way (its sent), whose steps are drawn as they are decided
+  let decodingSource = [];  // its source pieces
   let shown = null;     // the selection shown: {kind, view, layer, head (0: the mean), step}
   let arrived = false;  // numbers have come that show has not drawn yet
 
@@ -209,7 +210,8 @@ window.explorer = (() => {
         current = null;
         window.explorerCharts.drawById(charts.heatmap, null);
       }
-      const {candidates, sources, text} = liveFigures(value);
+      if (value.source) decodingSource = value.source;  // sent with the first step shown
+      const {candidates, sources, text} = liveFigures({...value, source: decodingSource});
       window.explorerCharts.drawById(charts.topK, candidates);
       window.explorerCharts.drawById(charts.stepAttention, sources);
       return text;

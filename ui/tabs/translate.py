@@ -250,10 +250,10 @@ def on_translate_click(services: Services, model, text, decoding, beam_size, max
             if isinstance(update, Done):
                 yield views_of_translation(update.value, model, kind, layer, 1, sent, language)
             elif update.tokens != shown:
-                shown = update.tokens
+                first, shown = shown is None, update.tokens
                 yield {"translation": live.text_so_far(checkpoint, update),
-                       "live_step": live.live_numbers(checkpoint, update, source, layer, None if average else head,
-                                                      beam, sent, language)}
+                       "live_step": live.live_numbers(checkpoint, update, source if first else None, layer,
+                                                      None if average else head, beam, sent, language)}
 
 
 def on_stop(services: Services, page_session: gr.Request = None) -> dict:

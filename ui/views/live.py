@@ -30,12 +30,13 @@ def text_so_far(checkpoint: Checkpoint, progress: SearchProgress) -> str:
     return checkpoint.target_tokenizer.decode(progress.tokens)
 
 
-def live_numbers(checkpoint: Checkpoint, progress: SearchProgress, source: list[str], layer: int,
+def live_numbers(checkpoint: Checkpoint, progress: SearchProgress, source: list[str] | None, layer: int,
                  head: int | None, beam_size: int, sent: int, language: str = ENGLISH) -> dict:
     """What the page draws of one step while the search goes on: the pieces so far (``forced`` of them the
     target language's), the step's candidates with their probabilities, the chosen piece, the cross-attention row
-    at ``layer`` and ``head`` (None: the mean of heads) over the ``source`` pieces, and the caption. ``sent``
-    numbers the translation these steps belong to, as its finished numbers will be."""
+    at ``layer`` and ``head`` (None: the mean of heads) over the source pieces, and the caption. ``sent`` numbers
+    the translation these steps belong to, as its finished numbers will be; the ``source`` pieces come with its
+    first step shown (None: the page has them)."""
     tokenizer = checkpoint.target_tokenizer
     produced = tokenizer.pieces(progress.tokens)
     forced = len(tokenizer.prefix_ids) if tuple(progress.tokens[:len(tokenizer.prefix_ids)]) == tokenizer.prefix_ids \
