@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LONGEST_FUNCTION = 80  # lines; the old build_app was about 750
 LONGEST_MODULE, LONGEST_CLASS = 450, 200  # lines: a module does one job, a class holds one thing's state
 ONE_READING = {"transformer/paper/model.py"}  # the paper's model, read top to bottom in one file
-CLASSES_STILL_LONG = {"Trainer": 265}  # to split (issue 62); it may not grow meanwhile
+CLASSES_STILL_LONG: dict[str, int] = {}  # a class named here may be this long while it is split
 
 
 def modules_of(package: str) -> list[str]:
@@ -120,8 +120,9 @@ def test_each_part_of_the_library_uses_only_the_parts_below_it(path):
 
 
 def test_the_parts_check_sees_relative_and_named_imports_at_any_depth():
-    trainer = "transformer/train/trainer.py"
-    assert {"paper", "files", "data"} <= library_parts_used((ROOT / trainer).read_text(), trainer)
+    trainer, learner = "transformer/train/trainer.py", "transformer/train/learner.py"
+    assert {"files", "data"} <= library_parts_used((ROOT / trainer).read_text(), trainer)
+    assert {"paper", "files"} <= library_parts_used((ROOT / learner).read_text(), learner)
     assert "train" not in library_parts_used((ROOT / trainer).read_text(), trainer)
     hidden = ("def load():\n    from transformer.train.loss import token_loss\n    import transformer.inside.analysis\n"
               "    from transformer import data\n    from ..files import checkpoint\n")

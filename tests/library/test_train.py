@@ -521,7 +521,7 @@ def test_a_run_planned_for_text_measures_this_machine_and_counts_the_time_in_its
     clock = []
     trainer = Trainer(config, show_progress=False, on_step=lambda metrics: clock.append(metrics["elapsed_s"]))
     assert trainer.clock.measuring_s > 0, "measuring is on the run's clock"
-    assert trainer.elapsed_s() == trainer.clock.measuring_s
+    assert trainer.clock.elapsed_s() == trainer.clock.measuring_s
     recorded = trainer.info()["budget_plan"]
     speeds = {name: Speed(**fields) for name, fields in recorded["measured"].items()}
     assert LADDER[0].name in speeds

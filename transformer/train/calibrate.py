@@ -81,7 +81,7 @@ def timed_speed(size: Size, shape: CorpusShape, device: torch.device, bf16: bool
     rng = random.Random(0)
     lengths = [(source, target) for source, target in shape.lengths if max(source, target) <= size.sizes()["max_len"]]
     if not lengths:
-        raise datasets.DataError(f"every pair is longer than the {size.sizes()['max_len']} pieces a model reads")
+        raise datasets.DataError(code="data.all_too_long", max_len=size.sizes()["max_len"])
     examples = [([rng.randrange(len(SPECIAL_PIECES), size.vocab_size) for _ in range(source)],
                  [rng.randrange(len(SPECIAL_PIECES), size.vocab_size) for _ in range(target)])
                 for source, target in rng.sample(lengths, min(len(lengths), SAMPLED_PAIRS))]

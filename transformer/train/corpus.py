@@ -43,8 +43,7 @@ def load_datasets(config: TrainConfig) -> Datasets:
         return Datasets(train, val, f"Multi30K task 1, {config.src_lang}->{config.tgt_lang}", files)
     path = Path(config.data)
     if not path.is_file():
-        raise datasets.DataError(f"--data must be copy, reverse, sort, multi30k or an existing .tsv file; "
-                                 f"{config.data!r} is none of these")
+        raise datasets.DataError(code="data.unknown_source", data=repr(config.data))
     corpus = datasets.load_training_tsv(path)
     if corpus.skipped:
         log.warning("skipped %d malformed rows of %s: %s", corpus.skipped, path.name, "; ".join(corpus.problems[:3]))
@@ -96,3 +95,41 @@ def train_tokenizers(config: TrainConfig, data: Datasets, processes: Processes) 
     protos = processes.from_first(protos)
     source = Tokenizer(protos[0])
     return source, source if protos[1] == protos[0] else Tokenizer(protos[1])
+
+
+# A prime: each seed's synthetic epochs are drawn apart from another seed's.
+EPOCH_SEED_STRIDE = 7919
+
+
+def within_length(examples: list[datasets.Example], max_len: int) -> list[datasets.Example]:
+    """The pairs a model with ``max_len`` positions reads whole; how many were dropped is logged."""
+    kept, dropped = datasets.filter_by_length(examples, max_len)
+    if dropped:
+        log.info("dropped %d pairs longer than %d tokens", dropped, max_len)
+    return kept
+
+
+def examples_of(data: Datasets, tokenizers: tuple[Tokenizer, Tokenizer],
+                max_len: int) -> tuple[list[datasets.Example], list[datasets.Example] | None]:
+    """The validation and training pairs encoded, those a model with ``max_len`` positions reads whole (no training
+    pairs for a synthetic task: each epoch draws its own)."""
+    train = None if data.train is None else within_length(encode_corpus(data.train, *tokenizers), max_len)
+    return within_length(encode_corpus(data.val, *tokenizers), max_len), train
+
+
+def epoch_batches(config: TrainConfig, examples: list[datasets.Example] | None, tokenizers: tuple[Tokenizer, Tokenizer],
+                  epoch: int, processes: Processes) -> tuple[list[datasets.Example], list[list[int]]]:
+    """The examples of ``epoch`` (the corpus, or fresh digit sequences where ``examples`` is None) and this
+    process's batches of them, at least one update's worth."""
+    if examples is None:
+        corpus = datasets.synthetic_corpus(config.data, config.synthetic_size,
+                                           seed=config.seed * EPOCH_SEED_STRIDE + epoch + 1)
+        examples = encode_corpus(corpus, *tokenizers)
+    batches = datasets.token_batches(examples, config.max_tokens, config.seed, epoch)
+    if processes.distributed:  # every rank gets the same number of batches, so updates stay in lockstep
+        per_rank = len(batches) // processes.world_size
+        batches = batches[processes.rank * per_rank:(processes.rank + 1) * per_rank]
+    if len(batches) < config.accumulate:
+        raise datasets.DataError(code="data.too_few_batches", batches=len(batches), accumulate=config.accumulate)
+    return examples, batches
+

@@ -10,6 +10,7 @@ import torch
 from .. import data as datasets
 from ..metrics import corpus_scores
 from ..paper.sentences import translate_batch
+from ..paper.translation import forced_decode
 from ..paper.model import Transformer
 from ..paper.tokenizer import PAD_ID, Tokenizer
 from .corpus import collate
@@ -56,3 +57,14 @@ def evaluate_translation(model: Transformer, source_tokenizer: Tokenizer, target
     exact = sum(h.strip() == r.strip() for h, r in zip(hypotheses, references)) / max(1, len(references))
     return {"bleu": scores["bleu"], "chrf": scores["chrf"], "exact_match": exact,
             "sample": {"source": sources[0], "reference": references[0], "hypothesis": hypotheses[0]}}
+
+
+def probe_attention(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, sentence: str,
+                    step: int) -> dict:
+    """How the model translates a probe sentence at ``step``, and its cross-attention while doing so (every layer
+    and head, 4 decimals): what the Train tab draws as attention forms."""
+    probe = forced_decode(model, source_tokenizer, target_tokenizer, sentence,
+                          translate_batch(model, source_tokenizer, target_tokenizer, [sentence])[0])
+    return {"step": step, "source_tokens": probe.source_pieces, "target_tokens": probe.predicted_pieces,
+            "translation": probe.text, "cross": torch.round(probe.cross_attention, decimals=4).tolist()}
+

@@ -14,6 +14,7 @@ was set by hand.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from .. import data as datasets
@@ -98,3 +99,13 @@ def planned_config(config: TrainConfig, train: datasets.ParallelCorpus | None, p
     log.info("planned for %g minutes after %.1f s measuring: %s", config.max_minutes, measurement.seconds,
              plan.describe())
     return plan_config(config, plan), plan, measurement.seconds
+
+
+def run_info(config: TrainConfig, data: str, data_files: dict[str, str], step: int, budget_plan: dict | None) -> dict:
+    """What a run's config.json records besides the model config: its settings, data (described, with its files'
+    checksums), step, plan, and the languages it translates between (a synthetic task's are digits)."""
+    languages = ((config.src_lang, config.tgt_lang) if data_kind(config.data) != "synthetic"
+                 else ("digits", "digits"))
+    return {"training": dataclasses.asdict(config), "data": data, "data_files_sha256": data_files, "step": step,
+            "budget_plan": budget_plan, "source_lang": languages[0], "target_lang": languages[1]}
+

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -110,6 +111,15 @@ class RunDirectory:
 
     def step_checkpoints(self) -> list[Path]:
         return sorted(self.path.glob("step-*[0-9]"))
+
+    def save_evaluated(self, step: int, best: bool, save: Callable[..., Path | None]) -> None:
+        """The saves after an evaluation at ``step``: best/ if it is the ``best`` so far, a step checkpoint, and
+        last/ with the state to resume from (``save(name, with_state=False)``)."""
+        if best:
+            save("best")
+        save(step_name(step))
+        self.prune_step_checkpoints()
+        save("last", with_state=True)
 
     def prune_step_checkpoints(self) -> None:
         """All but the last ``keep`` step checkpoints go."""

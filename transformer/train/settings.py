@@ -139,3 +139,15 @@ def use_bf16(config: TrainConfig, device: torch.device) -> bool:
     except OSError:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def set_learning_rate(config: TrainConfig, optimizer: torch.optim.Optimizer, step: int, clock) -> float:
+    """The optimizer set to update ``step``'s learning rate (1-based; ``clock``: the run's ``RunClock``), which is
+    returned; after warm-up the plateau schedule's own, as it last reduced it."""
+    if config.schedule == "plateau" and step > config.warmup_steps + 1:
+        return optimizer.param_groups[0]["lr"]
+    lr = learning_rate(config, step, clock.agreed_elapsed_s(), clock.warmup_end_s)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    return lr
+
