@@ -75,29 +75,27 @@ def read_lines(path: str | Path, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
     path = Path(path)
     if not path.is_file():
         if not path.exists():
-            raise DataError(f"{path} does not exist", code="data.missing", path=str(path))
-        raise DataError(f"{path} is not a file", code="data.not_a_file", path=str(path))
+            raise DataError(code="data.missing", path=str(path))
+        raise DataError(code="data.not_a_file", path=str(path))
     with path.open("rb") as handle:
         compressed = handle.read(2) == b"\x1f\x8b"
     try:
         with (gzip.open(path, "rb") if compressed else path.open("rb")) as handle:
             raw = handle.read(max_bytes + 1)
     except (OSError, EOFError, zlib.error) as error:
-        raise DataError(f"{path.name} is a damaged or truncated gzip file ({error})", code="data.bad_gzip",
+        raise DataError(code="data.bad_gzip",
                         name=path.name, error=str(error)) from None
     if len(raw) > max_bytes:
         megabytes = round(max_bytes / 1e6)
         if compressed:
-            raise DataError(f"{path.name} holds more than {megabytes:,} MB of text once decompressed; that is more "
-                            "than this reads", code="data.too_large_decompressed", name=path.name, megabytes=megabytes)
-        raise DataError(f"{path.name} holds more than {megabytes:,} MB of text; that is more than this reads",
-                        code="data.too_large", name=path.name, megabytes=megabytes)
+            raise DataError(code="data.too_large_decompressed", name=path.name, megabytes=megabytes)
+        raise DataError(code="data.too_large", name=path.name, megabytes=megabytes)
     if b"\x00" in raw[:8192]:
-        raise DataError(f"{path.name} looks like a binary file, not text", code="data.binary", name=path.name)
+        raise DataError(code="data.binary", name=path.name)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise DataError(f"{path.name} is not UTF-8 text (byte {error.start:,})", code="data.not_utf8", name=path.name,
+        raise DataError(code="data.not_utf8", name=path.name,
                         byte=error.start) from None
     return text.splitlines()
 
@@ -131,12 +129,9 @@ def download_multi30k(cache_dir: str | Path | None = None, splits=MULTI30K_SPLIT
                 with urllib.request.urlopen(url, timeout=30) as response:
                     data = response.read()
             except (urllib.error.URLError, OSError) as error:
-                raise DataError(f"could not download Multi30K ({error}); if you have the files, point "
-                                f"--data-dir (or MULTI30K_DIR) at the directory that holds {name}",
-                                code="data.download_failed", error=str(error), name=name) from None
+                raise DataError(code="data.download_failed", error=str(error), name=name) from None
             if hashlib.sha256(data).hexdigest() != MULTI30K_SHA256[name]:
-                raise DataError(f"downloaded {name} does not match its published SHA-256; not using it",
-                                code="data.checksum_mismatch", name=name)
+                raise DataError(code="data.checksum_mismatch", name=name)
             tmp = target.with_suffix(".part")
             tmp.write_bytes(data)
             tmp.replace(target)
@@ -149,37 +144,33 @@ def multi30k_dir(data_dir: str | Path | None = None, download: bool = True) -> P
     if chosen:
         path = Path(chosen).expanduser()
         if not path.is_dir():
-            raise DataError(f"Multi30K directory {path} does not exist (set by --data-dir or MULTI30K_DIR)",
-                            code="data.no_multi30k_dir", path=str(path))
+            raise DataError(code="data.no_multi30k_dir", path=str(path))
         return path
     if download:
         return download_multi30k()
     cache = default_cache_dir()
     if all((cache / f"{split}.{lang}.gz").is_file() for split in MULTI30K_SPLITS for lang in ("en", "de")):
         return cache  # downloaded earlier (by a training run), and checked then
-    raise DataError("Multi30K not found: pass --data-dir DIR or set MULTI30K_DIR", code="data.multi30k_not_found")
+    raise DataError(code="data.multi30k_not_found")
 
 
 def load_multi30k(split: str, src_lang: str = "en", tgt_lang: str = "de",
                   data_dir: str | Path | None = None) -> ParallelCorpus:
     """One Multi30K split as a parallel corpus (reading .gz or plain text)."""
     if split not in MULTI30K_SPLITS:
-        raise DataError(f"unknown Multi30K split {split!r}; choose one of {', '.join(MULTI30K_SPLITS)}",
-                        code="data.unknown_split", split=repr(split), splits=", ".join(MULTI30K_SPLITS))
+        raise DataError(code="data.unknown_split", split=repr(split), splits=", ".join(MULTI30K_SPLITS))
     unknown = [lang for lang in dict.fromkeys((src_lang, tgt_lang)) if lang not in MULTI30K_LANGS]
     if len(unknown) == 1:
-        raise DataError(f"Multi30K has no {unknown[0]} side (it has {', '.join(MULTI30K_LANGS)})",
-                        code="data.unknown_language", missing=unknown[0], available=", ".join(MULTI30K_LANGS))
+        raise DataError(code="data.unknown_language", missing=unknown[0], available=", ".join(MULTI30K_LANGS))
     if unknown:
-        raise DataError(f"Multi30K has no {unknown[0]} or {unknown[1]} side (it has {', '.join(MULTI30K_LANGS)})",
-                        code="data.unknown_languages", first=unknown[0], second=unknown[1],
+        raise DataError(code="data.unknown_languages", first=unknown[0], second=unknown[1],
                         available=", ".join(MULTI30K_LANGS))
     if data_dir or os.environ.get("MULTI30K_DIR"):
         directory = multi30k_dir(data_dir)
         paths = [split_file(directory, split, lang) for lang in (src_lang, tgt_lang)]
         if None in paths:
             missing = [f"{split}.{lang}.gz" for lang, p in zip((src_lang, tgt_lang), paths) if p is None]
-            raise DataError(f"{directory} lacks {', '.join(missing)}", code="data.missing_files",
+            raise DataError(code="data.missing_files",
                             directory=str(directory), files=", ".join(missing))
     else:  # fetched (or found already checked) in the cache: this split only, not the whole corpus
         directory = download_multi30k(splits=(split,), langs=(src_lang, tgt_lang))
@@ -201,7 +192,7 @@ def _check_pairs(rows: list[tuple[int, str, str]], origin: str) -> ParallelCorpu
         corpus.sources.append(source)
         corpus.targets.append(target)
     if not corpus.sources:
-        raise DataError(f"{origin} holds no usable sentence pairs", code="data.no_usable_pairs", name=str(origin))
+        raise DataError(code="data.no_usable_pairs", name=str(origin))
     return corpus
 
 
@@ -224,17 +215,17 @@ def _too_few_pairs(name: str, count: int, skipped: int, problems: list[str]) -> 
     needed, first = MIN_TRAINING_PAIRS, problems[0] if problems else ""
     if not problems:
         if count == 1:
-            return DataError(words, code="data.too_few_pairs_one", name=name, needed=needed)
-        return DataError(words, code="data.too_few_pairs", name=name, count=count, needed=needed)
+            return DataError(code="data.too_few_pairs_one", name=name, needed=needed)
+        return DataError(code="data.too_few_pairs", name=name, count=count, needed=needed)
     if count == 1 and skipped == 1:
-        return DataError(words, code="data.too_few_pairs_one_skipped_one_row", name=name, needed=needed, first=first)
+        return DataError(code="data.too_few_pairs_one_skipped_one_row", name=name, needed=needed, first=first)
     if count == 1:
-        return DataError(words, code="data.too_few_pairs_one_skipped", name=name, needed=needed, skipped=skipped,
+        return DataError(code="data.too_few_pairs_one_skipped", name=name, needed=needed, skipped=skipped,
                          first=first)
     if skipped == 1:
-        return DataError(words, code="data.too_few_pairs_skipped_one_row", name=name, count=count, needed=needed,
+        return DataError(code="data.too_few_pairs_skipped_one_row", name=name, count=count, needed=needed,
                          first=first)
-    return DataError(words, code="data.too_few_pairs_skipped", name=name, count=count, needed=needed,
+    return DataError(code="data.too_few_pairs_skipped", name=name, count=count, needed=needed,
                      skipped=skipped, first=first)
 
 
@@ -243,7 +234,7 @@ def load_parallel_tsv(path: str | Path) -> ParallelCorpus:
     path = Path(path)
     lines = read_lines(path)
     if not any(line.strip() for line in lines):
-        raise DataError(f"{path.name} is empty", code="data.empty", name=path.name)
+        raise DataError(code="data.empty", name=path.name)
     rows, bad, problems = [], 0, []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -256,8 +247,7 @@ def load_parallel_tsv(path: str | Path) -> ParallelCorpus:
             continue
         rows.append((number, columns[0], columns[1]))
     if not rows:
-        raise DataError(f"{path.name} has no tab-separated pairs (expected on each line: a source sentence, "
-                        "a tab, its translation)", code="data.no_pairs", name=path.name)
+        raise DataError(code="data.no_pairs", name=path.name)
     corpus = _check_pairs(rows, path.name)
     corpus.skipped += bad
     corpus.problems = problems + corpus.problems
@@ -268,8 +258,7 @@ def load_parallel_files(source_path: str | Path, target_path: str | Path) -> Par
     """Two aligned text files, one sentence per line."""
     sources, targets = read_lines(source_path), read_lines(target_path)
     if len(sources) != len(targets):
-        raise DataError(f"{Path(source_path).name} has {len(sources):,} lines but {Path(target_path).name} "
-                        f"has {len(targets):,}: the files are not aligned", code="data.not_aligned",
+        raise DataError(code="data.not_aligned",
                         source=Path(source_path).name, source_lines=len(sources), target=Path(target_path).name,
                         target_lines=len(targets))
     return _check_pairs([(i + 1, s, t) for i, (s, t) in enumerate(zip(sources, targets))], Path(source_path).name)
@@ -291,8 +280,7 @@ def synthetic_pair(task: str, rng: random.Random, min_length: int = 3, max_lengt
     elif task == "sort":
         target = sorted(symbols)
     else:
-        raise DataError(f"unknown synthetic task {task!r}; choose one of {', '.join(SYNTHETIC_TASKS)}",
-                        code="data.unknown_task", task=repr(task), tasks=", ".join(SYNTHETIC_TASKS))
+        raise DataError(code="data.unknown_task", task=repr(task), tasks=", ".join(SYNTHETIC_TASKS))
     return " ".join(symbols), " ".join(target)
 
 

@@ -1,4 +1,21 @@
-"""Errors about what a user asked for, as opposed to bugs: shown to the user as they are."""
+"""Errors about what a user asked for, as opposed to bugs: shown to the user as they are.
+
+Each names itself by a code and the values its sentence takes; the sentence, in English, is written once, in
+``problems.json`` (a reader in another language says the same from the code: the app's ui/locales/).
+"""
+
+import json
+from pathlib import Path
+
+# What each problem says, in English, by its code: ``{placeholders}`` take the error's values.
+SENTENCES: dict[str, str] = json.loads((Path(__file__).with_name("problems.json")).read_text(encoding="utf-8"))
+
+
+def written(value) -> str:
+    """A value as a sentence shows it: numbers grouped in thousands (1,200 MB), anything else as it is."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return format(value, ",")
+    return str(value)
 
 
 def rebuilt(kind: type, args: tuple, code: str | None, values: dict) -> "Explained":
@@ -9,11 +26,13 @@ def rebuilt(kind: type, args: tuple, code: str | None, values: dict) -> "Explain
 
 
 class Explained(Exception):
-    """An error whose text is for people, in English, and which also names itself: a ``code`` and the values its
-    sentence takes, so that a reader can say the same in another language (the app's ui/locales/: library.<code>).
-    """
+    """An error for people, named by a ``code`` and the values its sentence takes (``SENTENCES``), so that a reader
+    can say the same in another language (the app's ui/locales/: library.<code>). Its text is that sentence in
+    English; an error without a code (a test's) takes its ``text`` as it is."""
 
     def __init__(self, text: str = "", *, code: str | None = None, **values):
+        if code is not None and not text:
+            text = SENTENCES[code].format(**{name: written(value) for name, value in values.items()})
         super().__init__(text)
         self.code, self.values = code, values
 
@@ -21,7 +40,8 @@ class Explained(Exception):
         """The same error with ``part`` (a server's own directory, say) taken out of its text and its values."""
         def cut(value):
             return value.replace(part, "") if isinstance(value, str) else value
-        return type(self)(cut(str(self)), code=self.code, **{name: cut(value) for name, value in self.values.items()})
+        values = {name: cut(value) for name, value in self.values.items()}
+        return type(self)(code=self.code, **values) if self.code else type(self)(cut(str(self)))
 
     def __reduce__(self):
         return rebuilt, (type(self), self.args, self.code, self.values)

@@ -31,7 +31,7 @@ def in_data_languages(checkpoint: Checkpoint, source: str, target: str) -> Check
     found = {iso: multilingual.code_for(codes, iso) for iso in (source, target)}
     missing = [iso for iso, code in found.items() if code is None]
     if missing:
-        raise InputError(f"{checkpoint.name} does not write {', '.join(missing)}.", code="evaluate.no_language",
+        raise InputError(code="evaluate.no_language",
                          name=checkpoint.name, languages=", ".join(missing))
     return checkpoint.in_languages(found[source], found[target])
 
@@ -66,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error("--source and --reference go together")
             corpus = datasets.load_parallel_files(args.source, args.reference)
             if corpus.skipped:  # scoring the rest would misalign the hypotheses with the files' lines
-                raise datasets.DataError(f"{corpus.skipped} line(s) have an empty source or reference, first "
-                                         f"{corpus.problems[0]}; remove them from both files")
+                raise datasets.DataError(code="data.empty_lines_in_files", skipped=corpus.skipped,
+                                         first=corpus.problems[0])
             split = Path(args.source).stem
         else:
             corpus = datasets.load_multi30k(args.split, args.src_lang or checkpoint.info.get("source_lang", "en"),

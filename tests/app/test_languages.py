@@ -22,8 +22,11 @@ from ui.runtime.page import Page
 def test_every_string_exists_in_every_language_with_the_same_placeholders():
     english = table("en")
     parts = sorted(path.name for path in (LOCALES / "en").glob("*.json"))
+    # The library's problems: their English is the library's own (transformer/problems.json), the rest translate it.
+    library = sorted(path.name for path in (LOCALES / "de").glob("library_*.json"))
     for other in LANGUAGES:
-        assert sorted(path.name for path in (LOCALES / other).glob("*.json")) == parts, other
+        assert sorted(path.name for path in (LOCALES / other).glob("*.json")) == sorted(
+            parts + (library if other != "en" else [])), other
         for part in parts:
             keys = [set(json.loads((LOCALES / lang / part).read_text(encoding="utf-8"))) for lang in ("en", other)]
             assert keys[0] == keys[1], f"{other}/{part}: the same keys as en/{part}"

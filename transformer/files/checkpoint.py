@@ -90,8 +90,7 @@ class Checkpoint:
         languages = self.languages
         if languages is None:
             if source or target:
-                raise InputError(f"{self.name} translates one pair of languages: it takes no language to choose.",
-                                 code="checkpoint.one_pair", name=self.name)
+                raise InputError(code="checkpoint.one_pair", name=self.name)
             return self
         source, target = source or languages.source, target or languages.target
         source_tokenizer, target_tokenizer = languages.tokenizers(self.source_tokenizer, self.target_tokenizer,
@@ -135,10 +134,9 @@ class Checkpoint:
 def no_checkpoint_named(name: str, names: Iterable[str]) -> CheckpointError:
     names = list(names)
     if not names:
-        return CheckpointError(f"no checkpoint named {name!r}; choose one of none", code="checkpoint.unknown_name_none",
+        return CheckpointError(code="checkpoint.unknown_name_none",
                                name=repr(name))
-    return CheckpointError(f"no checkpoint named {name!r}; choose one of {', '.join(names)}",
-                           code="checkpoint.unknown_name", name=repr(name), names=", ".join(names))
+    return CheckpointError(code="checkpoint.unknown_name", name=repr(name), names=", ".join(names))
 
 
 def default_device() -> torch.device:
@@ -206,13 +204,13 @@ def read_config(directory: str | Path) -> dict:
     config_path = directory / CONFIG
     if not config_path.is_file():
         refuse_pickle(directory)
-        raise CheckpointError(f"not a checkpoint: {directory} has no {CONFIG}", code="checkpoint.no_config",
+        raise CheckpointError(code="checkpoint.no_config",
                               directory=str(directory), config=CONFIG)
     try:
         config = json.loads(config_path.read_text())
         ModelConfig.from_dict(config["model"])
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-        raise CheckpointError(f"{config_path} is not a valid model config ({error})", code="checkpoint.bad_config",
+        raise CheckpointError(code="checkpoint.bad_config",
                               path=str(config_path), error=str(error)) from None
     return config
 
@@ -224,13 +222,10 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
     directory = resolve(directory)
     if directory.is_file():
         if directory.suffix in (".pt", ".pth", ".bin", ".ckpt"):
-            raise CheckpointError(f"{directory} is a pickle file; checkpoints here are directories of config.json "
-                                  "and model.safetensors, because unpickling a downloaded file can run its code",
-                                  code="checkpoint.pickle_file", path=str(directory))
-        raise CheckpointError(f"{directory} is a file; a checkpoint is a directory (config.json, model.safetensors, "
-                              "tokenizer.model)", code="checkpoint.is_file", path=str(directory))
+            raise CheckpointError(code="checkpoint.pickle_file", path=str(directory))
+        raise CheckpointError(code="checkpoint.is_file", path=str(directory))
     if not directory.is_dir():
-        raise CheckpointError(f"checkpoint directory not found: {directory}", code="checkpoint.not_found",
+        raise CheckpointError(code="checkpoint.not_found",
                               directory=str(directory))
     config = read_config(directory)
     model_config = ModelConfig.from_dict(config["model"])
@@ -240,17 +235,16 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
                            _read_vocabulary(directory, config, side))
             for side in ("source", "target"))
     except (OSError, ValueError, TypeError) as error:  # TypeError: a config naming it by a non-string
-        raise CheckpointError(f"tokenizer of {directory} is missing or invalid: {error}",
-                              code="checkpoint.bad_tokenizer", directory=str(directory), error=str(error)) from None
+        raise CheckpointError(code="checkpoint.bad_tokenizer", directory=str(directory), error=str(error)) from None
     for side, tokenizer, size in (("source", source_tokenizer, model_config.src_vocab_size),
                                   ("target", target_tokenizer, model_config.tgt_vocab_size)):
         if tokenizer.vocab_size != size:
             words = (f"{side} tokenizer of {directory} has {tokenizer.vocab_size:,} pieces but the model expects "
                      f"{size:,}")
             if side == "source":
-                raise CheckpointError(words, code="checkpoint.source_vocabulary_mismatch", directory=str(directory),
+                raise CheckpointError(code="checkpoint.source_vocabulary_mismatch", directory=str(directory),
                                       pieces=tokenizer.vocab_size, expected=size)
-            raise CheckpointError(words, code="checkpoint.target_vocabulary_mismatch", directory=str(directory),
+            raise CheckpointError(code="checkpoint.target_vocabulary_mismatch", directory=str(directory),
                                   pieces=tokenizer.vocab_size, expected=size)
         if (tokenizer.pad_id, tokenizer.eos_id) != (model_config.pad_id, model_config.eos_id):
             words = (f"{side} tokenizer of {directory} has padding {tokenizer.pad_id} and end of "
@@ -260,9 +254,9 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
             pad, eos, model_pad, model_eos = map(str, (tokenizer.pad_id, tokenizer.eos_id, model_config.pad_id,
                                                        model_config.eos_id))
             if side == "source":
-                raise CheckpointError(words, code="checkpoint.source_special_ids_mismatch", directory=str(directory),
+                raise CheckpointError(code="checkpoint.source_special_ids_mismatch", directory=str(directory),
                                       pad=pad, eos=eos, model_pad=model_pad, model_eos=model_eos)
-            raise CheckpointError(words, code="checkpoint.target_special_ids_mismatch", directory=str(directory),
+            raise CheckpointError(code="checkpoint.target_special_ids_mismatch", directory=str(directory),
                                   pad=pad, eos=eos, model_pad=model_pad, model_eos=model_eos)
     check_shapes(model_config, stored_shapes(directory), directory)
     model = speed_up(Transformer(model_config))
@@ -280,8 +274,7 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
     try:
         return checkpoint.in_languages()  # a multilingual model's default pair
     except (TypeError, ValueError) as error:  # InputError is a ValueError
-        raise CheckpointError(f"the languages in config.json of {directory} cannot be used ({error})",
-                              code="checkpoint.bad_languages", directory=str(directory), error=str(error)) from None
+        raise CheckpointError(code="checkpoint.bad_languages", directory=str(directory), error=str(error)) from None
 
 
 def read_metrics(path: Path) -> dict:

@@ -29,8 +29,7 @@ def _network_errors() -> tuple[type[BaseException], ...]:
 def check_repo_id(repo_id: str) -> None:
     """Refuse what is not a Hub model id (owner/name), before it names a file or reaches the network."""
     if not REPO_ID.match(repo_id or "") or ".." in repo_id:
-        raise HubError(f"“{repo_id}” is not a Hub model id; ids look like Helsinki-NLP/opus-mt-en-de.",
-                       code="hub.not_repo_id", repo_id=str(repo_id))
+        raise HubError(code="hub.not_repo_id", repo_id=str(repo_id))
 
 
 def download(repo_id: str, revision: str | None = None, max_bytes: int | None = None,
@@ -51,17 +50,17 @@ def download(repo_id: str, revision: str | None = None, max_bytes: int | None = 
     try:
         info = HfApi().model_info(repo_id, revision=revision, files_metadata=True, timeout=20)
     except GatedRepoError:
-        raise HubError(f"{repo_id} is gated: its owner must grant access first.", code="hub.gated",
+        raise HubError(code="hub.gated",
                        repo_id=repo_id) from None
     except RevisionNotFoundError:
-        raise HubError(f"{repo_id} has no revision {revision!r}.", code="hub.no_revision", repo_id=repo_id,
+        raise HubError(code="hub.no_revision", repo_id=repo_id,
                        revision=repr(revision)) from None
     except RepositoryNotFoundError:
-        raise HubError(f"there is no model called {repo_id} on the Hub.", code="hub.no_such_model",
+        raise HubError(code="hub.no_such_model",
                        repo_id=repo_id) from None
     except HfHubHTTPError as error:
         reason = str(error).splitlines()[0]
-        raise HubError(f"the Hub refused to describe {repo_id} ({reason}).", code="hub.refused", repo_id=repo_id,
+        raise HubError(code="hub.refused", repo_id=repo_id,
                        error=reason) from None
     except _network_errors():
         for cache in dict.fromkeys([cache_dir, None]):  # offline: a model downloaded before is still there
@@ -71,37 +70,33 @@ def download(repo_id: str, revision: str | None = None, max_bytes: int | None = 
             except (LocalEntryNotFoundError, OSError):
                 continue
             return directory, Source(repo_id, directory.name, licence_of(directory))
-        raise HubError(f"the Hub cannot be reached from this server, and {repo_id} was never downloaded here.",
-                       code="hub.offline", repo_id=repo_id)
+        raise HubError(code="hub.offline", repo_id=repo_id)
     sizes = {sibling.rfilename: sibling.size or 0 for sibling in info.siblings or []}
     if "config.json" not in sizes:
-        raise HubError(f"{repo_id} has no config.json, so it is not a transformers model.", code="hub.no_config",
+        raise HubError(code="hub.no_config",
                        name=repo_id)
     kind = (info.config or {}).get("model_type")
     if kind and kind != "marian" and kind not in MULTILINGUAL_TYPES:
-        raise HubError(f"{repo_id} is a {kind} model, not a translator this project opens (Marian, M2M100, NLLB, "
-                       "SMaLL-100, mBART-50).", code="hub.repo_not_marian", repo_id=repo_id, kind=str(kind))
+        raise HubError(code="hub.repo_not_marian", repo_id=repo_id, kind=str(kind))
     required = ("config.json", "sentencepiece.bpe.model") if kind in MULTILINGUAL_TYPES else REQUIRED_FILES
     missing = [name for name in required if name not in sizes]
     if missing:
-        raise HubError(f"{repo_id} has no {', '.join(missing)}: a translator needs its SentencePiece models "
-                       "and its vocabulary.", code="hub.repo_missing_files", repo_id=repo_id, files=", ".join(missing))
+        raise HubError(code="hub.repo_missing_files", repo_id=repo_id, files=", ".join(missing))
     weights = next((name for name in WEIGHT_FILES if name in sizes), None)
     if weights is None:
-        raise HubError(f"{repo_id} has neither model.safetensors nor pytorch_model.bin.", code="hub.repo_no_weights",
+        raise HubError(code="hub.repo_no_weights",
                        repo_id=repo_id)
     wanted = [*required, weights, *(name for name in OPTIONAL_FILES if name in sizes and name not in required)]
     total = sum(sizes[name] for name in wanted)
     if max_bytes is not None and total > max_bytes:
         size, limit = round(total / 1e6), round(max_bytes / 1e6)
-        raise HubError(f"{repo_id} weighs {size:,} MB, more than the {limit:,} MB this server opens.",
-                       code="hub.too_big", repo_id=repo_id, size=size, limit=limit)
+        raise HubError(code="hub.too_big", repo_id=repo_id, size=size, limit=limit)
     if before_download is not None:
         before_download(total)
     try:
         directory = Path(snapshot_download(repo_id, revision=info.sha, allow_patterns=wanted, cache_dir=cache_dir))
     except _network_errors() as error:
-        raise HubError(f"the download of {repo_id} stopped ({error}); nothing was kept.", code="hub.download_stopped",
+        raise HubError(code="hub.download_stopped",
                        repo_id=repo_id, error=str(error)) from None
     license = getattr(info.card_data, "license", None) if info.card_data else None
     return directory, Source(repo_id, info.sha, license or licence_of(directory))

@@ -72,10 +72,10 @@ def read_json(path: Path) -> dict:
     try:
         values = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        raise HubError(f"{path.name} cannot be read ({error}).", code="hub.unreadable_json", file=path.name,
+        raise HubError(code="hub.unreadable_json", file=path.name,
                        error=str(error)) from None
     if not isinstance(values, dict):
-        raise HubError(f"{path.name} is not a JSON object.", code="hub.not_json_object", file=path.name)
+        raise HubError(code="hub.not_json_object", file=path.name)
     return values
 
 
@@ -84,10 +84,8 @@ def marian_config(values: dict) -> dict:
     if values.get("model_type") != "marian":
         kind = values.get("model_type")
         if not kind:
-            raise HubError("this is a unknown model, not a translator this project opens (Marian, M2M100, NLLB, "
-                           "SMaLL-100, mBART-50).", code="hub.not_marian_unknown")
-        raise HubError(f"this is a {kind} model, not a translator this project opens (Marian, M2M100, NLLB, "
-                       "SMaLL-100, mBART-50).", code="hub.not_marian", kind=str(kind))
+            raise HubError(code="hub.not_marian_unknown")
+        raise HubError(code="hub.not_marian", kind=str(kind))
     return {**MARIAN_DEFAULTS, **values}
 
 
@@ -96,12 +94,11 @@ def feed_forward_activation(values: dict) -> str:
     cannot hold it (encoder and decoder of different widths, an activation we do not have)."""
     if values.get("encoder_attention_heads") != values.get("decoder_attention_heads") \
             or values.get("encoder_ffn_dim") != values.get("decoder_ffn_dim"):
-        raise HubError("its encoder and decoder differ in heads or feed-forward size, which this project's layers "
-                       "do not support.", code="hub.unequal_sides")
+        raise HubError(code="hub.unequal_sides")
     activation = ACTIVATIONS.get(values.get("activation_function"))
     if activation is None:
         named, supported = repr(values.get("activation_function")), ", ".join(sorted(ACTIVATIONS))
-        raise HubError(f"its feed-forward uses {named}; supported: {supported}.", code="hub.activation",
+        raise HubError(code="hub.activation",
                        activation=named, supported=supported)
     return activation
 
@@ -124,8 +121,7 @@ def model_config(marian: dict) -> ModelConfig:
             activation=activation, position_layout="halves", scale_embeddings=bool(marian["scale_embedding"]),
             output_bias=True)
     except (ValueError, TypeError) as error:
-        raise HubError(f"its config.json does not describe a model this project can build ({error}).",
-                       code="hub.config_unbuildable", error=str(error)) from None
+        raise HubError(code="hub.config_unbuildable", error=str(error)) from None
 
 
 ENCODER_NORMS = {"self_attn_norm": "self_attn_layer_norm", "feed_forward_norm": "final_layer_norm"}
@@ -183,9 +179,8 @@ def convert_state_dict(marian: dict[str, torch.Tensor], config: ModelConfig) -> 
         weights.update(stack_weights(marian, config))
     except (KeyError, StopIteration) as error:
         if not str(error):
-            raise HubError("its weights lack the embeddings, which a Marian translator has.",
-                           code="hub.weights_lack_embeddings") from None
-        raise HubError(f"its weights lack {error}, which a Marian translator has.", code="hub.weights_lack",
+            raise HubError(code="hub.weights_lack_embeddings") from None
+        raise HubError(code="hub.weights_lack",
                        name=str(error)) from None
     return {name: tensor.float().contiguous() for name, tensor in weights.items()}
 
@@ -199,13 +194,13 @@ def read_weights(directory: Path) -> dict[str, torch.Tensor]:
         if pickled.is_file():
             state = torch.load(pickled, map_location="cpu", weights_only=True)
             if not isinstance(state, dict):
-                raise HubError("pytorch_model.bin does not hold a dictionary of tensors.", code="hub.bin_not_tensors")
+                raise HubError(code="hub.bin_not_tensors")
             return state
     except (SafetensorError, OSError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as error:
         reason = str(error).splitlines()[0] if str(error) else str(error)
-        raise HubError(f"its weights cannot be read ({reason}).", code="hub.weights_unreadable", error=reason) \
+        raise HubError(code="hub.weights_unreadable", error=reason) \
             from None
-    raise HubError("it has neither model.safetensors nor pytorch_model.bin.", code="hub.no_weights")
+    raise HubError(code="hub.no_weights")
 
 
 def read_tokenizers(directory: Path, marian: dict) -> tuple[Tokenizer, Tokenizer]:
@@ -218,11 +213,10 @@ def read_tokenizers(directory: Path, marian: dict) -> tuple[Tokenizer, Tokenizer
         source = Tokenizer.load(directory / "source.spm", source_vocabulary)
         target = Tokenizer.load(directory / "target.spm", target_vocabulary)
     except (OSError, ValueError) as error:
-        raise HubError(f"its tokenizer cannot be read ({error}).", code="hub.tokenizer_unreadable",
+        raise HubError(code="hub.tokenizer_unreadable",
                        error=str(error)) from None
     if (target.pad_id, target.eos_id) != (marian["pad_token_id"], marian["eos_token_id"]):
-        raise HubError("its vocabulary's <pad> and </s> are not the ids its config.json names.",
-                       code="hub.special_ids")
+        raise HubError(code="hub.special_ids")
     return source, target
 
 
@@ -310,9 +304,9 @@ def convert(directory: str | Path, out: str | Path, source: Source | None = None
 
     directory = Path(directory)
     if not directory.is_dir():
-        raise HubError(f"{directory} is not a directory.", code="hub.not_directory", directory=str(directory))
+        raise HubError(code="hub.not_directory", directory=str(directory))
     if not (directory / "config.json").is_file():
-        raise HubError(f"{directory.name} has no config.json, so it is not a transformers model.", code="hub.no_config",
+        raise HubError(code="hub.no_config",
                        name=directory.name)
     values = read_json(directory / "config.json")
     if values.get("model_type") in MULTILINGUAL_TYPES:
@@ -330,8 +324,7 @@ def convert(directory: str | Path, out: str | Path, source: Source | None = None
     marian = marian_config(values)
     missing = [name for name in REQUIRED_FILES if not (directory / name).is_file()]
     if missing:
-        raise HubError(f"it has no {', '.join(missing)}: a Marian translator needs its SentencePiece models "
-                       "(source.spm, target.spm) and vocab.json.", code="hub.missing_files", files=", ".join(missing))
+        raise HubError(code="hub.missing_files", files=", ".join(missing))
     config = model_config(marian)
     tokenizers = read_tokenizers(directory, marian)
     published = read_weights(directory)
@@ -355,7 +348,7 @@ def _write(directory: Path, out: str | Path, source: Source | None, values: dict
     try:
         load_weights(model, {name: tensor.float() for name, tensor in weights.items()}, directory.name)
     except CheckpointError as error:
-        raise HubError(f"its weights do not fit its config.json ({error}).", code="hub.weights_misfit",
+        raise HubError(code="hub.weights_misfit",
                        error=str(error)) from None
     search, ignored = search_settings(directory, values)
     source = source or Source(str(directory.resolve()), license=licence_of(directory))

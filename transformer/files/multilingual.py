@@ -91,8 +91,7 @@ def family_of(values: dict, tokenizer_config: dict) -> str:
     kind, tokenizer = values.get("model_type"), str(tokenizer_config.get("tokenizer_class") or "")
     if kind == "mbart":
         if not tokenizer.startswith("MBart50"):
-            raise HubError("this mBART model is not mBART-50 (its tokenizer is not MBart50Tokenizer); only "
-                           "mBART-50's translators can be opened.", code="hub.not_mbart50")
+            raise HubError(code="hub.not_mbart50")
         return "mbart50"
     if tokenizer.startswith("Nllb"):
         return "nllb"
@@ -116,8 +115,7 @@ def model_config(values: dict, family: str) -> ModelConfig:
             position_layout="learned" if mbart else "fairseq", position_offset=2 if mbart else pad + 1,
             embedding_norm=mbart, scale_embeddings=bool(values.get("scale_embedding", True)), output_bias=mbart)
     except (KeyError, ValueError, TypeError) as error:
-        raise HubError(f"its config.json does not describe a model this project can build ({error}).",
-                       code="hub.config_unbuildable", error=str(error)) from None
+        raise HubError(code="hub.config_unbuildable", error=str(error)) from None
 
 
 def convert_state_dict(weights: dict[str, torch.Tensor], config: ModelConfig) -> dict[str, torch.Tensor]:
@@ -140,8 +138,7 @@ def convert_state_dict(weights: dict[str, torch.Tensor], config: ModelConfig) ->
             ours["output_bias"] = weights.get("final_logits_bias", torch.zeros(1, config.tgt_vocab_size)).reshape(-1)
         ours.update(stack_weights(weights, config))
     except (KeyError, StopIteration) as error:
-        raise HubError(f"its weights lack {error or 'the embeddings'}, which such a multilingual translator has.",
-                       code="hub.multilingual_weights_lack", name=str(error or "embeddings")) from None
+        raise HubError(code="hub.multilingual_weights_lack", name=str(error or "embeddings")) from None
     return {name: tensor.contiguous() for name, tensor in ours.items()}
 
 
@@ -152,8 +149,7 @@ def language_codes(family: str, tokenizer_config: dict) -> list[str]:
     name = tokenizer_config.get("language_codes", FAMILIES[family].codes) if family in ("m2m100", "small100") \
         else FAMILIES[family].codes
     if not isinstance(name, str) or name not in CODES:
-        raise HubError(f"its tokenizer names the language list {name!r}, which this project does not know.",
-                       code="hub.unknown_language_list", name=repr(name))
+        raise HubError(code="hub.unknown_language_list", name=repr(name))
     return CODES[name]
 
 
@@ -172,8 +168,7 @@ def vocabulary(directory: Path, family: str, codes: list[str], size: int) -> dic
     if family in ("nllb", "mbart50"):
         pieces["<mask>"] = len(pieces)
     if len(pieces) > size:
-        raise HubError(f"its vocabulary has {len(pieces):,} pieces, more than its {size:,} embeddings.",
-                       code="hub.vocabulary_too_big", pieces=len(pieces), size=size)
+        raise HubError(code="hub.vocabulary_too_big", pieces=len(pieces), size=size)
     while len(pieces) < size:
         pieces[f"madeupword{len(pieces):06d}"] = len(pieces)
     return pieces
@@ -184,18 +179,16 @@ def read_tokenizer(directory: Path, family: str, config: ModelConfig,
     """The one tokenizer both sides share, and the languages it is told."""
     missing = [name for name in FAMILIES[family].files if not (directory / name).is_file()]
     if missing:
-        raise HubError(f"it has no {', '.join(missing)}, which a {FAMILIES[family].name} translator needs.",
-                       code="hub.multilingual_missing_files", files=", ".join(missing), family=FAMILIES[family].name)
+        raise HubError(code="hub.multilingual_missing_files", files=", ".join(missing), family=FAMILIES[family].name)
     codes = language_codes(family, tokenizer_config)
     try:
         tokenizer = Tokenizer.load(directory / SENTENCEPIECE,
                                    vocabulary(directory, family, codes, config.tgt_vocab_size))
     except (OSError, ValueError) as error:
-        raise HubError(f"its tokenizer cannot be read ({error}).", code="hub.tokenizer_unreadable",
+        raise HubError(code="hub.tokenizer_unreadable",
                        error=str(error)) from None
     if (tokenizer.pad_id, tokenizer.eos_id) != (config.pad_id, config.eos_id):
-        raise HubError("its vocabulary's <pad> and </s> are not the ids its config.json names.",
-                       code="hub.special_ids")
+        raise HubError(code="hub.special_ids")
     spec = FAMILIES[family]
     default = lambda wanted, other: wanted if wanted in codes else next(  # noqa: E731
         (code for code in codes if code != other), codes[0])

@@ -73,9 +73,7 @@ def write_weights(directory: Path, tensors: dict[str, torch.Tensor], max_shard_b
 def refuse_pickle(directory: Path) -> None:
     """Explain, rather than report a missing file, when a directory holds pickle weights instead."""
     if any(directory.glob("*.pt")) or any(directory.glob("*.bin")) or any(directory.glob("*.pth")):
-        raise CheckpointError(f"{directory} holds pickle weights (.pt/.bin/.pth); only safetensors are "
-                              "loaded, because unpickling a file can run arbitrary code",
-                              code="checkpoint.pickle_weights", directory=str(directory))
+        raise CheckpointError(code="checkpoint.pickle_weights", directory=str(directory))
 
 
 LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
@@ -89,11 +87,10 @@ def _weight_files(directory: Path) -> list[Path]:
             weight_map = json.loads(index_path.read_text())["weight_map"]
             return [directory / Path(name).name for name in sorted(set(weight_map.values()))]
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
-            raise CheckpointError(f"{index_path} is not a valid shard index ({error})",
-                                  code="checkpoint.bad_shard_index", path=str(index_path), error=str(error)) from None
+            raise CheckpointError(code="checkpoint.bad_shard_index", path=str(index_path), error=str(error)) from None
     if not (directory / WEIGHTS).is_file():
         refuse_pickle(directory)
-        raise CheckpointError(f"no {WEIGHTS} in {directory}", code="checkpoint.no_weights", weights=WEIGHTS,
+        raise CheckpointError(code="checkpoint.no_weights", weights=WEIGHTS,
                               directory=str(directory))
     return [directory / WEIGHTS]
 
@@ -105,16 +102,14 @@ def stored_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
         try:
             with path.open("rb") as file:
                 if file.read(len(LFS_POINTER)) == LFS_POINTER:
-                    raise CheckpointError(f"{path.name} in {directory} is a Git LFS pointer, not the weights: "
-                                          "fetch them with `git lfs pull`", code="checkpoint.lfs_pointer",
+                    raise CheckpointError(code="checkpoint.lfs_pointer",
                                           file=path.name, directory=str(directory))
             with safe_open(str(path), "pt") as stored:
                 shapes.update({name: tuple(stored.get_slice(name).get_shape()) for name in stored.keys()})
         except CheckpointError:
             raise
         except (SafetensorError, OSError, ValueError) as error:
-            raise CheckpointError(f"weights in {directory} are unreadable or truncated ({error})",
-                                  code="checkpoint.unreadable_weights", directory=str(directory),
+            raise CheckpointError(code="checkpoint.unreadable_weights", directory=str(directory),
                                   error=str(error)) from None
     return shapes
 
@@ -130,13 +125,11 @@ def check_shapes(model_config: ModelConfig, shapes: dict[str, tuple[int, ...]], 
 def _compare(expected: dict[str, tuple[int, ...]], stored: dict[str, tuple[int, ...]], origin) -> None:
     missing, unexpected = sorted(set(expected) - set(stored)), sorted(set(stored) - set(expected))
     if missing or unexpected:
-        raise CheckpointError(f"weights in {origin} do not match config.json: missing {missing[:5]}, "
-                              f"unexpected {unexpected[:5]}", code="checkpoint.names_mismatch", origin=str(origin),
+        raise CheckpointError(code="checkpoint.names_mismatch", origin=str(origin),
                               missing=str(missing[:5]), unexpected=str(unexpected[:5]))
     for name, shape in expected.items():
         if tuple(stored[name]) != shape:
-            raise CheckpointError(f"weights in {origin} do not match config.json: {name} has shape "
-                                  f"{tuple(stored[name])}, expected {shape}", code="checkpoint.shape_mismatch",
+            raise CheckpointError(code="checkpoint.shape_mismatch",
                                   origin=str(origin), name=name, shape=str(tuple(stored[name])),
                                   expected=str(shape))
 
@@ -147,8 +140,7 @@ def read_weights(directory: Path) -> dict[str, torch.Tensor]:
         for path in _weight_files(directory):
             tensors.update(load_file(str(path)))
     except (SafetensorError, OSError, ValueError, KeyError) as error:
-        raise CheckpointError(f"weights in {directory} are unreadable or truncated ({error})",
-                              code="checkpoint.unreadable_weights", directory=str(directory),
+        raise CheckpointError(code="checkpoint.unreadable_weights", directory=str(directory),
                               error=str(error)) from None
     return tensors
 

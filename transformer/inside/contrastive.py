@@ -65,8 +65,7 @@ def alternative_id(translation: Translation, tokenizer: Tokenizer, step: int, al
     if alternative is None or alternative == "":
         others = [i for i in translation.top_ids[step - 1] if i != chosen]
         if not others:
-            raise InputError(f"Step {step} kept no other candidate; name a token to compare with.",
-                             code="inside.no_alternative", step=step)
+            raise InputError(code="inside.no_alternative", step=step)
         return others[0]
     if isinstance(alternative, int):
         token = alternative
@@ -75,18 +74,15 @@ def alternative_id(translation: Translation, tokenizer: Tokenizer, step: int, al
         if token == tokenizer.unk_id and alternative != "<unk>":
             token = tokenizer.id_of("▁" + alternative.lstrip("▁"))
         if token == tokenizer.unk_id and alternative != "<unk>":
-            raise InputError(f"“{alternative}” is not a piece of this model's vocabulary.",
-                             code="inside.unknown_piece", piece=alternative)
+            raise InputError(code="inside.unknown_piece", piece=alternative)
     if token == chosen:
-        raise InputError(f"“{tokenizer.piece(token)}” is the token step {step} chose; name another to compare with.",
-                         code="inside.alternative_is_chosen", piece=tokenizer.piece(token), step=step)
+        raise InputError(code="inside.alternative_is_chosen", piece=tokenizer.piece(token), step=step)
     return token
 
 
 def check_step(translation: Translation, step: int) -> None:
     if not 1 <= step <= translation.num_steps:
-        raise InputError(f"Step {step} is out of range: the translation has {translation.num_steps} steps "
-                         "(counting from 1).", code="inside.step_out_of_range", step=step,
+        raise InputError(code="inside.step_out_of_range", step=step,
                          steps=translation.num_steps)
 
 

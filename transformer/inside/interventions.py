@@ -41,7 +41,7 @@ def parse_head_label(label: str) -> tuple[int, int]:
         layer, head = str(label).upper().lstrip("L").split("H")
         return int(layer) - 1, int(head) - 1
     except ValueError:
-        raise InputError(f"{label!r} is not a head name like L1H2") from None
+        raise InputError(code="inside.not_a_head_name", label=repr(label)) from None
 
 
 def make_head_mask(checkpoint: Checkpoint, switched_off: dict[str, list[str]]) -> HeadMask | None:
@@ -55,7 +55,7 @@ def make_head_mask(checkpoint: Checkpoint, switched_off: dict[str, list[str]]) -
         for label in switched_off.get(kind, []):
             layer, head = parse_head_label(label)
             if not (0 <= layer < layers and 0 <= head < heads):
-                raise InputError(f"{kind} head {label} does not exist in this model ({layers} layers x {heads} heads)")
+                raise InputError(code="inside.no_such_head", label=label, layers=layers, heads=heads)
             mask[layer, head] = 0.0
         masks[kind] = mask
     return HeadMask(**masks)
@@ -162,12 +162,12 @@ def override_token(checkpoint: Checkpoint, translation: Translation, step: int, 
     step = max(1, min(translation.num_steps, int(step)))
     token_id = token if isinstance(token, int) else tgt_tok.id_of(token)
     if token_id in (model.config.start_id, model.config.pad_id):
-        raise InputError(f"Choose a word piece, not {tgt_tok.piece(model.config.start_id)} or "
-                         f"{tgt_tok.piece(model.config.pad_id)}.")
+        raise InputError(code="inside.special_piece", start=tgt_tok.piece(model.config.start_id),
+                         pad=tgt_tok.piece(model.config.pad_id))
     if token_id == tgt_tok.unk_id and token != "<unk>":
         token_id = tgt_tok.id_of("▁" + str(token).lstrip("▁"))  # a typed word: try it as a word start
         if token_id == tgt_tok.unk_id:
-            raise InputError(f"“{token}” is not a piece of this model's vocabulary; pick one from the list.")
+            raise InputError(code="inside.unknown_piece", piece=str(token))
     src = torch.tensor([translation.source_ids], device=model.device)
 
     def continued_from(forced: list[int]) -> Translation:

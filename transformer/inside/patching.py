@@ -255,9 +255,7 @@ def activation_patching(model: Transformer, translation: Translation, tokenizer:
 
     d_clean, d_corrupted = float(difference(clean_logits)), float(difference(corrupted_logits))
     if abs(d_clean - d_corrupted) < SAME_DIFFERENCE:
-        raise InputError("The two sources give the same difference between the two tokens at this step: there is "
-                         "nothing to restore. Choose another pair, step or alternative.",
-                         code="inside.nothing_to_restore")
+        raise InputError(code="inside.nothing_to_restore")
     every_position = tuple(alignment) if len(corrupted_ids) != len(translation.source_ids) else None
     checks = runs.patched(corrupted_src, tgt, [None, Patch("encoder_layer", model.config.n_encoder_layers - 1,
                                                            positions=every_position)], clean, embeddings)
@@ -319,12 +317,11 @@ def check_alignment(alignment: list[tuple[int, int]], clean_length: int,
     """Pairs within both sources, each position used once."""
     for clean, corrupted in alignment:
         if not (0 <= clean < clean_length and 0 <= corrupted < corrupted_length):
-            raise InputError(f"The pair {clean + 1}-{corrupted + 1} is outside the sources ({clean_length} and "
-                             f"{corrupted_length} pieces).", code="inside.alignment_outside",
+            raise InputError(code="inside.alignment_outside",
                              clean=clean + 1, corrupted=corrupted + 1, clean_length=clean_length,
                              corrupted_length=corrupted_length)
     if len({c for c, _ in alignment}) < len(alignment) or len({c for _, c in alignment}) < len(alignment):
-        raise InputError("Each position may be paired once.", code="inside.alignment_repeats")
+        raise InputError(code="inside.alignment_repeats")
     return sorted(alignment)
 
 
@@ -336,8 +333,7 @@ def noised_embeddings(model: Transformer, src: Tensor, positions: list[int] | No
     positions = list(range(length - 1)) if not positions else positions
     for position in positions:
         if not 0 <= position < length:
-            raise InputError(f"Position {position + 1} is outside the source ({length} pieces).",
-                             code="inside.position_outside", position=position + 1, length=length)
+            raise InputError(code="inside.position_outside", position=position + 1, length=length)
     spread = NOISE_STANDARD_DEVIATIONS * float((model.src_embed.weight.float() * model.src_embed.scale).std())
     generator = torch.Generator().manual_seed(seed)
     noise = torch.randn(len(positions), embeddings.size(-1), generator=generator) * spread

@@ -109,11 +109,11 @@ class Sampling:
 
     def __post_init__(self):
         if not (self.temperature > 0 and math.isfinite(self.temperature)):
-            raise InputError(f"The temperature must be a positive number, not {self.temperature}.")
+            raise InputError(code="decoding.temperature", value=self.temperature)
         if not 0 < self.top_p <= 1:
-            raise InputError(f"top-p must be more than 0 and at most 1, not {self.top_p}.")
+            raise InputError(code="decoding.top_p", value=self.top_p)
         if self.top_k < 0:
-            raise InputError(f"top-k must be 0 (no limit) or more, not {self.top_k}.")
+            raise InputError(code="decoding.top_k", value=self.top_k)
 
     def distribution(self, logits: Tensor) -> Tensor:
         """The probabilities a draw is made from, (..., vocab): 0 outside the kept set."""

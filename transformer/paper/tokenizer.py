@@ -187,8 +187,7 @@ class Languages:
         if code not in self.tokens:
             codes = sorted(self.tokens)
             shown = ", ".join(codes[:12]) + (", …" if len(codes) > 12 else "")
-            raise InputError(f"“{code}” is not one of this model's languages ({shown}).",
-                             code="tokenizer.unknown_language", language=str(code), languages=shown)
+            raise InputError(code="tokenizer.unknown_language", language=str(code), languages=shown)
         return code
 
     def tokenizers(self, source_tokenizer: Tokenizer, target_tokenizer: Tokenizer, source: str | None = None,

@@ -25,6 +25,8 @@ from urllib.parse import parse_qsl, urlencode
 import pandas
 from pandas.io.formats.style import Styler
 
+from transformer.errors import SENTENCES
+
 LANGUAGES = {"en": "English", "de": "Deutsch", "fr": "Français"}  # each in its own words, as the switch names it
 ENGLISH = "en"
 LOCALES = Path(__file__).parents[1] / "locales"  # ui/locales/<language>/<part of the page>.json: key -> words
@@ -40,8 +42,11 @@ THOUSANDS_MARK = {"en": ",", "de": ".", "fr": "\u202f"}  # 12,345 / 12.345 / 12 
 
 @functools.cache
 def table(language: str) -> dict[str, str]:
-    """Every key's words in ``language``: the files of its folder, one per part of the page, together."""
-    words: dict[str, str] = {}
+    """Every key's words in ``language``: the files of its folder, one per part of the page, together. The
+    library's problems (``library.<code>``) say in English what the library itself says (transformer/problems.json);
+    the other languages' folders translate them."""
+    words: dict[str, str] = {f"library.{code}": sentence for code, sentence in SENTENCES.items()} \
+        if language == ENGLISH else {}
     for part in sorted((LOCALES / language).glob("*.json")):
         more = json.loads(part.read_text(encoding="utf-8"))
         if twice := set(words) & set(more):
