@@ -1,7 +1,7 @@
 """Work seen as it happens: a streaming handler (a generator) runs work that reports as it goes in a thread of its
 own, and yields its newest report whenever one has come, then what it returns; a Stop button asks it to end.
 
-Reports are shown at most ``SHOWN_EVERY_S`` apart, the newest each time: a page that redrew every step of a fast
+The work runs in a thread of ``WORKERS``. Reports are shown at most ``SHOWN_EVERY_S`` apart, the newest each time: a page that redrew every step of a fast
 model would spend the CPU the decoding needs (a slow classroom computer serves the page too), and would show a blur.
 """
 
@@ -12,12 +12,17 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .costly import CORES
 
 
-SHOWN_EVERY_S = 0.1  # ten redraws a second at most, about as fast as a reader follows a word appearing
+SHOWN_EVERY_S = 0.25  # four redraws a second at most: a reader follows the words appearing
+# The threads the work runs in, kept between events: a new thread would build torch's pool of compute threads
+# anew for every translation (0.2 s of a 0.4 s one at opus-mt's shapes, measured). More than any streaming
+# event's concurrency limit (translations: batching.CONCURRENCY), so none waits for a thread.
+WORKERS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="live")
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,7 @@ def as_it_happens(work: Callable, *args, every_s: float = SHOWN_EVERY_S, **kwarg
         except BaseException as error:  # noqa: BLE001 - raised again in the handler's thread
             reports.put(_Failed(error))
 
-    threading.Thread(target=run, daemon=True, name=f"live-{getattr(work, '__name__', 'work')}").start()
+    WORKERS.submit(run)
     shown_at, waiting = None, None  # when a report was last yielded; the newest one not yet yielded
     while True:
         for item in _come(reports, None if waiting is None else shown_at + every_s - time.monotonic()):

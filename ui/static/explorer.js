@@ -178,6 +178,7 @@ window.explorer = (() => {
         return [1, [], words.noTranslation, asked];
       }
       current = viewsOf(value);
+      document.getElementById(charts.heatmap)?.classList.remove("explorer-outdated");
       shown = selection(values, value);
       const wanted = draw(asked);
       return [shown.step, ...stepText(value, shown.step), wanted];
@@ -205,10 +206,10 @@ window.explorer = (() => {
     // and the pieces so far; the translation before it leaves the tab's views. [step] -> [revealed, caption].
     live([value]) {
       if (!value) return [[], words.noTranslation];
-      if (decoding !== value.sent) {
+      if (decoding !== value.sent) {  // the heatmap is the last translation's until this one's numbers come
         decoding = value.sent;
         current = null;
-        window.explorerCharts.drawById(charts.heatmap, null);
+        document.getElementById(charts.heatmap)?.classList.add("explorer-outdated");
       }
       if (value.source) decodingSource = value.source;  // sent with the first step shown
       const {candidates, sources, text} = liveFigures({...value, source: decodingSource});
