@@ -93,7 +93,7 @@ def model_settings(checkpoint: Checkpoint, layer, head, language: str = ENGLISH)
 
 
 def on_model(services: Services, model, text, typed_texts, decoding, beam_size, max_length, kind, view, layer, head,
-             average, language: str = ENGLISH) -> dict:
+             average, request: gr.Request = None, language: str = ENGLISH) -> dict:
     """Another model: every tab follows it, and the sentence (or one this model reads) is translated anew."""
     checkpoint = services.registry.get(model)
     shown, typed_texts = text_for_model(checkpoint, text, typed_texts)
@@ -111,13 +111,14 @@ def on_model(services: Services, model, text, typed_texts, decoding, beam_size, 
 
 
 def on_language(services: Services, model, source_language, target_language, text, typed_texts, decoding,
-                beam_size, max_length, kind, view, layer, head, average, language: str = ENGLISH) -> dict:
+                beam_size, max_length, kind, view, layer, head, average, request: gr.Request = None,
+                language: str = ENGLISH) -> dict:
     """Other languages for a multilingual model: a switch to the same model set for them (the source named only
     where it is not the model's default, so that a name stays short)."""
     default = services.registry.get(checkpoint_name(model)).languages
     source = source_language if default is None or source_language != default.source else None
     return on_model(services, in_language(model, target_language, source), text, typed_texts, decoding,
-                    beam_size, max_length, kind, view, layer, head, average, language)
+                    beam_size, max_length, kind, view, layer, head, average, request, language)
 
 
 def on_open_from_hub(services: Services, hub_id, text, typed_texts, decoding, beam_size, max_length, kind, view,
@@ -128,7 +129,7 @@ def on_open_from_hub(services: Services, hub_id, text, typed_texts, decoding, be
     progress(0, desc=words_in(language, "header.hub.opening", hub_id=hub_id))
     name = services.open_from_hub(hub_id, visiting_client(request))
     opened = on_model(services, name, text, typed_texts, decoding, beam_size, max_length, kind, view, layer, head,
-                      average, language)
+                      average, request, language)
     # A Hub id has only letters, digits, '.', '-', '_' and one '/' (download.check_repo_id), so code spans show it as it is.
     return {**opened, "hub_status": words_in(language, "header.hub.opened", hub_id=hub_id, name=name)}
 

@@ -85,8 +85,11 @@ def pair_views(services: Services, lesson: lessons.Lesson, max_length: int | Non
             "pair_right_caption": right_caption, "pair_right_plot": right_plot}
 
 
-def set_up(services: Services, lesson_choice, language: str = ENGLISH) -> dict:
-    """The lesson's model, sentence, decoding and view, translated, on the lesson's tab, at its step."""
+def set_up(services: Services, lesson_choice, visible_tab=None, request: gr.Request = None,
+           language: str = ENGLISH) -> dict:
+    """The lesson's model, sentence, decoding and view, translated, on the lesson's tab, at its step. Its page's
+    ``visible_tab`` and ``request`` are read by the page as it follows the switch (``TabChanges.translated``,
+    ``model_changed``)."""
     lesson = lessons.lesson_by_choice(lesson_choice)
     checkpoint = services.registry.get(lesson.model)
     shown = lessons.selector_values(lesson)
@@ -175,7 +178,7 @@ def wire(page: Page) -> None:
 
     def on_show_me(services: Services, lesson_choice, visible_tab, request: gr.Request = None) -> dict:
         # the lesson's tab drawn, the others wait; every word in the page's language
-        set_up_views = prepared(services, lesson_choice, visible_tab, page_session=request, language=page.language)
+        set_up_views = prepared(services, lesson_choice, visible_tab, request, language=page.language)
         return {**after_set_up(services, {**defaults, **set_up_views}, lesson_choice, defaults, page.language),
                 "shown_lesson": lesson_choice}
 

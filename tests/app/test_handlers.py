@@ -90,8 +90,8 @@ def test_maps_a_long_translation_left_out_come_when_the_page_asks_for_them(app_s
 
 
 def test_a_new_translation_clears_scores_made_for_the_last_sentence(app_services, page):
-    result = page.translated(translate.on_translate)(app_services, "reverse-tiny", DIGITS, "greedy", 4, 40, CROSS,
-                                                     VIEWS[0], 1, 1, False, "translate")
+    result = page.translated(translate.on_translate, "translate")(app_services, "reverse-tiny", DIGITS, "greedy", 4,
+                                                                  40, CROSS, VIEWS[0], 1, 1, False)
     cleared = set(page.translation_outputs())
     assert {"forced_state", "forced_probability_plot", "forced_attention_plot"} <= cleared
     assert all(result[name] is None for name in ("forced_state", "forced_probability_plot",
@@ -103,11 +103,17 @@ def test_a_translation_draws_the_shown_tab_and_another_tab_the_same_views_once_i
     page = Page(app_services)  # what every tab declares a translation changes in it
     for tab in TAB_MODULES:
         tab.declare(page)
-    translate_on = page.translated(translate.on_translate)
-    asked = (app_services, "multi30k-en-de", "A dog runs across the grass.", "beam", 5, 40, CROSS, VIEWS[0], 1, 1,
-             False)
-    on_analysis = translate_on(*asked, "analysis")
-    on_translate = translate_on(*asked, "translate")
+    def shown_on(visible_tab):  # a translation made while the page shows visible_tab
+        def translate_there(services, model, text, decoding, beam_size, max_length, kind, view, layer, head, average,
+                            visible_tab):
+            return translate.on_translate(services, model, text, decoding, beam_size, max_length, kind, view, layer,
+                                          head, average)
+        return page.translated(translate_there)(
+            app_services, "multi30k-en-de", "A dog runs across the grass.", "beam", 5, 40, CROSS, VIEWS[0], 1, 1,
+            False, visible_tab)
+    on_analysis, on_translate = shown_on("analysis"), shown_on("translate")
+    with pytest.raises(TypeError, match="visible_tab"):
+        page.translated(translate.on_translate)  # neither a tab it belongs to nor the one shown: refused when wired
     assert "alignment_plot" in on_analysis and "alignment_plot" not in on_translate, "only the shown tab's work"
     assert {"inside", "experiments", "explain", "analysis"} <= set(on_translate["tabs_waiting"])
     assert "analysis" not in on_analysis["tabs_waiting"] and "translate" in on_analysis["tabs_waiting"]
@@ -139,10 +145,13 @@ def test_a_switch_to_the_model_a_page_shows_or_is_switching_to_is_made_once(app_
         tab.declare(page)
     switch = page.model_changed(page.translated(header.on_model, translate.TAB_ID), asked="model")
     ran = []
-    counted = page.model_changed(lambda services, model: ran.append(model) or {"model": model}, asked="model")
+    def count(services, model, request: gr.Request = None):
+        ran.append(model)
+        return {"model": model}
+    counted = page.model_changed(count, asked="model")
 
     def asked(model, session):
-        return counted(app_services, model, page_session=gr.Request(session_hash=session))
+        return counted(app_services, model, request=gr.Request(session_hash=session))
 
     asked("reverse-tiny", "page-a")
     asked("reverse-tiny", "page-a")  # picked again while the first is under way
@@ -151,21 +160,24 @@ def test_a_switch_to_the_model_a_page_shows_or_is_switching_to_is_made_once(app_
     asked("reverse-tiny", "page-a")
     assert ran == ["reverse-tiny", "reverse-tiny", "multi30k-en-de", "reverse-tiny"]
     views = switch(app_services, "reverse-tiny", "A dog runs.", {}, "greedy", 4, 40, CROSS, VIEWS[0], 1, 1, False,
-                   page_session=gr.Request(session_hash="page-a"))
+                   request=gr.Request(session_hash="page-a"))
     assert views == {}, "page-a shows reverse-tiny already"
     page.models_shown.shown("page-a", "multi30k-en-de")  # a lesson, or the page's opening, switched it
     views = switch(app_services, "reverse-tiny", "A dog runs.", {}, "greedy", 4, 40, CROSS, VIEWS[0], 1, 1, False,
-                   page_session=gr.Request(session_hash="page-a"))
+                   request=gr.Request(session_hash="page-a"))
     assert views["model"].value == "reverse-tiny" and views["translation"]
 
 
 def test_a_switch_that_fails_leaves_the_page_on_the_model_it_showed(app_services):
     page = Page(app_services)
     page.models_shown.shown("page-a", "reverse-tiny")
-    failing = page.model_changed(lambda services, model: {"model": app_services.registry.get(model).name},
-                                 asked="model")
+    def switch(services, model, request: gr.Request = None):
+        return {"model": app_services.registry.get(model).name}
+    failing = page.model_changed(switch, asked="model")
     with pytest.raises(Exception):
-        failing(app_services, "no-such-model", page_session=gr.Request(session_hash="page-a"))
+        failing(app_services, "no-such-model", request=gr.Request(session_hash="page-a"))
+    with pytest.raises(TypeError, match="gr.Request"):
+        page.model_changed(lambda services, model: {}, asked="model")  # which page switches: unknown
     with page.models_shown.switching("page-a", "reverse-tiny") as new:
         assert not new, "the page still shows the model it showed"
     with page.models_shown.switching("page-a", "no-such-model") as new:

@@ -163,18 +163,16 @@ class TabChanges:
 
     def translated(self, fn: Callable[..., dict], shown: str | None = None) -> Callable[..., dict]:
         """``fn`` followed, in the same round trip, by the shown tab's answer to the translation it made (if any):
-        the tab ``fn`` opens, else the one the page shows (its last input, ``visible_tab``). The other tabs wait.
-        ``shown``: the tab whose own controls start ``fn``, so the one shown (its outputs are
-        ``translation_outputs(shown)``). A generator ``fn`` (a translation seen as it happens) is answered at each
-        value it yields that holds a translation."""
-        def split(args):
-            if shown is None:
-                *args, visible_tab = args
-                return args, visible_tab
-            return args, shown
+        the tab ``fn`` opens, else the one the page shows: ``shown``, the tab whose own controls start ``fn``, or
+        else ``fn``'s parameter ``visible_tab`` (the page's component). The other tabs wait. A generator ``fn`` (a
+        translation seen as it happens) is answered at each value it yields that holds a translation."""
+        signature = inspect.signature(fn)
+        if shown is None and "visible_tab" not in signature.parameters:
+            raise TypeError(f"{fn.__name__} names no visible_tab: the tab that answers its translation is unknown")
 
-        def with_views(result, visible_tab):
+        def with_views(result, args, kwargs):
             if result and result.get("translation_state") is not None:
+                visible_tab = shown or signature.bind_partial(*args, **kwargs).arguments.get("visible_tab")
                 opened = getattr(result.get("tabs"), "selected", None)
                 result.update(self.views_for(result["translation_state"], opened or visible_tab or "translate"))
             return result
@@ -182,39 +180,30 @@ class TabChanges:
         if inspect.isgeneratorfunction(fn):
             @functools.wraps(fn)
             def run(*args, **kwargs):
-                args, visible_tab = split(args)
                 for result in fn(*args, **kwargs):
-                    yield with_views(result, visible_tab)
+                    yield with_views(result, args, kwargs)
         else:
             @functools.wraps(fn)
             def run(*args, **kwargs):
-                args, visible_tab = split(args)
-                return with_views(fn(*args, **kwargs), visible_tab)
-        if shown is not None:
-            return run
-        signature = inspect.signature(fn)
-        # The shown tab, Gradio's last value: before the page's language, which the page gives by name.
-        others = [p for p in signature.parameters.values() if p.name != PAGE_LANGUAGE]
-        language = [p for p in signature.parameters.values() if p.name == PAGE_LANGUAGE]
-        run.__signature__ = signature.replace(parameters=[
-            *others, inspect.Parameter("visible_tab", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="translate"),
-            *language])
+                return with_views(fn(*args, **kwargs), args, kwargs)
         return run
 
     def model_changed(self, fn: Callable[..., dict], asked: str | None = None) -> Callable[..., dict]:
         """``fn`` followed by every tab's answer to the model it chose (its "model" value, a name); the model list
-        is read afresh on the way (models trained since the page was built join it). ``asked``: the parameter of
-        ``fn`` that names the model the visitor asks for; ``fn`` is not run when their page shows it already or is
+        is read afresh on the way (models trained since the page was built join it). ``fn`` takes the event's
+        request (a ``gr.Request`` parameter): its session is the visitor's page. ``asked``: the parameter of ``fn``
+        that names the model the visitor asks for; ``fn`` is not run when their page shows it already or is
         switching to it (``ModelsShown``)."""
-        signature = inspect.signature(fn)
-        positional = len([name for name in signature.parameters if name != PAGE_LANGUAGE])  # the page's, by keyword
+        signature, hints = inspect.signature(fn), typing.get_type_hints(fn)
+        request = next((name for name in signature.parameters if hints.get(name) is gr.Request), None)
+        if request is None:
+            raise TypeError(f"{fn.__name__} takes no gr.Request: the page switching models is unknown")
 
         @functools.wraps(fn)
-        def run(*args, page_session: gr.Request | None = None, **kwargs):
-            if len(args) > positional:  # as Gradio calls it: the request last
-                *args, page_session = args
-            session = getattr(page_session, "session_hash", None)
-            wanted = signature.bind_partial(*args, **kwargs).arguments.get(asked) if asked else None
+        def run(*args, **kwargs):
+            arguments = signature.bind_partial(*args, **kwargs).arguments
+            session = getattr(arguments.get(request), "session_hash", None)
+            wanted = arguments.get(asked) if asked else None
             with (self.models_shown.switching(session, wanted) if wanted else contextlib.nullcontext(True)) as new:
                 if not new:
                     return {}
@@ -227,10 +216,4 @@ class TabChanges:
                     result.update(hook.fn(checkpoint))
                 result["model"] = gr.Dropdown(choices=listed_with(self.services.registry.names(), name), value=name)
             return result
-        # Gradio gives it the request too: its session is the visitor's page.
-        run.__signature__ = signature.replace(parameters=[
-            *signature.parameters.values(),
-            inspect.Parameter("page_session", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
-                              annotation=gr.Request)])
-        run.__annotations__ = {**typing.get_type_hints(fn), "page_session": gr.Request}
         return run
