@@ -26,7 +26,9 @@ def click(services, decoding="greedy", page="a-page", sentence=SENTENCE, max_len
 def test_a_click_sends_each_step_as_it_is_decided_then_every_view_of_the_translation(app_services, decoding):
     *steps, finished = list(click(app_services, decoding))
     assert steps, "at least the first step comes before the translation is done"
-    assert all(set(values) == set(translate.LIVE_OUTPUTS) for values in steps)
+    assert set(steps[0]) == set(translate.LIVE_OUTPUTS), "the first also clears the last translation's notes"
+    assert all(set(values) == {"translation", "live_step"} for values in steps[1:])
+    assert steps[0]["notes"] == "" and steps[0]["source_tokens"] == finished["source_tokens"]
     shown = [values["live_step"]["produced"] for values in steps]
     assert all(a != b for a, b in zip(shown, shown[1:])), "each value shows something new"
     if decoding == "greedy":

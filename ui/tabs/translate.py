@@ -27,7 +27,7 @@ from ..views.choices import (ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, attention_ki
 from ..views.text import MAX_INPUT_CHARS, examples_for, source_label
 from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, TranslateResult, attention_tensor,
                                beams_of,
-                               forced_figures, layer_and_head_counts, length_penalty_origin, map_block,
+                               forced_figures, layer_and_head_counts, length_penalty_origin, map_block, marked_pieces,
                                notes_markdown, page_numbers, run_forced, run_translation, source_pieces, step_view,
                                titles)
 
@@ -194,7 +194,7 @@ SELECTION = ("kind", "view", "layer", "head", "average", "step", "maps_wanted")
 STEP_TEXT = ("step", "revealed", "step_caption", "maps_wanted")
 TRANSLATION_OUTPUTS = ("translation_state", "translation_model", "translation", "notes", "source_tokens",
                        "attention_download", "page_numbers", "step")
-LIVE_OUTPUTS = ("translation", "live_step")  # what a step of a search under way sets
+LIVE_OUTPUTS = ("translation", "live_step", "notes", "source_tokens")  # what a step of a search under way sets
 # Where a translation under way shows (Gradio's timer and spinner); the charts are redrawn in place as it lands.
 PROGRESS_ON = ("translation",)
 MOST_BLOCKS_ASKED = 64  # maps of one kind and layer a page may ask for at once (a model view of every layer)
@@ -250,8 +250,10 @@ def on_translate_click(services: Services, model, text, decoding, beam_size, max
             if isinstance(update, Done):
                 yield views_of_translation(update.value, model, kind, layer, 1, sent, language)
             elif update.tokens != shown:
-                first, shown = shown is None, update.tokens
-                yield {"translation": live.text_so_far(checkpoint, update),
+                # The first step shown also replaces the last translation's notes and pieces with this one's.
+                first = {"notes": "", "source_tokens": marked_pieces(source, language)} if shown is None else {}
+                shown = update.tokens
+                yield {**first, "translation": live.text_so_far(checkpoint, update),
                        "live_step": live.live_numbers(checkpoint, update, source if first else None, layer,
                                                       None if average else head, beam, sent, language)}
 

@@ -413,8 +413,13 @@ def _step_caption(translation: Translation, index: int, language: str = ENGLISH,
 def source_pieces(translation: Translation, language: str = ENGLISH) -> list[tuple[str, str | None]]:
     """Source pieces for a highlighted-text view, one space apart so piece boundaries stay visible; the special
     ones marked (the mark's word shown beside them, in ``language``)."""
+    return marked_pieces(translation.source_pieces, language)
+
+
+def marked_pieces(pieces: list[str], language: str = ENGLISH) -> list[tuple[str, str | None]]:
+    """``source_pieces`` of pieces a translation has not made yet (a search under way)."""
     special = text(language, "translate.piece.special")
-    return [(piece + " ", special if piece in SPECIAL_PIECES else None) for piece in translation.source_pieces]
+    return [(piece + " ", special if piece in SPECIAL_PIECES else None) for piece in pieces]
 
 
 def forced_figures(translation: Translation, layer: int | None = None, head: int | None = None,
