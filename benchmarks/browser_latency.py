@@ -82,7 +82,8 @@ TIMEOUT_MS = 60_000  # a click not settled by then is a failure
 LOADS = ["first_load_ms", "first_translation_ms"]
 BYTES = ["translate_answer_bytes", "translate_bytes"]
 NAMES = ["first_step_drawn_ms", "translate_settled_ms", "translate_in_page_ms", "model_view_settled_ms",
-         "switch_model_settled_ms", "step_settled_ms", "step_in_page_ms", "head_settled_ms", "head_in_page_ms", *LOADS, *BYTES]
+         "switch_model_settled_ms", "step_settled_ms", "step_in_page_ms", "head_settled_ms", "head_in_page_ms",
+         *LOADS, *BYTES]
 HEAD_CHARTS = ("step-attention", "attention-plot")  # what a head changes
 USABLE_JS = """() => {
   const box = document.querySelector('#source-text textarea'), button = document.querySelector('#translate-button');

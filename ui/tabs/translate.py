@@ -109,7 +109,8 @@ def sentence_layout(page: Page, checkpoint: Checkpoint) -> None:
     source_tokens = gr.HighlightedText(label=words("translate.source_pieces"),
                                        color_map={words("translate.piece.special"): "#595959"})
     page.add(text=text, example_list=example_list, decoding=decoding, beam_size=beam_size, max_length=max_length,
-             translate_button=translate_button, translate_stop=translate_stop, translation=translation, notes=notes, source_tokens=source_tokens)
+             translate_button=translate_button, translate_stop=translate_stop, translation=translation, notes=notes,
+             source_tokens=source_tokens)
 
 
 def step_layout(page: Page) -> None:
