@@ -209,9 +209,6 @@ def load_training_tsv(path: str | Path) -> ParallelCorpus:
 
 def _too_few_pairs(name: str, count: int, skipped: int, problems: list[str]) -> DataError:
     """Why a TSV is too small to train on, one code for each way English counts its pairs and skipped rows."""
-    plural = lambda count, noun: f"{count} {noun}{'' if count == 1 else 's'}"  # noqa: E731
-    note = f" ({plural(skipped, 'row')} skipped, first {problems[0]})" if problems else ""
-    words = f"{name} has only {plural(count, 'usable pair')}; at least {MIN_TRAINING_PAIRS} are needed{note}"
     needed, first = MIN_TRAINING_PAIRS, problems[0] if problems else ""
     if not problems:
         if count == 1:

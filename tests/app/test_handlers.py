@@ -292,3 +292,19 @@ def test_what_a_tab_declares_a_translation_or_a_model_switch_changes_is_exactly_
         assert sorted(fn(translation)) == sorted(outputs), fn.__qualname__
     for fn, outputs in declared.after_model_change:
         assert sorted(fn(app_services.registry.get("multi30k-en-de"))) == sorted(outputs), fn.__qualname__
+
+
+def test_a_pages_generator_ends_on_values_that_change_nothing_and_a_scripts_on_its_last(app_services):
+    """Gradio sends a generator's last values again when it ends: the page's big answer is not sent twice, and a
+    script (an event with an api_name) reads the last real values as its answer."""
+    page = Page(app_services)
+    page.add(notes=gr.Markdown())
+
+    def counting():
+        yield {"notes": "one"}
+        yield {"notes": "two"}
+    for_page = list(page.handler(counting, outputs=["notes"])())
+    for_script = list(page.handler(counting, outputs=["notes"], page_only=False)())
+    assert [values[page["notes"]] for values in for_script] == ["one", "two"]
+    assert for_page[:2] == for_script and for_page[2] == {page["notes"]: gr.skip()}
+

@@ -1,6 +1,7 @@
 """A Translate click is seen as it happens: each step reaches the page the moment the search decides it, then every
 view of the finished translation; the page's Stop ends a search where it is."""
 
+import contextvars
 import threading
 from types import SimpleNamespace
 
@@ -66,14 +67,34 @@ def test_a_search_told_to_stop_ends_where_it_is_and_the_notes_say_the_visitor_st
         assert result.notes[-1].startswith("You stopped the decoding")
 
 
-def test_the_stop_button_stops_the_translation_its_own_page_runs_and_no_other(app_services):
+def test_the_stop_button_stops_the_translations_its_own_page_runs_and_no_other(app_services):
     stops = Stops()
-    with stops.running("mine") as mine, stops.running("theirs") as theirs:
+    with stops.running("mine") as mine, stops.running("mine") as example, stops.running("theirs") as theirs:
         translate.on_stop(SimpleNamespace(stops=stops), SimpleNamespace(session_hash="mine"))
-        assert mine.is_set() and not theirs.is_set()
+        assert mine.is_set() and example.is_set() and not theirs.is_set()
+    assert theirs.is_set(), "work its page no longer waits for (done, or the event closed) ends at its next step"
     translate.on_stop(SimpleNamespace(stops=stops), SimpleNamespace(session_hash="mine"))  # nothing runs: nothing
     with stops.running("mine") as again:
         assert not again.is_set(), "a Stop belongs to the translation it was pressed during"
+
+
+def test_only_a_search_a_stop_ended_says_the_visitor_stopped_it(app_services):
+    checkpoint = app_services.registry.get("multi30k-en-de")
+    stop = threading.Event()
+    stop.set()
+    stopped = translate_views.run_translation(checkpoint, SENTENCE, "greedy", 5, 40, stop=stop).translation
+    out_of_length = translate_views.run_translation(checkpoint, SENTENCE, "greedy", 5, 5).translation
+    assert translate_views.cut_short(checkpoint, stopped, 40)
+    assert not out_of_length.ended and not translate_views.cut_short(checkpoint, out_of_length, 5)
+
+
+def test_work_seen_as_it_happens_runs_in_the_events_context():
+    asker = contextvars.ContextVar("asker")
+    asker.set("a visitor")  # as Gradio keeps the request that a ZeroGPU call reads
+
+    def work(on_step):
+        return asker.get(None)
+    assert list(as_it_happens(work)) == [Done("a visitor")]
 
 
 def test_a_batch_search_ends_early_only_once_every_sentence_in_it_is_stopped():

@@ -72,3 +72,13 @@ def test_a_search_ended_early_returns_what_it_has_as_not_ended(reverse):
     (hypotheses,), reports = watched(beam_search, reverse.model, src, beam_size=4, stop_after=2)
     assert len(reports) == 2
     assert hypotheses[0].tokens == reports[-1][0].tokens and not hypotheses[0].ended
+
+
+def test_a_beam_search_told_to_stop_as_it_ends_keeps_what_it_found():
+    model = load_checkpoint(REPOSITORY_CHECKPOINTS / "reverse-tiny", device="cpu").model
+    src = pad_batch([[5, 6, 7, 8, 2], [9, 4, 2]], PAD_ID)
+    plain, reports = watched(beam_search, model, src, beam_size=3)
+    stopped, _ = watched(beam_search, model, src, beam_size=3, stop_after=len(reports))
+    assert [[h.tokens for h in hyps] for hyps in stopped] == [[h.tokens for h in hyps] for hyps in plain]
+    assert all(hyps[0].ended for hyps in stopped), "a sentence done at the last step is not cut short"
+

@@ -239,17 +239,12 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
     for side, tokenizer, size in (("source", source_tokenizer, model_config.src_vocab_size),
                                   ("target", target_tokenizer, model_config.tgt_vocab_size)):
         if tokenizer.vocab_size != size:
-            words = (f"{side} tokenizer of {directory} has {tokenizer.vocab_size:,} pieces but the model expects "
-                     f"{size:,}")
             if side == "source":
                 raise CheckpointError(code="checkpoint.source_vocabulary_mismatch", directory=str(directory),
                                       pieces=tokenizer.vocab_size, expected=size)
             raise CheckpointError(code="checkpoint.target_vocabulary_mismatch", directory=str(directory),
                                   pieces=tokenizer.vocab_size, expected=size)
         if (tokenizer.pad_id, tokenizer.eos_id) != (model_config.pad_id, model_config.eos_id):
-            words = (f"{side} tokenizer of {directory} has padding {tokenizer.pad_id} and end of "
-                    f"sentence {tokenizer.eos_id}, but the model was trained with "
-                    f"{model_config.pad_id} and {model_config.eos_id}")
             # Ids, not amounts: passed as text, so a page never groups them in thousands.
             pad, eos, model_pad, model_eos = map(str, (tokenizer.pad_id, tokenizer.eos_id, model_config.pad_id,
                                                        model_config.eos_id))

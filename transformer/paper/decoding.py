@@ -262,8 +262,9 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     beat them), and then leaves the batch. ``max_length`` defaults to each sentence's own ``default_max_length``.
     ``forced`` tokens (a multilingual model's target language) are the first steps of every beam, adding 0 to its
     log-probability (as transformers' ``forced_bos_token_id``) and counting towards its length. ``watch`` sees
-    each step's best hypothesis as it is decided (``SearchProgress``); should it end the search, each sentence's
-    best live beam joins its hypotheses, not ended. Returns, per sentence, its hypotheses sorted best first (and,
+    each step's best hypothesis as it is decided (``SearchProgress``); should it end the search, the best live beam
+    of each sentence not yet done joins its hypotheses, not ended. (A watched search computes its attention weights
+    explicitly, not in the fused kernel: the same up to float rounding.) Returns, per sentence, its hypotheses sorted best first (and,
     with ``return_steps``, the per-step beams of each sentence for visualisation).
     """
     batch, k, eos_id = src.size(0), beam_size, model.config.eos_id
@@ -309,8 +310,7 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
             _record(steps, in_batch, going_on, added, keep, top_beams, top_tokens, top_scores)
         stopped = watched.step(in_batch, tokens, top_beams.gather(1, keep), top_tokens.gather(1, keep), scores,
                                decoded) if watched else None
-        for b, live, log_prob in stopped or ():  # ended early: each sentence's best live beam joins, not ended
-            finished[b].append(BeamHypothesis(live, log_prob, log_prob / (len(live) + 1) ** length_penalty, False))
+        _keep_unfinished(finished, stopped or [], {in_batch[row] for row in going_on}, length_penalty)
         if stopped is not None or not going_on:
             break
 
@@ -327,6 +327,15 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
 
     results = [sorted(hyps, key=lambda h: h.score, reverse=True) for hyps in finished]
     return (results, steps) if return_steps else results
+
+
+def _keep_unfinished(finished: list[list[BeamHypothesis]], stopped: list[tuple[int, list[int], float]],
+                     unfinished: set[int], length_penalty: float) -> None:
+    """A search ended early: the best live beam of each sentence not done (sentence, ids, log-probability) joins its
+    hypotheses, not ended; a sentence done at this step keeps its ended ones."""
+    for b, live, log_prob in stopped:
+        if b in unfinished:
+            finished[b].append(BeamHypothesis(live, log_prob, log_prob / (len(live) + 1) ** length_penalty, False))
 
 
 def _record(steps: list[list[BeamStep]], in_batch: list[int], going_on: list[int], added: set, keep: Tensor,

@@ -1,13 +1,15 @@
-"""Work seen as it happens: a streaming handler (a generator) runs work that reports as it goes in a thread of its
-own, and yields its newest report whenever one has come, then what it returns; a Stop button asks it to end.
+"""Work seen as it happens: a streaming handler (a generator) runs work that reports as it goes in another thread,
+and yields its newest report whenever one has come, then what it returns; a Stop button asks it to end.
 
-The work runs in a thread of ``WORKERS``. Reports are shown at most ``SHOWN_EVERY_S`` apart, the newest each time: a page that redrew every step of a fast
-model would spend the CPU the decoding needs (a slow classroom computer serves the page too), and would show a blur.
+The work runs in a thread of ``WORKERS``. Reports are shown at most ``SHOWN_EVERY_S`` apart, the newest each time:
+a page that redrew every step of a fast model would spend the CPU the decoding needs (a slow classroom computer
+serves the page too), and would show a blur.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import queue
 import threading
 import time
@@ -21,7 +23,8 @@ from .costly import CORES
 SHOWN_EVERY_S = 0.25  # four redraws a second at most: a reader follows the words appearing
 # The threads the work runs in, kept between events: a new thread would build torch's pool of compute threads
 # anew for every translation (0.2 s of a 0.4 s one at opus-mt's shapes, measured). More than any streaming
-# event's concurrency limit (translations: batching.CONCURRENCY), so none waits for a thread.
+# event's concurrency limit (translations: batching.CONCURRENCY), so none waits for a thread (work a closed
+# event abandons ends at its next step: Stops).
 WORKERS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="live")
 
 
@@ -38,10 +41,11 @@ class _Failed:
 
 
 def as_it_happens(work: Callable, *args, every_s: float = SHOWN_EVERY_S, **kwargs) -> Iterator:
-    """Runs ``work(*args, on_step=report, **kwargs)`` in a thread of its own and yields its reports as it makes
-    them, the first at once and then the newest at most once every ``every_s`` seconds (those in between are
-    skipped), then ``Done(what it returned)``; an error it raised is raised here, so the handler's own messages
-    apply."""
+    """Runs ``work(*args, on_step=report, **kwargs)`` in a thread of ``WORKERS``, in the event's context (Gradio's
+    request: a ZeroGPU call reads the visitor from it), and yields its reports as it makes them, the first at once
+    and then the newest at most once every ``every_s`` seconds (those in between are skipped), then ``Done(what it
+    returned)``; an error it raised is raised here, so the handler's own messages apply. Closed early (the page
+    left, the event cancelled), work not yet started is not started."""
     reports: queue.SimpleQueue = queue.SimpleQueue()
 
     def run():
@@ -51,19 +55,22 @@ def as_it_happens(work: Callable, *args, every_s: float = SHOWN_EVERY_S, **kwarg
         except BaseException as error:  # noqa: BLE001 - raised again in the handler's thread
             reports.put(_Failed(error))
 
-    WORKERS.submit(run)
+    started = WORKERS.submit(contextvars.copy_context().run, run)
     shown_at, waiting = None, None  # when a report was last yielded; the newest one not yet yielded
-    while True:
-        for item in _come(reports, None if waiting is None else shown_at + every_s - time.monotonic()):
-            if isinstance(item, _Failed):
-                raise item.error
-            if isinstance(item, Done):
-                yield item
-                return
-            waiting = item
-        if waiting is not None and (shown_at is None or time.monotonic() - shown_at >= every_s):
-            yield waiting
-            shown_at, waiting = time.monotonic(), None
+    try:
+        while True:
+            for item in _come(reports, None if waiting is None else shown_at + every_s - time.monotonic()):
+                if isinstance(item, _Failed):
+                    raise item.error
+                if isinstance(item, Done):
+                    yield item
+                    return
+                waiting = item
+            if waiting is not None and (shown_at is None or time.monotonic() - shown_at >= every_s):
+                yield waiting
+                shown_at, waiting = time.monotonic(), None
+    finally:
+        started.cancel()
 
 
 def _come(reports: queue.SimpleQueue, wait_s: float | None) -> list:
@@ -82,29 +89,32 @@ def _come(reports: queue.SimpleQueue, wait_s: float | None) -> list:
 
 class Stops:
     """Each page's Stop: the work a page runs as it happens takes an event while it runs (``running``), which the
-    page's Stop button sets (``stop``). A Stop pressed while nothing runs changes nothing."""
+    page's Stop button sets (``stop``), for every such work the page runs. A Stop pressed while nothing runs changes
+    nothing. Work whose page is gone (the event closed before it ended) is stopped too."""
 
     def __init__(self):
-        self.running_now: dict[str, threading.Event] = {}
+        self.running_now: dict[str, set[threading.Event]] = {}
         self.lock = threading.Lock()
 
     @contextlib.contextmanager
     def running(self, page: str | None) -> Iterator[threading.Event]:
         stop = threading.Event()
-        if page is None:  # a call without a page (a script) has no Stop button
-            yield stop
-            return
-        with self.lock:
-            self.running_now[page] = stop
+        if page is not None:  # a call without a page (a script) has no Stop button
+            with self.lock:
+                self.running_now.setdefault(page, set()).add(stop)
         try:
             yield stop
         finally:
-            with self.lock:
-                if self.running_now.get(page) is stop:
-                    del self.running_now[page]
+            stop.set()  # done, or abandoned: a search still going for nobody ends at its next step
+            if page is not None:
+                with self.lock:
+                    events = self.running_now.get(page, set())
+                    events.discard(stop)
+                    if not events:
+                        self.running_now.pop(page, None)
 
     def stop(self, page: str | None) -> None:
         with self.lock:
-            stop = self.running_now.get(page) if page else None
-        if stop is not None:
+            events = list(self.running_now.get(page, ())) if page else []
+        for stop in events:
             stop.set()

@@ -82,13 +82,13 @@ class Page(TabChanges):
         return value
 
     def handler(self, fn: Callable, keep_on_input_problem: bool = False,
-                outputs: Iterable[str] | None = None, costly: bool = False) -> Callable:
+                outputs: Iterable[str] | None = None, costly: bool = False, page_only: bool = True) -> Callable:
         """``fn`` as Gradio calls it: services given, names turned into components, problems into messages.
 
         ``keep_on_input_problem``: for the page's own buttons, a problem with the input is a warning and every
         output stays as it was (no error badges over earlier results). ``costly``: ``fn`` runs within its
         visitor's budget of CPU-seconds, one at a time, on half the cores; the rest stay for everyone else
-        (costly.py).
+        (costly.py). ``page_only``: no script calls it (it has no ``api_name``).
         """
         parameters = list(inspect.signature(fn).parameters.values())
         takes_services = bool(parameters) and parameters[0].name == "services"
@@ -141,11 +141,11 @@ class Page(TabChanges):
                             as warned, bounded(args, request):
                         for result in bound(*args, **kwargs):
                             yield named(result)
-                    # Gradio sends a generator's last values again when it ends: on the page, ending on values that
-                    # change nothing keeps a big answer (a translation's numbers) from crossing the network twice (a
-                    # script reads the last values as the answer). After an input problem, a warning, and every
-                    # output as it was.
-                    if declared and (page_asked(request) or warned):
+                    # Gradio sends a generator's last values again when it ends: for the page alone, ending on
+                    # values that change nothing keeps a big answer (a translation's numbers) from crossing the
+                    # network twice (a script reads the last values as the answer). After an input problem, a
+                    # warning, and every output as it was.
+                    if declared and (page_only or warned):
                         yield named({})
         else:
             def run(*args, **kwargs):
@@ -179,7 +179,8 @@ class Page(TabChanges):
         triggers = triggers if isinstance(triggers, (list, tuple)) else [triggers]
         outputs = list(dict.fromkeys(outputs))
         visibility = {"api_name": api_name} if api_name else {"api_visibility": "private"}
-        return gr.on(triggers, self.handler(fn, keep_on_input_problem, outputs, costly), self.inputs_of(fn),
+        return gr.on(triggers, self.handler(fn, keep_on_input_problem, outputs, costly, page_only=not api_name),
+                     self.inputs_of(fn),
                      [self.components[name] for name in outputs], **visibility,
                      **(COSTLY_CONCURRENCY if costly else {}), **self.progress(progress_on, options))
 

@@ -208,6 +208,7 @@ window.explorer = (() => {
       if (!value) return [[], words.noTranslation];
       if (decoding !== value.sent) {  // the heatmap is the last translation's until this one's numbers come
         decoding = value.sent;
+        decodingSource = [];
         current = null;
         document.getElementById(charts.heatmap)?.classList.add("explorer-outdated");
       }

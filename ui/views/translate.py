@@ -17,6 +17,7 @@ from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside.contributions import contributions
 from transformer.paper.watching import SearchProgress
+from transformer.paper.decoding import length_limits
 from transformer.paper.translation import Translation, forced_decode
 
 from .. import figures
@@ -52,6 +53,13 @@ def beams_of(decoding: str, beam_size) -> int:
     return 1 if decoding == "greedy" else clamp(beam_size, 1, MAX_BEAM, message("translate.name.beam_size"))
 
 
+def cut_short(checkpoint: Checkpoint, translation: Translation, max_length: int | None) -> bool:
+    """Whether a search ended before the model ended the sentence or ran out of length: a Stop it obeyed."""
+    source = torch.tensor([translation.source_ids])
+    return not translation.ended and len(translation.predicted_ids) < length_limits(checkpoint.model, source,
+                                                                                     max_length)[0]
+
+
 def run_translation(checkpoint: Checkpoint, sentence: str, decoding: str = "beam", beam_size: int = 5,
                     max_length: int | None = None, top_k: int = 5, language: str = ENGLISH,
                     source_shares: bool = True, on_step: Callable[[SearchProgress], None] | None = None,
@@ -76,10 +84,9 @@ def run_translation(checkpoint: Checkpoint, sentence: str, decoding: str = "beam
         notes.append(other_language)
     if result.ended and not result.text.strip():
         notes.append(text(language, "translate.note.empty"))
-    if stop is not None and stop.is_set() and not result.ended:
-        notes.append(text(language, "translate.note.stopped_by_you"))
-    elif not result.ended:
-        notes.append(text(language, "translate.note.stopped"))
+    if not result.ended:
+        notes.append(text(language, "translate.note.stopped_by_you" if cut_short(checkpoint, result, max_length)
+                          else "translate.note.stopped"))
     if len(result.source_ids) > LONG_SOURCE_PIECES and not result.truncated:
         notes.append(text(language, "translate.note.long", pieces=len(result.source_ids)))
     shares = contributions(checkpoint.model, result).source_share.tolist() if source_shares else None
