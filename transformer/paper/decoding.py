@@ -12,6 +12,7 @@ with autograd.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Sequence
@@ -175,7 +176,8 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
             inputs, in_batch = inputs.index_select(0, keep), [in_batch[row] for row in going_on]
         decoded = model.decode(inputs, encoded, cache, head_mask=head_mask, positions=positions,
                                need_weights=watch is not None)
-        logits = never_generate(model, decoded.logits[:, -1].float().clone())
+        logits = decoded.logits[:, -1].float()
+        logits = never_generate(model, logits.clone() if watch else logits)  # a watch reads the step's own
         next_tokens = sampling.choose(logits, generator) if sampling else logits.argmax(dim=-1)
         for i, token in zip(in_batch, next_tokens.tolist()):
             outputs[i].append(token)
@@ -187,6 +189,12 @@ def greedy_search(model: Transformer, src: Tensor, max_length: int | None = None
             break
     stripped = [_strip(output, eos_id) for output in outputs]
     return (stripped, ended) if return_ended else stripped
+
+
+def length_scored(log_prob: float, tokens: int, length_penalty: float) -> float:
+    """A hypothesis's score: its log-probability over its length to the ``length_penalty``, the length counting the
+    eos that ends it (so that beam search does not favour short translations)."""
+    return log_prob / (tokens + 1) ** length_penalty
 
 
 @dataclass
@@ -264,8 +272,8 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     log-probability (as transformers' ``forced_bos_token_id``) and counting towards its length. ``watch`` sees
     each step's best hypothesis as it is decided (``SearchProgress``); should it end the search, the best live beam
     of each sentence not yet done joins its hypotheses, not ended. (A watched search computes its attention weights
-    explicitly, not in the fused kernel: the same up to float rounding.) Returns, per sentence, its hypotheses sorted best first (and,
-    with ``return_steps``, the per-step beams of each sentence for visualisation).
+    explicitly, not in the fused kernel: the same up to float rounding.) Returns, per sentence, its hypotheses
+    sorted best first (and, with ``return_steps``, the per-step beams of each sentence for visualisation).
     """
     batch, k, eos_id = src.size(0), beam_size, model.config.eos_id
     limits = length_limits(model, src, max_length)
@@ -278,12 +286,14 @@ def beam_search(model: Transformer, src: Tensor, beam_size: int = 5, length_pena
     finished: list[list[BeamHypothesis]] = [[] for _ in range(batch)]
     steps: list[list[BeamStep]] = [[] for _ in range(batch)]
     in_batch = list(range(batch))  # which sentence each group of k rows holds
-    watched = WatchedBeams(watch, k, length_penalty, eos_id, source_lengths(model, src)) if watch else None
+    watched = WatchedBeams(watch, k, functools.partial(length_scored, length_penalty=length_penalty), eos_id,
+                           source_lengths(model, src)) if watch else None
 
     for step in range(max(limits) + 1):  # up to a sentence's limit in tokens, then an eos
         decoded = model.decode(tokens[:, -1:], encoded, cache, head_mask=head_mask, positions=positions,
                                need_weights=watch is not None)
-        logits = decoded.logits[:, -1].float().clone()
+        logits = decoded.logits[:, -1].float()
+        logits = logits.clone() if watch else logits  # a watch reads the step's own, which the rules change
         at_limit = [row for row, b in enumerate(in_batch) if step == limits[b]]
         log_probs = _step_log_probs(model, logits.view(len(in_batch), k, -1), at_limit, rules,
                                     forced[step] if step < len(forced) else None)
@@ -335,7 +345,8 @@ def _keep_unfinished(finished: list[list[BeamHypothesis]], stopped: list[tuple[i
     hypotheses, not ended; a sentence done at this step keeps its ended ones."""
     for b, live, log_prob in stopped:
         if b in unfinished:
-            finished[b].append(BeamHypothesis(live, log_prob, log_prob / (len(live) + 1) ** length_penalty, False))
+            score = length_scored(log_prob, len(live), length_penalty)
+            finished[b].append(BeamHypothesis(live, log_prob, score, ended=False))
 
 
 def _record(steps: list[list[BeamStep]], in_batch: list[int], going_on: list[int], added: set, keep: Tensor,
@@ -360,7 +371,8 @@ def _ending(tokens: Tensor, top_scores: Tensor, top_beams: Tensor, is_eos: Tenso
     ending = []
     for row, col, prefix in zip(rows.tolist(), cols.tolist(), prefixes):
         log_prob = top_scores[row, col].item()
-        ending.append((row, col, BeamHypothesis(prefix, log_prob, log_prob / (len(prefix) + 1) ** length_penalty)))
+        score = length_scored(log_prob, len(prefix), length_penalty)
+        ending.append((row, col, BeamHypothesis(prefix, log_prob, score)))
     return ending
 
 

@@ -138,11 +138,11 @@ def inspect_together(model: Transformer, source_tokenizer: Tokenizer, target_tok
             decoder_attention=maps(out.decoder_attentions, queries, queries),
             cross_attention=maps(out.cross_attentions, queries, keys), ended=done,
             log_prob=float(token_probs.clamp_min(1e-30).log().sum()),
-            forced_steps=_forced_steps(body, target_tokenizer.prefix_ids)))
+            forced_steps=forced_steps(body, target_tokenizer.prefix_ids)))
     return translations
 
 
-def _forced_steps(body: list[int], forced: tuple[int, ...]) -> int:
+def forced_steps(body: list[int], forced: tuple[int, ...]) -> int:
     """How many of a target's first tokens are the ones decoding forces (a multilingual model's language)."""
     return len(forced) if forced and tuple(body[:len(forced)]) == forced else 0
 

@@ -37,7 +37,7 @@ TOP_CANDIDATES = 5  # the candidates a progress report names
 
 
 def progress_of(sentence: int, tokens: list[int], logits: Tensor, cross_attentions: list[Tensor], row: int,
-              source_length: int) -> SearchProgress:
+                source_length: int) -> SearchProgress:
     """The progress of the hypothesis decoded in ``row`` of a step's ``logits``, ``tokens`` ending in its choice."""
     probs = logits[row].float().softmax(dim=-1)
     top_probs, top_ids = probs.topk(min(TOP_CANDIDATES, probs.size(-1)))
@@ -54,8 +54,9 @@ class WatchedBeams:
     """A watched beam search's reports: each sentence's best hypothesis so far, an ended one or the best live beam
     (whichever scores better, the live one scored at its length), as the step that chose its last token saw it."""
 
-    def __init__(self, watch: Watch, k: int, length_penalty: float, eos_id: int, source_lengths: list[int]):
-        self.watch, self.k, self.length_penalty, self.eos_id = watch, k, length_penalty, eos_id
+    def __init__(self, watch: Watch, k: int, score: Callable[[float, int], float], eos_id: int,
+                 source_lengths: list[int]):
+        self.watch, self.k, self.score, self.eos_id = watch, k, score, eos_id  # score(log P, tokens): the search's
         self.source_lengths = source_lengths
         self.best_ended: dict[int, tuple[float, SearchProgress]] = {}  # by sentence: score, report
 
@@ -67,7 +68,7 @@ class WatchedBeams:
 
     def report(self, sentence: int, tokens: list[int], decoded, decoder_row: int) -> SearchProgress:
         return progress_of(sentence, tokens, decoded.logits[:, -1], decoded.cross_attentions, decoder_row,
-                         self.source_lengths[sentence])
+                           self.source_lengths[sentence])
 
     def step(self, in_batch: list[int], tokens: Tensor, parents: Tensor, chosen: Tensor, scores: Tensor,
              decoded) -> list[tuple[int, list[int], float]] | None:
@@ -82,11 +83,8 @@ class WatchedBeams:
                 live = [*tokens[row * self.k + parent, 1:].tolist(), int(chosen[row, 0])]
                 leading.append((b, live, log_prob))
             ended = self.best_ended.get(b)
-            if live is not None and (ended is None or self.scored(live, log_prob) > ended[0]):
+            if live is not None and (ended is None or self.score(log_prob, len(live)) > ended[0]):
                 reports.append(self.report(b, live, decoded, row * self.k + parent))
             elif ended is not None:
                 reports.append(ended[1])
         return None if self.watch(reports) else leading
-
-    def scored(self, tokens: list[int], log_prob: float) -> float:
-        return log_prob / (len(tokens) + 1) ** self.length_penalty

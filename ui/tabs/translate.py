@@ -239,7 +239,7 @@ def on_translate_click(services: Services, model, text, decoding, beam_size, max
                       average, page_session: gr.Request = None, language: str = ENGLISH):
     """A Translate click, seen as it happens: the translation so far and the step view of each step the moment the
     search decides it (``live_step``, drawn by the page), then every view of the finished translation. The page's
-    Stop ends the search where it is: what it has is then translated as if it had ended there."""
+    Stop ends the search where it is: what it has is then shown as a translation cut short."""
     require_sentence(text)
     checkpoint, sent = services.registry.get(model), next(SENT)
     source = live.source_pieces_read(checkpoint, text)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from transformer.files.checkpoint import Checkpoint
 from transformer.paper.watching import SearchProgress
 from transformer.paper.sentences import encode_source
+from transformer.paper.translation import forced_steps
 
 from ..runtime.language import ENGLISH, Number, text
 from .choices import clamp
@@ -39,8 +40,7 @@ def live_numbers(checkpoint: Checkpoint, progress: SearchProgress, source: list[
     first step shown (None: the page has them)."""
     tokenizer = checkpoint.target_tokenizer
     produced = tokenizer.pieces(progress.tokens)
-    forced = len(tokenizer.prefix_ids) if tuple(progress.tokens[:len(tokenizer.prefix_ids)]) == tokenizer.prefix_ids \
-        else 0
+    forced = forced_steps(progress.tokens, tokenizer.prefix_ids)
     layers, heads = progress.cross_attention.shape[:2]
     layer = clamp(layer, 1, layers)
     weights = progress.cross_attention[layer - 1]
