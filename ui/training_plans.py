@@ -26,7 +26,7 @@ from transformer.train.settings import AUTO_PRESET, TrainConfig, use_bf16
 
 from .runtime.costly import CORES
 from .runtime.gpu import models_device
-from .runtime.language import ENGLISH, Message, Number, message, percent, table
+from .runtime.language import Message, message, percent
 
 SYNTHETIC_PROBE = "3 1 4 1 5 9 2 6"  # what a job on a digit task translates at each evaluation, for the probe
 
@@ -98,28 +98,7 @@ def fitted_plan(data: str, minutes: float, data_dir: str | None = None, shared: 
 def plan_words(plan: BudgetPlan) -> Message:
     """``BudgetPlan.describe`` as a message, said in the page's language: the model and how it is trained, what
     it expects, and why (the measured speed; what the next larger size would make)."""
-    sizes = plan.sizes()
-    vocabulary = message("train.plan.vocabulary", size=Number(plan.vocab_size, ",")) if plan.vocab_size else ""
-    schedule = f"train.plan.schedule.{plan.schedule}"
-    model = message("train.plan.model", d_model=sizes["d_model"], encoder_layers=sizes["n_encoder_layers"],
-                    decoder_layers=sizes["n_decoder_layers"], d_ff=sizes["d_ff"], heads=sizes["n_heads"],
-                    dropout=Number(sizes["dropout"], "g"), vocabulary=vocabulary, tokens=Number(plan.max_tokens, ","),
-                    lr=Number(plan.lr, "g"), warmup=plan.warmup_steps,
-                    schedule=message(schedule) if schedule in table(ENGLISH) else plan.schedule)
-    expects = why = ""
-    if plan.expected_updates is not None:
-        expects = message("train.plan.expects", updates=Number(plan.expected_updates, ","),
-                          epochs=Number(plan.expected_epochs, ".1f"))
-        if plan.tokens_per_s is not None:
-            larger = ""
-            if plan.larger is not None:
-                d_model, could, needs = plan.larger
-                larger = message("train.plan.larger", d_model=d_model, could=Number(could, ","),
-                                 needs=Number(needs, ","))
-            why = message("train.plan.why", speed=Number(plan.tokens_per_s, ",.0f"), larger=larger)
-        elif plan.why:  # a plan made before its numbers were kept: the library's words
-            why = f": {plan.why}"
-    return message("train.plan", model=model, expects=expects, why=why)
+    return plan.said(lambda key, **values: message(f"train.{key}", **values))
 
 
 def size_summary(preset_name: str, data: str, minutes: float, shared: bool = False,

@@ -6,6 +6,7 @@ import ast
 import asyncio
 import json
 import re
+import string
 from pathlib import Path
 
 import gradio as gr
@@ -22,7 +23,8 @@ from ui.runtime.page import Page
 def test_every_string_exists_in_every_language_with_the_same_placeholders():
     english = table("en")
     parts = sorted(path.name for path in (LOCALES / "en").glob("*.json"))
-    # The library's problems: their English is the library's own (transformer/problems.json), the rest translate it.
+    # The library's problems and plans: their English is the library's own (transformer/problems.json,
+    # transformer/train/plan.json), the rest translate it.
     library = sorted(path.name for path in (LOCALES / "de").glob("library_*.json"))
     for other in LANGUAGES:
         assert sorted(path.name for path in (LOCALES / other).glob("*.json")) == sorted(
@@ -35,6 +37,12 @@ def test_every_string_exists_in_every_language_with_the_same_placeholders():
         for key, text in words.items():
             assert text.strip(), (other, key)
             assert placeholders(text) == placeholders(english[key]), (other, key)
+            assert number_formats(text) == number_formats(english[key]), f"{other} {key}: numbers written otherwise"
+
+
+def number_formats(words: str) -> set[tuple[str, str]]:
+    """The placeholders given a format spec (``{tokens:,}``), with it: every language writes those numbers alike."""
+    return {(name, spec) for _, name, spec, _ in string.Formatter().parse(words) if name and spec}
 
 
 def test_french_keeps_its_spaces_before_double_punctuation_and_inside_guillemets_unbroken():
@@ -362,6 +370,7 @@ def test_the_plan_a_job_fits_to_its_time_is_said_in_the_pages_language_and_in_en
         assert said(plan_words(plan), "en") == plan.describe()
     german, french = (said(plan_words(plans[-1]), language) for language in ("de", "fr"))
     assert "Schichten" in german and "Ziel-Tokens/s gemessen" in german and "layers" not in german
+    assert "Batches von 4.000 Tokens" in german and "Lernrate 0,0015" in german  # numbers as German writes them
     assert "couches" in french and "jetons cibles/s mesurés" in french and "layers" not in french
 
 

@@ -18,10 +18,17 @@ smaller model, more epochs never less dropout.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
-from typing import Mapping
+from pathlib import Path
+from typing import Callable, Mapping, TypeVar
 
 from ..paper.config import PRESETS
+
+# What a plan says, in English, by key: ``{placeholders}`` with the format spec each number is written in (the
+# app's pages say the same in other languages: ui/locales/*/train.json, train.<key>).
+PLAN_WORDS: dict[str, str] = json.loads(Path(__file__).with_name("plan.json").read_text(encoding="utf-8"))
+T = TypeVar("T")
 
 STEPS_CAP = 1_000_000  # a planned run ends by the clock; this only bounds it
 # An evaluation (validation loss, and greedy BLEU on a sample) takes about as long as this many updates: 3 to 14 s
@@ -117,10 +124,9 @@ class BudgetPlan:
     evaluations: int = 5
     expected_updates: int | None = None
     expected_epochs: float | None = None
-    why: str = ""
     measured: dict = field(default_factory=dict)   # Speed fields by size, as measured for this plan
-    # The numbers behind ``why``, for a reader that says it in another language: the measured speed of the chosen
-    # size, and the next larger size's d_model, the updates it would make and the updates it needs.
+    # Why this size: the measured speed of the chosen size, and the next larger size's d_model, the updates it
+    # would make and the updates it needs.
     tokens_per_s: float | None = None
     larger: tuple[int, int, int] | None = None
 
@@ -128,18 +134,31 @@ class BudgetPlan:
         """The model's sizes: the base preset's with this plan's overrides."""
         return {**PRESETS[self.base], **self.model}
 
-    def describe(self) -> str:
-        """For people: "d_model 192, 2+2 layers, ... ; expects about 1,600 updates (8 epochs): why"."""
+    def said(self, say: Callable[..., T]) -> T:
+        """The plan for people: "d_model 192, 2+2 layers, ... ; expects about 1,600 updates (8 epochs): why", as
+        ``say(key, **values)`` says each part of it (``PLAN_WORDS``' keys; the values raw numbers, which a
+        sentence writes by its own format spec, or what ``say`` made of the smaller parts)."""
         m = self.sizes()
-        vocabulary = f"vocabulary {self.vocab_size:,}, " if self.vocab_size else ""
-        line = (f"d_model {m['d_model']}, {m['n_encoder_layers']}+{m['n_decoder_layers']} layers, ffn {m['d_ff']}, "
-                f"{m['n_heads']} heads, dropout {m['dropout']:g}, {vocabulary}batches of {self.max_tokens:,} tokens, "
-                f"peak learning rate {self.lr:g} after {self.warmup_steps} warm-up updates, {self.schedule} decay "
-                "to the end of the time")
+        schedule = f"plan.schedule.{self.schedule}"
+        model = say("plan.model", d_model=m["d_model"], encoder_layers=m["n_encoder_layers"],
+                    decoder_layers=m["n_decoder_layers"], d_ff=m["d_ff"], heads=m["n_heads"], dropout=m["dropout"],
+                    vocabulary=say("plan.vocabulary", size=self.vocab_size) if self.vocab_size else "",
+                    tokens=self.max_tokens, lr=self.lr, warmup=self.warmup_steps,
+                    schedule=say(schedule) if schedule in PLAN_WORDS else self.schedule)
+        expects = why = ""
         if self.expected_updates is not None:
-            line += (f"; expects about {self.expected_updates:,} updates ({self.expected_epochs:.1f} epochs)"
-                     f"{': ' + self.why if self.why else ''}")
-        return line
+            expects = say("plan.expects", updates=self.expected_updates, epochs=self.expected_epochs)
+            if self.tokens_per_s is not None:
+                larger = ""
+                if self.larger is not None:
+                    d_model, could, needs = self.larger
+                    larger = say("plan.larger", d_model=d_model, could=could, needs=needs)
+                why = say("plan.why", speed=self.tokens_per_s, larger=larger)
+        return say("plan", model=model, expects=expects, why=why)
+
+    def describe(self) -> str:
+        """The plan in English, as the command line and the run's log say it."""
+        return self.said(lambda key, **values: PLAN_WORDS[key].format(**values))
 
 
 # The synthetic digit tasks: the tiny preset learns them in a minute whatever the budget.
@@ -164,18 +183,15 @@ def plan_for_work(minutes: float, speeds: Mapping[str, Speed], epoch_tokens: int
     epochs = round(updates * speed.tokens_per_update / max(1, epoch_tokens), 1)  # as shown, and as chosen by
     dropout, attention_dropout = dropout_for_epochs(epochs)
     larger = LADDER[LADDER.index(size) + 1] if size is not LADDER[-1] else None
-    why = f"{speed.tokens_per_s:,.0f} target tokens/s measured"
     instead = None
     if larger is not None and larger.name in speeds:
-        could = expected_updates(larger, speeds[larger.name], seconds)
-        instead = (larger.sizes()["d_model"], could, larger.needs_updates)
-        why += (f"; d_model {instead[0]} would make {could:,} updates of the "
-                f"{larger.needs_updates:,} it needs to do better")
+        instead = (larger.sizes()["d_model"], expected_updates(larger, speeds[larger.name], seconds),
+                   larger.needs_updates)
     vocab_size = size.vocab_size if pairs is None else min(size.vocab_size, max(200, pairs // 2))
     return BudgetPlan(model={**size.model, "dropout": dropout, "attention_dropout": attention_dropout},
                       vocab_size=vocab_size, max_tokens=size.max_tokens, lr=size.lr,
                       warmup_steps=warmup_for_updates(updates), evaluations=size.evaluations,
-                      expected_updates=updates, expected_epochs=epochs, why=why,
+                      expected_updates=updates, expected_epochs=epochs,
                       measured={name: dataclasses.asdict(speed) for name, speed in speeds.items()},
                       tokens_per_s=speed.tokens_per_s, larger=instead)
 

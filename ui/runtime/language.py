@@ -26,6 +26,7 @@ import pandas
 from pandas.io.formats.style import Styler
 
 from transformer.errors import SENTENCES
+from transformer.train.budget import PLAN_WORDS
 
 LANGUAGES = {"en": "English", "de": "Deutsch", "fr": "Français"}  # each in its own words, as the switch names it
 ENGLISH = "en"
@@ -43,9 +44,11 @@ THOUSANDS_MARK = {"en": ",", "de": ".", "fr": "\u202f"}  # 12,345 / 12.345 / 12 
 @functools.cache
 def table(language: str) -> dict[str, str]:
     """Every key's words in ``language``: the files of its folder, one per part of the page, together. The
-    library's problems (``library.<code>``) say in English what the library itself says (transformer/problems.json);
-    the other languages' folders translate them."""
-    words: dict[str, str] = {f"library.{code}": sentence for code, sentence in SENTENCES.items()} \
+    library's problems (``library.<code>``) and a training plan's words (``train.plan.*``) say in English what the
+    library itself says (transformer/problems.json, transformer/train/plan.json); the other languages' folders
+    translate them."""
+    words: dict[str, str] = {**{f"library.{code}": sentence for code, sentence in SENTENCES.items()},
+                             **{f"train.{key}": sentence for key, sentence in PLAN_WORDS.items()}} \
         if language == ENGLISH else {}
     for part in sorted((LOCALES / language).glob("*.json")):
         more = json.loads(part.read_text(encoding="utf-8"))
@@ -127,10 +130,23 @@ class Message:
     values: tuple[tuple[str, object], ...] = ()
 
     def in_(self, language: str) -> str:
-        return table(language)[self.key].format(**{name: said(value, language) for name, value in self.values})
+        return InLanguage(language).format(table(language)[self.key], **dict(self.values))
 
     def __str__(self) -> str:
         return self.in_(ENGLISH)
+
+
+class InLanguage(string.Formatter):
+    """Words' ``{placeholders}`` filled in ``language``: each value as ``said`` writes it, a number with a format
+    spec (``{tokens:,}``, ``{lr:g}``) in that spec as the language writes numbers (``Number``)."""
+
+    def __init__(self, language: str):
+        self.language = language
+
+    def format_field(self, value, format_spec: str) -> str:
+        if format_spec and is_number(value):
+            return Number(value, format_spec).in_(self.language)
+        return format(said(value, self.language), format_spec)
 
 
 def message(key: str, /, **values) -> Message:
