@@ -110,9 +110,11 @@ def build_page(services: Services, default_model: str | None = None, queue_size:
                 with gr.Tab(said(tab.TITLE, language), id=tab.TAB_ID) as shown:
                     tab.layout(page, checkpoint)
                 page.tabs[tab.TAB_ID] = shown
-        # The tab on screen (set in the browser as tabs open), and the tabs whose views of the last translation are
-        # still to be drawn: a translation draws only the shown tab's.
-        page.add(tabs=tabs, visible_tab=gr.Textbox(translate.TAB_ID, visible=False, max_length=40),
+        # The tab on screen, kept here alone: set in the browser as a tab opens and by a handler that opens one, read
+        # by handlers and by the page (explorerPage.redrawShownTab). And the tabs whose views of the last
+        # translation are still to be drawn: a translation draws only the shown tab's.
+        page.add(tabs=tabs, visible_tab=gr.Textbox(translate.TAB_ID, visible="hidden", max_length=40,
+                                                   elem_id="visible-tab"),
                  tabs_waiting=gr.State([]))
         page.add_redraw_buttons(drawn_by_switches=translate.TAB_ID)
 

@@ -119,7 +119,7 @@ def test_a_translation_draws_the_shown_tab_and_another_tab_the_same_views_once_i
     assert "analysis" not in on_analysis["tabs_waiting"] and "translate" in on_analysis["tabs_waiting"]
     opened = page.opened_views("analysis")(on_translate["translation_state"], on_translate["tabs_waiting"])
     assert opened["alignment_plot"].to_json() == on_analysis["alignment_plot"].to_json(), "the same views, later"
-    assert opened["analysis_sentence"] == on_analysis["analysis_sentence"] and opened["visible_tab"] == "analysis"
+    assert opened["analysis_sentence"] == on_analysis["analysis_sentence"]
     assert "analysis" not in opened["tabs_waiting"]
     assert page.opened_views("analysis")(on_translate["translation_state"], opened["tabs_waiting"]) == {}, \
         "drawn once per translation"

@@ -126,7 +126,7 @@ class TabChanges:
                 views.update(hook.fn(translation))
             else:
                 waiting.add(hook.tab)
-        return {**views, "tabs_waiting": sorted(waiting), "visible_tab": shown}
+        return {**views, "tabs_waiting": sorted(waiting)}
 
     def add_redraw_buttons(self, drawn_by_switches: str) -> None:
         """A hidden button per tab that the page presses to have the tab on screen draw the views that wait for it,
@@ -149,7 +149,7 @@ class TabChanges:
             hooks = [hook for hook in self.after_translation if hook.tab == tab_id and hook.drawn_on_opening]
             if hooks:
                 self.on(self.shown(tab_id), self.opened_views(tab_id),
-                        [*(name for hook in hooks for name in hook.outputs), "tabs_waiting", "visible_tab"],
+                        [*(name for hook in hooks for name in hook.outputs), "tabs_waiting"],
                         show_progress="hidden")
 
     def opened_views(self, tab_id: str) -> Callable[..., dict]:
@@ -175,6 +175,8 @@ class TabChanges:
                 visible_tab = shown or signature.bind_partial(*args, **kwargs).arguments.get("visible_tab")
                 opened = getattr(result.get("tabs"), "selected", None)
                 result.update(self.views_for(result["translation_state"], opened or visible_tab or "translate"))
+                if opened:  # the tab on screen now; a model switch draws the Translate tab without showing it
+                    result["visible_tab"] = opened
             return result
 
         if inspect.isgeneratorfunction(fn):

@@ -134,11 +134,11 @@ window.explorerPage = (() => {
     putLessonAway,
     // The tab on screen draws the views that wait for it, as opening it does: its hidden redraw button
     // (Page.add_redraw_buttons) is pressed. After a model switch, which draws the Translate tab alone.
+    // The shown tab is the page's visible_tab (ui/build.py), which opening a tab sets.
     redrawShownTab() {
-      for (const tab of document.querySelectorAll("[role=tab][aria-selected=true][data-tab-id]")) {
-        const redraw = document.querySelector(`#redraw-${CSS.escape(tab.dataset.tabId)}`);
-        if (redraw) redraw.click();
-      }
+      const shown = document.querySelector("#visible-tab textarea, #visible-tab input");
+      const redraw = shown && document.querySelector(`#redraw-${CSS.escape(shown.value)}`);
+      if (redraw) redraw.click();
     },
   };
 })();
