@@ -25,6 +25,7 @@ from common import ROOT, machine, repeat_ms
 from ui import services
 from ui.views import choices
 from ui.views import exports
+from ui.views import explorer as explorer_views
 from ui.views import translate as translate_views
 
 
@@ -36,7 +37,7 @@ def one_click(checkpoint) -> None:
     tr = result.translation
     translate_views.source_pieces(tr)
     translate_views.step_view(tr, tr.num_steps)
-    translate_views.attention_figure(tr, "cross", choices.VIEWS[0], 1, 1).to_json()
+    explorer_views.attention_figure(tr, "cross", choices.VIEWS[0], 1, 1).to_json()
     exports.attention_json_file(tr)
 
 

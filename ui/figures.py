@@ -1,22 +1,24 @@
-"""Pure figure builders: numbers and labels in, a Plotly figure out. No model, no I/O, no gradio.
+"""Pure figure builders: numbers and labels in, a figure out (as JSON, or a Plotly figure). No model, I/O, gradio.
 
-Axes use integer positions with the token pieces as tick labels, so a
-sentence with a repeated word ("the ... the") keeps one column per token;
-Plotly would merge repeated category labels. Attention colour scales run
-from 0 to 1 so maps are comparable across heads and layers.
+Axes use integer positions with the token pieces as tick labels, so a sentence with a repeated word ("the ... the")
+keeps one column per token; Plotly would merge repeated category labels. Attention colour scales run from 0 to 1 so
+maps are comparable across heads and layers. The Translate tab's figures (the ``*_json`` builders) take holes where
+the page puts its numbers (ui/frames.py): every rule of their looks is here alone.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+import re
 from collections.abc import Sequence
 
 import plotly.colors
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from .runtime.language import DECIMAL_MARK, ENGLISH, PERCENT_SIGN, Number, text
+from .frames import Hole, Outer, Template, expanded
+from .runtime.language import ENGLISH, Number, text
 from .runtime.language import table as locale
 
 ATTENTION_COLORSCALE = "Blues"
@@ -70,23 +72,56 @@ TEMPLATE = {
              "heatmap": [{"type": "heatmap", "colorbar": {"outlinewidth": 0, "ticks": ""}}]}}
 
 
-def apply_layout(fig: go.Figure, title: str, height: int | None = None, zoomable: bool = True,
-            language: str = ENGLISH) -> go.Figure:
-    """Shared looks. ``zoomable=False`` for charts with nothing to zoom into (bar charts of a few values): a stray
-    drag then zooms nothing. Numbers as ``language`` writes them (a decimal comma in German and French)."""
-    # Plain colours instead of a named template: a template costs ~10 ms per figure to build and is sent
-    # to the browser with every figure.
-    fig.layout.template = TEMPLATE  # in place of Plotly's default (an update would merge the two)
-    fig.update_layout(title=dict(text=title, x=0.01, font=dict(size=15)), font=FONT, paper_bgcolor="white",
-                      plot_bgcolor="white", margin=dict(l=10, r=10, t=60, b=10), height=height,
-                      modebar=dict(remove=REPEATED_BUTTONS + ([] if zoomable else ZOOM_BUTTONS)))
+def looks(title: str, height: int | None = None, zoomable: bool = True, language: str = ENGLISH) -> dict:
+    """Every chart's shared looks, as its layout's fields. ``zoomable=False`` for charts with nothing to zoom into
+    (bar charts of a few values): a stray drag then zooms nothing. Numbers as ``language`` writes them (a decimal
+    comma in German and French). Plain colours instead of a named template: a template costs ~10 ms per figure to
+    build and is sent to the browser with every figure."""
+    layout = {"template": TEMPLATE, "title": {"text": title, "x": 0.01, "font": {"size": 15}}, "font": FONT,
+              "paper_bgcolor": "white", "plot_bgcolor": "white", "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
+              "modebar": {"remove": REPEATED_BUTTONS + ([] if zoomable else ZOOM_BUTTONS)}}
+    if height is not None:
+        layout["height"] = height
     if not zoomable:
-        fig.update_layout(dragmode=False)
+        layout["dragmode"] = False
     if language in SEPARATORS:
-        fig.update_layout(separators=SEPARATORS[language])
-    fig.update_xaxes(gridcolor=GRID, zerolinecolor=GRID)
-    fig.update_yaxes(gridcolor=GRID, zerolinecolor=GRID)
+        layout["separators"] = SEPARATORS[language]
+    return layout
+
+
+AXIS_LOOKS = {"gridcolor": GRID, "zerolinecolor": GRID}
+AXIS_KEY = re.compile(r"^[xy]axis[0-9]*$")
+
+
+def apply_layout(fig: go.Figure, title: str, height: int | None = None, zoomable: bool = True,
+                 language: str = ENGLISH) -> go.Figure:
+    """``looks`` on a Plotly figure."""
+    layout = looks(title, height, zoomable, language)
+    fig.layout.template = layout.pop("template")  # in place of Plotly's default (an update would merge the two)
+    fig.update_layout(**layout)
+    fig.update_xaxes(**AXIS_LOOKS)
+    fig.update_yaxes(**AXIS_LOOKS)
     return fig
+
+
+def laid_out(figure: dict, title: str, height: int | None = None, zoomable: bool = True,
+             language: str = ENGLISH) -> dict:
+    """``looks`` on a figure built as JSON (``{"data": [...], "layout": {...}}``)."""
+    layout = {**figure["layout"], **looks(title, height, zoomable, language)}
+    for key in [key for key in layout if AXIS_KEY.match(key)]:
+        layout[key] = {**layout[key], **AXIS_LOOKS}
+    return {"data": figure["data"], "layout": layout}
+
+
+def plotly_figure(figure: dict) -> go.Figure:
+    """A figure built as JSON as a Plotly figure (for exports, images and the charts sent whole)."""
+    return go.Figure(expanded(figure))
+
+
+@functools.cache
+def colorscale(name: str) -> list:
+    """A named colour scale as plotly's Python package expands it (Plotly.js's own "Blues" is another scale)."""
+    return [list(step) for step in go.Heatmap(colorscale=name).colorscale]
 
 
 def escape(label: str) -> str:
@@ -116,26 +151,38 @@ def slant_room(labels: Sequence[str], angle: int = -45) -> int:
     return -90 if len(labels) > 30 else angle
 
 
-def as_matrix(values) -> list[list[float]]:
-    """A nested list from a tensor, array or list (figures stay independent of torch)."""
+def as_matrix(values) -> list[list[float]] | Hole:
+    """A nested list from a tensor, array or list (figures stay independent of torch); a hole as it is."""
+    if isinstance(values, Hole):
+        return values
     return values.tolist() if hasattr(values, "tolist") else [list(row) for row in values]
 
 
 def _hover_text(query_labels: Sequence[str], key_labels: Sequence[str], rows_are_steps: bool,
-                language: str = ENGLISH) -> list[list[str]]:
+                language: str = ENGLISH) -> Outer:
     """Each cell's row and column, named for the hover (its value comes from Plotly's own ``%{z}``, so maps of one
     sentence share their text and a change of head sends only the numbers). Positions count from 0, as in the
     positional encoding; decoding steps count from 1, as on the step slider."""
     rows = [say(language, "step", step=i + 1, label=escape(label)) if rows_are_steps
             else say(language, "position", position=i, label=escape(label)) for i, label in enumerate(query_labels)]
     columns = [say(language, "position", position=j, label=escape(label)) for j, label in enumerate(key_labels)]
-    return [[f"{row} → {column}" for column in columns] for row in rows]
+    return Outer(tuple(rows), tuple(columns), " → ")
 
 
 def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str | None = None,
                       query_title: str | None = None, key_title: str | None = None, rows_are_steps: bool = False,
                       subtitle: str = "", value_name: str | None = None, largest: float = 1.0,
                       signed: bool = False, marked_row: int | None = None, *, language: str = ENGLISH) -> go.Figure:
+    """One attention map (queries x keys) as a heatmap: ``heatmap_json``'s figure as a Plotly figure."""
+    return plotly_figure(heatmap_json(weights, query_labels, key_labels, title, query_title, key_title,
+                                      rows_are_steps, subtitle, value_name, largest, signed, marked_row,
+                                      language=language))
+
+
+def heatmap_json(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str | None = None,
+                 query_title: str | None = None, key_title: str | None = None, rows_are_steps: bool = False,
+                 subtitle: str = "", value_name: str | None = None, largest: float = 1.0, signed: bool = False,
+                 marked_row: int | Hole | None = None, *, language: str = ENGLISH) -> dict:
     """One attention map (queries x keys) as a heatmap; rows are queries, columns keys.
 
     ``value_name`` and ``largest`` (the top of the colour scale) for maps of other quantities than weights;
@@ -147,34 +194,41 @@ def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence
     ``subtitle`` (which layer and head) leads the smaller second title line, which also names the columns: an
     axis title above the key labels would collide with the title on a narrow screen.
     Unnamed (None), the title, the axes and the values are the words of ``language`` for attention, query, key and
-    weight.
+    weight. ``weights`` and ``marked_row`` may be holes the page fills (ui/frames.py).
     """
     title = say(language, "attention") if title is None else title
     query_title, key_title = _axes_titles(query_title, key_title, language)
     value_name = say(language, "weight") if value_name is None else value_name
     matrix = as_matrix(weights)
-    if len(matrix) != len(query_labels) or (matrix and len(matrix[0]) != len(key_labels)):
+    if not isinstance(matrix, Hole) and (len(matrix) != len(query_labels)
+                                         or (matrix and len(matrix[0]) != len(key_labels))):
         raise ValueError(f"attention of shape {len(matrix)}x{len(matrix[0]) if matrix else 0} does not match "
                          f"{len(query_labels)} query and {len(key_labels)} key labels")
-    fig = go.Figure(go.Heatmap(
-        z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))),
-        zmin=-largest if signed else 0, zmax=largest, colorscale="RdBu_r" if signed else ATTENTION_COLORSCALE,
-        text=_hover_text(query_labels, key_labels, rows_are_steps, language),
-        hovertemplate=f"%{{text}}<br>{value_name} %{{z:.4f}}<extra></extra>",
-        colorbar=dict(title=value_name, thickness=12),
-        meta=ROWS_ARE_STEPS if rows_are_steps else None))
-    fig.update_xaxes(side="top", tickangle=slant_room(key_labels), automargin=False, **tick_labels(key_labels))
-    fig.update_yaxes(title=say(language, "queries", name=query_title), autorange="reversed", automargin=False,
-                     **tick_labels(query_labels))
+    trace = {"type": "heatmap", "z": matrix, "x": list(range(len(key_labels))), "y": list(range(len(query_labels))),
+             "zmin": -largest if signed else 0, "zmax": largest,
+             "colorscale": colorscale("RdBu_r" if signed else ATTENTION_COLORSCALE),
+             "text": _hover_text(query_labels, key_labels, rows_are_steps, language),
+             "hovertemplate": f"%{{text}}<br>{value_name} %{{z:.4f}}<extra></extra>",
+             "colorbar": {"title": {"text": value_name}, "thickness": 12}}
+    if rows_are_steps:
+        trace["meta"] = ROWS_ARE_STEPS
+    layout = {"xaxis": {"side": "top", "tickangle": slant_room(key_labels), "automargin": False,
+                        **tick_labels(key_labels)},
+              "yaxis": {"title": {"text": say(language, "queries", name=query_title)}, "autorange": "reversed",
+                        "automargin": False, **tick_labels(query_labels)}}
     if marked_row is not None:
-        fig.add_shape(type="rect", x0=-0.5, x1=len(key_labels) - 0.5, y0=marked_row - 0.5, y1=marked_row + 0.5,
-                      line=dict(color=MARK, width=3), fillcolor="rgba(0,0,0,0)")
-    fig = apply_layout(fig, heatmap_title(title, subtitle, key_title, language=language),
-                  height=min(1400, 230 + 26 * len(query_labels)), language=language)  # rows stay about 18 px or more
+        layout["shapes"] = [{"type": "rect", "x0": -0.5, "x1": len(key_labels) - 0.5, "y0": marked_row - 0.5,
+                             "y1": marked_row + 0.5, "line": {"color": MARK, "width": 3},
+                             "fillcolor": "rgba(0,0,0,0)"}]
+    figure = laid_out({"data": [trace], "layout": layout}, heatmap_title(title, subtitle, key_title,
+                                                                         language=language),
+                      height=min(1400, 230 + 26 * len(query_labels)), language=language)  # rows stay >= 18 px
     # Fixed margins: automatic ones make Plotly redraw in a loop with rotated labels on top.
-    fig.update_layout(margin=dict(l=HEATMAP_MARGIN["l"], r=HEATMAP_MARGIN["r"], t=_top_margin(key_labels), b=20),
-                      width=_readable_width(len(key_labels)))
-    return fig
+    figure["layout"]["margin"] = {"l": HEATMAP_MARGIN["l"], "r": HEATMAP_MARGIN["r"], "t": _top_margin(key_labels),
+                                  "b": 20}
+    if (width := _readable_width(len(key_labels))) is not None:
+        figure["layout"]["width"] = width
+    return figure
 
 
 def _axes_titles(query_title: str | None, key_title: str | None, language: str) -> tuple[str, str]:
@@ -248,7 +302,17 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
                    row_names: Sequence[str], column_names: Sequence[str], query_title: str | None = None,
                    key_title: str | None = None, rows_are_steps: bool = False, subtitle: str = "",
                    *, language: str = ENGLISH) -> go.Figure:
-    """Small multiples: ``weights`` nested [row][column][query][key], e.g. heads of one layer or layers x heads.
+    """Small multiples: ``grid_json``'s figure as a Plotly figure."""
+    return plotly_figure(grid_json(weights, query_labels, key_labels, title, row_names, column_names, query_title,
+                                   key_title, rows_are_steps, subtitle, language=language))
+
+
+def grid_json(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str,
+              row_names: Sequence[str], column_names: Sequence[str], query_title: str | None = None,
+              key_title: str | None = None, rows_are_steps: bool = False, subtitle: str = "",
+              *, language: str = ENGLISH) -> dict:
+    """Small multiples: ``weights`` nested [row][column][query][key], e.g. heads of one layer or layers x heads,
+    laid out as plotly's ``make_subplots`` lays them out (axes shared down the columns and along the rows).
 
     Rows are named on the right and columns on top, once each: a title over every panel ("layer 1 · head 1")
     runs into its neighbours on a phone. Labels go on the outer panels only, and a long sentence labels every
@@ -257,36 +321,51 @@ def attention_grid(weights, query_labels: Sequence[str], key_labels: Sequence[st
     query_title, key_title = _axes_titles(query_title, key_title, language)
     weight = say(language, "weight")
     hover_text = _hover_text(query_labels, key_labels, rows_are_steps, language)
-    rows, columns = len(row_names), len(column_names)
-    fig = make_subplots(rows=rows, cols=columns, column_titles=list(column_names),
-                        row_titles=list(row_names) if any(row_names) else None, shared_xaxes=True,
-                        shared_yaxes=True, horizontal_spacing=0.015, vertical_spacing=min(0.06, 0.3 / rows))
+    rows, columns, named = len(row_names), len(column_names), any(row_names)
+    across, down, right = 0.015, min(0.06, 0.3 / rows), 0.98 if named else 1.0
+    width, height = (right - across * (columns - 1)) / columns, (1 - down * (rows - 1)) / rows
+    key_angle = slant_room(key_labels, -60)
+    x_ticks = tick_labels(key_labels, most=max(MOST_PANEL_LABELS, MOST_GRID_COLUMN_LABELS // columns))
+    y_ticks = tick_labels(query_labels, most=MOST_PANEL_LABELS)
+    tick_font = {"size": PANEL_TICK_FONT}
+
+    def suffix(r: int, c: int) -> str:
+        return "" if r * columns + c == 0 else str(r * columns + c + 1)
+    data, layout = [], {"annotations": []}
     for r in range(rows):
         for c in range(columns):
-            matrix = as_matrix(weights[r][c])
-            panel = " · ".join(name for name in (row_names[r], column_names[c]) if name)
-            fig.add_trace(go.Heatmap(
-                z=matrix, x=list(range(len(key_labels))), y=list(range(len(query_labels))), zmin=0, zmax=1,
-                colorscale=ATTENTION_COLORSCALE, showscale=(r == 0 and c == 0),
-                colorbar=dict(title=weight, thickness=10), text=hover_text,
-                hovertemplate=f"{panel}<br>%{{text}}<br>{weight} %{{z:.4f}}<extra></extra>",
-                meta=ROWS_ARE_STEPS if rows_are_steps else None), row=r + 1, col=c + 1)
-    tick_font = dict(size=PANEL_TICK_FONT)
-    key_angle = slant_room(key_labels, -60)
-    fig.update_xaxes(tickangle=key_angle, tickfont=tick_font, automargin=False,
-                     **tick_labels(key_labels, most=max(MOST_PANEL_LABELS, MOST_GRID_COLUMN_LABELS // columns)))
-    fig.update_yaxes(autorange="reversed", tickfont=tick_font, automargin=False,
-                     **tick_labels(query_labels, most=MOST_PANEL_LABELS))
-    for r in range(1, rows):
-        fig.update_xaxes(showticklabels=False, row=r)
-    for c in range(2, columns + 1):
-        fig.update_yaxes(showticklabels=False, col=c)
-    fig.update_annotations(font_size=PANEL_TICK_FONT)
-    fig = apply_layout(fig, titled_with(title, subtitle, say(language, "queries_rows", name=query_title),
-                               say(language, "keys_columns", name=key_title)),
-                  height=90 + PANEL_HEIGHT * rows, language=language)
-    fig.update_layout(margin=_grid_margin(query_labels, key_labels, key_angle))
-    return fig
+            n, panel = suffix(r, c), " · ".join(name for name in (row_names[r], column_names[c]) if name)
+            trace = {"type": "heatmap", "z": as_matrix(weights[r][c]), "x": list(range(len(key_labels))),
+                     "y": list(range(len(query_labels))), "zmin": 0, "zmax": 1,
+                     "colorscale": colorscale(ATTENTION_COLORSCALE), "showscale": r == 0 and c == 0,
+                     "colorbar": {"title": {"text": weight}, "thickness": 10}, "text": hover_text,
+                     "hovertemplate": f"{panel}<br>%{{text}}<br>{weight} %{{z:.4f}}<extra></extra>",
+                     "xaxis": f"x{n}", "yaxis": f"y{n}"}
+            if rows_are_steps:
+                trace["meta"] = ROWS_ARE_STEPS
+            data.append(trace)
+            x0, y1 = c * (width + across), 1 - r * (height + down)
+            layout[f"xaxis{n}"] = {"anchor": f"y{n}", "domain": [x0, x0 + width], "tickfont": tick_font,
+                                   "tickangle": key_angle, "automargin": False, **x_ticks}
+            if r < rows - 1:
+                layout[f"xaxis{n}"].update(matches=f"x{suffix(rows - 1, c)}", showticklabels=False)
+            layout[f"yaxis{n}"] = {"anchor": f"x{n}", "domain": [y1 - height, y1], "tickfont": tick_font,
+                                   "autorange": "reversed", "automargin": False, **y_ticks}
+            if c > 0:
+                layout[f"yaxis{n}"].update(matches=f"y{suffix(r, 0)}", showticklabels=False)
+    note = {"font": tick_font, "showarrow": False, "xref": "paper", "yref": "paper"}
+    layout["annotations"] = [{**note, "text": name, "x": c * (width + across) + width / 2, "xanchor": "center",
+                              "y": 1.0, "yanchor": "bottom"} for c, name in enumerate(column_names)]
+    if named:
+        layout["annotations"] += [{**note, "text": name, "textangle": 90, "x": right, "xanchor": "left",
+                                   "y": 1 - r * (height + down) - height / 2, "yanchor": "middle"}
+                                  for r, name in enumerate(row_names)]
+    figure = laid_out({"data": data, "layout": layout},
+                      titled_with(title, subtitle, say(language, "queries_rows", name=query_title),
+                                  say(language, "keys_columns", name=key_title)),
+                      height=90 + PANEL_HEIGHT * rows, language=language)
+    figure["layout"]["margin"].update(_grid_margin(query_labels, key_labels, key_angle))
+    return figure
 
 
 def as_numbers(values) -> list[float]:
@@ -295,31 +374,54 @@ def as_numbers(values) -> list[float]:
 
 def top_k_bar(pieces: Sequence[str], probabilities: Sequence[float], chosen: str | None = None,
               title: str | None = None, *, language: str = ENGLISH) -> go.Figure:
-    """Horizontal bars of the top-k next tokens, each labelled "piece  12.3%" beside the axis (a label on or by a
-    bar runs into a short bar's neighbour); the chosen one is highlighted."""
+    """Horizontal bars of the top-k next tokens (``top_k_json``) as a Plotly figure."""
     title = say(language, "candidates.title") if title is None else title
+    return plotly_figure(top_k_json(candidates(pieces, probabilities, chosen, language), len(pieces), title,
+                                    language=language))
+
+
+CANDIDATES = ("probabilities", "tickvals", "ticktext", "pieces", "colors")  # what ``candidates`` gives a step
+
+
+def candidates(pieces: Sequence[str], probabilities: Sequence[float], chosen: str | None,
+               language: str = ENGLISH) -> dict:
+    """What the top-k chart of one step shows: each piece labelled "piece  12.3%" beside the axis (a label on or by
+    a bar runs into a short bar's neighbour), the chosen one highlighted."""
     probabilities = as_numbers(probabilities)
     labels = [f"{piece}  {Number(p, '.1%').in_(language)}" for piece, p in zip(pieces, probabilities)]
-    fig = go.Figure(go.Bar(orientation="h", hovertemplate="%{customdata}: %{x:.4f}<extra></extra>",
-                           x=probabilities, y=list(range(len(pieces))), customdata=escaped_all(pieces),
-                           marker={"color": ["#d62728" if piece == chosen else "#1f77b4" for piece in pieces]}))
-    fig.update_yaxes(autorange="reversed", ticklabelstandoff=6, **tick_labels(labels))
-    fig.update_xaxes(range=[0, 1], title=say(language, "probability"))
-    return apply_layout(fig, title, height=120 + 34 * len(pieces), zoomable=False, language=language)
+    ticks = tick_labels(labels)
+    return {"probabilities": probabilities, "tickvals": ticks["tickvals"], "ticktext": ticks["ticktext"],
+            "pieces": escaped_all(pieces), "colors": ["#d62728" if piece == chosen else "#1f77b4" for piece in pieces]}
+
+
+def top_k_json(shown: dict, count: int, title: str | Template, *, language: str = ENGLISH) -> dict:
+    """Horizontal bars of ``count`` next tokens, as ``candidates`` gives them (or holes the page fills)."""
+    trace = {"type": "bar", "orientation": "h", "hovertemplate": "%{customdata}: %{x:.4f}<extra></extra>",
+             "x": shown["probabilities"], "y": list(range(count)), "customdata": shown["pieces"],
+             "marker": {"color": shown["colors"]}}
+    layout = {"yaxis": {"autorange": "reversed", "ticklabelstandoff": 6, "tickmode": "array",
+                        "tickvals": shown["tickvals"], "ticktext": shown["ticktext"]},
+              "xaxis": {"range": [0, 1], "title": {"text": say(language, "probability")}}}
+    return laid_out({"data": [trace], "layout": layout}, title, height=120 + 34 * count, zoomable=False,
+                    language=language)
 
 
 def source_attention_bar(weights: Sequence[float], source_labels: Sequence[str], title: str,
                          *, language: str = ENGLISH) -> go.Figure:
+    """Where one decoding step looked in the source (``source_attention_json``) as a Plotly figure."""
+    return plotly_figure(source_attention_json(as_numbers(weights), source_labels, title, language=language))
+
+
+def source_attention_json(weights: list[float] | Hole, source_labels: Sequence[str], title: str | Template,
+                          *, language: str = ENGLISH) -> dict:
     """Where one decoding step looked in the source: one bar per source token."""
-    values = as_numbers(weights)
-    fig = go.Figure(go.Bar(x=list(range(len(source_labels))), y=values,
-                           marker=dict(colorscale=ATTENTION_COLORSCALE, cmin=0, cmax=1, color=values,
-                                       line=dict(color="#444", width=0.5)),
-                           customdata=escaped_all(source_labels),
-                           hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
-    fig.update_xaxes(tickangle=slant_room(source_labels), **tick_labels(source_labels))
-    fig.update_yaxes(range=[0, 1], title=say(language, "attention_axis"))
-    return apply_layout(fig, title, height=320, zoomable=False, language=language)
+    trace = {"type": "bar", "x": list(range(len(source_labels))), "y": weights,
+             "marker": {"colorscale": colorscale(ATTENTION_COLORSCALE), "cmin": 0, "cmax": 1, "color": weights,
+                        "line": {"color": "#444", "width": 0.5}},
+             "customdata": escaped_all(source_labels), "hovertemplate": "%{customdata}: %{y:.4f}<extra></extra>"}
+    layout = {"xaxis": {"tickangle": slant_room(source_labels), **tick_labels(source_labels)},
+              "yaxis": {"range": [0, 1], "title": {"text": say(language, "attention_axis")}}}
+    return laid_out({"data": [trace], "layout": layout}, title, height=320, zoomable=False, language=language)
 
 
 def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float], title: str,
@@ -333,27 +435,16 @@ def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float],
     return apply_layout(fig, title, height=320, zoomable=False, language=language)
 
 
-PAGE_WORDS = ("attention", "query", "key", "weight", "position", "step", "queries", "queries_rows", "keys_columns",
-              "probability", "attention_axis")
+@functools.cache
+def known() -> dict:
+    """Parts of many figures the page holds in its config, which frames leave to it (ui/frames.py, ``framed``)."""
+    return {"template": TEMPLATE, "colorscale": colorscale(ATTENTION_COLORSCALE)}
 
 
 def page_settings(language: str = ENGLISH) -> dict:
-    """What the page's own figure builders (ui/static/figures.js) share with these, stated here once, with their
-    words in ``language``; a test in Chromium holds their figures equal to these of the same numbers."""
-    return {
-        # as plotly's Python package expands the name: Plotly.js's own "Blues" is another scale (dark to light)
-        "template": TEMPLATE, "colorscale": plotly.colors.get_colorscale(ATTENTION_COLORSCALE), "mark": MARK,
-        "rowsAreSteps": ROWS_ARE_STEPS, "grid": GRID, "font": FONT, "mostTickLabels": MOST_TICK_LABELS,
-        "heatmapMargin": HEATMAP_MARGIN, "labelCharPx": LABEL_CHAR_PX, "minColumnPx": MIN_COLUMN_PX,
-        "laptopChartPx": LAPTOP_CHART_PX, "phoneColumns": PHONE_COLUMNS, "panelHeight": PANEL_HEIGHT,
-        "panelTickFont": PANEL_TICK_FONT, "panelLabelCharPx": PANEL_LABEL_CHAR_PX,
-        "mostPanelLabels": MOST_PANEL_LABELS, "mostGridColumnLabels": MOST_GRID_COLUMN_LABELS,
-        "zoomButtons": ZOOM_BUTTONS, "repeatedButtons": REPEATED_BUTTONS,
-        "words": {key: locale(language)[f"figures.{key}"] for key in PAGE_WORDS},
-        # Plotly's own tool-bar tooltips, by its English words (Plotly.register's locale dictionary; charts.js).
-        "toolBar": {words: locale(language)[key] for key, words in locale(ENGLISH).items()
-                    if key.startswith("figures.toolbar.")},
-        "separators": SEPARATORS.get(language), "decimalMark": DECIMAL_MARK[language],
-        "percentSign": PERCENT_SIGN[language]}
-
-
+    """What the page's figures need besides their frames, in its config: the parts frames leave to the page, the
+    mark's colour (its styles outline with it too) and Plotly's own tool-bar tooltips in ``language``, by their
+    English words (Plotly.register's locale dictionary; charts.js)."""
+    return {"known": known(), "mark": MARK,
+            "toolBar": {words: locale(language)[key] for key, words in locale(ENGLISH).items()
+                        if key.startswith("figures.toolbar.")}}

@@ -151,8 +151,8 @@ def test_the_step_view_says_a_multilingual_models_language_token_was_forced_not_
                                                                                        forced):
     checkpoint = hub_services.registry.get("tiny-m2m100").in_languages(target="ru")
     translation = checkpoint.translate(SENTENCE, max_length=4)
-    steps = views.translate.page_numbers(translation, language=language)["steps"]
-    assert steps[0]["chosen"] == "__ru__" and forced in steps[0]["caption"]
+    steps = views.explorer.page_numbers(translation, language=language)["steps"]
+    assert translation.predicted_pieces[0] == "__ru__" and forced in steps[0]["caption"]
     assert not any(forced in step["caption"] for step in steps[1:])
     mark = {"en": "forced", "de": "vorgegeben", "fr": "imposé"}[language]
     assert views.translate.revealed_pieces(translation, 3, language)[:3] == [("__ru__ ", mark), (

@@ -14,7 +14,7 @@ from ui import lessons as lessons_panel
 from ui import services
 from ui.build import build_app
 from ui.views import lessons
-from ui.views import translate as translate_views
+from ui.views import explorer as explorer_views
 from ui.views.choices import ATTENTION_KINDS, VIEWS
 
 
@@ -59,7 +59,7 @@ def value(update):
 def drawn_heatmap(views: dict):
     """The heatmap the page draws of the answer's numbers at the selection it sets (test_page_figures.py holds the
     page's figures equal to the server's)."""
-    return translate_views.attention_figure(views["translation_state"], views["kind"], views["view"],
+    return explorer_views.attention_figure(views["translation_state"], views["kind"], views["view"],
                                             value(views["layer"]), value(views["head"]), views["average"],
                                             marked_step=value(views["step"]))
 

@@ -48,10 +48,14 @@ def test_each_step_holds_what_the_page_draws_of_it(app_services):
     *steps, _ = click(app_services, max_length=60, sentence=SENTENCE + " " + SENTENCE)
     first = steps[0]["live_step"]  # the first the page takes (a busy one may skip some)
     step = first["step"]
-    assert len(first["produced"]) == step and first["chosen"] == first["produced"][-1]
-    assert len(first["candidates"]) == len(first["probabilities"]) == 5
-    assert len(first["attention"]) == len(first["source"]) and first["source"][-1] == "</s>"
-    assert all(values["live_step"]["source"] is None for values in steps[1:]), "the source comes once"
+    candidates = first["candidates"]
+    assert len(first["produced"]) == step and len(candidates["probabilities"]) == len(candidates["pieces"]) == 5
+    assert candidates["pieces"][candidates["colors"].index("#d62728")] == first["produced"][-1], "the chosen marked"
+    source = translate_views.attention_axes(translate_views.run_translation(
+        app_services.registry.get("multi30k-en-de"), SENTENCE + " " + SENTENCE, max_length=1).translation, CROSS)[1]
+    assert len(first["attention"]) == len(source) and source[-1] == "</s>"
+    assert all(values["live_step"]["sourcesFrame"] == first["sourcesFrame"] for values in steps), \
+        "each step brings the frames its charts fill (a page that skips a step still draws the next)"
     assert sum(first["attention"]) == pytest.approx(1, abs=1e-3)
     assert (first["layer"], first["head"]) == (2, 1)
     assert first["caption"].startswith(f"Step {step}, decoding: the model chose")

@@ -1,6 +1,7 @@
-"""The page draws the Translate tab's views itself (ui/static/figures.js, explorer.js) from a translation's numbers:
-in Chromium, each of its figures is the figure the server draws of the same numbers, value for value and label for
-label (ui/figures.py, which the exports, the API and the other tabs use)."""
+"""The page draws the Translate tab's views itself (ui/static/explorer.js) from a translation's numbers, filling the
+server's frames of them (ui/frames.py; ui/static/figures.js, fill): in Chromium, each of its figures is the figure
+the server draws of the same numbers, value for value and label for label (ui/figures.py, which the exports, the
+API and the other tabs use). tests/app/test_figures.py holds the server's frames and figures to their rules."""
 
 import json
 
@@ -12,6 +13,7 @@ from ui.runtime.chart import Chart
 from ui.views import choices
 from ui.views import inside as inside_views
 from ui.views import live as live_views
+from ui.views import explorer as explorer_views
 from ui.views import translate as translate_views
 
 
@@ -61,12 +63,16 @@ SELECTIONS = [(kind, view, layer, head, average) for kind in choices.ATTENTION_K
 
 def test_every_view_of_the_heatmap_is_drawn_in_the_page_as_the_server_draws_it(page, bundled_translation):
     tr = bundled_translation
-    numbers = translate_views.page_numbers(tr)
+    numbers = explorer_views.page_numbers(tr)
+    assert [name for name, frame in numbers["frames"]["decoder"].items() if frame] == ["map"], \
+        "each kind's one map comes with a translation, the other views' frames when the page shows them"
+    numbers["frames"] = {kind: {name: explorer_views.view_frame(tr, kind, name) for name in explorer_views.FIGURES}
+                         for kind in numbers["frames"]}
     for kind, view, layer, head, average in SELECTIONS:
         step = 3
         drawn = page.evaluate("([numbers, values]) => explorer.figures(numbers, values).heatmap",
-                              [numbers, [kind, view, layer, head, average, step]])
-        server = translate_views.attention_figure(tr, kind, view, layer, head, average, marked_step=step)
+                              [numbers, [kind, view, layer, head, average, step, ""]])
+        server = explorer_views.attention_figure(tr, kind, view, layer, head, average, marked_step=step)
         assert differences(drawn, as_sent(server)) == [], (kind, view, layer, head, average)
 
 
@@ -74,10 +80,10 @@ def test_every_view_of_the_heatmap_is_drawn_in_the_page_as_the_server_draws_it(p
 def test_every_step_of_the_step_view_is_drawn_in_the_page_as_the_server_draws_it(page, bundled_translation, layer,
                                                                                    head, average):
     tr = bundled_translation
-    numbers = translate_views.page_numbers(tr)
+    numbers = explorer_views.page_numbers(tr)
     for step in range(1, tr.num_steps + 1):
         drawn = page.evaluate("([numbers, values]) => explorer.figures(numbers, values)",
-                              [numbers, ["cross", choices.VIEWS[0], layer, head, average, step]])
+                              [numbers, ["cross", choices.VIEWS[0], layer, head, average, step, ""]])
         server = translate_views.step_view(tr, step, layer, None if average else head)
         assert differences(drawn["candidates"], as_sent(server.candidates)) == [], step
         assert differences(drawn["sources"], as_sent(server.source_attention)) == [], step

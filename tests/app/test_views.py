@@ -26,6 +26,7 @@ from ui.views import model as model_views
 from ui.views import positions
 from ui.views import share
 from ui.views import text
+from ui.views import explorer as explorer_views
 from ui.views import translate as translate_views
 
 DRAWN_TO = 0.5 * 10 ** -translate_views.WEIGHT_DECIMALS  # weights are drawn rounded
@@ -155,8 +156,8 @@ def test_no_language_note_where_the_model_does_not_say_which_languages_it_reads(
 def test_heatmap_hover_names_decoding_steps_as_the_step_slider_does(result):
     tr = result.translation
     for view in choices.VIEWS:
-        cross = translate_views.attention_figure(tr, "cross", view).data[0].text
-        encoder = translate_views.attention_figure(tr, "encoder", view).data[0].text
+        cross = explorer_views.attention_figure(tr, "cross", view).data[0].text
+        encoder = explorer_views.attention_figure(tr, "encoder", view).data[0].text
         assert cross[0][0].startswith(f"step 1: {tr.predicted_pieces[0]} → position 0: "), view
         assert encoder[0][0].startswith(f"position 0: {tr.source_pieces[0]} → position 0: "), view
 
@@ -170,26 +171,26 @@ def test_attention_views_cover_every_kind_and_view(result):
     for key, kind in choices.ATTENTION_KINDS.items():
         weights = translate_views.attention_tensor(tr, key)
         for (view, average), count in panels.items():
-            fig = translate_views.attention_figure(tr, kind, view, layer=2, head=3, average_heads=average)
+            fig = explorer_views.attention_figure(tr, kind, view, layer=2, head=3, average_heads=average)
             assert len(fig.data) == count, (kind, view, average)
             assert all(np.asarray(panel.z).shape == weights.shape[2:] for panel in fig.data), (kind, view)
-    single = translate_views.attention_figure(tr, "cross", one, layer=2, head=3)
+    single = explorer_views.attention_figure(tr, "cross", one, layer=2, head=3)
     np.testing.assert_allclose(np.asarray(single.data[0].z), tr.cross_attention[1, 2].numpy(), atol=DRAWN_TO)
 
 
 def test_cross_attention_rows_are_labelled_by_the_token_being_produced(result):
     tr = result.translation
-    fig = translate_views.attention_figure(tr, "cross", choices.VIEWS[0], 1, 1)
+    fig = explorer_views.attention_figure(tr, "cross", choices.VIEWS[0], 1, 1)
     assert list(fig.layout.yaxis.ticktext) == [figures.escape(p) for p in tr.predicted_pieces]
     assert list(fig.layout.xaxis.ticktext) == [figures.escape(p) for p in tr.source_pieces]
 
 
 def test_layer_and_head_selectors_are_clamped_to_the_model(result):
-    fig = translate_views.attention_figure(result.translation, "encoder", choices.VIEWS[0], layer=99, head=-3)
+    fig = explorer_views.attention_figure(result.translation, "encoder", choices.VIEWS[0], layer=99, head=-3)
     assert "<br><sup>layer 2, head 1 ·" in fig.layout.title.text, "on a line of its own, where no screen cuts it"
-    heads = translate_views.attention_figure(result.translation, "encoder", choices.VIEWS[1], layer=99)
+    heads = explorer_views.attention_figure(result.translation, "encoder", choices.VIEWS[1], layer=99)
     assert "<br><sup>layer 2, all heads · rows:" in heads.layout.title.text
-    averaged = translate_views.attention_figure(result.translation, "encoder", choices.VIEWS[2], average_heads=True)
+    averaged = explorer_views.attention_figure(result.translation, "encoder", choices.VIEWS[2], average_heads=True)
     assert "<br><sup>every layer, mean of heads · rows:" in averaged.layout.title.text
 
 
@@ -234,12 +235,13 @@ def test_a_translations_numbers_hold_every_map_the_page_draws_as_the_server_roun
     """Every kind's layer, each head and their mean, to the 4 decimals the hover shows, with the labels, the step
     view's candidates and captions: all the page needs to draw every view of the Translate tab."""
     tr = translate_views.run_translation(bundled, "Two dogs play in the snow near a red house.").translation
-    numbers = json.loads(json.dumps(translate_views.page_numbers(tr, sent=7), allow_nan=False))  # as sent
+    numbers = json.loads(json.dumps(explorer_views.page_numbers(tr, sent=7), allow_nan=False))  # as sent
     heads = tr.cross_attention.shape[1]
     assert numbers["sent"] == 7 and numbers["heads"] == heads and numbers["produced"] == tr.predicted_pieces
     assert [step["caption"] for step in numbers["steps"]] == [
         translate_views.step_view(tr, step).caption for step in range(1, tr.num_steps + 1)]
-    assert numbers["steps"][0]["candidates"] == tr.top_pieces[0]
+    assert numbers["steps"][0] == {**figures.candidates(tr.top_pieces[0], tr.top_probs[0], tr.predicted_pieces[0]),
+                                   "caption": numbers["steps"][0]["caption"]}, "the candidates as their chart shows them"
     for kind in choices.ATTENTION_KINDS:
         rows, columns, row_title, column_title = translate_views.attention_axes(tr, kind)
         maps = numbers["maps"][kind]
@@ -255,10 +257,10 @@ def test_a_translations_numbers_hold_every_map_the_page_draws_as_the_server_roun
 
 def test_a_long_translation_brings_the_maps_shown_first_and_the_others_when_asked(bundled):
     tr = translate_views.run_translation(bundled, "A dog runs.").translation
-    numbers = translate_views.page_numbers(tr, "Decoder self-attention", 2, most=1)
+    numbers = explorer_views.page_numbers(tr, "Decoder self-attention", 2, most=1)
     sent = {kind: [block is not None for block in maps["blocks"]] for kind, maps in numbers["maps"].items()}
     assert sent == {"encoder": [False, False, False], "decoder": [False, True, False], "cross": [False, True, False]}
-    every = translate_views.page_numbers(tr)["maps"]
+    every = explorer_views.page_numbers(tr)["maps"]
     assert translate_views.map_block(tr, "encoder", 3) == every["encoder"]["blocks"][2], "asked for, as sent at once"
 
 

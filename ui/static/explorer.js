@@ -1,18 +1,24 @@
 // The Translate tab's views, drawn in the page from a translation's numbers (ui/views/translate.py, page_numbers):
 // the heatmap in each of its views, the step's candidates and its attention over the source, the pieces so far and
-// the step's caption. A step, a layer, a head, an attention type or a view is drawn here without the server; only
-// maps a long sentence on a large model did not bring at once are asked for (more).
+// the step's caption, each the server's frame of it filled with the numbers (ui/static/figures.js). A step, a layer,
+// a head, an attention type or a view is drawn here without the server; only maps a long sentence on a large model
+// did not bring at once, and the frames of views not shown yet, are asked for (more).
 // Each function takes the values of the components its event names (ui/tabs/translate.py) and returns new ones.
 // Its words come in the page's language (the config, translate.page_settings); the kinds' and views' values, which
 // the radios send, stay English.
 window.explorer = (() => {
-  const {kinds, views, titles, charts, words} = window.explorerPage.config.explorer;
+  const {kinds, viewFigures, selectionNames, which: whichWords, charts, words} = window.explorerPage.config.explorer;
   const figures = window.explorerFigures;
-  const kindKey = (label) => Object.keys(kinds).find((key) => key === label || kinds[key] === label) || "cross";
+  const kindKey = (label) => {
+    const key = Object.keys(kinds).find((name) => name === label || kinds[name] === label);
+    if (key === undefined) throw new Error(`no attention kind is called ${label}`);
+    return key;
+  };
   const filled = (template, values) => template.replace(/\{(\w+)\}/g, (_, name) => String(values[name]));
   const within = (value, high) => Math.min(Math.max(1, Math.trunc(Number(value)) || 1), high);
 
-  // The views of one translation's numbers (page_numbers), its maps decoded as they are first shown.
+  // The views of one translation's numbers (page_numbers): its maps decoded as they are first shown, its frames
+  // (ui/views/translate.py, view_frame and step_frames) filled with them.
   function viewsOf(numbers) {
     const blocks = new Map();  // decoded maps by "kind layer"
     // One kind's and layer's maps: (heads + 1) x rows x columns numbers, every head's and then their mean.
@@ -28,79 +34,63 @@ window.explorer = (() => {
       return rows.map((_, i) => Array.from(values.subarray(start + i * columns.length,
                                                           start + (i + 1) * columns.length)));
     }
-    const missing = (kind, layers) => layers.filter((layer) => !numbers.maps[kind].blocks[layer - 1]);
-    const allLayers = (kind) => Array.from({length: numbers.maps[kind].layers}, (_, i) => i + 1);
-    const which = (layer, head) => whichMap(layer, head, numbers.heads);
+    const missing = (kind, layers) => [...new Set(layers)].filter((layer) => !numbers.maps[kind].blocks[layer - 1]);
+    // The selection's frame of its kind and view, and what fills it: its maps, which one it is, its layer and step.
+    function framing({kind, view, layer, head, step}) {
+      const maps = numbers.maps[kind], chosen = within(layer, maps.layers);
+      const shownHead = head === 0 ? 0 : within(head, numbers.heads);
+      const name = viewFigures[view][shownHead === 0 ? "mean" : "heads"];
+      return {kind, name, frame: numbers.frames[kind][name], values: {
+        map: (where) => matrix(kind, where.layer ?? chosen, where.head ?? shownHead),
+        which: whichMap(chosen, shownHead, numbers.heads), layer: chosen, step: within(step, maps.rows.length)}};
+    }
+    const layersOf = ({frame, values}) => figures.holes(frame, "map").map((hole) => hole.layer ?? values.layer);
 
-    // The heatmap(s) of the selection, as attention_figure draws them; null while a map it needs has not come.
-    // In one map whose rows are steps, the step's row is outlined. A step moves only the outline: the traces are
-    // the last figure's, the same arrays, so that Plotly redraws the outline alone.
+    // The heatmap(s) of the selection; null while its frame or a map it needs has not come. A step moves only the
+    // outline: the traces are the last figure's, the same arrays, so that Plotly redraws the outline alone.
     let last = null;
     function heatmap(chosen) {
+      const framed = framing(chosen);
+      if (!framed.frame || missing(framed.kind, layersOf(framed)).length) return null;
       const key = JSON.stringify({...chosen, step: undefined});
-      const figure = last && last.key === key ? last.figure : unmarkedHeatmap(chosen);
-      if (!figure) return null;
-      last = {key, figure};
-      const maps = numbers.maps[chosen.kind], layout = structuredClone(figure.layout);
-      const oneMap = chosen.view !== views[2] && !(chosen.view === views[1] && chosen.head !== 0);
-      if (oneMap && chosen.kind !== "encoder") {
-        layout.shapes = [figures.rowOutline(within(chosen.step, maps.rows.length) - 1, maps.columns.length)];
-      }
-      return {data: figure.data, layout};
-    }
-    function unmarkedHeatmap({kind, view, layer, head}) {
-      const maps = numbers.maps[kind], rowsAreSteps = kind !== "encoder";
-      const options = {title: words.kinds[kind], queryTitle: maps.rowTitle, keyTitle: maps.columnTitle, rowsAreSteps};
-      const chosen = within(layer, maps.layers), heads = numbers.heads;
-      const headNumbers = Array.from({length: heads}, (_, h) => h + 1);
-      const headNames = headNumbers.map((h) => filled(titles.head, {head: h}));
-      if (view === views[2]) {
-        if (missing(kind, allLayers(kind)).length) return null;
-        const columns = head === 0 ? [0] : headNumbers;
-        return figures.attentionGrid(
-          allLayers(kind).map((l) => columns.map((h) => matrix(kind, l, h))), maps.rows, maps.columns,
-          {...options, rowNames: allLayers(kind).map((l) => filled(titles.layer, {layer: l})),
-           columnNames: head === 0 ? [titles.mean] : headNames,
-           subtitle: head === 0 ? titles.everyMean : titles.everyHead});
-      }
-      if (missing(kind, [chosen]).length) return null;
-      if (view === views[1] && head !== 0) {
-        return figures.attentionGrid([headNumbers.map((h) => matrix(kind, chosen, h))], maps.rows, maps.columns,
-          {...options, rowNames: [""], columnNames: headNames, subtitle: filled(titles.layerHeads, {layer: chosen})});
-      }
-      const shownHead = head === 0 ? 0 : within(head, heads);
-      return figures.attentionHeatmap(matrix(kind, chosen, shownHead), maps.rows, maps.columns,
-                                      {...options, subtitle: which(chosen, shownHead)});
+      if (!last || last.key !== key) last = {key, data: figures.fill(framed.frame, framed.values, "data")};
+      return {data: last.data, layout: figures.fill(framed.frame, framed.values, "layout")};
     }
 
-    // The step view at the selection's step, as step_view draws it: its candidates, and where it looked in the
-    // source (null while its map has not come).
+    // The step view at the selection's step: its candidates, and where it looked in the source (null while its
+    // map has not come).
     function stepCharts({layer, head, step}) {
       const chosen = within(layer, numbers.maps.cross.layers), index = within(step, numbers.steps.length) - 1;
-      const at = numbers.steps[index];
-      if (missing("cross", [chosen]).length) return [candidatesChart(at, index + 1), null];
+      const candidates = figures.fill(numbers.candidatesFrame, {...numbers.steps[index], step: index + 1});
+      if (missing("cross", [chosen]).length) return [candidates, null];
       const shownHead = head === 0 ? 0 : within(head, numbers.heads);
-      return [candidatesChart(at, index + 1),
-              sourceChart(matrix("cross", chosen, shownHead)[index], numbers.source, index + 1,
-                          which(chosen, shownHead))];
+      return [candidates, figures.fill(numbers.sourcesFrame, {
+        row: matrix("cross", chosen, shownHead)[index], step: index + 1,
+        which: whichMap(chosen, shownHead, numbers.heads)})];
     }
 
-    // What the page lacks to draw the selection: "sent:kind layer,..." for the server (more), or "" for nothing.
-    function wanted({kind, view, layer}) {
-      const lacking = [...(view === views[2] ? missing(kind, allLayers(kind))
-                                             : missing(kind, [within(layer, numbers.maps[kind].layers)]))
-                         .map((l) => `${kind} ${l}`),
-                       ...missing("cross", [within(layer, numbers.maps.cross.layers)]).map((l) => `cross ${l}`)];
+    // What the page lacks to draw the selection: "sent:kind layer,kind figure,..." for the server (more), or ""
+    // for nothing.
+    function wanted(chosen) {
+      const framed = framing(chosen), cross = within(chosen.layer, numbers.maps.cross.layers);
+      const lacking = [...(framed.frame ? missing(framed.kind, layersOf(framed)).map((l) => `${framed.kind} ${l}`)
+                                        : [`${framed.kind} ${framed.name}`]),
+                       ...missing("cross", [cross]).map((l) => `cross ${l}`)];
       const keys = [...new Set(lacking)];
       return keys.length ? `${numbers.sent}:${keys.join(",")}` : "";
     }
 
-    // Maps the server sent on request, kept.
-    function add(encodedBlocks) {
+    // Maps and frames the server sent on request, kept.
+    function add(encodedBlocks, frames) {
       for (const [key, encoded] of Object.entries(encodedBlocks)) {
         const [kind, layer] = key.split(" ");
         if (numbers.maps[kind] && numbers.maps[kind].blocks[Number(layer) - 1] === null) {
           numbers.maps[kind].blocks[Number(layer) - 1] = encoded;
+        }
+      }
+      for (const [kind, named] of Object.entries(frames || {})) {
+        for (const [name, frame] of Object.entries(named)) {
+          if (numbers.frames[kind] && numbers.frames[kind][name] === null) numbers.frames[kind][name] = frame;
         }
       }
     }
@@ -108,17 +98,14 @@ window.explorer = (() => {
   }
 
   // A map's layer and head as its subtitle says them (head 0: the mean of the heads).
-  const whichMap = (layer, head, heads) => (head === 0 ? filled(titles.meanOfHeads, {layer, heads})
-                                                       : filled(titles.oneHead, {layer, head}));
-  // The step view's two charts: a step's candidates ({candidates, probabilities, chosen}), and its attention over
-  // the source pieces; ``step`` counts from 1.
-  const candidatesChart = (at, step) => figures.topKBar(at.candidates, at.probabilities, at.chosen,
-                                                        filled(titles.candidates, {step}));
-  const sourceChart = (row, source, step, which) => figures.sourceAttentionBar(
-    row, source, filled(titles.sourceAttention, {step, which}));
+  const whichMap = (layer, head, heads) => (head === 0 ? filled(whichWords.meanOfHeads, {layer, heads})
+                                                       : filled(whichWords.oneHead, {layer, head}));
 
+  // The selectors' values by name (ui/tabs/translate.py, SELECTION), in the order an event sends them.
+  const named = (values) => Object.fromEntries(selectionNames.map((name, i) => [name, values[i]]));
   // The selection as the server reads it: numbers within their ranges, the head 0 for the mean of heads.
-  function selection([kind, view, layer, head, average, step], numbers) {
+  function selection(values, numbers) {
+    const {kind, view, layer, head, average, step} = named(values);
     return {kind: kindKey(kind), view, layer: Number(layer), head: average ? 0 : Number(head),
             step: within(step, numbers.steps.length)};
   }
@@ -135,17 +122,17 @@ window.explorer = (() => {
     return revealed;
   }
 
-  // The step view of a step under way, as the finished translation's view of that step draws it.
+  // The step view of a step under way, as the finished translation's view of that step draws it, in the step
+  // view's frames (step_frames), which each step brings.
   function liveFigures(value) {
-    return {candidates: candidatesChart(value, value.step),
-            sources: sourceChart(value.attention, value.source, value.step,
-                                 whichMap(value.layer, value.head, value.heads)),
+    return {candidates: figures.fill(value.candidatesFrame, {...value.candidates, step: value.step}),
+            sources: figures.fill(value.sourcesFrame, {row: value.attention, step: value.step,
+                                                       which: whichMap(value.layer, value.head, value.heads)}),
             text: [revealedPieces(value.produced, value.forced, value.step), value.caption]};
   }
 
   let current = null;   // the views of the translation shown
   let decoding = null;  // the translation under way (its sent), whose steps are drawn as they are decided
-  let decodingSource = [];  // its source pieces
   let shown = null;     // the selection shown: {kind, view, layer, head (0: the mean), step}
   let arrived = false;  // numbers have come that show has not drawn yet
 
@@ -171,7 +158,7 @@ window.explorer = (() => {
     // -> [step, revealed pieces, caption, maps wanted].
     show([value, ...values]) {
       arrived = false;
-      const asked = values.pop();
+      const asked = named(values).maps_wanted;
       if (!value || !value.steps) {
         current = null;
         Object.values(charts).forEach((id) => window.explorerCharts.drawById(id, null));
@@ -186,7 +173,7 @@ window.explorer = (() => {
     // A step moved (-1, 0 or +1 from the slider's value, a number past either end meaning that end):
     // [...selection, maps wanted] -> [step, revealed, caption, maps wanted].
     step(values, move) {
-      const asked = values.pop();
+      const asked = named(values).maps_wanted;
       if (!current) return [1, [], words.noTranslation, asked];
       shown = selection(values, current.numbers);
       shown.step = within(shown.step + move, current.numbers.steps.length);
@@ -196,7 +183,7 @@ window.explorer = (() => {
     // Another attention type, view, layer, head or averaging: [...selection, maps wanted] -> [layer, head, maps
     // wanted], a number typed past either end of its slider moved to that end.
     select(values) {
-      const asked = values.pop(), [, , layer, head] = values;
+      const {maps_wanted: asked, layer, head} = named(values);
       if (!current) return [layer, head, asked];
       shown = selection(values, current.numbers);
       const layers = Math.max(...Object.values(current.numbers.maps).map((maps) => maps.layers));
@@ -208,25 +195,24 @@ window.explorer = (() => {
       if (!value) return [[], words.noTranslation];
       if (decoding !== value.sent) {  // the heatmap is the last translation's until this one's numbers come
         decoding = value.sent;
-        decodingSource = [];
         current = null;
         document.getElementById(charts.heatmap)?.classList.add("explorer-outdated");
       }
-      if (value.source) decodingSource = value.source;  // sent with the first step shown
-      const {candidates, sources, text} = liveFigures({...value, source: decodingSource});
+      const {candidates, sources, text} = liveFigures(value);
       window.explorerCharts.drawById(charts.topK, candidates);
       window.explorerCharts.drawById(charts.stepAttention, sources);
       return text;
     },
     liveFigures,
-    // Maps the server sent on request ({sent, blocks: {"kind layer": base64}}): kept, and the selection redrawn.
+    // Maps and frames the server sent on request ({sent, blocks: {"kind layer": base64}, frames: {kind: {name:
+    // frame}}}): kept, and the selection redrawn.
     more([value]) {
       if (!current || !value || value.sent !== current.numbers.sent) return;
-      current.add(value.blocks);
+      current.add(value.blocks, value.frames);
       draw("", false);
     },
-    // Every figure of a selection ([kind, view, layer, head, average, step]) of ``numbers``, as the page draws
-    // them, for the tests that hold them equal to the server's.
+    // Every figure of a selection (the selectors' values, in SELECTION's order) of ``numbers``, as the page
+    // draws them, for the tests that hold them equal to the server's.
     figures(numbers, values) {
       const views = viewsOf(numbers), chosen = selection(values, numbers);
       const [candidates, sources] = views.stepCharts(chosen);

@@ -19,7 +19,8 @@ from ..views.analysis import (HYPOTHESES_HEADERS, STATISTICS_HEADERS, alignment_
 from ..views.choices import MEAN_OF_HEADS, chosen_head, head_choices, require_translation
 from ..views.languages import LANGUAGES_HEADERS, MOST_LANGUAGES, language_choices, many_languages_view
 from ..views.samples import SAMPLE_SIZE, sample_sentences
-from ..views.translate import MAX_BEAM, attention_figure, decoding_of, length_penalty_origin
+from ..views.explorer import attention_figure
+from ..views.translate import MAX_BEAM, decoding_of, length_penalty_origin
 
 TAB_ID, TITLE = "analysis", message("analysis.title")  # the tab's id in the page, and its label
 

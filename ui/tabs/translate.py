@@ -25,10 +25,10 @@ from ..views import exports, live
 from ..views.choices import (ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, attention_kind_choices, chosen_head,
                              head_choices, require_translation, view_choices)
 from ..views.text import MAX_INPUT_CHARS, examples_for, source_label
+from ..views.explorer import FIGURES, VIEW_FIGURES, page_numbers, view_frame
 from ..views.translate import (DEFAULT_TARGET_TOKENS, MAX_BEAM, TARGET_TOKENS, TranslateResult, attention_tensor,
-                               beams_of,
-                               forced_figures, layer_and_head_counts, length_penalty_origin, map_block, marked_pieces,
-                               notes_markdown, page_numbers, run_forced, run_translation, source_pieces, step_view,
+                               beams_of, forced_figures, layer_and_head_counts, length_penalty_origin, map_block,
+                               marked_pieces, notes_markdown, run_forced, run_translation, source_pieces, step_view,
                                titles)
 
 TAB_ID, TITLE = "translate", message("translate.title")  # the tab's id in the page, and its label
@@ -45,10 +45,10 @@ def page_settings(language: str = ENGLISH) -> dict:
     what its script needs to know of this tab, in the page's config, with its words in ``language`` (the kinds'
     and views' values stay English: the radios send them). ``words.chartText``: the words of ui/static/chart_text.js,
     which says every chart of the page as text."""
-    words = table(language)
-    return {"kinds": ATTENTION_KINDS, "views": VIEWS, "titles": titles(language), "charts": CHARTS,
-            "words": {"kinds": {kind: words[f"map.kind.{kind}"] for kind in ATTENTION_KINDS},
-                      "noTranslation": words["translate.step.none"], "current": words["translate.piece.current"],
+    words, named = table(language), titles(language)
+    return {"kinds": ATTENTION_KINDS, "viewFigures": VIEW_FIGURES, "selectionNames": SELECTION, "charts": CHARTS,
+            "which": {"oneHead": named["oneHead"], "meanOfHeads": named["meanOfHeads"]},
+            "words": {"noTranslation": words["translate.step.none"], "current": words["translate.piece.current"],
                       "forced": words["translate.piece.forced"],
                       "chartText": {"decimalMark": DECIMAL_MARK[language],
                                     **{name: words[f"translate.chart.{key}"]
@@ -223,16 +223,18 @@ def translation_views(services: Services, model, text, decoding, beam_size, max_
     view of the tab from, at the selection it shows (the step view at ``step``: its first, where the decoding
     starts, unless a lesson says)."""
     result = run_translation(services.registry.get(model), text, decoding, beam_size, max_length, language=language)
-    return views_of_translation(result, model, kind, layer, step, next(SENT), language)
+    return views_of_translation(result, model, kind, view, layer, average, step, next(SENT), language)
 
 
-def views_of_translation(result: TranslateResult, model: str, kind, layer, step: int, sent: int,
+def views_of_translation(result: TranslateResult, model: str, kind, view, layer, average, step: int, sent: int,
                          language: str = ENGLISH) -> dict:
-    """A finished translation as the tab shows it: ``translated``'s values and the numbers of every view."""
+    """A finished translation as the tab shows it: ``translated``'s values and the numbers of every view, with the
+    frame of the ``view`` shown (its heads ``average``d or not)."""
     step = min(max(1, step), result.translation.num_steps)
+    figure = VIEW_FIGURES.get(view, VIEW_FIGURES[VIEWS[0]])["mean" if average else "heads"]
     return {**translated(result, step, model, language),
             "page_numbers": page_numbers(result.translation, kind, layer, sent=sent, language=language,
-                                         source_share=result.source_share)}
+                                         source_share=result.source_share, figure=figure)}
 
 
 def on_translate_click(services: Services, model, text, decoding, beam_size, max_length, kind, view, layer, head,
@@ -249,13 +251,13 @@ def on_translate_click(services: Services, model, text, decoding, beam_size, max
         for update in as_it_happens(run_translation, checkpoint, text, decoding, beam_size, max_length,
                                     language=language, stop=stop):
             if isinstance(update, Done):
-                yield views_of_translation(update.value, model, kind, layer, 1, sent, language)
+                yield views_of_translation(update.value, model, kind, view, layer, average, 1, sent, language)
             elif update.tokens != shown:
                 # The first step shown also replaces the last translation's notes and pieces with this one's.
                 first = {"notes": "", "source_tokens": marked_pieces(source, language)} if shown is None else {}
                 shown = update.tokens
                 yield {**first, "translation": live.text_so_far(checkpoint, update),
-                       "live_step": live.live_numbers(checkpoint, update, source if first else None, layer,
+                       "live_step": live.live_numbers(checkpoint, update, source, layer,
                                                       None if average else head, beam, sent, language)}
 
 
@@ -271,19 +273,22 @@ def on_translate(services: Services, model, text, decoding, beam_size, max_lengt
                              average, language=language)
 
 
-def on_maps_wanted(translation_state, maps_wanted) -> dict:
-    """Maps the page lacks to draw what it shows ("sent:kind layer,..."; page_numbers left them out of a long
-    translation), for the translation it shows."""
+def on_maps_wanted(translation_state, maps_wanted, language: str = ENGLISH) -> dict:
+    """What the page lacks to draw what it shows ("sent:kind layer,kind figure,..."): maps page_numbers left out
+    of a long translation, and frames of views it had not shown, for the translation it shows."""
     if translation_state is None or not maps_wanted:
         return {}
     sent, _, keys = str(maps_wanted).partition(":")
-    blocks = {}
+    blocks, frames = {}, {}
     for key in keys.split(",")[:MOST_BLOCKS_ASKED]:
-        kind, _, layer = key.partition(" ")
-        if kind in ATTENTION_KINDS and layer.isdigit():
-            if 1 <= int(layer) <= attention_tensor(translation_state, kind).shape[0]:
-                blocks[f"{kind} {int(layer)}"] = map_block(translation_state, kind, int(layer))
-    return {"more_maps": {"sent": int(sent) if sent.isdigit() else None, "blocks": blocks}}
+        kind, _, which = key.partition(" ")
+        if kind not in ATTENTION_KINDS:
+            continue
+        if which in FIGURES:
+            frames.setdefault(kind, {})[which] = view_frame(translation_state, kind, which, language)
+        elif which.isdigit() and 1 <= int(which) <= attention_tensor(translation_state, kind).shape[0]:
+            blocks[f"{kind} {int(which)}"] = map_block(translation_state, kind, int(which))
+    return {"more_maps": {"sent": int(sent) if sent.isdigit() else None, "blocks": blocks, "frames": frames}}
 
 
 def step_views(translation: Translation | None, step, layer, head, average, language: str = ENGLISH) -> dict:

@@ -3,7 +3,7 @@
 The search reports its leading hypothesis after every step (``transformer.paper.decoding.SearchProgress``); this
 turns one report into what the page's script draws (ui/static/explorer.js, ``live``): the pieces so far, the step's
 candidates, and where it looked in the source at the layer and head the page shows, with a caption in the page's
-language. The finished translation's numbers (``translate.page_numbers``) replace them when the search ends.
+language. The finished translation's numbers (``explorer.page_numbers``) replace them when the search ends.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from transformer.paper.watching import SearchProgress
 from transformer.paper.sentences import encode_source
 from transformer.paper.translation import forced_steps
 
+from .. import figures
 from ..runtime.language import ENGLISH, Number, text
 from .choices import clamp
 from .text import clean_text, markdown_escape
+from .explorer import step_frames
 from .translate import WEIGHT_DECIMALS
 
 
@@ -31,13 +33,13 @@ def text_so_far(checkpoint: Checkpoint, progress: SearchProgress) -> str:
     return checkpoint.target_tokenizer.decode(progress.tokens)
 
 
-def live_numbers(checkpoint: Checkpoint, progress: SearchProgress, source: list[str] | None, layer: int,
+def live_numbers(checkpoint: Checkpoint, progress: SearchProgress, source: list[str], layer: int,
                  head: int | None, beam_size: int, sent: int, language: str = ENGLISH) -> dict:
     """What the page draws of one step while the search goes on: the pieces so far (``forced`` of them the
-    target language's), the step's candidates with their probabilities, the chosen piece, the cross-attention row
-    at ``layer`` and ``head`` (None: the mean of heads) over the source pieces, and the caption. ``sent`` numbers
-    the translation these steps belong to, as its finished numbers will be; the ``source`` pieces come with its
-    first step shown (None: the page has them)."""
+    target language's), the step's candidates as their chart shows them, the cross-attention row at ``layer`` and
+    ``head`` (None: the mean of heads) over the ``source`` pieces, and the caption, with the step view's frames
+    (``step_frames``) they fill. ``sent`` numbers the translation these steps belong to, as its finished numbers
+    will be."""
     tokenizer = checkpoint.target_tokenizer
     produced = tokenizer.pieces(progress.tokens)
     forced = forced_steps(progress.tokens, tokenizer.prefix_ids)
@@ -47,9 +49,11 @@ def live_numbers(checkpoint: Checkpoint, progress: SearchProgress, source: list[
     row = weights.mean(dim=0) if head is None else weights[clamp(head, 1, heads) - 1]
     step, piece = len(produced), markdown_escape(produced[-1])
     key = "translate.live.caption" if beam_size <= 1 else "translate.live.caption_beam"
-    return {"sent": sent, "step": step, "produced": produced, "forced": forced, "source": source,
-            "candidates": tokenizer.pieces(progress.top_ids), "probabilities": progress.top_probs,
-            "chosen": produced[-1], "layer": layer, "head": 0 if head is None else clamp(head, 1, heads),
+    return {"sent": sent, "step": step, "produced": produced, "forced": forced,
+            "candidates": figures.candidates(tokenizer.pieces(progress.top_ids), progress.top_probs, produced[-1],
+                                             language),
+            **step_frames(source, len(progress.top_ids), language),
+            "layer": layer, "head": 0 if head is None else clamp(head, 1, heads),
             "heads": heads, "attention": [round(float(weight), WEIGHT_DECIMALS) for weight in row],
             "caption": text(language, key, step=step, piece=piece, beams=beam_size,
                             probability=Number(progress.probability, ".1%"))}

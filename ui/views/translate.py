@@ -21,9 +21,10 @@ from transformer.paper.decoding import length_limits
 from transformer.paper.translation import Translation, forced_decode
 
 from .. import figures
+from ..frames import framed, hole
 from ..runtime import gpu
 from ..runtime.language import ENGLISH, Message, Number, message, percent, said, table, text
-from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key, max_target_tokens
+from .choices import ATTENTION_KINDS, clamp, kind_key, max_target_tokens
 from .text import clean_text, language_note, markdown_escape
 
 MAX_BEAM = 8
@@ -176,9 +177,9 @@ def one_map(translation: Translation, kind: str, layer: int, head: int | None,
     layers, heads = weights.shape[:2]
     layer = clamp(layer, 1, layers)
     if head is None:
-        return _drawn(weights[layer - 1].mean(dim=0)), text(language, "map.mean_of_heads", layer=layer, heads=heads)
+        return shown_weights(weights[layer - 1].mean(dim=0)), text(language, "map.mean_of_heads", layer=layer, heads=heads)
     head = clamp(head, 1, heads)
-    return _drawn(weights[layer - 1, head - 1]), text(language, "map.one_head", layer=layer, head=head)
+    return shown_weights(weights[layer - 1, head - 1]), text(language, "map.one_head", layer=layer, head=head)
 
 
 def which_message(translation: Translation, kind: str, layer: int, head: int | None) -> Message:
@@ -190,7 +191,8 @@ def which_message(translation: Translation, kind: str, layer: int, head: int | N
     return message("map.one_head", layer=layer, head=clamp(head, 1, heads))
 
 
-def _drawn(weights: torch.Tensor) -> torch.Tensor:
+def shown_weights(weights: torch.Tensor) -> torch.Tensor:
+    """Weights rounded to the ``WEIGHT_DECIMALS`` the page shows (and receives)."""
     return weights.double().round(decimals=WEIGHT_DECIMALS)
 
 
@@ -206,10 +208,10 @@ class MapWords:
 
 @dataclass(frozen=True)
 class AttentionMap:
-    """One heatmap of weights (or shares) between 0 and 1, as its numbers and labels: a chart is sent this and the
-    page draws it (``for_page``; ui/static/figures.js, attentionHeatmap), a third of the bytes of the figure, which
-    repeats every cell's hover text. ``figure()`` is the same figure drawn by the server (figures.attention_heatmap),
-    for exports and for the tests that hold the two equal."""
+    """One heatmap of weights (or shares) between 0 and 1, as its numbers and labels: a chart is sent its frame and
+    numbers and the page draws it (``for_page``; ui/static/figures.js, attentionMap), a third of the bytes of the
+    figure, which repeats every cell's hover text. ``figure()`` is the same figure drawn by the server, for exports
+    and for the tests that hold the two equal."""
 
     weights: torch.Tensor  # queries x keys, rounded to the WEIGHT_DECIMALS the page receives
     rows: tuple[str, ...]
@@ -224,14 +226,17 @@ class AttentionMap:
 
     @classmethod
     def of(cls, weights: torch.Tensor, rows, columns, title: str, **labels) -> AttentionMap:
-        return cls(_drawn(weights), tuple(rows), tuple(columns), title, **labels)
+        return cls(shown_weights(weights), tuple(rows), tuple(columns), title, **labels)
 
     def figure(self, language: str = ENGLISH) -> go.Figure:
         """The map drawn by the server, its words in ``language``."""
+        return figures.plotly_figure(self._json(self.weights, self.marked_row, language))
+
+    def _json(self, weights, marked_row, language: str) -> dict:
         words = self.in_words(language)
-        return figures.attention_heatmap(self.weights, self.rows, self.columns, words.title, words.query_title,
-                                         words.key_title, self.rows_are_steps, words.subtitle,
-                                         marked_row=self.marked_row, language=language)
+        return figures.heatmap_json(weights, self.rows, self.columns, words.title, words.query_title,
+                                    words.key_title, self.rows_are_steps, words.subtitle, marked_row=marked_row,
+                                    language=language)
 
     def table_html(self, language: str = ENGLISH) -> str:
         """The map as an HTML table, for a page without Plotly.js (a class's phones), in the page's language."""
@@ -247,12 +252,11 @@ class AttentionMap:
                                                               words.key_title)))
 
     def for_page(self, language: str = ENGLISH) -> dict:
-        words = self.in_words(language)
-        return {"type": "attentionMap", "weights": fixed_point(self.weights), "decimals": WEIGHT_DECIMALS,
-                "rows": list(self.rows), "columns": list(self.columns),
-                "options": {"title": words.title, "queryTitle": words.query_title, "keyTitle": words.key_title,
-                            "rowsAreSteps": self.rows_are_steps, "subtitle": words.subtitle,
-                            "markedRow": self.marked_row}}
+        """The map as the page draws it: its frame (``figure``'s, the weights left out) and its weights."""
+        return {"type": "attentionMap", "frame": framed(self._json(hole("map"), self.marked_row, language),
+                                                        figures.known()),
+                "weights": fixed_point(self.weights), "decimals": WEIGHT_DECIMALS, "rows": len(self.rows),
+                "columns": len(self.columns)}
 
 
 def map_of(translation: Translation, kind: str, layer: int, head: int | None, title: str = "",
@@ -276,70 +280,7 @@ def map_figure(translation: Translation, kind: str, layer: int, head: int | None
     return map_of(translation, kind, layer, head, title, marked_step).figure(language)
 
 
-def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], layer: int = 1, head: int = 1,
-                     average_heads: bool = False, marked_step: int | None = None,
-                     language: str = ENGLISH) -> go.Figure:
-    """The attention heatmap(s) for the selectors of the Translate tab (layer and head are 1-based), in
-    ``language``. The page draws these itself from ``page_numbers`` (ui/static/explorer.js); these are for exports,
-    the API and the tests that hold the two equal."""
-    kind = kind_key(kind)
-    weights = attention_tensor(translation, kind)  # (layers, heads, queries, keys)
-    layers, heads = weights.shape[:2]
-    layer = clamp(layer, 1, layers)
-    rows, columns, row_title, column_title = attention_axes(translation, kind, language)
-    name, named = text(language, f"map.kind.{kind}"), titles(language)
-    grid = dict(query_title=row_title, key_title=column_title, rows_are_steps=kind != "encoder", language=language)
-    head_names = [named["head"].format(head=h + 1) for h in range(heads)]
-    if view == VIEWS[2]:
-        return figures.attention_grid(_drawn(weights.mean(dim=1, keepdim=True) if average_heads else weights),
-                                      rows, columns, name, [named["layer"].format(layer=l + 1) for l in range(layers)],
-                                      [named["mean"]] if average_heads else head_names,
-                                      subtitle=named["everyMean" if average_heads else "everyHead"], **grid)
-    if view == VIEWS[1] and not average_heads:
-        return figures.attention_grid([_drawn(weights[layer - 1])], rows, columns, name, [""], head_names,
-                                      subtitle=named["layerHeads"].format(layer=layer), **grid)
-    return map_figure(translation, kind, layer, None if average_heads else head, marked_step=marked_step,
-                      language=language)
-
-
 # --- what the page draws from ------------------------------------------------------------------------
-
-def page_numbers(translation: Translation, kind: str = "cross", layer: int = 1, most: int | None = None,
-                 sent: int = 0, language: str = ENGLISH, source_share: list[float] | None = None) -> dict:
-    """A translation's numbers, from which the page draws every view of the Translate tab (ui/static/explorer.js):
-    the pieces, each step's candidates and caption, and the attention maps of every layer and head and their mean,
-    as ``WEIGHT_DECIMALS``-decimal fixed-point numbers (the 4 decimals the page shows) in base64 (``map_block``).
-
-    The maps travel in blocks of one kind and layer. Where all of them hold more than ``most`` numbers (default
-    ``MOST_PAGE_NUMBERS``: a long sentence on a large model), those the page shows at once come whatever their size
-    (``kind`` at ``layer``, and the cross-attention there for the step view), then the others in order while they
-    fit; the page asks for the rest as it shows them (``map_block``). ``sent`` numbers the answer: the same
-    sentence translated again is new to the page. Axis names and captions in ``language``; a step's caption says
-    its ``source_share`` where it is given."""
-    heads = translation.cross_attention.shape[1]
-    maps = {}
-    for name in ATTENTION_KINDS:
-        rows, columns, row_title, column_title = attention_axes(translation, name, language)
-        weights = attention_tensor(translation, name)
-        maps[name] = {"layers": weights.shape[0], "rows": list(rows), "columns": list(columns),
-                      "rowTitle": row_title, "columnTitle": column_title, "blocks": [None] * weights.shape[0]}
-    block_numbers = {name: (heads + 1) * len(m["rows"]) * len(m["columns"]) for name, m in maps.items()}
-    kind = kind_key(kind)
-    shown = [(kind, clamp(layer, 1, maps[kind]["layers"])), ("cross", clamp(layer, 1, maps["cross"]["layers"]))]
-    every = [(name, l) for name in maps for l in range(1, maps[name]["layers"] + 1)]
-    budget = MOST_PAGE_NUMBERS if most is None else most
-    for name, chosen in dict.fromkeys([*shown, *every]):
-        if (name, chosen) in shown or block_numbers[name] <= budget:
-            maps[name]["blocks"][chosen - 1] = map_block(translation, name, chosen)
-            budget -= block_numbers[name]
-    steps = [{"candidates": list(translation.top_pieces[index]), "chosen": translation.predicted_pieces[index],
-              "probabilities": [float(p) for p in translation.top_probs[index]],
-              "caption": _step_caption(translation, index, language, source_share)}
-             for index in range(translation.num_steps)]
-    return {"sent": sent, "heads": heads, "decimals": WEIGHT_DECIMALS, "source": list(translation.source_pieces),
-            "produced": list(translation.predicted_pieces), "forced": translation.forced_steps, "maps": maps,
-            "steps": steps}
-
 
 def map_block(translation: Translation, kind: str, layer: int) -> str:
     """One kind's and layer's maps, every head's and then their mean, (heads + 1) x queries x keys, in fixed point
@@ -382,7 +323,7 @@ def step_view(translation: Translation, step: int, layer: int | None = None, hea
     return StepView(step, revealed_pieces(translation, step, language),
                     figures.top_k_bar(*_candidates(translation, index, language), language=language),
                     figures.source_attention_bar(matrix[index], translation.source_pieces, title, language=language),
-                    _step_caption(translation, index, language))
+                    step_caption(translation, index, language))
 
 
 def revealed_pieces(translation: Translation, step: int, language: str = ENGLISH) -> list[tuple[str, str | None]]:
@@ -404,7 +345,7 @@ def _candidates(translation: Translation, index: int, language: str = ENGLISH) -
             titles(language)["candidates"].format(step=index + 1))
 
 
-def _step_caption(translation: Translation, index: int, language: str = ENGLISH,
+def step_caption(translation: Translation, index: int, language: str = ENGLISH,
                   source_share: list[float] | None = None) -> str:
     forced = index < translation.forced_steps  # a multilingual model's target language, not the model's choice
     caption = text(language, "translate.step.forced" if forced else "translate.step.caption", step=index + 1,
