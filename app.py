@@ -9,7 +9,6 @@ import socket
 from pathlib import Path
 
 import ui  # noqa: F401  (sets gradio's analytics off before gradio loads)
-from ui import figures
 from ui.build import build_app, launch_options
 from ui.hub_models import OpeningAtStart
 from ui.services import Services
@@ -26,7 +25,8 @@ def port_is_free(host: str, port: int) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    figures.quiet_image_export_logs()
+    for chatty in ("kaleido", "choreographer"):  # a dozen INFO lines about their own browser per exported image
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     parser = argparse.ArgumentParser(description="Transformer attention explorer")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (GRADIO_SERVER_NAME, set by Hugging Face Spaces, wins when set)")

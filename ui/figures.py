@@ -9,7 +9,6 @@ the page puts its numbers (ui/frames.py): every rule of their looks is here alon
 from __future__ import annotations
 
 import functools
-import logging
 import math
 import re
 from collections.abc import Sequence
@@ -133,17 +132,14 @@ def escaped_all(labels: Sequence[str]) -> list[str]:
     return [escape(label) for label in labels]
 
 
-def quiet_image_export_logs() -> None:
-    """Kaleido and its browser driver log a dozen INFO lines about their own browser per exported image."""
-    for chatty in ("kaleido", "choreographer"):
-        logging.getLogger(chatty).setLevel(logging.WARNING)
-
-
 def tick_labels(labels: Sequence[str], most: int = MOST_TICK_LABELS) -> dict:
     """Every position labelled, or every n-th one when more would overlap into a smear (hover names them all)."""
-    every = -(-len(labels) // most)
-    positions = list(range(0, len(labels), max(1, every)))
+    positions = tick_positions(len(labels), most)
     return dict(tickmode="array", tickvals=positions, ticktext=[escape(labels[i]) for i in positions])
+
+
+def tick_positions(count: int, most: int = MOST_TICK_LABELS) -> list[int]:
+    return list(range(0, count, max(1, -(-count // most))))
 
 
 def slant_room(labels: Sequence[str], angle: int = -45) -> int:
@@ -380,7 +376,7 @@ def top_k_bar(pieces: Sequence[str], probabilities: Sequence[float], chosen: str
                                     language=language))
 
 
-CANDIDATES = ("probabilities", "tickvals", "ticktext", "pieces", "colors")  # what ``candidates`` gives a step
+CANDIDATES = ("probabilities", "ticktext", "pieces", "colors")  # what ``candidates`` gives a step
 
 
 def candidates(pieces: Sequence[str], probabilities: Sequence[float], chosen: str | None,
@@ -389,8 +385,7 @@ def candidates(pieces: Sequence[str], probabilities: Sequence[float], chosen: st
     a bar runs into a short bar's neighbour), the chosen one highlighted."""
     probabilities = as_numbers(probabilities)
     labels = [f"{piece}  {Number(p, '.1%').in_(language)}" for piece, p in zip(pieces, probabilities)]
-    ticks = tick_labels(labels)
-    return {"probabilities": probabilities, "tickvals": ticks["tickvals"], "ticktext": ticks["ticktext"],
+    return {"probabilities": probabilities, "ticktext": tick_labels(labels)["ticktext"],
             "pieces": escaped_all(pieces), "colors": ["#d62728" if piece == chosen else "#1f77b4" for piece in pieces]}
 
 
@@ -400,7 +395,7 @@ def top_k_json(shown: dict, count: int, title: str | Template, *, language: str 
              "x": shown["probabilities"], "y": list(range(count)), "customdata": shown["pieces"],
              "marker": {"color": shown["colors"]}}
     layout = {"yaxis": {"autorange": "reversed", "ticklabelstandoff": 6, "tickmode": "array",
-                        "tickvals": shown["tickvals"], "ticktext": shown["ticktext"]},
+                        "tickvals": tick_positions(count), "ticktext": shown["ticktext"]},
               "xaxis": {"range": [0, 1], "title": {"text": say(language, "probability")}}}
     return laid_out({"data": [trace], "layout": layout}, title, height=120 + 34 * count, zoomable=False,
                     language=language)

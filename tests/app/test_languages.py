@@ -280,6 +280,17 @@ def test_the_lessons_and_the_teachers_class_panel_speak_the_pages_language_their
     assert "Les élèves ouvrent" in class_page.join_html("ABCDE", "https://x.example/class/?code=ABCDE", "fr")
 
 
+def views_of_translation_frames(services, language: str) -> dict:
+    """Every frame the page fills for a translation of the bundled model, in ``language``."""
+    from ui.views import explorer
+    from ui.views import translate as translate_views
+    tr = translate_views.run_translation(services.registry.get("multi30k-en-de"), "A dog runs.").translation
+    numbers = explorer.page_numbers(tr, language=language)
+    return {"steps": [numbers["candidatesFrame"], numbers["sourcesFrame"]],
+            **{f"{kind} {name}": explorer.view_frame(tr, kind, name, language) for kind in numbers["frames"]
+               for name in explorer.FIGURES}}
+
+
 @pytest.mark.parametrize("other", ["de", "fr"])
 def test_the_header_and_the_translate_tab_leave_no_english_on_another_languages_page(app_services, other):
     from ui import header
@@ -298,8 +309,10 @@ def test_the_header_and_the_translate_tab_leave_no_english_on_another_languages_
     assert [value for _, value in page["decoding"].choices] == ["greedy", "beam"]
     settings = translate_tab.page_settings(other)
     assert settings["kinds"] == translate_tab.page_settings("en")["kinds"], "the page's script reads English values"
-    assert not untranslated & {*settings["titles"].values(), *settings["words"]["kinds"].values(),
-                               *settings["words"]["chartText"].values()}
+    assert not untranslated & {*settings["which"].values(), *settings["words"]["chartText"].values()}
+    frame = json.dumps(views_of_translation_frames(app_services, other), ensure_ascii=False)
+    assert not {"Candidates", "weight", "query", "Step", "producing"} & set(re.findall(r"\w+", frame)), \
+        "the frames' words are the page's"
     views = translate_tab.on_translate(app_services, "multi30k-en-de", "Der Hund schläft.", "greedy", 4, 40,
                                        choices_kinds()[2], "one head", 1, 1, False, other)
     german, english_language = words["language_name.de"], words["language_name.en"]

@@ -130,10 +130,18 @@ class Message:
     values: tuple[tuple[str, object], ...] = ()
 
     def in_(self, language: str) -> str:
-        return InLanguage(language).format(table(language)[self.key], **dict(self.values))
+        words = table(language)[self.key]
+        if not has_format_specs(words):  # most words: str.format, a tenth of string.Formatter's time
+            return words.format(**{name: said(value, language) for name, value in self.values})
+        return InLanguage(language).format(words, **dict(self.values))
 
     def __str__(self) -> str:
         return self.in_(ENGLISH)
+
+
+@functools.cache
+def has_format_specs(words: str) -> bool:
+    return any(spec for _, name, spec, _ in string.Formatter().parse(words) if name)
 
 
 class InLanguage(string.Formatter):

@@ -17,8 +17,8 @@ from .. import figures
 from ..frames import Template, framed, hole
 from ..runtime.language import ENGLISH, text
 from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key
-from .translate import (MOST_PAGE_NUMBERS, WEIGHT_DECIMALS, shown_weights, attention_axes, attention_tensor, map_block,
-                        step_caption, titles)
+from .translate import (MOST_PAGE_NUMBERS, WEIGHT_DECIMALS, attention_axes, attention_tensor, map_block,
+                        shown_weights, step_caption, titles)
 
 
 # Which figure draws each view, by whether the heads are shown one by one or averaged: one map, a layer's heads
