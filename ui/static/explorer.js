@@ -1,4 +1,4 @@
-// The Translate tab's views, drawn in the page from a translation's numbers (ui/views/translate.py, page_numbers):
+// The Translate tab's views, drawn in the page from a translation's numbers (ui/views/explorer.py, page_numbers):
 // the heatmap in each of its views, the step's candidates and its attention over the source, the pieces so far and
 // the step's caption, each the server's frame of it filled with the numbers (ui/static/figures.js). A step, a layer,
 // a head, an attention type or a view is drawn here without the server; only maps a long sentence on a large model
@@ -16,6 +16,8 @@ window.explorer = (() => {
   };
   const filled = (template, values) => template.replace(/\{(\w+)\}/g, (_, name) => String(values[name]));
   const within = (value, high) => Math.min(Math.max(1, Math.trunc(Number(value)) || 1), high);
+  // A value the server sent as JSON text (ui/runtime/page_data.py), or none.
+  const read = (value) => (typeof value === "string" && value ? JSON.parse(value) : value || null);
 
   // The views of one translation's numbers (page_numbers): its maps decoded as they are first shown, its frames
   // (ui/views/translate.py, view_frame and step_frames) filled with them.
@@ -156,8 +158,9 @@ window.explorer = (() => {
     drawing() { return arrived || window.explorerCharts.pending() > 0; },
     // A new translation (its numbers), with the selectors as they now are: [numbers, ...selection, maps wanted]
     // -> [step, revealed pieces, caption, maps wanted].
-    show([value, ...values]) {
+    show([sent, ...values]) {
       arrived = false;
+      const value = read(sent);
       const asked = named(values).maps_wanted;
       if (!value || !value.steps) {
         current = null;
@@ -191,7 +194,8 @@ window.explorer = (() => {
     },
     // A step of a search under way (ui/views/live.py), drawn as it is decided: its candidates, where it looked
     // and the pieces so far; the translation before it leaves the tab's views. [step] -> [revealed, caption].
-    live([value]) {
+    live([sent]) {
+      const value = read(sent);
       if (!value) return [[], words.noTranslation];
       if (decoding !== value.sent) {  // the heatmap is the last translation's until this one's numbers come
         decoding = value.sent;
@@ -206,7 +210,8 @@ window.explorer = (() => {
     liveFigures,
     // Maps and frames the server sent on request ({sent, blocks: {"kind layer": base64}, frames: {kind: {name:
     // frame}}}): kept, and the selection redrawn.
-    more([value]) {
+    more([sent]) {
+      const value = read(sent);
       if (!current || !value || value.sent !== current.numbers.sent) return;
       current.add(value.blocks, value.frames);
       draw("", false);

@@ -20,6 +20,7 @@ from ..runtime.errors import warn
 from ..runtime.language import DECIMAL_MARK, ENGLISH, Number, message, table
 from ..runtime.language import text as words_in
 from ..runtime.page import Page
+from ..runtime.page_data import PageData
 from ..services import Services
 from ..views import exports, live
 from ..views.choices import (ATTENTION_KINDS, MEAN_OF_HEADS, VIEWS, attention_kind_choices, chosen_head,
@@ -132,11 +133,9 @@ def step_layout(page: Page) -> None:
         step_attention_plot = Chart(label=words("translate.step_attention"), elem_id=CHARTS["stepAttention"])
     # Mounted but not shown ("hidden"), so that their changes reach the page's script.
     page.add(previous_step=previous_step, step=step, next_step=next_step, step_caption=step_caption,
-             look_inside=look_inside, page_numbers=gr.HTML(None, html_template="", visible="hidden",
-                                  js_on_load="watch('value', () => explorer.arriving());"),
-             live_step=gr.HTML(None, html_template="", js_on_load=None, visible="hidden"),  # a step as decided
-             maps_wanted=gr.Textbox("", visible="hidden"),
-             more_maps=gr.HTML(None, html_template="", js_on_load=None, visible="hidden"),
+             look_inside=look_inside, page_numbers=PageData(js_on_load="watch('value', () => explorer.arriving());"),
+             live_step=PageData(),  # a step as decided
+             maps_wanted=gr.Textbox("", visible="hidden"), more_maps=PageData(),
              revealed=revealed, top_k_plot=top_k_plot, step_attention_plot=step_attention_plot)
 
 
