@@ -20,7 +20,7 @@ window.explorer = (() => {
   const read = (value) => (typeof value === "string" && value ? JSON.parse(value) : value || null);
 
   // The views of one translation's numbers (page_numbers): its maps decoded as they are first shown, its frames
-  // (ui/views/translate.py, view_frame and step_frames) filled with them.
+  // (ui/views/explorer.py, view_frame and step_frames) filled with them.
   function viewsOf(numbers) {
     const blocks = new Map();  // decoded maps by "kind layer"
     // One kind's and layer's maps: (heads + 1) x rows x columns numbers, every head's and then their mean.
