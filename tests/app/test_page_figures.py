@@ -68,22 +68,23 @@ def test_every_view_of_the_heatmap_is_drawn_in_the_page_as_the_server_draws_it(p
         "each kind's one map comes with a translation, the other views' frames when the page shows them"
     numbers["frames"] = {kind: {name: explorer_views.view_frame(tr, kind, name) for name in explorer_views.FIGURES}
                          for kind in numbers["frames"]}
+    page.evaluate("(numbers) => { window.testNumbers = numbers; }", numbers)  # sent once
     for kind, view, layer, head, average in SELECTIONS:
         step = 3
-        drawn = page.evaluate("([numbers, values]) => explorer.figures(numbers, values).heatmap",
-                              [numbers, [kind, view, layer, head, average, step, ""]])
-        server = explorer_views.attention_figure(tr, kind, view, layer, head, average, marked_step=step)
-        assert differences(drawn, as_sent(server)) == [], (kind, view, layer, head, average)
+        drawn = page.evaluate("(values) => explorer.figures(window.testNumbers, values).heatmap",
+                              [kind, view, layer, head, average, step, ""])
+        server = explorer_views.attention_json(tr, kind, view, layer, head, average, marked_step=step)
+        assert differences(drawn, json.loads(json.dumps(server))) == [], (kind, view, layer, head, average)
 
 
 @pytest.mark.parametrize("layer, head, average", [(1, 2, False), (3, 1, True), (9, 9, False)])
 def test_every_step_of_the_step_view_is_drawn_in_the_page_as_the_server_draws_it(page, bundled_translation, layer,
                                                                                    head, average):
     tr = bundled_translation
-    numbers = explorer_views.page_numbers(tr)
+    page.evaluate("(numbers) => { window.testNumbers = numbers; }", explorer_views.page_numbers(tr))
     for step in range(1, tr.num_steps + 1):
-        drawn = page.evaluate("([numbers, values]) => explorer.figures(numbers, values)",
-                              [numbers, ["cross", choices.VIEWS[0], layer, head, average, step, ""]])
+        drawn = page.evaluate("(values) => explorer.figures(window.testNumbers, values)",
+                              ["cross", choices.VIEWS[0], layer, head, average, step, ""])
         server = translate_views.step_view(tr, step, layer, None if average else head)
         assert differences(drawn["candidates"], as_sent(server.candidates)) == [], step
         assert differences(drawn["sources"], as_sent(server.source_attention)) == [], step

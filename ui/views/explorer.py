@@ -14,7 +14,7 @@ import torch
 from transformer.paper.translation import Translation
 
 from .. import figures
-from ..frames import Template, framed, hole
+from ..frames import Template, expanded, framed, hole
 from ..runtime.language import ENGLISH, text
 from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key
 from .translate import (MOST_PAGE_NUMBERS, WEIGHT_DECIMALS, attention_axes, attention_tensor, map_block,
@@ -34,6 +34,13 @@ def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], 
     """The attention heatmap(s) for the selectors of the Translate tab (layer and head are 1-based), in
     ``language``. The page fills the same figure's frame (``view_frame``) with ``page_numbers``; these are for
     exports, the API and the tests that hold the two equal."""
+    return figures.plotly_figure(attention_json(translation, kind, view, layer, head, average_heads, marked_step,
+                                                language))
+
+
+def attention_json(translation: Translation, kind: str, view: str = VIEWS[0], layer: int = 1, head: int = 1,
+                   average_heads: bool = False, marked_step: int | None = None, language: str = ENGLISH) -> dict:
+    """``attention_figure`` as JSON, as Plotly reads it."""
     kind = kind_key(kind)
     weights = attention_tensor(translation, kind)  # (layers, heads, queries, keys)
     layers, heads = weights.shape[:2]
@@ -47,8 +54,7 @@ def attention_figure(translation: Translation, kind: str, view: str = VIEWS[0], 
     which = text(language, "map.mean_of_heads", layer=shown_layer, heads=heads) if shown_head == 0 \
         else text(language, "map.one_head", layer=shown_layer, head=shown_head)
     figure = VIEW_FIGURES[view]["mean" if average_heads else "heads"]
-    return figures.plotly_figure(_kind_figure(translation, kind, figure, drawn, which, shown_layer, marked,
-                                              language))
+    return expanded(_kind_figure(translation, kind, figure, drawn, which, shown_layer, marked, language))
 
 
 def view_frame(translation: Translation, kind: str, figure: str, language: str = ENGLISH) -> dict:
