@@ -108,7 +108,7 @@ def _has_hole(part) -> bool:
 def framed(figure: dict, known: dict | None = None) -> dict:
     """A figure built with holes as the page fills it: ``{"figure": ..., "shared": [...]}``, each part that holds
     no hole and repeats (at least ``REPEATED_CHARACTERS`` of JSON) sent once in ``shared``, and each part equal to
-    one of the values the page ``known``s already (its config: ``figures.KNOWN``) a hole of that name."""
+    one of the values the page ``known``s already (its config: ``figures.known()``) a hole of that name."""
     known_parts = {json.dumps(_encoded(value), sort_keys=True): name for name, value in (known or {}).items()}
 
     def without_known(part):
