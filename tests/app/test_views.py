@@ -240,8 +240,9 @@ def test_a_translations_numbers_hold_every_map_the_page_draws_as_the_server_roun
     assert numbers["sent"] == 7 and numbers["heads"] == heads and numbers["produced"] == tr.predicted_pieces
     assert [step["caption"] for step in numbers["steps"]] == [
         translate_views.step_view(tr, step).caption for step in range(1, tr.num_steps + 1)]
-    assert numbers["steps"][0] == {**figures.candidates(tr.top_pieces[0], tr.top_probs[0], tr.predicted_pieces[0]),
-                                   "caption": numbers["steps"][0]["caption"]}, "the candidates as their chart shows them"
+    candidates = figures.candidates(tr.top_pieces[0], tr.top_probs[0], tr.predicted_pieces[0])
+    assert numbers["steps"][0] == {**candidates, "caption": numbers["steps"][0]["caption"]}, \
+        "the candidates as their chart shows them"
     for kind in choices.ATTENTION_KINDS:
         rows, columns, row_title, column_title = translate_views.attention_axes(tr, kind)
         maps = numbers["maps"][kind]

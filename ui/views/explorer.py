@@ -17,8 +17,8 @@ from .. import figures
 from ..frames import Template, expanded, framed, hole
 from ..runtime.language import ENGLISH, text
 from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key
-from .translate import (MOST_PAGE_NUMBERS, WEIGHT_DECIMALS, attention_axes, attention_tensor, map_block,
-                        shown_weights, step_caption, titles)
+from .translate import (MOST_PAGE_NUMBERS, WEIGHT_DECIMALS, attention_axes, attention_tensor, map_block, one_map,
+                        step_caption, titles)
 
 
 # Which figure draws each view, by whether the heads are shown one by one or averaged: one map, a layer's heads
@@ -42,17 +42,16 @@ def attention_json(translation: Translation, kind: str, view: str = VIEWS[0], la
                    average_heads: bool = False, marked_step: int | None = None, language: str = ENGLISH) -> dict:
     """``attention_figure`` as JSON, as Plotly reads it."""
     kind = kind_key(kind)
-    weights = attention_tensor(translation, kind)  # (layers, heads, queries, keys)
-    layers, heads = weights.shape[:2]
-    shown_layer, shown_head = clamp(layer, 1, layers), 0 if average_heads else clamp(head, 1, heads)
+    shown_layer = clamp(layer, 1, attention_tensor(translation, kind).shape[0])
+    shown_head = None if average_heads else head
 
     def drawn(layer: int | None = None, head: int | None = None) -> torch.Tensor:
-        layer, head = shown_layer if layer is None else layer, shown_head if head is None else head
-        return shown_weights(weights[layer - 1].mean(dim=0) if head == 0 else weights[layer - 1, head - 1])
+        """A map as one_map draws it (head 0: the mean of the heads); None: the one shown."""
+        return one_map(translation, kind, shown_layer if layer is None else layer,
+                       shown_head if head is None else head or None)[0]
+    which = one_map(translation, kind, shown_layer, shown_head, language)[1]
     rows = attention_axes(translation, kind)[0]
     marked = None if kind == "encoder" or marked_step is None else clamp(marked_step, 1, len(rows)) - 1
-    which = text(language, "map.mean_of_heads", layer=shown_layer, heads=heads) if shown_head == 0 \
-        else text(language, "map.one_head", layer=shown_layer, head=shown_head)
     figure = VIEW_FIGURES[view]["mean" if average_heads else "heads"]
     return expanded(_kind_figure(translation, kind, figure, drawn, which, shown_layer, marked, language))
 
@@ -82,7 +81,7 @@ def _kind_figure(translation: Translation, kind: str, figure: str, maps: Callabl
     layer_names = [named["layer"].format(layer=l) for l in range(1, layers + 1)]
     if figure == "layerHeads":
         return figures.grid_json([[maps(head=h) for h in range(1, heads + 1)]], rows, columns, name, [""],
-                                 head_names, subtitle=named["layerHeads"].replace("{layer}", str(layer)), **labels)
+                                 head_names, subtitle=named["layerHeads"].format(layer=layer), **labels)
     if figure == "everyMean":
         return figures.grid_json([[maps(l, 0)] for l in range(1, layers + 1)], rows, columns, name, layer_names,
                                  [named["mean"]], subtitle=named["everyMean"], **labels)

@@ -177,7 +177,8 @@ def one_map(translation: Translation, kind: str, layer: int, head: int | None,
     layers, heads = weights.shape[:2]
     layer = clamp(layer, 1, layers)
     if head is None:
-        return shown_weights(weights[layer - 1].mean(dim=0)), text(language, "map.mean_of_heads", layer=layer, heads=heads)
+        return (shown_weights(weights[layer - 1].mean(dim=0)),
+                text(language, "map.mean_of_heads", layer=layer, heads=heads))
     head = clamp(head, 1, heads)
     return shown_weights(weights[layer - 1, head - 1]), text(language, "map.one_head", layer=layer, head=head)
 
