@@ -2,6 +2,7 @@
 in German with no English left on the screen, its switch to French remembered, and axe-core finds nothing serious
 in either language."""
 
+import functools
 import re
 
 import pytest
@@ -27,14 +28,20 @@ def whole(words: str, text: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(words)}(?![\w-])", text) is not None
 
 
-def english_left(language: str, seen: str) -> list[str]:
-    """The English of every string the page says otherwise in ``language``, found whole on the screen; not the
-    words that language uses too (a German "Download") or each language's name in its own words (the switch)."""
+@functools.cache
+def said_otherwise(language: str) -> tuple[str, ...]:
+    """The English of every string the page says otherwise in ``language``: not the words that language uses too
+    (a German "Download") or each language's name in its own words (the switch)."""
     english, other = table("en"), table(language)
     theirs = "\n".join(other.values())
-    return sorted({words for key, words in english.items()
-                   if "{" not in words and "<" not in words and len(words) > 3 and words != other[key]
-                   and words not in LANGUAGES.values() and not whole(words, theirs) and whole(words, seen)})
+    return tuple(words for key, words in english.items()
+                 if "{" not in words and "<" not in words and len(words) > 3 and words != other[key]
+                 and words not in LANGUAGES.values() and not whole(words, theirs))
+
+
+def english_left(language: str, seen: str) -> list[str]:
+    """What ``language`` says otherwise, found whole in English on the screen."""
+    return sorted({words for words in said_otherwise(language) if whole(words, seen)})
 
 
 @pytest.mark.parametrize("language", ["de", "fr"])
