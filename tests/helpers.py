@@ -18,6 +18,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def serve_on_loopback(demo, **options) -> None:
+    """``demo`` served in this process on loopback, on the first free port from Gradio's 7860 on: Gradio tries
+    each in turn, where a port picked before launching could be taken before it is bound (by another worker, or by
+    an outgoing connection: the kernel hands out the same range for those)."""
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **options)
+
+
 def run_command(module: str, *args: str, stdin: str | bytes = "") -> subprocess.CompletedProcess:
     """``python -m module args`` run in this process, as a new process would run it: what it reads on stdin,
     logging not yet set up, an exception that escapes printed as Python prints it (exit status 1).

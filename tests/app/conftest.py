@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from helpers import free_port
+from helpers import serve_on_loopback
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import jobs, services
 from ui.build import build_app, close_app, launch_options
@@ -37,8 +37,7 @@ def app_url(tmp_path_factory):
     manager = jobs.JobManager(tmp_path_factory.mktemp("runs"))
     registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir])
     demo = build_app(services.Services(registry, manager))
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
-                **launch_options())
+    serve_on_loopback(demo, **launch_options())
     yield demo.local_url, registry.default_name()
     close_app(demo)
     manager.stop()

@@ -22,7 +22,7 @@ from ui.runtime.chart import Chart
 from ui.runtime.errors import as_user_message
 from ui.views import text
 
-from helpers import free_port
+from helpers import serve_on_loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def app_url():
     demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")), "reverse-tiny")
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
+    serve_on_loopback(demo)
     yield demo.local_url
     close_app(demo)
 

@@ -9,7 +9,7 @@ from transformer.files.checkpoint import DEFAULT_CHECKPOINT, REPOSITORY_CHECKPOI
 from ui import services
 from ui.build import build_app, close_app
 
-from helpers import free_port
+from helpers import serve_on_loopback
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU that PyTorch can use")]
@@ -22,7 +22,7 @@ def test_the_app_loads_its_model_onto_the_gpu_and_translates_through_its_api():
     registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS])  # no device named: the app's own choice
     assert registry.get("multi30k-en-de").model.device.type == "cuda"
     demo = build_app(services.Services(registry), "multi30k-en-de")
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
+    serve_on_loopback(demo)
     try:
         answer = Client(demo.local_url, verbose=False).predict("multi30k-en-de", SENTENCE, "beam", 5, 60,
                                                                api_name="/translate")

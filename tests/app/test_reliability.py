@@ -45,7 +45,7 @@ from ui.build import build_app, close_app, launch_options
 from ui.views import text as text_views
 from ui.views import translate as translate_views
 
-from helpers import free_port
+from helpers import serve_on_loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = REPOSITORY_CHECKPOINTS / "reverse-tiny"
@@ -56,7 +56,7 @@ BUNDLED = REPOSITORY_CHECKPOINTS / "reverse-tiny"
 def serve(registry, default="reverse-tiny", tmp_path=None, **options):
     manager = jobs.JobManager(tmp_path / "runs") if tmp_path else jobs.JobManager()
     demo = build_app(services.Services(registry, manager), default, **options)
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
+    serve_on_loopback(demo)
     return demo
 
 
@@ -426,8 +426,7 @@ def test_with_no_checkpoint_that_loads_start_up_ends_with_every_reason(tmp_path)
 def test_an_upload_over_the_limit_is_refused_while_it_arrives(tmp_path):
     demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")),
                      "reverse-tiny")
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
-                **launch_options())
+    serve_on_loopback(demo, **launch_options())
     try:
         big = tmp_path / "big.tsv"
         big.write_bytes(b"a\tb\n" * (uploads.MAX_UPLOAD_BYTES // 4 + 1000))
@@ -446,7 +445,7 @@ def test_an_upload_over_the_limit_is_refused_while_it_arrives(tmp_path):
 def test_a_refused_value_is_a_message_without_a_traceback_in_the_server_log(capfd):
     demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")),
                      "reverse-tiny")
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
+    serve_on_loopback(demo)
     try:
         client = Client(demo.local_url, verbose=False)
         for beam, decoding in ((99, "beam"), (5, "sideways")):
@@ -460,8 +459,7 @@ def test_a_refused_value_is_a_message_without_a_traceback_in_the_server_log(capf
 def test_a_request_body_over_the_limit_is_refused_before_it_is_parsed():
     demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")),
                      "reverse-tiny")
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
-                **launch_options())
+    serve_on_loopback(demo, **launch_options())
     try:
         client = Client(demo.local_url, verbose=False)
         with pytest.raises(Exception, match="413|larger than"):
@@ -477,8 +475,7 @@ def test_a_request_body_over_the_limit_is_refused_before_it_is_parsed():
 def test_one_remote_client_gets_only_its_share_of_the_work():
     demo = build_app(services.Services(services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")),
                      "reverse-tiny")
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
-                **launch_options())
+    serve_on_loopback(demo, **launch_options())
     try:
         def join(address=None, page=""):
             headers = {"x-forwarded-for": address} if address else {}

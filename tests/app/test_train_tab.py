@@ -18,7 +18,7 @@ from transformer.data import DataError
 from transformer.errors import InputError
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
 
-from helpers import QuickTrainer, free_port
+from helpers import QuickTrainer, serve_on_loopback
 from ui import services
 from ui.views import model as model_views
 from ui.views import training as training_views
@@ -32,7 +32,7 @@ def served(tmp_path):
     manager = jobs.JobManager(tmp_path / "runs", trainer=QuickTrainer)
     registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir], device="cpu")
     demo = build_app(services.Services(registry, manager), "reverse-tiny")
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True)
+    serve_on_loopback(demo)
     yield Client(demo.local_url, verbose=False), manager
     manager.stop()
     manager.wait(60)
