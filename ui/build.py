@@ -7,6 +7,8 @@ import contextlib
 import functools
 import inspect
 import logging
+import typing
+from collections.abc import Callable
 
 import gradio as gr
 from starlette.middleware import Middleware
@@ -17,6 +19,7 @@ from . import api, class_page, figures, header, lessons
 from .uploads import MAX_UPLOAD_BYTES
 from .runtime import batching, costly, page_code
 from .runtime.language import ENGLISH, LANGUAGES, LanguageRoutes, page_path, said, switch_html, text
+from .runtime.later_pages import LaterPages, WaitForLaterPages
 from .runtime.limits import BodySizeLimit, ClientShare
 from .runtime.page import Page
 from .services import Services
@@ -67,30 +70,39 @@ def launch_options() -> dict:
     stored; the only upload the app takes is a training TSV. Other request bodies are limited before they are
     parsed. No server-side rendering: it would need Node beside Python, for a page that renders in the browser.
     Threads: see THREADS.
-    The lifespan mounts the students' page of a class beside the main page when the server starts."""
+    The lifespan builds the page in the other languages and the students' pages once the server serves, and
+    mounts each beside the main page; a request for one waits until it is there (later_pages.py)."""
     share = Middleware(ClientShare, own_allowance={STUDENTS_PAGE: PHONES_PER_ADDRESS})
     languages = Middleware(LanguageRoutes, pages={"/": tuple(LANGUAGES), STUDENTS_PAGE: tuple(LANGUAGES)},
                            announcing=page_code.announcing)
+    later = LaterPages()
     return {**PAGE_STYLE, "max_file_size": MAX_UPLOAD_BYTES, "ssr_mode": False, "max_threads": THREADS,
-            "app_kwargs": {"middleware": [Middleware(BodySizeLimit), share, languages], "lifespan": serve_pages}}
+            "app_kwargs": {"middleware": [Middleware(BodySizeLimit), share, languages,
+                                          Middleware(WaitForLaterPages, later=later)],
+                           "lifespan": functools.partial(serve_pages, later=later)}}
 
 
 def build_app(services: Services | None = None, default_model: str | None = None,
               queue_size: int = QUEUE_SIZE) -> gr.Blocks:
-    """The English page, served at /, with what the server serves beside it: the students' pages, and the page in
-    the other languages (``other_pages``), built as the server starts (``serve_pages``)."""
+    """The English page, served at /, with what the server builds once it serves (``later_pages``): the students'
+    pages and the page in the other languages, by the path each is served at."""
     services = services or Services.default()
     demo = build_page(services, default_model, queue_size)
-    demo.students_pages = {language: build_students_page(services, language) for language in LANGUAGES}
-    demo.other_pages = functools.partial(build_other_pages, services, default_model, queue_size)
-    for blocks in (demo, *demo.students_pages.values()):
-        remember_signatures(blocks)
+    remember_signatures(demo)
+    demo.later_pages = {
+        **{page_path("/", language): LaterPage(language, functools.partial(build_page, services, default_model,
+                                                                           queue_size, language))
+           for language in LANGUAGES if language != ENGLISH},
+        **{page_path(STUDENTS_PAGE, language): LaterPage(language, functools.partial(build_students_page, services,
+                                                                                     language))
+           for language in LANGUAGES}}
     return demo
 
 
-def build_other_pages(services: Services, default_model: str | None, queue_size: int) -> dict[str, gr.Blocks]:
-    return {language: build_page(services, default_model, queue_size, language)
-            for language in LANGUAGES if language != ENGLISH}
+class LaterPage(typing.NamedTuple):
+    """A page built once the server serves: its language, and what builds it."""
+    language: str
+    build: Callable[[], gr.Blocks]
 
 
 def build_page(services: Services, default_model: str | None = None, queue_size: int = QUEUE_SIZE,
@@ -163,28 +175,29 @@ def build_students_page(services: Services, language: str = ENGLISH) -> gr.Block
 
 
 @contextlib.asynccontextmanager
-async def serve_pages(app):
+async def serve_pages(app, later: LaterPages):
     """The server's lifespan: beside the English page at /, the page in each other language (/de, /fr) and the
-    students' pages (/class, /class/de, /class/fr) mounted while the server runs; each mounted below another's
-    path before it, so that /class does not take /class/de's requests. Which one a browser opens:
-    ``LanguageRoutes``."""
-    main = app.get_blocks()
-    mounted = {**{page_path("/", language): (blocks, language) for language, blocks in main.other_pages().items()},
-               **{page_path(STUDENTS_PAGE, language): (blocks, language)
-                  for language, blocks in main.students_pages.items()}}
-    for path in sorted(mounted, key=len, reverse=True):
-        blocks, language = mounted[path]
+    students' pages (/class, /class/de, /class/fr), built one at a time once the server serves and mounted while
+    it runs (``LaterPages``). Which one a browser opens: ``LanguageRoutes``."""
+    pages: dict[str, LaterPage] = app.get_blocks().later_pages
+    mounted: list[gr.Blocks] = []
+
+    async def mount(path: str, blocks: gr.Blocks) -> None:
+        language = pages[path].language
         remember_signatures(blocks)
         gr.mount_gradio_app(app, blocks, path.rstrip("/"), ssr_mode=False,
                             footer_links=[] if path.startswith(STUDENTS_PAGE) else ["api", "settings"],
                             **page_style(language))
-    for blocks, _ in mounted.values():
+        mounted.append(blocks)
         blocks.run_startup_events()
         await blocks.run_extra_startup_events()
+
+    building = later.start({path: page.build for path, page in pages.items()}, mount)
     try:
         yield
     finally:
-        for blocks, _ in mounted.values():
+        building.cancel()
+        for blocks in mounted:
             blocks.close(verbose=False)
 
 

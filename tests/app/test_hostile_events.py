@@ -83,7 +83,7 @@ def test_every_event_answers_every_hostile_value_with_a_sentence_and_logs_no_tra
 
 
 def test_every_event_of_a_class_s_students_page_answers_hostile_values_too(page, caplog):
-    students = PageDriver(page.demo.students_pages["en"])
+    students = PageDriver(page.demo.later_pages["/class/"].build())
     assert answer_every_hostile_value(students, caplog) > 10
 
 

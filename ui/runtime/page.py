@@ -14,7 +14,7 @@ import contextlib
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import gradio as gr
 import pandas
@@ -25,9 +25,11 @@ from .costly import CONCURRENCY as COSTLY_CONCURRENCY
 from .costly import CORES
 from .errors import as_user_message, as_warning
 from .language import ENGLISH, WRITTEN_PER_LANGUAGE, numbers_written, said, text
+from .later_pages import HANDLERS
 from .tab_changes import PAGE_LANGUAGE, TabChanges
 
 SPECIAL_PARAMETERS = (gr.Request, gr.SelectData, gr.EventData)
+STOPPED = object()  # a generator handler has no more results
 
 
 def page_asked(request) -> bool:
@@ -39,6 +41,17 @@ def stop_costly_work(services, request: gr.Request = None) -> dict:
     """A Stop button's handler (``Page.stops``): the costly event running for this page is asked to end."""
     services.costly.stop(request)
     return {}
+
+
+def each_step(results: Iterator) -> Iterator:
+    """A generator handler's results, its code run between them while no page is being built (later_pages.py);
+    not held while its page shows one of them."""
+    while True:
+        with HANDLERS.handling():
+            result = next(results, STOPPED)
+        if result is STOPPED:
+            return
+        yield result
 
 
 class Page(TabChanges):
@@ -139,7 +152,7 @@ class Page(TabChanges):
                 with as_user_message(fn.__name__, page_asked(request), self.language):
                     with as_warning(self.language) if keep_on_input_problem else contextlib.nullcontext([]) \
                             as warned, bounded(args, request):
-                        for result in bound(*args, **kwargs):
+                        for result in each_step(bound(*args, **kwargs)):
                             yield named(result)
                     # Gradio sends a generator's last values again when it ends: for the page alone, ending on
                     # values that change nothing keeps a big answer (a translation's numbers) from crossing the
@@ -152,7 +165,7 @@ class Page(TabChanges):
                 args, kwargs, request = split(args, kwargs)
                 with as_user_message(fn.__name__, page_asked(request), self.language):
                     with as_warning(self.language) if keep_on_input_problem else contextlib.nullcontext(), \
-                            bounded(args, request):
+                            bounded(args, request), HANDLERS.handling():
                         return named(bound(*args, **kwargs))
                     return named({})  # an input problem: a warning, and every output as it was
         functools.update_wrapper(run, fn)

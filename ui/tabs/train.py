@@ -287,5 +287,6 @@ def wire(page: Page) -> None:
     page.on(demo.load, on_open, ["preset_info", "train_steps", *JOB_OUTPUTS])
     page.on(c["job_clock"].tick, on_clock, [*JOB_OUTPUTS, "model", "seen_job"], show_progress="hidden")
     for tab in page.tabs.values():  # the clock runs only while the Train tab is open
-        tab.select(lambda active=tab is train_tab: gr.Timer(active=active), None, c["job_clock"],
+        # An update, not a new gr.Timer: a component made by a handler joins any page being built (later_pages.py).
+        tab.select(lambda active=tab is train_tab: gr.update(active=active), None, c["job_clock"],
                    api_visibility="private")
