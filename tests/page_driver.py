@@ -85,7 +85,7 @@ class PageDriver:
         return gr.SelectData(block, {"index": 0, "value": None})
 
     def _take(self, event, result) -> None:
-        if isinstance(result, dict):
+        if isinstance(result, dict) and result.get("__type__") != "update":  # values by component
             updates = result.items()
         else:
             outputs = event.outputs
