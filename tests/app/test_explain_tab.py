@@ -83,6 +83,7 @@ def quiet_progress(*args, **kwargs):
     """Stands in for Gradio's progress tracker outside a request."""
 
 
+@pytest.mark.slow
 def test_pruning_on_the_sample_sentences_compares_importance_order_with_random(app_services):
     views = explain_tab.on_prune(app_services, "multi30k-en-de", "cross-attention", explain_tab.SAMPLE,
                                  progress=quiet_progress)

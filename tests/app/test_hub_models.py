@@ -61,6 +61,7 @@ def services_keeping_bfloat16(hub_services, monkeypatch):
 
 # M2M100 kept in bfloat16, as a server keeps a model too big in float32 (its float32 numbers are held to
 # transformers' in tests/library/test_multilingual.py); mBART-50 in float32.
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kept_in", [("tiny-marian", None), ("tiny-m2m100", torch.bfloat16),
                                            ("tiny-mbart50", None)])
 def test_every_event_of_the_page_runs_on_a_converted_model(hub_services, name, kept_in, request):

@@ -117,6 +117,7 @@ def random_clicks(page: PageDriver, rng: random.Random) -> None:
     page.run(page.event("on_average", "ui.tabs.translate"))
 
 
+@pytest.mark.slow
 def test_show_me_draws_what_each_lesson_promises_in_order_and_in_reverse_after_random_clicks(page, app_services):
     choices = lessons.lesson_choices()
     for choice in choices:
@@ -141,6 +142,7 @@ def lesson_walk(length: int, seed: int = 0) -> list[str]:
     return walk
 
 
+@pytest.mark.slow
 def test_after_any_lesson_every_slider_of_every_tab_holds_a_value_within_its_own_range(page):
     """A value set without its range (the logit lens's step 3 left with a range of 2) makes Gradio refuse the next
     event that reads it, so the tab the lesson opens shows errors."""

@@ -74,6 +74,7 @@ def load_test_module():
     return importlib.import_module("benchmarks.load_test")
 
 
+@pytest.mark.slow
 def test_a_short_load_test_loses_nothing_and_every_answer_matches_the_single_user_one():
     load_test = load_test_module()
     registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")

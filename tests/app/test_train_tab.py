@@ -196,6 +196,7 @@ def test_job_views_describe_progress():
     assert fig.data[0].text[0][0].startswith("step 1: ▁2 → position 0: ▁1")
 
 
+@pytest.mark.slow
 def test_a_job_ended_by_its_time_limit_says_so_and_counts_as_done(tmp_path):
     manager = jobs.JobManager(tmp_path / "runs")
     manager.start(jobs.JobRequest(data="copy", steps=3000, minutes=0.2))
@@ -207,6 +208,7 @@ def test_a_job_ended_by_its_time_limit_says_so_and_counts_as_done(tmp_path):
     assert len(job.evals) >= 3, "evaluated along the way by the clock, not only at the end"
 
 
+@pytest.mark.slow
 def test_a_job_fitted_to_its_time_limit_is_planned_for_it_and_ended_by_it(tmp_path):
     manager = jobs.JobManager(tmp_path / "runs")
     manager.start(jobs.JobRequest(data="copy", preset="auto", steps=5, minutes=0.2))
@@ -221,6 +223,7 @@ def test_a_job_fitted_to_its_time_limit_is_planned_for_it_and_ended_by_it(tmp_pa
     assert training["steps"] >= 100_000, "the update count is the plan's (the clock ends it), not the request's"
 
 
+@pytest.mark.slow
 def test_a_job_on_text_shows_the_plan_it_made_from_this_machines_speed(tmp_path):
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("".join(f"the {a} sees {b} birds\tle {a} voit {b} oiseaux\n" for a in ("cat", "dog", "cow")
@@ -266,6 +269,7 @@ def test_choosing_text_data_fits_the_size_to_the_time_limit_and_digits_keep_the_
         train_tab.on_preset(shared, "multi30k", "auto", float("nan"), None)
 
 
+@pytest.mark.slow
 @MULTI30K
 def test_the_page_measures_this_machines_speed_when_the_train_tab_opens_and_no_job_trains(monkeypatch, tmp_path):
     from ui.tabs import train as train_tab
@@ -394,6 +398,7 @@ def test_one_client_may_start_only_a_few_jobs_an_hour(tmp_path):
     assert manager.current.owner == "t"
 
 
+@pytest.mark.slow
 @MULTI30K
 def test_the_time_to_bleu_benchmark_runs_the_train_tabs_multi30k_job_and_scores_all_of_val(monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))

@@ -73,6 +73,7 @@ def test_model_card_states_scores_with_signatures_and_meets_the_bar(name):
         assert needle.lower() in card.lower(), needle
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("MULTI30K_DIR"), reason="MULTI30K_DIR is not set: Multi30K is not available")
 @pytest.mark.parametrize("name", TRANSLATORS)
 def test_evaluate_reproduces_the_model_cards_test_bleu(name, tmp_path):

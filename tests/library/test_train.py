@@ -55,6 +55,7 @@ def weights(run_dir: Path, name: str = "last") -> dict[str, torch.Tensor]:
 
 # --- learning ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_tiny_model_learns_to_reverse_digit_sequences(tmp_path):
     # Half the default batch at a higher peak: as good a reverser in half the time (0.975 exact, measured).
     config = TrainConfig(data="reverse", preset="tiny", steps=400, model={"dropout": 0.0}, max_tokens=1000,
