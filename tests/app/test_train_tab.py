@@ -196,12 +196,29 @@ def test_job_views_describe_progress():
     assert fig.data[0].text[0][0].startswith("step 1: ▁2 → position 0: ▁1")
 
 
+@pytest.fixture(scope="module")
+def time_limited_jobs(tmp_path_factory) -> dict[str, jobs.JobManager]:
+    """Three jobs of the shortest time limit, 0.2 minutes, started at once in managers of their own (a time limit is
+    on the wall clock, so they end together; each trains at a third of the speed, which no test below counts on):
+    one with more updates than fit, one fitted to its time, and one on uploaded text, fitted to this machine."""
+    pairs = tmp_path_factory.mktemp("text") / "pairs.tsv"
+    pairs.write_text("".join(f"the {a} sees {b} birds\tle {a} voit {b} oiseaux\n" for a in ("cat", "dog", "cow")
+                             for b in range(2, 30)))
+    requests = {"updates": jobs.JobRequest(data="copy", steps=3000, minutes=0.2),
+                "fitted": jobs.JobRequest(data="copy", preset="auto", steps=5, minutes=0.2),
+                "text": jobs.JobRequest(data="upload", upload=str(pairs), preset="auto", minutes=0.2)}
+    managers = {name: jobs.JobManager(tmp_path_factory.mktemp(name)) for name in requests}
+    for name, request in requests.items():
+        managers[name].start(request)
+    assert managers["fitted"].current.total_steps is None, "a fitted job's update count is not known at its start"
+    for manager in managers.values():
+        manager.wait(120)
+    return managers
+
+
 @pytest.mark.slow
-def test_a_job_ended_by_its_time_limit_says_so_and_counts_as_done(tmp_path):
-    manager = jobs.JobManager(tmp_path / "runs")
-    manager.start(jobs.JobRequest(data="copy", steps=3000, minutes=0.2))
-    manager.wait(120)
-    job = manager.current
+def test_a_job_ended_by_its_time_limit_says_so_and_counts_as_done(time_limited_jobs):
+    job = time_limited_jobs["updates"].current
     assert job.status == "finished" and job.step < 3000
     assert f"Finished at its 0.2-minute time limit, after {job.step} of 3000 updates" in job.message
     assert job.progress() == 1.0
@@ -209,11 +226,8 @@ def test_a_job_ended_by_its_time_limit_says_so_and_counts_as_done(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_job_fitted_to_its_time_limit_is_planned_for_it_and_ended_by_it(tmp_path):
-    manager = jobs.JobManager(tmp_path / "runs")
-    manager.start(jobs.JobRequest(data="copy", preset="auto", steps=5, minutes=0.2))
-    assert manager.current.total_steps is None
-    manager.wait(120)
+def test_a_job_fitted_to_its_time_limit_is_planned_for_it_and_ended_by_it(time_limited_jobs):
+    manager = time_limited_jobs["fitted"]
     job = manager.current
     assert job.status == "finished"
     assert f"Finished at its 0.2-minute time limit, after {job.step} updates:" in job.message
@@ -224,14 +238,8 @@ def test_a_job_fitted_to_its_time_limit_is_planned_for_it_and_ended_by_it(tmp_pa
 
 
 @pytest.mark.slow
-def test_a_job_on_text_shows_the_plan_it_made_from_this_machines_speed(tmp_path):
-    pairs = tmp_path / "pairs.tsv"
-    pairs.write_text("".join(f"the {a} sees {b} birds\tle {a} voit {b} oiseaux\n" for a in ("cat", "dog", "cow")
-                             for b in range(2, 30)))
-    manager = jobs.JobManager(tmp_path / "runs")
-    manager.start(jobs.JobRequest(data="upload", upload=str(pairs), preset="auto", minutes=0.2))
-    manager.wait(120)
-    job = manager.current
+def test_a_job_on_text_shows_the_plan_it_made_from_this_machines_speed(time_limited_jobs):
+    job = time_limited_jobs["text"].current
     assert job.status == "finished", job.message
     shown = training_views.job_status_markdown(job)
     assert "Planned for this machine: d_model " in shown and "expects about" in shown
