@@ -75,12 +75,14 @@ def load_test_module():
 
 
 @pytest.mark.slow
-def test_a_short_load_test_loses_nothing_and_every_answer_matches_the_single_user_one():
+def test_a_short_load_test_loses_nothing_and_every_answer_matches_the_single_user_one_streamed_or_not():
     load_test = load_test_module()
     registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu")
     result = load_test.run_load_test(users=5, requests=3, greedy=True, timeout_s=120, registry=registry,
-                                     model_name="reverse-tiny", say=lambda *_: None, hostile=0.4, processes=2)
+                                     model_name="reverse-tiny", say=lambda *_: None, hostile=0.4, processes=2,
+                                     streaming=0.4)
     assert result["users"] == 5 and result["requests"] == 15 and result["hostile_users"] == 2
+    assert result["streaming_users"] == 2 and result["first_step_p95_ms"] > 0, "two users stream as the page does"
     assert result["errors"] == result["lost"] == result["mismatches"] == 0, result
     assert result["hostile_refused"] >= 4 and result["hostile_refused"] + result["hostile_answered"] == 6
     assert 0 < result["p50_ms"] <= result["p95_ms"] == result["normal_p95_ms"]
