@@ -82,16 +82,20 @@ def launch_options() -> dict:
                            "lifespan": functools.partial(serve_pages, later=later)}}
 
 
+Opening = tuple[str, Checkpoint, dict[str, CheckpointError]]  # the model a page opens with, and why others did not
+
+
 def build_app(services: Services | None = None, default_model: str | None = None,
               queue_size: int = QUEUE_SIZE) -> gr.Blocks:
     """The English page, served at /, with what the server builds once it serves (``later_pages``): the students'
     pages and the page in the other languages, by the path each is served at."""
     services = services or Services.default()
-    demo = build_page(services, default_model, queue_size)
+    opening = first_that_loads(services, default_model)  # once: a later page is built without loading a model
+    demo = build_page(services, default_model, queue_size, opening=opening)
     remember_signatures(demo)
     demo.later_pages = {
         **{page_path("/", language): LaterPage(language, functools.partial(build_page, services, default_model,
-                                                                           queue_size, language))
+                                                                           queue_size, language, opening))
            for language in LANGUAGES if language != ENGLISH},
         **{page_path(STUDENTS_PAGE, language): LaterPage(language, functools.partial(build_students_page, services,
                                                                                      language))
@@ -106,10 +110,11 @@ class LaterPage(typing.NamedTuple):
 
 
 def build_page(services: Services, default_model: str | None = None, queue_size: int = QUEUE_SIZE,
-               language: str = ENGLISH) -> gr.Blocks:
-    """The page in ``language``: every tab's layout, then what each declares to the others, then every event."""
+               language: str = ENGLISH, opening: Opening | None = None) -> gr.Blocks:
+    """The page in ``language``: every tab's layout, then what each declares to the others, then every event.
+    ``opening``: the model it opens with, as ``first_that_loads`` chose it (else chosen here)."""
     names = services.registry.names()
-    default_model, checkpoint, broken = first_that_loads(services, default_model)
+    default_model, checkpoint, broken = opening or first_that_loads(services, default_model)
 
     with gr.Blocks(title=text(language, "page.title"), delete_cache=EXPORTS_KEPT_S) as demo:
         page = Page(services, demo, language)
@@ -201,7 +206,7 @@ async def serve_pages(app, later: LaterPages):
             blocks.close(verbose=False)
 
 
-def first_that_loads(services: Services, preferred: str | None) -> tuple[str, Checkpoint, dict[str, CheckpointError]]:
+def first_that_loads(services: Services, preferred: str | None) -> Opening:
     """The preferred model, else the usual default, else any listed one that loads, and why those tried before it
     did not: one broken checkpoint (a truncated shard, weights still Git LFS pointers) must not keep the app from
     starting. With none loadable, start-up ends with every reason."""

@@ -14,7 +14,7 @@ from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 from ui import services
 from ui.build import LaterPage, build_app, close_app, launch_options
 from ui.runtime.language import table
-from ui.runtime.later_pages import HANDLERS, LaterPages, WaitForLaterPages
+from ui.runtime.later_pages import HANDLERS, HandlersOrBuilding, LaterPages, WaitForLaterPages
 from ui.runtime.page import Page
 
 
@@ -129,3 +129,35 @@ def test_the_server_serves_the_english_page_then_builds_the_others_and_serves_ea
     finally:
         release.set()
         close_app(demo)
+
+
+def test_a_long_handler_holds_back_the_page_waiting_to_be_built_never_the_other_handlers():
+    lock, started, release, asking, built = (HandlersOrBuilding(), threading.Event(), threading.Event(),
+                                             threading.Event(), threading.Event())
+
+    def long_handler():  # a computation of a minute, just after start-up
+        with lock.handling():
+            started.set()
+            release.wait(60)
+
+    def builder():
+        asking.set()
+        with lock.building():
+            built.set()
+
+    threads = [threading.Thread(target=long_handler), threading.Thread(target=builder)]
+    threads[0].start()
+    assert started.wait(60)
+    threads[1].start()
+    assert asking.wait(60)
+    other_click = threading.Event()
+
+    def other_handler():
+        with lock.handling():
+            other_click.set()
+
+    threading.Thread(target=other_handler).start()
+    assert other_click.wait(60), "another visitor's click runs while the page waits"
+    assert not built.is_set(), "the page is not built while the long handler runs"
+    release.set()
+    assert built.wait(60), "then it is"

@@ -54,9 +54,10 @@ BUNDLED = REPOSITORY_CHECKPOINTS / "reverse-tiny"
 
 
 def serve(registry, default="reverse-tiny", tmp_path=None, **options):
+    """The app served as app.py serves it (its threads, limits and later pages), on ``registry``."""
     manager = jobs.JobManager(tmp_path / "runs") if tmp_path else jobs.JobManager()
     demo = build_app(services.Services(registry, manager), default, **options)
-    serve_on_loopback(demo)
+    serve_on_loopback(demo, **launch_options())
     return demo
 
 
@@ -124,8 +125,8 @@ def test_past_the_queue_limit_a_user_is_told_the_app_is_busy_instead_of_hanging(
     # again."), and the browser shows "This application is currently busy. Please try again." Both are clear.
     registry = GatedRegistry([REPOSITORY_CHECKPOINTS], device="cpu")
     demo = serve(registry, tmp_path=tmp_path, queue_size=1)
-    try:
-        client = Client(demo.local_url, verbose=False)
+    try:  # a client with room for every request it keeps waiting (gradio_client's default is 40)
+        client = Client(demo.local_url, verbose=False, max_workers=batching.CONCURRENCY["concurrency_limit"] + 2)
         registry.close()
         args = ("reverse-tiny", "1 2 3", "greedy", 2, 20)
         running = []

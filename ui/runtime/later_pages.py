@@ -23,15 +23,15 @@ log = logging.getLogger(__name__)
 
 
 class HandlersOrBuilding:
-    """Handlers run side by side, and a page is built while none does: a readers-writer lock whose writer, once
-    it waits, goes before handlers that start after it (a page is built in a fraction of a second). A handler
-    that a handler calls does not wait on itself."""
+    """Handlers run side by side, and a page is built in a moment when none runs: a readers-writer lock whose
+    readers go first. A handler waits only while a page is being built (a fraction of a second); a page waits for
+    a moment with no handler running, however long one takes (a computation of a minute at start-up must not hold
+    up every visitor's clicks behind it). A handler that a handler calls does not wait on itself."""
 
     def __init__(self):
         self._changed = threading.Condition()
         self._handling = 0
         self._building = False
-        self._builders_waiting = 0
         self._depth = threading.local()
 
     @contextlib.contextmanager
@@ -39,7 +39,7 @@ class HandlersOrBuilding:
         depth = getattr(self._depth, "value", 0)
         if not depth:
             with self._changed:
-                self._changed.wait_for(lambda: not self._building and not self._builders_waiting)
+                self._changed.wait_for(lambda: not self._building)
                 self._handling += 1
         self._depth.value = depth + 1
         try:
@@ -54,9 +54,7 @@ class HandlersOrBuilding:
     @contextlib.contextmanager
     def building(self):
         with self._changed:
-            self._builders_waiting += 1
             self._changed.wait_for(lambda: not self._handling and not self._building)
-            self._builders_waiting -= 1
             self._building = True
         try:
             yield
