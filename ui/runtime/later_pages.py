@@ -77,12 +77,13 @@ class LaterPages:
 
     def __init__(self):
         self.paths: list[str] = []
-        self.outcome: dict[str, bool] = {}  # by path: mounted, or failed
+        self.outcome: dict[str, bool] = {}  # by path, once settled: mounted, or failed
         self._settled: dict[str, asyncio.Event] = {}
 
     def start(self, builders: dict[str, Callable[[], object]],
               mount: Callable[[str, object], Awaitable[None]]) -> asyncio.Task:
         self.paths = sorted(builders, key=len, reverse=True)
+        self._settled = {page: asyncio.Event() for page in self.paths}
         return asyncio.create_task(self._build_all(builders, mount))
 
     def page_of(self, path: str) -> str | None:
@@ -93,8 +94,7 @@ class LaterPages:
         page = self.page_of(path)
         if page is None:
             return True
-        if page not in self.outcome:
-            await self._settled.setdefault(page, asyncio.Event()).wait()
+        await self._settled[page].wait()
         return self.outcome[page]
 
     async def _build_all(self, builders, mount) -> None:
@@ -106,7 +106,7 @@ class LaterPages:
             except Exception:  # said in the log and refused; the other pages still come
                 log.exception("the page at %s could not be built", page)
                 self.outcome[page] = False
-            self._settled.setdefault(page, asyncio.Event()).set()
+            self._settled[page].set()
 
     @staticmethod
     def _built(build: Callable[[], object]):
