@@ -199,13 +199,19 @@ def user_group(url: str, model_name: str, decoding: str, plans: list[list[str]],
             if detail and len(first_errors) < 5:
                 first_errors.append(detail)
 
+    def time_left(unsent: list[str]) -> float | None:
+        """Seconds left before the deadline; once it has passed, None, and the requests not sent are lost."""
+        left = deadline - time.time()
+        if left > 0:
+            return left
+        for _ in unsent:
+            count("lost")
+        return None
+
     def one_streaming_user(plan: list[str]) -> None:
         session = uuid.uuid4().hex[:11]
         for done, text in enumerate(plan):
-            left = deadline - time.time()
-            if left <= 0:
-                for _ in plan[done:]:
-                    count("lost")
+            if (left := time_left(plan[done:])) is None:
                 return
             try:
                 click = streamed_translation(url, page_event, session,
@@ -230,10 +236,7 @@ def user_group(url: str, model_name: str, decoding: str, plans: list[list[str]],
         with lock:
             clients.append(client)
         for done, text in enumerate(plan):
-            left = deadline - time.time()
-            if left <= 0:
-                for _ in plan[done:]:
-                    count("lost")
+            if (left := time_left(plan[done:])) is None:
                 return
             began = time.perf_counter()
             job = client.submit(model_name, text, decoding, BEAM, MAX_TOKENS, api_name="/translate")
