@@ -8,6 +8,7 @@ import pytest
 
 from transformer.errors import InputError
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+from transformer.inside.contributions import source_shares_together
 from ui.runtime.batching import Batches
 
 SENTENCES = ["5 4 3", "1 1 2 2 3 3", "8", "9 0 7 7", "6 6 1"]
@@ -35,14 +36,16 @@ class HeldFirstBatch:
         return self.decode_together(texts, *args, **options)
 
 
-def ask_together(batches: Batches, checkpoint, texts, beam_size=3, max_length=None, held=None) -> list:
+def ask_together(batches: Batches, checkpoint, texts, beam_size=3, max_length=None, held=None,
+                 source_shares=()) -> list:
     """Each text from a thread of its own, as Gradio's workers ask; the first is asked first and held (if
-    ``held``) until every other one waits."""
+    ``held``) until every other one waits. The texts numbered in ``source_shares`` ask for them."""
     answers: list = [None] * len(texts)
 
     def ask(number):
         try:
-            answers[number] = batches.translate(checkpoint, texts[number], beam_size, max_length, top_k=3)
+            answers[number] = batches.translate(checkpoint, texts[number], beam_size, max_length,
+                                                source_shares=number in source_shares, top_k=3)
         except Exception as error:  # noqa: BLE001 - each thread's outcome is checked by the test
             answers[number] = error
     threads = [threading.Thread(target=ask, args=(number,)) for number in range(len(texts))]
@@ -66,7 +69,21 @@ def test_translations_asked_for_meanwhile_are_decoded_together_as_each_would_be_
     assert held.batches == [SENTENCES[:1], SENTENCES[1:]]
     for text, answer in zip(SENTENCES, answers):
         alone = checkpoint.translate(text, 3, None, top_k=3)
-        assert (answer.text, answer.predicted_ids, answer.top_ids) == (alone.text, alone.predicted_ids, alone.top_ids)
+        made = answer.translation
+        assert (made.text, made.predicted_ids, made.top_ids) == (alone.text, alone.predicted_ids, alone.top_ids)
+        assert answer.source_share is None
+
+
+def test_source_shares_are_measured_together_for_those_who_ask_each_its_own(checkpoint):
+    held = HeldFirstBatch(checkpoint)
+    answers = ask_together(Batches(most=8), checkpoint, SENTENCES, held=held, source_shares={0, 1, 3})
+    for number, answer in enumerate(answers):
+        if number in {0, 1, 3}:
+            alone = source_shares_together(checkpoint.model, [answer.translation])[0].tolist()
+            assert answer.source_share == pytest.approx(alone, abs=1e-5)
+            assert len(answer.source_share) == answer.translation.num_steps
+        else:
+            assert answer.source_share is None
 
 
 def test_a_batch_holds_at_most_its_limit_and_only_requests_decoded_alike(checkpoint):
@@ -101,4 +118,4 @@ def test_a_sentence_that_fails_fails_alone(checkpoint, monkeypatch):
     monkeypatch.setattr(checkpoint, "translate_together", refusing)
     answers = ask_together(Batches(), checkpoint, ["5 4 3", "refused", "8 6"])
     assert isinstance(answers[1], InputError)
-    assert [answers[0].text, answers[2].text] == ["3 4 5", "6 8"]
+    assert [answers[0].translation.text, answers[2].translation.text] == ["3 4 5", "6 8"]

@@ -54,7 +54,7 @@ def test_with_no_gpu_lent_the_translation_is_made_on_the_cpu_and_the_reason_logg
     monkeypatch.setattr(gpu, "ON_ZERO_GPU", True)
     monkeypatch.setattr(gpu, "translate_on_gpu", refused)
     with caplog.at_level(logging.WARNING, logger="ui.runtime.gpu"):
-        made = gpu.translate(checkpoint, SENTENCE, 5, 60)
+        made = gpu.translate(checkpoint, SENTENCE, 5, 60).translation
     assert made.text == checkpoint.translate(SENTENCE, 5, 60).text
     assert "exceeded your GPU quota" in caplog.text
 

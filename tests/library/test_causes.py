@@ -64,30 +64,30 @@ def test_one_block_worked_by_hand():
         attention.in_proj.bias.zero_()
         attention.out_proj.weight.copy_(torch.eye(2))
         attention.out_proj.bias.zero_()
-    x = torch.eye(2)
-    weights = torch.tensor([[[1.0, 0.0], [0.5, 0.5]]])
+    x = torch.eye(2).unsqueeze(0)  # a batch of one sentence
+    weights = torch.tensor([[[[1.0, 0.0], [0.5, 0.5]]]])
     parts = contributions.block_parts(attention, AddAndNorm(2, 0.0, norm_first=True, eps=1e-5), x, x, weights)
-    torch.testing.assert_close(parts.parts, torch.tensor([[[2.0, 0.0], [0.0, 0.0]], [[0.5, 0.0], [0.0, 1.5]]]))
-    torch.testing.assert_close(parts.whole, torch.tensor([[2.0, 0.0], [0.5, 1.5]]))
+    torch.testing.assert_close(parts.parts, torch.tensor([[[[2.0, 0.0], [0.0, 0.0]], [[0.5, 0.0], [0.0, 1.5]]]]))
+    torch.testing.assert_close(parts.whole, torch.tensor([[[2.0, 0.0], [0.5, 1.5]]]))
     # ‖y‖₁ − ‖y − T_j‖₁: query 0: 2 − 0 and 2 − 2; query 1: 2 − 1.5 and 2 − 0.5.
-    torch.testing.assert_close(parts.contributions(), torch.tensor([[1.0, 0.0], [0.25, 0.75]]))
+    torch.testing.assert_close(parts.contributions(), torch.tensor([[[1.0, 0.0], [0.25, 0.75]]]))
 
 
 def test_the_layers_compose_as_alti_plus_worked_by_hand():
-    encoder = [torch.tensor([[1.0, 0.0], [0.5, 0.5]])]
-    decoder = [torch.tensor([[1.0, 0.0], [0.4, 0.6]])]
-    cross = [torch.tensor([[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])]  # two encoder outputs, then the residual
+    encoder = [torch.tensor([[[1.0, 0.0], [0.5, 0.5]]])]  # each a batch of one sentence
+    decoder = [torch.tensor([[[1.0, 0.0], [0.4, 0.6]]])]
+    cross = [torch.tensor([[[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]]])]  # two encoder outputs, then the residual
     source, prefix, from_source = contributions.compose(encoder, decoder, cross)
-    torch.testing.assert_close(from_source, encoder[0])
-    torch.testing.assert_close(source[-1], torch.tensor([[0.35, 0.15], [0.15, 0.05]]))
-    torch.testing.assert_close(prefix[-1], torch.tensor([[0.5, 0.0], [0.32, 0.48]]))
+    torch.testing.assert_close(from_source[0], encoder[0][0])
+    torch.testing.assert_close(source[0, -1], torch.tensor([[0.35, 0.15], [0.15, 0.05]]))
+    torch.testing.assert_close(prefix[0, -1], torch.tensor([[0.5, 0.0], [0.32, 0.48]]))
 
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
 def test_every_blocks_parts_add_up_to_what_the_model_computed(norm_first):
     model = small_model(norm_first)
     translation = small_translation(model)
-    records = contributions.record_blocks(model, translation.source_ids, translation.target_ids)
+    records = contributions.record_blocks(model, [translation.source_ids], [translation.target_ids])
     for kind, modules in contributions.attention_blocks(model).items():
         for (attention, add_and_norm), record in zip(modules, records[kind]):
             parts = contributions.block_parts(attention, add_and_norm, record.block_input, record.residual,
@@ -96,7 +96,7 @@ def test_every_blocks_parts_add_up_to_what_the_model_computed(norm_first):
 
 
 def test_the_bundled_models_blocks_add_up_too(bundled, doctor):
-    records = contributions.record_blocks(bundled.model, doctor.source_ids, doctor.target_ids)
+    records = contributions.record_blocks(bundled.model, [doctor.source_ids], [doctor.target_ids])
     attention, add_and_norm = contributions.attention_blocks(bundled.model)["cross"][-1]
     record = records["cross"][-1]
     parts = contributions.block_parts(attention, add_and_norm, record.block_input, record.residual, record.weights,
@@ -123,10 +123,30 @@ def test_a_block_decomposed_a_few_queries_at_a_time_gives_the_same_shares(monkey
     model = small_model(norm_first=False)
     translation = small_translation(model)
     whole = contributions.contributions(model, translation)
-    monkeypatch.setattr(contributions, "QUERIES_AT_ONCE", 2)
+    monkeypatch.setattr(contributions, "FLOATS_AT_ONCE", 2 * len(translation.source_ids) * model.config.d_model)
     chunked = contributions.contributions(model, translation)
     torch.testing.assert_close(chunked.source, whole.source)
     torch.testing.assert_close(chunked.prefix, whole.prefix)
+
+
+def test_translations_measured_together_get_what_each_gets_alone(bundled, doctor):
+    """Sentences of other lengths padded into one pass: each one's shares are its own, whatever sits beside it."""
+    others = [bundled.translate(text, 1) for text in ("A dog.", "Two men in orange hats are fixing the road.")]
+    together = contributions.contributions_together(bundled.model, [others[0], doctor, others[1]])
+    for translation, measured in zip([others[0], doctor, others[1]], together):
+        alone = contributions.contributions(bundled.model, translation)
+        check_shares(measured, translation.num_steps, len(translation.source_ids))
+        for name in ("source", "prefix", "encoder"):
+            torch.testing.assert_close(getattr(measured, name), getattr(alone, name), atol=1e-5, rtol=1e-4)
+        for kind, blocks in alone.blocks.items():
+            for own, padded in zip(blocks, measured.blocks[kind]):
+                torch.testing.assert_close(padded, own, atol=1e-5, rtol=1e-4)
+
+
+def test_the_source_shares_alone_are_those_of_the_whole_rollout(bundled, doctor):
+    others = [bundled.translate("Two men in orange hats are fixing the road.", 1), doctor]
+    for translation, shares in zip(others, contributions.source_shares_together(bundled.model, others)):
+        torch.testing.assert_close(shares, contributions.contributions(bundled.model, translation).source_share)
 
 
 def test_a_model_in_bfloat16_is_measured_in_float32_from_its_own_values():

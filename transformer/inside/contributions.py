@@ -41,6 +41,7 @@ import torch
 from torch import Tensor
 
 from ..paper.translation import Translation
+from ..paper.decoding import pad_batch
 from ..paper.model import AddAndNorm, MultiHeadAttention, Transformer
 from .hooks import in_this_thread
 from .one_head import KINDS, block_modules, output_projection_by_head
@@ -48,56 +49,62 @@ from .one_head import KINDS, block_modules, output_projection_by_head
 
 @dataclass
 class BlockParts:
-    """One attention block decomposed: ``parts`` (queries, keys [+ 1 for cross-attention's residual], d_model),
-    the vectors each key brings to each query, and ``whole`` (queries, d_model), the block's actual output."""
+    """One attention block decomposed, for a batch of sentences: ``parts`` (batch, queries, keys [+ 1 for
+    cross-attention's residual], d_model), the vectors each key brings to each query, and ``whole`` (batch,
+    queries, d_model), the block's actual output."""
 
     parts: Tensor
     whole: Tensor
 
     def contributions(self) -> Tensor:
-        """ALTI's c_ij (queries, parts): non-negative, each row summing to 1."""
+        """ALTI's c_ij (batch, queries, parts): non-negative, each row summing to 1. A part that is zero (a padded
+        key, which the softmax gave no weight) lies no closer than zero does: it contributes nothing."""
         closeness = (self.whole.abs().sum(-1, keepdim=True)
-                     - (self.whole.unsqueeze(1) - self.parts).abs().sum(-1)).clamp_min(0)
+                     - (self.whole.unsqueeze(-2) - self.parts).abs().sum(-1)).clamp_min(0)
         return closeness / closeness.sum(-1, keepdim=True).clamp_min(torch.finfo(closeness.dtype).tiny)
 
 
-QUERIES_AT_ONCE = 64  # queries decomposed together: (queries, keys, d_model) floats at a time, 64 MB at 512 x 512
+# Floats of a block's parts decomposed at once, (batch, queries, keys, d_model): 64 MB, as 64 queries of one
+# sentence at 512 keys and d_model 512; a larger batch or sentence is decomposed a few queries at a time.
+FLOATS_AT_ONCE = 2 ** 24
 
 
 @torch.inference_mode()
 def block_parts(attention: MultiHeadAttention, add_and_norm: AddAndNorm, block_input: Tensor, residual: Tensor,
                 weights: Tensor, memory: Tensor | None = None, queries: slice = slice(None)) -> BlockParts:
-    """Decompose one block of a batch of one, in float32, for its ``queries``: ``block_input`` (queries, d_model) is
-    what the attention read its queries from, ``residual`` the stream it is added to, ``weights`` (H, queries,
-    keys) its softmax, ``memory`` (keys, d_model) the encoder's output for cross-attention (None: self-attention).
-    The values are projected as the model projects them, in its own dtype."""
+    """Decompose one block over a batch, in float32, for its ``queries``: ``block_input`` (batch, queries,
+    d_model) is what the attention read its queries from, ``residual`` the stream it is added to, ``weights``
+    (batch, H, queries, keys) its softmax, ``memory`` (batch, keys, d_model) the encoder's output for
+    cross-attention (None: self-attention). The values are projected as the model projects them, in its own
+    dtype."""
     d = attention.d_model
     keys_from = block_input if memory is None else memory
     values = attention.project_rows(keys_from.to(attention.in_proj.weight.dtype), slice(2 * d, 3 * d)).float()
-    values = values.view(keys_from.size(0), attention.n_heads, -1)
-    through_output = torch.einsum("khe,hde->hkd", values, output_projection_by_head(attention).float())  # v_j W_O^h
-    residual, rows = residual.float(), torch.arange(residual.size(0))[queries]
-    parts = torch.einsum("hqk,hkd->qkd", weights[:, queries].float(), through_output)
+    values = values.view(*keys_from.shape[:2], attention.n_heads, -1)
+    through_output = torch.einsum("bkhe,hde->bhkd", values, output_projection_by_head(attention).float())  # v_j W_O^h
+    residual, rows = residual.float(), torch.arange(residual.size(1))[queries]
+    parts = torch.einsum("bhqk,bhkd->bqkd", weights[:, :, queries].float(), through_output)
     if memory is None:
-        parts[torch.arange(len(rows)), rows] += residual[rows]  # [j = i] x_i
+        parts[:, torch.arange(len(rows)), rows] += residual[:, rows]  # [j = i] x_i
     else:
-        parts = torch.cat([parts, residual[rows].unsqueeze(1)], dim=1)
+        parts = torch.cat([parts, residual[:, rows].unsqueeze(2)], dim=2)
     bias = attention.out_proj.bias.float()
-    summed = parts.sum(1) + bias
+    summed = parts.sum(2) + bias
     if add_and_norm.norm_first:
         return BlockParts(parts, summed)
     norm = add_and_norm.norm
     sigma = (summed.var(-1, unbiased=False, keepdim=True) + norm.eps).sqrt()
     gamma = norm.weight.float()
-    parts = (parts - parts.mean(-1, keepdim=True)) / sigma.unsqueeze(1) * gamma
-    whole = parts.sum(1) + (bias - bias.mean()) / sigma * gamma + norm.bias.float()
+    parts = (parts - parts.mean(-1, keepdim=True)) / sigma.unsqueeze(2) * gamma
+    whole = parts.sum(2) + (bias - bias.mean()) / sigma * gamma + norm.bias.float()
     return BlockParts(parts, whole)
 
 
 @dataclass
 class BlockInputs:
-    """What one attention block read in a pass: its queries' input, the residual stream, the encoder's output
-    (cross-attention) and its softmax; and ``output``, the block's output after Add & Norm, as the model made it."""
+    """What one attention block read in a pass over a batch: its queries' input, the residual stream, the
+    encoder's output (cross-attention) and its softmax; and ``output``, the block's output after Add & Norm, as
+    the model made it."""
 
     block_input: Tensor
     residual: Tensor
@@ -107,11 +114,13 @@ class BlockInputs:
 
 
 def block_contributions(attention: MultiHeadAttention, add_and_norm: AddAndNorm, block: BlockInputs) -> Tensor:
-    """ALTI's c_ij of one block, (queries, parts), ``QUERIES_AT_ONCE`` queries at a time."""
-    queries = block.block_input.size(0)
+    """ALTI's c_ij of one block, (batch, queries, parts), as many queries at a time as ``FLOATS_AT_ONCE`` allows."""
+    batch, queries, d_model = block.block_input.shape
+    keys = block.weights.size(-1) + (block.memory is not None)
+    at_once = max(1, FLOATS_AT_ONCE // (batch * keys * d_model))
     return torch.cat([block_parts(attention, add_and_norm, block.block_input, block.residual, block.weights,
-                                  block.memory, slice(start, start + QUERIES_AT_ONCE)).contributions()
-                      for start in range(0, queries, QUERIES_AT_ONCE)])
+                                  block.memory, slice(start, start + at_once)).contributions()
+                      for start in range(0, queries, at_once)], dim=1)
 
 
 def attention_blocks(model: Transformer) -> dict[str, list[tuple[MultiHeadAttention, AddAndNorm]]]:
@@ -121,22 +130,24 @@ def attention_blocks(model: Transformer) -> dict[str, list[tuple[MultiHeadAttent
 
 
 @torch.inference_mode()
-def record_blocks(model: Transformer, source_ids: list[int], target_ids: list[int]) -> dict[str, list[BlockInputs]]:
-    """One teacher-forced pass that keeps what every attention block read (hooks only watch: the pass is the
-    model's own; they watch this thread's pass alone, ``hooks.in_this_thread``)."""
+def record_blocks(model: Transformer, sources: list[list[int]], targets: list[list[int]]
+                  ) -> dict[str, list[BlockInputs]]:
+    """One teacher-forced pass over sentences padded into a batch that keeps what every attention block read
+    (hooks only watch: the pass is the model's own; they watch this thread's pass alone,
+    ``hooks.in_this_thread``)."""
     model.eval()
     seen: dict[int, dict] = {}
 
     @in_this_thread
     def on_attention(module, args, kwargs, output):
         memory = args[1] if len(args) > 1 else kwargs.get("memory")
-        seen.setdefault(id(module), {}).update(block_input=args[0][0], memory=None if memory is None else memory[0],
-                                               weights=output[1][0], projected=output[0][0])
+        seen.setdefault(id(module), {}).update(block_input=args[0], memory=memory, weights=output[1],
+                                               projected=output[0])
 
     def on_norm_input(owner):
         @in_this_thread
         def hook(module, args):
-            seen.setdefault(id(owner), {}).setdefault("norm_input", args[0][0])
+            seen.setdefault(id(owner), {}).setdefault("norm_input", args[0])
         return hook
 
     hooks = []
@@ -145,8 +156,8 @@ def record_blocks(model: Transformer, source_ids: list[int], target_ids: list[in
             hooks.append(attention.register_forward_hook(on_attention, with_kwargs=True))
             hooks.append(add_and_norm.norm.register_forward_pre_hook(on_norm_input(attention)))
     try:
-        encoded = model.encode(torch.tensor([source_ids], device=model.device), need_weights=True)
-        model.decode(torch.tensor([target_ids], device=model.device), encoded, need_weights=True)
+        encoded = model.encode(pad_batch(sources, model.config.pad_id, model.device), need_weights=True)
+        model.decode(pad_batch(targets, model.config.pad_id, model.device), encoded, need_weights=True)
     finally:
         for hook in hooks:
             hook.remove()
@@ -198,32 +209,74 @@ class Contributions:
 
 
 def compose(encoder: list[Tensor], decoder: list[Tensor], cross: list[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
-    """ALTI+'s rollout of the blocks' contributions (module docstring): per decoder layer, (steps, source) and
-    (steps, steps); and the encoder's (source, source)."""
-    sources = cross[0].size(1) - 1
-    from_source = torch.eye(sources)
+    """ALTI+'s rollout of the blocks' contributions (module docstring) over a batch: per decoder layer, (batch,
+    steps, source) and (batch, steps, steps); and the encoder's (batch, source, source). A padded position draws
+    on others but nothing draws on it (its contributions are zero), so each sentence's rows are its own."""
+    batch, sources = cross[0].size(0), cross[0].size(-1) - 1
+    from_source = torch.eye(sources).expand(batch, sources, sources)
     for layer in encoder:
         from_source = layer @ from_source
-    steps = decoder[0].size(0)
-    to_source, to_prefix = torch.zeros(steps, sources), torch.eye(steps)
+    steps = decoder[0].size(1)
+    to_source, to_prefix = torch.zeros(batch, steps, sources), torch.eye(steps).expand(batch, steps, steps)
     per_layer_source, per_layer_prefix = [], []
     for self_attention, cross_attention in zip(decoder, cross):
-        through_residual = cross_attention[:, -1:] * self_attention  # rows summing to r: source and prefix sum to 1
-        to_source = through_residual @ to_source + cross_attention[:, :-1] @ from_source
+        through_residual = cross_attention[..., -1:] * self_attention  # rows summing to r: source and prefix sum to 1
+        to_source = through_residual @ to_source + cross_attention[..., :-1] @ from_source
         to_prefix = through_residual @ to_prefix
         per_layer_source.append(to_source)
         per_layer_prefix.append(to_prefix)
-    return torch.stack(per_layer_source), torch.stack(per_layer_prefix), from_source
+    return torch.stack(per_layer_source, dim=1), torch.stack(per_layer_prefix, dim=1), from_source
+
+
+def decomposed_blocks(model: Transformer, translations: list[Translation], kinds: tuple[str, ...] = KINDS
+                      ) -> dict[str, list[Tensor]]:
+    """Each block's C of ``kinds`` (batch, queries, parts), over the translations padded into one batch."""
+    records = record_blocks(model, [t.source_ids for t in translations], [t.target_ids for t in translations])
+    blocks = attention_blocks(model)
+    return {kind: [block_contributions(attention, add_and_norm, record).cpu()
+                   for (attention, add_and_norm), record in zip(blocks[kind], records[kind])] for kind in kinds}
 
 
 @torch.inference_mode()
+def contributions_together(model: Transformer, translations: list[Translation]) -> list[Contributions]:
+    """ALTI+ source and prefix contributions of every step of each translation, on the model as it is, in one
+    padded pass and one decomposition per block for them all (a server measures a batch's translations at once,
+    ``ui/runtime/batching.py``). Each translation's numbers are those it gets alone, up to float rounding."""
+    if not translations:
+        return []
+    blocks = decomposed_blocks(model, translations)
+    source, prefix, encoder = compose(blocks["encoder"], blocks["decoder"], blocks["cross"])
+    results = []
+    for row, translation in enumerate(translations):
+        sources, steps = len(translation.source_ids), len(translation.target_ids)
+        own_blocks = {kind: [own_block(layer[row], kind, sources, steps) for layer in layers]
+                      for kind, layers in blocks.items()}
+        results.append(Contributions(source[row, :, :steps, :sources], prefix[row, :, :steps, :steps],
+                                     encoder[row, :sources, :sources], own_blocks))
+    return results
+
+
+@torch.inference_mode()
+def source_shares_together(model: Transformer, translations: list[Translation]) -> list[Tensor]:
+    """Each translation's ``Contributions.source_share`` (steps,), without decomposing the encoder's blocks: every
+    row of the encoder's rollout sums to 1, so what a step draws from the encoder's outputs is what it draws from
+    the source, however the encoder mixed it. Rolled out to the encoder's outputs, the rows sum to the same."""
+    if not translations:
+        return []
+    blocks = decomposed_blocks(model, translations, ("decoder", "cross"))
+    shares = compose([], blocks["decoder"], blocks["cross"])[0][:, -1].sum(-1)
+    return [shares[row, :len(translation.target_ids)] for row, translation in enumerate(translations)]
+
+
+def own_block(block: Tensor, kind: str, sources: int, steps: int) -> Tensor:
+    """One sentence's rows and parts of a block's padded C: cross-attention's residual is its last part."""
+    if kind == "encoder":
+        return block[:sources, :sources]
+    if kind == "decoder":
+        return block[:steps, :steps]
+    return torch.cat([block[:steps, :sources], block[:steps, -1:]], dim=1)
+
+
 def contributions(model: Transformer, translation: Translation) -> Contributions:
     """ALTI+ source and prefix contributions of every step of ``translation``, on the model as it is."""
-    records = record_blocks(model, translation.source_ids, translation.target_ids)
-    blocks = {}
-    for kind, modules in attention_blocks(model).items():
-        blocks[kind] = [block_contributions(attention, add_and_norm, record).cpu()
-                        for (attention, add_and_norm), record in zip(modules, records[kind])]
-    source, prefix, encoder = compose(blocks["encoder"], blocks["decoder"], blocks["cross"])
-    return Contributions(source, prefix, encoder, blocks)
-
+    return contributions_together(model, [translation])[0]

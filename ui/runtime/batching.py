@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from transformer.files.checkpoint import Checkpoint
+from transformer.inside.contributions import source_shares_together
 from transformer.paper.watching import SearchProgress, Watch
 from transformer.paper.translation import Translation
 
@@ -28,6 +29,14 @@ MOST_TOGETHER = 40
 CONCURRENCY = {"concurrency_id": "translate", "concurrency_limit": 2 * MOST_TOGETHER}
 
 
+@dataclass
+class Decoded:
+    """A translation and, where asked for, how much of each of its steps comes from the source."""
+
+    translation: Translation
+    source_share: list[float] | None = None
+
+
 @dataclass(eq=False)
 class Request:
     checkpoint: Checkpoint
@@ -35,8 +44,10 @@ class Request:
     settings: tuple  # beam size, maximum length and the plain-valued options: only equal ones share a batch
     on_step: Callable[[SearchProgress], None] | None = None  # sees each step of its sentence as it is decided
     stop: threading.Event | None = None  # set: its search may end where it is (Stop), with what it has
+    source_shares: bool = False  # each step's source share wanted (ALTI+, the step view's captions)
     done: threading.Event = field(default_factory=threading.Event)
     translation: Translation | None = None
+    source_share: list[float] | None = None
     error: Exception | None = None
 
     def stopped(self) -> bool:
@@ -63,12 +74,14 @@ class Batches:
 
     def translate(self, checkpoint: Checkpoint, text: str, beam_size: int, max_length: int | None,
                   on_step: Callable[[SearchProgress], None] | None = None, stop: threading.Event | None = None,
-                  **options) -> Translation:
+                  source_shares: bool = False, **options) -> Decoded:
         """``checkpoint.translate(text, beam_size, max_length, **options)``, decoded with the translations asked
-        for meanwhile. ``options`` hold plain values (``top_k``). ``on_step`` sees each step of this sentence as it
-        is decided; once ``stop`` is set, the search ends at its next step with what it has, unless another
-        sentence of its batch goes on (then this one is decoded to its end)."""
-        request = Request(checkpoint, text, (beam_size, max_length, sorted(options.items())), on_step, stop)
+        for meanwhile, and (``source_shares``) each step's source share, measured with theirs. ``options`` hold
+        plain values (``top_k``). ``on_step`` sees each step of this sentence as it is decided; once ``stop`` is
+        set, the search ends at its next step with what it has, unless another sentence of its batch goes on (then
+        this one is decoded to its end)."""
+        request = Request(checkpoint, text, (beam_size, max_length, sorted(options.items())), on_step, stop,
+                          source_shares)
         with self.changed:
             self.waiting.append(request)
         while not request.done.is_set():
@@ -91,7 +104,7 @@ class Batches:
                     self.changed.notify_all()
         if request.error is not None:
             raise request.error
-        return request.translation
+        return Decoded(request.translation, request.source_share)
 
     def next_batch(self) -> list[Request]:
         """Taken from the waiting (with ``changed`` held): the oldest request and those that decode alike."""
@@ -102,7 +115,7 @@ class Batches:
 
     def decode(self, batch: list[Request]) -> None:
         """Decode the batch together; should that fail, each request alone, so one sentence's error is its
-        own."""
+        own. Those that asked for source shares are then measured together, the others answered meanwhile."""
         first = batch[0]
         beam_size, max_length, options = first.settings
         try:
@@ -119,7 +132,29 @@ class Batches:
                 except Exception as error:  # noqa: BLE001 - handed to the request's own thread, which raises it
                     request.error = error
             request.translation = translation
-            request.done.set()
+            if not (request.source_shares and translation is not None):
+                request.done.set()
+        measure_shares([request for request in batch if not request.done.is_set()])
+
+
+def measure_shares(requests: list[Request]) -> None:
+    """Each step's source share of each request's translation, in one pass for them all: over a batch, the pass
+    and the blocks' decompositions cost the CPU far less than one by one. Should that fail, each alone."""
+    if not requests:
+        return
+    try:
+        together = source_shares_together(requests[0].checkpoint.model, [request.translation for request in requests])
+    except Exception:  # noqa: BLE001 - retried one by one below, where each error reaches its own request
+        log.exception("measuring %d translations' source shares together failed; measuring each alone", len(requests))
+        together = [None] * len(requests)
+    for request, shares in zip(requests, together):
+        try:
+            if shares is None:
+                shares = source_shares_together(request.checkpoint.model, [request.translation])[0]
+            request.source_share = shares.tolist()
+        except Exception as error:  # noqa: BLE001 - handed to the request's own thread, which raises it
+            request.error = error
+        request.done.set()
 
 
 def watching(batch: list[Request]) -> Watch | None:

@@ -19,11 +19,12 @@ from pathlib import Path
 import torch
 
 from transformer.files.checkpoint import Checkpoint, default_device, load_checkpoint
+from transformer.inside.contributions import source_shares_together
 from transformer.paper.watching import SearchProgress
 from transformer.paper.translation import Translation
 
 from .. import ON_ZERO_GPU
-from .batching import BATCHES
+from .batching import BATCHES, Decoded
 
 log = logging.getLogger(__name__)
 
@@ -43,20 +44,24 @@ def models_device() -> torch.device:
 
 def translate(checkpoint: Checkpoint, text: str, beam_size: int, max_length: int | None,
               on_step: Callable[[SearchProgress], None] | None = None, stop: threading.Event | None = None,
-              **options) -> Translation:
-    """``checkpoint.translate``, on a lent GPU on a ZeroGPU Space; should no GPU be lent (the visitor's daily
-    quota is spent, the queue is full), here on the CPU, with the reason logged. Here, with the translations asked
-    for meanwhile (batching.py), each step seen by ``on_step`` as it is decided and ended early by ``stop``; a lent
-    GPU decodes in a process of its own, and its translation comes whole (a GPU decodes in a blink)."""
+              source_shares: bool = False, **options) -> Decoded:
+    """``checkpoint.translate``, and (``source_shares``) each step's source share, on a lent GPU on a ZeroGPU
+    Space; should no GPU be lent (the visitor's daily quota is spent, the queue is full), here on the CPU, with the
+    reason logged. Here, with the translations asked for meanwhile (batching.py), each step seen by ``on_step`` as
+    it is decided and ended early by ``stop``; a lent GPU decodes in a process of its own, and its translation
+    comes whole (a GPU decodes in a blink), its shares measured here."""
     if not ON_ZERO_GPU or checkpoint.path is None:
-        return BATCHES.translate(checkpoint, text, beam_size, max_length, on_step, stop, **options)
+        return BATCHES.translate(checkpoint, text, beam_size, max_length, on_step, stop, source_shares, **options)
     import gradio as gr  # what spaces raises when it lends no GPU (the views import no gradio elsewhere)
 
     try:
-        return translate_on_gpu(str(checkpoint.path), text, beam_size, max_length, options, "cuda", checkpoint.pair)
+        translation = translate_on_gpu(str(checkpoint.path), text, beam_size, max_length, options, "cuda",
+                                       checkpoint.pair)
     except gr.Error as refused:
         log.warning("no GPU lent for a translation (%s); decoding it on the CPU", refused.message)
-        return BATCHES.translate(checkpoint, text, beam_size, max_length, on_step, stop, **options)
+        return BATCHES.translate(checkpoint, text, beam_size, max_length, on_step, stop, source_shares, **options)
+    shares = source_shares_together(checkpoint.model, [translation])[0].tolist() if source_shares else None
+    return Decoded(translation, shares)
 
 
 def translate_in_worker(directory: str, text: str, beam_size: int, max_length: int | None, options: dict,

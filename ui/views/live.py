@@ -54,6 +54,6 @@ def live_numbers(checkpoint: Checkpoint, progress: SearchProgress, source: list[
                                              language),
             **step_frames(source, len(progress.top_ids), language),
             "layer": layer, "head": 0 if head is None else clamp(head, 1, heads),
-            "heads": heads, "attention": [round(float(weight), WEIGHT_DECIMALS) for weight in row],
+            "heads": heads, "attention": [round(weight, WEIGHT_DECIMALS) for weight in row.tolist()],
             "caption": text(language, key, step=step, piece=piece, beams=beam_size,
                             probability=Number(progress.probability, ".1%"))}

@@ -15,7 +15,6 @@ import torch
 
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
-from transformer.inside.contributions import contributions
 from transformer.paper.watching import SearchProgress
 from transformer.paper.decoding import length_limits
 from transformer.paper.translation import Translation, forced_decode
@@ -71,7 +70,8 @@ def run_translation(checkpoint: Checkpoint, sentence: str, decoding: str = "beam
     cleaned, notes = clean_text(sentence, language=language)
     beam = beams_of(decoding, beam_size)
     max_length = max_target_tokens(max_length)
-    result = gpu.translate(checkpoint, cleaned, beam, max_length, on_step, stop, top_k=top_k)
+    decoded = gpu.translate(checkpoint, cleaned, beam, max_length, on_step, stop, source_shares, top_k=top_k)
+    result = decoded.translation
     if result.truncated:
         notes.append(text(language, "translate.note.truncated", positions=checkpoint.model.config.max_len))
     unknown = sum(1 for i in result.source_ids if i == checkpoint.source_tokenizer.unk_id)
@@ -90,8 +90,7 @@ def run_translation(checkpoint: Checkpoint, sentence: str, decoding: str = "beam
                           else "translate.note.stopped"))
     if len(result.source_ids) > LONG_SOURCE_PIECES and not result.truncated:
         notes.append(text(language, "translate.note.long", pieces=len(result.source_ids)))
-    shares = contributions(checkpoint.model, result).source_share.tolist() if source_shares else None
-    return TranslateResult(result, notes, shares)
+    return TranslateResult(result, notes, decoded.source_share)
 
 
 def notes_markdown(notes: list[str]) -> str:
