@@ -9,8 +9,11 @@ with Playwright. Each figure is the median over ``--clicks`` clicks, after one u
 - translate_settled_ms: Translate tab, default model, a new sentence typed and Translate clicked;
   translate_in_page_ms: the same timed inside the page (the button's click() to the first frame that finds every
   chart and the translation settled), without Playwright's overhead;
-- model_view_settled_ms: the same with the View "model view: every layer and head";
+- model_view_settled_ms: the same with the View "model view: every layer and head"; model_view_in_page_ms: the
+  same timed inside the page;
 - switch_model_settled_ms: the Model dropdown switched between reverse-tiny and multi30k-en-de;
+  switch_model_in_page_ms: the same timed inside the page, from the option's press until settled (Playwright takes
+  250 ms or more to find the open list's option and see it still before pressing it);
 - step_settled_ms: "◀ previous" / "next ▶" under the step view of a long sentence; step_in_page_ms: the same
   timed inside the page (click() to the first frame that finds the charts settled), without Playwright's overhead;
 - head_settled_ms: the Head slider of the heatmaps typed between 1 and 2 (Enter), on the same sentence, until the
@@ -38,7 +41,7 @@ Goals on a 2-core CPU (issue 44): translate and model view <= 300 ms, model swit
 translate <= 700 ms and model view <= 800 ms; the first step drawn <= 150 ms, and <= 400 ms at opus-mt's shapes
 (issue 61).
 Prints JSON last (with --json): {"first_step_drawn_ms", "translate_settled_ms", "translate_in_page_ms",
-"model_view_settled_ms", "switch_model_settled_ms",
+"model_view_settled_ms", "model_view_in_page_ms", "switch_model_settled_ms", "switch_model_in_page_ms",
 "step_settled_ms", "step_in_page_ms", "head_settled_ms", "head_in_page_ms", "first_load_ms", "first_translation_ms",
 "translate_answer_bytes", "translate_bytes", "clicks", "runs", "failures"}.
 
@@ -82,7 +85,8 @@ TIMEOUT_MS = 60_000  # a click not settled by then is a failure
 LOADS = ["first_load_ms", "first_translation_ms"]
 BYTES = ["translate_answer_bytes", "translate_bytes"]
 NAMES = ["first_step_drawn_ms", "translate_settled_ms", "translate_in_page_ms", "model_view_settled_ms",
-         "switch_model_settled_ms", "step_settled_ms", "step_in_page_ms", "head_settled_ms", "head_in_page_ms",
+         "model_view_in_page_ms", "switch_model_settled_ms", "switch_model_in_page_ms", "step_settled_ms",
+         "step_in_page_ms", "head_settled_ms", "head_in_page_ms",
          *LOADS, *BYTES]
 HEAD_CHARTS = ("step-attention", "attention-plot")  # what a head changes
 USABLE_JS = """() => {
@@ -199,6 +203,34 @@ def switch_model_ms(page, i: int) -> float:
     return choose_model_ms(page, MODELS[(i + 1) % 2])  # the warm-up (i = 0) leaves the default model
 
 
+# A pick in the model list timed inside the page: from the moment the option is pressed (its pointerdown) until a
+# frame finds the charts settled. Playwright finds the option by its role and name and waits for it to be still
+# before it presses it, 250 ms or more here that nobody waits for once the list is open.
+PRESSED_UNTIL_SETTLED_JS = """([settledSource, args, timeoutMs]) => {
+  const settled = (0, eval)(settledSource);
+  window.explorerBenchmarkSettled = new Promise((done, failed) => {
+    document.addEventListener('pointerdown', (event) => {
+      const started = event.timeStamp;
+      const check = () => (settled(args) ? done(performance.now() - started)
+        : performance.now() - started > timeoutMs ? failed(new Error(`not settled within ${timeoutMs} ms`))
+        : requestAnimationFrame(check));
+      requestAnimationFrame(check);
+    }, {capture: true, once: true});
+  });
+}"""
+
+
+def switch_model_in_page_ms(page, i: int) -> float:
+    page.get_by_label("Model", exact=True).first.click()
+    option = page.get_by_role("option", name=MODELS[(i + 1) % 2], exact=True)
+    option.wait_for()
+    old_translation = page.evaluate(MARK_JS, list(CHARTS))
+    page.evaluate(PRESSED_UNTIL_SETTLED_JS, [SETTLED_JS, {"charts": list(CHARTS), "stepPrefix": None,
+                                                          "oldTranslation": old_translation or ""}, TIMEOUT_MS])
+    option.click()
+    return page.evaluate("() => window.explorerBenchmarkSettled")
+
+
 def set_max_tokens(page, tokens: int) -> None:
     """"Maximum target tokens" typed in (it takes effect at the next translation)."""
     box = page.locator("#max-tokens input[type=number]")
@@ -250,6 +282,11 @@ def model_view_ms(page, i: int) -> float:
     if i == 0:  # choose the view once, and let its own redraw finish first
         settle_ms(page, page.get_by_label(MODEL_VIEW, exact=True).click, ["attention-plot"], False)
     return translate_ms(page, i)
+
+
+def model_view_in_page_ms(page, i: int) -> float:
+    """After model_view_ms, which leaves the view on."""
+    return translate_in_page_ms(page, i)
 
 
 def step_ms(page, i: int) -> float:
@@ -415,9 +452,10 @@ def measure(url: str, clicks: int, screenshots: Path | None, max_tokens: int | N
     runs, failures = {}, {name: [] for name in NAMES}
     plan = {"first_step_drawn_ms": first_step_ms, "translate_settled_ms": translate_ms,
             "translate_in_page_ms": translate_in_page_ms,
-            "switch_model_settled_ms": switch_model_ms,
+            "switch_model_settled_ms": switch_model_ms, "switch_model_in_page_ms": switch_model_in_page_ms,
             "step_settled_ms": step_ms, "step_in_page_ms": step_in_page_ms, "head_settled_ms": head_ms,
-            "head_in_page_ms": head_in_page_ms, "model_view_settled_ms": model_view_ms}  # model view last: it stays on
+            "head_in_page_ms": head_in_page_ms, "model_view_settled_ms": model_view_ms,
+            "model_view_in_page_ms": model_view_in_page_ms}  # model view last: it stays on
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=BROWSER_ARGS)
         try:
@@ -431,9 +469,10 @@ def measure(url: str, clicks: int, screenshots: Path | None, max_tokens: int | N
                 set_max_tokens(page, max_tokens)
             repeat_bytes(page, clicks, runs, failures)
             if len(MODELS) < 2:
-                del plan["switch_model_settled_ms"]
-                runs["switch_model_settled_ms"] = []
-                failures["switch_model_settled_ms"].append("no other model beside the checkpoint to switch to")
+                for name in ("switch_model_settled_ms", "switch_model_in_page_ms"):
+                    del plan[name]
+                    runs[name] = []
+                    failures[name].append("no other model beside the checkpoint to switch to")
             for name, one_click in plan.items():
                 runs[name] = repeat_clicks(page, one_click, clicks, failures[name])
                 if screenshots:
