@@ -665,6 +665,9 @@ def test_colour_blind_safe_colours_recolour_every_heatmap_also_those_drawn_later
                            " return box && box.value && box.value !== text; }", arg=before, timeout=60_000)
     page.wait_for_function(f"() => ({HEATMAP_SCALES})().length && ({HEATMAP_SCALES})().every({SAFE})",
                            timeout=20_000)
+    click_heatmap_cell(page, 1, 0)  # the recoloured heatmap's rows are still steps: row 2 is step 2
+    page.wait_for_function("() => document.querySelector('#topk-plot .gtitle').textContent.startsWith('Step 2:')",
+                           timeout=30_000)
     page.locator("#safe-colours input").uncheck()
     page.wait_for_function(f"() => !({HEATMAP_SCALES})().some({SAFE})", timeout=10_000)
     assert not errors

@@ -32,19 +32,24 @@ window.explorerDisplay = (() => {
   const DIVERGING = [[0, "#2166ac"], [0.25, "#92c5de"], [0.5, "#f7f7f7"], [0.75, "#fdb863"], [1, "#b35806"]];
   const signed = (t) => t.zmid !== undefined || (t.zmin !== undefined && t.zmin < 0);
   const heatmaps = (chart) => (chart.data || []).map((t, i) => [t, i]).filter(([t]) => t.type === "heatmap");
+  // Each recoloured trace's own colours, to come back to. Kept beside the trace, not in its meta: a heatmap's meta
+  // says its rows are steps (a click on one goes there). A trace drawn anew is a new object, its colours its own.
+  const ownColours = new WeakMap();
   function recolour(chart, safe) {
-    const traces = heatmaps(chart).filter(([t]) => safe !== Boolean(t.meta && t.meta.explorerSafe));
+    const traces = heatmaps(chart).filter(([t]) => safe !== ownColours.has(t));
     if (!traces.length || !window.Plotly) return;
     const indices = traces.map(([, i]) => i);
     if (safe) {
+      const own = traces.map(([t]) => ({colorscale: t.colorscale, reversescale: !!t.reversescale}));
       window.Plotly.restyle(chart, {
-        colorscale: traces.map(([t]) => (signed(t) ? DIVERGING : "Cividis")), reversescale: traces.map(() => false),
-        meta: traces.map(([t]) => ({explorerSafe: {colorscale: t.colorscale, reversescale: !!t.reversescale}}))},
+        colorscale: traces.map(([t]) => (signed(t) ? DIVERGING : "Cividis")), reversescale: traces.map(() => false)},
         indices);
+      traces.forEach(([t], k) => ownColours.set(t, own[k]));
     } else {
-      window.Plotly.restyle(chart, {
-        colorscale: traces.map(([t]) => t.meta.explorerSafe.colorscale),
-        reversescale: traces.map(([t]) => t.meta.explorerSafe.reversescale), meta: traces.map(() => null)}, indices);
+      const own = traces.map(([t]) => ownColours.get(t));
+      traces.forEach(([t]) => ownColours.delete(t));
+      window.Plotly.restyle(chart, {colorscale: own.map((o) => o.colorscale),
+                                    reversescale: own.map((o) => o.reversescale)}, indices);
     }
   }
 
