@@ -141,3 +141,14 @@ def assert_same_pass(ours, theirs, encoder_queries=None) -> None:
             if kind == "encoder_attentions" and encoder_queries is not None:
                 mine, other = mine * encoder_queries, other * encoder_queries
             torch.testing.assert_close(mine, other, atol=1e-5, rtol=0, msg=f"{kind} layer {layer}")
+
+
+def panels_drawn(trace) -> int:
+    """How many maps a heatmap trace draws: one, or a grid's panels (its meta names their size and spacing:
+    ui/figures.py, grid_json)."""
+    grid = (trace.meta if not isinstance(trace, dict) else trace.get("meta")) or {}
+    z = trace.z if not isinstance(trace, dict) else trace["z"]
+    if not isinstance(grid, dict) or "panel" not in grid:
+        return 1
+    queries, keys, rows_apart, columns_apart = grid["panel"]
+    return (len(z) + rows_apart) // (queries + rows_apart) * ((len(z[0]) + columns_apart) // (keys + columns_apart))

@@ -11,8 +11,10 @@ tests hold equal to the figure the server draws of the same numbers. What a fram
 - ``{"$template": text}``: a text whose ``{placeholders}`` are filled with the values of their names;
 - ``{"$outer": [rows, columns, joiner]}``: every row's text joined to every column's (a heatmap's hover text, a
   cell each: sent as its rows and columns);
-- ``{"$ref": i}``: the frame's ``shared[i]``, a part the figure repeats (one grid panel's hover and ticks, the
-  same in every panel), sent once.
+- ``{"$panels": [[panel, ...], ...], "gap": value, "apart": [rows, columns]}``: matrices laid out as one, each row
+  of panels side by side and the rows one under the other, ``apart`` rows and columns of ``gap`` between neighbours
+  (a grid of small multiples drawn as one heatmap: a map's weights, or its hover texts);
+- ``{"$ref": i}``: the frame's ``shared[i]``, a part the figure repeats, sent once.
 """
 
 from __future__ import annotations
@@ -69,10 +71,38 @@ class Outer:
         return [[f"{row}{self.joiner}{column}" for column in self.columns] for row in self.rows]
 
 
+@dataclass(frozen=True)
+class Panels:
+    """Matrices laid out as one (``panels[r][c]``, each a nested list, a hole or an ``Outer``), ``apart`` rows and
+    columns of ``gap`` between neighbours: one heatmap draws a grid of them far faster than a heatmap per panel
+    (a subplot each)."""
+
+    panels: tuple[tuple[object, ...], ...]
+    gap: object = None
+    apart: tuple[int, int] = (1, 1)
+
+
+def joined(panels: list[list[list[list]]], gap=None, apart: tuple[int, int] = (1, 1)) -> list[list]:
+    """``Panels`` written out, as the page's ``joined`` writes them (ui/static/figures.js)."""
+    rows_apart, columns_apart = apart
+    lines: list[list] = []
+    for r, row in enumerate(panels):
+        for i in range(len(row[0])):
+            line: list = []
+            for c, panel in enumerate(row):
+                line.extend([gap] * (columns_apart if c else 0) + list(panel[i]))
+            if r and not i:
+                lines.extend([gap] * len(line) for _ in range(rows_apart))
+            lines.append(line)
+    return lines
+
+
 def expanded(figure):
-    """A figure built without holes as Plotly reads it: every ``Outer`` written out."""
+    """A figure built without holes as Plotly reads it: every ``Outer`` and ``Panels`` written out."""
     if isinstance(figure, Outer):
         return figure.table()
+    if isinstance(figure, Panels):
+        return joined([[expanded(panel) for panel in row] for row in figure.panels], figure.gap, figure.apart)
     if isinstance(figure, dict):
         return {key: expanded(value) for key, value in figure.items()}
     if isinstance(figure, list):
@@ -90,6 +120,9 @@ def _encoded(figure):
         return {"$template": figure.text}
     if isinstance(figure, Outer):
         return {"$outer": [list(figure.rows), list(figure.columns), figure.joiner]}
+    if isinstance(figure, Panels):
+        return {"$panels": [[_encoded(panel) for panel in row] for row in figure.panels], "gap": figure.gap,
+                "apart": list(figure.apart)}
     if isinstance(figure, dict):
         return {key: _encoded(value) for key, value in figure.items()}
     if isinstance(figure, (list, tuple)):
@@ -162,6 +195,8 @@ def filled(frame: dict, values: dict) -> dict:
         if "$outer" in part:
             rows, columns, joiner = fill(part["$outer"])
             return Outer(tuple(rows), tuple(columns), joiner).table()
+        if "$panels" in part:
+            return joined(fill(part["$panels"]), part["gap"], tuple(part["apart"]))
         if "$template" in part:
             return PLACEHOLDER.sub(lambda found: str(values.get(found[1], found[0])), part["$template"])
         if "$" in part:

@@ -15,6 +15,7 @@ from ui.views import translate as translate_views
 from ui.views.choices import ATTENTION_KINDS, VIEWS
 from ui.views.translate import DEFAULT_TARGET_TOKENS
 from ui.views.text import EXAMPLES, REVERSE_EXAMPLES
+from helpers import panels_drawn
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "assets" / "screenshot.png"
 
@@ -218,8 +219,7 @@ def test_a_layer_head_attention_type_or_view_shown_before_is_drawn_in_the_page_w
     def show_views() -> None:
         for view in (VIEWS[2], VIEWS[1]):  # every layer and head, then the layer's heads
             page.locator("#attention-view").get_by_label(view).check()
-            page.wait_for_function("n => document.querySelectorAll('#attention-plot .heatmaplayer .hm').length === n",
-                                   arg=len(expected_heatmaps(tr, view)), timeout=30_000)
+            page.wait_for_function(f"n => ({PANELS_DRAWN_JS})() === n", arg=expected_panels(tr, view), timeout=30_000)
         page.locator("#attention-view").get_by_label(VIEWS[0]).check()
         answered(page)
     show_views()  # a view not shown before of this translation: its frame is asked for, once
@@ -238,8 +238,21 @@ def test_a_layer_head_attention_type_or_view_shown_before_is_drawn_in_the_page_w
     page.close()
 
 
-def expected_heatmaps(translation, view: str) -> list:
-    return [trace for trace in explorer_views.attention_figure(translation, "decoder", view, 2, 3).data]
+def expected_panels(translation, view: str) -> int:
+    return panels_drawn(explorer_views.attention_figure(translation, "decoder", view, 2, 3).data[0])
+
+
+# The maps the heatmap chart draws, as panels_drawn counts them, once Plotly has drawn its trace.
+PANELS_DRAWN_JS = """() => {
+    const plot = document.querySelector('#attention-plot .js-plotly-plot');
+    const trace = plot && plot.data && plot.data[0];
+    if (!trace || !trace.z || !plot.querySelector('.heatmaplayer .hm')) return 0;
+    const grid = trace.meta && trace.meta.panel;
+    if (!grid) return 1;
+    const [queries, keys, rowsApart, columnsApart] = grid;
+    return Math.floor((trace.z.length + rowsApart) / (queries + rowsApart))
+        * Math.floor((trace.z[0].length + columnsApart) / (keys + columnsApart));
+}"""
 
 
 def test_maps_a_long_translation_did_not_bring_come_when_the_page_shows_them(app_url, browser, monkeypatch):
@@ -253,8 +266,7 @@ def test_maps_a_long_translation_did_not_bring_come_when_the_page_shows_them(app
     page.locator("#attention-view").get_by_label(VIEWS[2]).check()
     layers, heads = (int(page.locator(f"#{name}-slider input[type=number]").get_attribute("max"))
                      for name in ("layer", "head"))
-    page.wait_for_function("n => document.querySelectorAll('#attention-plot .heatmaplayer .hm').length === n",
-                           arg=layers * heads, timeout=30_000)
+    page.wait_for_function(f"n => ({PANELS_DRAWN_JS})() === n", arg=layers * heads, timeout=30_000)
     answered(page)
     page.locator("#attention-view").get_by_label(VIEWS[0]).check()
     page.locator("#attention-view").get_by_label(VIEWS[2]).check()

@@ -12,11 +12,11 @@
   };
   const number = (v) => (typeof v === "number"
     ? (Math.abs(v) >= 100 ? v.toFixed(0) : v.toPrecision(3)).replace(".", words.decimalMark) : String(v));
-  function names(t, i, j) {  // a cell's row and column, as its hover text names them
+  function names(t, i, j) {  // a cell's row and column, as its hover text names them (a grid's: and its panel)
     const hover = t.text && t.text[i] && t.text[i][j];
     if (typeof hover === "string" && hover.includes(" → ")) {
       const [row, rest] = plain(hover.replace(/<br>/g, "\n")).split(" → ");
-      return [row, rest.split("\n")[0]];
+      return [row.replace(/\n/g, ", "), rest.split("\n")[0]];
     }
     return [filled(words.row, {label: t.y ? plain(t.y[i]) : i}),
             filled(words.column, {label: t.x ? plain(t.x[j]) : j})];
@@ -70,11 +70,25 @@
     }
     return tab;
   }
+  // A grid drawn as one heatmap (its meta.panel: each panel's rows and columns, then the rows and columns between
+  // them; ui/figures.py, grid_json) read as its panels, each a heatmap of its own; any other trace as it is.
+  function panels(t) {
+    const grid = t.type === "heatmap" && t.meta && t.meta.panel;
+    if (!grid) return [t];
+    const [rows, columns, rowsApart, columnsApart] = grid, found = [];
+    for (let top = 0; top < t.z.length; top += rows + rowsApart) {
+      for (let left = 0; left < (t.z[0] || []).length; left += columns + columnsApart) {
+        const cut = (m) => m && m.slice(top, top + rows).map((line) => line.slice(left, left + columns));
+        found.push({type: "heatmap", z: cut(t.z), text: cut(t.text)});
+      }
+    }
+    return found;
+  }
   function describe(div) {
     if (!div.data || div.__described === div.data) return;
     div.__described = div.data;
     const shown = div.data.filter((t) => (t.type === "heatmap" && t.z) ||
-                                         ((t.type === "scatter" || t.type === "bar") && (t.y || t.x)));
+                                         ((t.type === "scatter" || t.type === "bar") && (t.y || t.x))).flatMap(panels);
     const heading = div.layout && div.layout.title;
     const title = plain(String((heading && (heading.text ?? heading)) || "").replace(/<br>/g, ". ")).trim() ||
       words.untitled;

@@ -14,6 +14,7 @@ window.explorerFigures = (() => {
       const [rows, columns, joiner] = put(part.$outer, values, shared);
       return rows.map((row) => columns.map((column) => row + joiner + column));
     }
+    if ("$panels" in part) return joined(put(part.$panels, values, shared), part.gap, part.apart);
     if ("$template" in part) {
       return part.$template.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
     }
@@ -24,6 +25,18 @@ window.explorerFigures = (() => {
       return plus === undefined ? value : value + plus;
     }
     return Object.fromEntries(Object.entries(part).map(([key, value]) => [key, put(value, values, shared)]));
+  }
+
+  // Panels laid out as one, ``apart`` rows and columns of ``gap`` between neighbours (ui/frames.py, Panels): a
+  // grid drawn as one heatmap.
+  function joined(panels, gap, [rowsApart, columnsApart]) {
+    const lines = [], between = new Array(columnsApart).fill(gap);
+    panels.forEach((row, r) => row[0].forEach((_, i) => {
+      const line = row.flatMap((panel, c) => (c ? [...between, ...panel[i]] : [...panel[i]]));
+      if (r && !i) for (let k = 0; k < rowsApart; k++) lines.push(new Array(line.length).fill(gap));
+      lines.push(line);
+    }));
+    return lines;
   }
 
   // The figure a frame draws with ``values`` (or one part of it: "data" or "layout").

@@ -28,8 +28,12 @@ window.explorerPage = (() => {
     chart.pickingRows = true;
     chart.on("plotly_click", (clicked) => {
       const point = clicked.points && clicked.points[0];
-      if (!point || (picker.rowsMeta !== null && point.data.meta !== picker.rowsMeta)) return;
-      const row = (Array.isArray(point.pointNumber) ? point.pointNumber[0] : point.y) + 1;
+      if (!point) return;
+      // A grid drawn as one heatmap (ui/figures.py, grid_json) names its panels' size and spacing in its meta.
+      const grid = point.data.meta && point.data.meta.panel, said = grid ? point.data.meta.rows : point.data.meta;
+      if (picker.rowsMeta !== null && said !== picker.rowsMeta) return;
+      const index = Array.isArray(point.pointNumber) ? point.pointNumber[0] : point.y;
+      const row = (grid ? index % (grid[0] + grid[2]) : index) + 1;
       const box = document.querySelector(picker.slider + " input[type=number]");
       if (!box || box.disabled || row > Number(box.max)) return;
       box.value = row;
