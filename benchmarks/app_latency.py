@@ -23,7 +23,7 @@ import sys
 import time
 import urllib.request
 
-from common import ROOT, machine, repeat_ms
+from common import PAGE_BUILT_LAST, ROOT, machine, repeat_ms
 from ui import services
 from ui.views import choices
 from ui.views import exports
@@ -52,7 +52,7 @@ def startup_seconds() -> tuple[float, float]:
     process = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        return tuple(seconds_until_answered(f"http://127.0.0.1:{port}/{path}", started) for path in ("", "fr/"))
+        return tuple(seconds_until_answered(f"http://127.0.0.1:{port}/{path}", started) for path in ("", PAGE_BUILT_LAST))
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -67,6 +67,8 @@ from pathlib import Path
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
 
+from common import PAGE_BUILT_LAST
+
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 CHARTS = ("topk-plot", "step-attention", "attention-plot")  # the first two are the step view's
@@ -506,6 +508,9 @@ def main() -> None:
         process = start_app(args.repo.resolve(), port, log, args.device, checkpoint)
         try:
             wait_until_serving(f"http://127.0.0.1:{port}/", process)
+            # A visitor's first visit, not the server's first seconds: the pages it builds after it serves are
+            # built (a request for one waits until it is).
+            wait_until_serving(f"http://127.0.0.1:{port}/{PAGE_BUILT_LAST}", process)
             runs, failures = measure(f"http://127.0.0.1:{port}/", clicks, args.screenshots, args.max_tokens)
         except RuntimeError:  # the app did not start: show its log's end
             log.seek(0)
