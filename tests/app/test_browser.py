@@ -301,12 +301,21 @@ def test_clicking_a_heatmap_row_goes_to_its_decoding_step_where_rows_are_steps(a
                            timeout=30_000)
     assert step.input_value() == "2"
 
+    page.locator("#attention-view").get_by_label(VIEWS[2]).check()  # the model view: a grid of one heatmap
+    page.wait_for_function(f"() => ({PANELS_DRAWN_JS})() > 1", timeout=30_000)
+    queries, keys, rows_apart, columns_apart = page.evaluate(
+        "() => document.querySelector('#attention-plot .js-plotly-plot').data[0].meta.panel")
+    click_heatmap_cell(page, queries + rows_apart + 2, 2 * (keys + columns_apart))  # layer 2, head 3: row 3
+    page.wait_for_function("() => document.querySelector('#topk-plot .gtitle').textContent.startsWith('Step 3:')",
+                           timeout=30_000)
+
+    page.locator("#attention-view").get_by_label(VIEWS[0]).check()
     page.get_by_label("Encoder self-attention").check()  # rows are source positions: a click picks no step
     page.wait_for_function("() => document.querySelector('#attention-plot .js-plotly-plot').data[0].meta == null",
                            timeout=30_000)
     click_heatmap_cell(page, 0, 0)
     answered(page)  # a step picked would be drawn by now
-    assert step.input_value() == "2" and plot_title(page, "topk-plot").startswith("Step 2:")
+    assert step.input_value() == "3" and plot_title(page, "topk-plot").startswith("Step 3:")
     assert errors == []
     page.close()
 
