@@ -331,7 +331,7 @@ def grid_json(weights, query_labels: Sequence[str], key_labels: Sequence[str], t
     right = 0.98 if named else 1.0
 
     def panel_hover(r: int, c: int) -> Outer:
-        name = " · ".join(name for name in (row_names[r], column_names[c]) if name)
+        name = " · ".join(part for part in (row_names[r], column_names[c]) if part)
         return Outer(tuple(f"{name}<br>{row}" for row in hover.rows) if name else hover.rows, hover.columns,
                      hover.joiner)
 
