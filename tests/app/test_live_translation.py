@@ -1,6 +1,7 @@
 """A Translate click is seen as it happens: each step reaches the page the moment the search decides it, then every
 view of the finished translation; the page's Stop ends a search where it is."""
 
+import contextlib
 import contextvars
 import threading
 from types import SimpleNamespace
@@ -10,7 +11,7 @@ import torch
 
 from ui import figures
 from ui.runtime import batching
-from ui.runtime.live import Done, Stops, as_it_happens
+from ui.runtime.live import SHOWN_EVERY_S, SHOWN_PER_S, Done, Stops, Watched, as_it_happens
 from ui.tabs import translate
 from ui.views import translate as translate_views
 from ui.views.choices import VIEWS
@@ -142,6 +143,17 @@ def test_work_seen_as_it_happens_yields_its_reports_then_what_it_returns_and_rai
         raise ValueError("bad input")
     with pytest.raises(ValueError, match="bad input"):
         list(as_it_happens(failing))
+
+
+def test_while_many_are_watched_at_once_each_ones_reports_are_shown_further_apart():
+    watched = Watched()
+    with watched.one():
+        assert watched.every_s(SHOWN_EVERY_S) == SHOWN_EVERY_S, "a visitor alone sees four a second"
+    with contextlib.ExitStack() as many:
+        for _ in range(2 * SHOWN_PER_S):
+            many.enter_context(watched.one())
+        assert watched.every_s(SHOWN_EVERY_S) == 2.0, "all of them together shown SHOWN_PER_S times a second"
+    assert watched.count == 0
 
 
 def test_a_watched_search_finds_what_an_unwatched_one_does(app_services):

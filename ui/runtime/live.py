@@ -3,7 +3,8 @@ and yields its newest report whenever one has come, then what it returns; a Stop
 
 The work runs in a thread of ``WORKERS``. Reports are shown at most ``SHOWN_EVERY_S`` apart, the newest each time:
 a page that redrew every step of a fast model would spend the CPU the decoding needs (a slow classroom computer
-serves the page too), and would show a blur.
+serves the page too), and would show a blur. While many are watched at once, further apart (``WATCHED``): each
+report shown costs the server too.
 """
 
 from __future__ import annotations
@@ -21,11 +22,41 @@ from .costly import CORES
 
 
 SHOWN_EVERY_S = 0.25  # four redraws a second at most: a reader follows the words appearing
+# Reports shown a second among all the work watched at once. Each costs the server Gradio's postprocessing of the
+# event's outputs and a message on its stream, taken from the decoding: a class of 40 with half of them watching
+# (benchmarks/load_test.py --streaming 0.5) had p95 3.3-3.5 s with each report shown 0.25 s apart, 2.7-3.0 s with
+# 0.5 s. A visitor alone, or a few, still see four a second.
+SHOWN_PER_S = 40
 # The threads the work runs in, kept between events: a new thread would build torch's pool of compute threads
 # anew for every translation (0.2 s of a 0.4 s one at opus-mt's shapes, measured). More than any streaming
 # event's concurrency limit (translations: batching.CONCURRENCY), so none waits for a thread (work a closed
 # event abandons ends at its next step: Stops).
 WORKERS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="live")
+
+
+class Watched:
+    """How many works are watched as they happen at once, and so how far apart each one's reports are shown."""
+
+    def __init__(self):
+        self.count = 0
+        self.lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def one(self) -> Iterator[None]:
+        with self.lock:
+            self.count += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.count -= 1
+
+    def every_s(self, least: float) -> float:
+        """``least`` apart, or further, so that all of them together show at most ``SHOWN_PER_S`` a second."""
+        return max(least, self.count / SHOWN_PER_S)
+
+
+WATCHED = Watched()
 
 
 @dataclass(frozen=True)
@@ -43,9 +74,10 @@ class _Failed:
 def as_it_happens(work: Callable, *args, every_s: float = SHOWN_EVERY_S, **kwargs) -> Iterator:
     """Runs ``work(*args, on_step=report, **kwargs)`` in a thread of ``WORKERS``, in the event's context (Gradio's
     request: a ZeroGPU call reads the visitor from it), and yields its reports as it makes them, the first at once
-    and then the newest at most once every ``every_s`` seconds (those in between are skipped), then ``Done(what it
-    returned)``; an error it raised is raised here, so the handler's own messages apply. Closed early (the page
-    left, the event cancelled), work not yet started is not started."""
+    and then the newest at most once every ``every_s`` seconds (those in between are skipped; further apart while
+    many are watched: ``WATCHED``), then ``Done(what it returned)``; an error it raised is raised here, so the
+    handler's own messages apply. Closed early (the page left, the event cancelled), work not yet started is not
+    started."""
     reports: queue.SimpleQueue = queue.SimpleQueue()
 
     def run():
@@ -58,17 +90,19 @@ def as_it_happens(work: Callable, *args, every_s: float = SHOWN_EVERY_S, **kwarg
     started = WORKERS.submit(contextvars.copy_context().run, run)
     shown_at, waiting = None, None  # when a report was last yielded; the newest one not yet yielded
     try:
-        while True:
-            for item in _come(reports, None if waiting is None else shown_at + every_s - time.monotonic()):
-                if isinstance(item, _Failed):
-                    raise item.error
-                if isinstance(item, Done):
-                    yield item
-                    return
-                waiting = item
-            if waiting is not None and (shown_at is None or time.monotonic() - shown_at >= every_s):
-                yield waiting
-                shown_at, waiting = time.monotonic(), None
+        with WATCHED.one():
+            while True:
+                apart = WATCHED.every_s(every_s)
+                for item in _come(reports, None if waiting is None else shown_at + apart - time.monotonic()):
+                    if isinstance(item, _Failed):
+                        raise item.error
+                    if isinstance(item, Done):
+                        yield item
+                        return
+                    waiting = item
+                if waiting is not None and (shown_at is None or time.monotonic() - shown_at >= apart):
+                    yield waiting
+                    shown_at, waiting = time.monotonic(), None
     finally:
         started.cancel()
 
