@@ -9,6 +9,7 @@ import pytest
 from transformer.errors import InputError
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.inside.contributions import source_shares_together
+from ui.runtime import batching
 from ui.runtime.batching import Batches
 
 SENTENCES = ["5 4 3", "1 1 2 2 3 3", "8", "9 0 7 7", "6 6 1"]
@@ -84,6 +85,32 @@ def test_source_shares_are_measured_together_for_those_who_ask_each_its_own(chec
             assert len(answer.source_share) == answer.translation.num_steps
         else:
             assert answer.source_share is None
+
+
+def test_a_translation_that_asks_no_shares_is_answered_while_its_batchs_shares_are_measured(checkpoint,
+                                                                                          monkeypatch):
+    measured, measuring, release = batching.source_shares_together, threading.Event(), threading.Event()
+
+    def held_measuring(*args):
+        measuring.set()
+        assert release.wait(30)
+        return measured(*args)
+    monkeypatch.setattr(batching, "source_shares_together", held_measuring)
+    batches, answers = Batches(), []
+    batches.decoding = True  # another thread decodes: this request waits for its batch
+    asker = threading.Thread(target=lambda: answers.append(batches.translate(checkpoint, SENTENCES[2], 3, None)))
+    asker.start()
+    while not batches.waiting:
+        time.sleep(0.01)
+    measured_one = batching.Request(checkpoint, SENTENCES[1], batches.waiting[0].settings, source_shares=True)
+    decoder = threading.Thread(target=batches.decode, args=([measured_one, batches.waiting.pop()],))
+    decoder.start()  # as that other thread would, with this request in its batch
+    assert measuring.wait(30)
+    asker.join(30)
+    assert answers and answers[0].source_share is None, "answered while the other's shares are measured"
+    release.set()
+    decoder.join(30)
+    assert measured_one.done.is_set() and len(measured_one.source_share) == measured_one.translation.num_steps
 
 
 def test_a_batch_holds_at_most_its_limit_and_only_requests_decoded_alike(checkpoint):

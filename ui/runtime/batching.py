@@ -134,6 +134,8 @@ class Batches:
             request.translation = translation
             if not (request.source_shares and translation is not None):
                 request.done.set()
+        with self.changed:  # those answered go now, beside the measuring of the others' shares
+            self.changed.notify_all()
         measure_shares([request for request in batch if not request.done.is_set()])
 
 
