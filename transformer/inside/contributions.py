@@ -65,25 +65,32 @@ class BlockParts:
 
 
 # Floats of a block's parts decomposed at once, (batch, queries, keys, d_model): 64 MB, as 64 queries of one
-# sentence at 512 keys and d_model 512; a larger batch or sentence is decomposed a few queries at a time.
+# sentence at 512 keys and d_model 512; a larger batch or sentence is decomposed a few queries at a time (what the
+# keys bring, (batch, heads, keys, d_model), computed once for them all).
 FLOATS_AT_ONCE = 2 ** 24
+
+
+def through_output(attention: MultiHeadAttention, keys_from: Tensor) -> Tensor:
+    """v_j W_O^h, (batch, H, keys, d_model): what key j brings through head h at weight 1, its value projected as
+    the model projects it (in its own dtype), then in float32."""
+    d = attention.d_model
+    values = attention.project_rows(keys_from.to(attention.in_proj.weight.dtype), slice(2 * d, 3 * d)).float()
+    values = values.view(*keys_from.shape[:2], attention.n_heads, -1)
+    return torch.einsum("bkhe,hde->bhkd", values, output_projection_by_head(attention).float())
 
 
 @torch.inference_mode()
 def block_parts(attention: MultiHeadAttention, add_and_norm: AddAndNorm, block_input: Tensor, residual: Tensor,
-                weights: Tensor, memory: Tensor | None = None, queries: slice = slice(None)) -> BlockParts:
+                weights: Tensor, memory: Tensor | None = None, queries: slice = slice(None),
+                brought: Tensor | None = None) -> BlockParts:
     """Decompose one block over a batch, in float32, for its ``queries``: ``block_input`` (batch, queries,
     d_model) is what the attention read its queries from, ``residual`` the stream it is added to, ``weights``
     (batch, H, queries, keys) its softmax, ``memory`` (batch, keys, d_model) the encoder's output for
-    cross-attention (None: self-attention). The values are projected as the model projects them, in its own
-    dtype."""
-    d = attention.d_model
-    keys_from = block_input if memory is None else memory
-    values = attention.project_rows(keys_from.to(attention.in_proj.weight.dtype), slice(2 * d, 3 * d)).float()
-    values = values.view(*keys_from.shape[:2], attention.n_heads, -1)
-    through_output = torch.einsum("bkhe,hde->bhkd", values, output_projection_by_head(attention).float())  # v_j W_O^h
+    cross-attention (None: self-attention); ``brought``, the keys' ``through_output`` where already computed."""
+    if brought is None:
+        brought = through_output(attention, block_input if memory is None else memory)
     residual, rows = residual.float(), torch.arange(residual.size(1))[queries]
-    parts = torch.einsum("bhqk,bhkd->bqkd", weights[:, :, queries].float(), through_output)
+    parts = torch.einsum("bhqk,bhkd->bqkd", weights[:, :, queries].float(), brought)
     if memory is None:
         parts[:, torch.arange(len(rows)), rows] += residual[:, rows]  # [j = i] x_i
     else:
@@ -118,8 +125,9 @@ def block_contributions(attention: MultiHeadAttention, add_and_norm: AddAndNorm,
     batch, queries, d_model = block.block_input.shape
     keys = block.weights.size(-1) + (block.memory is not None)
     at_once = max(1, FLOATS_AT_ONCE // (batch * keys * d_model))
+    brought = through_output(attention, block.block_input if block.memory is None else block.memory)
     return torch.cat([block_parts(attention, add_and_norm, block.block_input, block.residual, block.weights,
-                                  block.memory, slice(start, start + at_once)).contributions()
+                                  block.memory, slice(start, start + at_once), brought).contributions()
                       for start in range(0, queries, at_once)], dim=1)
 
 
