@@ -4,8 +4,8 @@ A Translate click decodes (beam 5), then builds the step view and the
 attention heatmap exactly as the app's handlers do. Start-up is measured by
 launching ``python app.py`` on a free port and polling until the page answers; beside it, in the same run,
 ``imports_s``: a fresh interpreter importing torch, gradio and plotly (the libraries the app starts by loading),
-so that ``startup_s - imports_s`` is the app's own start-up; and ``every_page_s``, until the page built last after
-the server serves (the French page, ui/build.py's ``later_pages``) answers too.
+so that ``startup_s - imports_s`` is the app's own start-up; and ``every_page_s``, until the pages built after the
+server serves (ui/build.py's ``later_pages``) answer too.
 Prints JSON last: {"translate_median_ms", "translate_p95_ms", "startup_s", "imports_s", "own_startup_s",
 "every_page_s"}.
 
@@ -23,7 +23,8 @@ import sys
 import time
 import urllib.request
 
-from common import PAGE_BUILT_LAST, ROOT, machine, repeat_ms
+from browser_latency import PAGES_BUILT_LATER
+from common import ROOT, machine, repeat_ms
 from ui import services
 from ui.views import choices
 from ui.views import exports
@@ -52,7 +53,9 @@ def startup_seconds() -> tuple[float, float]:
     process = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        return tuple(seconds_until_answered(f"http://127.0.0.1:{port}/{path}", started) for path in ("", PAGE_BUILT_LAST))
+        serving = seconds_until_answered(f"http://127.0.0.1:{port}/", started)
+        return serving, max(seconds_until_answered(f"http://127.0.0.1:{port}/{path}", started)
+                            for path in PAGES_BUILT_LATER)
     finally:
         process.terminate()
         process.wait(timeout=30)

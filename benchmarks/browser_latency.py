@@ -67,8 +67,6 @@ from pathlib import Path
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
 
-from common import PAGE_BUILT_LAST
-
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 CHARTS = ("topk-plot", "step-attention", "attention-plot")  # the first two are the step view's
@@ -145,6 +143,16 @@ def models_beside(checkpoint: Path | None) -> tuple[str, ...]:
     others = sorted(p.name for p in checkpoint.parent.iterdir()
                     if p.name != checkpoint.name and (p / "config.json").is_file())
     return (checkpoint.name, *others[:1])
+
+
+# The pages the app builds after it serves (ui/build.py, later_pages): a request for one waits until it is built.
+PAGES_BUILT_LATER = ("de/", "fr/", "class/", "class/de/", "class/fr/")
+
+
+def wait_until_every_page(url: str, process: subprocess.Popen) -> None:
+    """Until the page at ``url`` and those built after the server serves answer: the server's start-up is over."""
+    for path in ("", *PAGES_BUILT_LATER):
+        wait_until_serving(url + path, process)
 
 
 def wait_until_serving(url: str, process: subprocess.Popen, seconds: float = 120) -> None:
@@ -507,10 +515,8 @@ def main() -> None:
     with tempfile.TemporaryFile() as log:
         process = start_app(args.repo.resolve(), port, log, args.device, checkpoint)
         try:
-            wait_until_serving(f"http://127.0.0.1:{port}/", process)
-            # A visitor's first visit, not the server's first seconds: the pages it builds after it serves are
-            # built (a request for one waits until it is).
-            wait_until_serving(f"http://127.0.0.1:{port}/{PAGE_BUILT_LAST}", process)
+            # A visitor's first visit, not the server's first seconds: every page built first.
+            wait_until_every_page(f"http://127.0.0.1:{port}/", process)
             runs, failures = measure(f"http://127.0.0.1:{port}/", clicks, args.screenshots, args.max_tokens)
         except RuntimeError:  # the app did not start: show its log's end
             log.seek(0)

@@ -14,9 +14,6 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-# The page the app builds last after it serves (ui/build.py: the longest paths first): once it answers, every page
-# is built and the server's start-up is over.
-PAGE_BUILT_LAST = "fr/"
 
 from transformer.cpu import speed_up  # noqa: E402
 from transformer.files.checkpoint import DEFAULT_CHECKPOINT, Checkpoint, load_checkpoint  # noqa: E402
