@@ -181,9 +181,10 @@ def user_group(url: str, model_name: str, decoding: str, plans: list[list[str]],
                requests: int, expected: dict[str, str], deadline: float, streaming: list[bool] | None = None,
                page_event: tuple[int, list] | None = None) -> dict:
     """Some users in one process, a thread each: their counts, latencies and first errors. ``deadline`` is
-    ``time.time()``. ``streaming``: which of ``plans``' users translate as the page does (``page_event``). The clients skip certificate checks (plain http on loopback has none to check); checking
-    would load the certificate bundle again for every request, about 60 ms of CPU each, and the benchmark would
-    measure its own clients."""
+    ``time.time()``. ``streaming``: which of ``plans``' users translate as the page does (``page_event``). The
+    clients skip certificate checks (plain http on loopback has none to check); checking would load the
+    certificate bundle again for every request, about 60 ms of CPU each, and the benchmark would measure its own
+    clients."""
     from gradio_client import Client
 
     lock = threading.Lock()
@@ -269,7 +270,8 @@ def user_group(url: str, model_name: str, decoding: str, plans: list[list[str]],
 
     pool = ThreadPoolExecutor(max_workers=max(1, len(plans) + len(hostile_numbers)), thread_name_prefix="load-user")
     streaming = streaming or [False] * len(plans)
-    futures = [pool.submit(one_streaming_user if streams else one_user, plan) for plan, streams in zip(plans, streaming)]
+    futures = [pool.submit(one_streaming_user if streams else one_user, plan)
+               for plan, streams in zip(plans, streaming)]
     futures += [pool.submit(one_hostile_user, number) for number in hostile_numbers]
     for future in futures:
         try:

@@ -76,9 +76,9 @@ def as_it_happens(work: Callable, *args, every_s: float = SHOWN_EVERY_S, **kwarg
     """Runs ``work(*args, on_step=report, **kwargs)`` in a thread of ``WORKERS``, in the event's context (Gradio's
     request: a ZeroGPU call reads the visitor from it), and yields its reports as it makes them, the first at once
     and then the newest at most once every ``every_s`` seconds (those in between are skipped; further apart while
-    many are watched, ``WATCHED``, so ``every_s`` is the least), then ``Done(what it returned)``; an error it raised is raised here, so the
-    handler's own messages apply. Closed early (the page left, the event cancelled), work not yet started is not
-    started."""
+    many are watched, ``WATCHED``, so ``every_s`` is the least), then ``Done(what it returned)``; an error it
+    raised is raised here, so the handler's own messages apply. Closed early (the page left, the event cancelled),
+    work not yet started is not started."""
     reports: queue.SimpleQueue = queue.SimpleQueue()
 
     def run():
