@@ -303,6 +303,7 @@ def test_clicking_a_heatmap_row_goes_to_its_decoding_step_where_rows_are_steps(a
 
     page.locator("#attention-view").get_by_label(VIEWS[2]).check()  # the model view: a grid of one heatmap
     page.wait_for_function(f"() => ({PANELS_DRAWN_JS})() > 1", timeout=30_000)
+    answered(page)
     queries, keys, rows_apart, columns_apart = page.evaluate(
         "() => document.querySelector('#attention-plot .js-plotly-plot').data[0].meta.panel")
     click_heatmap_cell(page, queries + rows_apart + 2, 2 * (keys + columns_apart))  # layer 2, head 3: row 3
@@ -684,6 +685,7 @@ def test_colour_blind_safe_colours_recolour_every_heatmap_also_those_drawn_later
     page.locator("#translate-button").click()
     page.wait_for_function("text => { const box = document.querySelector('#translation textarea, #translation input');"
                            " return box && box.value && box.value !== text; }", arg=before, timeout=60_000)
+    answered(page)  # the whole translation drawn, not its first steps as they are decoded
     page.wait_for_function(f"() => ({HEATMAP_SCALES})().length && ({HEATMAP_SCALES})().every({SAFE})",
                            timeout=20_000)
     click_heatmap_cell(page, 1, 0)  # the recoloured heatmap's rows are still steps: row 2 is step 2
