@@ -10,8 +10,8 @@ token the corrupted sentence makes least likely); TOKEN is a piece as ``target_t
 runner-up, or with the default step the token the corrupted run prefers there). ``--json`` prints one object: the
 share of the logit difference each component restores, ``encoder_positions`` (encoder layers × clean source
 positions, null where a position has no partner), ``heads`` (``encoder``, ``decoder``, ``cross``: layers × heads),
-``decoder_layers``, and the two exact checks, ``nothing`` (0) and ``last_encoder_layer_all_positions`` (restores 1:
-its largest logit difference from the clean run).
+``decoder_layers``, and the two checks, ``nothing`` (0) and ``last_encoder_layer_all_positions`` (restores 1: its
+largest logit difference from the clean run), each to float32 rounding.
 """
 
 from __future__ import annotations

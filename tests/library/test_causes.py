@@ -1,6 +1,6 @@
 """What causes each word: ALTI+ contributions that add up, contrastive evidence that is complete, and activation
-patching whose exact checks hold, on the bundled model, a converted Marian and small models of both layer
-orders; and their command lines."""
+patching whose checks hold to float32 rounding, on the bundled model, a converted Marian and small models of both
+layer orders; and their command lines."""
 
 import json
 
@@ -19,6 +19,10 @@ from transformer.paper.model import AddAndNorm, MultiHeadAttention, Transformer
 
 CLEAN, CORRUPTED = "The doctor said that she was tired.", "The doctor said that he was tired."
 SHE_STEP = 8  # "Der Arzt hat soeben , was sie ...": the step that writes "sie"
+# A share that is 0 or 1 in exact arithmetic, read to float32 rounding: the corrupted run is one row, the patched
+# runs up to 32 at once, and a batch's size changes how the kernels split their float32 sums (an Intel Xeon reads
+# -5.3e-8 where an AMD EPYC reads 0). The shares are differences of logits of about 10 over a gap of about 5.
+ROUNDING = 1e-5
 
 
 @pytest.fixture(scope="module")
@@ -235,9 +239,9 @@ def she_he(bundled, doctor):
 
 
 def test_patching_nothing_restores_nothing_and_the_last_encoder_layer_restores_the_clean_logits(she_he):
-    assert abs(she_he.nothing) < 1e-6
-    assert she_he.last_encoder_layer_all_positions["max_logit_difference"] <= 1e-5
-    assert she_he.last_encoder_layer_all_positions["restored"] == pytest.approx(1, abs=1e-5)
+    assert abs(she_he.nothing) <= ROUNDING
+    assert she_he.last_encoder_layer_all_positions["max_logit_difference"] <= ROUNDING
+    assert she_he.last_encoder_layer_all_positions["restored"] == pytest.approx(1, abs=ROUNDING)
     assert she_he.last_encoder_layer_all_positions["every_position_paired"]
 
 
@@ -247,9 +251,10 @@ def test_she_carries_the_difference_in_every_encoder_layer(she_he, doctor):
     assert she_he.clean_difference > 0 > she_he.corrupted_difference
 
 
-def test_what_cannot_see_the_source_restores_exactly_nothing_and_the_last_decoder_layer_everything(she_he):
-    assert (she_he.heads["decoder"][0] == 0).all(), "the first decoder layer's self-attention reads only the prefix"
-    assert she_he.decoder_layers[-1] == pytest.approx(1, abs=1e-5)
+def test_what_cannot_see_the_source_restores_nothing_and_the_last_decoder_layer_everything(she_he):
+    first_decoder_layer = she_he.heads["decoder"][0]
+    assert first_decoder_layer.abs().max() <= ROUNDING, "the first decoder layer's self-attention sees the prefix alone"
+    assert she_he.decoder_layers[-1] == pytest.approx(1, abs=ROUNDING)
 
 
 def test_the_grids_have_a_share_for_every_component(bundled, she_he, doctor):
@@ -283,7 +288,7 @@ def test_noise_on_she_stands_in_for_a_corrupted_sentence_and_repeats_with_its_se
                                          noise_positions=[she], seed=seed) for seed in (0, 0, 1)]
     torch.testing.assert_close(runs[0].encoder_positions, runs[1].encoder_positions)
     assert runs[0].corrupted_difference != runs[2].corrupted_difference
-    assert runs[0].last_encoder_layer_all_positions["max_logit_difference"] <= 1e-5
+    assert runs[0].last_encoder_layer_all_positions["max_logit_difference"] <= ROUNDING
     with pytest.raises(InputError):
         patching.activation_patching(bundled.model, doctor, bundled.target_tokenizer, None, SHE_STEP, "▁er",
                                      noise_positions=[40])
@@ -315,15 +320,15 @@ def test_the_exact_checks_hold_on_both_layer_orders(norm_first):
     tokens = type("Pieces", (), {"piece": lambda self, i: str(i), "pieces": lambda self, ids: [str(i) for i in ids],
                                  "id_of": lambda self, piece: int(piece), "unk_id": -1})()
     result = patching.activation_patching(model, translation, tokens, [5, 9, 12, 11, 3], translation.num_steps)
-    assert abs(result.nothing) < 1e-5
-    assert result.last_encoder_layer_all_positions["max_logit_difference"] <= 1e-5
+    assert abs(result.nothing) <= ROUNDING
+    assert result.last_encoder_layer_all_positions["max_logit_difference"] <= ROUNDING
     assert result.decoder_layers[-1] == pytest.approx(1, abs=1e-4)
 
 
 def test_a_converted_marian_can_be_patched(converted):
     translation = converted.translate("A dog runs across the grass.", 1)
     result = patch_pair(converted, translation, "A dog walks across the grass.", 3)  # as many pieces
-    assert result.last_encoder_layer_all_positions["max_logit_difference"] <= 1e-5
+    assert result.last_encoder_layer_all_positions["max_logit_difference"] <= ROUNDING
 
 
 def test_the_patch_command_prints_the_grids_and_both_checks(bundled, doctor):
@@ -335,7 +340,8 @@ def test_the_patch_command_prints_the_grids_and_both_checks(bundled, doctor):
     assert len(result["encoder_positions"]) == config.n_encoder_layers
     assert len(result["encoder_positions"][0]) == len(doctor.source_ids)
     assert len(result["heads"]["cross"]) == config.n_decoder_layers and len(result["decoder_layers"]) == 3
-    assert result["nothing"] == 0 and result["last_encoder_layer_all_positions"]["restored"] == pytest.approx(1)
+    assert abs(result["nothing"]) <= ROUNDING
+    assert result["last_encoder_layer_all_positions"]["restored"] == pytest.approx(1, abs=ROUNDING)
     assert result["target"] == "▁sie" and result["alternative"] == "▁er"
 
 
@@ -369,7 +375,7 @@ def test_contributions_and_patching_in_one_thread_leave_anothers_translations_al
     other.start()
     for _ in range(6):
         torch.testing.assert_close(contributions.contributions(bundled.model, doctor).source_share, expected_shares)
-        assert abs(patch_pair(bundled, doctor, CORRUPTED, SHE_STEP, "▁er").nothing) < 1e-6
+        assert abs(patch_pair(bundled, doctor, CORRUPTED, SHE_STEP, "▁er").nothing) <= ROUNDING
     other.join()
     assert not failures and len(translations) == 6 and all(ids == translations[0] for ids in translations)
 

@@ -15,8 +15,9 @@ makes. Then one component of the corrupted run at a time gets the value it had i
 is the share of the difference that component alone carries: 1 restores the clean prediction, 0 nothing. The
 components: each encoder layer's output at each source position; each head's output (its weighted sum of values,
 before W_O) in encoder self-, decoder self- and cross-attention, at every position; each decoder layer's output at
-every position. Two exact checks come with every grid: patching nothing restores 0, and patching the last encoder
-layer's output at every position makes the corrupted run's logits the clean run's.
+every position. Two checks come with every grid: patching nothing restores 0, and patching the last encoder
+layer's output at every position makes the corrupted run's logits the clean run's; both to float32 rounding, since
+runs in batches of different sizes may round apart.
 
 The sources may differ in length: positions are then paired by ``alignment`` (clean, corrupted), by default the
 pieces the two share from the start and from the end; an unpaired position is not patched (and shows as NaN).
