@@ -3,13 +3,13 @@
 ``count_requests(page)`` (before ``page.goto``) makes the page count what it has asked of the server and not yet
 had: each event it joined the queue with (``/queue/join``) until the event's ``process_completed`` message has come
 on the page's stream of answers (``/queue/data``), and each other request until its answer has been read to the
-end. The streams themselves are not counted: Gradio may open one that no event needs, which then stays open with
-only heartbeats in it, as does the heartbeat request for the page's whole life. It also notes the frame in which a
-chart was last drawn (Plotly's ``plotly_afterplot``, or a chart added) and in which something asked was last
-answered. ``answered(page)`` then waits until nothing asked is outstanding, nothing was answered and no chart drawn
-for three frames, and the page has no figure waiting to be drawn (ui/static/explorer.js): what the answers brought
-is drawn, and any event they set off (a ``.then``, the page's own drawing) has begun. Frames, not milliseconds: a
-loaded machine draws fewer of them, in the same order.
+end (``asked_in_all``: how many it has made in all). The streams themselves are not counted: Gradio may open one
+that no event needs, which then stays open with only heartbeats in it, as does the heartbeat request for the
+page's whole life. It also notes the frame in which a chart was last drawn (Plotly's ``plotly_afterplot``, or a
+chart added) and in which something asked was last answered. ``answered(page)`` then waits until nothing asked is
+outstanding, nothing was answered and no chart drawn for three frames, and the page has no figure waiting to be
+drawn (ui/static/explorer.js): what the answers brought is drawn, and any event they set off (a ``.then``, the
+page's own drawing) has begun. Frames, not milliseconds: a loaded machine draws fewer of them, in the same order.
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ COUNT_REQUESTS_JS = """(() => {
   })).observe(document, {childList: true, subtree: true});
 
   const requests = new Map();  // url -> how many are being answered
+  let askedInAll = 0;  // requests made since the page loaded, answered or not
+  window.askedInAll = () => askedInAll;
   const events = new Set(), completed = new Set();  // event ids joined and not completed; completed ones
   const answered = () => { answeredAt = frame; };
-  const started = (url) => requests.set(url, (requests.get(url) || 0) + 1);
+  const started = (url) => { askedInAll += 1; requests.set(url, (requests.get(url) || 0) + 1); };
   const ended = (url) => {
     if (requests.get(url) > 1) requests.set(url, requests.get(url) - 1); else requests.delete(url);
     answered();
@@ -100,6 +102,11 @@ ANSWERED_JS = """() => window.openRequests() === 0 && window.framesSinceDrawn() 
 def count_requests(page) -> None:
     """From the next page loaded in ``page`` on, its open requests are counted (call before ``goto``)."""
     page.add_init_script(COUNT_REQUESTS_JS)
+
+
+def asked_in_all(page) -> int:
+    """How many requests the page has made since it loaded: wait for it to grow to know an event has begun."""
+    return page.evaluate("window.askedInAll()")
 
 
 def answered(page, timeout: float = 60_000) -> None:

@@ -46,7 +46,7 @@ def layout(page: Page, names: list[str], default_model: str, broken: dict[str, E
     with gr.Row():
         # Custom values: an API client may name a model trained after it connected; the registry checks every name.
         model = components.Dropdown(names, value=default_model, label=words("header.model"), scale=2,
-                                    allow_custom_value=True, info=words("header.model.info"))
+                                    allow_custom_value=True, info=words("header.model.info"), elem_id="model-choice")
         # A multilingual model's languages: shown for such a model only (language_picker).
         source_language = components.Dropdown([], label=words("header.source_language"), scale=1, visible=False,
                                               info=words("header.source_language.info"))

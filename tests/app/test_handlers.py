@@ -203,6 +203,25 @@ def test_a_handler_naming_a_component_that_does_not_exist_fails_loudly(page, cap
     assert "returned values for no component: ['translaton']" in caplog.text, "the server log names the typo"
 
 
+def test_an_answer_bringing_a_translation_names_in_its_numbers_the_selectors_it_sets(app_services):
+    """The page's script draws new numbers at the selectors as they were before the answer that brought them
+    (Gradio stores an answer's values one by one): the numbers name those the same answer sets, at their values."""
+    page = Page(app_services)
+    with gr.Blocks():
+        header.layout(page, app_services.registry.names(), "reverse-tiny")
+        translate.layout(page, app_services.registry.get("reverse-tiny"))
+    page.joins(translate.with_selection)
+    views = translated(app_services)  # a Translate click sets the step alone
+
+    def answer() -> dict:
+        return {**views, "layer": gr.Slider(1, 2, value=2), "head": gr.Slider(interactive=False), "kind": CROSS}
+
+    sent = page.handler(answer)()
+    assert sent[page["page_numbers"]]["selection"] == {"step": 1, "layer": 2, "kind": CROSS}
+    assert "selection" not in views["page_numbers"], "the handler's own values are left as they were"
+    assert translate.with_selection({"step": 3}) == {"step": 3}, "an answer without numbers is sent as it is"
+
+
 def test_a_handler_reads_the_components_its_parameters_name(page):
     assert page.inputs_of(translate.on_maps_wanted) == [page[name] for name in ("translation_state", "maps_wanted")]
 

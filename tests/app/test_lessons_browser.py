@@ -1,11 +1,21 @@
 """The lessons shown one after another in a real browser, as a teacher goes through them: every lesson's Show me
-lands on its view, and nothing on the way says Error. (test_lessons.py walks them in 40 orders without a browser,
-checking what Gradio would refuse; here each lesson comes after the training lesson, whose model is the smallest.)"""
+lands on its view, the Translate tab shows the state the lesson set up (its step, attention type, layer and head,
+held to the controls by shown_views.py) and what its "Look for" names, and nothing on the way says Error.
+(test_lessons.py walks them in 40 orders without a browser, checking what Gradio would refuse; here each lesson
+comes after the training lesson, whose model is the smallest.)"""
+
+import re
 
 import pytest
 
+from browsing import answered, count_requests
+from shown_views import disagreements, produced_at_step, shown
 from test_lessons import lesson_walk
 from ui.views import lessons
+
+# The token each lesson's "Look for" names at the lesson's step, by the lesson's key.
+NAMED_AT_ITS_STEP = {"where_each_word_looks": "Ball", "word_order": "rouge", "one_weight": "rennt",
+                     "source_or_prefix": "eben"}
 
 playwright = pytest.importorskip("playwright.sync_api")
 
@@ -25,27 +35,45 @@ IN_SIGHT = """id => { const box = document.getElementById(id)?.getBoundingClient
                       return box && box.height > 0 && box.top >= -2 && box.top < innerHeight * 0.6; }"""
 
 
-def test_every_lesson_shown_after_the_training_lesson_shows_no_error(app_url, browser):
+def set_up_by(lesson: lessons.Lesson) -> dict:
+    """The Translate tab's controls as the lesson sets them up."""
+    chosen = lessons.selector_values(lesson)
+    return {"kind": chosen["kind"], "view": lesson.view, "layer": lesson.layer, "head": lesson.head,
+            "average": lesson.average, "step": lesson.step}
+
+
+def test_every_lesson_shown_after_the_training_lesson_shows_its_own_state_and_no_error(app_url, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 720})
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    count_requests(page)
     page.goto(app_url[0])
     page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
     page.evaluate(NOTICE_MESSAGES)
     page.get_by_text("Lessons for a class").click()
     box = page.locator("#lessons input").first
-    for shown, choice in enumerate(lesson_walk(19), start=1):  # the training lesson, then each other lesson
+    for count, choice in enumerate(lesson_walk(19), start=1):  # the training lesson, then each other lesson
         lesson = lessons.lesson_by_choice(choice)
         box.click()
         box.fill(choice)
         box.press("Enter")
         playwright.expect(box).to_have_value(choice)
         page.locator("#show-me").click()
-        page.wait_for_function("n => window.lessonsShown >= n", arg=shown, timeout=60_000)
+        page.wait_for_function("n => window.lessonsShown >= n", arg=count, timeout=60_000)
         playwright.expect(page.locator(f"button[role=tab][data-tab-id={lesson.tab}]")).to_have_attribute(
             "aria-selected", "true", timeout=30_000)
         page.wait_for_function(IN_SIGHT, arg=lesson.focus, timeout=30_000)
-        assert not errors and not page.evaluate("window.messages"), f"lesson {shown}, {choice}"
+        answered(page)
+        assert not errors and not page.evaluate("window.messages"), f"lesson {count}, {choice}"
+        assert shown(page)["controls"] == set_up_by(lesson), f"lesson {count}, {choice}: its set-up"
+        assert disagreements(page) == [], f"lesson {count}, {choice}"
+        look_for = lesson.words("en").look_for
+        if lesson.key in NAMED_AT_ITS_STEP:
+            named = NAMED_AT_ITS_STEP[lesson.key]
+            assert f"'{named}'" in look_for
+            assert produced_at_step(page) == named, f"lesson {count}, {choice}: what Look for names"
+        for part, value in (("layer", lesson.layer), ("head", lesson.head)):  # "in layer 3", "head 2 of"
+            assert {int(n) for n in re.findall(rf"\b{part} (\d+)", look_for)} <= {value}, f"{choice}: its {part}"
     page.close()
 
 

@@ -65,6 +65,8 @@ class Page(TabChanges):
         self.blocks = blocks  # the page's Blocks, for its load and unload events
         self.components: dict[str, Component] = {}
         self.tabs: dict[str, gr.Tab] = {}  # by id, in the page's order
+        # fn(values) -> values, applied to every handler's values before they are sent (``joins``).
+        self.joined: list[Callable[[dict], dict]] = []
         TabChanges.__init__(self)
 
     def add(self, **components: Component) -> None:
@@ -77,6 +79,12 @@ class Page(TabChanges):
 
     def __getitem__(self, name: str) -> Component:
         return self.components[name]
+
+    def joins(self, fn: Callable[[dict], dict]) -> None:
+        """``fn(values) -> values`` sees every handler's values, by name, before they are sent: for a value that
+        must carry others set in the same answer. (The page's script that a new value sets off reads the other
+        components as they were before that answer: Gradio stores an answer's values one by one.)"""
+        self.joined.append(fn)
 
     def words(self, key: str, **values) -> str:
         """The words of ``key`` (ui/locales/) in the page's language, for its layout."""
@@ -118,8 +126,10 @@ class Page(TabChanges):
                 raise KeyError(f"{fn.__name__} returned values for no component: {sorted(unknown)}")
             if declared is not None and not declared:
                 return None  # an event with no outputs takes no values
-            values = {components[name]: self.in_its_words(value, components[name])
-                      for name, value in (result or {}).items() if declared is None or name in declared}
+            sent = {name: value for name, value in (result or {}).items() if declared is None or name in declared}
+            for join in self.joined:
+                sent = join(sent)
+            values = {components[name]: self.in_its_words(value, components[name]) for name, value in sent.items()}
             # Gradio reads an empty dict as one value, not as "nothing changes".
             return values or {components[name]: gr.skip() for name in declared or ()}
 

@@ -105,9 +105,9 @@ window.explorer = (() => {
 
   // The selectors' values by name (ui/tabs/translate.py, SELECTION), in the order an event sends them.
   const named = (values) => Object.fromEntries(selectionNames.map((name, i) => [name, values[i]]));
-  // The selection as the server reads it: numbers within their ranges, the head 0 for the mean of heads.
-  function selection(values, numbers) {
-    const {kind, view, layer, head, average, step} = named(values);
+  // The selection as the server reads it (from the selectors by name): numbers within their ranges, the head 0
+  // for the mean of heads.
+  function selection({kind, view, layer, head, average, step}, numbers) {
     return {kind: kindKey(kind), view, layer: Number(layer), head: average ? 0 : Number(head),
             step: within(step, numbers.steps.length)};
   }
@@ -156,8 +156,9 @@ window.explorer = (() => {
     // page is still drawing (tests/browsing.py waits on it).
     arriving() { arrived = true; },
     drawing() { return arrived || window.explorerCharts.pending() > 0; },
-    // A new translation (its numbers), with the selectors as they now are: [numbers, ...selection, maps wanted]
-    // -> [step, revealed pieces, caption, maps wanted].
+    // A new translation (its numbers), with the selectors as they were before the answer that brought it:
+    // [numbers, ...selection, maps wanted] -> [step, revealed pieces, caption, maps wanted]. The selectors the same
+    // answer set, it names (translate.with_selection): the page has not stored them yet, so those are drawn.
     show([sent, ...values]) {
       arrived = false;
       const value = read(sent);
@@ -169,7 +170,7 @@ window.explorer = (() => {
       }
       current = viewsOf(value);
       document.getElementById(charts.heatmap)?.classList.remove("explorer-outdated");
-      shown = selection(values, value);
+      shown = selection({...named(values), ...value.selection}, value);
       const wanted = draw(asked);
       return [shown.step, ...stepText(value, shown.step), wanted];
     },
@@ -178,7 +179,7 @@ window.explorer = (() => {
     step(values, move) {
       const asked = named(values).maps_wanted;
       if (!current) return [1, [], words.noTranslation, asked];
-      shown = selection(values, current.numbers);
+      shown = selection(named(values), current.numbers);
       shown.step = within(shown.step + move, current.numbers.steps.length);
       const wanted = draw(asked);
       return [shown.step, ...stepText(current.numbers, shown.step), wanted];
@@ -188,9 +189,10 @@ window.explorer = (() => {
     select(values) {
       const {maps_wanted: asked, layer, head} = named(values);
       if (!current) return [layer, head, asked];
-      shown = selection(values, current.numbers);
       const layers = Math.max(...Object.values(current.numbers.maps).map((maps) => maps.layers));
-      return [within(layer, layers), within(head, current.numbers.heads), draw(asked, false)];
+      const moved = {...named(values), layer: within(layer, layers), head: within(head, current.numbers.heads)};
+      shown = selection(moved, current.numbers);
+      return [moved.layer, moved.head, draw(asked, false)];
     },
     // A step of a search under way (ui/views/live.py), drawn as it is decided: its candidates, where it looked
     // and the pieces so far; the translation before it leaves the tab's views. [step] -> [revealed, caption].
@@ -216,10 +218,13 @@ window.explorer = (() => {
       current.add(value.blocks, value.frames);
       draw("", false);
     },
+    // The numbers shown and the selection they were last drawn at (null before a translation), for the tests that
+    // hold the views to the selectors.
+    drawn() { return current && {numbers: current.numbers, selection: shown}; },
     // Every figure of a selection (the selectors' values, in SELECTION's order) of ``numbers``, as the page
     // draws them, for the tests that hold them equal to the server's.
     figures(numbers, values) {
-      const views = viewsOf(numbers), chosen = selection(values, numbers);
+      const views = viewsOf(numbers), chosen = selection(named(values), numbers);
       const [candidates, sources] = views.stepCharts(chosen);
       return {heatmap: views.heatmap(chosen), candidates, sources, text: stepText(numbers, chosen.step)};
     },

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import gradio as gr
+from gradio.components import Component
 from gradio.components import Number as NumberField
 
 from transformer.errors import InputError
@@ -190,7 +191,8 @@ def forced_layout(page: Page, checkpoint: Checkpoint) -> None:
 
 # What the page's script reads and sets (ui/static/explorer.js): the selection, what it last asked the server
 # for, and the step view it draws.
-SELECTION = ("kind", "view", "layer", "head", "average", "step", "maps_wanted")
+SELECTORS = ("kind", "view", "layer", "head", "average", "step")
+SELECTION = (*SELECTORS, "maps_wanted")
 STEP_TEXT = ("step", "revealed", "step_caption", "maps_wanted")
 TRANSLATION_OUTPUTS = ("translation_state", "translation_model", "translation", "notes", "source_tokens",
                        "attention_download", "page_numbers", "step")
@@ -366,6 +368,28 @@ def after_translation(translation: Translation) -> dict:
     return {"forced_state": None, "forced_probability_plot": None, "forced_attention_plot": None}
 
 
+def value_set(update):
+    """The value an answer gives a component (a component made anew, Gradio's update dict, or a value), or None
+    where it sets other properties alone."""
+    if isinstance(update, Component):
+        return update.constructor_args.get("value")
+    if isinstance(update, dict) and update.get("__type__") == "update":
+        return update.get("value")
+    return update
+
+
+def with_selection(values: dict) -> dict:
+    """An answer that brings a translation's numbers names in them the selectors it sets, at the values it sets:
+    the page draws the numbers at those (explorer.show), since its script reads the selectors as they were before
+    the answer. The selectors it leaves alone are read in the page, where the visitor may have moved them."""
+    numbers = values.get("page_numbers")
+    if not isinstance(numbers, dict):
+        return values
+    chosen = {name: value_set(values[name]) for name in SELECTORS if name in values}
+    return {**values, "page_numbers": {**numbers, "selection": {name: value for name, value in chosen.items()
+                                                                if value is not None}}}
+
+
 def declare(page: Page) -> None:
     """What a model switch and a new translation change in this tab."""
     page.when_model_changes(after_model_change, MODEL_OUTPUTS)
@@ -376,6 +400,7 @@ def declare(page: Page) -> None:
 def wire(page: Page) -> None:
     """The tab's events, once every tab has declared what a new translation changes in it."""
     c = page.components
+    page.joins(with_selection)  # whichever event brings a translation's numbers
     translated = [*TRANSLATION_OUTPUTS, *LIVE_OUTPUTS, *page.translation_outputs(TAB_ID)]
     # A model switch cancels a translation still running, so none lands under the new model's name.
     # Many at once: translations asked for together are decoded together (batching.py).
