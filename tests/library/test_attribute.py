@@ -5,6 +5,8 @@ import copy
 import json
 from pathlib import Path
 
+import math
+
 import pytest
 import torch
 
@@ -77,6 +79,30 @@ def test_agreement_counts_matching_favourites_and_correlates_ranks():
     reversed_ranks = torch.tensor([[0.1, 0.2, 0.7], [0.6, 0.3, 0.1]])
     top, correlation = attribution.agreement(attention, reversed_ranks)
     assert top == 0.0 and correlation == pytest.approx(-1.0)
+
+
+def test_rank_correlation_breaks_ties_by_position_and_is_undefined_below_two_values():
+    assert attribution.spearman(torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([10.0, 30.0, 20.0, 40.0])) == \
+        pytest.approx(0.8)  # ranks 0 1 2 3 against 0 2 1 3: 1 - 6 * 2 / (4 * 15)
+    assert attribution.spearman(torch.tensor([5.0, 5.0, 1.0]), torch.tensor([2.0, 3.0, 1.0])) == pytest.approx(1.0)
+    assert math.isnan(attribution.spearman(torch.tensor([1.0]), torch.tensor([2.0])))
+    assert attribution.spearman(torch.tensor([1.0, 2.0]), torch.tensor([2.0, 1.0])) == pytest.approx(-1.0)
+
+
+def test_agreement_is_a_share_of_rows_and_a_mean_of_correlations():
+    attention = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.2, 0.5, 0.3]])
+    evidence = torch.tensor([[0.9, 0.05, 0.05], [0.6, 0.3, 0.1], [0.1, 0.6, 0.3]])
+    top, correlation = attribution.agreement(attention, evidence)
+    assert top == pytest.approx(2 / 3)
+    expected = [attribution.spearman(a, e) for a, e in zip(attention, evidence)]
+    assert correlation == pytest.approx(sum(expected) / 3)
+
+
+def test_each_method_names_itself_and_an_unknown_one_is_refused(translations):
+    translation = translations[0]
+    assert attribution.attribute(None, translation, "rollout").method == "rollout"
+    with pytest.raises(ValueError, match="method must be one of gradient_x_input, integrated_gradients, rollout"):
+        attribution.attribute(None, translation, "saliency")
 
 
 def run_cli(*args):

@@ -191,3 +191,16 @@ def test_the_blackboard_example_goes_through_the_models_own_attention():
     expected = torch.softmax(torch.tensor([0.0, 1.0]) / math.sqrt(2), -1)
     torch.testing.assert_close(result.weights[1, :2], expected)
     torch.testing.assert_close(result.output, result.weights @ v)
+
+
+def test_on_the_blackboard_fewer_queries_than_keys_see_the_keys_up_to_their_own_place():
+    """Two new queries after three keys (a decoder step with a prefix): each sees every earlier key and itself."""
+    q, k = torch.tensor([[1.0, 0.0], [0.0, 2.0]]), torch.tensor([[1.0, 1.0], [2.0, 0.0], [0.0, 1.0]])
+    v = torch.tensor([[1.0], [2.0], [3.0]])
+    result = one_head.small_attention(q, k, v, causal=True)
+    assert result.mask.tolist() == [[True, True, False], [True, True, True]]
+    assert result.scores.tolist() == [[1.0, 2.0, 0.0], [2.0, 0.0, 2.0]]
+    torch.testing.assert_close(result.weights[0, :2], torch.softmax(torch.tensor([1.0, 2.0]) / math.sqrt(2), -1))
+    assert result.weights[0, 2] == 0 and result.output.shape == (2, 1)
+    torch.testing.assert_close(result.output, result.weights @ v)
+    assert one_head.small_attention(q, k, v).mask.all(), "without causal, every key is seen"

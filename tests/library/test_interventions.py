@@ -8,6 +8,7 @@ import torch
 from transformer import errors
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.inside import interventions
+from transformer.metrics import corpus_scores
 from transformer.paper.translation import forced_decode, translate
 from transformer.paper.model import HeadMask
 
@@ -109,3 +110,118 @@ def test_head_mask_may_differ_per_batch_row(reverse):
         plain = reverse.model(src[:1], tgt[:1]).logits
         single = reverse.model(src[:1], tgt[:1], head_mask=HeadMask(encoder=off)).logits
     assert torch.allclose(both[0], plain[0], atol=1e-5) and torch.allclose(both[1], single[0], atol=1e-5)
+
+
+def test_a_head_is_named_by_its_layer_and_head_from_1_in_either_case():
+    assert interventions.head_label(1, 2) == "L2H3"
+    assert interventions.parse_head_label("L2H3") == (1, 2) and interventions.parse_head_label("l1h4") == (0, 3)
+    for label in ("L2", "H3", "LxH1", ""):
+        with pytest.raises(errors.InputError) as raised:
+            interventions.parse_head_label(label)
+        assert raised.value.code == "inside.not_a_head_name"
+
+
+def test_a_head_mask_is_zero_at_each_head_named_and_one_everywhere_else(reverse):
+    mask = interventions.make_head_mask(reverse, {"cross": ["L2H3", "L1H1"], "encoder": []})
+    expected = torch.ones(2, 4)
+    expected[1, 2] = expected[0, 0] = 0
+    assert torch.equal(mask.cross, expected)
+    assert torch.equal(mask.encoder, torch.ones(2, 4)) and torch.equal(mask.decoder, torch.ones(2, 4))
+    assert interventions.make_head_mask(reverse, {"cross": [], "decoder": []}) is None
+    for label in ("L3H1", "L1H5", "L0H1"):
+        with pytest.raises(errors.InputError) as raised:
+            interventions.make_head_mask(reverse, {"decoder": [label]})
+        assert raised.value.code == "inside.no_such_head"
+
+
+def test_switching_heads_off_compares_the_translations_and_rescores_the_first_under_the_mask(reverse):
+    off = {"cross": ["L2H1", "L2H2", "L2H3", "L2H4"], "decoder": ["L1H1"]}
+    comparison = interventions.ablate_heads(reverse, "3 1 4 1 5", off, beam_size=2, max_length=20)
+    mask = interventions.make_head_mask(reverse, off)
+    assert comparison.before.text == reverse.translate("3 1 4 1 5", 2, 20).text
+    assert comparison.after.text == reverse.translate("3 1 4 1 5", 2, 20, head_mask=mask).text
+    assert comparison.before.text != comparison.after.text
+    rescored = forced_decode(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer,
+                             comparison.before.source_ids, comparison.before.predicted_ids[:-1], head_mask=mask)
+    assert comparison.rescored.token_probs == pytest.approx(rescored.token_probs)
+    assert (comparison.intervention, comparison.details, comparison.description) == \
+        ("switched_off", {"count": 5}, "5 head(s) switched off")
+    assert torch.equal(comparison.head_mask.cross, mask.cross)
+
+
+def test_an_override_is_clamped_to_the_steps_read_as_a_word_start_and_refuses_what_cannot_be_written(reverse):
+    tr = translate(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, "1 2 3 4 5")
+    last = interventions.override_token(reverse, tr, step=99, token="9")  # a typed word: tried as "▁9"
+    assert last.details == {"step": tr.num_steps, "piece": "▁9"} and last.intervention == "forced"
+    assert last.after.predicted_pieces[tr.num_steps - 1] == "▁9"
+    assert last.description == f"step {tr.num_steps} forced to ▁9; both runs continue greedily from step {tr.num_steps}"
+    first = interventions.override_token(reverse, tr, step=0, token=reverse.target_tokenizer.id_of("▁7"))
+    assert first.details["step"] == 1 and first.after.predicted_pieces[0] == "▁7"
+    same = interventions.override_token(reverse, tr, step=3, token=tr.predicted_pieces[2])
+    assert same.after is same.before and same.before.source_text == tr.source_text
+    for token, code in (("<s>", "inside.special_piece"), ("<pad>", "inside.special_piece"),
+                        ("qqq", "inside.unknown_piece")):
+        with pytest.raises(errors.InputError) as raised:
+            interventions.override_token(reverse, tr, step=1, token=token)
+        assert raised.value.code == code
+
+
+def test_without_positions_the_model_reads_a_bag_and_the_first_translation_is_rescored_so(reverse):
+    comparison = interventions.without_positions(reverse, "3 1 4 1 5", beam_size=2, max_length=20)
+    assert comparison.after.text == reverse.translate("3 1 4 1 5", 2, 20, positions=False).text
+    rescored = forced_decode(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer,
+                             comparison.before.source_ids, comparison.before.predicted_ids[:-1], positions=False)
+    assert comparison.rescored.token_probs == pytest.approx(rescored.token_probs)
+    assert (comparison.positions, comparison.intervention, comparison.description) == \
+        (False, "no_positions", "positional encoding removed")
+
+
+def test_a_shuffle_changes_the_order_when_it_can_repeats_with_its_seed_and_keeps_every_word(reverse):
+    assert interventions.shuffle_words("1 2 3 4 5", seed=3) == interventions.shuffle_words("1 2 3 4 5", seed=3)
+    assert sorted(interventions.shuffle_words("1 2 3 4 5", seed=3).split()) == ["1", "2", "3", "4", "5"]
+    assert all(interventions.shuffle_words("1 2", seed) == "2 1" for seed in range(5)), "it tries until it changes"
+    assert interventions.shuffle_words("7 7 7") == "7 7 7" and interventions.shuffle_words("7") == "7"
+    comparison = interventions.shuffled_source(reverse, "1 2 3 4 5", seed=2, beam_size=2, max_length=20)
+    shuffled = interventions.shuffle_words("1 2 3 4 5", seed=2)
+    assert comparison.details == {"sentence": shuffled} and comparison.intervention == "shuffled"
+    assert comparison.description == f"source words shuffled: “{shuffled}”"
+    assert comparison.after.text == reverse.translate(shuffled, 2, 20).text
+    rescored = forced_decode(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, shuffled,
+                             comparison.before.predicted_ids[:-1])
+    assert comparison.rescored.token_probs == pytest.approx(rescored.token_probs)
+
+
+def test_mean_importance_averages_each_sentences_importance_against_its_own_greedy_translation(reverse):
+    sentences = ["1 2 3", "4 5 6 7"]
+    mean = interventions.mean_head_importance(reverse, sentences)
+    each = [interventions.head_importance(reverse, reverse.translate(sentence)) for sentence in sentences]
+    for kind in ("encoder", "decoder", "cross"):
+        torch.testing.assert_close(mean[kind], (each[0][kind] + each[1][kind]) / 2)
+
+
+def test_pruning_takes_heads_least_important_first_or_in_a_seeded_order(reverse):
+    importance = {"cross": torch.tensor([[0.5, -0.1, 2.0, 0.0], [1.0, 0.3, 0.2, 0.1]])}
+    assert interventions.pruning_order(reverse, "cross", importance) == [
+        "L1H2", "L1H4", "L2H4", "L2H3", "L2H2", "L1H1", "L2H1", "L1H3"]
+    seeded = interventions.pruning_order(reverse, "encoder", seed=4)
+    assert seeded == interventions.pruning_order(reverse, "encoder", seed=4)
+    assert sorted(seeded) == sorted(f"L{layer}H{head}" for layer in (1, 2) for head in (1, 2, 3, 4))
+    assert seeded != interventions.pruning_order(reverse, "encoder", seed=5)
+
+
+def test_a_pruning_curve_scores_each_set_of_heads_off_against_the_unpruned_and_the_references(reverse):
+    sentences, references = ["1 2 3 4", "5 6 7"], ["4 3 2 1", "7 6 5"]
+    assert interventions.translate_with_mask(reverse, sentences, None) == [reverse.translate(s).text
+                                                                         for s in sentences]
+    order = ["L2H1", "L2H2", "L2H3", "L2H4"]
+    seen = []
+    curve = interventions.pruning_curve(reverse, sentences, "cross", order, references,
+                                        on_step=lambda done, total: seen.append((done, total)))
+    assert (curve.kind, curve.order) == ("cross", order) and seen == [(k, 5) for k in range(1, 6)]
+    assert curve.chrf[0] == pytest.approx(100) and curve.bleu[0] == pytest.approx(100)
+    mask = interventions.make_head_mask(reverse, {"cross": order})
+    pruned = interventions.translate_with_mask(reverse, sentences, mask)
+    assert pruned != references
+    assert curve.chrf[-1] == pytest.approx(corpus_scores(pruned, references)["chrf"])
+    assert curve.bleu[-1] == pytest.approx(corpus_scores(pruned, references)["bleu"])
+    assert interventions.pruning_curve(reverse, sentences, "cross", order[:1]).bleu is None

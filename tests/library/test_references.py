@@ -132,12 +132,22 @@ def test_contrastive_evidence_scores_every_token_as_the_papers_formula(case, met
     close(measured.source, source, atol=1e-4)
     close(measured.prefix, prefix, atol=1e-4)
     assert measured.contrast == pytest.approx(float(f(*embeddings)), abs=1e-4)
+    assert (measured.method, measured.step, measured.chosen, measured.alternative) == \
+        (method, STEP, str(translation.predicted_ids[STEP - 1]), "7")
+    if method == "integrated_gradients":  # completeness: the scores add up to f(input) − f(zero baseline)
+        zeros = [torch.zeros_like(value) for value in embeddings]
+        assert measured.baseline_contrast == pytest.approx(float(f(*zeros)), abs=1e-4)
+        assert measured.completeness_gap == pytest.approx(
+            abs(float(source.sum() + prefix.sum()) - (measured.contrast - measured.baseline_contrast))
+            / abs(measured.contrast - measured.baseline_contrast), abs=1e-3)
 
 
 @pytest.mark.parametrize("method", ["gradient_x_input", "integrated_gradients"])
 def test_attributions_of_every_output_token_are_the_papers_formula(case, method):
     model, translation, reference, _ = case
-    measured = attribution.attribute(model, translation, method, steps=IG_STEPS).scores
+    attributed = attribution.attribute(model, translation, method, steps=IG_STEPS)
+    assert attributed.method == method
+    measured = attributed.scores
     embeddings = reference.embed(translation.source_ids)
     for t, chosen in enumerate(translation.predicted_ids):
         def log_p(source_embeddings, t=t, chosen=chosen):
