@@ -159,11 +159,17 @@ def test_an_override_is_clamped_to_the_steps_read_as_a_word_start_and_refuses_wh
     assert first.details["step"] == 1 and first.after.predicted_pieces[0] == "▁7"
     same = interventions.override_token(reverse, tr, step=3, token=tr.predicted_pieces[2])
     assert same.after is same.before and same.before.source_text == tr.source_text
-    for token, code in (("<s>", "inside.special_piece"), ("<pad>", "inside.special_piece"),
-                        ("qqq", "inside.unknown_piece")):
+    for token, code, values in (("<s>", "inside.special_piece", {"start": "<s>", "pad": "<pad>"}),
+                                ("<pad>", "inside.special_piece", {"start": "<s>", "pad": "<pad>"}),
+                                ("qqq", "inside.unknown_piece", {"piece": "qqq"})):
         with pytest.raises(errors.InputError) as raised:
             interventions.override_token(reverse, tr, step=1, token=token)
-        assert raised.value.code == code
+        assert (raised.value.code, raised.value.values) == (code, values)
+    unknown = interventions.override_token(reverse, tr, step=1, token="<unk>")  # <unk> is a piece it can force
+    assert unknown.after.predicted_pieces[0] == "<unk>"
+    assert interventions.override_token(reverse, tr, step=1, token="▁▁6").after.predicted_pieces[0] == "▁6"
+    short = interventions.override_token(reverse, tr, step=1, token="▁9", max_length=2)
+    assert len(short.after.predicted_ids) == 2 and not short.after.ended, "cut at its length, not ended"
 
 
 def test_without_positions_the_model_reads_a_bag_and_the_first_translation_is_rescored_so(reverse):

@@ -156,6 +156,10 @@ def test_attributions_of_every_output_token_are_the_papers_formula(case, method)
         expected = gradient_x_input(log_p, embeddings) if method == "gradient_x_input" else \
             integrated_gradients(log_p, embeddings, steps=IG_STEPS)
         close(measured[t], expected[0], atol=1e-4)
+        if method == "integrated_gradients":  # completeness: how far the scores are from log p(e) − log p(0)
+            change = float(log_p(embeddings) - log_p(torch.zeros_like(embeddings)))
+            assert float(attributed.completeness_gap[t]) == pytest.approx(
+                abs(float(expected[0].sum()) - change) / abs(change), abs=1e-3)
 
 
 # --- activation patching -------------------------------------------------------------------------------------
@@ -174,6 +178,10 @@ def test_patching_restores_what_patching_each_head_layer_and_position_by_hand_re
     clean, corrupted = reference.run(SOURCE, prefix), reference.run(CORRUPTED, prefix)
     d_clean, d_corrupted = (float(run.logits[STEP - 1, target] - run.logits[STEP - 1, other])
                             for run in (clean, corrupted))
+    assert {kind: tuple(grid.shape) for kind, grid in measured.heads.items()} == \
+        {kind: (len(clean.blocks[kind]), model.config.n_heads) for kind in ("encoder", "decoder", "cross")}
+    assert measured.corrupted_source == Ids().pieces(CORRUPTED) and measured.alignment == [(i, i) for i in
+                                                                                         range(len(SOURCE))]
     assert measured.clean_difference == pytest.approx(d_clean, abs=1e-4)
     assert measured.corrupted_difference == pytest.approx(d_corrupted, abs=1e-4)
     shares = lambda **patch: restored(reference, reference.run(CORRUPTED, prefix, **patch), d_clean,  # noqa: E731
