@@ -190,7 +190,9 @@ def wire(page: Page) -> None:
                *experiments.COMPARISON_OUTPUTS, "importance_plot", "importance_summary", "word_order_section",
                *experiments.PATCHING_OUTPUTS, "patch_step", "patch_alternative", "patching_section",
                *explain.ATTRIBUTION_OUTPUTS, "shown_lesson"]
-    showing = page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work,
+    # "multiple": every press sets its lesson up. Under Gradio's default ("once") a press is dropped while the page
+    # counts an earlier one as pending, and a teacher's press was seen lost with nothing pending (docs/test-suite.md).
+    showing = page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work, trigger_mode="multiple",
                       progress_on=["lesson_text", *translate.PROGRESS_ON])
     showing.then(None, [c["lesson_choice"]], None, js="(choice) => explorerPage.showLesson(choice)")
     page.then(showing, after_show_me, ["lesson_text", "lesson_pair"], show_progress="hidden")

@@ -29,6 +29,10 @@ NOTICE_MESSAGES = """() => {
   })).observe(document.documentElement, {childList: true, subtree: true});
   const show = window.explorerPage.showLesson;
   window.lessonsShown = 0;
+  window.showMePressed = 0;  // clicks that reached the button
+  document.addEventListener("click", (event) => {
+    if (event.target.closest && event.target.closest("#show-me")) window.showMePressed += 1;
+  }, true);
   window.explorerPage.showLesson = (choice) => { window.lessonsShown += 1; return show(choice); };
 }"""
 IN_SIGHT = """id => { const box = document.getElementById(id)?.getBoundingClientRect();
@@ -42,7 +46,8 @@ def landed(page, count: int, choice: str) -> None:
     try:
         page.wait_for_function("n => window.lessonsShown >= n", arg=count, timeout=120_000)
     except Exception as error:  # Playwright's TimeoutError: what the page shows and still asks
-        state = page.evaluate("""() => ({shown: window.lessonsShown, asking: window.openRequestUrls(),
+        state = page.evaluate("""() => ({shown: window.lessonsShown, pressed: window.showMePressed,
+            asking: window.openRequestUrls(),
             chosen: document.querySelector('#lessons input').value, messages: window.messages,
             showMe: document.querySelector('#show-me').disabled})""")
         raise AssertionError(f"Show me {count} ({choice}) did not land: {state}") from error
