@@ -116,6 +116,12 @@ def test_the_beam_tree_links_each_candidate_to_the_beam_it_extended_and_drops_wh
     assert [n.log_prob for n in nodes] == [-0.1, -0.5, -2.0, -0.6, -0.7, -3.0, -0.9, -1.0]
 
 
+def test_a_candidate_of_a_beam_that_did_not_live_is_left_out_of_the_tree():
+    """At the first step only beam 0 holds <s>: a candidate naming beam 1 extends nothing."""
+    first = BeamStep(parents=[0, 1], tokens=[5, 6], log_probs=[-0.1, -0.2], finished=[False, False], kept=[0])
+    assert [(n.token, n.parent) for n in analysis.beam_tree([first])] == [(5, None)]
+
+
 def test_beam_tree_is_consistent_with_the_returned_hypotheses(reverse):
     src = torch.tensor([reverse.source_tokenizer.encode("3 1 4 1 5")])
     results, steps = beam_search(reverse.model, src, beam_size=3, return_steps=True)

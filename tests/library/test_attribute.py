@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import math
+import statistics
 
 import pytest
 import torch
@@ -87,6 +88,12 @@ def test_rank_correlation_breaks_ties_by_position_and_is_undefined_below_two_val
     assert attribution.spearman(torch.tensor([5.0, 5.0, 1.0]), torch.tensor([2.0, 3.0, 1.0])) == pytest.approx(1.0)
     assert math.isnan(attribution.spearman(torch.tensor([1.0]), torch.tensor([2.0])))
     assert attribution.spearman(torch.tensor([1.0, 2.0]), torch.tensor([2.0, 1.0])) == pytest.approx(-1.0)
+    tied = [float(i % 3 == 0) for i in range(20)]  # long enough that a sort need not keep ties in place
+    other = [float((7 * i) % 20) for i in range(20)]
+    ranks = lambda values: [sorted(range(len(values)), key=values.__getitem__).index(i)  # noqa: E731
+                            for i in range(len(values))]
+    assert attribution.spearman(torch.tensor(tied), torch.tensor(other)) == pytest.approx(
+        statistics.correlation(ranks(tied), ranks(other)))
 
 
 def test_agreement_is_a_share_of_rows_and_a_mean_of_correlations():

@@ -242,6 +242,7 @@ def test_patching_nothing_restores_nothing_and_the_last_encoder_layer_restores_t
     assert abs(she_he.nothing) <= ROUNDING
     assert she_he.last_encoder_layer_all_positions["max_logit_difference"] <= ROUNDING
     assert she_he.last_encoder_layer_all_positions["restored"] == pytest.approx(1, abs=ROUNDING)
+    assert isinstance(she_he.last_encoder_layer_all_positions["restored"], float), "a share, not a whole number"
     assert she_he.last_encoder_layer_all_positions["every_position_paired"]
 
 

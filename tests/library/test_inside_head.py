@@ -191,6 +191,7 @@ def test_the_blackboard_example_goes_through_the_models_own_attention():
     expected = torch.softmax(torch.tensor([0.0, 1.0]) / math.sqrt(2), -1)
     torch.testing.assert_close(result.weights[1, :2], expected)
     torch.testing.assert_close(result.output, result.weights @ v)
+    assert one_head.small_attention(q, q, v).mask.tolist() == [[True] * 3] * 3, "the encoder sees every key"
 
 
 def test_on_the_blackboard_fewer_queries_than_keys_see_the_keys_up_to_their_own_place():

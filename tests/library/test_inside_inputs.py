@@ -2,6 +2,7 @@
 noise on chosen tokens, the alternative a contrast is made against, and what each refusal names (positions from
 1, as the command line counts); and one head's arithmetic as a terminal and a script read it."""
 
+import dataclasses
 import math
 
 import pytest
@@ -11,6 +12,7 @@ from transformer.errors import InputError
 from transformer.inside import contrastive, one_head, patching
 from transformer.paper.config import ModelConfig
 from transformer.paper.model import Transformer
+from transformer.paper.tokenizer import Tokenizer
 
 
 def refused(call, *args, **kwargs) -> InputError:
@@ -27,6 +29,8 @@ def test_sources_of_one_length_pair_every_position_and_others_their_shared_start
     assert patching.default_alignment([1, 2, 3], [1, 2, 3, 4]) == [(0, 0), (1, 1), (2, 2)], "a prefix: its start"
     assert patching.default_alignment([7, 2, 3], [8, 9, 2, 3]) == [(2, 3), (1, 2)], "no shared start: the end"
     assert patching.default_alignment([5, 6], [1, 2, 3]) == []
+    assert patching.default_alignment([1, 2, 3], [1, 9, 8, 3]) == [(0, 0), (2, 3)], "an end of one piece"
+    assert patching.default_alignment([5, 6], [5, 6, 6]) == [(0, 0), (1, 1)], "the end starts after the start"
 
 
 def test_an_alignment_is_checked_against_both_lengths_and_named_from_1():
@@ -53,7 +57,7 @@ def small():
 def test_noise_of_three_standard_deviations_of_the_scaled_embeddings_is_added_to_the_chosen_tokens_alone(small):
     src = torch.tensor([[4, 5, 6, 3]])
     clean = small.src_embed(src).detach()
-    spread = 3 * float((small.src_embed.weight * math.sqrt(8)).std())
+    spread = 3 * float((small.src_embed.weight.detach() * math.sqrt(8)).std())
     noised = patching.noised_embeddings(small, src, [1, 2], seed=5)
     expected = clean.clone()
     expected[0, [1, 2]] += torch.randn(2, 8, generator=torch.Generator().manual_seed(5)) * spread
@@ -85,6 +89,8 @@ class Pieces:
 
     def piece(self, token: int) -> str:
         return {v: k for k, v in self.ids.items()}[token]
+
+    typed_id = Tokenizer.typed_id  # how the real tokenizer reads a typed piece, on these pieces
 
 
 class Steps:
@@ -142,7 +148,10 @@ def test_a_heads_arithmetic_is_printed_key_by_key_with_masked_scores_as_minus_in
         f"{'▁A':>16} {0.5:9.3f} {0.3535534:9.3f} {0.1962867:8.4f} {0.2775925:9.4f}",
         f"{'▁dog':>16} {2.5:9.3f} {1.767767:9.3f} {0.8037133:8.4f} {1.6074266:9.4f}",
         f"{'</s>':>16} {1.75:9.3f} {'−∞':>9} {0.0:8.4f} {0.0:9.4f}"])
-    assert "the step that produced" not in one_head.describe(arithmetic("encoder"))
+    encoder = one_head.describe(arithmetic("encoder")).splitlines()
+    assert encoder[1] == "encoder attention, layer 2, head 1, query 2 ('▁Ein'), d_k = 2"
+    long = dataclasses.replace(arithmetic(), key_tokens=["▁Donaudampfschifffahrt", "▁dog", "</s>"])
+    assert one_head.describe(long).splitlines()[3].startswith("▁Donaudampfschif ")
 
 
 def test_a_heads_arithmetic_as_json_has_every_intermediate_to_6_decimals_and_masked_scores_as_null():

@@ -1,6 +1,7 @@
 """Experiments change the model's behaviour exactly as described, and leave the unmodified model untouched."""
 
 import copy
+import inspect
 
 import pytest
 import torch
@@ -115,10 +116,10 @@ def test_head_mask_may_differ_per_batch_row(reverse):
 def test_a_head_is_named_by_its_layer_and_head_from_1_in_either_case():
     assert interventions.head_label(1, 2) == "L2H3"
     assert interventions.parse_head_label("L2H3") == (1, 2) and interventions.parse_head_label("l1h4") == (0, 3)
-    for label in ("L2", "H3", "LxH1", ""):
+    for label in ("L2", "H3", "LxH1", "X1H2", ""):
         with pytest.raises(errors.InputError) as raised:
             interventions.parse_head_label(label)
-        assert raised.value.code == "inside.not_a_head_name"
+        assert (raised.value.code, raised.value.values) == ("inside.not_a_head_name", {"label": repr(label)})
 
 
 def test_a_head_mask_is_zero_at_each_head_named_and_one_everywhere_else(reverse):
@@ -131,7 +132,41 @@ def test_a_head_mask_is_zero_at_each_head_named_and_one_everywhere_else(reverse)
     for label in ("L3H1", "L1H5", "L0H1"):
         with pytest.raises(errors.InputError) as raised:
             interventions.make_head_mask(reverse, {"decoder": [label]})
-        assert raised.value.code == "inside.no_such_head"
+        assert (raised.value.code, raised.value.values) == ("inside.no_such_head",
+                                                            {"label": label, "layers": 2, "heads": 4})
+
+
+def test_the_experiments_decode_greedily_and_shuffle_with_seed_0_unless_told_otherwise():
+    defaults = {name: {key: value.default for key, value in inspect.signature(function).parameters.items()
+                       if key in ("beam_size", "seed")}
+                for name, function in (("ablate_heads", interventions.ablate_heads),
+                                       ("without_positions", interventions.without_positions),
+                                       ("shuffled_source", interventions.shuffled_source),
+                                       ("shuffle_words", interventions.shuffle_words))}
+    assert defaults == {"ablate_heads": {"beam_size": 1}, "without_positions": {"beam_size": 1},
+                        "shuffled_source": {"seed": 0, "beam_size": 1}, "shuffle_words": {"seed": 0}}
+
+
+def test_every_experiment_keeps_both_translations_to_the_length_it_is_given(reverse):
+    text = "3 1 4 1 5"
+    assert len(reverse.translate(text).predicted_ids) == 6, "five digits and </s> when nothing limits it"
+    comparisons = [interventions.ablate_heads(reverse, text, {"cross": ["L2H1"]}, max_length=2),
+                   interventions.without_positions(reverse, text, max_length=2),
+                   interventions.shuffled_source(reverse, text, seed=2, max_length=2)]
+    for comparison in comparisons:
+        assert len(comparison.before.predicted_ids) == len(comparison.after.predicted_ids) == 2, \
+            comparison.intervention
+        assert comparison.before.text == reverse.translate(text, 1, 2).text
+
+
+def test_probability_changes_pair_each_token_of_the_first_translation_with_both_its_probabilities(reverse):
+    comparison = interventions.ablate_heads(reverse, "3 1 4 1 5", {"cross": ["L2H1", "L2H2"]})
+    assert comparison.probability_changes() == list(zip(comparison.before.predicted_pieces,
+                                                        comparison.before.token_probs,
+                                                        comparison.rescored.token_probs))
+    assert [piece for piece, _, _ in comparison.probability_changes()] == ["▁5", "▁1", "▁4", "▁1", "▁3", "</s>"]
+    forced = interventions.override_token(reverse, comparison.before, step=1, token="▁9")
+    assert forced.probability_changes() == [], "a forced token is compared by its two continuations"
 
 
 def test_switching_heads_off_compares_the_translations_and_rescores_the_first_under_the_mask(reverse):
@@ -154,6 +189,7 @@ def test_an_override_is_clamped_to_the_steps_read_as_a_word_start_and_refuses_wh
     last = interventions.override_token(reverse, tr, step=99, token="9")  # a typed word: tried as "▁9"
     assert last.details == {"step": tr.num_steps, "piece": "▁9"} and last.intervention == "forced"
     assert last.after.predicted_pieces[tr.num_steps - 1] == "▁9"
+    assert last.after.ended and last.after.predicted_pieces[-1] == "</s>", "a continuation that ends says so"
     assert last.description == f"step {tr.num_steps} forced to ▁9; both runs continue greedily from step {tr.num_steps}"
     first = interventions.override_token(reverse, tr, step=0, token=reverse.target_tokenizer.id_of("▁7"))
     assert first.details["step"] == 1 and first.after.predicted_pieces[0] == "▁7"
@@ -187,6 +223,7 @@ def test_a_shuffle_changes_the_order_when_it_can_repeats_with_its_seed_and_keeps
     assert sorted(interventions.shuffle_words("1 2 3 4 5", seed=3).split()) == ["1", "2", "3", "4", "5"]
     assert all(interventions.shuffle_words("1 2", seed) == "2 1" for seed in range(5)), "it tries until it changes"
     assert interventions.shuffle_words("7 7 7") == "7 7 7" and interventions.shuffle_words("7") == "7"
+    assert interventions.shuffle_words("1 2", seed=439) == "1 2", "seed 439 keeps the order ten times: it gives up"
     comparison = interventions.shuffled_source(reverse, "1 2 3 4 5", seed=2, beam_size=2, max_length=20)
     shuffled = interventions.shuffle_words("1 2 3 4 5", seed=2)
     assert comparison.details == {"sentence": shuffled} and comparison.intervention == "shuffled"
@@ -203,6 +240,8 @@ def test_mean_importance_averages_each_sentences_importance_against_its_own_gree
     each = [interventions.head_importance(reverse, reverse.translate(sentence)) for sentence in sentences]
     for kind in ("encoder", "decoder", "cross"):
         torch.testing.assert_close(mean[kind], (each[0][kind] + each[1][kind]) / 2)
+    one = interventions.mean_head_importance(reverse, sentences[:1])
+    assert all(torch.equal(one[kind], each[0][kind]) for kind in ("encoder", "decoder", "cross"))
 
 
 def test_pruning_takes_heads_least_important_first_or_in_a_seeded_order(reverse):
@@ -231,3 +270,16 @@ def test_a_pruning_curve_scores_each_set_of_heads_off_against_the_unpruned_and_t
     assert curve.chrf[-1] == pytest.approx(corpus_scores(pruned, references)["chrf"])
     assert curve.bleu[-1] == pytest.approx(corpus_scores(pruned, references)["bleu"])
     assert interventions.pruning_curve(reverse, sentences, "cross", order[:1]).bleu is None
+
+
+def test_pruning_a_multilingual_model_translates_into_its_language_as_the_model_does(tmp_path_factory):
+    from multilingual_models import build_multilingual
+    from transformer.files import hub
+
+    original = build_multilingual(tmp_path_factory.mktemp("m2m100"), "m2m100")
+    converted = load_checkpoint(hub.convert(original, tmp_path_factory.mktemp("ours") / "m2m100"), device="cpu")
+    russian = converted.in_languages("en", "ru")
+    assert russian.target_tokenizer.prefix_ids, "the target language's token starts every translation"
+    sentences = ["A man walks.", "Two dogs play in the park."]
+    assert interventions.translate_with_mask(russian, sentences, None) == [russian.translate(s).text
+                                                                         for s in sentences]

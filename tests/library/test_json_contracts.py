@@ -41,18 +41,19 @@ def test_patching_names_every_grid_and_check_and_counts_positions_from_1():
 
 
 def test_contributions_give_each_step_its_shares_and_each_layers_source_share():
-    source = torch.tensor([[[0.1, 0.2, 0.0], [0.3, 0.1, 0.1], [0.2, 0.2, 0.2]],
+    source = torch.tensor([[[0.0, 0.1, 0.0], [0.2, 0.0, 0.0], [0.1, 0.0, 0.0]],
+                           [[0.1, 0.2, 0.0], [0.3, 0.1, 0.1], [0.2, 0.2, 0.2]],
                            [[0.4, 0.3000001, 0.0], [0.5, 0.1, 0.1234567], [0.1, 0.1, 0.1]]], dtype=torch.float64)
-    prefix = torch.ones(2, 3, 3, dtype=torch.float64) * 0.1
+    prefix = torch.ones(3, 3, 3, dtype=torch.float64) * 0.1
     contributions = Contributions(source, prefix, torch.eye(3), {})
     steps = contributions.to_json(TRANSLATION)["steps"]
     assert contributions.to_json(TRANSLATION) == {
         "method": "alti_plus", "source": "a b", "translation": "x y", "source_tokens": ["▁a", "▁b", "</s>"],
         "target_tokens": ["<s>", "▁x", "▁y"], "predicted_tokens": ["▁x", "▁y", "</s>"], "steps": steps}
     assert steps[0] == {"token": "▁x", "source_share": 0.7, "prefix_share": 0.3, "source": [0.4, 0.3, 0.0],
-                        "prefix": [0.1], "source_share_by_layer": [0.3, 0.7]}
+                        "prefix": [0.1], "source_share_by_layer": [0.1, 0.3, 0.7]}
     assert steps[1]["source_share"] == 0.723457 and steps[1]["prefix_share"] == 0.276543
-    assert steps[1]["prefix"] == [0.1, 0.1] and steps[2]["source_share_by_layer"] == [0.6, 0.3]
+    assert steps[1]["prefix"] == [0.1, 0.1] and steps[2]["source_share_by_layer"] == [0.1, 0.6, 0.3]
 
 
 def test_contrastive_evidence_keeps_its_prefix_to_the_step_and_states_completeness_for_integrated_gradients():

@@ -172,20 +172,39 @@ def restored(reference: Reference, run, d_clean: float, d_corrupted: float, targ
 def test_patching_restores_what_patching_each_head_layer_and_position_by_hand_restores(case):
     """A head patched by hand: its slice of W_O's input, the weighted values, copied from the clean run."""
     model, translation, reference, _ = case
-    target, other = translation.predicted_ids[STEP - 1], 7
-    measured = patching.activation_patching(model, translation, Ids(), CORRUPTED, STEP, other)
-    prefix = translation.target_ids[:STEP]
-    clean, corrupted = reference.run(SOURCE, prefix), reference.run(CORRUPTED, prefix)
-    d_clean, d_corrupted = (float(run.logits[STEP - 1, target] - run.logits[STEP - 1, other])
-                            for run in (clean, corrupted))
-    assert {kind: tuple(grid.shape) for kind, grid in measured.heads.items()} == \
-        {kind: (len(clean.blocks[kind]), model.config.n_heads) for kind in ("encoder", "decoder", "cross")}
+    measured = patching.activation_patching(model, translation, Ids(), CORRUPTED, STEP, 7)
     assert measured.corrupted_source == Ids().pieces(CORRUPTED) and measured.alignment == [(i, i) for i in
                                                                                          range(len(SOURCE))]
+    patched_by_hand(measured, model, translation, reference, CORRUPTED)
+
+
+def test_noise_patching_restores_what_the_same_noise_and_patches_restore_by_hand(case):
+    """Meng et al.'s corruption: the clean source with noise on its embeddings, every patched run noised alike."""
+    model, translation, reference, _ = case
+    noised = patching.noised_embeddings(model, torch.tensor([SOURCE]), [1, 2], seed=3)[0].double()
+    measured = patching.activation_patching(model, translation, Ids(), None, STEP, 7, noise_positions=[1, 2],
+                                            seed=3)
+    assert measured.corrupted_source == Ids().pieces(SOURCE)
+    assert abs(measured.nothing) <= FLOAT32
+    assert measured.last_encoder_layer_all_positions["restored"] == pytest.approx(1, abs=FLOAT32)
+    patched_by_hand(measured, model, translation, reference, SOURCE, noised)
+
+
+def patched_by_hand(measured, model, translation, reference: Reference, corrupted_ids: list[int],
+                    corrupted_embeddings: torch.Tensor | None = None) -> None:
+    """Every share of ``measured`` against the reference run on the corrupted source, patched one part at a time."""
+    target, other = translation.predicted_ids[STEP - 1], 7
+    prefix = translation.target_ids[:STEP]
+    corrupted = lambda **patch: reference.run(corrupted_ids, prefix, corrupted_embeddings, **patch)  # noqa: E731
+    clean = reference.run(SOURCE, prefix)
+    d_clean, d_corrupted = (float(run.logits[STEP - 1, target] - run.logits[STEP - 1, other])
+                            for run in (clean, corrupted()))
+    assert {kind: tuple(grid.shape) for kind, grid in measured.heads.items()} == \
+        {kind: (len(clean.blocks[kind]), model.config.n_heads) for kind in ("encoder", "decoder", "cross")}
     assert measured.clean_difference == pytest.approx(d_clean, abs=1e-4)
     assert measured.corrupted_difference == pytest.approx(d_corrupted, abs=1e-4)
-    shares = lambda **patch: restored(reference, reference.run(CORRUPTED, prefix, **patch), d_clean,  # noqa: E731
-                                      d_corrupted, target, other)
+    shares = lambda **patch: restored(reference, corrupted(**patch), d_clean, d_corrupted, target,  # noqa: E731
+                                      other)
     for kind in ("encoder", "decoder", "cross"):
         for layer, block in enumerate(clean.blocks[kind]):
             for head in range(model.config.n_heads):
@@ -199,6 +218,17 @@ def test_patching_restores_what_patching_each_head_layer_and_position_by_hand_re
     for layer, output in enumerate(clean.decoder_layers):
         assert float(measured.decoder_layers[layer]) == pytest.approx(shares(decoder_layers={layer: output}),
                                                                      abs=1e-4)
+
+
+def test_integrated_gradients_take_64_steps_unless_told_otherwise(case):
+    model, translation, _, _ = case
+    for method in ("integrated_gradients", "rollout", "gradient_x_input"):
+        assert torch.equal(attribution.attribute(model, translation, method).scores,
+                           attribution.attribute(model, translation, method, steps=64).scores)
+    assert torch.equal(attribution.integrated_gradients(model, translation).scores,
+                       attribution.integrated_gradients(model, translation, steps=64).scores)
+    assert torch.equal(contrastive.contrastive_evidence(model, translation, Ids(), STEP, 7).source,
+                       contrastive.contrastive_evidence(model, translation, Ids(), STEP, 7, steps=64).source)
 
 
 # --- attention read as evidence ------------------------------------------------------------------------------

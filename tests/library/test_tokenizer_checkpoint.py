@@ -87,6 +87,14 @@ def test_unseen_characters_become_unk(tokenizer):
     assert UNK_ID in tokenizer.encode("Ωμέγα")
 
 
+def test_a_typed_piece_is_read_as_shown_else_as_a_word_start_and_none_when_it_is_neither(tokenizer):
+    assert tokenizer.typed_id("at") == tokenizer.id_of("at"), "a piece as the page shows it"
+    assert tokenizer.typed_id("wa") == tokenizer.typed_id("▁wa") == tokenizer.id_of("▁wa"), "a word typed bare"
+    assert tokenizer.typed_id("▁▁wa") == tokenizer.id_of("▁wa")
+    assert tokenizer.typed_id("<unk>") == UNK_ID, "<unk> is a piece too"
+    assert tokenizer.typed_id("Ωμέγα") is None and tokenizer.typed_id("<UNK>") is None
+
+
 def test_tokenizer_save_and_load_round_trip(tmp_path, tokenizer):
     tokenizer.save(tmp_path / "tok.model")
     again = Tokenizer.load(tmp_path / "tok.model")

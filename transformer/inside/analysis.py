@@ -14,10 +14,10 @@ import torch
 from torch import Tensor
 
 from ..paper.decoding import BeamStep
+from ..paper.tokenizer import WORD_START
 from ..paper.translation import Translation
 
 SPECIAL_TOKENS = ("<s>", "</s>", "<pad>", "<unk>")
-WORD_START = "▁"
 
 
 # --- per-head statistics --------------------------------------------------------------------------

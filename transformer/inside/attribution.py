@@ -150,8 +150,8 @@ def spearman(a: Tensor, b: Tensor) -> float:
     """Rank correlation of two vectors (ties broken by position); nan for vectors of fewer than 2 values."""
     if a.numel() < 2:
         return float("nan")
-    rank_a = a.argsort(stable=True).argsort(stable=True).float()
-    rank_b = b.argsort(stable=True).argsort(stable=True).float()
+    rank_a = a.argsort(stable=True).argsort().float()  # the inverse of a permutation: nothing ties
+    rank_b = b.argsort(stable=True).argsort().float()
     return float(torch.corrcoef(torch.stack([rank_a, rank_b]))[0, 1])
 
 

@@ -70,10 +70,8 @@ def alternative_id(translation: Translation, tokenizer: Tokenizer, step: int, al
     if isinstance(alternative, int):
         token = alternative
     else:
-        token = tokenizer.id_of(alternative)
-        if token == tokenizer.unk_id and alternative != "<unk>":
-            token = tokenizer.id_of("▁" + alternative.lstrip("▁"))
-        if token == tokenizer.unk_id and alternative != "<unk>":
+        token = tokenizer.typed_id(alternative)
+        if token is None:
             raise InputError(code="inside.unknown_piece", piece=alternative)
     if token == chosen:
         raise InputError(code="inside.alternative_is_chosen", piece=tokenizer.piece(token), step=step)

@@ -160,14 +160,12 @@ def override_token(checkpoint: Checkpoint, translation: Translation, step: int, 
     """
     model, src_tok, tgt_tok = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
     step = max(1, min(translation.num_steps, int(step)))
-    token_id = token if isinstance(token, int) else tgt_tok.id_of(token)
+    token_id = token if isinstance(token, int) else tgt_tok.typed_id(token)
+    if token_id is None:
+        raise InputError(code="inside.unknown_piece", piece=token)
     if token_id in (model.config.start_id, model.config.pad_id):
         raise InputError(code="inside.special_piece", start=tgt_tok.piece(model.config.start_id),
                          pad=tgt_tok.piece(model.config.pad_id))
-    if token_id == tgt_tok.unk_id and token != "<unk>":
-        token_id = tgt_tok.id_of("▁" + str(token).lstrip("▁"))  # a typed word: try it as a word start
-        if token_id == tgt_tok.unk_id:
-            raise InputError(code="inside.unknown_piece", piece=str(token))
     src = torch.tensor([translation.source_ids], device=model.device)
 
     def continued_from(forced: list[int]) -> Translation:

@@ -80,9 +80,10 @@ def every_component(model: Transformer) -> list[nn.Module]:
     return [component(model, patch) for patch in sites]
 
 
-def _stream(output) -> Tensor:
-    """The activation a module hands on: a layer's new stream, or the heads' weighted values."""
-    return output[0] if isinstance(output, tuple) else output
+def _stream(output: tuple) -> Tensor:
+    """The activation a component hands on, first in the tuple of its outputs (the rest are its attention maps):
+    a layer's new stream, or the heads' weighted values."""
+    return output[0]
 
 
 class _Runs:
@@ -112,14 +113,14 @@ class _Runs:
             for handle in handles:
                 handle.remove()
 
-    def record(self, src: Tensor, tgt: Tensor, embeddings: Tensor | None = None) -> tuple[dict[int, Tensor], Tensor]:
-        """Every component's output in a run of batch one, by module, and the logits."""
+    def record(self, src: Tensor, tgt: Tensor) -> tuple[dict[int, Tensor], Tensor]:
+        """Every component's output in the clean run (batch one), by module, and the logits."""
         kept: dict[int, Tensor] = {}
 
         def keep(module, output):
             kept[id(module)] = _stream(output)[0]
 
-        return kept, self.run(src, tgt, keep, embeddings)[0]
+        return kept, self.run(src, tgt, keep)[0]
 
     def patched(self, src: Tensor, tgt: Tensor, patches: list[Patch | None], clean: dict[int, Tensor],
                 embeddings: Tensor | None = None) -> Tensor:
@@ -136,7 +137,7 @@ class _Runs:
             stream = _stream(output).clone()
             for row, patch in rows:
                 copy_into(stream[row], clean[id(module)], patch)
-            return (stream,) + tuple(output[1:]) if isinstance(output, tuple) else stream
+            return (stream, *output[1:])
 
         batch = len(patches)
         rows_embeddings = None if embeddings is None else embeddings.expand(batch, -1, -1)
@@ -326,6 +327,7 @@ def check_alignment(alignment: list[tuple[int, int]], clean_length: int,
     return sorted(alignment)
 
 
+@torch.no_grad()
 def noised_embeddings(model: Transformer, src: Tensor, positions: list[int] | None, seed: int) -> Tensor:
     """The source's embeddings with Gaussian noise of ``NOISE_STANDARD_DEVIATIONS`` × the embeddings' standard
     deviation on ``positions`` (default: every piece but the final eos)."""

@@ -31,6 +31,7 @@ from ..errors import InputError
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 SPECIAL_PIECES = {"pad": "<pad>", "unk": "<unk>", "bos": "<s>", "eos": "</s>"}
+WORD_START = "▁"  # sentencepiece's mark of a piece that starts a word
 
 
 class Tokenizer:
@@ -130,7 +131,16 @@ class Tokenizer:
             return self.processor.decode(kept)
         # A piece of the shared vocabulary that this side's segmenter lacks comes back as it is, ▁ and all (as
         # transformers' MarianTokenizer decodes it too).
-        return self.processor.decode_pieces([self._pieces_by_id[i] for i in kept]).replace("▁", " ").strip()
+        return self.processor.decode_pieces([self._pieces_by_id[i] for i in kept]).replace(WORD_START, " ").strip()
+
+    def typed_id(self, text: str) -> int | None:
+        """The id of a piece a person typed: as ``piece`` shows it, else as a word start (a word typed without its
+        ``▁``); None when it is neither (``<unk>`` itself is a piece)."""
+        token_id = self.id_of(text)
+        if token_id != self.unk_id or text == self.piece(self.unk_id):
+            return token_id
+        token_id = self.id_of(WORD_START + text.lstrip(WORD_START))
+        return None if token_id == self.unk_id else token_id
 
     def piece(self, token_id: int) -> str:
         """How a token is shown to a person: sentencepiece's piece, specials in angle brackets."""

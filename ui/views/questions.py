@@ -25,13 +25,13 @@ from transformer.inside.one_head import head_arithmetic
 from transformer.paper.sentences import encode_source
 from transformer.paper.translation import forced_decode
 from transformer.paper.model import Transformer
+from transformer.paper.tokenizer import WORD_START
 
 from ..runtime.language import Message, Number, Ordinal, message, percent
 from .lessons import LESSONS, Lesson, multilingual_pair
 from .translate import AttentionMap, map_of, one_map
 
 CHOICES = 4  # at most, so a phone shows them without scrolling
-WORD_MARK = "▁"  # sentencepiece's start of a word
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Question:
 
 def word(piece: str) -> str:
     """A piece as a student reads it: "▁ball" is "ball"; a piece that is only the mark stays as it is."""
-    return piece.replace(WORD_MARK, "") or piece
+    return piece.replace(WORD_START, "") or piece
 
 
 def quoted(piece: str) -> Message:

@@ -17,6 +17,7 @@ from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 from transformer.paper.watching import SearchProgress
 from transformer.paper.decoding import length_limits
+from transformer.paper.tokenizer import WORD_START
 from transformer.paper.translation import Translation, forced_decode
 
 from .. import figures
@@ -75,7 +76,7 @@ def run_translation(checkpoint: Checkpoint, sentence: str, decoding: str = "beam
     if result.truncated:
         notes.append(text(language, "translate.note.truncated", positions=checkpoint.model.config.max_len))
     unknown = sum(1 for i in result.source_ids if i == checkpoint.source_tokenizer.unk_id)
-    content = [piece for piece in result.source_pieces[:-1] if piece != "▁"]  # not </s>, nor a bare word start
+    content = [piece for piece in result.source_pieces[:-1] if piece != WORD_START]  # not </s>, nor a bare word start
     if unknown and unknown >= len(content) / 2:  # half or more of what the model reads is unknown to it
         notes.append(text(language, "translate.note.unknown_all" if unknown == len(content)
                           else "translate.note.unknown_most"))
