@@ -5,7 +5,8 @@ import torch
 
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.paper.config import ModelConfig
-from transformer.paper.decoding import Sampling, beam_search, default_max_length, greedy_search, pad_batch
+from transformer.paper.decoding import (SearchRules, Sampling, _step_log_probs, beam_search, default_max_length,
+                                       greedy_search, pad_batch)
 from transformer.paper.sentences import decode_steps, translate_batch
 from transformer.paper.translation import forced_decode, translate, translate_together
 from transformer.paper.model import HeadMask, Transformer
@@ -218,3 +219,59 @@ def test_sentences_translated_together_are_the_translations_each_gets_alone(reve
         for name in TRANSLATION_NUMBERS:  # padding is masked: only float rounding differs
             torch.testing.assert_close(getattr(made, name), getattr(alone, name), rtol=0, atol=1e-5)
     assert not together[1].ended if max_length == 4 else together[1].ended
+
+
+# --- one step's log-probabilities ------------------------------------------------------------------------------
+
+def step_model() -> Transformer:
+    """pad 0, start 2, eos 3 over a vocabulary of 6."""
+    return Transformer(ModelConfig(src_vocab_size=6, tgt_vocab_size=6, d_model=4, n_heads=1, n_encoder_layers=1,
+                                   n_decoder_layers=1, d_ff=4))
+
+
+def test_a_step_never_produces_padding_or_the_start_and_at_its_limit_only_eos():
+    logits = torch.tensor([[[0.5, 1.0, 2.0, -1.0, 0.0, 3.0]], [[1.0, 0.0, 0.0, 2.0, 1.0, 0.5]]])
+    log_probs = _step_log_probs(step_model(), logits.clone(), [1], SearchRules())
+    expected = torch.log_softmax(logits, -1)
+    expected[..., [0, 2]] = float("-inf")  # removed after the softmax: what they held is lost
+    expected[1, :, [1, 4, 5]] = float("-inf")
+    torch.testing.assert_close(log_probs, expected)
+    renormalized = _step_log_probs(step_model(), logits.clone(), [1], SearchRules(renormalize=True))
+    torch.testing.assert_close(renormalized.exp().sum(-1), torch.ones(2, 1))
+    assert renormalized[1, 0, 3] == 0.0 and renormalized[0, 0, 5] > log_probs[0, 0, 5]
+
+
+def test_a_forced_step_gives_its_token_every_chance_whatever_the_logits():
+    log_probs = _step_log_probs(step_model(), torch.randn(2, 3, 6), [0], SearchRules(), forced=4)
+    assert log_probs[..., 4].eq(0).all() and log_probs[..., [0, 1, 2, 3, 5]].eq(float("-inf")).all()
+
+
+def test_search_rules_read_from_a_generation_config_default_to_fairseqs():
+    assert SearchRules.from_dict({}) == SearchRules(early_stopping=True, renormalize=False)
+    assert SearchRules.from_dict({"early_stopping": 0, "renormalize": 1, "num_beams": 4}) == \
+        SearchRules(early_stopping=False, renormalize=True)
+
+
+def test_sentences_translated_in_batches_are_each_translated_with_the_settings_given(caplog):
+    """A small untrained model over the bundled vocabulary, where beam search, greedy search and the search rules
+    part ways; blank sentences are left blank and a sentence past the model's positions is cut, and said so."""
+    bundled = load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu")
+    tokenizers = bundled.source_tokenizer, bundled.target_tokenizer
+    torch.manual_seed(3)
+    model = Transformer(ModelConfig(src_vocab_size=8000, tgt_vocab_size=8000, d_model=16, n_heads=2,
+                                    n_encoder_layers=1, n_decoder_layers=1, d_ff=32, dropout=0.0, max_len=40)).eval()
+    with torch.no_grad():
+        model.tgt_embed.weight[EOS_ID] *= 6  # within reach, so that some hypotheses end
+    sentences = ["A dog runs.", "", "Two girls play in the sand.", "  ", "The doctor said that she was tired."]
+    settings = [{}, {"beam_size": 2, "max_length": 9}, {"beam_size": 4, "rules": SearchRules(False, True)}]
+    for setting in settings:
+        batched = translate_batch(model, *tokenizers, sentences, max_tokens=20, **setting)
+        alone = [translate(model, *tokenizers, sentence, **setting).text if sentence.strip() else ""
+                 for sentence in sentences]
+        assert batched == alone, setting
+    greedy, beam, rules = (translate_batch(model, *tokenizers, sentences, **setting) for setting in settings)
+    assert greedy != beam and translate_batch(model, *tokenizers, sentences, beam_size=4) != rules
+    assert max(len(tokenizers[1].encode(text, add_eos=False)) for text in beam) == 9
+    with caplog.at_level("WARNING", logger="transformer.paper.sentences"):
+        translate_batch(model, *tokenizers, ["A man sits.", " ".join(["dog"] * 60)])
+    assert "input 2 has 61 pieces; only its first 39 are translated (the model's positions)" in caplog.text

@@ -1,12 +1,16 @@
 """The model is the paper's Transformer: checked against PyTorch's own implementation and against itself."""
 
+import math
+
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from transformer.paper.config import ModelConfig
 from transformer.paper.decoding import pad_batch
-from transformer.paper.model import DecoderCache, HeadMask, MultiHeadAttention, Transformer, sinusoidal_table
+from transformer.paper.model import (DecoderCache, HeadMask, MultiHeadAttention, PositionalEncoding, Transformer,
+                                    sinusoidal_table)
 from transformer.paper.reference import copy_attention, to_torch_transformer
 
 PAD = 0
@@ -136,11 +140,43 @@ def test_cache_reorder_follows_selected_hypotheses():
     assert torch.allclose(step, expected, atol=1e-5)
 
 
-def test_sinusoidal_table_follows_the_paper():
-    table = sinusoidal_table(50, 16)
-    pos, i = 7, 3
-    assert table[pos, 2 * i] == pytest.approx(torch.sin(torch.tensor(pos / 10000 ** (2 * i / 16))).item(), abs=1e-6)
-    assert table[pos, 2 * i + 1] == pytest.approx(torch.cos(torch.tensor(pos / 10000 ** (2 * i / 16))).item(), abs=1e-6)
+def sinusoids(length: int, d_model: int, layout: str) -> torch.Tensor:
+    """Every entry from its formula, in float64: the paper's PE(pos, 2i) = sin(pos / 10000^(2i/d)) and
+    PE(pos, 2i+1) = cos(...) interleaved (section 3.5); Marian's the same in halves; tensor2tensor's (fairseq's
+    M2M100 and NLLB) halves with frequencies 10000^(-i/(d/2 - 1)), and a zero column for an odd width."""
+    half, sines = d_model // 2, (d_model + 1) // 2
+    table = torch.zeros(length, d_model, dtype=torch.float64)
+    for pos in range(length):
+        if layout == "fairseq":
+            for i in range(half):
+                angle = pos / 10000 ** (i / (half - 1))
+                table[pos, i], table[pos, half + i] = math.sin(angle), math.cos(angle)
+            continue
+        for i in range(sines):
+            angle = pos / 10000 ** (2 * i / d_model)
+            table[pos, 2 * i if layout == "interleaved" else i] = math.sin(angle)
+            if i < half:
+                table[pos, 2 * i + 1 if layout == "interleaved" else sines + i] = math.cos(angle)
+    return table
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "halves", "fairseq"])
+@pytest.mark.parametrize("d_model", [16, 7])
+def test_every_sinusoid_of_each_layout_is_its_formula(layout, d_model):
+    torch.testing.assert_close(sinusoidal_table(60, d_model, layout).double(), sinusoids(60, d_model, layout),
+                               atol=2e-5, rtol=0)
+
+
+def test_the_position_table_starts_after_its_offset_rows_and_refuses_what_does_not_fit():
+    encoding = PositionalEncoding(16, max_len=10, layout="fairseq", offset=2)
+    torch.testing.assert_close(encoding.table.double(), sinusoids(12, 16, "fairseq"), atol=2e-5, rtol=0)
+    x = torch.zeros(1, 3, 16)
+    torch.testing.assert_close(encoding(x, offset=4), encoding.table[6:9].unsqueeze(0))
+    assert "table" not in encoding.state_dict(), "rebuilt from the config, never stored"
+    with pytest.raises(ValueError, match="sequence of 11 positions exceeds max_len 10"):
+        encoding(torch.zeros(1, 11, 16))
+    learned = PositionalEncoding(16, max_len=10, layout="learned", offset=2)
+    assert learned.table.shape == (12, 16) and "table" in learned.state_dict()
 
 
 def test_switched_off_head_contributes_nothing():
@@ -181,3 +217,58 @@ def test_config_rejects_inconsistent_sizes():
         tiny_config(d_model=30)
     with pytest.raises(ValueError, match="joint vocabulary"):
         tiny_config(tgt_vocab_size=41)
+
+
+# --- where a converted model departs from the paper ------------------------------------------------------------
+
+def converted_like(**switches) -> Transformer:
+    torch.manual_seed(0)
+    return Transformer(ModelConfig(src_vocab_size=12, tgt_vocab_size=14 if not switches.get("share_embeddings", True)
+                                   else 12, d_model=8, n_heads=2, n_encoder_layers=1, n_decoder_layers=1, d_ff=16,
+                                   dropout=0.0, max_len=16, **switches)).eval()
+
+
+def test_the_paper_shares_one_embedding_as_source_target_and_output_projection():
+    model = converted_like()
+    assert model.tgt_embed is model.src_embed and model.output_proj is None and model.output_bias is None
+    assert model.target_positions is model.source_positions, "one table of sinusoids serves both stacks"
+    hidden = torch.randn(1, 3, 8)
+    torch.testing.assert_close(model.project(hidden), hidden @ model.src_embed.weight.T)
+    assert model.num_parameters() == sum(p.numel() for p in model.parameters()) > 0
+
+
+def test_separate_embeddings_an_untied_projection_and_an_output_bias_are_each_used():
+    model = converted_like(share_embeddings=False, tie_output_projection=False, output_bias=True, pad_id=1,
+                           scale_embeddings=False)
+    assert model.tgt_embed is not model.src_embed and model.tgt_embed.weight.shape == (14, 8)
+    assert model.src_embed.padding_idx == model.tgt_embed.padding_idx == 1
+    assert model.src_embed.scale == model.tgt_embed.scale == 1.0
+    with torch.no_grad():
+        model.output_bias.copy_(torch.arange(14.0))
+    hidden = torch.randn(1, 3, 8)
+    torch.testing.assert_close(model.project(hidden), hidden @ model.output_proj.weight.T + torch.arange(14.0))
+    assert model.output_proj.weight.shape == (14, 8) and model.output_proj.bias is None
+    tied = converted_like(output_bias=True)
+    with torch.no_grad():
+        tied.output_bias.fill_(2.0)
+    torch.testing.assert_close(tied.project(hidden), hidden @ tied.tgt_embed.weight.T + 2.0)
+
+
+def test_learned_positions_are_a_table_per_stack_and_an_embedding_norm_normalises_both_sides():
+    model = converted_like(position_layout="learned", embedding_norm=True, layer_norm_eps=1e-3)
+    assert model.target_positions is not model.source_positions
+    src, tgt = torch.tensor([[4, 5, 3]]), torch.tensor([[2, 6, 7]])
+    with torch.no_grad():
+        memory = model.encode(src).memory
+        before = model(src, tgt).logits
+        # Not a constant shift, which the embedding norm would take away.
+        model.target_positions.table.add_(torch.randn_like(model.target_positions.table))
+        assert torch.equal(model.encode(src).memory, memory), "the source's positions are its own"
+        assert not torch.allclose(model(src, tgt).logits, before)
+        for side, embed, positions, norm in (("source", model.src_embed, model.source_positions,
+                                              model.source_embedding_norm),
+                                             ("target", model.tgt_embed, model.target_positions,
+                                              model.target_embedding_norm)):
+            tokens = src if side == "source" else tgt
+            expected = F.layer_norm(embed(tokens) + positions.table[:3], (8,), norm.weight, norm.bias, eps=1e-3)
+            torch.testing.assert_close(model._embed(side, tokens), expected)
