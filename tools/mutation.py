@@ -31,8 +31,8 @@ PACKAGES = {
     "inside": ["test_references", "test_json_contracts", "test_inside_inputs", "test_causes", "test_inside_head",
                "test_attribute", "test_analysis", "test_interventions"],
     "paper": ["test_model", "test_config", "test_decoding", "test_sampling", "test_search_progress",
-              "test_references", "test_tokenizer_checkpoint", "test_vocabularies", "test_bundled_model",
-              "test_bundled_outputs"],
+              "test_references", "test_tokenizer_checkpoint", "test_vocabularies", "test_analysis",
+              "test_interventions", "test_bundled_model", "test_bundled_outputs"],
 }
 KILLED = ("killed", "timeout")  # a mutant that makes a test run past its limit is caught too
 

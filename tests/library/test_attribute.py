@@ -92,8 +92,9 @@ def test_rank_correlation_breaks_ties_by_position_and_is_undefined_below_two_val
     other = [float((7 * i) % 20) for i in range(20)]
     ranks = lambda values: [sorted(range(len(values)), key=values.__getitem__).index(i)  # noqa: E731
                             for i in range(len(values))]
-    assert attribution.spearman(torch.tensor(tied), torch.tensor(other)) == pytest.approx(
-        statistics.correlation(ranks(tied), ranks(other)))
+    expected = statistics.correlation(ranks(tied), ranks(other))
+    assert attribution.spearman(torch.tensor(tied), torch.tensor(other)) == pytest.approx(expected)
+    assert attribution.spearman(torch.tensor(other), torch.tensor(tied)) == pytest.approx(expected)
 
 
 def test_agreement_is_a_share_of_rows_and_a_mean_of_correlations():

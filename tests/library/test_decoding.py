@@ -5,8 +5,8 @@ import torch
 
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.paper.config import ModelConfig
-from transformer.paper.decoding import (SearchRules, Sampling, _step_log_probs, beam_search, default_max_length,
-                                       greedy_search, pad_batch)
+from transformer.paper.decoding import (BeamHypothesis, SearchRules, Sampling, _keep_best, _step_log_probs,
+                                       beam_search, default_max_length, greedy_search, pad_batch)
 from transformer.paper.sentences import decode_steps, translate_batch
 from transformer.paper.translation import forced_decode, translate, translate_together
 from transformer.paper.model import HeadMask, Transformer
@@ -275,3 +275,16 @@ def test_sentences_translated_in_batches_are_each_translated_with_the_settings_g
     with caplog.at_level("WARNING", logger="transformer.paper.sentences"):
         translate_batch(model, *tokenizers, ["A man sits.", " ".join(["dog"] * 60)])
     assert "input 2 has 61 pieces; only its first 39 are translated (the model's positions)" in caplog.text
+
+
+def test_ended_hypotheses_fill_k_places_and_without_early_stopping_a_better_one_replaces_the_worst():
+    def ended(score):
+        return BeamHypothesis([4], score, score)
+
+    finished = []
+    assert _keep_best(finished, ended(-2.0), 2, True) and _keep_best(finished, ended(-3.0), 2, True)
+    assert not _keep_best(finished, ended(-0.5), 2, early_stopping=True), "fairseq: k ended, the sentence is done"
+    assert [h.score for h in finished] == [-2.0, -3.0]
+    assert not _keep_best(finished, ended(-3.0), 2, early_stopping=False), "no better than the worst"
+    assert _keep_best(finished, ended(-1.0), 2, early_stopping=False)
+    assert [h.score for h in finished] == [-2.0, -1.0]

@@ -147,6 +147,19 @@ def test_the_experiments_decode_greedily_and_shuffle_with_seed_0_unless_told_oth
                         "shuffled_source": {"seed": 0, "beam_size": 1}, "shuffle_words": {"seed": 0}}
 
 
+def test_unless_told_otherwise_the_experiments_start_from_the_greedy_translation(bundled):
+    """On a sentence whose beam-2 translation is not its greedy one, each experiment's first run is the greedy."""
+    text = "The doctor said that she was tired."
+    greedy = bundled.translate(text).text
+    assert bundled.translate(text, 2).text != greedy
+    for comparison in (interventions.ablate_heads(bundled, text, {"cross": ["L1H1"]}),
+                       interventions.without_positions(bundled, text), interventions.shuffled_source(bundled, text)):
+        assert comparison.before.text == greedy, comparison.intervention
+    assert interventions.shuffled_source(bundled, text).details["sentence"] == interventions.shuffle_words(text, 0)
+    assert interventions.shuffle_words(text) == interventions.shuffle_words(text, 0) != \
+        interventions.shuffle_words(text, 1)
+
+
 def test_every_experiment_keeps_both_translations_to_the_length_it_is_given(reverse):
     text = "3 1 4 1 5"
     assert len(reverse.translate(text).predicted_ids) == 6, "five digits and </s> when nothing limits it"

@@ -229,6 +229,8 @@ def test_integrated_gradients_take_64_steps_unless_told_otherwise(case):
                        attribution.integrated_gradients(model, translation, steps=64).scores)
     assert torch.equal(contrastive.contrastive_evidence(model, translation, Ids(), STEP, 7).source,
                        contrastive.contrastive_evidence(model, translation, Ids(), STEP, 7, steps=64).source)
+    with pytest.raises(ValueError, match="^method must be one of gradient_x_input, integrated_gradients, not 'x'$"):
+        contrastive.contrastive_evidence(model, translation, Ids(), STEP, 7, method="x")
 
 
 # --- attention read as evidence ------------------------------------------------------------------------------

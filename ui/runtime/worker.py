@@ -176,7 +176,8 @@ class Worker:
         kind, value, trace, cpu_s = answer
         self.spent.cpu_s = self.cpu_s() + cpu_s
         if kind == "error":
-            value.add_note(f"Raised in the worker process:\n{trace}")  # for the log, should it be a bug
+            # For the log, should it be a bug; what add_note does, which Python 3.10 lacks.
+            value.__notes__ = [*getattr(value, "__notes__", []), f"Raised in the worker process:\n{trace}"]
             raise value
         return value
 
