@@ -17,6 +17,7 @@ ends with each module's score.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -69,7 +70,7 @@ def scores(results: str) -> list[tuple[str, int, int]]:
         name, _, status = line.strip().rpartition(": ")
         if "__mutmut_" not in name:
             continue
-        module = name.split(".x")[0]
+        module = name.rpartition(".")[0]
         mutants[module] += 1
         killed[module] += status.strip() in KILLED
     return [(module, mutants[module], killed[module]) for module in sorted(mutants)]
@@ -81,8 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--children", type=int, default=os.cpu_count() or 1,
                         help="mutants run at once (default: this machine's CPUs)")
     args = parser.parse_args(argv)
-    if shutil.which("mutmut") is None and not (Path(sys.executable).parent / "mutmut").exists():
-        parser.exit(2, "error: mutmut is not installed: pip install mutmut==3.8.1\n")
+    if importlib.util.find_spec("mutmut") is None:
+        parser.exit(2, f"error: mutmut is not installed beside this Python: {sys.executable} -m pip install "
+                       "mutmut==3.8.1\n")
+    missing = [name for name in COPIED if not (ROOT / name).exists()]
+    if missing:
+        parser.exit(2, f"error: the working copy needs {', '.join(missing)}, missing from {ROOT}\n")
     directory = working_copy(args.package)
     # Forked after torch has started its OpenMP threads, mutmut's children hang unless torch keeps to one.
     environment = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", GRADIO_ANALYTICS_ENABLED="False",
@@ -92,10 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     if ran.returncode != 0:
         return ran.returncode
     results = subprocess.run(mutmut + ["results", "--all", "true"], cwd=directory, env=environment,
-                             capture_output=True, text=True).stdout
-    table = scores(results)
+                             capture_output=True, text=True)
+    if results.returncode != 0:
+        print(results.stderr, file=sys.stderr)
+        return results.returncode
+    table = scores(results.stdout)
+    totals = ("all", sum(count for _, count, _ in table), sum(killed for _, _, killed in table))
     print(f"\n{'module':<40} {'mutants':>8} {'killed':>8} {'score':>7}")
-    for module, count, killed in table + [("all", sum(r[1] for r in table), sum(r[2] for r in table))]:
+    for module, count, killed in table + [totals]:
         print(f"{module:<40} {count:>8} {killed:>8} {killed / max(count, 1):>7.1%}")
     print(f"\nsurvivors: (cd {directory.relative_to(ROOT)} && mutmut results), then mutmut show NAME")
     return 0

@@ -271,7 +271,9 @@ def test_sentences_translated_in_batches_are_each_translated_with_the_settings_g
         assert batched == alone, setting
     greedy, beam, rules = (translate_batch(model, *tokenizers, sentences, **setting) for setting in settings)
     assert greedy != beam and translate_batch(model, *tokenizers, sentences, beam_size=4) != rules
-    assert max(len(tokenizers[1].encode(text, add_eos=False)) for text in beam) == 9
+    longest = max(len(translate(model, *tokenizers, sentence, beam_size=2, max_length=9).predicted_ids)
+                  for sentence in sentences if sentence.strip())
+    assert longest == 9, "the limit binds: a sentence is cut at nine pieces"
     with caplog.at_level("WARNING", logger="transformer.paper.sentences"):
         translate_batch(model, *tokenizers, ["A man sits.", " ".join(["dog"] * 60)])
     assert "input 2 has 61 pieces; only its first 39 are translated (the model's positions)" in caplog.text

@@ -1,12 +1,13 @@
 """Experiments change the model's behaviour exactly as described, and leave the unmodified model untouched."""
 
 import copy
-import inspect
 
 import pytest
 import torch
 
+from multilingual_models import build_multilingual
 from transformer import errors
+from transformer.files import hub
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.inside import interventions
 from transformer.metrics import corpus_scores
@@ -136,17 +137,6 @@ def test_a_head_mask_is_zero_at_each_head_named_and_one_everywhere_else(reverse)
                                                             {"label": label, "layers": 2, "heads": 4})
 
 
-def test_the_experiments_decode_greedily_and_shuffle_with_seed_0_unless_told_otherwise():
-    defaults = {name: {key: value.default for key, value in inspect.signature(function).parameters.items()
-                       if key in ("beam_size", "seed")}
-                for name, function in (("ablate_heads", interventions.ablate_heads),
-                                       ("without_positions", interventions.without_positions),
-                                       ("shuffled_source", interventions.shuffled_source),
-                                       ("shuffle_words", interventions.shuffle_words))}
-    assert defaults == {"ablate_heads": {"beam_size": 1}, "without_positions": {"beam_size": 1},
-                        "shuffled_source": {"seed": 0, "beam_size": 1}, "shuffle_words": {"seed": 0}}
-
-
 def test_unless_told_otherwise_the_experiments_start_from_the_greedy_translation(bundled):
     """On a sentence whose beam-2 translation is not its greedy one, each experiment's first run is the greedy."""
     text = "The doctor said that she was tired."
@@ -169,7 +159,7 @@ def test_every_experiment_keeps_both_translations_to_the_length_it_is_given(reve
     for comparison in comparisons:
         assert len(comparison.before.predicted_ids) == len(comparison.after.predicted_ids) == 2, \
             comparison.intervention
-        assert comparison.before.text == reverse.translate(text, 1, 2).text
+        assert comparison.before.text == reverse.translate(text, beam_size=1, max_length=2).text
 
 
 def test_probability_changes_pair_each_token_of_the_first_translation_with_both_its_probabilities(reverse):
@@ -216,6 +206,8 @@ def test_an_override_is_clamped_to_the_steps_read_as_a_word_start_and_refuses_wh
         assert (raised.value.code, raised.value.values) == (code, values)
     unknown = interventions.override_token(reverse, tr, step=1, token="<unk>")  # <unk> is a piece it can force
     assert unknown.after.predicted_pieces[0] == "<unk>"
+    by_id = interventions.override_token(reverse, tr, step=1, token=reverse.target_tokenizer.unk_id)
+    assert by_id.after.predicted_pieces[0] == "<unk>", "an id is the token it names"
     assert interventions.override_token(reverse, tr, step=1, token="▁▁6").after.predicted_pieces[0] == "▁6"
     short = interventions.override_token(reverse, tr, step=1, token="▁9", max_length=2)
     assert len(short.after.predicted_ids) == 2 and not short.after.ended, "cut at its length, not ended"
@@ -285,10 +277,7 @@ def test_a_pruning_curve_scores_each_set_of_heads_off_against_the_unpruned_and_t
     assert interventions.pruning_curve(reverse, sentences, "cross", order[:1]).bleu is None
 
 
-def test_pruning_a_multilingual_model_translates_into_its_language_as_the_model_does(tmp_path_factory):
-    from multilingual_models import build_multilingual
-    from transformer.files import hub
-
+def test_translating_with_a_head_mask_keeps_a_multilingual_models_language(tmp_path_factory):
     original = build_multilingual(tmp_path_factory.mktemp("m2m100"), "m2m100")
     converted = load_checkpoint(hub.convert(original, tmp_path_factory.mktemp("ours") / "m2m100"), device="cpu")
     russian = converted.in_languages("en", "ru")

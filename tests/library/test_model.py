@@ -14,6 +14,7 @@ from transformer.paper.model import (DecoderCache, HeadMask, MultiHeadAttention,
 from transformer.paper.reference import copy_attention, to_torch_transformer
 
 PAD = 0
+SINUSOID_ROUNDING = 2e-5  # float32 sines of angles up to 60 radians
 
 
 def tiny_config(**overrides) -> ModelConfig:
@@ -164,12 +165,12 @@ def sinusoids(length: int, d_model: int, layout: str) -> torch.Tensor:
 @pytest.mark.parametrize("d_model", [16, 7])
 def test_every_sinusoid_of_each_layout_is_its_formula(layout, d_model):
     torch.testing.assert_close(sinusoidal_table(60, d_model, layout).double(), sinusoids(60, d_model, layout),
-                               atol=2e-5, rtol=0)
+                               atol=SINUSOID_ROUNDING, rtol=0)
 
 
 def test_the_position_table_starts_after_its_offset_rows_and_refuses_what_does_not_fit():
     encoding = PositionalEncoding(16, max_len=10, layout="fairseq", offset=2)
-    torch.testing.assert_close(encoding.table.double(), sinusoids(12, 16, "fairseq"), atol=2e-5, rtol=0)
+    torch.testing.assert_close(encoding.table.double(), sinusoids(12, 16, "fairseq"), atol=SINUSOID_ROUNDING, rtol=0)
     x = torch.zeros(1, 3, 16)
     torch.testing.assert_close(encoding(x, offset=4), encoding.table[6:9].unsqueeze(0))
     assert "table" not in encoding.state_dict(), "rebuilt from the config, never stored"
@@ -234,7 +235,6 @@ def test_the_paper_shares_one_embedding_as_source_target_and_output_projection()
     assert model.target_positions is model.source_positions, "one table of sinusoids serves both stacks"
     hidden = torch.randn(1, 3, 8)
     torch.testing.assert_close(model.project(hidden), hidden @ model.src_embed.weight.T)
-    assert model.num_parameters() == sum(p.numel() for p in model.parameters()) > 0
 
 
 def test_separate_embeddings_an_untied_projection_and_an_output_bias_are_each_used():

@@ -50,9 +50,9 @@ def test_a_vocabulary_numbers_the_pieces_and_names_its_own_specials(proto, vocab
 
 
 @pytest.mark.parametrize("change, says", [
-    ({"__de__": 99}, "run from 0 to"),
-    ({"__de__": 2}, "once each"),
-    ({"__de__": True}, "once each"),
+    ({"__de__": 99}, "'__de__' has 99"),
+    ({"__de__": 2}, "'__de__' has 2"),  # the id of a piece before it
+    ({"__de__": True}, "'__de__' has True"),
 ])
 def test_a_vocabulary_whose_ids_skip_or_repeat_is_refused(proto, vocabulary, change, says):
     with pytest.raises(ValueError, match=says):
