@@ -9,8 +9,8 @@ from torch.nn import functional as F
 
 from transformer.paper.config import ModelConfig
 from transformer.paper.decoding import pad_batch
-from transformer.paper.model import (DecoderCache, HeadMask, MultiHeadAttention, PositionalEncoding, Transformer,
-                                    sinusoidal_table)
+from transformer.paper.model import (AddAndNorm, DecoderCache, HeadMask, MultiHeadAttention, PositionalEncoding,
+                                    PositionwiseFeedForward, Transformer, sinusoidal_table)
 from transformer.paper.reference import copy_attention, to_torch_transformer
 
 PAD = 0
@@ -272,3 +272,31 @@ def test_learned_positions_are_a_table_per_stack_and_an_embedding_norm_normalise
             tokens = src if side == "source" else tgt
             expected = F.layer_norm(embed(tokens) + positions.table[:3], (8,), norm.weight, norm.bias, eps=1e-3)
             torch.testing.assert_close(model._embed(side, tokens), expected)
+
+
+def test_every_setting_of_the_config_reaches_each_module_that_uses_it():
+    """Dropout acts only in training and the tests measure models in eval(), so what is built is checked here."""
+    model = Transformer(ModelConfig(
+        src_vocab_size=12, tgt_vocab_size=12, d_model=8, n_heads=2, n_encoder_layers=2, n_decoder_layers=3, d_ff=16,
+        dropout=0.3, attention_dropout=0.2, layer_norm_eps=1e-3, norm_first=True, activation="gelu"))
+    attentions = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
+    assert len(attentions) == 2 + 3 * 2 and {m.attention.dropout.p for m in attentions} == {0.2}
+    feed_forwards = [m for m in model.modules() if isinstance(m, PositionwiseFeedForward)]
+    assert len(feed_forwards) == 5 and all(f.activation is F.gelu and f.dropout.p == 0.3 for f in feed_forwards)
+    sublayers = [m for m in model.modules() if isinstance(m, AddAndNorm)]
+    assert len(sublayers) == 2 * 2 + 3 * 3 and all(s.norm_first and s.dropout.p == 0.3 for s in sublayers)
+    norms = [m for m in model.modules() if isinstance(m, nn.LayerNorm)]
+    assert len(norms) == len(sublayers) + 2 and {norm.eps for norm in norms} == {1e-3}, "and a pre-norm's final two"
+    assert model.embed_dropout.p == 0.3
+
+
+def test_embeddings_start_as_the_paper_scales_them_with_padding_at_zero():
+    """N(0, d_model^-1/2), so that with the √d_model scale (section 3.4) an embedding's entries have spread 1."""
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(src_vocab_size=4000, tgt_vocab_size=4000, d_model=64, n_heads=2,
+                                    n_encoder_layers=1, n_decoder_layers=1, d_ff=16, pad_id=5,
+                                    position_layout="learned"))
+    for table in (model.src_embed.weight[6:].detach(), model.source_positions.table.detach()):
+        assert float(table.mean()) == pytest.approx(0.0, abs=0.01)
+        assert float(table.std()) == pytest.approx(64 ** -0.5, rel=0.05)
+    assert model.src_embed.weight[5].eq(0).all() and model.src_embed.padding_idx == 5
