@@ -24,15 +24,23 @@ import torch
 Tensor = torch.Tensor
 
 
-def sinusoids(length: int, d_model: int) -> Tensor:
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)) (§3.5)."""
+def sinusoids(length: int, d_model: int, layout: str = "interleaved") -> Tensor:
+    """Every entry from its formula, in float64: the paper's PE(pos, 2i) = sin(pos / 10000^(2i/d)) and
+    PE(pos, 2i+1) = cos(...) interleaved (section 3.5); Marian's the same in halves; tensor2tensor's (fairseq's
+    M2M100 and NLLB) halves with frequencies 10000^(-i/(d/2 - 1)), and a zero column for an odd width."""
+    half, sines = d_model // 2, (d_model + 1) // 2
     table = torch.zeros(length, d_model, dtype=torch.float64)
     for pos in range(length):
-        for i in range(0, d_model, 2):
-            angle = pos / 10000 ** (i / d_model)
-            table[pos, i] = math.sin(angle)
-            if i + 1 < d_model:
-                table[pos, i + 1] = math.cos(angle)
+        if layout == "fairseq":
+            for i in range(half):
+                angle = pos / 10000 ** (i / (half - 1))
+                table[pos, i], table[pos, half + i] = math.sin(angle), math.cos(angle)
+            continue
+        for i in range(sines):
+            angle = pos / 10000 ** (2 * i / d_model)
+            table[pos, 2 * i if layout == "interleaved" else i] = math.sin(angle)
+            if i < half:
+                table[pos, 2 * i + 1 if layout == "interleaved" else sines + i] = math.cos(angle)
     return table
 
 

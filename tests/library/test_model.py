@@ -1,12 +1,11 @@
 """The model is the paper's Transformer: checked against PyTorch's own implementation and against itself."""
 
-import math
-
 import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from paper_reference import sinusoids
 from transformer.paper.config import ModelConfig
 from transformer.paper.decoding import pad_batch
 from transformer.paper.model import (AddAndNorm, DecoderCache, HeadMask, MultiHeadAttention, PositionalEncoding,
@@ -139,26 +138,6 @@ def test_cache_reorder_follows_selected_hypotheses():
         step = model.decode(tgt[[1, 1], 2:3], swapped, cache).logits
         expected = model(src[[1, 1]], tgt[[1, 1], :3]).logits[:, -1:]
     assert torch.allclose(step, expected, atol=1e-5)
-
-
-def sinusoids(length: int, d_model: int, layout: str) -> torch.Tensor:
-    """Every entry from its formula, in float64: the paper's PE(pos, 2i) = sin(pos / 10000^(2i/d)) and
-    PE(pos, 2i+1) = cos(...) interleaved (section 3.5); Marian's the same in halves; tensor2tensor's (fairseq's
-    M2M100 and NLLB) halves with frequencies 10000^(-i/(d/2 - 1)), and a zero column for an odd width."""
-    half, sines = d_model // 2, (d_model + 1) // 2
-    table = torch.zeros(length, d_model, dtype=torch.float64)
-    for pos in range(length):
-        if layout == "fairseq":
-            for i in range(half):
-                angle = pos / 10000 ** (i / (half - 1))
-                table[pos, i], table[pos, half + i] = math.sin(angle), math.cos(angle)
-            continue
-        for i in range(sines):
-            angle = pos / 10000 ** (2 * i / d_model)
-            table[pos, 2 * i if layout == "interleaved" else i] = math.sin(angle)
-            if i < half:
-                table[pos, 2 * i + 1 if layout == "interleaved" else sines + i] = math.cos(angle)
-    return table
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "halves", "fairseq"])
