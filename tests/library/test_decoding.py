@@ -173,6 +173,12 @@ def test_json_contract_of_a_translation(reverse):
     assert payload["source_tokens"][-1] == "</s>" and payload["target_tokens"][0] == "<s>"
     cross = payload["attention"]["cross"]
     assert len(cross[0][0]) == len(payload["target_tokens"]) and len(cross[0][0][0]) == len(payload["source_tokens"])
+    for name, weights in (("encoder", result.encoder_attention), ("decoder", result.decoder_attention),
+                          ("cross", result.cross_attention)):
+        written = torch.tensor(payload["attention"][name], dtype=torch.float64)
+        millionths = written * 1e6
+        assert written.shape == weights.shape and (millionths - millionths.round()).abs().max() < 0.1, name
+        torch.testing.assert_close(written, weights.double(), rtol=0, atol=1e-6)  # to six decimals
 
 
 def test_overlong_input_is_cut_to_the_model_positions_and_flagged(reverse):
@@ -189,6 +195,111 @@ def test_translate_batch_keeps_input_order_and_handles_empty_lists(reverse):
                           max_tokens=16)
     assert out == ["8 7 6 5 4 3 2 1", "3 0 9", "5 4 4"]
     assert translate_batch(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, []) == []
+
+
+def test_sentences_are_batched_by_length_up_to_the_token_budget(reverse, monkeypatch):
+    """Sorted by length, so that few pads are computed; each batch as full as rows x longest x beam <= max_tokens
+    allows (a single sentence longer than the budget goes alone)."""
+    batches = []
+    encode = reverse.model.encode
+    monkeypatch.setattr(reverse.model, "encode", lambda src, *a, **kw: batches.append(tuple(src.shape)) or
+                        encode(src, *a, **kw))
+    args = reverse.model, reverse.source_tokenizer, reverse.target_tokenizer
+    by_length = {n: " ".join(["4"] * n) for n in (2, 5, 8)}
+    lengths = {n: len(reverse.source_tokenizer.encode(text)) for n, text in by_length.items()}
+    sentences = [by_length[8], by_length[2], by_length[5], by_length[2]]
+    budget = 2 * lengths[5]  # two short ones fit, a third row of 5 does not; 5 and 8 together do not
+    out = translate_batch(*args, sentences, max_tokens=budget)
+    assert batches == [(2, lengths[2]), (1, lengths[5]), (1, lengths[8])]
+    assert out == [" ".join(["4"] * n) for n in (8, 2, 5, 2)]
+
+    batches.clear()
+    same = [by_length[5]] * 5
+    translate_batch(*args, same, beam_size=2, max_tokens=2 * lengths[5] * 2)  # exactly two rows of two beams
+    assert batches == [(2, lengths[5])] * 2 + [(1, lengths[5])]
+
+
+def test_batched_translation_forces_a_multilingual_models_target_language(reverse):
+    """A target tokenizer that starts every sequence (a language token, here the piece "9") is obeyed by every
+    search, in batches as alone."""
+    nine = reverse.target_tokenizer.encode("9", add_eos=False)
+    forced = reverse.target_tokenizer.starting_with(nine)
+    for beam_size in (1, 3):
+        batched = translate_batch(reverse.model, reverse.source_tokenizer, forced, ["1 2 3", "5 6"],
+                                  beam_size=beam_size)
+        assert [text.split()[0] for text in batched] == ["9", "9"]
+        alone = translate(reverse.model, reverse.source_tokenizer, forced, "1 2 3", beam_size=beam_size)
+        assert alone.predicted_ids[:len(nine)] == nine and alone.text == batched[0]
+
+
+def test_a_translation_keeps_to_its_head_mask_and_positions_in_search_and_in_its_numbers(reverse):
+    """What the app shows for a masked head or a model without positions is that model's own: the searched tokens
+    and every probability come from the same changed model."""
+    model, tokenizer = reverse.model, reverse.source_tokenizer
+    masks = torch.ones(model.config.n_decoder_layers, model.config.n_heads)
+    masks[:, 1:] = 0.0
+    text = "3 1 4 1 5"
+    src = torch.tensor([tokenizer.encode(text)])
+    for change in (dict(head_mask=HeadMask(cross=masks)), dict(positions=False)):
+        for beam_size in (1, 3):
+            made = translate(model, tokenizer, reverse.target_tokenizer, text, beam_size=beam_size, **change)
+            searched = (greedy_search(model, src, **change)[0] + [EOS_ID] if beam_size == 1 else
+                        beam_search(model, src, beam_size, **change)[0][0].tokens + [EOS_ID])
+            assert made.predicted_ids == searched, (change, beam_size)
+            tgt = torch.tensor([[BOS_ID] + searched[:-1]])
+            probs = model(src, tgt, **change).logits[0].softmax(-1)
+            expected = probs[torch.arange(len(searched)), torch.tensor(searched)]
+            assert made.token_probs == pytest.approx(expected.tolist(), abs=1e-5), (change, beam_size)
+        plain = translate(model, tokenizer, reverse.target_tokenizer, text)
+        assert plain.token_probs != pytest.approx(made.token_probs, abs=1e-3), "the change changes the numbers"
+
+
+def test_translating_together_shows_the_search_as_it_goes(reverse):
+    args = reverse.model, reverse.source_tokenizer, reverse.target_tokenizer
+    for beam_size in (1, 3):
+        seen = []
+        made = translate_together(*args, ["1 2 3"], beam_size=beam_size,
+                                  watch=lambda progress: seen.append(progress) or True)[0]
+        assert [progress[0].tokens for progress in seen] == [made.predicted_ids[:n] for n in range(1, 5)], beam_size
+
+
+@pytest.fixture(scope="module")
+def unsure(reverse):
+    """An untrained model over the reverse task's vocabulary, eos within its reach: its hypotheses end at many
+    lengths, so a length penalty and a length limit change which one wins."""
+    torch.manual_seed(2)
+    vocabulary = reverse.model.config.tgt_vocab_size
+    model = Transformer(ModelConfig(src_vocab_size=vocabulary, tgt_vocab_size=vocabulary, d_model=32, n_heads=4,
+                                    n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.0, max_len=64)).eval()
+    with torch.no_grad():
+        model.tgt_embed.weight[EOS_ID] *= 4
+    return model, reverse.source_tokenizer, reverse.target_tokenizer
+
+
+def test_beam_search_divides_by_length_once_unless_told(unsure):
+    model, *tokenizers = unsure
+    penalised = [translate(model, *tokenizers, "9 8 7", beam_size=3, length_penalty=penalty).predicted_ids
+                 for penalty in (1.0, 2.0)]
+    assert penalised[0] != penalised[1], "the penalty decides here"
+    assert translate(model, *tokenizers, "9 8 7", beam_size=3).predicted_ids == penalised[0]
+    assert translate_together(model, *tokenizers, ["9 8 7"], beam_size=3)[0].predicted_ids == penalised[0]
+    assert translate_batch(model, *tokenizers, ["9 8 7"], beam_size=3) == [tokenizers[1].decode(penalised[0])]
+
+
+def test_a_translation_cut_by_its_length_limit_says_it_did_not_end(unsure):
+    """The best hypothesis ran out of length while another one ended: the translation is the best one's."""
+    model, tokenizer, _ = unsure
+    hypotheses = beam_search(model, torch.tensor([tokenizer.encode("1 2 3 4 5")]), 3, max_length=3)[0]
+    assert [h.ended for h in hypotheses[:2]] == [False, True]
+    made = translate(*unsure, "1 2 3 4 5", beam_size=3, max_length=3)
+    assert made.predicted_ids == hypotheses[0].tokens and not made.ended
+
+
+def test_translating_together_decodes_greedily_unless_told(reverse):
+    made = translate_together(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, ["1 2 3", "7 7"])
+    assert [(t.beam_size, t.max_length) for t in made] == [(1, None), (1, None)]
+    assert translate_together(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, ["1 2"],
+                              beam_size=0)[0].beam_size == 1, "a beam of none is greedy search"
 
 
 def test_a_translation_records_how_it_was_decoded_so_others_can_decode_it_alike(reverse):
@@ -263,13 +374,15 @@ def test_sentences_translated_in_batches_are_each_translated_with_the_settings_g
     with torch.no_grad():
         model.tgt_embed.weight[EOS_ID] *= 6  # within reach, so that some hypotheses end
     sentences = ["A dog runs.", "", "Two girls play in the sand.", "  ", "The doctor said that she was tired."]
-    settings = [{}, {"beam_size": 2, "max_length": 9}, {"beam_size": 4, "rules": SearchRules(False, True)}]
+    settings = [{}, {"beam_size": 2, "max_length": 9}, {"beam_size": 4, "rules": SearchRules(False, True)},
+                {"max_length": 3}]
     for setting in settings:
         batched = translate_batch(model, *tokenizers, sentences, max_tokens=20, **setting)
         alone = [translate(model, *tokenizers, sentence, **setting).text if sentence.strip() else ""
                  for sentence in sentences]
         assert batched == alone, setting
-    greedy, beam, rules = (translate_batch(model, *tokenizers, sentences, **setting) for setting in settings)
+    greedy, beam, rules, short = (translate_batch(model, *tokenizers, sentences, **setting) for setting in settings)
+    assert short != greedy
     assert greedy != beam and translate_batch(model, *tokenizers, sentences, beam_size=4) != rules
     longest = max(len(translate(model, *tokenizers, sentence, beam_size=2, max_length=9).predicted_ids)
                   for sentence in sentences if sentence.strip())

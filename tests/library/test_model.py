@@ -1,5 +1,8 @@
 """The model is the paper's Transformer: checked against PyTorch's own implementation and against itself."""
 
+import copy
+import math
+
 import pytest
 import torch
 from torch import nn
@@ -8,8 +11,9 @@ from torch.nn import functional as F
 from paper_reference import sinusoids
 from transformer.paper.config import ModelConfig
 from transformer.paper.decoding import pad_batch
-from transformer.paper.model import (AddAndNorm, DecoderCache, HeadMask, MultiHeadAttention, PositionalEncoding,
-                                    PositionwiseFeedForward, Transformer, sinusoidal_table)
+from transformer.paper.model import (AddAndNorm, Decoder, DecoderCache, DecoderLayer, Encoder, EncoderLayer, HeadMask,
+                                    MultiHeadAttention, PositionalEncoding, PositionwiseFeedForward,
+                                    ScaledDotProductAttention, TokenEmbedding, Transformer, sinusoidal_table)
 from transformer.paper.reference import copy_attention, to_torch_transformer
 
 PAD = 0
@@ -94,6 +98,103 @@ def test_attentions_are_not_computed_unless_requested():
     assert out.encoder_attentions == [] and out.decoder_attentions == [] and out.cross_attentions == []
 
 
+def test_no_module_computes_attention_weights_unless_asked():
+    """The weights cost a (heads, queries, keys) tensor per layer; the fused kernel runs without them."""
+    torch.manual_seed(0)
+    config = tiny_config()
+    x, memory = torch.randn(2, 5, 32), torch.randn(2, 6, 32)
+    assert ScaledDotProductAttention()(x, x, x)[1] is None
+    assert MultiHeadAttention(32, 4)(x)[1] is None
+    assert EncoderLayer(config)(x, None)[1] is None and Encoder(config)(x, None)[1] == []
+    assert DecoderLayer(config)(x, memory, None, None)[1:] == (None, None)
+    assert Decoder(config)(x, memory, None, None)[1:] == ([], [])
+    model = Transformer(config).eval()
+    encoded = model.encode(padded_batch([4]))
+    assert encoded.attentions == [] and model.decode(padded_batch([3]), encoded).self_attentions == []
+
+
+def test_modules_built_without_their_optional_settings_are_the_papers():
+    """No dropout unless a rate is given, ReLU, sinusoids interleaved from position 0, embeddings scaled by
+    sqrt(d_model)."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 8)
+    attention, feed_forward = MultiHeadAttention(8, 2).train(), PositionwiseFeedForward(8, 16).train()
+    torch.testing.assert_close(attention(x)[0], attention.eval()(x)[0])
+    torch.testing.assert_close(feed_forward(x), feed_forward.linear2(F.relu(feed_forward.linear1(x))))
+    q = torch.randn(1, 2, 5, 4)
+    torch.testing.assert_close(ScaledDotProductAttention().train()(q, q, q, need_weights=True)[0],
+                               (q @ q.transpose(-2, -1) / 2).softmax(-1) @ q)
+    torch.testing.assert_close(PositionalEncoding(8, 10)(torch.zeros(1, 3, 8)),
+                               sinusoids(3, 8).float()[None], atol=SINUSOID_ROUNDING, rtol=0)
+    torch.testing.assert_close(sinusoidal_table(10, 8), sinusoids(10, 8).float(), atol=SINUSOID_ROUNDING, rtol=0)
+    assert TokenEmbedding(12, 8, 0).scale == math.sqrt(8)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_attention_dropout_falls_in_training_on_either_path(need_weights):
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(8, 2, dropout=0.5).train()
+    x = torch.randn(2, 5, 8)
+    dropped = attention(x, need_weights=need_weights)[0]
+    assert not torch.allclose(dropped, attention.eval()(x, need_weights=need_weights)[0])
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
+def test_a_masked_head_is_its_slice_of_the_output_projection_set_to_zero(kind):
+    """Head 3 of layer 2 masked equals the model whose W_O never reads that head's output (section 3.2.2), on the
+    whole pass and step by step."""
+    torch.manual_seed(0)
+    model = Transformer(tiny_config()).eval()
+    src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
+    mask = torch.ones(2, 4)
+    mask[1, 2] = 0.0
+    without = copy.deepcopy(model)
+    layer = (without.encoder if kind == "encoder" else without.decoder).layers[1]
+    with torch.no_grad():
+        (layer.cross_attn if kind == "cross" else layer.self_attn).out_proj.weight[:, 16:24] = 0.0
+        expected, masked = without(src, tgt).logits, model(src, tgt, head_mask=HeadMask(**{kind: mask})).logits
+        encoded, cache = model.encode(src[:1], head_mask=HeadMask(**{kind: mask})), DecoderCache()
+        steps = [model.decode(tgt[:1, t:t + 1], encoded, cache, head_mask=HeadMask(**{kind: mask})).logits
+                 for t in range(5)]
+    torch.testing.assert_close(masked, expected)
+    torch.testing.assert_close(torch.cat(steps, dim=1), expected[:1], atol=1e-5, rtol=1e-4)
+    assert not torch.allclose(masked, model(src, tgt).logits, atol=1e-4)
+
+
+def test_without_positions_the_model_is_itself_with_a_table_of_zeros():
+    torch.manual_seed(0)
+    model = Transformer(tiny_config()).eval()
+    zeroed = copy.deepcopy(model)
+    zeroed.source_positions.table.zero_()  # one table of sinusoids serves both stacks
+    src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
+    with torch.no_grad():
+        without = model(src, tgt, positions=False)
+        torch.testing.assert_close(without.logits, zeroed(src, tgt).logits)
+        torch.testing.assert_close(without.encoder_output, zeroed.encode(src).memory)
+        encoded = model.encode(src, positions=False)
+        torch.testing.assert_close(model.decode(tgt, encoded, positions=False).logits, without.logits)
+
+
+def test_without_positions_a_sequence_still_keeps_to_max_len_and_says_so():
+    model = Transformer(tiny_config(max_len=8)).eval()
+    model.encode(padded_batch([8]), positions=False)
+    with pytest.raises(ValueError, match="^sequence of 9 positions exceeds max_len 8$"):
+        model.encode(padded_batch([9]), positions=False)
+    encoded, cache = model.encode(padded_batch([3]), positions=False), DecoderCache()
+    model.decode(padded_batch([7]), encoded, cache, positions=False)
+    with pytest.raises(ValueError, match="^sequence of 9 positions exceeds max_len 8$"):
+        model.decode(padded_batch([2]), encoded, cache, positions=False)
+
+
+def test_a_models_shapes_can_be_built_without_memory():
+    """Sizing a download builds the model on the meta device: every tensor has its shape and no values."""
+    with torch.device("meta"):
+        model = Transformer(tiny_config(position_layout="learned"))
+        sinusoidal = Transformer(tiny_config())
+    assert model.source_positions.table.shape == sinusoidal.source_positions.table.shape == (64, 32)
+    assert sinusoidal.source_positions.table.is_meta and model.src_embed.weight.shape == (40, 32)
+
+
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_fused_and_explicit_attention_paths_agree(norm_first):
     torch.manual_seed(0)
@@ -138,6 +239,25 @@ def test_cache_reorder_follows_selected_hypotheses():
         step = model.decode(tgt[[1, 1], 2:3], swapped, cache).logits
         expected = model(src[[1, 1]], tgt[[1, 1], :3]).logits[:, -1:]
     assert torch.allclose(step, expected, atol=1e-5)
+
+
+def test_a_cache_projects_the_sources_keys_and_values_once_per_sentence(monkeypatch):
+    """Each step reuses the cross-attention's keys and values: only the new position's query is projected."""
+    torch.manual_seed(0)
+    model = Transformer(tiny_config()).eval()
+    src, tgt = padded_batch([5]), padded_batch([4], seed=6)
+    projected = []
+    for i, layer in enumerate(model.decoder.layers):
+        project = layer.cross_attn.project_rows
+        monkeypatch.setattr(layer.cross_attn, "project_rows", lambda x, rows, i=i, project=project:
+                            projected.append((i, x.size(1), rows.start)) or project(x, rows))
+    with torch.no_grad():
+        encoded, cache = model.encode(src), DecoderCache()
+        for t in range(4):
+            model.decode(tgt[:, t:t + 1], encoded, cache)
+    keys_and_values = [(layer, length) for layer, length, start in projected if start != 0]
+    assert keys_and_values == [(0, 5), (1, 5)], "the first step's, for each layer"
+    assert len(projected) - len(keys_and_values) == 4 * 2, "a query each step in each layer"
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "halves", "fairseq"])
@@ -227,6 +347,9 @@ def test_separate_embeddings_an_untied_projection_and_an_output_bias_are_each_us
     hidden = torch.randn(1, 3, 8)
     torch.testing.assert_close(model.project(hidden), hidden @ model.output_proj.weight.T + torch.arange(14.0))
     assert model.output_proj.weight.shape == (14, 8) and model.output_proj.bias is None
+    untied = converted_like(share_embeddings=False, tie_output_projection=False)
+    torch.testing.assert_close(untied.project(hidden), hidden @ untied.output_proj.weight.T)
+    assert converted_like(share_embeddings=False).tgt_embed.scale == math.sqrt(8), "each side scaled, as the paper's"
     tied = converted_like(output_bias=True)
     with torch.no_grad():
         tied.output_bias.fill_(2.0)
@@ -234,10 +357,14 @@ def test_separate_embeddings_an_untied_projection_and_an_output_bias_are_each_us
 
 
 def test_learned_positions_are_a_table_per_stack_and_an_embedding_norm_normalises_both_sides():
-    model = converted_like(position_layout="learned", embedding_norm=True, layer_norm_eps=1e-3)
+    model = converted_like(position_layout="learned", embedding_norm=True, layer_norm_eps=1e-3,
+                           share_embeddings=False)
     assert model.target_positions is not model.source_positions
-    src, tgt = torch.tensor([[4, 5, 3]]), torch.tensor([[2, 6, 7]])
+    src, tgt = torch.tensor([[4, 5, 3]]), torch.tensor([[2, 6, 13]])
     with torch.no_grad():
+        for norm in (model.source_embedding_norm, model.target_embedding_norm):  # each side's own
+            norm.weight.uniform_(0.5, 1.5)
+            norm.bias.normal_()
         memory = model.encode(src).memory
         before = model(src, tgt).logits
         # Not a constant shift, which the embedding norm would take away.
