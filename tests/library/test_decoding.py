@@ -5,12 +5,15 @@ import torch
 
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.paper.config import ModelConfig
-from transformer.paper.decoding import (BeamHypothesis, SearchRules, Sampling, _keep_best, _step_log_probs,
-                                       beam_search, default_max_length, greedy_search, pad_batch)
+from transformer.paper.decoding import (BeamHypothesis, SearchRules, Sampling, _can_improve, _keep_best,
+                                       _keep_unfinished, _step_log_probs, beam_search, default_max_length,
+                                       greedy_search, length_scored, never_generate, pad_batch)
 from transformer.paper.sentences import decode_steps, translate_batch
-from transformer.paper.translation import forced_decode, translate, translate_together
+from transformer.paper.sentences import fit_to_positions
+from transformer.paper.translation import forced_decode, forced_steps, translate, translate_together
 from transformer.paper.model import HeadMask, Transformer
 from transformer.paper.tokenizer import PAD_ID, BOS_ID, EOS_ID
+from unsure import unsure_model
 
 
 @pytest.fixture(scope="module")
@@ -265,15 +268,8 @@ def test_translating_together_shows_the_search_as_it_goes(reverse):
 
 @pytest.fixture(scope="module")
 def unsure(reverse):
-    """An untrained model over the reverse task's vocabulary, eos within its reach: its hypotheses end at many
-    lengths, so a length penalty and a length limit change which one wins."""
-    torch.manual_seed(2)
-    vocabulary = reverse.model.config.tgt_vocab_size
-    model = Transformer(ModelConfig(src_vocab_size=vocabulary, tgt_vocab_size=vocabulary, d_model=32, n_heads=4,
-                                    n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.0, max_len=64)).eval()
-    with torch.no_grad():
-        model.tgt_embed.weight[EOS_ID] *= 4
-    return model, reverse.source_tokenizer, reverse.target_tokenizer
+    """An untrained model over the reverse task's vocabulary, with its tokenizers."""
+    return unsure_model(reverse.model.config.tgt_vocab_size), reverse.source_tokenizer, reverse.target_tokenizer
 
 
 def test_beam_search_divides_by_length_once_unless_told(unsure):
@@ -389,7 +385,7 @@ def test_sentences_translated_in_batches_are_each_translated_with_the_settings_g
     assert longest == 9, "the limit binds: a sentence is cut at nine pieces"
     with caplog.at_level("WARNING", logger="transformer.paper.sentences"):
         translate_batch(model, *tokenizers, ["A man sits.", " ".join(["dog"] * 60)])
-    assert "input 2 has 61 pieces; only its first 39 are translated (the model's positions)" in caplog.text
+    assert caplog.messages == ["input 2 has 61 pieces; only its first 39 are translated (the model's positions)"]
 
 
 def test_ended_hypotheses_fill_k_places_and_without_early_stopping_a_better_one_replaces_the_worst():
@@ -403,3 +399,55 @@ def test_ended_hypotheses_fill_k_places_and_without_early_stopping_a_better_one_
     assert not _keep_best(finished, ended(-3.0), 2, early_stopping=False), "no better than the worst"
     assert _keep_best(finished, ended(-1.0), 2, early_stopping=False)
     assert [h.score for h in finished] == [-2.0, -1.0]
+
+
+def test_a_default_length_limit_is_one_and_a_half_times_the_source_and_ten_within_the_positions():
+    model = step_model()  # max_len 256
+    assert [default_max_length(model, n) for n in (1, 4, 100, 200)] == [11, 16, 160, 255]
+    assert default_max_length(Transformer(ModelConfig(src_vocab_size=6, tgt_vocab_size=6, d_model=4, n_heads=1,
+                                                      d_ff=4, max_len=2)), 5) == 1, "bos and one token"
+
+
+def test_a_length_limit_of_one_decodes_one_token(endless):
+    src = pad_batch(sentences_of_lengths(4), PAD_ID)
+    assert [len(row) for row in greedy_search(endless, src, max_length=1)] == [1]
+
+
+def test_a_model_that_starts_its_decoder_with_eos_may_still_end():
+    """fairseq's models start the decoder with eos: what a step never makes is padding alone."""
+    fairseq_like = Transformer(ModelConfig(src_vocab_size=6, tgt_vocab_size=6, d_model=4, n_heads=1, d_ff=4,
+                                           start_id=3))
+    removed = never_generate(fairseq_like, torch.zeros(1, 6)).isinf()
+    assert removed.nonzero()[:, 1].tolist() == [0]
+    assert never_generate(step_model(), torch.zeros(1, 6)).isinf().nonzero()[:, 1].tolist() == [0, 2]
+
+
+def test_a_sentence_goes_on_while_it_has_fewer_than_k_hypotheses_or_a_live_beam_could_beat_one():
+    def ended(*scores):
+        return [BeamHypothesis([4], score, score) for score in scores]
+
+    assert _can_improve(ended(-1.0), -9.0, 4, k=2, length_penalty=1.0, early_stopping=True)
+    assert not _can_improve(ended(-1.0, -2.0), 0.0, 4, k=2, length_penalty=1.0, early_stopping=True)
+    # Without early stopping: the best live beam, -6 over 4 tokens to the power 1 or 0.5, against the worst, -2.
+    assert _can_improve(ended(-1.0, -2.0), -6.0, 4, k=2, length_penalty=1.0, early_stopping=False)  # -1.5
+    assert not _can_improve(ended(-1.0, -2.0), -6.0, 4, k=2, length_penalty=0.5, early_stopping=False)  # -3
+    assert not _can_improve(ended(-1.0, -2.0), -8.0, 4, k=2, length_penalty=1.0, early_stopping=False), "a tie"
+
+
+def test_a_search_stopped_early_keeps_the_best_live_beam_of_each_sentence_not_done_as_not_ended():
+    finished = [[], [BeamHypothesis([5], -1.0, -0.5)]]
+    _keep_unfinished(finished, [(0, [4, 6], -3.0), (1, [7], -2.0)], unfinished={0}, length_penalty=1.0)
+    assert finished == [[BeamHypothesis([4, 6], -3.0, length_scored(-3.0, 2, 1.0), ended=False)],
+                        [BeamHypothesis([5], -1.0, -0.5)]]
+    assert finished[0][0].ended is False
+
+
+def test_forced_steps_count_the_forced_tokens_a_target_starts_with():
+    assert forced_steps([7, 8, 9], (7, 8)) == 2
+    assert forced_steps([8, 7, 9], (7,)) == 0 and forced_steps([7, 8], ()) == 0
+
+
+def test_a_source_that_fills_the_positions_exactly_is_not_cut():
+    model = Transformer(ModelConfig(src_vocab_size=6, tgt_vocab_size=6, d_model=4, n_heads=1, d_ff=4, max_len=4))
+    assert fit_to_positions(model, [4, 5, 4, EOS_ID]) == ([4, 5, 4, EOS_ID], False)
+    assert fit_to_positions(model, [4, 5, 4, 5, EOS_ID]) == ([4, 5, 4, EOS_ID], True)

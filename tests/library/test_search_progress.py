@@ -7,6 +7,7 @@ from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.paper.decoding import beam_search, greedy_search, pad_batch
 from transformer.paper.tokenizer import EOS_ID, PAD_ID
 from transformer.paper.translation import forced_decode
+from unsure import unsure_model
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +83,41 @@ def test_a_beam_search_told_to_stop_as_it_ends_keeps_what_it_found():
     assert [[h.tokens for h in hyps] for hyps in stopped] == [[h.tokens for h in hyps] for hyps in plain]
     assert all(hyps[0].ended for hyps in stopped), "a sentence done at the last step is not cut short"
 
+
+
+def log_probability(model, source: list[int], tokens: list[int]) -> float:
+    """log P(tokens | source) under the model, by one teacher-forced pass."""
+    with torch.no_grad():
+        logits = model(torch.tensor([source]), torch.tensor([[model.config.start_id, *tokens[:-1]]])).logits[0]
+    return logits.log_softmax(-1).gather(1, torch.tensor(tokens)[:, None]).sum().item()
+
+
+@pytest.mark.parametrize("max_length", [None, 3])
+def test_each_beam_report_is_the_best_live_beam_as_its_step_saw_it(reverse, max_length):
+    """Where beams part ways (an untrained model), a step's report is the live beam of the highest
+    log-probability, with that beam's own next-token probabilities; or a better-scoring ended one."""
+    model = unsure_model(reverse.model.config.tgt_vocab_size)
+    for text in ("1 2 3 4 5", "1 4 2 7 8 7 8 9 0"):  # in the second, the best live beam soon extends beam 1
+        source = reverse.source_tokenizer.encode(text)
+        ((hypotheses,), (steps,)), reports = watched(beam_search, model, torch.tensor([source]), beam_size=3,
+                                                     max_length=max_length, return_steps=True)
+        assert len(reports) == len(steps)
+        for (report,), step in zip(reports, steps):
+            body = report.tokens[:-1] if report.tokens[-1] == EOS_ID else report.tokens  # forced_decode adds eos
+            inspected = forced_decode(model, reverse.source_tokenizer, reverse.target_tokenizer, source, body)
+            assert report.probability == pytest.approx(inspected.token_probs[len(report.tokens) - 1], abs=1e-5)
+            assert report.top_ids == inspected.top_ids[len(report.tokens) - 1]
+            assert report.top_probs == pytest.approx(inspected.top_probs[len(report.tokens) - 1], abs=1e-5)
+            live = [log_prob for log_prob, token in zip(step.log_probs, step.tokens) if token != EOS_ID]
+            if report.tokens[-1] != EOS_ID and live:
+                assert log_probability(model, source, report.tokens) == pytest.approx(max(live), abs=1e-4)
+
+
+def test_a_beam_search_stopped_early_keeps_each_live_beams_own_log_probability(reverse):
+    model = unsure_model(reverse.model.config.tgt_vocab_size)
+    source = reverse.source_tokenizer.encode("1 2 3 4 5")
+    (hypotheses,), _ = watched(beam_search, model, torch.tensor([source]), beam_size=3, stop_after=2)
+    unfinished = [h for h in hypotheses if not h.ended]
+    assert unfinished, "the search was stopped before every beam ended"
+    for hypothesis in unfinished:
+        assert hypothesis.log_prob == pytest.approx(log_probability(model, source, hypothesis.tokens), abs=1e-4)
