@@ -37,7 +37,9 @@ def test_a_config_file_reads_back_as_written_and_unknown_keys_are_named(tmp_path
                          position_offset=2, output_bias=True, activation="gelu")
     config.save(tmp_path / "config.json")
     assert ModelConfig.load(tmp_path / "config.json") == config
-    assert (tmp_path / "config.json").read_text().endswith("}\n")
+    written = (tmp_path / "config.json").read_text()
+    assert written.startswith('{\n  "') and '\n  "d_model": 512,\n' in written and written.endswith("\n}\n"), \
+        "a setting a line, indented by two spaces, for people to read"
     with pytest.raises(ValueError, match=re.escape("unknown model config keys: colour, size")):
         ModelConfig.from_dict({**config.to_dict(), "size": 1, "colour": "red"})
 

@@ -1,5 +1,6 @@
 """Tokenizers and checkpoints: what is saved loads back exactly, and anything broken is refused with a clear message."""
 
+import io
 import json
 import re
 import subprocess
@@ -7,7 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import sentencepiece as spm
 import torch
+from sentencepiece import sentencepiece_model_pb2
 
 from transformer.files import checkpoint, weights
 from transformer.files.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
@@ -74,6 +77,33 @@ def test_special_ids_are_fixed_and_shown_in_angle_brackets(tokenizer):
         assert tokenizer.id_of(piece) == token_id
 
 
+def test_specials_are_named_alike_whatever_a_sentencepiece_model_calls_them():
+    """A model trained with its own names for the specials still shows and reads them as <pad>, <unk>, <s>, </s>."""
+    renamed = Tokenizer.train(SENTENCES, vocab_size=60, pad_piece="[PAD]", unk_piece="[UNK]", bos_piece="[BOS]",
+                              eos_piece="[EOS]")
+    assert renamed.processor.id_to_piece(PAD_ID) == "[PAD]", "the options reach sentencepiece"
+    for piece, token_id in (("<pad>", PAD_ID), ("<unk>", UNK_ID), ("<s>", BOS_ID), ("</s>", EOS_ID)):
+        assert renamed.id_of(piece) == token_id and renamed.piece(token_id) == piece
+
+
+def test_a_tokenizer_is_trained_with_the_model_type_and_character_coverage_asked_for():
+    """Every character of a tiny corpus is kept (coverage 1, not sentencepiece's 0.9995): "ø" occurs once."""
+    trained = Tokenizer.train([*SENTENCES, "A man walks to Tromsø."], vocab_size=60, model_type="bpe")
+    spec = sentencepiece_model_pb2.ModelProto.FromString(trained.model_proto).trainer_spec
+    assert spec.model_type == sentencepiece_model_pb2.TrainerSpec.BPE and spec.character_coverage == 1.0
+    assert UNK_ID not in trained.encode("Tromsø")
+
+
+def test_a_sentencepiece_model_with_other_special_ids_is_refused_naming_them():
+    written = io.BytesIO()  # sentencepiece's own numbering: <unk> 0, <s> 1, </s> 2, no padding
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(SENTENCES), model_writer=written, vocab_size=60,
+                                   hard_vocab_limit=False, minloglevel=2)
+    with pytest.raises(ValueError) as refused:
+        Tokenizer(written.getvalue())
+    assert str(refused.value) == ("sentencepiece model has special ids {'pad': -1, 'unk': 0, 'bos': 1, 'eos': 2}, "
+                                  "expected {'pad': 0, 'unk': 1, 'bos': 2, 'eos': 3}")
+
+
 def test_encode_adds_bos_and_eos_on_request_and_decode_drops_specials(tokenizer):
     ids = tokenizer.encode("A cat sits.", add_bos=True, add_eos=True)
     assert ids[0] == BOS_ID and ids[-1] == EOS_ID
@@ -109,7 +139,7 @@ def test_tokenizer_refuses_missing_or_invalid_files_and_empty_text(tmp_path):
     (tmp_path / "junk.model").write_bytes(b"not a sentencepiece model")
     with pytest.raises(ValueError, match="not a valid sentencepiece model"):
         Tokenizer.load(tmp_path / "junk.model")
-    with pytest.raises(ValueError, match="no text"):
+    with pytest.raises(ValueError, match="^cannot train a tokenizer on no text$"):
         Tokenizer.train(["", "   "])
 
 

@@ -6,7 +6,7 @@ import pytest
 import sentencepiece as spm
 
 from transformer.errors import InputError
-from transformer.paper.tokenizer import Languages, Tokenizer
+from transformer.paper.tokenizer import Languages, Tokenizer, _pieces_by_id
 
 SENTENCES = [f"{a} {b}." for a in ("A man", "A woman", "Two dogs", "The child") for b in ("walks", "runs", "sits")]
 LANGUAGE_TOKENS = {"de": "__de__", "en": "__en__", "fr": "__fr__"}
@@ -45,7 +45,7 @@ def test_a_vocabulary_numbers_the_pieces_and_names_its_own_specials(proto, vocab
     assert tokenizer.encode_batch(SENTENCES[:3], add_eos=False) == [tokenizer.encode(s, add_eos=False)
                                                                    for s in SENTENCES[:3]]
     assert tokenizer.id_of("Ω") == 1 and tokenizer.encode("Ω", add_eos=False)[-1] == 1, "what it lacks is <unk>"
-    with pytest.raises(ValueError, match="no beginning-of-sentence token"):
+    with pytest.raises(ValueError, match="^this vocabulary has no beginning-of-sentence token$"):
         tokenizer.encode("A man walks.", add_bos=True)
 
 
@@ -69,6 +69,7 @@ def test_languages_mark_the_source_and_force_the_target_and_are_left_out_of_the_
     source, target = languages().tokenizers(tokenizer, tokenizer)
     assert source.prefix_ids == (vocabulary["__en__"],) and target.prefix_ids == (vocabulary["__de__"],)
     assert source.encode("A man walks.")[0] == vocabulary["__en__"]
+    assert source.decode(source.encode("A man walks.")) == "A man walks.", "the source's marker is no word either"
     assert target.decode([vocabulary["__de__"], *tokenizer.encode("A man walks.")]) == "A man walks."
     assert {vocabulary[token] for token in LANGUAGE_TOKENS.values()} <= target.special_ids
     assert tokenizer.prefix_ids == () and vocabulary["__de__"] not in tokenizer.special_ids, "the original stays"
@@ -94,20 +95,46 @@ def test_a_language_the_model_lacks_is_refused_naming_at_most_twelve_it_has(toke
     with pytest.raises(InputError) as raised:
         many.check("xx")
     assert raised.value.values["languages"] == ", ".join(f"l{i:02}" for i in range(12)) + ", …"
-    with pytest.raises(ValueError, match="not in the vocabulary"):
+    twelve = languages(tokens={f"l{i:02}": "__de__" for i in range(12)}, source="l00", target="l01")
+    with pytest.raises(InputError) as raised:
+        twelve.check("xx")
+    assert raised.value.values["languages"] == ", ".join(f"l{i:02}" for i in range(12)), "all of them: no …"
+    with pytest.raises(ValueError, match="^a language's token is not in the vocabulary$"):
         languages(tokens={**LANGUAGE_TOKENS, "it": "__it__"}).tokenizers(tokenizer, tokenizer)
 
 
 def test_languages_are_read_back_as_written_and_anything_else_is_refused():
     written = languages(source_marked_by="target", target_forced=False)
     assert Languages.from_dict(written.to_dict()) == written
-    for values, says in (({"tokens": LANGUAGE_TOKENS, "source": "en", "target": "de", "extra": 1}, "unknown"),
-                         ({"tokens": {}, "source": "en", "target": "de"}, "map each code"),
-                         ({"tokens": ["__de__"], "source": "en", "target": "de"}, "map each code"),
-                         ({"tokens": {"de": 5}, "source": "en", "target": "de"}, "map each code"),
-                         ({"tokens": LANGUAGE_TOKENS, "source": "en"}, "source and target"),
-                         ({"tokens": LANGUAGE_TOKENS, "source": 1, "target": "de"}, "source and target"),
+    assert Languages.from_dict({"tokens": LANGUAGE_TOKENS, "source": "en", "target": "de"}) == languages(), \
+        "what is left out takes its default"
+    tokens_said = "the language tokens must map each code to its piece"
+    for values, says in (({"tokens": LANGUAGE_TOKENS, "source": "en", "target": "de", "extra": 1, "colour": 2},
+                          "unknown language keys: colour, extra"),
+                         ({"tokens": {}, "source": "en", "target": "de"}, tokens_said),
+                         ({"tokens": ["__de__"], "source": "en", "target": "de"}, tokens_said),
+                         ({"tokens": {"de": 5}, "source": "en", "target": "de"}, tokens_said),
+                         ({"tokens": LANGUAGE_TOKENS, "source": "en"}, "the default source and target must be "
+                                                                       "language codes"),
+                         ({"tokens": LANGUAGE_TOKENS, "source": 1, "target": "de"}, "the default source and target "
+                                                                                     "must be language codes"),
                          ({"tokens": LANGUAGE_TOKENS, "source": "en", "target": "de", "source_marked_by": "x"},
-                          "source_marked_by")):
-        with pytest.raises(ValueError, match=says):
+                          'source_marked_by must be "source" or "target"')):
+        with pytest.raises(ValueError) as refused:
             Languages.from_dict(values)
+        assert str(refused.value) == says
+
+
+def test_ids_that_are_not_each_of_zero_to_the_size_once_are_refused_naming_the_range():
+    assert _pieces_by_id({"b": 1, "a": 0}) == ["a", "b"]
+    for vocabulary, says in (({"a": 0, "b": 2}, "'b' has 2"), ({"a": 0, "b": True}, "'b' has True"),
+                             ({"a": 0, "b": "1"}, "'b' has '1'")):
+        with pytest.raises(ValueError) as refused:
+            _pieces_by_id(vocabulary)
+        assert str(refused.value) == f"the vocabulary's ids must run from 0 to 1 once each ({says})"
+
+
+def test_a_vocabulary_piece_its_segmenter_lacks_is_decoded_as_it_is_without_its_word_start(proto, vocabulary):
+    """transformers' MarianTokenizer does the same: the piece's text, a word start shown as a space."""
+    with_zebra = Tokenizer(proto, {**vocabulary, "▁zebra": len(vocabulary)})
+    assert with_zebra.decode([len(vocabulary), *with_zebra.encode("A man walks.")]) == "zebra A man walks."
