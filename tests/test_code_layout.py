@@ -129,6 +129,72 @@ def test_the_parts_check_sees_relative_and_named_imports_at_any_depth():
     assert library_parts_used(hidden, "transformer/paper/model.py") == {"train", "inside", "data", "files"}
 
 
+def module_name(path: str) -> str:
+    parts = Path(path).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(source: str, path: str, known: set[str]) -> set[str]:
+    """The project's modules (of ``known``) that ``source``, the file at ``path``, imports anywhere in it, inside
+    functions too: ``from . import multilingual`` in transformer/files/hub.py is ``transformer.files.multilingual``,
+    ``from .hub import read_json`` is ``transformer.files.hub``."""
+    package = list(Path(path).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name in known}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            target = ".".join(base + (node.module.split(".") if node.module else []))
+            for alias in node.names:
+                found |= {f"{target}.{alias.name}"} if f"{target}.{alias.name}" in known else {target} & known
+    return found - {module_name(path)}
+
+
+def import_circles(imports: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import one another, directly or round a longer circle (Tarjan's strongly
+    connected components of more than one module)."""
+    order, lowest, stack, circles = {}, {}, [], []
+
+    def visit(module: str) -> None:
+        order[module] = lowest[module] = len(order)
+        stack.append(module)
+        for other in sorted(imports.get(module, ())):
+            if other not in order:
+                visit(other)
+                lowest[module] = min(lowest[module], lowest[other])
+            elif other in stack:
+                lowest[module] = min(lowest[module], order[other])
+        if lowest[module] == order[module]:
+            group = stack[stack.index(module):]
+            del stack[stack.index(module):]
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for module in sorted(imports):
+        if module not in order:
+            visit(module)
+    return circles
+
+
+def test_no_modules_import_one_another_even_round_a_circle_or_inside_a_function():
+    """A circle makes the order of imports matter, and hides which module is the foundation of which."""
+    paths = sources("transformer", "ui") + ["app.py"]
+    known = {module_name(path) for path in paths}
+    imports = {module_name(path): imported_modules((ROOT / path).read_text(), path, known) for path in paths}
+    assert "transformer.files.transformers_format" in imports["transformer.files.multilingual"]
+    assert import_circles(imports) == []
+
+
+def test_the_circle_check_sees_circles_round_several_modules_and_imports_inside_functions():
+    known = {"transformer.files.hub", "transformer.files.multilingual", "transformer.paper.model"}
+    lazy = "def convert():\n    from . import multilingual\n    from ..paper.model import Transformer\n"
+    assert imported_modules(lazy, "transformer/files/hub.py", known) == {"transformer.files.multilingual",
+                                                                           "transformer.paper.model"}
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
 @pytest.mark.parametrize("path", sources("transformer"))
 def test_no_file_of_the_library_imports_the_app_even_inside_a_function(path):
     assert not {"ui", "app", "gradio", "plotly"} & imported_packages((ROOT / path).read_text())

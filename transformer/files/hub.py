@@ -17,7 +17,6 @@ with ``torch.load(weights_only=True)``: nothing but tensors is unpickled.
 
 from __future__ import annotations
 
-import json
 import logging
 import pickle
 import re
@@ -28,11 +27,12 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from ..errors import Explained
 from ..paper.config import ModelConfig
 from ..paper.model import Transformer
 from ..paper.tokenizer import Tokenizer
+from . import multilingual
 from .checkpoint import CheckpointError, save_checkpoint
+from .transformers_format import HubError, feed_forward_activation, read_json, shared_embedding, stack_weights
 from .weights import load_weights
 
 log = logging.getLogger(__name__)
@@ -41,18 +41,12 @@ REQUIRED_FILES = ("config.json", "source.spm", "target.spm", "vocab.json")
 MULTILINGUAL_TYPES = ("m2m_100", "mbart")  # the model_type of the families multilingual.py converts
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")  # the first one a model has is read
 OPTIONAL_FILES = ("generation_config.json", "target_vocab.json", "tokenizer_config.json", "README.md", "vocab.json")
-# transformers' names for the feed-forward's nonlinearity, as ModelConfig names them.
-ACTIVATIONS = {"swish": "silu", "silu": "silu", "relu": "relu", "gelu": "gelu"}
 # MarianConfig's defaults, for keys an older config.json leaves out.
 MARIAN_DEFAULTS = dict(vocab_size=58101, d_model=1024, encoder_layers=12, decoder_layers=12,
                        encoder_attention_heads=16, decoder_attention_heads=16, encoder_ffn_dim=4096,
                        decoder_ffn_dim=4096, activation_function="gelu", dropout=0.1, attention_dropout=0.0,
                        max_position_embeddings=1024, scale_embedding=False, pad_token_id=58100, eos_token_id=0,
                        decoder_start_token_id=58100, share_encoder_decoder_embeddings=True, tie_word_embeddings=True)
-
-
-class HubError(Explained):
-    """Why a model could not be opened, in one sentence for the person who asked."""
 
 
 @dataclass(frozen=True)
@@ -68,17 +62,6 @@ class Source:
         return None if Path(self.name).is_absolute() else f"https://huggingface.co/{self.name}"
 
 
-def read_json(path: Path) -> dict:
-    try:
-        values = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise HubError(code="hub.unreadable_json", file=path.name,
-                       error=str(error)) from None
-    if not isinstance(values, dict):
-        raise HubError(code="hub.not_json_object", file=path.name)
-    return values
-
-
 def marian_config(values: dict) -> dict:
     """config.json of a transformers model, checked to be a Marian translator, with MarianConfig's defaults."""
     if values.get("model_type") != "marian":
@@ -87,20 +70,6 @@ def marian_config(values: dict) -> dict:
             raise HubError(code="hub.not_marian_unknown")
         raise HubError(code="hub.not_marian", kind=str(kind))
     return {**MARIAN_DEFAULTS, **values}
-
-
-def feed_forward_activation(values: dict) -> str:
-    """The nonlinearity a transformers config.json names, as ModelConfig names it; refused by name where our layers
-    cannot hold it (encoder and decoder of different widths, an activation we do not have)."""
-    if values.get("encoder_attention_heads") != values.get("decoder_attention_heads") \
-            or values.get("encoder_ffn_dim") != values.get("decoder_ffn_dim"):
-        raise HubError(code="hub.unequal_sides")
-    activation = ACTIVATIONS.get(values.get("activation_function"))
-    if activation is None:
-        named, supported = repr(values.get("activation_function")), ", ".join(sorted(ACTIVATIONS))
-        raise HubError(code="hub.activation",
-                       activation=named, supported=supported)
-    return activation
 
 
 def model_config(marian: dict) -> ModelConfig:
@@ -122,45 +91,6 @@ def model_config(marian: dict) -> ModelConfig:
             output_bias=True)
     except (ValueError, TypeError) as error:
         raise HubError(code="hub.config_unbuildable", error=str(error)) from None
-
-
-ENCODER_NORMS = {"self_attn_norm": "self_attn_layer_norm", "feed_forward_norm": "final_layer_norm"}
-DECODER_NORMS = {**ENCODER_NORMS, "cross_attn_norm": "encoder_attn_layer_norm"}
-
-
-def layer_weights(marian: dict[str, torch.Tensor], prefix: str, attentions: dict[str, str],
-                   norms: dict[str, str]) -> dict[str, torch.Tensor]:
-    """One layer's tensors under our names (``prefix`` is the layer's in both): each attention's q, k and v stacked
-    into in_proj, the norms and the feed-forward renamed."""
-    weights = {}
-    for part in ("weight", "bias"):
-        for ours, theirs in attentions.items():
-            weights[f"{prefix}.{ours}.in_proj.{part}"] = torch.cat(
-                [marian[f"{prefix}.{theirs}.{p}_proj.{part}"] for p in "qkv"])
-            weights[f"{prefix}.{ours}.out_proj.{part}"] = marian[f"{prefix}.{theirs}.out_proj.{part}"]
-        for ours, theirs in norms.items():
-            weights[f"{prefix}.{ours}.norm.{part}"] = marian[f"{prefix}.{theirs}.{part}"]
-        for ours, theirs in (("linear1", "fc1"), ("linear2", "fc2")):
-            weights[f"{prefix}.feed_forward.{ours}.{part}"] = marian[f"{prefix}.{theirs}.{part}"]
-    return weights
-
-
-def shared_embedding(weights: dict[str, torch.Tensor]) -> torch.Tensor:
-    """The one embedding matrix of a model that shares it, under whichever name its state dict keeps it."""
-    return next(weights[name] for name in (
-        "shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")
-        if name in weights)
-
-
-def stack_weights(weights: dict[str, torch.Tensor], config: ModelConfig) -> dict[str, torch.Tensor]:
-    """Every encoder and decoder layer's tensors under our names (layer_weights)."""
-    ours = {}
-    for i in range(config.n_encoder_layers):
-        ours.update(layer_weights(weights, f"encoder.layers.{i}", {"self_attn": "self_attn"}, ENCODER_NORMS))
-    for i in range(config.n_decoder_layers):
-        ours.update(layer_weights(weights, f"decoder.layers.{i}",
-                                  {"self_attn": "self_attn", "cross_attn": "encoder_attn"}, DECODER_NORMS))
-    return ours
 
 
 def convert_state_dict(marian: dict[str, torch.Tensor], config: ModelConfig) -> dict[str, torch.Tensor]:
@@ -300,8 +230,6 @@ def convert(directory: str | Path, out: str | Path, source: Source | None = None
 
     Nothing is written unless everything was read and fits: ``out`` appears whole or not at all.
     """
-    from . import multilingual  # it builds on this module's readers
-
     directory = Path(directory)
     if not directory.is_dir():
         raise HubError(code="hub.not_directory", directory=str(directory))

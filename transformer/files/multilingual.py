@@ -33,7 +33,7 @@ import torch
 
 from ..paper.config import ModelConfig
 from ..paper.tokenizer import Languages, Tokenizer
-from .hub import HubError, feed_forward_activation, read_json, shared_embedding, stack_weights
+from .transformers_format import HubError, feed_forward_activation, read_json, shared_embedding, stack_weights
 
 CODES = json.loads((Path(__file__).with_name("languages.json")).read_text(encoding="utf-8"))
 SENTENCEPIECE = "sentencepiece.bpe.model"
