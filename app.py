@@ -11,6 +11,7 @@ from pathlib import Path
 import ui  # noqa: F401  (sets gradio's analytics off before gradio loads)
 from ui.build import build_app, launch_options
 from ui.hub_models import OpeningAtStart
+from ui.runtime import settings
 from ui.services import Services
 
 
@@ -35,6 +36,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--share", action="store_true", help="also open a temporary public gradio.live link")
     parser.add_argument("--checkpoint", help="checkpoint directory to open (its folder's checkpoints are listed too)")
     args = parser.parse_args(argv)
+    if problems := settings.problems():
+        parser.exit(2, "".join(f"app.py: {problem}\n" for problem in problems))
     host = os.environ.get("GRADIO_SERVER_NAME") or args.host
     if args.port and not port_is_free(host, args.port):
         parser.exit(1, f"app.py: port {args.port} on {host} is taken (is the app already running?); "

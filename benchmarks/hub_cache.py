@@ -23,6 +23,7 @@ from pathlib import Path
 from common import machine, report
 from opus_shaped import write_marian
 from ui.hub_models import MB, HubModels
+from ui.runtime.settings import SETTINGS
 from ui.services import ModelRegistry
 
 SENTENCE = "The meeting was postponed until next Tuesday."
@@ -88,8 +89,8 @@ def measure(count: int, cache_cap_mb: float, models_mb: float, work: Path) -> di
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", type=int, default=12, help="how many models to open in turn (default 12)")
-    parser.add_argument("--cache-cap-mb", type=float, default=HubModels.CACHE_CAP_MB)
-    parser.add_argument("--models-mb", type=float, default=ModelRegistry.MODELS_MB)
+    parser.add_argument("--cache-cap-mb", type=float, default=SETTINGS["EXPLORER_HUB_CACHE_MB"].default)
+    parser.add_argument("--models-mb", type=float, default=SETTINGS["EXPLORER_MODELS_MB"].default)
     parser.add_argument("--json", action="store_true", help="print only the JSON line")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:

@@ -11,7 +11,6 @@ of a class in progress ask every few seconds).
 from __future__ import annotations
 
 import math
-import os
 import secrets
 import threading
 import time
@@ -20,15 +19,13 @@ from dataclasses import dataclass, field
 
 from transformer.errors import InputError
 
+from .runtime import settings
 from .runtime.language import Count, Message, message
 from .views.lessons import LESSONS, Lesson
 from .views.questions import Question
 
 CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # none that read alike (0 and O, 1 and I)
 CODE_LENGTH = 5
-MAX_CLASSES = int(os.environ.get("EXPLORER_MAX_CLASSES", "20"))
-MAX_STUDENTS = int(os.environ.get("EXPLORER_MAX_STUDENTS", "250"))
-CLASSES_PER_ADDRESS = int(os.environ.get("EXPLORER_CLASSES_PER_ADDRESS", "2"))
 IDLE_S = 30 * 60
 UNJOINED_S = 15 * 60
 
@@ -96,11 +93,16 @@ class Classrooms:
     """Every open class of a server. ``ask(lesson)`` computes a lesson's question (``questions.predict_question``
     with the server's models)."""
 
-    def __init__(self, ask: Callable[[Lesson], Question], max_classes: int = MAX_CLASSES,
-                 max_students: int = MAX_STUDENTS, idle_s: float = IDLE_S, unjoined_s: float = UNJOINED_S,
-                 per_address: int = CLASSES_PER_ADDRESS, clock: Callable[[], float] = time.monotonic):
-        self.ask, self.max_classes, self.max_students, self.clock = ask, max_classes, max_students, clock
-        self.idle_s, self.unjoined_s, self.per_address = idle_s, unjoined_s, per_address
+    def __init__(self, ask: Callable[[Lesson], Question], max_classes: int | None = None,
+                 max_students: int | None = None, idle_s: float = IDLE_S, unjoined_s: float = UNJOINED_S,
+                 per_address: int | None = None, clock: Callable[[], float] = time.monotonic):
+        """The limits not given are the server's settings (``EXPLORER_MAX_CLASSES``, ``EXPLORER_MAX_STUDENTS``,
+        ``EXPLORER_CLASSES_PER_ADDRESS``)."""
+        self.ask, self.clock = ask, clock
+        self.max_classes = max_classes or settings.value("EXPLORER_MAX_CLASSES")
+        self.max_students = max_students or settings.value("EXPLORER_MAX_STUDENTS")
+        self.per_address = per_address or settings.value("EXPLORER_CLASSES_PER_ADDRESS")
+        self.idle_s, self.unjoined_s = idle_s, unjoined_s
         self._lock = threading.Lock()
         self._classes: dict[str, Classroom] = {}
 

@@ -18,7 +18,7 @@ from transformer.files import download, hub
 from transformer.files.checkpoint import list_checkpoints
 from transformer.files.multilingual import FAMILIES
 
-from .runtime.costly import setting
+from .runtime import settings
 from .runtime.language import ENGLISH, WRITTEN_PER_LANGUAGE, Message, Number, message, text
 from .runtime.limits import MAX_TRACKED_CLIENTS
 
@@ -57,20 +57,18 @@ class HubModels:
     """
 
     DEFAULT_PATTERNS = ",".join(["Helsinki-NLP/opus-mt-*", *(family.published for family in FAMILIES.values())])
-    MODEL_MB = 600.0  # opus-mt models weigh about 300 MB; the multilingual ones 1,331 MB and more
-    CACHE_CAP_MB = 3000.0
     OPENS_PER_HOUR = 3
 
     def __init__(self, directory: str | Path | None = None, patterns: str | None = None, max_bytes: int | None = None,
                  cache_cap_mb: float | None = None, opens_per_hour: int = OPENS_PER_HOUR):
         default = Path.home() / ".cache" / "transformer-explorer" / "hub"
-        self.directory = Path(directory or os.environ.get("EXPLORER_HUB_CACHE") or default)
-        patterns = os.environ.get("EXPLORER_HUB_MODELS", self.DEFAULT_PATTERNS) if patterns is None else patterns
+        self.directory = Path(directory or settings.value("EXPLORER_HUB_CACHE") or default)
+        if patterns is None:
+            patterns = settings.value("EXPLORER_HUB_MODELS")
+            patterns = self.DEFAULT_PATTERNS if patterns is None else patterns
         self.patterns = [pattern.strip() for pattern in patterns.split(",") if pattern.strip()]
-        self.max_bytes = max_bytes if max_bytes is not None else int(setting("EXPLORER_HUB_MODEL_MB",
-                                                                              self.MODEL_MB) * MB)
-        cap_mb = cache_cap_mb if cache_cap_mb is not None else setting("EXPLORER_HUB_CACHE_MB",
-                                                                                 self.CACHE_CAP_MB)
+        self.max_bytes = max_bytes if max_bytes is not None else int(settings.value("EXPLORER_HUB_MODEL_MB") * MB)
+        cap_mb = cache_cap_mb if cache_cap_mb is not None else settings.value("EXPLORER_HUB_CACHE_MB")
         self.cache_cap = int(cap_mb * MB)
         self.opens_per_hour = opens_per_hour
         self._opening = threading.Lock()
@@ -208,7 +206,8 @@ class OpeningAtStart:
     @classmethod
     def sources_from_environment(cls) -> list[str]:
         default = cls.ON_A_SPACE if os.environ.get("SPACE_ID") else ""
-        value = os.environ.get("EXPLORER_OPEN_AT_START", default)
+        value = settings.value("EXPLORER_OPEN_AT_START")
+        value = default if value is None else value
         return [source.strip() for source in value.split(",") if source.strip()]
 
     def start(self) -> None:

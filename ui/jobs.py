@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from transformer import data as datasets
 from transformer.train.settings import AUTO_PRESET, TrainConfig
 from transformer.train.trainer import Trainer
 
+from .runtime import settings
 from .runtime.costly import CORES
 from .runtime.language import ENGLISH, WRITTEN_PER_LANGUAGE, Message, Number, message, percent, text
 from .runtime.limits import MAX_TRACKED_CLIENTS
@@ -63,7 +63,7 @@ class SlotTaken(JobError):
 
 
 def training_disabled() -> bool:
-    return os.environ.get(DISABLE_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+    return settings.value(DISABLE_VARIABLE)
 
 
 @dataclass
@@ -252,7 +252,7 @@ class JobManager:
         self.line = TrainingLine()
         self._ended_by: dict[str, JobState] = {}  # each visitor's last job, once another has taken the slot
         self.trainer = trainer
-        self.runs_dir = Path(runs_dir or os.environ.get("EXPLORER_RUNS_DIR", DEFAULT_RUNS_DIR))
+        self.runs_dir = Path(runs_dir or settings.value("EXPLORER_RUNS_DIR") or DEFAULT_RUNS_DIR)
         self.shelf = PublishedModels(self.runs_dir)
         self.published_dir, self.held_dir = self.shelf.published_dir, self.shelf.held_dir
         self._lock = threading.Lock()

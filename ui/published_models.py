@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import shutil
 import tempfile
 import threading
@@ -15,24 +14,23 @@ from pathlib import Path
 from transformer.files.checkpoint import save_checkpoint
 from transformer.train.run_logs import run_history
 
+from .runtime import settings
 from .runtime.language import ENGLISH, Message, message, text
 from .training_plans import JobError
 
 log = logging.getLogger(__name__)
 
-# Models trained in the app that stay in everyone's model list (a class of 30 would fill it); the oldest go first.
-KEPT_MODELS = int(os.environ.get("EXPLORER_KEPT_MODELS", "10"))
-
-
 class PublishedModels:
     """Under ``runs_dir``: ``app/`` the models in everyone's list, ``app-stopped/`` stopped jobs' models out of it,
     ``app-jobs/<name>`` each model's run."""
 
-    def __init__(self, runs_dir: Path, kept: int = KEPT_MODELS):
+    def __init__(self, runs_dir: Path, kept: int | None = None):
+        """``kept``: the models trained in the app that stay in everyone's list (``EXPLORER_KEPT_MODELS``; a class
+        of 30 would fill it); the oldest go first."""
         self.published_dir = runs_dir / "app"
         self.held_dir = runs_dir / "app-stopped"
         self.work_dir = runs_dir / "app-jobs"  # each job's run, and the upload it trains on
-        self.kept = kept
+        self.kept = kept or settings.value("EXPLORER_KEPT_MODELS")
         self.trained_by: dict[str, str | None] = {}  # model -> the visitor whose job made it (None: the server)
         self._archives: dict[str, str] = {}
         self._lock = threading.Lock()

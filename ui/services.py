@@ -18,7 +18,8 @@ from transformer.files.checkpoint import (REPOSITORY_CHECKPOINTS, Checkpoint, Ch
 from .classroom import Classrooms
 from .hub_models import MB, HubModels, OpeningAtStart
 from .jobs import JobManager, training_disabled
-from .runtime.costly import CostlyWork, setting
+from .runtime import settings
+from .runtime.costly import CostlyWork
 from .runtime.live import Stops
 from .runtime.gpu import models_device
 from .runtime.language import Number, message
@@ -37,15 +38,13 @@ class ModelRegistry:
     seconds, or one the server opened at start, is in use: the Hub cache never removes it.
     """
 
-    MODELS_MB = 2000.0
     IN_USE_S = 30 * 60  # a page or a class that has not touched its model for this long has moved on
 
     def __init__(self, roots: list[Path] | None = None, device: str | torch.device | None = None,
                  max_mb: float | None = None):
         self.roots = [Path(r) for r in (roots or [REPOSITORY_CHECKPOINTS])]
         self.device = device
-        self.max_bytes = int((max_mb if max_mb is not None else setting("EXPLORER_MODELS_MB",
-                                                                                  self.MODELS_MB)) * MB)
+        self.max_bytes = int((max_mb if max_mb is not None else settings.value("EXPLORER_MODELS_MB")) * MB)
         self.preferred: list[str] = []  # opened at start, in the order they became ready: the first is the default
         self._loaded: OrderedDict[str, Checkpoint] = OrderedDict()
         self._last_used: dict[str, float] = {}  # name -> time.time() of its last use

@@ -46,11 +46,11 @@ def test_a_client_past_its_budget_waits_until_enough_of_it_leaves_the_window():
     assert budget.wait_s("other", now=250) == 0
 
 
-def test_the_budget_is_read_from_the_environment_and_a_bad_setting_keeps_the_default(monkeypatch):
+def test_the_budget_is_read_from_the_environment_blank_meaning_the_default(monkeypatch):
     monkeypatch.setenv("EXPLORER_COSTLY_CPU_SECONDS", "45")
-    monkeypatch.setenv("EXPLORER_COSTLY_WINDOW_S", "nan")
+    monkeypatch.setenv("EXPLORER_COSTLY_WINDOW_S", " ")
     budget = costly.CostlyWork()
-    assert (budget.seconds, budget.window_s) == (45, costly.BUDGET_WINDOW_S)
+    assert (budget.seconds, budget.window_s) == (45, 600)
 
 
 def test_a_visitor_past_the_budget_is_told_when_to_come_back_and_the_event_does_not_run():

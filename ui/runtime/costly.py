@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import math
-import os
 import threading
 import time
 
@@ -19,15 +18,13 @@ import torch
 
 from transformer.errors import InputError
 
+from . import settings
 from .language import Count, Number, message
 from .limits import MAX_TRACKED_CLIENTS, visiting_client
 from .worker import Callback, Worker
 
 # Gradio's workers for costly events: one runs, the others wait for it in their threads (CostlyWork).
 CONCURRENCY = {"concurrency_id": "costly", "concurrency_limit": 8}
-# About what three attribution agreements over the sample sentences cost; a student exploring spends far less.
-BUDGET_CPU_S = 180.0
-BUDGET_WINDOW_S = 600.0
 
 
 class Cores:
@@ -75,14 +72,6 @@ CORES = Cores()
 WORKER = Worker(CORES.half())  # started with the server (app.py), else by the first costly computation
 
 
-def setting(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
-        return default
-    return value if math.isfinite(value) and value > 0 else default
-
-
 class CostlyWork:
     """The server's one slot for costly events, and each client's budget of CPU-seconds for them: at most
     ``seconds`` in the last ``window_s`` seconds (``EXPLORER_COSTLY_CPU_SECONDS``, ``EXPLORER_COSTLY_WINDOW_S``).
@@ -94,8 +83,10 @@ class CostlyWork:
 
     def __init__(self, seconds: float | None = None, window_s: float | None = None, worker: Worker = WORKER):
         self.worker = worker
-        self.seconds = seconds or setting("EXPLORER_COSTLY_CPU_SECONDS", BUDGET_CPU_S)
-        self.window_s = window_s or setting("EXPLORER_COSTLY_WINDOW_S", BUDGET_WINDOW_S)
+        # By default about what three attribution agreements over the sample sentences cost; a student exploring
+        # spends far less.
+        self.seconds = seconds or settings.value("EXPLORER_COSTLY_CPU_SECONDS")
+        self.window_s = window_s or settings.value("EXPLORER_COSTLY_WINDOW_S")
         self.spent: dict[str, collections.deque] = {}  # client -> (when, CPU-seconds) of its events in the window
         self.in_flight: set[str] = set()
         self.stopping: set[str] = set()  # pages whose Stop was pressed while their costly event ran

@@ -11,7 +11,6 @@ models are small: a beam-5 translation takes 0.1 s on two CPU cores), as does tr
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +23,7 @@ from transformer.paper.watching import SearchProgress
 from transformer.paper.translation import Translation
 
 from .. import ON_ZERO_GPU
+from . import settings
 from .batching import BATCHES, Decoded
 
 log = logging.getLogger(__name__)
@@ -37,8 +37,8 @@ _on_gpu: dict[str, Checkpoint] = {}  # the worker's own models, by directory
 def models_device() -> torch.device:
     """Where the app keeps its models and trains: ``EXPLORER_DEVICE`` when set; the CPU on a ZeroGPU Space (PyTorch
     reports a GPU there that only ``@spaces.GPU`` calls may use); else CUDA when PyTorch sees a GPU."""
-    if chosen := os.environ.get("EXPLORER_DEVICE"):
-        return torch.device(chosen)
+    if chosen := settings.value("EXPLORER_DEVICE"):
+        return chosen
     return torch.device("cpu") if ON_ZERO_GPU else default_device()
 
 

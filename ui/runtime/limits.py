@@ -13,6 +13,7 @@ import os
 import re
 import time
 
+from . import settings
 from .language import ENGLISH, LANGUAGES, Number, text
 
 MAX_BODY_BYTES = 1_000_000  # a request of the page is a few kilobytes; uploads have their own limit
@@ -64,10 +65,7 @@ def from_this_machine(headers, peer: str | None) -> bool:
 def trusted_proxies() -> int:
     """How many proxies in front of the app append to X-Forwarded-For (``EXPLORER_TRUSTED_PROXIES``; a Space has
     one, its edge proxy, which appends the address its client connected from)."""
-    try:
-        return max(1, int(os.environ.get("EXPLORER_TRUSTED_PROXIES", "1")))
-    except ValueError:
-        return 1
+    return settings.value("EXPLORER_TRUSTED_PROXIES")
 
 
 def client_address(headers, host: str | None) -> str:

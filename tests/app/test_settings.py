@@ -1,0 +1,78 @@
+"""The app's settings, ``EXPLORER_*``: each read one way, from one table; a value the app cannot use stops its start
+with one line naming the variable, the value and what the variable takes."""
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import app
+from ui.hub_models import HubModels
+from ui.runtime import settings
+from ui.runtime.settings import SETTINGS, SettingError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Each setting that takes something other than text: a value it cannot use, one it can, and that value as read.
+VALUES = [
+    ("EXPLORER_DISABLE_TRAINING", "maybe", "on", True),
+    ("EXPLORER_HUB_MODEL_MB", "lots", "2500", 2500.0),
+    ("EXPLORER_HUB_CACHE_MB", "-1", "100", 100.0),
+    ("EXPLORER_MODELS_MB", "inf", "512.5", 512.5),
+    ("EXPLORER_KEPT_MODELS", "0", "3", 3),
+    ("EXPLORER_MAX_CLASSES", "abc", "5", 5),
+    ("EXPLORER_MAX_STUDENTS", "2.5", "30", 30),
+    ("EXPLORER_CLASSES_PER_ADDRESS", "-2", "1", 1),
+    ("EXPLORER_COSTLY_CPU_SECONDS", "nan", "45", 45.0),
+    ("EXPLORER_COSTLY_WINDOW_S", "0", "60", 60.0),
+    ("EXPLORER_TRUSTED_PROXIES", "two", "2", 2),
+    ("EXPLORER_DEVICE", "gpu", "cuda:1", torch.device("cuda:1")),
+]
+
+
+@pytest.mark.parametrize("name, bad, good, read", VALUES)
+def test_each_setting_reads_what_it_takes_and_names_what_it_does_not(monkeypatch, name, bad, good, read):
+    monkeypatch.setenv(name, good)
+    assert settings.value(name) == read
+    monkeypatch.setenv(name, bad)
+    with pytest.raises(SettingError) as refused:
+        settings.value(name)
+    assert str(refused.value) == f"{name}={bad!r} cannot be used: it takes {SETTINGS[name].accepts}"
+    monkeypatch.setenv(name, " ")
+    assert settings.value(name) == SETTINGS[name].default, "blank is the default"
+    monkeypatch.delenv(name)
+    assert settings.value(name) == SETTINGS[name].default
+
+
+def test_every_setting_but_those_that_take_text_is_tried_with_a_value_it_cannot_use():
+    assert {name for name, *_ in VALUES} == {name for name, setting in SETTINGS.items() if not setting.text}
+
+
+def test_a_setting_that_takes_text_takes_blank_as_none(monkeypatch):
+    monkeypatch.setenv("EXPLORER_HUB_MODELS", "")
+    assert HubModels(directory="unused").patterns == [], "an empty allow-list opens nothing"
+    monkeypatch.delenv("EXPLORER_HUB_MODELS")
+    assert HubModels(directory="unused").patterns == [pattern.strip()
+                                                      for pattern in HubModels.DEFAULT_PATTERNS.split(",")]
+
+
+def test_values_the_app_cannot_use_stop_its_start_with_a_line_each(monkeypatch, capsys):
+    monkeypatch.setenv("EXPLORER_MAX_CLASSES", "abc")
+    monkeypatch.setenv("EXPLORER_DEVICE", "gpu")
+    with pytest.raises(SystemExit) as stopped:
+        app.main(["--port", "0"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == (
+        "app.py: EXPLORER_MAX_CLASSES='abc' cannot be used: it takes a whole number of 1 or more\n"
+        "app.py: EXPLORER_DEVICE='gpu' cannot be used: it takes a device PyTorch knows (cpu, cuda, cuda:1)\n")
+
+
+def test_the_app_reads_its_settings_only_through_the_table():
+    reading_elsewhere, unknown = [], set()
+    for path in [ROOT / "app.py", *(ROOT / "ui").rglob("*.py")]:
+        source = path.read_text(encoding="utf-8")
+        if path.name != "settings.py" and re.search(r"(environ|getenv)\W+[\w.(\[]*[\"']EXPLORER_", source):
+            reading_elsewhere.append(path.relative_to(ROOT).as_posix())
+        unknown |= set(re.findall(r"settings\.value\([\"'](\w+)", source)) - set(SETTINGS)
+    assert reading_elsewhere == [] and unknown == set()
