@@ -19,7 +19,7 @@ from ui.views import lessons
 playwright = pytest.importorskip("playwright.sync_api")
 
 SEED = int(os.environ.get("VIEWS_WALK_SEED", "70"))
-EVENTS = 60
+EVENTS = int(os.environ.get("VIEWS_WALK_EVENTS", "40"))  # a longer walk on request; 40 meet every kind
 SENTENCES = {"words": ["A man is riding a horse on the beach.", "Two children play football in the park.",
                        "A woman reads a book.", "The old man sells fish at the market."],
              "digits": ["1 2 3", "5 9 2 6 5", "3 1 4 1 5 9 2 6"]}

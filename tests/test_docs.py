@@ -1,0 +1,37 @@
+"""What the docs name is there: a file, folder or checkpoint of the project that the README, ARCHITECTURE.md, docs/
+or the requirements name is in the repository, or a command shown beside it makes it."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ["README.md", "ARCHITECTURE.md", "requirements.txt", "requirements-dev.txt",
+        *sorted(str(path.relative_to(ROOT)) for path in (ROOT / "docs").glob("*.md"))]
+# A path of the project as a doc writes it: from one of its top-level folders, to a word or a slash (not a full stop).
+PROJECT_PATH = re.compile(r"(?<![\w./-])(app\.py|\.ci/run|"
+                          r"(?:ui|transformer|tests|benchmarks|docs|tools|checkpoints|assets)/(?:[\w./-]*[\w/])?)")
+
+
+def named_paths(text: str) -> set[str]:
+    return set(PROJECT_PATH.findall(text))
+
+
+def made_by_commands(text: str) -> set[str]:
+    """What the commands a doc shows write: ``--out PATH``, and an export's destination."""
+    written = re.findall(r"--out\s+(\S+)", text) + re.findall(r"transformer\.export\s+\S+\s+(\S+)", text)
+    return {path.rstrip(".,;:)`") for path in written}
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_path_a_doc_names_is_in_the_repository_or_made_by_a_command_it_shows(doc):
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    assert sorted(path for path in named_paths(text) - made_by_commands(text) if not (ROOT / path).exists()) == []
+
+
+def test_the_path_check_reads_paths_in_prose_in_backticks_and_in_commands():
+    text = ("See `ui/gpu.py` and ui/runtime/, then run python benchmarks/x.py --out checkpoints/a. "
+            "python -m transformer.export runs/r/averaged checkpoints/b (not runs/ nor myui/x.py)")
+    assert named_paths(text) == {"ui/gpu.py", "ui/runtime/", "benchmarks/x.py", "checkpoints/a", "checkpoints/b"}
+    assert made_by_commands(text) == {"checkpoints/a", "checkpoints/b"}
