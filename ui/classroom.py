@@ -99,9 +99,9 @@ class Classrooms:
         """The limits not given are the server's settings (``EXPLORER_MAX_CLASSES``, ``EXPLORER_MAX_STUDENTS``,
         ``EXPLORER_CLASSES_PER_ADDRESS``)."""
         self.ask, self.clock = ask, clock
-        self.max_classes = max_classes or settings.value("EXPLORER_MAX_CLASSES")
-        self.max_students = max_students or settings.value("EXPLORER_MAX_STUDENTS")
-        self.per_address = per_address or settings.value("EXPLORER_CLASSES_PER_ADDRESS")
+        self.max_classes = settings.value("EXPLORER_MAX_CLASSES") if max_classes is None else max_classes
+        self.max_students = settings.value("EXPLORER_MAX_STUDENTS") if max_students is None else max_students
+        self.per_address = settings.value("EXPLORER_CLASSES_PER_ADDRESS") if per_address is None else per_address
         self.idle_s, self.unjoined_s = idle_s, unjoined_s
         self._lock = threading.Lock()
         self._classes: dict[str, Classroom] = {}

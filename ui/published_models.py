@@ -30,7 +30,7 @@ class PublishedModels:
         self.published_dir = runs_dir / "app"
         self.held_dir = runs_dir / "app-stopped"
         self.work_dir = runs_dir / "app-jobs"  # each job's run, and the upload it trains on
-        self.kept = kept or settings.value("EXPLORER_KEPT_MODELS")
+        self.kept = settings.value("EXPLORER_KEPT_MODELS") if kept is None else kept
         self.trained_by: dict[str, str | None] = {}  # model -> the visitor whose job made it (None: the server)
         self._archives: dict[str, str] = {}
         self._lock = threading.Lock()

@@ -8,7 +8,9 @@ import pytest
 import torch
 
 import app
+from ui.classroom import Classrooms
 from ui.hub_models import HubModels
+from ui.published_models import PublishedModels
 from ui.runtime import settings
 from ui.runtime.settings import SETTINGS, SettingError
 
@@ -55,6 +57,16 @@ def test_a_setting_that_takes_text_takes_blank_as_none(monkeypatch):
     monkeypatch.delenv("EXPLORER_HUB_MODELS")
     assert HubModels(directory="unused").patterns == [pattern.strip()
                                                       for pattern in HubModels.DEFAULT_PATTERNS.split(",")]
+
+
+def test_limits_not_given_come_from_their_settings_and_limits_given_win(monkeypatch, tmp_path):
+    for name, written in (("EXPLORER_MAX_CLASSES", "3"), ("EXPLORER_MAX_STUDENTS", "7"),
+                          ("EXPLORER_CLASSES_PER_ADDRESS", "1"), ("EXPLORER_KEPT_MODELS", "4")):
+        monkeypatch.setenv(name, written)
+    rooms = Classrooms(ask=lambda lesson: None)
+    assert (rooms.max_classes, rooms.max_students, rooms.per_address) == (3, 7, 1)
+    assert Classrooms(ask=lambda lesson: None, max_classes=0).max_classes == 0
+    assert PublishedModels(tmp_path).kept == 4 and PublishedModels(tmp_path, kept=2).kept == 2
 
 
 def test_values_the_app_cannot_use_stop_its_start_with_a_line_each(monkeypatch, capsys):
