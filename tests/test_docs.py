@@ -35,3 +35,11 @@ def test_the_path_check_reads_paths_in_prose_in_backticks_and_in_commands():
             "python -m transformer.export runs/r/averaged checkpoints/b (not runs/ nor myui/x.py)")
     assert named_paths(text) == {"ui/gpu.py", "ui/runtime/", "benchmarks/x.py", "checkpoints/a", "checkpoints/b"}
     assert made_by_commands(text) == {"checkpoints/a", "checkpoints/b"}
+
+
+def test_the_readme_names_every_endpoint_the_page_declares():
+    declared = {name for path in (ROOT / "ui").rglob("*.py")
+                for name in re.findall(r"api_name=\"(\w+)\"", path.read_text(encoding="utf-8"))}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert {"translate", "keep_stopped_model"} <= declared
+    assert sorted(name for name in declared if f"`/{name}`" not in readme) == []
