@@ -13,7 +13,7 @@ from transformer.paper.sentences import fit_to_positions
 from transformer.paper.translation import forced_decode, forced_steps, translate, translate_together
 from transformer.paper.model import HeadMask, Transformer
 from transformer.paper.tokenizer import PAD_ID, BOS_ID, EOS_ID
-from unsure import unsure_model
+from untrained import unsure_model, untrained_model
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +40,7 @@ def test_batched_greedy_equals_one_sentence_at_a_time(reverse):
 @pytest.fixture(scope="module")
 def endless():
     """An untrained model that can never choose eos (its eos embedding is zero): every search runs to its limit."""
-    torch.manual_seed(0)
-    model = Transformer(ModelConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=32, n_heads=4, n_encoder_layers=2,
-                                    n_decoder_layers=2, d_ff=64, dropout=0.0, max_len=64)).eval()
-    with torch.no_grad():
-        model.tgt_embed.weight[EOS_ID] = 0.0
-    return model
+    return untrained_model(30, seed=0, eos_scale=0.0)
 
 
 def sentences_of_lengths(*lengths):

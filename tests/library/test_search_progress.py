@@ -7,7 +7,7 @@ from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.paper.decoding import beam_search, greedy_search, pad_batch
 from transformer.paper.tokenizer import EOS_ID, PAD_ID
 from transformer.paper.translation import forced_decode
-from unsure import unsure_model
+from untrained import unsure_model
 
 
 @pytest.fixture(scope="module")

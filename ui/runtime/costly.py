@@ -83,8 +83,6 @@ class CostlyWork:
 
     def __init__(self, seconds: float | None = None, window_s: float | None = None, worker: Worker = WORKER):
         self.worker = worker
-        # By default about what three attribution agreements over the sample sentences cost; a student exploring
-        # spends far less.
         self.seconds = seconds or settings.value("EXPLORER_COSTLY_CPU_SECONDS")
         self.window_s = window_s or settings.value("EXPLORER_COSTLY_WINDOW_S")
         self.spent: dict[str, collections.deque] = {}  # client -> (when, CPU-seconds) of its events in the window

@@ -74,6 +74,7 @@ SETTINGS: dict[str, Setting] = {
     "EXPLORER_MAX_CLASSES": Setting(whole_number(1), WHOLE, 20),
     "EXPLORER_MAX_STUDENTS": Setting(whole_number(1), WHOLE, 250),
     "EXPLORER_CLASSES_PER_ADDRESS": Setting(whole_number(1), WHOLE, 2),
+    # About what three attribution agreements over the sample sentences cost; a student exploring spends far less.
     "EXPLORER_COSTLY_CPU_SECONDS": Setting(positive_number, POSITIVE, 180.0),
     "EXPLORER_COSTLY_WINDOW_S": Setting(positive_number, POSITIVE, 600.0),
     "EXPLORER_TRUSTED_PROXIES": Setting(whole_number(1), WHOLE, 1),
