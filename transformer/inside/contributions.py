@@ -240,9 +240,13 @@ def decomposed_blocks(model: Transformer, translations: list[Translation], kinds
                       ) -> dict[str, list[Tensor]]:
     """Each block's C of ``kinds`` (batch, queries, parts), over the translations padded into one batch."""
     records = record_blocks(model, [t.source_ids for t in translations], [t.target_ids for t in translations])
-    blocks = attention_blocks(model)
-    return {kind: [block_contributions(attention, add_and_norm, record).cpu()
-                   for (attention, add_and_norm), record in zip(blocks[kind], records[kind])] for kind in kinds}
+    return {kind: blocks_of(model, records, kind) for kind in kinds}
+
+
+def blocks_of(model: Transformer, records: dict[str, list[BlockInputs]], kind: str) -> list[Tensor]:
+    """Each ``kind`` block's C (batch, queries, parts) from what ``record_blocks`` kept."""
+    return [block_contributions(attention, add_and_norm, record).cpu()
+            for (attention, add_and_norm), record in zip(attention_blocks(model)[kind], records[kind])]
 
 
 @torch.inference_mode()

@@ -1,0 +1,97 @@
+"""Word alignments read from the model's attention, scored against human gold links (``inside/alignment.py``).
+
+    python -m transformer.align --checkpoint checkpoints/multi30k-en-fr \\
+        --text enfr.src-tgt --gold enfr.gold --method shift-att --json
+    python -m transformer.align --checkpoint checkpoints/multi30k-en-fr \\
+        --text enfr.src-tgt --gold enfr.gold --method all
+
+``--text`` holds one pair a line, ``source words ||| target words``, words split by spaces; ``--gold`` its links,
+one line a pair, counted from 1 (``3-5`` sure, ``3p5`` possible), as the word-alignment shared tasks write them.
+The model reads each pair teacher-forced: the target is the given one, not its own translation.
+
+Without ``--json`` each pair's links are printed in that format counted from 0, as fast_align writes them, and the
+score goes to standard error. ``--json`` prints one object: ``aer``, ``precision`` and ``recall`` (null without
+``--gold``) and ``alignments``, for each line its list of ``[source_word, target_word]`` links counted from 0.
+``--method all`` scores every method at every decoder layer and over all layers: ``{"methods": [{"method",
+"layer", "aer", "precision", "recall"}]}`` (``layer`` null: every layer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import arguments
+from .errors import InputError
+from .files.checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
+from .inside import alignment
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m transformer.align", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--text", required=True, help="the pairs to align, one a line: source ||| target")
+    parser.add_argument("--gold", help="gold links of the same lines, to score against (default: no score)")
+    parser.add_argument("--method", choices=[*alignment.METHODS, "all"], default="shift-att",
+                        help="how to read links from the model (default: %(default)s; all: score every method and "
+                             "layer)")
+    parser.add_argument("--layer", type=arguments.positive_int,
+                        help="the decoder layer to read, from 1 (default: every layer)")
+    parser.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT),
+                        help="the model's directory (default: %(default)s)")
+    parser.add_argument("--source-language", help="a multilingual model's source language (default: the model's)")
+    parser.add_argument("--target-language", help="a multilingual model's target language (default: the model's)")
+    parser.add_argument("--device", type=arguments.device, help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    if args.method == "all" and args.layer is not None:
+        parser.error("--method all scores every layer; leave out --layer")
+    if args.method == "all" and args.gold is None:
+        parser.error("--method all compares the methods' scores; give --gold")
+    try:
+        checkpoint = load_checkpoint(args.checkpoint, device=args.device).in_languages(args.source_language,
+                                                                                      args.target_language)
+        pairs = alignment.read_pairs(args.text)
+        gold = alignment.read_gold(args.gold) if args.gold else None
+        if gold is not None and len(gold) != len(pairs):
+            raise InputError(code="align.count_mismatch", sentences=len(pairs), gold=len(gold))
+        choices = (alignment.every_method(checkpoint.model) if args.method == "all"
+                   else [(args.method, args.layer)])
+        links = alignment.align(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, pairs,
+                                choices)
+    except (CheckpointError, InputError) as error:
+        code = getattr(error, "code", None)
+        print(f"error{f' [{code}]' if code else ''}: {error}", file=sys.stderr)
+        return 2
+    if args.method == "all":
+        report_every_method(links, gold, args.json)
+        return 0
+    found = links[(args.method, args.layer)]
+    score = alignment.alignment_error(found, gold) if gold is not None else None
+    if args.json:
+        print(json.dumps({**(score.to_json() if score else {"aer": None, "precision": None, "recall": None}),
+                          "alignments": [sorted(map(list, sentence)) for sentence in found]}))
+        return 0
+    for sentence in found:
+        print(" ".join(f"{source}-{target}" for source, target in sorted(sentence)))
+    if score is not None:
+        print(f"AER {score.aer:.1%}  precision {score.precision:.1%}  recall {score.recall:.1%}", file=sys.stderr)
+    return 0
+
+
+def report_every_method(links: dict, gold: list, as_json: bool) -> None:
+    """Each method and layer's score, best first in the printed table; in JSON, in the methods' order."""
+    rows = [{"method": method, "layer": layer, **alignment.alignment_error(found, gold).to_json()}
+            for (method, layer), found in links.items()]
+    if as_json:
+        print(json.dumps({"methods": rows}))
+        return
+    print(f"{'method':<10} {'layer':>5} {'AER':>7} {'precision':>10} {'recall':>7}")
+    for row in sorted(rows, key=lambda row: row["aer"]):
+        print(f"{row['method']:<10} {row['layer'] or 'all':>5} {row['aer']:7.1%} {row['precision']:10.1%} "
+              f"{row['recall']:7.1%}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
