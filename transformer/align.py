@@ -33,9 +33,9 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--text", required=True, help="the pairs to align, one a line: source ||| target")
     parser.add_argument("--gold", help="gold links of the same lines, to score against (default: no score)")
-    parser.add_argument("--method", choices=[*alignment.METHODS, "all"], default="shift-att",
-                        help="how to read links from the model (default: %(default)s; all: score every method and "
-                             "layer)")
+    parser.add_argument("--method", choices=[*alignment.METHODS, "all"], default="attention",
+                        help="how to read links from the model (default: %(default)s; "
+                             "all: score every method and layer)")
     parser.add_argument("--layer", type=arguments.positive_int,
                         help="the decoder layer to read, from 1 (default: every layer)")
     parser.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT),
