@@ -180,6 +180,30 @@ def load_multi30k(split: str, src_lang: str = "en", tgt_lang: str = "de",
 
 # --- your own data -------------------------------------------------------------------------------
 
+MULTI30K_PREFIX = "multi30k:"
+
+
+def corpus_sentences(spec: str, source_lang: str = "en", target_lang: str | None = None,
+                     data_dir: str | Path | None = None) -> tuple[list[str], list[str] | None]:
+    """The sentences to look at, and their references where the input has them: ``multi30k:SPLIT`` (the
+    ``source_lang`` side, with the ``target_lang`` side as references where Multi30K has it), a ``.tsv`` of source
+    and reference, or a text file of one sentence a line (blank lines skipped)."""
+    if spec.startswith(MULTI30K_PREFIX):
+        split = spec[len(MULTI30K_PREFIX):]
+        if target_lang in MULTI30K_LANGS and target_lang != source_lang:
+            corpus = load_multi30k(split, source_lang, target_lang, data_dir)
+            return corpus.sources, corpus.targets
+        corpus = load_multi30k(split, source_lang, source_lang, data_dir)
+        return corpus.sources, None
+    if Path(spec).suffix.lower() == ".tsv":
+        corpus = load_parallel_tsv(spec)
+        return corpus.sources, corpus.targets
+    sentences = [line.strip() for line in read_lines(spec) if line.strip()]
+    if not sentences:
+        raise DataError(code="data.empty", name=Path(spec).name)
+    return sentences, None
+
+
 def _check_pairs(rows: list[tuple[int, str, str]], origin: str) -> ParallelCorpus:
     corpus = ParallelCorpus([], [])
     for line_number, source, target in rows:
