@@ -80,8 +80,9 @@ def imported_packages(source: str) -> set[str]:
 
 # The library's parts and the parts each may use: the paper's model at the bottom, then what makes it fast on a
 # CPU and its files, then what looks inside it or trains it. The command lines at the top level (translate,
-# evaluate, export, hub, inside_head, attribute, contributions, patch, corpus, align) may use them all; the basics beside them
-# (errors, metrics, data) use none but errors, the most basic (every part's errors are named alike: errors.Explained).
+# evaluate, export, hub, inside_head, attribute, contributions, patch, corpus, align) may use them all; the basics
+# beside them (errors, metrics, data) use none but errors, the most basic (every part's errors are named alike:
+# errors.Explained).
 LIBRARY_PARTS = {
     "paper": {"errors"},
     "cpu": {"paper"},

@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(summary, ensure_ascii=False))
         return 0
-    print(f"{summary['sentences']} sentences in {summary['seconds']:.1f} s, {summary['bytes'] / 1e6:.1f} MB in {args.out}")
+    print(f"{summary['sentences']} sentences in {summary['seconds']:.1f} s, {summary['bytes'] / 1e6:.1f} MB in "
+          f"{args.out}")
     print(f"{'head':<14} {'role':<9} {'confidence':>10}")
     for head in summary["heads"]:
         print(f"{head['kind'] + ' L' + str(head['layer']) + 'H' + str(head['head']):<14} {head['role']:<9} "

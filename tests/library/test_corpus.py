@@ -152,7 +152,8 @@ def test_a_sentences_source_share_is_the_mean_of_the_steps_the_contributions_com
 
 def test_forced_references_are_read_as_given_and_scored_as_the_model_sees_them(reverse, tmp_path):
     references = ["1 2 3", "9 9 9 9"]
-    run = run_corpus(reverse, ["3 2 1", "1 2 3 4"], references, tmp_path / "run", Decoding.default(reverse, forced=True))
+    run = run_corpus(reverse, ["3 2 1", "1 2 3 4"], references, tmp_path / "run",
+                     Decoding.default(reverse, forced=True))
     assert [sentence.translation for sentence in run.sentences] == references
     wrong = run.sentences[1]
     right = run.sentences[0]

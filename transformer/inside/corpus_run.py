@@ -289,7 +289,8 @@ def translated(checkpoint: Checkpoint, sources: list[str], references: list[str]
     """The chunk's translations as ``decoding`` makes them: searched, or its references read teacher-forced."""
     if not decoding.forced:
         return checkpoint.translate_together(sources, decoding.beam, length_penalty=decoding.length_penalty)
-    model, source_tokenizer, target_tokenizer = checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer
+    model, source_tokenizer = checkpoint.model, checkpoint.source_tokenizer
+    target_tokenizer = checkpoint.target_tokenizer
     encoded = [encode_source(model, source_tokenizer, text) for text in sources]
     bodies = [target_tokenizer.encode(reference, add_eos=False) for reference in references]
     translations = inspect_together(model, source_tokenizer, target_tokenizer, [ids for ids, _ in encoded], bodies,
