@@ -48,6 +48,7 @@ FORMAT = 1
 # enough that an interruption loses a few seconds of work.
 CHUNK = 32
 RUN = "run.json"
+STATES = ("encoder", "decoder", "cross", "memory")  # what each sentence's attention blocks read, saved
 EDGE_BYTES = 1 << 16  # of each weights file, read into the fingerprint beside its size
 
 
@@ -98,6 +99,7 @@ class CorpusRun:
     folder: Path
     sentences: list[CorpusSentence] = field(default_factory=list)
     heads: list[dict[str, Tensor]] = field(default_factory=list)     # each sentence's SentenceSums.heads
+    states: list[dict[str, Tensor]] = field(default_factory=list)    # each sentence's encoder, decoder, cross, memory
     unlike: dict[str, Tensor] = field(default_factory=dict)          # SentenceSums.unlike summed over them
     total: int = 0
     seconds: float = 0.0
@@ -236,6 +238,7 @@ def add_chunk(run: CorpusRun, text_path: Path, tensor_path: Path, count: int | N
     for index, record in enumerate(records):
         run.sentences.append(CorpusSentence(**record))
         run.heads.append({kind: tensors[f"{index}.heads.{kind}"] for kind in KINDS})
+        run.states.append({part: tensors[f"{index}.{part}"] for part in STATES})
         for kind in KINDS:
             run.unlike[kind] = run.unlike.get(kind, 0) + tensors[f"{index}.unlike.{kind}"]
 
