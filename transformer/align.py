@@ -18,52 +18,42 @@ score goes to standard error. ``--json`` prints one object: ``aer``, ``precision
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 from . import arguments
 from .errors import InputError
-from .files.checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
 from .inside import alignment
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.align", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.CommandLine("align", __doc__)
     parser.add_argument("--text", required=True, help="the pairs to align, one a line: source ||| target")
     parser.add_argument("--gold", help="gold links of the same lines, to score against (default: no score)")
     parser.add_argument("--method", choices=[*alignment.METHODS, "all"], default="attention",
-                        help="how to read links from the model (default: %(default)s; "
-                             "all: score every method and layer)")
+                        help="how to read links from the model (all: score every method and layer)")
     parser.add_argument("--layer", type=arguments.positive_int,
                         help="the decoder layer to read, from 1 (default: every layer)")
-    parser.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT),
-                        help="the model's directory (default: %(default)s)")
-    parser.add_argument("--source-language", help="a multilingual model's source language (default: the model's)")
-    parser.add_argument("--target-language", help="a multilingual model's target language (default: the model's)")
-    parser.add_argument("--device", type=arguments.device, help="cpu or cuda (default: cuda when available)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
+    arguments.add_checkpoint(parser)
+    arguments.add_languages(parser)
+    arguments.add_device(parser)
+    arguments.add_json(parser)
+    return arguments.run(parser, lambda args: aligned(parser, args), argv)
+
+
+def aligned(parser: arguments.CommandLine, args) -> int:
     if args.method == "all" and args.layer is not None:
         parser.error("--method all scores every layer; leave out --layer")
     if args.method == "all" and args.gold is None:
         parser.error("--method all compares the methods' scores; give --gold")
-    try:
-        checkpoint = load_checkpoint(args.checkpoint, device=args.device).in_languages(args.source_language,
-                                                                                      args.target_language)
-        pairs = alignment.read_pairs(args.text)
-        gold = alignment.read_gold(args.gold) if args.gold else None
-        if gold is not None and len(gold) != len(pairs):
-            raise InputError(code="align.count_mismatch", sentences=len(pairs), gold=len(gold))
-        choices = (alignment.every_method(checkpoint.model) if args.method == "all"
-                   else [(args.method, args.layer)])
-        links = alignment.align(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, pairs,
-                                choices)
-    except (CheckpointError, InputError) as error:
-        code = getattr(error, "code", None)
-        print(f"error{f' [{code}]' if code else ''}: {error}", file=sys.stderr)
-        return 2
+    checkpoint = arguments.checkpoint_of(args)
+    pairs = alignment.read_pairs(args.text)
+    gold = alignment.read_gold(args.gold) if args.gold else None
+    if gold is not None and len(gold) != len(pairs):
+        raise InputError(code="align.count_mismatch", sentences=len(pairs), gold=len(gold))
+    choices = alignment.every_method(checkpoint.model) if args.method == "all" else [(args.method, args.layer)]
+    links = alignment.align(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, pairs,
+                            choices)
     if args.method == "all":
         report_every_method(links, gold, args.json)
         return 0

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -15,12 +14,16 @@ from .inside.attribution import METHODS, attribute
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.attribute", description=attribution.__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.CommandLine("attribute", attribution.__doc__)
     arguments.add_sentence_arguments(parser, "attribute")
-    parser.add_argument("--method", choices=METHODS, default="integrated_gradients")
-    parser.add_argument("--steps", type=arguments.positive_int, default=64, help="integrated gradients' points")
-    args = parser.parse_args(argv)
+    parser.add_argument("--method", choices=METHODS, default="integrated_gradients",
+                        help="how to attribute each token to the source")
+    parser.add_argument("--steps", type=arguments.positive_int, default=64,
+                        help="integrated gradients' points between the baseline and the input")
+    return arguments.run(parser, lambda args: attributed(parser, args), argv)
+
+
+def attributed(parser: arguments.CommandLine, args) -> int:
     checkpoint, translation = arguments.translated_sentence(parser, args)
     result = attribute(checkpoint.model, translation, args.method, args.steps)
     if args.json:

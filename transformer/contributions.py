@@ -10,7 +10,6 @@ token], "prefix": [a share per decoder input up to this step], "source_share_by_
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -19,10 +18,12 @@ from .inside import contributions
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.contributions", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.CommandLine("contributions", __doc__)
     arguments.add_sentence_arguments(parser, "measure")
-    args = parser.parse_args(argv)
+    return arguments.run(parser, lambda args: measured(parser, args), argv)
+
+
+def measured(parser: arguments.CommandLine, args) -> int:
     checkpoint, translation = arguments.translated_sentence(parser, args)
     result = contributions.contributions(checkpoint.model, translation)
     if args.json:

@@ -18,15 +18,12 @@ source_share, log_probability}``. Layers, heads and sentences (``index``, ``exam
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
 
 from . import arguments
-from .data import DataError, corpus_sentences
-from .errors import InputError
-from .files.checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
+from .data import corpus_sentences
 from .inside.corpus_run import Decoding, run_corpus
 
 log = logging.getLogger("transformer.corpus")
@@ -34,41 +31,32 @@ log = logging.getLogger("transformer.corpus")
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    parser = argparse.ArgumentParser(prog="python -m transformer.corpus", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.CommandLine("corpus", __doc__)
     parser.add_argument("--input", required=True, help="multi30k:SPLIT, a .tsv of sentence and reference, or a "
                         "text file of one sentence a line")
     parser.add_argument("--out", required=True, help="the folder the run is saved in, and resumed from")
     parser.add_argument("--limit", type=arguments.positive_int, help="only the first N sentences (default: all)")
-    parser.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT),
-                        help="the model's directory (default: %(default)s)")
-    parser.add_argument("--data-dir", help="the Multi30K folder (default: $MULTI30K_DIR)")
+    parser.add_argument("--data-dir", help="the Multi30K folder (default: $MULTI30K_DIR, else download)")
     parser.add_argument("--force-references", action="store_true",
                         help="read each reference teacher-forced instead of translating")
-    parser.add_argument("--beam", type=arguments.positive_int,
-                        help="beam size (1 = greedy; default: the one the model was published with, else 5)")
-    parser.add_argument("--length-penalty", type=float,
-                        help="default: the one the checkpoint was scored with, else 1.0")
-    parser.add_argument("--source-language", help="a multilingual model's source language (default: the model's)")
-    parser.add_argument("--target-language", help="a multilingual model's target language (default: the model's)")
-    parser.add_argument("--device", type=arguments.device, help="cpu or cuda (default: cuda when available)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
-    try:
-        checkpoint = load_checkpoint(args.checkpoint, device=args.device).in_languages(args.source_language,
-                                                                                      args.target_language)
-        source_lang = (checkpoint.pair[0] if checkpoint.pair else None) or checkpoint.info.get("source_lang", "en")
-        target_lang = (checkpoint.pair[1] if checkpoint.pair else None) or checkpoint.info.get("target_lang")
-        sources, references = corpus_sentences(args.input, source_lang, target_lang, args.data_dir)
-        if args.limit:
-            sources, references = sources[:args.limit], references and references[:args.limit]
-        decoding = Decoding.default(checkpoint, args.beam, args.length_penalty, args.force_references)
-        run = run_corpus(checkpoint, sources, references, args.out, decoding,
-                         progress=lambda done, total: log.info("%d of %d sentences", done, total))
-    except (CheckpointError, InputError, DataError) as error:
-        code = getattr(error, "code", None)
-        print(f"error{f' [{code}]' if code else ''}: {error}", file=sys.stderr)
-        return 2
+    arguments.add_checkpoint(parser)
+    arguments.add_languages(parser)
+    arguments.add_decoding(parser, output_length=False)
+    arguments.add_device(parser)
+    arguments.add_json(parser)
+    return arguments.run(parser, measured, argv)
+
+
+def measured(args) -> int:
+    checkpoint = arguments.checkpoint_of(args)
+    source_lang = (checkpoint.pair[0] if checkpoint.pair else None) or checkpoint.info.get("source_lang", "en")
+    target_lang = (checkpoint.pair[1] if checkpoint.pair else None) or checkpoint.info.get("target_lang")
+    sources, references = corpus_sentences(args.input, source_lang, target_lang, args.data_dir)
+    if args.limit:
+        sources, references = sources[:args.limit], references and references[:args.limit]
+    decoding = Decoding.default(checkpoint, args.beam, args.length_penalty, args.force_references)
+    run = run_corpus(checkpoint, sources, references, args.out, decoding,
+                     progress=lambda done, total: log.info("%d of %d sentences", done, total))
     summary = run.summary()
     if args.json:
         print(json.dumps(summary, ensure_ascii=False))

@@ -14,7 +14,6 @@ score with its sacreBLEU signature; a picture of the training curves goes beside
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import platform
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from . import arguments
 from . import data as datasets
 from .files.checkpoint import CheckpointError, load_checkpoint, read_config, save_checkpoint
 from .files.curves import training_curves_svg
@@ -126,20 +126,25 @@ def model_card(name: str, metrics: dict, config: dict, command: str, curve: str 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    parser = argparse.ArgumentParser(prog="python -m transformer.export", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.CommandLine("export", __doc__)
     parser.add_argument("source", help="checkpoint directory to export (e.g. RUN/averaged)")
     parser.add_argument("destination", help="bundled checkpoint directory (e.g. checkpoints/NAME)")
-    parser.add_argument("--run", help="run directory with log.jsonl, probes.jsonl and command.txt")
-    parser.add_argument("--data-dir", help="Multi30K directory, for scoring translation models")
-    parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"])
-    parser.add_argument("--beam", type=int, default=5)
-    parser.add_argument("--length-penalties", type=float, nargs="+", default=[0.6, 1.0, 1.4],
+    parser.add_argument("--run", help="run directory with log.jsonl, probes.jsonl and command.txt (default: the "
+                                      "source's parent)")
+    parser.add_argument("--data-dir", help="Multi30K directory, for scoring translation models (default: "
+                                           "$MULTI30K_DIR, else download)")
+    parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"],
+                        help="the precision the weights are stored in")
+    parser.add_argument("--beam", type=arguments.positive_int, default=5, help="the beam size it is scored with")
+    parser.add_argument("--length-penalties", type=arguments.non_negative_number, nargs="+", default=[0.6, 1.0, 1.4],
                         help="candidates, chosen by val BLEU")
-    parser.add_argument("--command", help="the training command, if the run has no command.txt")
+    parser.add_argument("--command", help="the training command, if the run has no command.txt (default: the "
+                                          "run's)")
     parser.add_argument("--note", default="", help="a remark for the model card (e.g. which code trained it)")
-    args = parser.parse_args(argv)
+    return arguments.run(parser, exported, argv)
 
+
+def exported(args) -> int:
     source, destination = Path(args.source), Path(args.destination)
     run_dir = Path(args.run) if args.run else source.parent
     dtype = getattr(torch, args.dtype)
@@ -155,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         steps, evals = read_training_log(run_dir / "log.jsonl")
         metrics = score(stored, original, config, steps, evals, args)
     except (CheckpointError, datasets.DataError) as error:
-        log.error("%s; %s was left as it was", error, destination)
+        print(f"error [{error.code}]: {error}; {destination} was left as it was", file=sys.stderr)
         return 2
     command_file = run_dir / "command.txt"
     command = args.command or (command_file.read_text().strip().splitlines()[0] if command_file.is_file() else "?")

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -15,16 +14,18 @@ from .inside.one_head import KINDS, describe, head_arithmetic
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.inside_head", description=one_head.__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.CommandLine("inside_head", one_head.__doc__)
     arguments.add_sentence_arguments(parser, "look inside")
-    parser.add_argument("--kind", choices=KINDS, default="cross")
-    parser.add_argument("--layer", type=arguments.positive_int, default=1)
-    parser.add_argument("--head", type=arguments.positive_int, default=1)
+    parser.add_argument("--kind", choices=KINDS, default="cross", help="which attention")
+    parser.add_argument("--layer", type=arguments.positive_int, default=1, help="the layer, from 1")
+    parser.add_argument("--head", type=arguments.positive_int, default=1, help="the head, from 1")
     parser.add_argument("--query", type=arguments.positive_int, default=1,
-                        help="row of the attention matrix (a source position for encoder attention, else a "
-                             "decoder input position, <s> first)")
-    args = parser.parse_args(argv)
+                        help="row of the attention matrix, from 1 (a source position for encoder attention, else "
+                             "a decoder input position, <s> first)")
+    return arguments.run(parser, lambda args: looked_inside(parser, args), argv)
+
+
+def looked_inside(parser: arguments.CommandLine, args) -> int:
     checkpoint, translation = arguments.translated_sentence(parser, args)
     model = checkpoint.model
     try:

@@ -21,7 +21,6 @@ import json
 import sys
 
 from . import arguments
-from .errors import InputError
 from .inside import patching
 from .paper.sentences import encode_source
 
@@ -43,8 +42,7 @@ def positions(value: str) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.patch", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments.CommandLine("patch", __doc__)
     parser.add_argument("text", help="the clean sentence, whose translation both runs read")
     parser.add_argument("corrupted", nargs="?", help="the corrupted sentence (a minimal pair); or use --noise")
     parser.add_argument("--step", type=arguments.positive_int,
@@ -52,13 +50,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--alternative", help="the token to compare with (default: the step's runner-up; with the "
                                               "default step, the token the corrupted run prefers there)")
     parser.add_argument("--noise", type=positions, metavar="POSITIONS",
-                        help="instead of a corrupted sentence: noise on these source positions' embeddings (1,2)")
+                        help="instead of a corrupted sentence: noise on these source positions' embeddings (1,2; "
+                             "default: none)")
     parser.add_argument("--align", type=pairs, metavar="PAIRS",
                         help="clean-corrupted positions, e.g. 1-1,2-2,3-4 (default: the pieces the two share "
                              "from the start and the end)")
     parser.add_argument("--seed", type=int, default=0, help="the noise's seed")
-    arguments.add_decoding_arguments(parser)
-    args = parser.parse_args(argv)
+    arguments.add_model(parser)
+    arguments.add_json(parser)
+    return arguments.run(parser, lambda args: patched(parser, args), argv)
+
+
+def patched(parser: arguments.CommandLine, args) -> int:
     if (args.corrupted is None) == (args.noise is None):
         parser.error("give either a corrupted sentence or --noise POSITIONS")
     if args.corrupted is not None and not args.corrupted.strip():
@@ -73,11 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         alternative = alternative or checkpoint.target_tokenizer.piece(preferred)
     elif step is None:
         parser.error("with --noise, give --step")
-    try:
-        result = patching.activation_patching(checkpoint.model, translation, checkpoint.target_tokenizer, corrupted,
-                                              step, alternative, args.align, args.noise, args.seed)
-    except InputError as error:
-        parser.exit(2, f"error: {error}\n")
+    result = patching.activation_patching(checkpoint.model, translation, checkpoint.target_tokenizer, corrupted,
+                                          step, alternative, args.align, args.noise, args.seed)
     if args.json:
         print(json.dumps(result.to_json(translation), ensure_ascii=False))
         return 0

@@ -209,10 +209,11 @@ def test_command_line_converts_and_translate_limits_generated_tokens(marian_dir,
     run = run_command
     converted = run("transformer.hub", str(marian_dir), "--out", str(out))
     assert converted.returncode == 0, converted.stderr
-    translated = run("transformer.translate", "--checkpoint", str(out), "--max-tokens", "3", "--json",
+    translated = run("transformer.translate", "--checkpoint", str(out), "--max-length", "3", "--json",
                      "Two dogs play in the snow.")
     assert translated.returncode == 0, translated.stderr
     result = json.loads(translated.stdout)
     assert result["target_tokens"][0] == "<pad>" and len(result["target_tokens"]) <= 1 + 3
     refused = run("transformer.hub", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x"))
-    assert refused.returncode == 2 and "error:" in refused.stderr and "Traceback" not in refused.stderr
+    assert refused.returncode == 2 and refused.stderr.startswith("error [hub.not_repo_id]: ")
+    assert len(refused.stderr.splitlines()) == 1

@@ -152,7 +152,7 @@ def test_an_unknown_language_or_a_language_for_a_one_pair_model_is_one_sentence(
 def test_command_line_translates_into_the_language_it_is_asked_for(family, converted):
     target = TARGETS[family]
     result = run_command("transformer.translate", "--checkpoint", str(converted.path), "--target-language", target,
-                         "--max-tokens", "4", "--beam", "1", "--json", ENGLISH[0])
+                         "--max-length", "4", "--beam", "1", "--json", ENGLISH[0])
     assert result.returncode == 0, result.stderr
     output = json.loads(result.stdout.strip().splitlines()[-1])
     if family != "small100":
@@ -209,7 +209,7 @@ def test_evaluation_scores_a_multilingual_model_in_the_datas_languages(family, o
     (tmp_path / "ref.de").write_text("\n".join(GERMAN[:3]) + "\n")
     result = run_command("transformer.evaluate", "--checkpoint", str(converted.path), "--source",
                          str(tmp_path / "src.en"), "--reference", str(tmp_path / "ref.de"), "--beam", "1",
-                         "--max-tokens", "4", "--output", str(tmp_path / "hyp.txt"), "--json")
+                         "--batch-tokens", "4", "--output", str(tmp_path / "hyp.txt"), "--json")
     assert result.returncode == 0, result.stderr
     source, target = evaluate_module.in_data_languages(converted, "en", "fr").pair
     assert (iso_code(source), iso_code(target)) == ("en", "fr")

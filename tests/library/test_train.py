@@ -420,29 +420,25 @@ def test_bleu_and_chrf_are_sacrebleus():
 
 # --- command line and DDP ------------------------------------------------------------------------
 
-def test_cli_reports_bad_data_with_exit_code_2_and_no_traceback(tmp_path, caplog, capsys):
-    with caplog.at_level(logging.ERROR):
-        code = train_cli.main(["--data", "no-such-corpus.tsv", "--out", str(tmp_path / "run"), "--no-progress"])
+def test_cli_reports_bad_data_in_one_line_with_exit_code_2_and_no_traceback(tmp_path, capsys):
+    code = train_cli.main(["--data", "no-such-corpus.tsv", "--out", str(tmp_path / "run"), "--no-progress"])
     assert code == 2
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert len(errors) == 1 and errors[0].exc_info is None
-    assert "--data must be copy, reverse, sort, multi30k or an existing .tsv file" in errors[0].getMessage()
-    assert "'no-such-corpus.tsv'" in errors[0].getMessage()
-    assert "Traceback" not in capsys.readouterr().err
+    assert capsys.readouterr().err == ("error [data.unknown_source]: --data must be copy, reverse, sort, multi30k or "
+                                       "an existing .tsv file; 'no-such-corpus.tsv' is none of these.\n")
     assert not (tmp_path / "run").exists()
 
 
-def test_cli_reports_a_malformed_tsv_with_exit_code_2(tmp_path, caplog):
+def test_cli_reports_a_malformed_tsv_with_exit_code_2(tmp_path, capsys):
     path = tmp_path / "few.tsv"
     path.write_text("one\teins\ntwo\tzwei\n")
-    with caplog.at_level(logging.ERROR):
-        assert train_cli.main(["--data", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
-    assert "few.tsv has only 2 usable pairs; at least 20 are needed" in caplog.text
+    assert train_cli.main(["--data", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    assert capsys.readouterr().err == ("error [data.too_few_pairs]: few.tsv has only 2 usable pairs; at least 20 "
+                                       "are needed\n")
     path.write_text("one\teins\ntwo zwei\n")
-    with caplog.at_level(logging.ERROR):
-        assert train_cli.main(["--data", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
-    assert ("few.tsv has only 1 usable pair; at least 20 are needed (1 row skipped, first few.tsv line 2: no tab "
-            "between source and target)") in caplog.text
+    assert train_cli.main(["--data", str(path), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    assert capsys.readouterr().err == (
+        "error [data.too_few_pairs_one_skipped_one_row]: few.tsv has only 1 usable pair; at least 20 are needed (1 "
+        "row skipped, first few.tsv line 2: no tab between source and target)\n")
 
 
 def test_averaging_the_last_checkpoints_averages_their_weights_and_records_the_last_step(tmp_path):
@@ -468,7 +464,7 @@ def test_ctrl_c_stops_the_command_after_its_update_and_saves_a_run_that_resumes(
     out = tmp_path / "interrupted"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     process = subprocess.Popen([sys.executable, "-m", "transformer.train", "--data", "copy", "--steps", "100000",
-                                "--eval-every", "100000", "--eval-sentences", "10", "--max-tokens", "400",
+                                "--eval-every", "100000", "--eval-sentences", "10", "--batch-tokens", "400",
                                 "--max-minutes", "3", "--out", str(out), "--no-progress"],
                                cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for _ in range(600):  # wait for the first updates, logged every 50
@@ -535,10 +531,11 @@ def test_a_run_planned_for_text_measures_this_machine_and_counts_the_time_in_its
     assert clock[0] > trainer.clock.measuring_s and clock[-2] <= 6, "updates from the end of measuring to the 6 s limit"
 
 
-def test_cli_asks_for_a_time_limit_before_planning_for_one(caplog):
-    with caplog.at_level(logging.ERROR):
-        assert train_cli.main(["--data", "copy", "--preset", "auto"]) == 2
-    assert "give it a time limit (--max-minutes)" in caplog.text
+def test_cli_asks_for_a_time_limit_before_planning_for_one(capsys):
+    assert train_cli.main(["--data", "copy", "--preset", "auto"]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith("error [train.settings]: ") and "give it a time limit (--max-minutes)" in said
+    assert len(said.splitlines()) == 1
 
 
 def test_cli_rejects_an_unknown_preset_as_a_usage_error(capsys):
@@ -564,7 +561,7 @@ def test_ddp_with_two_processes_trains_in_lockstep(tmp_path):
                "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
                "-m", "transformer.train", "--data", "copy", "--steps", "6", "--eval-every", "6",
                "--max-minutes", "30",  # a schedule that reads the clock: the processes must agree on it
-               "--max-tokens", "400", "--eval-sentences", "20", "--out", str(out), "--no-progress"]
+               "--batch-tokens", "400", "--eval-sentences", "20", "--out", str(out), "--no-progress"]
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stderr[-3000:]
     final = json.loads(result.stdout.strip().splitlines()[-1])

@@ -19,8 +19,8 @@ import threading
 from pathlib import Path
 
 
-from .. import data as datasets
-from ..files.checkpoint import CheckpointError, read_config
+from .. import arguments
+from ..files.checkpoint import read_config
 from ..files.weights import resolve
 from ..paper.config import PRESETS
 from .planning import data_kind, run_settings
@@ -30,54 +30,62 @@ from .trainer import Trainer
 log = logging.getLogger(__name__)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m transformer.train", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def build_parser() -> arguments.CommandLine:
+    parser = arguments.CommandLine("train", __doc__, renamed={"--max-tokens": "--batch-tokens"})
     defaults = TrainConfig()
     add = parser.add_argument
+    whole, positive, share = arguments.positive_int, arguments.positive_number, arguments.share
     add("--data", default=defaults.data, help="copy, reverse, sort, multi30k, or a source<TAB>target .tsv file")
     add("--data-dir", help="directory with Multi30K's {split}.{lang}.gz (default: $MULTI30K_DIR, else download)")
-    add("--src-lang", default="en")
-    add("--tgt-lang", default="de")
+    add("--source-language", dest="src_lang", default="en", metavar="CODE", help="Multi30K's source side")
+    add("--target-language", dest="tgt_lang", default="de", metavar="CODE", help="Multi30K's target side")
     add("--preset", default=defaults.preset, choices=[*sorted(PRESETS), AUTO_PRESET],
-        help=f"model size (default {defaults.preset}); {AUTO_PRESET}: size, vocabulary, batch, learning rate and "
+        help=f"model size (default: {defaults.preset}); {AUTO_PRESET}: size, vocabulary, batch, learning rate and "
              "warm-up planned for --max-minutes, with a schedule that ends when the time does")
-    for name, kind in (("d_model", int), ("n_heads", int), ("n_encoder_layers", int), ("n_decoder_layers", int),
-                       ("d_ff", int), ("dropout", float), ("attention_dropout", float), ("max_len", int)):
-        add("--" + name.replace("_", "-"), type=kind, help=f"override the preset's {name}")
+    for name, kind in (("d_model", whole), ("n_heads", whole), ("n_encoder_layers", whole),
+                       ("n_decoder_layers", whole), ("d_ff", whole), ("dropout", share),
+                       ("attention_dropout", share), ("max_len", whole)):
+        add("--" + name.replace("_", "-"), type=kind, help=f"override the preset's {name} (default: the preset's)")
     add("--norm-first", action="store_true", default=None, help="pre-norm instead of the paper's post-norm")
     add("--separate-embeddings", action="store_true", help="do not share source/target/output embeddings")
     add("--separate-vocabularies", action="store_true",
         help="one sentencepiece model per language, each of --vocab-size pieces (implies --separate-embeddings); "
              "the digit tasks have the same symbols on both sides, so theirs come out identical")
     # Left unset, these take TrainConfig's defaults, or what --preset auto plans.
-    add("--vocab-size", type=int, help=f"sentencepiece pieces (default {defaults.vocab_size})")
-    add("--max-tokens", type=int, help=f"padded tokens per batch (default {defaults.max_tokens})")
-    add("--steps", type=int, help=f"optimizer updates (default {defaults.steps}); on --resume, the new total")
-    add("--max-minutes", type=float,
+    planned = f"or what --preset {AUTO_PRESET} plans"
+    add("--vocab-size", type=whole, help=f"sentencepiece pieces (default: {defaults.vocab_size}, {planned})")
+    add("--batch-tokens", dest="max_tokens", type=whole, metavar="TOKENS",
+        help=f"a batch holds at most this many tokens, padding counted (default: {defaults.max_tokens}, {planned})")
+    add("--steps", type=whole, help=f"optimizer updates (default: {defaults.steps}); on --resume, the new total")
+    add("--max-minutes", type=positive,
         help="time limit of updates and evaluations: the run stops there and a decaying schedule ends there when "
-             "it comes before --steps; on --resume, the new total")
-    add("--lr", type=float, help=f"peak learning rate (default {defaults.lr})")
-    add("--warmup-steps", type=int, help=f"default {defaults.warmup_steps}")
+             "it comes before --steps; on --resume, the new total (default: none)")
+    add("--lr", type=positive, help=f"peak learning rate (default: {defaults.lr}, {planned})")
+    add("--warmup-steps", type=arguments.whole_number, help=f"updates of rising learning rate (default: "
+        f"{defaults.warmup_steps}, {planned})")
     add("--schedule", choices=["noam", "cosine", "linear", "plateau", "constant"],
-        help=f"default {defaults.schedule}")
-    add("--label-smoothing", type=float, default=defaults.label_smoothing)
-    add("--clip-norm", type=float, default=defaults.clip_norm)
-    add("--accumulate", type=int, default=defaults.accumulate)
-    add("--weight-decay", type=float, default=defaults.weight_decay)
-    add("--seed", type=int, default=defaults.seed)
-    add("--eval-every", type=int, help=f"evaluate every this many updates (default {defaults.eval_every})")
-    add("--eval-every-minutes", type=float, help="also evaluate this often by the clock")
-    add("--eval-sentences", type=int)
-    add("--out", default=None, help="run directory (default runs/<data>-<preset>)")
-    add("--resume", metavar="RUN_DIR", help="continue the run saved in RUN_DIR/last")
-    add("--precision", default="auto", choices=["auto", "bf16", "fp32"])
-    add("--keep-checkpoints", type=int, default=defaults.keep_checkpoints)
-    add("--average-last", type=int, default=0)
-    add("--probe", action="append", default=[], help="sentence whose attention is saved at every evaluation")
-    add("--threads", type=int)
-    add("--device", help="where to train (cpu, cuda, cuda:1; default CUDA when PyTorch sees a GPU)")
-    add("--no-progress", action="store_true")
+        help=f"the learning rate's schedule (default: {defaults.schedule}, {planned})")
+    add("--label-smoothing", type=share, default=defaults.label_smoothing, help="section 5.4's ε_ls")
+    add("--clip-norm", type=arguments.non_negative_number, default=defaults.clip_norm,
+        help="clip the gradient's norm to this (0: no clipping)")
+    add("--accumulate", type=whole, default=defaults.accumulate, help="micro-batches per update")
+    add("--weight-decay", type=arguments.non_negative_number, default=defaults.weight_decay, help="AdamW's")
+    add("--seed", type=arguments.whole_number, default=defaults.seed, help="of the data's order and the weights")
+    add("--eval-every", type=whole, help=f"evaluate every this many updates (default: {defaults.eval_every})")
+    add("--eval-every-minutes", type=positive, help="also evaluate this often by the clock (default: not by it)")
+    add("--eval-sentences", type=whole, help="validation sentences decoded at each evaluation (default: all)")
+    add("--out", default=None, help="run directory (default: runs/<data>-<preset>)")
+    add("--resume", metavar="RUN_DIR", help="continue the run saved in RUN_DIR/last (default: a new run)")
+    add("--precision", default="auto", choices=["auto", "bf16", "fp32"],
+        help="auto: bf16 where the machine computes it natively")
+    add("--keep-checkpoints", type=whole, default=defaults.keep_checkpoints, help="evaluations' checkpoints kept")
+    add("--average-last", type=arguments.whole_number, default=0,
+        help="average the weights of the last N checkpoints into RUN/averaged (0: none)")
+    add("--probe", action="append", default=[],
+        help="sentence whose attention is saved at every evaluation (default: one per data kind)")
+    add("--threads", type=whole, help="CPU threads (default: PyTorch's)")
+    add("--device", help="where to train (cpu, cuda, cuda:1; default: CUDA when PyTorch sees a GPU)")
+    add("--no-progress", action="store_true", help="no progress bar")
     return parser
 
 
@@ -124,43 +132,55 @@ def stop_on_first_interrupt(cancel: threading.Event):
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    return arguments.run(parser, lambda args: trained(parser, args, argv), argv)
+
+
+def trained(parser: arguments.CommandLine, args: argparse.Namespace, argv: list[str] | None) -> int:
     try:
         if args.resume:
-            saved = read_config(resolve(Path(args.resume) / "last"))
-            config = TrainConfig(**saved["training"])
-            config.out_dir = args.resume  # the run continues where it lies now, even if moved
-            if args.steps is not None:
-                if args.steps != config.steps and config.schedule in ("cosine", "linear"):
-                    log.warning("the %s schedule decays over all the updates: changing them from %d to %d reshapes "
-                                "it, so the learning rate jumps where the run resumes", config.schedule,
-                                config.steps, args.steps)
-                config.steps = args.steps
-            if args.max_minutes is not None:  # the clock goes on from where the run stopped: this is its new total
-                if args.max_minutes != config.max_minutes and config.schedule in ("cosine", "linear"):
-                    log.warning("the %s schedule ends with the run's time limit: changing it to %g minutes "
-                                "reshapes it, so the learning rate jumps where the run resumes", config.schedule,
-                                args.max_minutes)
-                config.max_minutes = args.max_minutes
-            ignored = [f"--{name.replace('_', '-')}" for name, value in vars(args).items()
-                       if name not in ("resume", "steps", "max_minutes", "no_progress")
-                       and value != parser.get_default(name)]
-            if ignored:
-                log.warning("--resume continues with the run's saved settings; ignored: %s", ", ".join(ignored))
+            config = resumed_config(parser, args)
         else:
             config = config_from_args(args)
         trainer = Trainer(config, resume=args.resume, show_progress=not args.no_progress)
-        trainer.directory.add_command("python -m transformer.train "
-                                      + shlex.join(argv if argv is not None else sys.argv[1:]))
+    except ValueError as error:  # settings that do not go together, found as the run is set up
+        print(f"error [train.settings]: {error}", file=sys.stderr)
+        return 2
+    trainer.directory.add_command("python -m transformer.train "
+                                  + shlex.join(argv if argv is not None else sys.argv[1:]))
+    try:
         with stop_on_first_interrupt(trainer.cancel):
             final = trainer.run()
-    except (datasets.DataError, CheckpointError, ValueError, FloatingPointError) as error:
-        logging.error("%s", error)
-        return 2
     except KeyboardInterrupt:
-        logging.error("stopped at once: what was trained since the last evaluation was not saved")
-        return 130
+        print("error [interrupted]: stopped at once: what was trained since the last evaluation was not saved",
+              file=sys.stderr)
+        return arguments.INTERRUPTED
     if trainer.rank == 0:
         print(json.dumps({k: v for k, v in final.items() if k != "probe"}))
     trainer.processes.leave()
     return 0
+
+
+def resumed_config(parser: arguments.CommandLine, args: argparse.Namespace) -> TrainConfig:
+    """The saved run's settings, with a new total of updates or minutes where given."""
+    saved = read_config(resolve(Path(args.resume) / "last"))
+    config = TrainConfig(**saved["training"])
+    config.out_dir = args.resume  # the run continues where it lies now, even if moved
+    if args.steps is not None:
+        if args.steps != config.steps and config.schedule in ("cosine", "linear"):
+            log.warning("the %s schedule decays over all the updates: changing them from %d to %d reshapes "
+                        "it, so the learning rate jumps where the run resumes", config.schedule,
+                        config.steps, args.steps)
+        config.steps = args.steps
+    if args.max_minutes is not None:  # the clock goes on from where the run stopped: this is its new total
+        if args.max_minutes != config.max_minutes and config.schedule in ("cosine", "linear"):
+            log.warning("the %s schedule ends with the run's time limit: changing it to %g minutes "
+                        "reshapes it, so the learning rate jumps where the run resumes", config.schedule,
+                        args.max_minutes)
+        config.max_minutes = args.max_minutes
+    flags = {action.dest: action.option_strings[0] for action in parser._actions if action.option_strings}
+    ignored = [flags[name] for name, value in vars(args).items()
+               if name not in ("resume", "steps", "max_minutes", "no_progress", "debug")
+               and value != parser.get_default(name)]
+    if ignored:
+        log.warning("--resume continues with the run's saved settings; ignored: %s", ", ".join(ignored))
+    return config
