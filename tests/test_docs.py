@@ -43,3 +43,24 @@ def test_the_readme_names_every_endpoint_the_page_declares():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert {"translate", "keep_stopped_model"} <= declared
     assert sorted(name for name in declared if f"`/{name}`" not in readme) == []
+
+
+def readme() -> str:
+    return (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_shows_every_command_the_library_has_and_no_other():
+    commands = {path.stem for path in (ROOT / "transformer").glob("*.py")
+                if 'if __name__ == "__main__"' in path.read_text(encoding="utf-8")}
+    commands |= {path.parent.name for path in (ROOT / "transformer").glob("*/__main__.py")}
+    assert {"translate", "corpus", "train"} <= commands
+    assert set(re.findall(r"python -m transformer\.(\w+)", readme())) == commands
+
+
+def test_the_readmes_table_of_settings_is_the_apps_own():
+    from ui.runtime.settings import SETTINGS
+    table = readme().split("Environment variables a host may set", 1)[1].split("\n## ", 1)[0]
+    assert set(re.findall(r"`(EXPLORER_\w+)`", table)) == set(SETTINGS)
+    named_anywhere = {name for doc in DOCS for name in
+                      re.findall(r"\bEXPLORER_[A-Z_]*[A-Z]\b", (ROOT / doc).read_text(encoding="utf-8"))}
+    assert sorted(named_anywhere - set(SETTINGS)) == []

@@ -40,6 +40,15 @@ def client(app_url):
     return Client(app_url, verbose=False)
 
 
+def test_every_endpoint_the_running_app_offers_is_in_the_readme_and_a_classs_in_the_classroom_doc(client):
+    offered = {name.lstrip("/") for name in client.view_api(print_info=False, return_format="dict")["named_endpoints"]}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    classroom = (ROOT / "docs" / "classroom.md").read_text(encoding="utf-8")
+    assert {"translate", "keep_stopped_model", "class_open"} <= offered
+    assert sorted(name for name in offered if f"`/{name}`" not in (classroom if name.startswith("class_") else readme)) \
+        == []
+
+
 def translate(client, text, decoding="beam", beam=4, max_tokens=40, model="reverse-tiny"):
     return client.predict(model, text, decoding, beam, max_tokens, api_name="/translate")
 
