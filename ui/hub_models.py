@@ -16,7 +16,6 @@ from typing import Callable
 
 from transformer.files import download, hub
 from transformer.files.checkpoint import list_checkpoints
-from transformer.files.multilingual import FAMILIES
 
 from .runtime import settings
 from .runtime.language import ENGLISH, WRITTEN_PER_LANGUAGE, Message, Number, message, text
@@ -49,14 +48,16 @@ class HubModels:
     """Translators opened from the Hub, each converted once into ``directory``, which the model list reads.
 
     ``EXPLORER_HUB_CACHE`` is that directory; ``EXPLORER_HUB_MODELS`` the ids a public server opens (shell
-    patterns, comma-separated; empty: none at all; by default opus-mt and the four multilingual families), at most
+    patterns, comma-separated; empty: none at all; by default opus-mt, what the default caps let in), at most
     ``max_bytes`` each (``EXPLORER_HUB_MODEL_MB``, default 600) and ``opens_per_hour`` new ids per visitor's
     address. Downloads go to ``directory/.downloads`` and are removed once converted; all of it stays
     under ``EXPLORER_HUB_CACHE_MB`` (default 3,000 MB): the model used least recently goes first, never one in
     use. One model is opened at a time.
     """
 
-    DEFAULT_PATTERNS = ",".join(["Helsinki-NLP/opus-mt-*", *(family.published for family in FAMILIES.values())])
+    # What a visitor may open unless the host says otherwise: only what the default caps let in. Every multilingual
+    # family's smallest translator (1,331 MB and more) is over EXPLORER_HUB_MODEL_MB's 600, so the host adds them.
+    DEFAULT_PATTERNS = "Helsinki-NLP/opus-mt-*"
     OPENS_PER_HOUR = 3
 
     def __init__(self, directory: str | Path | None = None, patterns: str | None = None, max_bytes: int | None = None,

@@ -122,9 +122,11 @@ VISITOR = "203.0.113.7"  # a visitor of a public server (None: this machine's ow
 
 @pytest.mark.parametrize("repo_id, visitor, patterns, message", [
     ("someone/opus-mt-en-de", VISITOR, None, "opens only models matching Helsinki-NLP/opus-mt-"),
-    *((repo_id, VISITOR, None, "cannot be reached|more than the 600 MB") for repo_id in (  # admitted, then weighed
+    *((repo_id, VISITOR, None, "opens only models matching Helsinki-NLP/opus-mt-") for repo_id in (  # over 600 MB
         "facebook/m2m100_418M", "alirezamsh/small100", "facebook/nllb-200-distilled-600M",
         "facebook/mbart-large-50-many-to-many-mmt")),
+    ("facebook/m2m100_418M", VISITOR, "Helsinki-NLP/opus-mt-*,facebook/m2m100_*",  # admitted by the host, weighed
+     "cannot be reached|more than the 600 MB"),
     ("facebook/mbart-large-cc25", VISITOR, None, "opens only models matching"),  # not a translator
     ("Helsinki-NLP/opus-mt-en-de", VISITOR, "", "turned off"),
     ("../../etc", None, None, "not a Hub model id"),

@@ -88,3 +88,23 @@ def test_the_app_reads_its_settings_only_through_the_table():
             reading_elsewhere.append(path.relative_to(ROOT).as_posix())
         unknown |= set(re.findall(r"settings\.value\([\"'](\w+)", source)) - set(SETTINGS)
     assert reading_elsewhere == [] and unknown == set()
+
+
+def test_a_visitor_may_open_by_default_only_what_the_default_caps_let_in():
+    """Each multilingual translator the README weighs is over the default download cap, so no family is in the
+    default allow-list; docs/multilingual.md shows the host the list that adds them all."""
+    import fnmatch
+    import re
+    from pathlib import Path
+    from transformer.files.multilingual import FAMILIES
+    root = Path(__file__).resolve().parents[2]
+    weighed = {model: int(megabytes.replace(",", "")) for model, megabytes in re.findall(
+        r"\| `([\w./-]+)` \| [\d.]+M \| ([\d,]+) MB \|", (root / "README.md").read_text(encoding="utf-8"))}
+    assert len(weighed) == len(FAMILIES)
+    cap = SETTINGS["EXPLORER_HUB_MODEL_MB"].default
+    patterns = HubModels(directory="unused").patterns
+    for model, megabytes in weighed.items():
+        assert megabytes > cap and not any(fnmatch.fnmatchcase(model, pattern) for pattern in patterns), model
+    assert any(fnmatch.fnmatchcase("Helsinki-NLP/opus-mt-en-de", pattern) for pattern in patterns)
+    guide = (root / "docs" / "multilingual.md").read_text(encoding="utf-8")
+    assert all(family.published in guide for family in FAMILIES.values())
