@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import filelock
 from transformer.files import download, hub
 from transformer.files.checkpoint import list_checkpoints
 
@@ -52,7 +53,7 @@ class HubModels:
     ``max_bytes`` each (``EXPLORER_HUB_MODEL_MB``, default 600) and ``opens_per_hour`` new ids per visitor's
     address. Downloads go to ``directory/.downloads`` and are removed once converted; all of it stays
     under ``EXPLORER_HUB_CACHE_MB`` (default 3,000 MB): the model used least recently goes first, never one in
-    use. One model is opened at a time.
+    use. One model is opened at a time, by every process that shares the directory (``cache_lock``).
     """
 
     # What a visitor may open unless the host says otherwise: only what the default caps let in. Every multilingual
@@ -124,7 +125,15 @@ class HubModels:
             return name
         if not self._opening.acquire(blocking=False):
             raise hub.HubError(message("model.hub.busy"))
+        cache_lock = self.cache_lock()
         try:
+            cache_lock.acquire(timeout=0)
+        except filelock.Timeout:
+            self._opening.release()
+            raise hub.HubError(message("model.hub.busy")) from None
+        try:
+            if (self.directory / name / "config.json").is_file():  # another process converted it meanwhile
+                return name
             if visitor is not None:
                 self._count_open(visitor)
 
@@ -142,8 +151,16 @@ class HubModels:
         finally:
             self.progress.pop(source, None)
             shutil.rmtree(self.downloads, ignore_errors=True)  # converted (or failed): the download is not kept
+            cache_lock.release()
             self._opening.release()
         return name
+
+    def cache_lock(self) -> filelock.FileLock:
+        """The lock on the cache that every process sharing it takes to open a model: one converts and makes room
+        at a time, so no process removes what another is converting, nor converts a model twice (the lock
+        huggingface_hub itself takes on its cache). Threads of one process are kept apart by ``_opening``."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        return filelock.FileLock(self.directory / ".opening.lock")
 
     def _count_open(self, visitor: str) -> None:
         """A public visitor's new id: refused past ``opens_per_hour`` in the last hour."""

@@ -3,6 +3,8 @@ bundled ones: every event of the page runs on it, and the model picker opens one
 huggingface_hub's cache when offline)."""
 
 import shutil
+import subprocess
+import sys
 import warnings
 
 import gradio as gr
@@ -117,6 +119,29 @@ def test_the_model_picker_opens_a_hub_id_from_the_download_cache(marian_dir, tmp
     assert "cc-by-4.0" in services.registry.get("Helsinki-NLP--opus-mt-en-xx").card
 
 
+# Another server process sharing the cache, holding it while it opens a model: it says "held" once it has the lock,
+# and lets it go when told on its standard input.
+OTHER_PROCESS = ("import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); print('held', flush=True); "
+                 "sys.stdin.readline(); lock.release()")
+
+
+def test_processes_sharing_the_hub_cache_open_one_model_at_a_time(marian_dir, tmp_path):
+    hub_models = HubModels(tmp_path / "shared")
+    other = subprocess.Popen([sys.executable, "-c", OTHER_PROCESS, str(hub_models.cache_lock().lock_file)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline() == "held\n"
+        with pytest.raises(hub.HubError) as busy:
+            hub_models.open(str(marian_dir), directories=True)
+        assert said(busy.value.args[0], "en") == table("en")["model.hub.busy"]
+        assert hub_models.converted() == {}
+        other.communicate("done\n", timeout=60)
+        name = hub_models.open(str(marian_dir), directories=True)
+        assert (hub_models.directory / name / "config.json").is_file()
+    finally:
+        other.kill()
+
+
 VISITOR = "203.0.113.7"  # a visitor of a public server (None: this machine's own user)
 
 
@@ -138,7 +163,8 @@ def test_a_hub_id_the_server_will_not_open_gets_one_sentence(tmp_path, monkeypat
     hub_models = HubModels(tmp_path / "converted", patterns=patterns)
     with pytest.raises(hub.HubError, match=message):
         hub_models.open(repo_id, visitor)
-    assert not any((tmp_path / "converted").glob("*")) if (tmp_path / "converted").exists() else True
+    left = {path.name for path in (tmp_path / "converted").glob("*")}
+    assert left <= {hub_models.cache_lock().lock_file.rsplit("/", 1)[-1]}, "nothing but the processes' lock"
 
 
 def test_a_public_visitors_download_limit_is_the_servers_to_set(monkeypatch, tmp_path):
