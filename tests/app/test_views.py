@@ -523,3 +523,16 @@ def test_switching_off_heads_says_whether_the_translation_changed(app_services):
     changed = interventions.ablate_heads(checkpoint, "3 1 4 1 5 9", {"decoder": ["L2H3"]}, beam_size=1)
     assert "The translation does not change." in experiment_views.comparison_view(unchanged).description
     assert "does not change" not in experiment_views.comparison_view(changed).description
+
+
+def test_a_space_is_given_the_chromium_the_svg_export_draws_with_and_the_export_is_a_real_svg():
+    import shutil
+    from pathlib import Path
+    import plotly.graph_objects as go
+    from ui.views.exports import figure_svg_file
+    root = Path(__file__).resolve().parents[2]
+    assert "chromium" in (root / "packages.txt").read_text(encoding="utf-8").split()
+    if shutil.which("chromium") is None:
+        pytest.skip("no Chromium on this machine: the export says it is unavailable")
+    drawn = Path(figure_svg_file(go.Figure(go.Heatmap(z=[[1, 2], [3, 4]])), "check"))
+    assert drawn.read_text(encoding="utf-8").lstrip().startswith("<svg")
