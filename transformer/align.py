@@ -12,14 +12,16 @@ The model reads each pair teacher-forced: the target is the given one, not its o
 Without ``--json`` each pair's links are printed in that format counted from 0, as fast_align writes them, and the
 score goes to standard error. ``--json`` prints one object: ``aer``, ``precision`` and ``recall`` (null without
 ``--gold``) and ``alignments``, for each line its list of ``[source_word, target_word]`` links counted from 0.
-``--method all`` scores every method at every decoder layer and over all layers: ``{"methods": [{"method",
-"layer", "aer", "precision", "recall"}]}`` (``layer`` null: every layer).
+``--method all`` scores every method at every decoder layer and over all layers: ``{"gold", "sentences", "methods":
+[{"method", "layer", "aer", "precision", "recall"}]}`` (``layer`` null: every layer). Saved in a checkpoint as
+``alignment.json``, it is what the app's Analysis tab shows beside the model's alignment.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from . import arguments
 from .errors import InputError
@@ -30,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = arguments.CommandLine("align", __doc__)
     parser.add_argument("--text", required=True, help="the pairs to align, one a line: source ||| target")
     parser.add_argument("--gold", help="gold links of the same lines, to score against (default: no score)")
+    parser.add_argument("--gold-name", help="what the gold is, as --method all --json records it (default: the "
+                                            "--gold file's name)")
     parser.add_argument("--method", choices=[*alignment.METHODS, "all"], default="attention",
                         help="how to read links from the model (all: score every method and layer)")
     parser.add_argument("--layer", type=arguments.positive_int,
@@ -55,7 +59,7 @@ def aligned(parser: arguments.CommandLine, args) -> int:
     links = alignment.align(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, pairs,
                             choices)
     if args.method == "all":
-        report_every_method(links, gold, args.json)
+        report_every_method(links, gold, args.json, args.gold_name or Path(args.gold).name)
         return 0
     found = links[(args.method, args.layer)]
     score = alignment.alignment_error(found, gold) if gold is not None else None
@@ -70,12 +74,13 @@ def aligned(parser: arguments.CommandLine, args) -> int:
     return 0
 
 
-def report_every_method(links: dict, gold: list, as_json: bool) -> None:
-    """Each method and layer's score, best first in the printed table; in JSON, in the methods' order."""
+def report_every_method(links: dict, gold: list, as_json: bool, gold_name: str) -> None:
+    """Each method and layer's score, best first in the printed table; in JSON, in the methods' order (what the app
+    shows beside a model's alignment when saved as its ``alignment.json``)."""
     rows = [{"method": method, "layer": layer, **alignment.alignment_error(found, gold).to_json()}
             for (method, layer), found in links.items()]
     if as_json:
-        print(json.dumps({"methods": rows}))
+        print(json.dumps({"gold": gold_name, "sentences": len(gold), "methods": rows}, ensure_ascii=False))
         return
     print(f"{'method':<10} {'layer':>5} {'AER':>7} {'precision':>10} {'recall':>7}")
     for row in sorted(rows, key=lambda row: row["aer"]):

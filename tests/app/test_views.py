@@ -15,9 +15,10 @@ import torch
 
 from transformer import errors
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
-from transformer.inside import interventions
+from transformer.inside import contributions, interventions, one_head
 from transformer.paper.translation import translate
 from ui import figures, services
+from ui.runtime.language import table as words_of
 from ui.views import analysis as analysis_views
 from ui.views import choices
 from ui.views import experiments as experiment_views
@@ -383,6 +384,37 @@ def test_alignment_view_links_reversed_positions(reverse):
     red = [trace for trace in figure.data if getattr(trace.line, "color", None) == "#d62728"]
     assert len(red) == len(tr.predicted_pieces)
 
+
+
+@pytest.mark.parametrize("method", ["attention", "shift-att", "norm", "alti"])
+def test_each_alignment_method_draws_the_map_the_library_computes_for_it(reverse, method):
+    tr = translate(reverse.model, reverse.source_tokenizer, reverse.target_tokenizer, "4 8 1 5")
+    rows, pieces, _ = analysis_views.alignment_weights(tr, 1, None, method, reverse)
+    by_step = {"attention": tr.cross_attention[0].mean(0), "shift-att": tr.cross_attention[0].mean(0)[1:],
+               "norm": one_head.contribution_maps(reverse.model, tr, "cross").layers[0],
+               "alti": contributions.contributions(reverse.model, tr).source[0]}[method].double()
+    if method in ("norm", "alti"):  # shown as each step's shares
+        by_step = by_step / by_step.sum(-1, keepdim=True)
+    assert torch.allclose(rows, by_step, atol=1e-4)
+    assert pieces == (tr.predicted_pieces[:-1] if method == "shift-att" else tr.predicted_pieces)
+    drawn = analysis_views.alignment_view(tr, 1, None, "de", method, reverse)
+    assert drawn.layout.title.text.startswith(words_of("de")[f"analysis.alignment_title.{method}"].split("(")[0])
+
+
+def test_a_models_alignment_scores_are_shown_beside_the_map_or_how_to_measure_them(reverse, tmp_path):
+    scored = {"gold": "enfr.gold", "sentences": 447, "methods": [
+        {"method": "alti", "layer": 3, "aer": 0.623553, "precision": 0.363297, "recall": 0.413076},
+        {"method": "shift-att", "layer": None, "aer": 0.74171, "precision": 0.265918, "recall": 0.236751}]}
+    (tmp_path / "alignment.json").write_text(json.dumps(scored), encoding="utf-8")
+    shown = analysis_views.alignment_scores_text(dataclasses.replace(reverse, path=tmp_path), "fr")
+    assert "447" in shown and "enfr.gold" in shown
+    assert "| méthode | couche 3 | toutes les couches |" in shown
+    assert "| Contributions ALTI+ | 62,4\u202f% |  |" in shown
+    assert "| Shift-Att (une étape plus tard) |  | 74,2\u202f% |" in shown
+    assert analysis_views.alignment_scores_text(reverse, "en") == words_of("en")["analysis.alignment_not_measured"]
+    (tmp_path / "alignment.json").write_text('{"methods": [{"method": "guess", "layer": 1}]}', encoding="utf-8")
+    assert analysis_views.alignment_scores_text(dataclasses.replace(reverse, path=tmp_path), "en") == \
+        words_of("en")["analysis.alignment_not_measured"]
 
 
 def test_raw_exports_hold_every_weight(reverse, tmp_path):

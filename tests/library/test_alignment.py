@@ -134,7 +134,8 @@ def encoded(checkpoint, pairs):
 def test_each_methods_map_is_the_one_the_explorer_shows_for_the_same_pair_batched_or_alone(english_french):
     model = english_french.model
     pairs = encoded(english_french, PAIRS)
-    together = alignment.piece_scores_together(model, pairs)
+    together = alignment.piece_scores_together(model, [pair.source_ids for pair in pairs],
+                                               [[model.config.start_id] + pair.target_body for pair in pairs])
     for pair, scores in zip(PAIRS, together):
         seen = forced_decode(model, english_french.source_tokenizer, english_french.target_tokenizer, *pair)
         assert torch.allclose(scores.attention, seen.cross_attention.mean(1), atol=1e-5)
@@ -186,7 +187,9 @@ def test_align_all_scores_every_method_at_every_layer_and_over_all(english_frenc
     result = run_command("transformer.align", "--checkpoint", str(english_french.path), "--text", text,
                          "--gold", gold, "--method", "all", "--json")
     assert result.returncode == 0, result.stderr
-    rows = json.loads(result.stdout)["methods"]
+    printed = json.loads(result.stdout)
+    assert (printed["gold"], printed["sentences"]) == ("gold", 3)
+    rows = printed["methods"]
     assert [(row["method"], row["layer"]) for row in rows] == [
         (method, layer) for method in alignment.METHODS for layer in (1, 2, 3, None)]
     assert all(0 <= row["aer"] <= 1 for row in rows)

@@ -185,10 +185,10 @@ class PieceScores:
 
 
 @torch.inference_mode()
-def piece_scores_together(model: Transformer, pairs: list[PairPieces]) -> list[PieceScores]:
-    """Every method's scores of several pairs from one teacher-forced pass over them, padded into a batch."""
-    sources = [pair.source_ids for pair in pairs]
-    targets = [[model.config.start_id] + pair.target_body for pair in pairs]
+def piece_scores_together(model: Transformer, sources: list[list[int]], targets: list[list[int]]
+                          ) -> list[PieceScores]:
+    """Every method's scores of several pairs from one teacher-forced pass over them, padded into a batch:
+    ``sources`` ending with eos, ``targets`` the decoder's inputs (its start token first)."""
     records = record_blocks(model, sources, targets)
     source_rollout = compose(*[blocks_of(model, records, kind) for kind in ("encoder", "decoder", "cross")])[0]
     scores = []
@@ -240,7 +240,9 @@ def align(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tok
     links: dict[tuple[str, int | None], list[set[Link]]] = {choice: [set()] * len(pairs) for choice in methods}
     for start in range(0, len(order), SENTENCES_AT_ONCE):
         batch = order[start:start + SENTENCES_AT_ONCE]
-        for index, scores in zip(batch, piece_scores_together(model, [encoded[i] for i in batch])):
+        scored = piece_scores_together(model, [encoded[i].source_ids for i in batch],
+                                       [[model.config.start_id] + encoded[i].target_body for i in batch])
+        for index, scores in zip(batch, scored):
             for method, layer in methods:
                 links[(method, layer)][index] = word_links(scores, encoded[index], method, layer)
         if progress is not None:

@@ -6,6 +6,7 @@ import gradio as gr
 
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside import analysis
+from transformer.inside.alignment import METHODS
 from transformer.paper.translation import Translation
 
 from ..runtime import components
@@ -14,8 +15,9 @@ from ..runtime.language import ENGLISH, Number, message, text
 from ..runtime.page import Page
 from ..services import Services
 from ..views import exports, share
-from ..views.analysis import (HYPOTHESES_HEADERS, STATISTICS_HEADERS, alignment_view, beam_view, head_figure,
-                              hypothesis_attention, sample_statistics, statistics_kind, statistics_rows)
+from ..views.analysis import (HYPOTHESES_HEADERS, STATISTICS_HEADERS, alignment_scores_text, alignment_view,
+                              beam_view, head_figure, hypothesis_attention, sample_statistics, statistics_kind,
+                              statistics_rows)
 from ..views.choices import MEAN_OF_HEADS, chosen_head, head_choices, require_translation
 from ..views.languages import LANGUAGES_HEADERS, MOST_LANGUAGES, language_choices, many_languages_view
 from ..views.samples import SAMPLE_SIZE, sample_sentences
@@ -39,10 +41,14 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         hypothesis_plot = Chart(label=words("analysis.hypothesis_chart"))
     with gr.Accordion(words("analysis.alignment_section"), open=True):
         with gr.Row():
+            alignment_method = components.Dropdown(alignment_method_choices(page.language), value=METHODS[0],
+                                                   label=words("analysis.alignment_method"),
+                                                   info=words("analysis.alignment_method.info"))
             alignment_layer = components.Slider(1, 6, value=6, step=1, label=words("analysis.layer"))
             alignment_head = components.Dropdown(head_choices(0, page.language), value=MEAN_OF_HEADS,
                                                  label=words("analysis.head"))
         alignment_plot = Chart(label=words("analysis.alignment_chart"), elem_id="alignment-plot")
+        alignment_scores = gr.Markdown(elem_id="alignment-scores")
     # A multilingual model's: shown for such a model only (after_model_change).
     with gr.Accordion(words("languages.section"), open=True, visible=False) as languages_section:
         gr.Markdown(words("languages.note", most=MOST_LANGUAGES))
@@ -72,7 +78,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         share_link = gr.Textbox(label=words("analysis.link"), interactive=False, buttons=["copy"])
     page.add(analysis_sentence=analysis_sentence, tree_beam=tree_beam, tree_penalty=tree_penalty,
              tree_button=tree_button, tree_plot=tree_plot, hypotheses_table=hypotheses_table,
-             hypothesis_plot=hypothesis_plot, hypotheses_state=gr.State(None), alignment_layer=alignment_layer,
+             hypothesis_plot=hypothesis_plot, hypotheses_state=gr.State(None), alignment_method=alignment_method,
+             alignment_scores=alignment_scores, alignment_layer=alignment_layer,
              alignment_head=alignment_head, alignment_plot=alignment_plot, statistics_button=statistics_button,
              statistics_sample_button=statistics_sample_button, statistics_caption=statistics_caption,
              statistics_table=statistics_table, statistics_head_plot=statistics_head_plot, csv_button=csv_button,
@@ -109,12 +116,20 @@ def on_languages(services: Services, translation_model, translation_state, many_
     return {"languages_plot": figure, "languages_table": rows}
 
 
-def on_alignment(translation_state, alignment_layer, alignment_head, language: str = ENGLISH) -> dict:
+def on_alignment(services: Services, translation_model, translation_state, alignment_method, alignment_layer,
+                 alignment_head, language: str = ENGLISH) -> dict:
     if translation_state is None:
         return {}
     heads = translation_state.cross_attention.shape[1]
-    return {"alignment_plot": alignment_view(translation_state, alignment_layer,
-                                             chosen_head(alignment_head, heads), language)}
+    head = chosen_head(alignment_head, heads)
+    # What a layer brings (norm, alti) is computed on the model: one pass over the sentence, as a step caption's is.
+    checkpoint = services.registry.get(translation_model) if alignment_method in ("norm", "alti") else None
+    return {"alignment_plot": alignment_view(translation_state, alignment_layer, head, language, alignment_method,
+                                             checkpoint)}
+
+
+def alignment_method_choices(language: str) -> list[tuple[str, str]]:
+    return [(text(language, f"analysis.method.{method}"), method) for method in METHODS]
 
 
 def on_statistics(translation_state, language: str = ENGLISH) -> dict:
@@ -174,6 +189,7 @@ def after_translation(translation: Translation, language: str = ENGLISH) -> dict
             "hypotheses_state": None, "hypothesis_plot": None, "statistics_table": None, "statistics_caption": "",
             "statistics_head_plot": None, "export_file": None, "share_link": "", "languages_plot": None,
             "languages_table": None,
+            "alignment_method": gr.Dropdown(alignment_method_choices(language), value=METHODS[0]),
             "alignment_layer": gr.Slider(1, layers, value=layers, step=1),
             "alignment_head": gr.Dropdown(head_choices(heads, language), value=MEAN_OF_HEADS),
             "alignment_plot": alignment_view(translation, layers, None, language)}
@@ -184,7 +200,8 @@ def after_model_change(checkpoint: Checkpoint, language: str = ENGLISH) -> dict:
     its languages side by side (starting from the one it translates into)."""
     alpha = checkpoint.length_penalty
     languages = checkpoint.languages
-    return {"tree_penalty": gr.Slider(value=alpha, info=text(language, "analysis.penalty_info",
+    return {"alignment_scores": alignment_scores_text(checkpoint, language),
+            "tree_penalty": gr.Slider(value=alpha, info=text(language, "analysis.penalty_info",
                                                              alpha=Number(alpha, "g"),
                                                              origin=length_penalty_origin(checkpoint, language))),
             "languages_section": gr.Accordion(visible=languages is not None),
@@ -196,10 +213,12 @@ def declare(page: Page) -> None:
     page.when_translated(after_translation, ("analysis_sentence", "tree_beam", "tree_plot", "hypotheses_table",
                                              "hypotheses_state", "hypothesis_plot", "statistics_table",
                                              "statistics_caption", "statistics_head_plot", "export_file",
-                                             "share_link", "alignment_layer", "alignment_head", "alignment_plot",
+                                             "share_link", "alignment_method", "alignment_layer", "alignment_head",
+                                             "alignment_plot",
                                              "languages_plot", "languages_table"),
                          TAB_ID)
-    page.when_model_changes(after_model_change, ("tree_penalty", "languages_section", "many_targets"))
+    page.when_model_changes(after_model_change, ("alignment_scores", "tree_penalty", "languages_section",
+                                                 "many_targets"))
 
 
 def wire(page: Page) -> None:
@@ -216,8 +235,8 @@ def wire(page: Page) -> None:
     ]
     page.on(c["hypotheses_table"].select, on_hypothesis, ["hypothesis_plot"])
     page.on(c["statistics_table"].select, on_statistics_row, ["statistics_head_plot"])
-    page.on([c["alignment_layer"].input, c["alignment_head"].input], on_alignment, ["alignment_plot"],
-            trigger_mode="always_last", show_progress="hidden")
+    page.on([c["alignment_method"].input, c["alignment_layer"].input, c["alignment_head"].input], on_alignment,
+            ["alignment_plot"], trigger_mode="always_last", show_progress="hidden")
     page.on(c["csv_button"].click, on_csv, ["export_file"], keep_on_input_problem=True)
     page.on(c["npz_button"].click, on_npz, ["export_file"], keep_on_input_problem=True)
     page.on(c["svg_button"].click, on_svg, ["export_file"], keep_on_input_problem=True)
