@@ -11,7 +11,7 @@ import gradio as gr
 
 from .runtime import batching, components
 from .class_page import session_of
-from .classroom import CODE_LENGTH, Round
+from .classroom import CODE_LENGTH, ClassError, Round
 from .header import model_settings
 from .runtime.language import ENGLISH, said
 from .runtime.limits import visiting_client
@@ -63,14 +63,30 @@ def models(services: Services) -> dict:
 
 def class_round(current: Round, language: str) -> dict:
     """The question and its choices in the language of the page asked (the students' page at /class/de/ answers
-    in German)."""
-    return {"lesson": current.lesson, "question": said(current.question.text, language),
+    in German); its lesson by number and by key."""
+    return {"lesson": current.lesson, "lesson_key": LESSONS[current.lesson - 1].key,
+            "question": said(current.question.text, language),
             "choices": [said(choice, language) for choice in current.question.choices], "revealed": current.revealed}
 
 
+LESSON_NAME_LENGTH = 64  # a lesson's key, or its number
+
+
+def lesson_number(class_lesson: str | None) -> int:
+    """The place (from 1) of the lesson a script names by its key; until the next release, by that number too."""
+    keys = [lesson.key for lesson in LESSONS]
+    named = (class_lesson or "").strip()
+    if named in keys:
+        return keys.index(named) + 1
+    if named.isdecimal():
+        return int(named)  # Classrooms.open says which numbers there are
+    raise ClassError("lesson_unknown", lesson=named, keys=", ".join(keys))
+
+
 def class_open(services: Services, class_lesson, request: gr.Request, language: str = ENGLISH) -> dict:
-    """/class_open: a class on lesson N (1-based), opened by this client, which alone may reveal or close it."""
-    code = services.classes.open(int(class_lesson), teacher=session_of(request),
+    """/class_open: a class on the lesson named by its key (``he_or_she``), opened by this client, which alone may
+    reveal or close it."""
+    code = services.classes.open(lesson_number(class_lesson), teacher=session_of(request),
                                  address=visiting_client(request))
     return {"class_reply": {"code": code, **class_round(services.classes.question(code), language)}}
 
@@ -91,7 +107,8 @@ def class_answer(services: Services, class_api_code, class_choice, request: gr.R
 def class_results(services: Services, class_api_code) -> dict:
     """/class_results: answers per choice, and whether the answer was revealed (and then which it is)."""
     results = services.classes.results(class_api_code)
-    reply = {"lesson": results.lesson, "counts": results.counts, "students": results.students,
+    reply = {"lesson": results.lesson, "lesson_key": LESSONS[results.lesson - 1].key, "counts": results.counts,
+             "students": results.students,
              "revealed": results.revealed}
     if results.revealed:
         reply["answer"] = results.question.answer
@@ -131,7 +148,7 @@ def wire_class_endpoints(page: Page, names: tuple[str, ...]) -> None:
     """The class endpoints named, as /class_<name>, on the page being built (the main page, or the students')."""
     with gr.Row(visible=False):
         triggers = {name: gr.Button(visible=False) for name in names}
-        page.add(class_lesson=components.Number(1, precision=0, minimum=1, maximum=len(LESSONS)),
+        page.add(class_lesson=gr.Textbox(LESSONS[0].key, max_length=LESSON_NAME_LENGTH),
                  class_api_code=gr.Textbox(max_length=2 * CODE_LENGTH),
                  class_choice=components.Number(0, precision=0, minimum=0, maximum=CHOICES - 1),
                  class_reply=gr.JSON())

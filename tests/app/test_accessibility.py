@@ -81,7 +81,7 @@ def test_the_students_page_of_a_class_on_a_phone_has_no_serious_violation_in_any
 
     url, _ = app_url
     teacher = Client(url, verbose=False)
-    code = teacher.predict(2, api_name="/class_open")["code"]
+    code = teacher.predict("no_future", api_name="/class_open")["code"]
     context = browser.new_context(locale=locale, viewport={"width": 390, "height": 844})
     phone = context.new_page()
     phone.goto(f"{url}class/?code={code}")
@@ -175,7 +175,7 @@ def test_a_keyboard_alone_translates_steps_changes_head_switches_tabs_and_runs_s
     page.keyboard.press("ArrowDown")
     page.keyboard.press("ArrowDown")
     page.keyboard.press("Enter")
-    chosen, lesson = lessons.lesson_choices()[2], lessons.LESSONS[2]  # two down from the first
+    (chosen, _), lesson = lessons.lesson_choice_labels()[2], lessons.LESSONS[2]  # two down from the first
     playwright.expect(page.locator("#lessons input").first).to_have_value(chosen)
     tab_to(page, lambda f: f["id"] == "show-me", "Show me")
     page.keyboard.press("Space")  # at once: the choice's own event may reach the server after this press

@@ -592,7 +592,7 @@ def test_show_me_brings_the_view_a_lesson_is_about_into_sight(app_url, browser, 
     page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
     page.get_by_text("Lessons for a class").click()
     for number, focus in ((1, "step-view"), (3, "attention-plot"), (8, "inside-arithmetic")):
-        choice = lessons.lesson_choices()[number - 1]
+        choice = lessons.lesson_choice_labels()[number - 1][0]
         assert lessons.LESSONS[number - 1].focus == focus
         page.evaluate("window.scrollTo(0, 0)")
         choose_lesson(page, choice)
@@ -607,7 +607,7 @@ def test_show_me_brings_the_view_a_lesson_is_about_into_sight(app_url, browser, 
         lesson = lessons.LESSONS[number - 1]
         assert beside and beside["onScreen"] and beside["apart"], (choice, beside)
         assert lesson.questions[0] in beside["text"] and lesson.look_for in beside["text"], choice
-    choose_lesson(page, lessons.lesson_choices()[1])
+    choose_lesson(page, lessons.lesson_choice_labels()[1][0])
     page.wait_for_function("() => document.getElementById('lesson-beside').hidden", timeout=30_000)
     page.locator("#show-me").click()
     page.locator("#lesson-beside").get_by_text(lessons.LESSONS[1].look_for).wait_for(timeout=60_000)

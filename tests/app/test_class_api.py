@@ -13,12 +13,13 @@ from ui.views.questions import word
 def opened(app_url):
     url, _ = app_url
     teacher = Client(url, verbose=False)
-    return url, teacher, teacher.predict(1, api_name="/class_open")
+    return url, teacher, teacher.predict("where_each_word_looks", api_name="/class_open")
 
 
 def test_a_teacher_opens_a_class_and_students_answer_once_each(opened):
     url, teacher, reply = opened
-    assert len(reply["code"]) == 5 and reply["lesson"] == 1 and not reply["revealed"]
+    assert len(reply["code"]) == 5 and (reply["lesson"], reply["lesson_key"]) == (1, "where_each_word_looks")
+    assert not reply["revealed"]
     assert reply["question"].startswith("At step 9 the model writes") and len(reply["choices"]) == 4
     students = [Client(f"{url}class/", verbose=False) for _ in range(3)]  # the students' own page
     for number, student in enumerate(students):
@@ -43,3 +44,12 @@ def test_a_wrong_code_or_a_choice_out_of_range_gets_a_sentence(opened):
         student.predict("<b>no</b>", api_name="/class_question")
     with pytest.raises(AppError, match="takes a number from 0 to 3|between 0 and 3|maximum"):
         student.predict(reply["code"], 7, api_name="/class_answer")
+
+
+def test_a_script_names_a_lesson_by_its_key_and_until_the_next_release_by_its_number(opened):
+    url, _, _ = opened
+    teacher = Client(url, verbose=False)
+    by_number = teacher.predict(2, api_name="/class_open")
+    assert (by_number["lesson"], by_number["lesson_key"]) == (2, "no_future")
+    with pytest.raises(AppError, match="There is no lesson “heads”; name one by its key: where_each_word_looks, "):
+        teacher.predict("heads", api_name="/class_open")

@@ -50,7 +50,7 @@ def test_a_german_phone_gets_the_class_in_german_and_its_switch_to_french_is_rem
     from ui.runtime.language import table
 
     url, _ = app_url
-    code = Client(url, verbose=False).predict(1, api_name="/class_open")["code"]
+    code = Client(url, verbose=False).predict("where_each_word_looks", api_name="/class_open")["code"]
     context = browser.new_context(locale="de-DE", viewport=PHONE)
     phone = context.new_page()
     phone.goto(f"{url}class/?code={code}")

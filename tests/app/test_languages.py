@@ -266,7 +266,7 @@ def test_the_lessons_and_the_teachers_class_panel_speak_the_pages_language_their
     named = page.components
     assert (named["lesson_choice"].label, named["show_me"].value, named["class_open"].value) == \
         ("Lektion", "Zeig es mir", "Klasse öffnen")
-    assert [value for _, value in named["lesson_choice"].choices] == lessons.lesson_choices(), "values stay English"
+    assert [value for _, value in named["lesson_choice"].choices] == lessons.lesson_choices(), "values are keys"
     assert named["lesson_choice"].choices[0][0] == "1. Wohin jedes Wort schaut"
     assert named["lesson_text"].value.startswith("### Wohin jedes Wort schaut") and "**Frag die Klasse**" in \
         named["lesson_text"].value

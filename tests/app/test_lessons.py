@@ -136,7 +136,7 @@ def lesson_walk(length: int, seed: int = 0) -> list[str]:
     """Lessons in ``length`` orders: each lesson right after the training lesson (the smallest model), then at
     random, no lesson twice in a row."""
     choices = lessons.lesson_choices()
-    training = next(choice for choice in choices if "trains" in choice)
+    training = "training"
     walk = [step for choice in choices if choice != training for step in (training, choice)]
     rng = random.Random(seed)
     while len(walk) < length + 1:
@@ -207,7 +207,7 @@ def test_the_real_translator_lesson_sets_the_caption_model_beside_an_opus_mt_mod
 
 
 def test_the_lesson_on_one_weight_opens_inside_the_head_on_its_query(page):
-    result = show_me(page, next(c for c in lessons.lesson_choices() if "computed" in c))
+    result = show_me(page, "one_weight")
     assert result["inside_query"].value == 3 and result["inside_head"].value == 2
     assert "layer 3, head 2.** Query 3 is step 3: it reads **▁Hund** and produced **▁rennt**" in result[
         "inside_summary"]
@@ -236,8 +236,7 @@ def test_a_lesson_chosen_while_show_me_ran_keeps_its_text_and_puts_the_other_les
 
 def test_where_training_is_off_the_training_lesson_stays_on_the_translate_tab(app_services):
     off = services.Services(app_services.registry, training=False)
-    choice = next(c for c in lessons.lesson_choices() if "trains" in c)
-    result = lessons_panel.set_up(off, choice)
+    result = lessons_panel.set_up(off, "training")
     assert result["tabs"].selected == "translate" and "train_data" not in result
     demo = build_app(off, "reverse-tiny")  # the page builds without the Train tab's components
     assert demo.get_config_file()["components"]
@@ -268,3 +267,28 @@ def test_the_word_order_lesson_says_what_the_two_models_really_do(app_services):
             assert translation.predicted_pieces[lesson.step - 2: lesson.step] == ["▁ballon", "▁rouge"]
     assert looked_at["multi30k-en-fr"]["▁ballon"] == "▁ball" and looked_at["multi30k-en-fr"]["▁rouge"] == "▁red"
     assert looked_at["multi30k-en-de"]["▁roten"] == "▁red" and looked_at["multi30k-en-de"]["▁Ball"] == "▁ball"
+
+
+def test_a_lesson_is_named_by_its_key_so_reworded_titles_and_a_new_lesson_pair_every_question_with_its_own(
+        monkeypatch):
+    from ui.runtime import language
+    from ui.views import questions
+    asked_before = {lesson.key: questions.PREDICT[lesson.key] for lesson in lessons.LESSONS}
+    english = language.table("en")  # the page's English words, read once: reworded in place for this test
+    for lesson in lessons.LESSONS:
+        monkeypatch.setitem(english, f"lessons.{lesson.key}.title", f"Reworded: {lesson.key[::-1]}")
+    inserted = lessons.Lesson("where_each_word_looks_again", layer=3, head=2, step=9, focus="step-view")
+    for part in ("title", "explanation", "ask.1", "look_for"):
+        monkeypatch.setitem(english, f"lessons.{inserted.key}.{part}", f"A new lesson's {part}")
+    monkeypatch.setattr(lessons, "LESSONS", (inserted, *lessons.LESSONS))
+    for lesson in lessons.LESSONS[1:]:
+        assert lessons.lesson_by_choice(lesson.key) is lesson
+        assert questions.PREDICT[lessons.lesson_by_choice(lesson.key).key] is asked_before[lesson.key]
+    assert [value for _, value in lessons.lesson_choice_labels()][1:] == list(asked_before)
+    assert lessons.lesson_choice_labels()[1][0] == "2. Reworded: skool_drow_hcae_erehw"
+
+
+def test_until_the_next_release_a_lessons_old_value_still_names_it():
+    assert lessons.lesson_by_choice("3. Heads specialise") is lessons.LESSONS[2]
+    assert lessons.lesson_by_choice("heads_specialise") is lessons.LESSONS[2]
+    assert lessons.lesson_by_choice("no such lesson") is lessons.LESSONS[0]

@@ -111,7 +111,7 @@ def test_show_me_holds_its_view_while_the_page_above_grows_until_the_visitor_scr
     page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
     page.evaluate(NOTICE_MESSAGES)
     page.get_by_text("Lessons for a class").click()
-    choice = lessons.lesson_choices()[0]
+    choice = lessons.lesson_choice_labels()[0][0]
     focus = lessons.LESSONS[0].focus
     box = page.locator("#lessons input").first
     box.click()
@@ -153,7 +153,7 @@ def test_beside_the_lesson_panel_and_in_a_narrower_window_the_model_view_fits_it
     page.get_by_text("Lessons for a class").click()
     box = page.locator("#lessons input").first
     box.click()
-    box.fill(lessons.lesson_choices()[lesson])
+    box.fill(lessons.lesson_choice_labels()[lesson][0])
     box.press("Enter")
     page.locator("#show-me").click()
     page.wait_for_function("() => window.lessonsShown === 1", timeout=60_000)

@@ -31,7 +31,7 @@ def revealed(question) -> str:
 
 
 def test_every_lesson_asks_a_question_a_phone_shows_whole_in_every_language(asked):
-    assert set(questions.PREDICT) == {lesson.title for lesson in LESSONS}
+    assert set(questions.PREDICT) == {lesson.key for lesson in LESSONS}
     for number, question in asked.items():
         assert 2 <= len(question.choices) <= questions.CHOICES and 0 <= question.answer < len(question.choices)
         for language in LANGUAGES:

@@ -44,8 +44,8 @@ class Lesson:
     view, layer, head or the mean of heads, step, the tab it opens on and the view it scrolls to; every other
     control returns to its default. ``action`` names a result the lesson is about, which Show me computes too.
     Its words are ``lessons.<key>.title``, ``.explanation``, ``.ask.1``, ``.ask.2``... and ``.look_for`` in
-    ui/locales/<language>/lessons.json (``words``); ``title`` and the others are its English words, and the
-    English title names the lesson (views.questions.PREDICT, the lesson list's values)."""
+    ui/locales/<language>/lessons.json (``words``); ``title`` and the others are its English words. Its ``key``
+    names it everywhere: the lesson list's values, its question (views.questions.PREDICT), the class API."""
 
     key: str
     model: str = "multi30k-en-de"
@@ -218,21 +218,24 @@ def cannot_show(error: Exception, language: str = ENGLISH) -> str:
 
 
 def lesson_choices() -> list[str]:
-    """The lesson list's values, "1. Where each word looks": English in every language (handlers, the API and
+    """The lesson list's values: each lesson's key, whatever its title says in any language (handlers, the API and
     scripts read them); ``lesson_choice_labels`` is what the list shows."""
-    return [f"{number}. {lesson.title}" for number, lesson in enumerate(LESSONS, start=1)]
+    return [lesson.key for lesson in LESSONS]
 
 
 def lesson_choice_labels(language: str = ENGLISH) -> list[tuple[str, str]]:
-    """The lesson list: (label in ``language``, English value) of each lesson."""
-    return [(f"{number}. {lesson.words(language).title}", choice)
-            for number, (lesson, choice) in enumerate(zip(LESSONS, lesson_choices()), start=1)]
+    """The lesson list: (its place and title in ``language``, its key) for each lesson."""
+    return [(f"{number}. {lesson.words(language).title}", lesson.key) for number, lesson in enumerate(LESSONS, start=1)]
 
 
 def lesson_by_choice(choice: str | None) -> Lesson:
-    """The lesson a dropdown value names ("3. Heads specialise"); the first for anything else."""
-    titles = lesson_choices()
-    return LESSONS[titles.index(choice)] if choice in titles else LESSONS[0]
+    """The lesson a value names: its key ("heads_specialise"), or until the next release the "3. Heads specialise"
+    the list's values were before keys; the first lesson for anything else."""
+    by_key = {lesson.key: lesson for lesson in LESSONS}
+    if choice in by_key:
+        return by_key[choice]
+    titled = {f"{number}. {lesson.title}": lesson for number, lesson in enumerate(LESSONS, start=1)}
+    return titled.get(choice, LESSONS[0])
 
 
 # The parts of a lesson, in its text and in the panel beside its view after Show me (ui/static/page.js), by the

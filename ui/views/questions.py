@@ -299,20 +299,21 @@ def carrying_head(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint])
                                                          for h in range(heads)]))
 
 
+# Each lesson's question, by the lesson's key (a title is only words, free to change in any language).
 PREDICT: dict[str, Callable[[Lesson, Callable[[str], Checkpoint]], Question]] = {
-    LESSONS[0].title: where_it_looks,
-    LESSONS[1].title: no_future,
-    LESSONS[2].title: resting_head,
-    LESSONS[3].title: reversed_digits,
-    LESSONS[4].title: crossing_order,
-    LESSONS[5].title: same_without_positions,
-    LESSONS[6].title: switched_off,
-    LESSONS[7].title: largest_score,
-    LESSONS[8].title: attributed_word,
-    LESSONS[9].title: surer_sentence,
-    LESSONS[10].title: untrained_attention,
-    LESSONS[11].title: invented_word,
-    LESSONS[12].title: carrying_head,
+    "where_each_word_looks": where_it_looks,
+    "no_future": no_future,
+    "heads_specialise": resting_head,
+    "attention_aligns": reversed_digits,
+    "word_order": crossing_order,
+    "positions_matter": same_without_positions,
+    "few_heads": switched_off,
+    "one_weight": largest_score,
+    "explain": attributed_word,
+    "real_translator": surer_sentence,
+    "training": untrained_attention,
+    "source_or_prefix": invented_word,
+    "he_or_she": carrying_head,
 }
 
 
@@ -321,7 +322,7 @@ def predict_question(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoin
     """The lesson's question, its answer computed now from the models ``checkpoint_named`` returns: of the
     multilingual model the lesson compares, where one of ``multilingual`` (listed name -> its language codes) is
     open and loads (``lessons.multilingual_pair``), in the language of the lesson's own model."""
-    ask = PREDICT[lesson.title]
+    ask = PREDICT[lesson.key]
     one_model = multilingual_pair(lesson, multilingual or {})
     if one_model:
         run = one_model[[paired.model for paired in lesson.pair].index(lesson.model)]
