@@ -2,7 +2,7 @@
 join and answer within a few seconds of each other, on loopback only.
 
 Starts the app in this process (the bundled checkpoints, as ``python app.py`` serves them). The teacher opens a
-class on lesson 1 (``/class_open``); every student, a client of the students' page, asks for the question (``/class_question``, which joins them)
+class on the first lesson (``/class_open`` with its key); every student, a client of the students' page, asks for the question (``/class_question``, which joins them)
 and sends one answer (``/class_answer``), all started within ``--spread`` seconds. Then the teacher's counts
 (``/class_results``) must equal the answers sent.
 
@@ -83,7 +83,7 @@ def run_class(students: int = 60, spread_s: float = 10.0, timeout_s: float = 120
     rng = random.Random(seed)
     try:
         teacher = Client(url, verbose=False)
-        opened = teacher.predict(1, api_name="/class_open")
+        opened = teacher.predict("where_each_word_looks", api_name="/class_open")
         code, choices = opened["code"], len(opened["choices"])
         plan = [(rng.uniform(0, spread_s), rng.randrange(choices)) for _ in range(students)]
         sent = [0] * choices
