@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 from load_test import LOOPBACK, free_port, percentile  # noqa: E402
-from ui.class_page import STUDENT_PATH  # noqa: E402
+from ui.classes.class_page import STUDENT_PATH
 
 CLIENT_TIMEOUT_S = 60.0  # a slow answer is measured, not cut off and counted as lost
 CONNECT_S = 20.0  # for every student's client to connect (fetch the app's description) before the clock starts

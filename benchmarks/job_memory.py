@@ -29,7 +29,7 @@ def resident_mb() -> int:
 def measure(jobs_count: int, steps: int, release: bool) -> dict:
     """In this process: resident size at the start and after each job."""
     sys.path.insert(0, str(ROOT))
-    from ui import jobs
+    from ui.training import jobs
 
     if not release:
         jobs.release_memory = lambda: False

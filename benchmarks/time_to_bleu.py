@@ -1,6 +1,6 @@
 """Validation BLEU that the Train tab's Multi30K job reaches in a time budget.
 
-Runs exactly what the Train tab runs for Multi30K (``ui.jobs.JobManager`` with the tab's default size, "fitted to
+Runs exactly what the Train tab runs for Multi30K (``ui.training.jobs.JobManager`` with the tab's default size, "fitted to
 the time limit", unless --preset says otherwise), then decodes all of val greedily and scores it with sacreBLEU
 (cased, 13a). Multi30K comes from --data-dir or $MULTI30K_DIR. Prints JSON last:
 {"minutes", "updates", "val_bleu", "tokens_per_s", "model_parameters", ...}, where tokens_per_s is the target
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from transformer import data as datasets  # noqa: E402
 from transformer.files.checkpoint import load_checkpoint  # noqa: E402
 from transformer.train.evaluation import evaluate_checkpoint  # noqa: E402
-from ui import jobs  # noqa: E402
+from ui.training import jobs
 
 
 def time_to_bleu(minutes: float, preset: str = jobs.AUTO_PRESET, steps: int = 400, data_dir: str | None = None,

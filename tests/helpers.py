@@ -145,7 +145,7 @@ def assert_same_pass(ours, theirs, encoder_queries=None) -> None:
 
 def panels_drawn(trace) -> int:
     """How many maps a heatmap trace draws: one, or a grid's panels (its meta names their size and spacing:
-    ui/figures.py, grid_json)."""
+    ui/drawing/figures.py, grid_json)."""
     grid = (trace.meta if not isinstance(trace, dict) else trace.get("meta")) or {}
     z = trace.z if not isinstance(trace, dict) else trace["z"]
     if not isinstance(grid, dict) or "panel" not in grid:

@@ -204,7 +204,7 @@ def test_no_file_of_the_library_imports_the_app_even_inside_a_function(path):
 
 
 def test_the_import_check_sees_imports_inside_functions_and_not_relative_ones():
-    lazy = "def draw():\n    from ui.figures import training_curves\n    from .data import x\n    import plotly.io\n"
+    lazy = "def draw():\n    from ui.drawing.figures import training_curves\n    from .data import x\n    import plotly.io\n"
     assert imported_packages(lazy) == {"ui", "plotly"}
 
 
@@ -226,6 +226,36 @@ def test_no_module_is_longer_than_one_job_needs_nor_any_class(path):
                if isinstance(node, ast.ClassDef)}
     assert not {name: lines for name, lines in classes.items()
                 if lines > CLASSES_STILL_LONG.get(name, LONGEST_CLASS)}, f"{path}: split these classes"
+
+
+# The app's rooms, from the bottom: the package itself (which says, before PyTorch starts, whether it runs on
+# ZeroGPU); what every feature stands on (runtime/, knowing none of them); the drawing and
+# the training slot, on it alone; what each tab shows (views/); the classes; the services every tab shares; the
+# parts of the page (tabs/, the header and lessons among them, and the class's panel and students' page); the
+# named endpoints; and the page built from them all. A room uses only the rooms below it, and itself.
+UI_ROOMS = {"ui": -1, "ui.runtime": 0, "ui.drawing": 1, "ui.training": 1, "ui.hub_models": 1, "ui.views": 2,
+            "ui.classes.classroom": 3, "ui.services": 4, "ui.tabs": 5, "ui.classes.class_page": 5, "ui.api": 6,
+            "ui.build": 7}
+
+
+def ui_room(module: str) -> str:
+    """The room a module of ui/ is in: the longest name of UI_ROOMS it is or lies in."""
+    return max((room for room in UI_ROOMS if module == room or module.startswith(room + ".")), key=len)
+
+
+def test_each_room_of_the_app_uses_only_the_rooms_below_it():
+    modules = {module_name(path): path for path in sources("ui")}
+    assert set(map(ui_room, modules)) == set(UI_ROOMS), "every room has a module"
+    upward = sorted((module, other) for module, path in modules.items()
+                    for other in imported_modules((ROOT / path).read_text(encoding="utf-8"), path, set(modules))
+                    if ui_room(other) != ui_room(module) and UI_ROOMS[ui_room(other)] >= UI_ROOMS[ui_room(module)])
+    assert upward == []
+
+
+def test_the_room_check_sees_an_import_up_and_one_between_rooms_of_a_floor():
+    assert ui_room("ui.runtime.page") == "ui.runtime" and ui_room("ui.classes.class_page") == "ui.classes.class_page"
+    assert UI_ROOMS[ui_room("ui.tabs.header")] > UI_ROOMS[ui_room("ui.services")] > UI_ROOMS[ui_room("ui.views.text")]
+    assert UI_ROOMS[ui_room("ui.training.jobs")] == UI_ROOMS[ui_room("ui.drawing.figures")]
 
 
 @pytest.mark.parametrize("path", [p for p in sources("ui") if p != "ui/runtime/page_code.py"])

@@ -14,6 +14,7 @@ score with its sacreBLEU signature; a picture of the training curves goes beside
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import platform

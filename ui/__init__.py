@@ -1,5 +1,6 @@
-"""The Gradio app around the ``transformer`` library: one module per tab (``tabs/``), views without gradio
-(``views/``), Plotly figures (``figures``), and the services the tabs share."""
+"""The Gradio app around the ``transformer`` library: the parts of the page (``tabs/``), what they show without
+gradio (``views/``), the charts (``drawing/``), the training slot (``training/``), the classes (``classes/``), and
+the services the tabs share; ARCHITECTURE.md maps them."""
 
 import os
 

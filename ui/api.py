@@ -10,9 +10,9 @@ import gradio as gr
 
 
 from .runtime import batching, components
-from .class_page import session_of
-from .classroom import CODE_LENGTH, ClassError, Round
-from .header import model_settings
+from .classes.class_page import session_of
+from .classes.classroom import CODE_LENGTH, ClassError, Round
+from .tabs.header import model_settings
 from .runtime.language import ENGLISH, said
 from .runtime.limits import visiting_client
 from .runtime.page import Page

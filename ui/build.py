@@ -15,8 +15,11 @@ from starlette.middleware import Middleware
 
 from transformer.files.checkpoint import Checkpoint, CheckpointError
 
-from . import api, class_page, figures, header, lessons
-from .uploads import MAX_UPLOAD_BYTES
+from . import api
+from .classes import class_page
+from .drawing import figures
+from .tabs import header, lessons
+from .training.uploads import MAX_UPLOAD_BYTES
 from .runtime import batching, costly, page_code
 from .runtime.language import ENGLISH, LANGUAGES, LanguageRoutes, page_path, said, switch_html, text
 from .runtime.later_pages import LaterPages, WaitForLaterPages

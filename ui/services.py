@@ -15,9 +15,9 @@ from transformer.data import DataError, multi30k_dir
 from transformer.files.checkpoint import (REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, default_device,
                                    list_checkpoints, load_checkpoint, no_checkpoint_named, read_config)
 
-from .classroom import Classrooms
+from .classes.classroom import Classrooms
 from .hub_models import MB, HubModels, OpeningAtStart
-from .jobs import JobManager, training_disabled
+from .training.jobs import JobManager, training_disabled
 from .runtime import settings
 from .runtime.costly import CostlyWork
 from .runtime.live import Stops

@@ -8,7 +8,8 @@ import pytest
 
 from helpers import serve_on_loopback
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
-from ui import jobs, services
+from ui.training import jobs
+from ui import services
 from ui.build import build_app, close_app, launch_options
 from ui.views import translate as translate_views
 

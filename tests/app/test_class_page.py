@@ -6,8 +6,8 @@ import types
 import pytest
 import torch
 
-from ui import class_page
-from ui.classroom import ClassError, Classrooms
+from ui.classes import class_page
+from ui.classes.classroom import ClassError, Classrooms
 from ui.views.questions import Question
 from ui.views.translate import AttentionMap
 

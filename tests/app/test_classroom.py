@@ -4,7 +4,7 @@ address) for so long."""
 
 import pytest
 
-from ui.classroom import CODE_LENGTH, CODE_LETTERS, ClassError, Classrooms
+from ui.classes.classroom import CODE_LENGTH, CODE_LETTERS, ClassError, Classrooms
 from ui.views.lessons import LESSONS
 from ui.views.questions import Question
 

@@ -12,7 +12,8 @@ from helpers import QuickTrainer
 from page_driver import PageDriver
 from transformer.errors import InputError
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
-from ui import jobs, services
+from ui.training import jobs
+from ui import services
 from ui.runtime import costly, memory
 from ui.build import build_app
 
@@ -172,7 +173,7 @@ def test_the_costly_events_run_one_at_a_time_in_one_group(demo):
 
 def test_a_visitor_who_spent_the_budget_gets_a_warning_and_keeps_what_the_page_shows(demo):
     page = PageDriver(demo)
-    page.run(page.event("on_open", "ui.header"))
+    page.run(page.event("on_open", "ui.tabs.header"))
     page.run(page.event("on_translate_click"))
     event, plot = page.event("on_importance"), demo.named_components["importance_plot"]
     page.run(event, request=visitor("198.51.100.4"))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from ui import charts, figures
+from ui.drawing import charts, figures
 from transformer.paper.model import sinusoidal_table
 
 

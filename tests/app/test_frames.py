@@ -1,4 +1,4 @@
-"""Every rule of a figure's looks is the server's: the page fills a frame of it (ui/frames.py) with numbers, and a
+"""Every rule of a figure's looks is the server's: the page fills a frame of it (ui/drawing/frames.py) with numbers, and a
 frame filled with a view's numbers is the figure the server draws of them, for every view, kind, layer, head and
 step, and every map a chart sends as numbers. (tests/app/test_page_figures.py holds the page's fill equal to this
 one in Chromium.)"""
@@ -8,8 +8,8 @@ import json
 import pytest
 import torch
 
-from ui import figures
-from ui.frames import Hole, Outer, Template, expanded, filled, framed, hole
+from ui.drawing import figures
+from ui.drawing.frames import Hole, Outer, Template, expanded, filled, framed, hole
 from ui.runtime.chart import Chart
 from ui.runtime.language import text
 from ui.views import choices

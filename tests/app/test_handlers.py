@@ -8,7 +8,7 @@ import pytest
 from transformer import data as datasets
 from transformer.data import DataError
 from transformer.errors import InputError
-from ui import header
+from ui.tabs import header
 from ui.runtime.page import Page
 from ui.tabs import analysis, experiments, explain, inside, model, positions, train, translate
 from ui.views import samples

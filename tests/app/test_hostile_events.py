@@ -13,7 +13,8 @@ import pytest
 from helpers import QuickTrainer
 from page_driver import PageDriver
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
-from ui import jobs, services
+from ui.training import jobs
+from ui import services
 from ui.build import build_app
 from ui.runtime.errors import UNEXPECTED, as_html
 from ui.views.choices import NO_TRANSLATION
@@ -50,7 +51,7 @@ def page(tmp_path_factory):
     manager = jobs.JobManager(tmp_path_factory.mktemp("runs"), trainer=QuickTrainer)
     registry = services.ModelRegistry([REPOSITORY_CHECKPOINTS, manager.published_dir], device="cpu")
     driver = PageDriver(build_app(services.Services(registry, manager), "reverse-tiny"))
-    driver.run(driver.event("on_open", "ui.header"))
+    driver.run(driver.event("on_open", "ui.tabs.header"))
     driver.run(driver.event("on_translate_click"))
     yield driver
     manager.stop()

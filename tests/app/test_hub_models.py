@@ -16,8 +16,9 @@ from multilingual_models import build_multilingual
 from page_driver import PageDriver
 from transformer.files import hub
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
-from ui import header, services, views
-from ui import lessons as lessons_tab
+from ui.tabs import header
+from ui import services, views
+from ui.tabs import lessons as lessons_tab
 from ui.views import languages as language_views
 from ui.views.lessons import LESSONS
 from ui.build import build_app
@@ -74,7 +75,7 @@ def test_every_event_of_the_page_runs_on_a_converted_model(hub_services, name, k
     page = PageDriver(demo)
     components = {block.elem_id: block for block in demo.blocks.values() if getattr(block, "elem_id", None)}
     page.set(components["source-text"], SENTENCE)
-    page.run(page.event("on_open", "ui.header"))
+    page.run(page.event("on_open", "ui.tabs.header"))
     page.run(page.event("on_translate_click"))
     translation = next(v for v in page.values.values() if type(v).__name__ == "Translation")
     checkpoint = hub_services.registry.get(name)
@@ -195,15 +196,15 @@ def test_a_multilingual_model_translates_into_the_language_picked_and_the_worker
     page = PageDriver(demo)
     components = demo.named_components
     page.set(components["text"], SENTENCE)
-    page.run(page.event("on_open", "ui.header"))
+    page.run(page.event("on_open", "ui.tabs.header"))
     assert page.value(components["target_language"]) is None, "a model of one pair has no languages to pick"
     page.set(components["model"], "tiny-m2m100")
-    switched = page.run(page.event("on_model", "ui.header"))
+    switched = page.run(page.event("on_model", "ui.tabs.header"))
     picker = next(update for component, update in switched.items()
                   if component is components["target_language"]).constructor_args
     assert picker["visible"] and ("Russian (ru)", "ru") in picker["choices"] and picker["value"] == "de"
     page.set(components["target_language"], "ru")
-    page.run(page.event("on_language", "ui.header"))
+    page.run(page.event("on_language", "ui.tabs.header"))
     assert page.value(components["model"]) == "tiny-m2m100@ru"
     translation = page.value(components["translation_state"])
     assert translation.target_pieces[1] == "__ru__" and translation.forced_steps == 1
@@ -211,7 +212,7 @@ def test_a_multilingual_model_translates_into_the_language_picked_and_the_worker
     hypotheses = page.value(components["hypotheses_state"])
     assert all(tokens[0] == translation.target_ids[1] for tokens, _ in hypotheses["hypotheses"])
     page.set(components["source_language"], "de")
-    switched = page.run(page.event("on_language", "ui.header"))
+    switched = page.run(page.event("on_language", "ui.tabs.header"))
     assert page.value(components["model"]) == "tiny-m2m100@de>ru"
     translation = page.value(components["translation_state"])
     assert translation.source_pieces[0] == "__de__" and translation.target_pieces[1] == "__ru__"
@@ -228,7 +229,7 @@ def test_a_shared_link_opens_a_multilingual_model_in_its_language_or_else_in_the
                       client={"host": "127.0.0.1", "port": 4242})
     with warnings.catch_warnings(record=True) as warned:
         warnings.simplefilter("always")
-        page.run(page.event("on_open", "ui.header"), request=link)
+        page.run(page.event("on_open", "ui.tabs.header"), request=link)
     assert page.value(demo.named_components["model"]) == opened
     translation = page.value(demo.named_components["translation_state"])
     assert translation.target_pieces[1] == ("__ru__" if opened.endswith("@ru") else "__de__")
@@ -241,9 +242,9 @@ def test_one_sentence_into_several_languages_side_by_side_on_a_multilingual_mode
     page = PageDriver(demo)
     components = demo.named_components
     page.set(components["text"], SENTENCE)
-    page.run(page.event("on_open", "ui.header"))
+    page.run(page.event("on_open", "ui.tabs.header"))
     page.set(components["model"], "tiny-m2m100")
-    switched = page.run(page.event("on_model", "ui.header"))
+    switched = page.run(page.event("on_model", "ui.tabs.header"))
     offered = {name: update.constructor_args for name, update in switched.items()
                if name in (components["languages_section"], components["many_targets"])}
     assert offered[components["languages_section"]]["visible"] is True
@@ -262,7 +263,7 @@ def test_one_sentence_into_several_languages_side_by_side_on_a_multilingual_mode
     assert any("Choose at most 4 languages (you chose 5)" in str(w.message) for w in warned)
     assert page.value(components["languages_table"]) == rows, "what was shown stays"
     page.set(components["model"], "tiny-marian")
-    switched = page.run(page.event("on_model", "ui.header"))
+    switched = page.run(page.event("on_model", "ui.tabs.header"))
     hidden = next(update for name, update in switched.items() if name is components["languages_section"])
     assert hidden.constructor_args["visible"] is False
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
-from ui import class_page
+from ui.classes import class_page
 from ui.runtime import components, language, page_code
 from ui.runtime.language import (COOKIE, LANGUAGES, LOCALES, Count, LanguageRoutes, Ordinal, message, percent,
                                  placeholders, preferred, said, table)
@@ -219,7 +219,8 @@ def test_the_model_and_train_tabs_and_their_messages_leave_no_english_on_another
                                                                                                other):
     import time
 
-    from ui import hub_models, jobs, published_models
+    from ui import hub_models
+    from ui.training import jobs, published_models
     from ui.tabs import model as model_tab
     from ui.tabs import train as train_tab
     from ui.views import training as training_views
@@ -256,7 +257,7 @@ def test_the_model_and_train_tabs_and_their_messages_leave_no_english_on_another
 
 
 def test_the_lessons_and_the_teachers_class_panel_speak_the_pages_language_their_values_english(app_services):
-    from ui import lessons as lessons_panel
+    from ui.tabs import lessons as lessons_panel
     from ui.views import lessons
     from ui.views.questions import Question
     with gr.Blocks() as blocks:
@@ -293,7 +294,7 @@ def views_of_translation_frames(services, language: str) -> dict:
 
 @pytest.mark.parametrize("other", ["de", "fr"])
 def test_the_header_and_the_translate_tab_leave_no_english_on_another_languages_page(app_services, other):
-    from ui import header
+    from ui.tabs import header
     from ui.tabs import translate as translate_tab
     from ui.views import share
     words = table(other)
@@ -375,7 +376,7 @@ def test_the_experiments_analysis_and_evidence_tabs_leave_no_english_on_another_
 def test_the_plan_a_job_fits_to_its_time_is_said_in_the_pages_language_and_in_english_as_the_library_says_it():
     from library.test_budget import AMD, EPOCH_TOKENS, faster
     from transformer.train.budget import SYNTHETIC_PLAN, plan_for_work
-    from ui.training_plans import plan_words
+    from ui.training.training_plans import plan_words
 
     plans = [plan_for_work(minutes, faster(AMD, factor), EPOCH_TOKENS) for minutes in (1, 15, 120)
              for factor in (0.3, 4)]

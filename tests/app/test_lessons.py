@@ -10,7 +10,7 @@ import pytest
 
 from page_driver import PageDriver
 from transformer.inside import interventions
-from ui import lessons as lessons_panel
+from ui.tabs import lessons as lessons_panel
 from ui import services
 from ui.build import build_app
 from ui.views import lessons
@@ -39,7 +39,7 @@ def test_there_are_at_least_eight_lessons_each_short_with_questions_and_what_to_
 def page(app_services):
     """The whole app's page, its events run as a visitor's clicks run them."""
     driver = PageDriver(build_app(app_services))
-    driver.run(driver.event("on_open", "ui.header"))
+    driver.run(driver.event("on_open", "ui.tabs.header"))
     return driver
 
 

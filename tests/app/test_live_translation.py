@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from ui import figures
+from ui.drawing import figures
 from ui.runtime import batching
 from ui.runtime.live import SHOWN_EVERY_S, SHOWN_PER_S, Done, Stops, Watched, as_it_happens
 from ui.tabs import translate

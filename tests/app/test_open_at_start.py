@@ -13,8 +13,9 @@ import torch
 from marian_models import build_marian
 from transformer.files import hub
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
-from ui import header, services
-from ui.classroom import Classrooms
+from ui.tabs import header
+from ui import services
+from ui.classes.classroom import Classrooms
 from ui.hub_models import HubModels, OpeningAtStart, bytes_under
 from ui.services import ModelRegistry, Services
 from ui.views import lessons

@@ -1,6 +1,6 @@
 """The page draws the Translate tab's views itself (ui/static/explorer.js) from a translation's numbers, filling the
-server's frames of them (ui/frames.py; ui/static/figures.js, fill): in Chromium, each of its figures is the figure
-the server draws of the same numbers, value for value and label for label (ui/figures.py, which the exports, the
+server's frames of them (ui/drawing/frames.py; ui/static/figures.js, fill): in Chromium, each of its figures is the figure
+the server draws of the same numbers, value for value and label for label (ui/drawing/figures.py, which the exports, the
 API and the other tabs use). tests/app/test_figures.py holds the server's frames and figures to their rules."""
 
 import json

@@ -39,7 +39,8 @@ from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, list_checkpoint
 from transformer.files.weights import resolve, unique_state_dict
 
 from transformer import errors
-from ui import jobs, services, uploads
+from ui.training import jobs, uploads
+from ui import services
 from ui.runtime import batching, limits
 from ui.build import build_app, close_app, launch_options
 from ui.views import text as text_views

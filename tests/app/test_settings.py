@@ -8,9 +8,9 @@ import pytest
 import torch
 
 import app
-from ui.classroom import Classrooms
+from ui.classes.classroom import Classrooms
 from ui.hub_models import HubModels
-from ui.published_models import PublishedModels
+from ui.training.published_models import PublishedModels
 from ui.runtime import settings
 from ui.runtime.settings import SETTINGS, SettingError
 

@@ -12,7 +12,7 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from ui import jobs, training_plans, uploads
+from ui.training import jobs, training_plans, uploads
 from ui.build import build_app, close_app
 from transformer.data import DataError
 from transformer.errors import InputError

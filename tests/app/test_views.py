@@ -17,7 +17,9 @@ from transformer import errors
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
 from transformer.inside import contributions, interventions, one_head
 from transformer.paper.translation import translate
-from ui import figures, services
+from ui.drawing import figures
+from ui import services
+from ui.runtime import numbers
 from ui.runtime.language import table as words_of
 from ui.views import analysis as analysis_views
 from ui.views import choices
@@ -546,7 +548,7 @@ def test_a_number_that_is_not_one_gets_a_message_naming_the_field(reverse, numbe
     with pytest.raises(errors.InputError, match="maximum number of target tokens must be a"):
         translate_views.run_translation(reverse, "1 2 3", "greedy", 4, number)
     with pytest.raises(errors.InputError, match="must be a"):
-        choices.clamp(number, 1, 4)
+        numbers.clamp(number, 1, 4)
 
 
 def test_switching_off_heads_says_whether_the_translation_changed(app_services):

@@ -70,7 +70,8 @@ def test_the_app_chooses_its_models_device_and_keeps_them_on_the_cpu_on_zero_gpu
 
 
 def test_the_app_s_registry_and_training_jobs_use_the_device_it_chose(monkeypatch, tmp_path):
-    from ui import jobs, services, training_plans
+    from ui.training import jobs, training_plans
+    from ui import services
     monkeypatch.setenv("EXPLORER_DEVICE", "meta")  # a device no model of this machine is on otherwise
     assert services.Services.default(jobs=jobs.JobManager(tmp_path)).registry.device == torch.device("meta")
     request = training_plans.JobRequest(data="reverse", preset="tiny", steps=10, minutes=1.0)

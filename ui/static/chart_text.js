@@ -71,7 +71,7 @@
     return tab;
   }
   // A grid drawn as one heatmap (its meta.panel: each panel's rows and columns, then the rows and columns between
-  // them; ui/figures.py, grid_json) read as its panels, each a heatmap of its own; any other trace as it is.
+  // them; ui/drawing/figures.py, grid_json) read as its panels, each a heatmap of its own; any other trace as it is.
   function panels(t) {
     const grid = t.type === "heatmap" && t.meta && t.meta.panel;
     if (!grid) return [t];

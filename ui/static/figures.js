@@ -1,6 +1,6 @@
-// The page's figures are the server's: each comes as a frame (ui/frames.py), a figure whose every rule of looks
-// ui/figures.py decided, with holes where the page's numbers go (a map's weights, the step outlined, a step's
-// candidates). Here a frame is filled, as ui/frames.py's ``filled`` fills it; a test in Chromium holds the two
+// The page's figures are the server's: each comes as a frame (ui/drawing/frames.py), a figure whose every rule of looks
+// ui/drawing/figures.py decided, with holes where the page's numbers go (a map's weights, the step outlined, a step's
+// candidates). Here a frame is filled, as ui/drawing/frames.py's ``filled`` fills it; a test in Chromium holds the two
 // equal.
 window.explorerFigures = (() => {
   const known = window.explorerPage.config.figures.known;  // parts every frame leaves to the page (figures.known)
@@ -27,7 +27,7 @@ window.explorerFigures = (() => {
     return Object.fromEntries(Object.entries(part).map(([key, value]) => [key, put(value, values, shared)]));
   }
 
-  // Panels laid out as one, ``apart`` rows and columns of ``gap`` between neighbours (ui/frames.py, Panels): a
+  // Panels laid out as one, ``apart`` rows and columns of ``gap`` between neighbours (ui/drawing/frames.py, Panels): a
   // grid drawn as one heatmap.
   function joined(panels, gap, [rowsApart, columnsApart]) {
     const lines = [], between = new Array(columnsApart).fill(gap);

@@ -29,7 +29,7 @@ window.explorerPage = (() => {
     chart.on("plotly_click", (clicked) => {
       const point = clicked.points && clicked.points[0];
       if (!point) return;
-      // A grid drawn as one heatmap (ui/figures.py, grid_json) names its panels' size and spacing in its meta.
+      // A grid drawn as one heatmap (ui/drawing/figures.py, grid_json) names its panels' size and spacing in its meta.
       const grid = point.data.meta && point.data.meta.panel, said = grid ? point.data.meta.rows : point.data.meta;
       if (picker.rowsMeta !== null && said !== picker.rowsMeta) return;
       const index = Array.isArray(point.pointNumber) ? point.pointNumber[0] : point.y;

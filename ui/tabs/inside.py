@@ -14,7 +14,8 @@ from ..runtime.language import ENGLISH, message
 from ..runtime.page import Page
 from ..services import Services
 from ..views import inside
-from ..views.choices import ATTENTION_KINDS, clamp
+from ..views.choices import ATTENTION_KINDS
+from ..runtime.numbers import clamp
 from ..views.translate import layer_and_head_counts
 
 TAB_ID, TITLE = "inside", message("inside.title")  # the tab's id in the page, and its label

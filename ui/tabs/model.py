@@ -6,7 +6,7 @@ import gradio as gr
 
 from transformer.files.checkpoint import Checkpoint
 
-from .. import charts
+from ..drawing import charts
 from ..runtime import components
 from ..runtime.chart import Chart
 from ..runtime.language import ENGLISH, message, text

@@ -10,9 +10,9 @@ import gradio as gr
 from transformer.data import SYNTHETIC_TASKS
 from transformer.files.checkpoint import Checkpoint
 
-from .. import jobs as training_jobs
-from .. import training_plans
-from ..uploads import MAX_UPLOAD_BYTES
+from ..training import jobs as training_jobs
+from ..training import training_plans
+from ..training.uploads import MAX_UPLOAD_BYTES
 from ..runtime import components
 from ..runtime.chart import Chart
 from ..runtime.language import ENGLISH, Number, message, said, text
@@ -21,7 +21,7 @@ from ..runtime.model_names import checkpoint_name, listed_with
 from ..runtime.page import Page
 from ..services import Services, multi30k_available
 from ..views import training as views
-from ..views.choices import finite
+from ..runtime.numbers import finite
 from ..views.model import probe_figure
 
 TAB_ID, TITLE = "train", message("train.title")  # the tab's id in the page, and its label

@@ -12,7 +12,7 @@ from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 from transformer.paper.translation import Translation
 
-from .. import figures
+from ..drawing import figures
 from ..runtime import batching, components
 from ..runtime.chart import Chart
 from ..runtime.costly import page_of

@@ -13,10 +13,11 @@ from transformer.paper.decoding import beam_search
 from transformer.paper.sentences import encode_source
 from transformer.paper.translation import Translation, forced_decode
 
-from .. import charts
+from ..drawing import charts
 from ..runtime.language import ENGLISH, Message, Number, message, said, table
 from ..runtime.language import text as words
-from .choices import clamp, kind_key
+from .choices import kind_key
+from ..runtime.numbers import clamp
 from .text import clean_text
 from .translate import MAX_BEAM, map_of, one_map, which_message
 

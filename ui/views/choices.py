@@ -1,13 +1,11 @@
-"""The selectors' vocabulary: attention kinds, heatmap views, keeping a chosen number within range, and the
-translation a view looks at."""
+"""The selectors' vocabulary: attention kinds, heatmap views, heads, and the translation a view looks at."""
 
 from __future__ import annotations
 
-import math
-
 from transformer.errors import InputError
 
-from ..runtime.language import ENGLISH, Message, message, table, text
+from ..runtime.numbers import clamp, finite
+from ..runtime.language import ENGLISH, message, table, text
 
 # The kinds' English names are also the Translate tab's choices, which scripts send: their words in ui/locales/.
 ATTENTION_KINDS = {kind: table(ENGLISH)[f"map.kind.{kind}"] for kind in ("encoder", "decoder", "cross")}
@@ -29,27 +27,9 @@ def view_choices(language: str = ENGLISH) -> list[tuple[str, str]]:
     return [(text(language, key), view) for key, view in zip(VIEW_LABELS, VIEWS)]
 
 
-def finite(value, name: str | Message | None = None) -> float:
-    """``value`` as a finite number; an InputError naming ``name`` (default: "value") for anything else (an API
-    client can send NaN or infinity as raw JSON, where no slider would)."""
-    name = message("translate.name.value") if name is None else name
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise InputError(message("translate.not_a_number", name=name, value=repr(str(value)[:40]))) from None
-    if not math.isfinite(number):
-        raise InputError(message("translate.not_finite", name=name, value=number))
-    return number
-
-
 def max_target_tokens(value) -> int | None:
     """The "maximum number of target tokens" field as a whole number; None (the model's own limit) when unset."""
     return int(finite(value, message("translate.name.max_tokens"))) if value else None
-
-
-def clamp(value, low: int, high: int, name: str | Message | None = None) -> int:
-    """``value`` as a whole number within [low, high]: a typed or shared number past the ends means the end."""
-    return max(low, min(high, int(finite(value, name))))
 
 
 def kind_key(label: str) -> str:

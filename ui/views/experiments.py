@@ -14,9 +14,10 @@ from transformer.inside import interventions
 from transformer.inside import one_head, patching
 from transformer.paper.sentences import encode_source
 
-from .. import charts, figures
+from ..drawing import charts, figures
 from ..runtime.language import ENGLISH, Message, Number, message, percent, said, text
-from .choices import clamp, kind_key
+from .choices import kind_key
+from ..runtime.numbers import clamp
 from .text import markdown_escape
 from .translate import AXES, AttentionMap, MapWords, attention_axes, map_of, which_message
 

@@ -15,9 +15,10 @@ from transformer.files.checkpoint import Checkpoint
 from transformer.inside import attribution, contrastive, interventions
 from transformer.paper.translation import Translation
 
-from .. import charts, figures
+from ..drawing import charts, figures
 from ..runtime.language import ENGLISH, Message, Number, message, percent, said, text
-from .choices import clamp, require_translation
+from .choices import require_translation
+from ..runtime.numbers import clamp
 from .experiments import titled_map
 from .samples import SAMPLE_SIZE
 from .text import markdown_escape

@@ -1,5 +1,5 @@
 """What the page's explorer (ui/static/explorer.js) draws the Translate tab from: each view's figure as the server
-draws it (for exports, the API and the tests), the same figure as a frame the page fills (ui/frames.py), and a
+draws it (for exports, the API and the tests), the same figure as a frame the page fills (ui/drawing/frames.py), and a
 translation's numbers that fill them.
 """
 
@@ -13,10 +13,11 @@ import torch
 
 from transformer.paper.translation import Translation
 
-from .. import figures
-from ..frames import Template, expanded, framed, hole
+from ..drawing import figures
+from ..drawing.frames import Template, expanded, framed, hole
 from ..runtime.language import ENGLISH, text
-from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key
+from .choices import ATTENTION_KINDS, VIEWS, kind_key
+from ..runtime.numbers import clamp
 from .translate import (MOST_PAGE_NUMBERS, WEIGHT_DECIMALS, attention_axes, attention_tensor, map_block, one_map,
                         step_caption, titles)
 
@@ -57,7 +58,7 @@ def attention_json(translation: Translation, kind: str, view: str = VIEWS[0], la
 
 
 def view_frame(translation: Translation, kind: str, figure: str, language: str = ENGLISH) -> dict:
-    """``figure`` (of ``FIGURES``) of ``kind`` as a frame the page fills (ui/frames.py) with the maps of the layer and
+    """``figure`` (of ``FIGURES``) of ``kind`` as a frame the page fills (ui/drawing/frames.py) with the maps of the layer and
     head it shows (``map``), their subtitle (``which``), the ``layer`` and the ``step`` it outlines."""
     kind = kind_key(kind)
     marked = None if kind == "encoder" else hole("step") - 1
@@ -137,7 +138,7 @@ def page_numbers(translation: Translation, kind: str = "cross", layer: int = 1, 
 
 
 def step_frames(source: list[str], candidates: int, language: str = ENGLISH) -> dict:
-    """The step view's two figures as frames the page fills at each step (ui/frames.py): the top ``candidates``
+    """The step view's two figures as frames the page fills at each step (ui/drawing/frames.py): the top ``candidates``
     (with ``figures.candidates``' values and the ``step``), and where the step looked over the ``source`` pieces
     (its ``row`` of weights, the ``step`` and ``which`` map)."""
     return _step_frames(tuple(source), candidates, language)

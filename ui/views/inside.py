@@ -16,9 +16,10 @@ from transformer.inside import one_head
 from transformer.paper.decoding import Sampling, never_generate
 from transformer.paper.translation import Translation
 
-from .. import charts, figures
+from ..drawing import charts, figures
 from ..runtime.language import ENGLISH, Message, Number, message, text
-from .choices import clamp, kind_key, require_translation
+from .choices import kind_key, require_translation
+from ..runtime.numbers import clamp
 from .translate import AXES, AttentionMap, MapWords, attention_axes, attention_tensor
 
 @dataclass

@@ -10,7 +10,7 @@ from transformer.files.checkpoint import Checkpoint
 from transformer.files.multilingual import iso_code
 from transformer.inside import analysis
 
-from .. import charts
+from ..drawing import charts
 from ..runtime.language import ENGLISH, message
 from ..runtime.language import text as words
 from .text import clean_text, language_name

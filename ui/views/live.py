@@ -13,9 +13,9 @@ from transformer.paper.watching import SearchProgress
 from transformer.paper.sentences import encode_source
 from transformer.paper.translation import forced_steps
 
-from .. import figures
+from ..drawing import figures
 from ..runtime.language import ENGLISH, Number, text
-from .choices import clamp
+from ..runtime.numbers import clamp
 from .text import clean_text, markdown_escape
 from .explorer import step_frames
 from .translate import WEIGHT_DECIMALS

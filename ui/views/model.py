@@ -12,9 +12,9 @@ from pandas.io.formats.style import Styler
 from transformer.files.checkpoint import Checkpoint
 from transformer.train.run_logs import read_records, read_training_log
 
-from .. import figures
+from ..drawing import figures
 from ..runtime.language import ENGLISH, Message, Number, message, text
-from .choices import clamp
+from ..runtime.numbers import clamp
 from .languages import language_label
 from .text import markdown_escape
 

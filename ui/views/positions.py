@@ -6,9 +6,9 @@ import plotly.graph_objects as go
 
 from transformer.paper.model import sinusoidal_table
 
-from .. import charts, figures
+from ..drawing import charts, figures
 from ..runtime.language import ENGLISH, text
-from .choices import clamp
+from ..runtime.numbers import clamp
 
 MAX_PE_LINES = 12  # more lines in one chart are a tangle with a legend longer than the chart
 

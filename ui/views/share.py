@@ -9,7 +9,8 @@ from transformer.files.checkpoint import Checkpoint
 
 from ..runtime.language import ENGLISH, text
 from ..runtime.model_names import checkpoint_name
-from .choices import ATTENTION_KINDS, VIEWS, clamp, kind_key
+from .choices import ATTENTION_KINDS, VIEWS, kind_key
+from ..runtime.numbers import clamp
 from .text import clean_text, suits, uses_digits
 from .translate import MAX_BEAM, TARGET_TOKENS, layer_and_head_counts
 

@@ -6,8 +6,8 @@ import math
 
 import plotly.graph_objects as go
 
-from .. import charts
-from ..jobs import JobState, time_left_text
+from ..drawing import charts
+from ..training.jobs import JobState, time_left_text
 from ..runtime.language import ENGLISH, Number, message, percent, said, text
 
 

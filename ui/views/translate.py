@@ -20,11 +20,12 @@ from transformer.paper.decoding import length_limits
 from transformer.paper.tokenizer import WORD_START
 from transformer.paper.translation import Translation, forced_decode
 
-from .. import figures
-from ..frames import framed, hole
+from ..drawing import figures
+from ..drawing.frames import framed, hole
 from ..runtime import gpu
 from ..runtime.language import ENGLISH, Message, Number, message, percent, said, table, text
-from .choices import ATTENTION_KINDS, clamp, kind_key, max_target_tokens
+from .choices import ATTENTION_KINDS, kind_key, max_target_tokens
+from ..runtime.numbers import clamp
 from .text import clean_text, language_note, markdown_escape
 
 MAX_BEAM = 8

@@ -24,9 +24,9 @@ from transformer.train import calibrate, planning
 from transformer.train.budget import BudgetPlan
 from transformer.train.settings import AUTO_PRESET, TrainConfig, use_bf16
 
-from .runtime.costly import CORES
-from .runtime.gpu import models_device
-from .runtime.language import Message, message, percent
+from ..runtime.costly import CORES
+from ..runtime.gpu import models_device
+from ..runtime.language import Message, message, percent
 
 SYNTHETIC_PROBE = "3 1 4 1 5 9 2 6"  # what a job on a digit task translates at each evaluation, for the probe
 

@@ -12,15 +12,15 @@ import re
 import gradio as gr
 import segno
 
-from .runtime.chart import Chart
-from .runtime import components
+from ..runtime.chart import Chart
+from ..runtime import components
 from .classroom import CODE_LENGTH, ClassError, Round, normal_code
-from .runtime.language import ENGLISH, Count, page_path, percent, said, switch_html, text
-from .runtime.limits import visiting_client
-from .runtime.page import Page
-from .services import Services
-from .views import lessons
-from .views.text import markdown_escape
+from ..runtime.language import ENGLISH, Count, page_path, percent, said, switch_html, text
+from ..runtime.limits import visiting_client
+from ..runtime.page import Page
+from ..services import Services
+from ..views import lessons
+from ..views.text import markdown_escape
 
 STUDENT_PATH = "class"  # the students' page is a small app of its own, mounted here beside the main page
 # A student's page asks every 1.5 s whether the question changed or was revealed: a reveal reaches every phone

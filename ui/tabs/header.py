@@ -11,21 +11,21 @@ import gradio as gr
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 
-from .runtime import components
-from .runtime.errors import as_html
-from .runtime.language import ENGLISH, said
-from .runtime.language import text as words_in
-from .runtime.limits import visiting_client
-from .runtime.model_names import checkpoint_name, in_language
-from .runtime.page import Page
-from .services import Services
-from .tabs import translate
-from .views import model as model_views
-from .views import share
-from .views.choices import clamp
-from .views.languages import language_choices
-from .views.text import examples_for, source_label, text_for_model
-from .views.translate import layer_and_head_counts
+from ..runtime import components
+from ..runtime.errors import as_html
+from ..runtime.language import ENGLISH, said
+from ..runtime.language import text as words_in
+from ..runtime.limits import visiting_client
+from ..runtime.model_names import checkpoint_name, in_language
+from ..runtime.page import Page
+from ..services import Services
+from . import translate
+from ..views import model as model_views
+from ..views import share
+from ..runtime.numbers import clamp
+from ..views.languages import language_choices
+from ..views.text import examples_for, source_label, text_for_model
+from ..views.translate import layer_and_head_counts
 
 OPENING_EVERY_S = 2.0  # how often a page asks how far the models opened at start are
 

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .figures import (ATTENTION_COLORSCALE, MOST_PANEL_LABELS, apply_layout, as_matrix, as_numbers, escape,
-                      escaped_all, say, slant_room, tick_labels, titled_with)
-from .runtime.language import ENGLISH, Number, percent
-from .runtime.language import table as locale
+from .figures import (ATTENTION_COLORSCALE, MOST_PANEL_LABELS, apply_layout, as_matrix, as_numbers, escape, escaped_all,
+                      say, slant_room, tick_labels, titled_with)
+from ..runtime.language import ENGLISH, Number, percent
+from ..runtime.language import table as locale
 
 WORD_CHARS, LANGUAGE_TITLE_CHARS = 16, 90  # a word as a tick label; a language's translation as its panel's title
 

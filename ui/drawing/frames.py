@@ -1,7 +1,7 @@
 """A figure with holes: what the page needs to draw a view many times (another head, layer or step) from numbers,
 its every rule (sizes, labels, ticks, spacing, titles, colours, hover text) decided by the server once.
 
-A figure builder of ``ui/figures.py`` is called with a ``Hole`` where a value is to come from the page (a map's
+A figure builder of ``ui/drawing/figures.py`` is called with a ``Hole`` where a value is to come from the page (a map's
 weights, the step outlined, a step's candidates) and with a ``{placeholder}`` in a title; ``framed`` turns what it
 builds into JSON the page fills (ui/static/figures.js, ``fill``) and ``filled`` is the same fill here, which the
 tests hold equal to the figure the server draws of the same numbers. What a frame holds besides plain JSON:

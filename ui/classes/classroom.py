@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 from transformer.errors import InputError
 
-from .runtime import settings
-from .runtime.language import Count, Message, message
-from .views.lessons import LESSONS, Lesson
-from .views.questions import Question
+from ..runtime import settings
+from ..runtime.language import Count, Message, message
+from ..views.lessons import LESSONS, Lesson
+from ..views.questions import Question
 
 CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # none that read alike (0 and O, 1 and I)
 CODE_LENGTH = 5

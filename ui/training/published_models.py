@@ -14,8 +14,8 @@ from pathlib import Path
 from transformer.files.checkpoint import save_checkpoint
 from transformer.train.run_logs import run_history
 
-from .runtime import settings
-from .runtime.language import ENGLISH, Message, message, text
+from ..runtime import settings
+from ..runtime.language import ENGLISH, Message, message, text
 from .training_plans import JobError
 
 log = logging.getLogger(__name__)

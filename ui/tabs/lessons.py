@@ -8,16 +8,16 @@ import gradio as gr
 from transformer.files.checkpoint import CheckpointError
 
 from . import header
-from .runtime import components
-from .runtime.chart import Chart
-from .runtime.language import ENGLISH
-from .runtime.page import Page
-from .services import Services
-from .tabs import experiments, explain, translate
-from .tabs import inside as inside_tab
-from .views import lessons
-from .views.text import source_label
-from .views.translate import DEFAULT_TARGET_TOKENS
+from ..runtime import components
+from ..runtime.chart import Chart
+from ..runtime.language import ENGLISH
+from ..runtime.page import Page
+from ..services import Services
+from . import experiments, explain, translate
+from . import inside as inside_tab
+from ..views import lessons
+from ..views.text import source_label
+from ..views.translate import DEFAULT_TARGET_TOKENS
 
 # After Show me, the view the lesson is about is held in sight (ui/static/page.js) and outlined this long.
 OUTLINE_MS = 3000

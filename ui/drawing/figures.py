@@ -3,7 +3,7 @@
 Axes use integer positions with the token pieces as tick labels, so a sentence with a repeated word ("the ... the")
 keeps one column per token; Plotly would merge repeated category labels. Attention colour scales run from 0 to 1 so
 maps are comparable across heads and layers. The Translate tab's figures (the ``*_json`` builders) take holes where
-the page puts its numbers (ui/frames.py): every rule of their looks is here alone.
+the page puts its numbers (ui/drawing/frames.py): every rule of their looks is here alone.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from .frames import Hole, Outer, Panels, Template, expanded
-from .runtime.language import ENGLISH, Number, text
-from .runtime.language import table as locale
+from ..runtime.language import ENGLISH, Number, text
+from ..runtime.language import table as locale
 
 ATTENTION_COLORSCALE = "Blues"
 MARK = "#ff7f0e"  # what a lesson or a step points at, as the step view marks the current token
@@ -194,7 +194,7 @@ def heatmap_json(weights, query_labels: Sequence[str], key_labels: Sequence[str]
     ``subtitle`` (which layer and head) leads the smaller second title line, which also names the columns: an
     axis title above the key labels would collide with the title on a narrow screen.
     Unnamed (None), the title, the axes and the values are the words of ``language`` for attention, query, key and
-    weight. ``weights`` and ``marked_row`` may be holes the page fills (ui/frames.py).
+    weight. ``weights`` and ``marked_row`` may be holes the page fills (ui/drawing/frames.py).
     """
     title = say(language, "attention") if title is None else title
     query_title, key_title = _axes_titles(query_title, key_title, language)
@@ -437,7 +437,7 @@ def token_probability_bar(pieces: Sequence[str], probabilities: Sequence[float],
 
 @functools.cache
 def known() -> dict:
-    """Parts of many figures the page holds in its config, which frames leave to it (ui/frames.py, ``framed``)."""
+    """Parts of many figures the page holds in its config, which frames leave to it (ui/drawing/frames.py, ``framed``)."""
     return {"template": TEMPLATE, "colorscale": colorscale(ATTENTION_COLORSCALE)}
 
 

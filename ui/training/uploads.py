@@ -7,7 +7,7 @@ from pathlib import Path
 
 from transformer import data as datasets
 
-from .runtime.language import Number, message
+from ..runtime.language import Number, message
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 MAX_UPLOAD_TEXT_BYTES = 20 * 10**6  # what an upload may decompress to

@@ -21,15 +21,15 @@ from transformer import data as datasets
 from transformer.train.settings import AUTO_PRESET, TrainConfig
 from transformer.train.trainer import Trainer
 
-from .runtime import settings
-from .runtime.costly import CORES
-from .runtime.language import ENGLISH, WRITTEN_PER_LANGUAGE, Message, Number, message, percent, text
-from .runtime.limits import MAX_TRACKED_CLIENTS
-from .runtime.memory import release_memory
+from ..runtime import settings
+from ..runtime.costly import CORES
+from ..runtime.language import ENGLISH, WRITTEN_PER_LANGUAGE, Message, Number, message, percent, text
+from ..runtime.limits import MAX_TRACKED_CLIENTS
+from ..runtime.memory import release_memory
 from .training_plans import MAX_MINUTES, JobError, JobRequest, plan_words, run_config
 from .published_models import PublishedModels, kept_where
 from .uploads import read_upload
-from .views.choices import clamp, finite
+from ..runtime.numbers import clamp, finite
 
 log = logging.getLogger(__name__)
 
