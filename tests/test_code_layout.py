@@ -252,6 +252,14 @@ def test_each_room_of_the_app_uses_only_the_rooms_below_it():
     assert upward == []
 
 
+@pytest.mark.parametrize("path", sources("ui/tabs"))
+def test_no_part_of_the_page_defines_a_component_class(path):
+    """Gradio writes a type stub (.pyi) copying the whole module beside any module that subclasses one of its
+    components, and "go to definition" then lands in the copy: components live in ui/runtime/components.py."""
+    assert [node.name for node in ast.walk(ast.parse((ROOT / path).read_text())) if isinstance(node, ast.ClassDef)] \
+        == []
+
+
 def test_the_room_check_sees_an_import_up_and_one_between_rooms_of_a_floor():
     assert ui_room("ui.runtime.page") == "ui.runtime" and ui_room("ui.classes.class_page") == "ui.classes.class_page"
     assert UI_ROOMS[ui_room("ui.tabs.header")] > UI_ROOMS[ui_room("ui.services")] > UI_ROOMS[ui_room("ui.views.text")]

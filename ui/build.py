@@ -159,6 +159,11 @@ def remember_signatures(blocks: gr.Blocks) -> None:
     session starts; on the main page that was half of a new session's CPU time, which a stranger opening a new
     session with each request made everyone else's translations wait for. ``inspect.signature`` returns a
     function's ``__signature__`` when it has one, so setting it to what it computes changes nothing but the time.
+
+    A patch of Gradio itself, for the whole process: it sets ``__signature__`` on the ``__init__`` of Gradio's
+    component classes (and ours), for every page built in it, once each. It changes nothing a session holds
+    (tests/app/test_app.py builds one with and without it, alike); a Gradio that stopped reading signatures would
+    leave it without effect. ARCHITECTURE.md lists it among the app's patches of its libraries.
     """
     for kind in {type(block) for block in blocks.blocks.values()}:
         for cls in kind.__mro__:

@@ -9,6 +9,7 @@ from transformer import data as datasets
 from transformer.data import DataError
 from transformer.errors import InputError
 from ui.tabs import header
+from ui.runtime import components
 from ui.runtime.page import Page
 from ui.tabs import analysis, experiments, explain, inside, model, positions, train, translate
 from ui.views import samples
@@ -75,7 +76,7 @@ def test_a_typed_step_past_either_end_is_handed_to_the_page_which_moves_the_slid
     """Gradio's own slider would refuse it while still showing it; the page's step script clamps it
     (test_browser.py)."""
     with gr.Blocks():
-        slider = translate.UnboundedSlider(1, 5, step=1)
+        slider = components.UnboundedSlider(1, 5, step=1)
     assert slider.preprocess(99) == 99
 
 

@@ -42,6 +42,17 @@ class Slider(gr.Slider):
         return refused_quietly(super().preprocess, a_number(self, payload))
 
 
+class UnboundedSlider(Slider):
+    """A slider that hands a typed number past either end to its handler, which moves the slider to that end (the
+    Translate tab's step). Gradio's own refuses such a number while the page keeps showing it beside the previous
+    step's view."""
+
+    is_template = True  # drawn by Gradio's own slider
+
+    def preprocess(self, payload: float) -> float:
+        return gr.Number.round_to_precision(a_number(self, payload), self.precision)
+
+
 class Radio(gr.Radio):
     is_template = True
 

@@ -6,7 +6,6 @@ import itertools
 
 import gradio as gr
 from gradio.components import Component
-from gradio.components import Number as NumberField
 
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
@@ -63,16 +62,6 @@ STEP_PICKER = {"charts": f"#{CHARTS['heatmap']}", "slider": "#step-slider", "sho
 SENT = itertools.count(1)  # each translation's numbers are new to the page, the same sentence's too
 
 
-class UnboundedSlider(components.Slider):
-    """A slider that hands a typed number past either end to its handler, which moves the slider to that end.
-    Gradio's own refuses such a number while the page keeps showing it beside the previous step's view."""
-
-    is_template = True  # drawn by Gradio's own slider
-
-    def preprocess(self, payload: float) -> float:
-        return NumberField.round_to_precision(components.a_number(self, payload), self.precision)
-
-
 def layout(page: Page, checkpoint: Checkpoint) -> None:
     sentence_layout(page, checkpoint)
     step_layout(page)
@@ -121,7 +110,7 @@ def step_layout(page: Page) -> None:
     gr.Markdown(words("translate.step.intro"), elem_id="step-view")
     with gr.Row():
         previous_step = gr.Button(words("translate.step.previous"), size="sm", scale=0)
-        step = UnboundedSlider(1, 2, value=1, step=1, label=words("translate.step"), elem_id="step-slider", scale=4)
+        step = components.UnboundedSlider(1, 2, value=1, step=1, label=words("translate.step"), elem_id="step-slider", scale=4)
         next_step = gr.Button(words("translate.step.next"), size="sm", scale=0)
     with gr.Row():
         step_caption = gr.Markdown(elem_id="step-caption")
