@@ -124,7 +124,7 @@ class CommandLine(argparse.ArgumentParser):
         renamed, options_end = [], False
         for argument in given:
             name, equals, value = argument.partition("=")
-            if not options_end and name in self.renamed and name not in known:
+            if not options_end and name in self.renamed and name not in known and self.renamed[name] in known:
                 new = self.renamed[name]
                 print(f"notice: {name} is now {new}; the old name goes in the next release", file=sys.stderr)
                 argument = new + equals + value
@@ -147,10 +147,12 @@ def run(parser: CommandLine, command: Callable[[argparse.Namespace], int | None]
         return said(error, FAILED, 1, args.debug, f"{type(error).__name__}: ")
 
 
-def said(error: BaseException, code: str, status: int, debug: bool, kind: str = "") -> int:
+def said(error: BaseException, code: str, status: int, debug: bool, kind: str = "", also: str = "") -> int:
+    """``error`` on one line of standard error (a message with line breaks in it is joined), after its traceback
+    with ``--debug``; returns ``status``."""
     if debug:
         traceback.print_exception(error)
-    print(f"error [{code}]: {kind}{error}", file=sys.stderr)
+    print(f"error [{code}]: {kind}{' '.join(str(error).split())}{also}", file=sys.stderr)
     return status
 
 

@@ -161,8 +161,7 @@ def exported(args) -> int:
         steps, evals = read_training_log(run_dir / "log.jsonl")
         metrics = score(stored, original, config, steps, evals, args)
     except (CheckpointError, datasets.DataError) as error:
-        print(f"error [{error.code}]: {error}; {destination} was left as it was", file=sys.stderr)
-        return 2
+        return arguments.said(error, error.code or "input", 2, args.debug, also=f"; {destination} was left as it was")
     command_file = run_dir / "command.txt"
     command = args.command or (command_file.read_text().strip().splitlines()[0] if command_file.is_file() else "?")
     curves = training_curves_svg(steps, evals, f"{destination.name}: training").encode() if steps or evals else None

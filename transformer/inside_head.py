@@ -30,8 +30,8 @@ def looked_inside(parser: arguments.CommandLine, args) -> int:
     model = checkpoint.model
     try:
         arithmetic = head_arithmetic(model, translation, args.kind, args.layer, args.head, args.query)
-    except ValueError as error:
-        parser.error(str(error))
+    except ValueError as error:  # a layer, head or query the model does not have
+        return arguments.said(error, arguments.USAGE, 2, args.debug)
     if args.json:
         print(json.dumps(arithmetic.to_json(), ensure_ascii=False))
     else:

@@ -99,7 +99,7 @@ def test_export_and_train_say_a_missing_model_or_run_in_one_line_and_keep_what_i
 
 
 def failing(args):
-    raise RuntimeError("the disk is full")
+    raise RuntimeError("the disk\nis full")
 
 
 def test_a_failure_at_run_time_is_one_line_with_status_1_and_its_traceback_only_with_debug(capsys):
@@ -141,6 +141,12 @@ def test_an_old_flag_name_still_works_for_one_release_with_a_notice(command, old
     parsed = parser.parse_args([*NEEDED[command], f"{old}={value}"])
     assert getattr(parsed, dest) == value
     assert capsys.readouterr().err == f"notice: {old} is now {new}; the old name goes in the next release\n"
+
+
+def test_an_old_name_is_renamed_only_where_the_command_has_the_new_one():
+    result = run_command("transformer.hub", "x/y", "--out", "z", "--src-lang", "en")
+    assert result.returncode == 2 and "notice" not in result.stderr
+    assert "unrecognized arguments: --src-lang en" in result.stderr
 
 
 def test_an_old_name_after_the_end_of_the_options_is_a_sentence_not_a_flag(monkeypatch, capsys):

@@ -216,6 +216,13 @@ def test_a_folder_holding_another_run_is_refused_and_left_as_it_is(reverse, tmp_
     assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
 
 
+def test_a_refusal_names_the_first_sentence_that_differs(reverse, tmp_path):
+    run_corpus(reverse, SENTENCES[:5], None, tmp_path / "run", Decoding.default(reverse))
+    with pytest.raises(InputError, match="holds a run of other sentences from sentence 3 on"):
+        run_corpus(reverse, [*SENTENCES[:2], "5 5 5", *SENTENCES[3:5]], None, tmp_path / "run",
+                   Decoding.default(reverse))
+
+
 def test_a_folder_of_other_files_or_a_file_is_refused(reverse, tmp_path):
     (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
     with pytest.raises(InputError) as refused:

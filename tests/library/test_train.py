@@ -534,7 +534,7 @@ def test_a_run_planned_for_text_measures_this_machine_and_counts_the_time_in_its
 def test_cli_asks_for_a_time_limit_before_planning_for_one(capsys):
     assert train_cli.main(["--data", "copy", "--preset", "auto"]) == 2
     said = capsys.readouterr().err
-    assert said.startswith("error [train.settings]: ") and "give it a time limit (--max-minutes)" in said
+    assert said.startswith("error [usage]: ") and "give it a time limit (--max-minutes)" in said
     assert len(said.splitlines()) == 1
 
 

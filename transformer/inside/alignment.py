@@ -100,7 +100,7 @@ def read_gold(path: str | Path) -> list[GoldLinks]:
 
 def readable_lines(path: str | Path) -> list[str]:
     try:
-        return Path(path).read_text(encoding="utf-8").splitlines()
+        return Path(path).read_text(encoding="utf-8-sig").splitlines()
     except FileNotFoundError:
         raise InputError(code="data.missing", path=str(path)) from None
     except (IsADirectoryError, UnicodeDecodeError):

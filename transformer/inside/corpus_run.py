@@ -201,7 +201,8 @@ def run_corpus(checkpoint: Checkpoint, sources: list[str], references: list[str]
         saved = saved_sentences(text_path)
         if saved[:len(asked)] != asked:
             if saved and saved != asked[:len(saved)]:
-                raise InputError(code="corpus.other_sentences", path=str(folder), first=start + 1)
+                differs = next(i for i, (held, wanted) in enumerate(zip(saved, asked)) if held != wanted)
+                raise InputError(code="corpus.other_sentences", path=str(folder), first=start + differs + 1)
             save_chunk(text_path, tensor_path, *compute_chunk(checkpoint, [source for source, _ in asked],
                                                               references and [ref for _, ref in asked], decoding))
         add_chunk(run, text_path, tensor_path, len(asked))

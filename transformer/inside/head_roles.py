@@ -45,14 +45,16 @@ class SentenceSums:
 
 def pairwise_divergence(maps: Tensor) -> Tensor:
     """Jensen-Shannon divergence (nats, at most ln 2) of every pair of heads' rows, summed over rows: ``maps``
-    (heads, queries, keys) → (heads, heads)."""
-    p, q = maps.unsqueeze(1), maps.unsqueeze(0)
-    middle = (p + q) / 2
-
+    (heads, queries, keys) → (heads, heads); one head against all at a time, so that a model of many heads and a
+    long sentence holds (heads, queries, keys) at once, not (heads, heads, queries, keys)."""
     def kl(a: Tensor, b: Tensor) -> Tensor:
         return torch.where(a > 0, a * (a.clamp_min(1e-30).log() - b.clamp_min(1e-30).log()), 0.0).sum(-1)
 
-    return ((kl(p, middle) + kl(q, middle)) / 2).sum(-1)
+    rows = []
+    for head in maps:
+        middle = (head + maps) / 2
+        rows.append(((kl(head.expand_as(maps), middle) + kl(maps, middle)) / 2).sum(-1))
+    return torch.stack(rows)
 
 
 def map_sums(maps: Tensor, special_keys: Tensor, positional: bool, causal: bool,

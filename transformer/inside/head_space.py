@@ -62,6 +62,8 @@ def head_space(run: CorpusRun, model: Transformer, kind: str, layer: int, head: 
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
     attention, _ = block_modules(model, kind, layer)
+    if not 1 <= head <= attention.n_heads:
+        raise ValueError(f"head {head} does not exist: the layer has {attention.n_heads} heads (from 1)")
     d_model, d_head = attention.d_model, attention.d_model // attention.n_heads
     columns = slice((head - 1) * d_head, head * d_head)
     queries, keys, query_places, key_places = [], [], [], []

@@ -143,8 +143,7 @@ def trained(parser: arguments.CommandLine, args: argparse.Namespace, argv: list[
             config = config_from_args(args)
         trainer = Trainer(config, resume=args.resume, show_progress=not args.no_progress)
     except ValueError as error:  # settings that do not go together, found as the run is set up
-        print(f"error [train.settings]: {error}", file=sys.stderr)
-        return 2
+        return arguments.said(error, arguments.USAGE, 2, args.debug)
     trainer.directory.add_command("python -m transformer.train "
                                   + shlex.join(argv if argv is not None else sys.argv[1:]))
     try:

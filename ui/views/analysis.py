@@ -82,7 +82,7 @@ def alignment_weights(translation: Translation, layer: int | None, head: int | N
     """The rows of one layer's alignment by ``method`` (``transformer.inside.alignment``), each row a target piece
     over the source pieces, the pieces the rows are, and what the map is: the cross-attention of one head or the
     mean of the heads (None) at the step that writes each piece (``attention``) or reads it (``shift-att``, so the
-    last piece, ``</s>``, has no row); or what each source token brings through the layer (``norm``) or through the
+    last piece written has no row); or what each source token brings through the layer (``norm``) or through the
     decoder up to it (``alti``, ALTI+), computed on ``checkpoint``'s model, as each piece's shares."""
     layers = translation.cross_attention.shape[0]
     layer = layers if layer is None else clamp(layer, 1, layers)
