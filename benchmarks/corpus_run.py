@@ -18,17 +18,10 @@ import time
 from pathlib import Path
 
 from common import machine, report
+from load_test import rss_mb
 from transformer.data import corpus_sentences
 from transformer.files.checkpoint import DEFAULT_CHECKPOINT, load_checkpoint
 from transformer.inside.corpus_run import Decoding, open_run, run_corpus
-
-
-def resident_mb() -> float:
-    """This process's resident memory (Linux)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main() -> None:
@@ -50,9 +43,9 @@ def main() -> None:
         started = time.perf_counter()
         run_corpus(checkpoint, sources, references, folder, Decoding.default(checkpoint))
         again = time.perf_counter() - started
-        before = resident_mb()
+        before = rss_mb()
         opened = open_run(folder)
-        opened_mb = resident_mb() - before
+        opened_mb = rss_mb() - before
         report({"machine": machine(), "checkpoint": Path(args.checkpoint).name, "sentences": len(opened.sentences),
                 "seconds": round(seconds, 2), "again_s": round(again, 2), "bytes": run.bytes,
                 "bytes_per_sentence": round(run.bytes / len(sources)), "open_mb": round(opened_mb, 1)}, args.json)

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Callable
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
+from safetensors.torch import save as safetensors_bytes
 from torch import Tensor
 
 from ..errors import InputError
@@ -41,7 +42,8 @@ from ..files.checkpoint import Checkpoint
 from ..paper.sentences import encode_source
 from ..paper.translation import Translation, inspect_together
 from .contributions import blocks_of, compose, record_blocks
-from .head_roles import KINDS, SentenceSums, alignable_rows, head_roles, sentence_sums
+from .head_roles import SentenceSums, alignable_rows, head_roles, sentence_sums
+from .one_head import KINDS
 
 FORMAT = 1
 # Sentences decoded and saved together: a batch large enough that a CPU's search steps serve many sentences, small
@@ -251,9 +253,7 @@ def save_chunk(text_path: Path, tensor_path: Path, sentences: list[CorpusSentenc
         for kind in KINDS:
             tensors[f"{index}.heads.{kind}"] = sentence_sums_.heads[kind].contiguous()
             tensors[f"{index}.unlike.{kind}"] = sentence_sums_.unlike[kind].float().contiguous()
-    partial = tensor_path.with_name(tensor_path.name + ".partial")
-    save_file(tensors, partial)
-    os.replace(partial, tensor_path)
+    written(tensor_path, safetensors_bytes(tensors))
     written(text_path, json.dumps([vars(sentence) for sentence in sentences], ensure_ascii=False).encode())
 
 

@@ -21,8 +21,8 @@ import torch
 from torch import Tensor
 
 from ..paper.translation import Translation
+from .one_head import KINDS
 
-KINDS = ("encoder", "decoder", "cross")
 # Each head's sums, in this order: rows; rows whose largest weight is on the previous, the same and the next
 # position; weight on special tokens; entropy (nats); entropy over its most (log of the keys it sees); largest
 # weight; rows whose largest word weight is the alignment's word piece, and the rows that could be.
