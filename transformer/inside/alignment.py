@@ -181,16 +181,18 @@ class PieceScores:
 
     attention: Tensor
     norm: Tensor
-    alti: Tensor
+    alti: Tensor | None  # None where it was not asked for: decomposing every block costs more than the rest
 
 
 @torch.inference_mode()
-def piece_scores_together(model: Transformer, sources: list[list[int]], targets: list[list[int]]
-                          ) -> list[PieceScores]:
+def piece_scores_together(model: Transformer, sources: list[list[int]], targets: list[list[int]],
+                          alti: bool = True) -> list[PieceScores]:
     """Every method's scores of several pairs from one teacher-forced pass over them, padded into a batch:
-    ``sources`` ending with eos, ``targets`` the decoder's inputs (its start token first)."""
+    ``sources`` ending with eos, ``targets`` the decoder's inputs (its start token first); ALTI+'s only if
+    ``alti``."""
     records = record_blocks(model, sources, targets)
-    source_rollout = compose(*[blocks_of(model, records, kind) for kind in ("encoder", "decoder", "cross")])[0]
+    source_rollout = compose(*[blocks_of(model, records, kind) for kind in ("encoder", "decoder", "cross")])[0] \
+        if alti else None
     scores = []
     for row, (source_ids, target_ids) in enumerate(zip(sources, targets)):
         keys, queries = len(source_ids), len(target_ids)
@@ -201,7 +203,7 @@ def piece_scores_together(model: Transformer, sources: list[list[int]], targets:
             brought = through_output(module, record.memory[row:row + 1, :keys])[0]     # (H, keys, d_model)
             norm.append(torch.einsum("hqk,hkd->qkd", weights, brought).norm(dim=-1))
         scores.append(PieceScores(torch.stack(attention).cpu(), torch.stack(norm).cpu(),
-                                  source_rollout[row, :, :queries, :keys].cpu()))
+                                  source_rollout[row, :, :queries, :keys].cpu() if alti else None))
     return scores
 
 
@@ -241,7 +243,8 @@ def align(model: Transformer, source_tokenizer: Tokenizer, target_tokenizer: Tok
     for start in range(0, len(order), SENTENCES_AT_ONCE):
         batch = order[start:start + SENTENCES_AT_ONCE]
         scored = piece_scores_together(model, [encoded[i].source_ids for i in batch],
-                                       [[model.config.start_id] + encoded[i].target_body for i in batch])
+                                       [[model.config.start_id] + encoded[i].target_body for i in batch],
+                                       alti=any(method == "alti" for method, _ in methods))
         for index, scores in zip(batch, scored):
             for method, layer in methods:
                 links[(method, layer)][index] = word_links(scores, encoded[index], method, layer)

@@ -96,7 +96,8 @@ def alignment_weights(translation: Translation, layer: int | None, head: int | N
         raise ValueError(f"unknown alignment method {method!r}")
     if checkpoint is None:
         raise ValueError(f"the {method} alignment is computed on the model: give its checkpoint")
-    scores = alignment.piece_scores_together(checkpoint.model, [translation.source_ids], [translation.target_ids])[0]
+    scores = alignment.piece_scores_together(checkpoint.model, [translation.source_ids], [translation.target_ids],
+                                             alti=method == "alti")[0]
     brought = (scores.norm if method == "norm" else scores.alti)[layer - 1].double()
     return (brought / brought.sum(-1, keepdim=True).clamp_min(1e-12), translation.predicted_pieces,
             message("analysis.alignment_layer", layer=layer))
