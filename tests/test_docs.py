@@ -1,5 +1,6 @@
-"""What the docs name is there: a file, folder or checkpoint of the project that the README, ARCHITECTURE.md, docs/
-or the requirements name is in the repository, or a command shown beside it makes it."""
+"""What the docs name is there and said once: a file, folder or checkpoint of the project that the README,
+ARCHITECTURE.md, docs/ or the requirements name is in the repository, or a command shown beside it makes it; the
+README's lists are the code's; each named measured figure is given in one doc."""
 
 import re
 from pathlib import Path
@@ -64,3 +65,49 @@ def test_the_readmes_table_of_settings_is_the_apps_own():
     named_anywhere = {name for doc in DOCS for name in
                       re.findall(r"\bEXPLORER_[A-Z_]*[A-Z]\b", (ROOT / doc).read_text(encoding="utf-8"))}
     assert sorted(named_anywhere - set(SETTINGS)) == []
+
+
+# Each measured figure the docs name, and the one doc that gives its numbers; every other doc links to it.
+NAMED_FIGURES = {
+    "the page's first load": ("docs/browser-latency.md", r"first[ _]load|page is usable|usable (?:about|after)"),
+    "the first translation drawn": ("docs/browser-latency.md", r"first[ _]translation|first step (?:drawn|within)"),
+    "the app's start-up": ("docs/benchmarks.md", r"start-up"),
+    "the worker's copy of a model": ("docs/reliability.md", r"copy of the (?:bundled )?model|model copy"),
+    "a visitor's slowdown beside costly work": ("docs/fair-share.md", r"slowdown"),
+    "the suite's time": ("docs/test-suite.md", r"(?:whole|test) suite"),
+    "our decoding against `generate`": ("docs/benchmarks.md", r"of `generate`|`generate`'s time"),
+    "bfloat16 against float32": ("docs/benchmarks.md", r"bfloat16 against|against \S+ in float32"),
+    "the alignment error rate": ("docs/corpus.md", r"\bAER\b"),
+    "the mutation score": ("docs/test-suite.md", r"\bkilled\b"),
+}
+# A measured number: with its unit, or a ratio below 1; a goal (after ≤, ≥, < or >) is not a measurement.
+MEASURED = re.compile(r"(?<![≤≥<>\w.,])(?<![≤≥<>] )\d[\d,]*(?:\.\d+)?\s?(?:ms|s|min|MB|GB|KB|%|×|x)(?!\w)"
+                      r"|(?<![\w.])0\.\d+")
+
+
+def figures_given_elsewhere(texts: dict[str, str]) -> list[tuple[str, str, int]]:
+    """(figure, doc, line) wherever a doc other than the figure's own gives it a number."""
+    found = []
+    for figure, (owner, names) in NAMED_FIGURES.items():
+        for doc, text in texts.items():
+            if doc == owner:
+                continue
+            found += [(figure, doc, number) for number, line in enumerate(text.splitlines(), 1)
+                      if re.search(names, line, re.IGNORECASE) and MEASURED.search(line)]
+    return found
+
+
+def test_each_named_figure_is_given_in_one_doc_and_linked_from_the_others():
+    texts = {doc: (ROOT / doc).read_text(encoding="utf-8") for doc in DOCS if doc.endswith(".md")}
+    assert set(owner for owner, _ in NAMED_FIGURES.values()) <= set(texts)
+    assert figures_given_elsewhere(texts) == []
+
+
+def test_the_figure_check_finds_a_number_given_twice_but_not_a_goal_or_a_link():
+    texts = {"docs/browser-latency.md": "first load 1,234 ms\n",
+             "README.md": "The page is usable about 1.2 s after it opens.\n"
+                          "A first load ≤ 1,000 ms is the goal; figures in [browser-latency.md](docs/browser-latency.md).\n",
+             "docs/corpus.md": "AER 62.4%, ALTI+ at layer 3.\n",
+             "docs/multilingual.md": "greedy takes 0.571 of `generate`'s time\n"}
+    assert figures_given_elsewhere(texts) == [("the page's first load", "README.md", 1),
+                                              ("our decoding against `generate`", "docs/multilingual.md", 1)]
