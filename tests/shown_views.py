@@ -31,9 +31,9 @@ SHOWN_JS = """() => {
   const drawn = window.explorer.drawn();
   let expected = null;
   if (drawn) {
-    const made = window.explorer.figures(drawn.numbers, config.selectionNames.map((name) => controls[name] ?? ""));
+    const made = window.explorer.figures(drawn.numbers, controls);
     expected = {heatmap: figure(made.heatmap), topK: figure(made.candidates), stepAttention: figure(made.sources),
-                revealed: made.text[0].map((piece) => piece.token.trim())};
+                revealed: made.text.revealed.map((piece) => piece.token.trim())};
   }
   return {controls, kindLabel: radio("attention-kind")?.closest("label")?.innerText.trim() ?? null,
           viewFigures: config.viewFigures, which: config.which,

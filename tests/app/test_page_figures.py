@@ -72,7 +72,7 @@ def test_every_view_of_the_heatmap_is_drawn_in_the_page_as_the_server_draws_it(p
     for kind, view, layer, head, average in SELECTIONS:
         step = 3
         drawn = page.evaluate("(values) => explorer.figures(window.testNumbers, values).heatmap",
-                              [kind, view, layer, head, average, step, ""])
+                              dict(kind=kind, view=view, layer=layer, head=head, average=average, step=step))
         server = explorer_views.attention_json(tr, kind, view, layer, head, average, marked_step=step)
         assert differences(drawn, json.loads(json.dumps(server))) == [], (kind, view, layer, head, average)
 
@@ -84,12 +84,13 @@ def test_every_step_of_the_step_view_is_drawn_in_the_page_as_the_server_draws_it
     page.evaluate("(numbers) => { window.testNumbers = numbers; }", explorer_views.page_numbers(tr))
     for step in range(1, tr.num_steps + 1):
         drawn = page.evaluate("(values) => explorer.figures(window.testNumbers, values)",
-                              ["cross", choices.VIEWS[0], layer, head, average, step, ""])
+                              dict(kind="cross", view=choices.VIEWS[0], layer=layer, head=head, average=average,
+                                   step=step))
         server = translate_views.step_view(tr, step, layer, None if average else head)
         assert differences(drawn["candidates"], as_sent(server.candidates)) == [], step
         assert differences(drawn["sources"], as_sent(server.source_attention)) == [], step
-        revealed = [(piece["token"], piece["class_or_confidence"]) for piece in drawn["text"][0]]
-        assert (revealed, drawn["text"][1]) == (server.revealed, server.caption)
+        revealed = [(piece["token"], piece["class_or_confidence"]) for piece in drawn["text"]["revealed"]]
+        assert (revealed, drawn["text"]["step_caption"]) == (server.revealed, server.caption)
 
 
 def test_each_step_drawn_while_decoding_is_the_step_view_of_the_finished_translation(page, app_services):
@@ -107,9 +108,9 @@ def test_each_step_drawn_while_decoding_is_the_step_view_of_the_finished_transla
         server = translate_views.step_view(tr, step, 2, 3)
         assert differences(drawn["candidates"], as_sent(server.candidates), within=1e-4) == [], step
         assert differences(drawn["sources"], as_sent(server.source_attention), within=1e-4) == [], step
-        revealed = [(piece["token"], piece["class_or_confidence"]) for piece in drawn["text"][0]]
+        revealed = [(piece["token"], piece["class_or_confidence"]) for piece in drawn["text"]["revealed"]]
         assert revealed == server.revealed[:step], step
-        assert drawn["text"][1].startswith(f"Step {step}, decoding: the model chose")
+        assert drawn["text"]["step_caption"].startswith(f"Step {step}, decoding: the model chose")
 
 
 def test_a_map_a_chart_is_sent_as_numbers_is_drawn_in_the_page_as_the_server_draws_it(page, app_services,

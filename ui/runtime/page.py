@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import json
 import typing
 from collections.abc import Callable, Iterable, Iterator
 
@@ -220,10 +221,17 @@ class Page(TabChanges):
         computation in the worker ends at its next progress report (``CostlyWork.stop``), freeing the slot."""
         self.on(button.click, stop_costly_work, [], cancels=[event], queue=False)
 
-    def in_browser(self, triggers, js: str, inputs: Iterable[str], outputs: Iterable[str]):
-        """Run ``js`` in the browser alone when any of ``triggers`` fires: it gets the values of the components
-        named in ``inputs`` and returns new values of ``outputs``. For views drawn from data already on the page,
-        which need no round trip."""
+    def in_browser(self, triggers, function: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()):
+        """Run the page's ``function`` (a script expression, such as ``"explorer.show"``) in the browser alone when
+        any of ``triggers`` fires. For views drawn from data already on the page, which need no round trip.
+
+        The contract is by name, not by position: the function gets one object, the values of the components named
+        in ``inputs`` under their names, and returns one object with a new value under each name in ``outputs``
+        (a name it leaves out is an error in the page, never a component silently emptied)."""
+        inputs, outputs = list(inputs), list(outputs)
+        js = (f"(...values) => {{ const made = ({function})(Object.fromEntries({json.dumps(inputs)}.map("
+              f"(name, i) => [name, values[i]]))) || {{}}; return {json.dumps(outputs)}.map((name) => {{ "
+              f"if (!(name in made)) throw new Error(`{function} set no ${{name}}`); return made[name]; }}); }}")
         return gr.on(triggers, None, [self.components[name] for name in inputs],
                      [self.components[name] for name in outputs], js=js, queue=False, api_visibility="private")
 

@@ -3,18 +3,23 @@
 // the step's caption, each the server's frame of it filled with the numbers (ui/static/figures.js). A step, a layer,
 // a head, an attention type or a view is drawn here without the server; only maps a long sentence on a large model
 // did not bring at once, and the frames of views not shown yet, are asked for (more).
-// Each function takes the values of the components its event names (ui/tabs/translate.py) and returns new ones.
+// Each function takes the values of the components its event names (ui/tabs/translate.py), one object by their
+// names, and returns new values by name (Page.in_browser).
 // Its words come in the page's language (the config, translate.page_settings); the kinds' and views' values, which
 // the radios send, stay English.
 window.explorer = (() => {
-  const {kinds, viewFigures, selectionNames, which: whichWords, charts, words} = window.explorerPage.config.explorer;
+  const {kinds, viewFigures, which: whichWords, charts, words} = window.explorerPage.config.explorer;
   const figures = window.explorerFigures;
+  // The rules below are mirrored in Python, each marked on both sides; tests/app/test_page_rules.py runs both on
+  // the same inputs. Mirrors `ui/views/choices.py:kind_key`.
   const kindKey = (label) => {
     const key = Object.keys(kinds).find((name) => name === label || kinds[name] === label);
     if (key === undefined) throw new Error(`no attention kind is called ${label}`);
     return key;
   };
   const filled = (template, values) => template.replace(/\{(\w+)\}/g, (_, name) => String(values[name]));
+  // Mirrors `ui/runtime/numbers.py:clamp` from 1, but for what is not a number (no slider sends one), which is 1
+  // here and which the server refuses, naming the field.
   const within = (value, high) => Math.min(Math.max(1, Math.trunc(Number(value)) || 1), high);
   // A value the server sent as JSON text (ui/runtime/page_data.py), or none.
   const read = (value) => (typeof value === "string" && value ? JSON.parse(value) : value || null);
@@ -99,12 +104,11 @@ window.explorer = (() => {
     return {numbers, heatmap, stepCharts, wanted, add};
   }
 
-  // A map's layer and head as its subtitle says them (head 0: the mean of the heads).
+  // A map's layer and head as its subtitle says them (head 0: the mean of the heads). Mirrors
+  // `ui/views/translate.py:subtitle`.
   const whichMap = (layer, head, heads) => (head === 0 ? filled(whichWords.meanOfHeads, {layer, heads})
                                                        : filled(whichWords.oneHead, {layer, head}));
 
-  // The selectors' values by name (ui/tabs/translate.py, SELECTION), in the order an event sends them.
-  const named = (values) => Object.fromEntries(selectionNames.map((name, i) => [name, values[i]]));
   // The selection as the server reads it (from the selectors by name): numbers within their ranges, the head 0
   // for the mean of heads.
   function selection({kind, view, layer, head, average, step}, numbers) {
@@ -112,11 +116,12 @@ window.explorer = (() => {
             step: within(step, numbers.steps.length)};
   }
 
-  // The pieces produced so far (the last marked, and those forced), as revealed_pieces gives them, and the step's
-  // caption.
+  // The pieces produced so far (the last marked, and those forced), and the step's caption.
   function stepText(numbers, step) {
-    return [revealedPieces(numbers.produced, numbers.forced, step), numbers.steps[step - 1].caption];
+    return {revealed: revealedPieces(numbers.produced, numbers.forced, step),
+            step_caption: numbers.steps[step - 1].caption};
   }
+  // Mirrors `ui/views/translate.py:revealed_pieces`.
   function revealedPieces(produced, forced, step) {
     const revealed = produced.slice(0, step).map((piece, i) =>
       ({token: piece + " ", class_or_confidence: i === step - 1 ? words.current : i < forced ? words.forced : null}));
@@ -130,7 +135,7 @@ window.explorer = (() => {
     return {candidates: figures.fill(value.candidatesFrame, {...value.candidates, step: value.step}),
             sources: figures.fill(value.sourcesFrame, {row: value.attention, step: value.step,
                                                        which: whichMap(value.layer, value.head, value.heads)}),
-            text: [revealedPieces(value.produced, value.forced, value.step), value.caption]};
+            text: {revealed: revealedPieces(value.produced, value.forced, value.step), step_caption: value.caption}};
   }
 
   let current = null;   // the views of the translation shown
@@ -152,53 +157,55 @@ window.explorer = (() => {
   }
 
   return {
+    rules: {kindKey, within, whichMap, revealedPieces},
     // New numbers have come (the hidden component's js_on_load sees them first): until show has drawn them, the
     // page is still drawing (tests/browsing.py waits on it).
     arriving() { arrived = true; },
     drawing() { return arrived || window.explorerCharts.pending() > 0; },
     // A new translation (its numbers), with the selectors as they were before the answer that brought it:
-    // [numbers, ...selection, maps wanted] -> [step, revealed pieces, caption, maps wanted]. The selectors the same
-    // answer set, it names (translate.with_selection): the page has not stored them yet, so those are drawn.
-    show([sent, ...values]) {
+    // {page_numbers, ...selection, maps_wanted} -> {step, revealed, step_caption, maps_wanted}. The selectors the
+    // same answer set, it names (translate.with_selection): the page has not stored them yet, so those are drawn.
+    show(values) {
       arrived = false;
-      const value = read(sent);
-      const asked = named(values).maps_wanted;
+      const value = read(values.page_numbers);
+      const asked = values.maps_wanted;
       if (!value || !value.steps) {
         current = null;
         Object.values(charts).forEach((id) => window.explorerCharts.drawById(id, null));
-        return [1, [], words.noTranslation, asked];
+        return {step: 1, revealed: [], step_caption: words.noTranslation, maps_wanted: asked};
       }
       current = viewsOf(value);
       document.getElementById(charts.heatmap)?.classList.remove("explorer-outdated");
-      shown = selection({...named(values), ...value.selection}, value);
+      shown = selection({...values, ...value.selection}, value);
       const wanted = draw(asked);
-      return [shown.step, ...stepText(value, shown.step), wanted];
+      return {step: shown.step, ...stepText(value, shown.step), maps_wanted: wanted};
     },
     // A step moved (-1, 0 or +1 from the slider's value, a number past either end meaning that end):
-    // [...selection, maps wanted] -> [step, revealed, caption, maps wanted].
+    // {...selection, maps_wanted} -> {step, revealed, step_caption, maps_wanted}.
     step(values, move) {
-      const asked = named(values).maps_wanted;
-      if (!current) return [1, [], words.noTranslation, asked];
-      shown = selection(named(values), current.numbers);
+      const asked = values.maps_wanted;
+      if (!current) return {step: 1, revealed: [], step_caption: words.noTranslation, maps_wanted: asked};
+      shown = selection(values, current.numbers);
       shown.step = within(shown.step + move, current.numbers.steps.length);
       const wanted = draw(asked);
-      return [shown.step, ...stepText(current.numbers, shown.step), wanted];
+      return {step: shown.step, ...stepText(current.numbers, shown.step), maps_wanted: wanted};
     },
-    // Another attention type, view, layer, head or averaging: [...selection, maps wanted] -> [layer, head, maps
-    // wanted], a number typed past either end of its slider moved to that end.
+    // Another attention type, view, layer, head or averaging: {...selection, maps_wanted} -> {layer, head,
+    // maps_wanted}, a number typed past either end of its slider moved to that end.
     select(values) {
-      const {maps_wanted: asked, layer, head} = named(values);
-      if (!current) return [layer, head, asked];
+      const {maps_wanted: asked, layer, head} = values;
+      if (!current) return {layer, head, maps_wanted: asked};
       const layers = Math.max(...Object.values(current.numbers.maps).map((maps) => maps.layers));
-      const moved = {...named(values), layer: within(layer, layers), head: within(head, current.numbers.heads)};
+      const moved = {...values, layer: within(layer, layers), head: within(head, current.numbers.heads)};
       shown = selection(moved, current.numbers);
-      return [moved.layer, moved.head, draw(asked, false)];
+      return {layer: moved.layer, head: moved.head, maps_wanted: draw(asked, false)};
     },
     // A step of a search under way (ui/views/live.py), drawn as it is decided: its candidates, where it looked
-    // and the pieces so far; the translation before it leaves the tab's views. [step] -> [revealed, caption].
-    live([sent]) {
+    // and the pieces so far; the translation before it leaves the tab's views. {live_step} -> {revealed,
+    // step_caption}.
+    live({live_step: sent}) {
       const value = read(sent);
-      if (!value) return [[], words.noTranslation];
+      if (!value) return {revealed: [], step_caption: words.noTranslation};
       if (decoding !== value.sent) {  // the heatmap is the last translation's until this one's numbers come
         decoding = value.sent;
         current = null;
@@ -211,20 +218,21 @@ window.explorer = (() => {
     },
     liveFigures,
     // Maps and frames the server sent on request ({sent, blocks: {"kind layer": base64}, frames: {kind: {name:
-    // frame}}}): kept, and the selection redrawn.
-    more([sent]) {
+    // frame}}}): kept, and the selection redrawn. {more_maps} -> {}.
+    more({more_maps: sent}) {
       const value = read(sent);
-      if (!current || !value || value.sent !== current.numbers.sent) return;
+      if (!current || !value || value.sent !== current.numbers.sent) return {};
       current.add(value.blocks, value.frames);
       draw("", false);
+      return {};
     },
     // The numbers shown and the selection they were last drawn at (null before a translation), for the tests that
     // hold the views to the selectors.
     drawn() { return current && {numbers: current.numbers, selection: shown}; },
-    // Every figure of a selection (the selectors' values, in SELECTION's order) of ``numbers``, as the page
-    // draws them, for the tests that hold them equal to the server's.
+    // Every figure of a selection (the selectors' values by name) of ``numbers``, as the page draws them, for the
+    // tests that hold them equal to the server's.
     figures(numbers, values) {
-      const views = viewsOf(numbers), chosen = selection(named(values), numbers);
+      const views = viewsOf(numbers), chosen = selection(values, numbers);
       const [candidates, sources] = views.stepCharts(chosen);
       return {heatmap: views.heatmap(chosen), candidates, sources, text: stepText(numbers, chosen.step)};
     },

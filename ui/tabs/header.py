@@ -206,7 +206,7 @@ def wire(page: Page, demo: gr.Blocks) -> None:
             [*switched, "hub_status"], cancels=page.sentence_work, concurrency_limit=1,
             concurrency_id="open_from_hub", progress_on=["hub_status", *translate.PROGRESS_ON])
     # Once a switch has landed (not a second ask for the same model, answered with nothing: ModelsShown).
-    page.in_browser(page["model_switched"].change, "() => explorerPage.redrawShownTab()", [], [])
+    page.in_browser(page["model_switched"].change, "explorerPage.redrawShownTab")
     # The page opens on the Translate tab: only its views answer the first translation.
     page.on(demo.load, page.model_changed(page.translated(on_open, translate.TAB_ID)),
             [*OPENED, *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(translate.TAB_ID),

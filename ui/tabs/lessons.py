@@ -197,6 +197,6 @@ def wire(page: Page) -> None:
     showing.then(None, [c["lesson_choice"]], None, js="(choice) => explorerPage.showLesson(choice)")
     page.then(showing, after_show_me, ["lesson_text", "lesson_pair"], show_progress="hidden")
     page.on(c["lesson_choice"].input, on_lesson_choice, ["lesson_text", "lesson_pair"], show_progress="hidden")
-    page.in_browser(c["lesson_choice"].input, "() => explorerPage.putLessonAway()", [], [])
+    page.in_browser(c["lesson_choice"].input, "explorerPage.putLessonAway")
     c["large_text"].change(None, c["large_text"], None, js="(large) => explorerDisplay.largeText(large)")
     c["safe_colours"].change(None, c["safe_colours"], None, js="(safe) => explorerDisplay.safeColours(safe)")

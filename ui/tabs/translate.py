@@ -47,7 +47,7 @@ def page_settings(language: str = ENGLISH) -> dict:
     and views' values stay English: the radios send them). ``words.chartText``: the words of ui/static/chart_text.js,
     which says every chart of the page as text."""
     words, named = table(language), titles(language)
-    return {"kinds": ATTENTION_KINDS, "viewFigures": VIEW_FIGURES, "selectionNames": SELECTION, "charts": CHARTS,
+    return {"kinds": ATTENTION_KINDS, "viewFigures": VIEW_FIGURES, "charts": CHARTS,
             "which": {"oneHead": named["oneHead"], "meanOfHeads": named["meanOfHeads"]},
             "words": {"noTranslation": words["translate.step.none"], "current": words["translate.piece.current"],
                       "forced": words["translate.piece.forced"],
@@ -401,24 +401,22 @@ def wire(page: Page) -> None:
                 progress_on=PROGRESS_ON, **batching.CONCURRENCY)]
     page.sentence_work += translations
     page.on(c["translate_stop"].click, on_stop, [], queue=False, show_progress="hidden")
-    page.in_browser(c["live_step"].change, "(...values) => explorer.live(values)", ["live_step"],
-                    ["revealed", "step_caption"])
+    page.in_browser(c["live_step"].change, "explorer.live", ["live_step"], ["revealed", "step_caption"])
     page.on(c["attention_prepare"].click, on_prepare_attention, ["attention_download"], keep_on_input_problem=True)
     page.on(c["decoding"].input, on_decoding, ["beam_size"], show_progress="hidden", trigger_mode="always_last")
     # Every view of a translation is drawn in the page from its numbers, whatever brought them (this tab, the
     # page's opening, a model switch, a lesson), at the selection the page shows; so is a step, and a change of
     # attention type, view, layer, head or averaging. Sliders take typed numbers too: only the user's own moves
     # redraw, never a value a handler set.
-    page.in_browser(c["page_numbers"].change, "(...values) => explorer.show(values)", ["page_numbers", *SELECTION],
-                    STEP_TEXT)
+    page.in_browser(c["page_numbers"].change, "explorer.show", ["page_numbers", *SELECTION], STEP_TEXT)
     for trigger, move in ((c["step"].input, 0), (c["previous_step"].click, -1), (c["next_step"].click, 1)):
-        page.in_browser(trigger, f"(...values) => explorer.step(values, {move})", SELECTION, STEP_TEXT)
+        page.in_browser(trigger, f"(named) => explorer.step(named, {move})", SELECTION, STEP_TEXT)
     page.in_browser([c[name].input for name in ("kind", "view", "layer", "head", "average")],
-                    "(...values) => explorer.select(values)", SELECTION, ["layer", "head", "maps_wanted"])
+                    "explorer.select", SELECTION, ["layer", "head", "maps_wanted"])
     page.on(c["average"].input, on_average, ["head"], show_progress="hidden")
     # Only maps a long translation did not bring are asked for, as the page shows them.
     page.on(c["maps_wanted"].change, on_maps_wanted, ["more_maps"], show_progress="hidden")
-    page.in_browser(c["more_maps"].change, "(...values) => explorer.more(values)", ["more_maps"], [])
+    page.in_browser(c["more_maps"].change, "explorer.more", ["more_maps"])
     page.sentence_work += [
         page.on([c["forced_button"].click, c["own_translation"].submit], on_forced,
                 ["forced_state", "forced_probability_plot", "forced_attention_plot"], api_name="forced")]
