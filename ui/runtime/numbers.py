@@ -24,5 +24,6 @@ def finite(value, name: str | Message | None = None) -> float:
 
 
 def clamp(value, low: int, high: int, name: str | Message | None = None) -> int:
-    """``value`` as a whole number within [low, high]: a typed or shared number past the ends means the end."""
+    """``value`` as a whole number within [low, high]: a typed or shared number past the ends means the end.
+    Mirrored from 1 by `ui/static/explorer.js:within`, which makes what is not a number 1 where this refuses it."""
     return max(low, min(high, int(finite(value, name))))

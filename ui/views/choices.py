@@ -33,7 +33,7 @@ def max_target_tokens(value) -> int | None:
 
 
 def kind_key(label: str) -> str:
-    """Accept a key ("cross") or its display label."""
+    """Accept a key ("cross") or its display label. Mirrored by `ui/static/explorer.js:kindKey`."""
     for key, name in ATTENTION_KINDS.items():
         if label in (key, name):
             return key

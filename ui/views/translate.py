@@ -175,22 +175,23 @@ def one_map(translation: Translation, kind: str, layer: int, head: int | None,
     """The map of one layer (1-based, clamped) and head (None: the mean of heads), as drawn, and its subtitle in
     ``language``."""
     weights = attention_tensor(translation, kind)
-    layers, heads = weights.shape[:2]
-    layer = clamp(layer, 1, layers)
+    layer, head = clamp(layer, 1, weights.shape[0]), None if head is None else clamp(head, 1, weights.shape[1])
+    shown = weights[layer - 1].mean(dim=0) if head is None else weights[layer - 1, head - 1]
+    return shown_weights(shown), subtitle(layer, head, weights.shape[1]).in_(language)
+
+
+def subtitle(layer: int, head: int | None, heads: int) -> Message:
+    """A map's layer and head as its subtitle says them (None: the mean of the ``heads``). Mirrored by
+    `ui/static/explorer.js:whichMap`, where the mean is head 0."""
     if head is None:
-        return (shown_weights(weights[layer - 1].mean(dim=0)),
-                text(language, "map.mean_of_heads", layer=layer, heads=heads))
-    head = clamp(head, 1, heads)
-    return shown_weights(weights[layer - 1, head - 1]), text(language, "map.one_head", layer=layer, head=head)
+        return message("map.mean_of_heads", layer=layer, heads=heads)
+    return message("map.one_head", layer=layer, head=head)
 
 
 def which_message(translation: Translation, kind: str, layer: int, head: int | None) -> Message:
     """``one_map``'s subtitle as a message, for a page in another language (the phones of a class)."""
     layers, heads = attention_tensor(translation, kind).shape[:2]
-    layer = clamp(layer, 1, layers)
-    if head is None:
-        return message("map.mean_of_heads", layer=layer, heads=heads)
-    return message("map.one_head", layer=layer, head=clamp(head, 1, heads))
+    return subtitle(clamp(layer, 1, layers), None if head is None else clamp(head, 1, heads), heads)
 
 
 def shown_weights(weights: torch.Tensor) -> torch.Tensor:
@@ -330,7 +331,8 @@ def step_view(translation: Translation, step: int, layer: int | None = None, hea
 
 def revealed_pieces(translation: Translation, step: int, language: str = ENGLISH) -> list[tuple[str, str | None]]:
     """The pieces produced up to ``step``, the last marked current and a language token the model was forced to
-    write marked forced (the mark's word shown beside it, in ``language``), and "…" where more follow."""
+    write marked forced (the mark's word shown beside it, in ``language``), and "…" where more follow. Mirrored by
+    `ui/static/explorer.js:revealedPieces`, which draws a step in the page."""
     current, forced = text(language, "translate.piece.current"), text(language, "translate.piece.forced")
     revealed = [(piece + " ", current if i == step - 1 else forced if i < translation.forced_steps else None)
                 for i, piece in enumerate(translation.predicted_pieces[:step])]
