@@ -143,6 +143,12 @@ def assert_same_pass(ours, theirs, encoder_queries=None) -> None:
             torch.testing.assert_close(mine, other, atol=1e-5, rtol=0, msg=f"{kind} layer {layer}")
 
 
+def panel_size(panel: dict) -> tuple[int, int, int, int]:
+    """A grid's panel as its meta names it (ui/drawing/figures.py, grid_panel): queries, keys, rows and columns
+    apart."""
+    return panel["queries"], panel["keys"], panel["rowsApart"], panel["columnsApart"]
+
+
 def panels_drawn(trace) -> int:
     """How many maps a heatmap trace draws: one, or a grid's panels (its meta names their size and spacing:
     ui/drawing/figures.py, grid_json)."""
@@ -150,5 +156,5 @@ def panels_drawn(trace) -> int:
     z = trace.z if not isinstance(trace, dict) else trace["z"]
     if not isinstance(grid, dict) or "panel" not in grid:
         return 1
-    queries, keys, rows_apart, columns_apart = grid["panel"]
+    queries, keys, rows_apart, columns_apart = panel_size(grid["panel"])
     return (len(z) + rows_apart) // (queries + rows_apart) * ((len(z[0]) + columns_apart) // (keys + columns_apart))

@@ -15,7 +15,7 @@ from ui.views import translate as translate_views
 from ui.views.choices import ATTENTION_KINDS, VIEWS
 from ui.views.translate import DEFAULT_TARGET_TOKENS
 from ui.views.text import EXAMPLES, REVERSE_EXAMPLES
-from helpers import panels_drawn
+from helpers import panel_size, panels_drawn
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "assets" / "screenshot.png"
 
@@ -249,7 +249,7 @@ PANELS_DRAWN_JS = """() => {
     if (!trace || !trace.z || !plot.querySelector('.heatmaplayer .hm')) return 0;
     const grid = trace.meta && trace.meta.panel;
     if (!grid) return 1;
-    const [queries, keys, rowsApart, columnsApart] = grid;
+    const {queries, keys, rowsApart, columnsApart} = grid;
     return Math.floor((trace.z.length + rowsApart) / (queries + rowsApart))
         * Math.floor((trace.z[0].length + columnsApart) / (keys + columnsApart));
 }"""
@@ -304,8 +304,8 @@ def test_clicking_a_heatmap_row_goes_to_its_decoding_step_where_rows_are_steps(a
     page.locator("#attention-view").get_by_label(VIEWS[2]).check()  # the model view: a grid of one heatmap
     page.wait_for_function(f"() => ({PANELS_DRAWN_JS})() > 1", timeout=30_000)
     answered(page)
-    queries, keys, rows_apart, columns_apart = page.evaluate(
-        "() => document.querySelector('#attention-plot .js-plotly-plot').data[0].meta.panel")
+    queries, keys, rows_apart, columns_apart = panel_size(page.evaluate(
+        "() => document.querySelector('#attention-plot .js-plotly-plot').data[0].meta.panel"))
     click_heatmap_cell(page, queries + rows_apart + 2, 2 * (keys + columns_apart))  # layer 2, head 3: row 3
     page.wait_for_function("() => document.querySelector('#topk-plot .gtitle').textContent.startsWith('Step 3:')",
                            timeout=30_000)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import panel_size
 from ui.drawing import charts, figures
 from transformer.paper.model import sinusoidal_table
 
@@ -78,7 +79,8 @@ def test_attention_grid_draws_every_layer_and_head_as_a_panel_of_one_heatmap():
                                  [f"layer {i}" for i in range(3)], [f"head {h}" for h in range(4)])
     (trace,) = fig.data
     assert (trace.zmin, trace.zmax, trace.hoverongaps) == (0, 1, False)
-    assert trace.meta == {figures.GRID_META: [5, 6, 1, 1]}, "panels of 5 x 6, a row and a column apart"
+    assert trace.meta == {figures.GRID_META: {"queries": 5, "keys": 6, "rowsApart": 1, "columnsApart": 1}}, \
+        "panels of 5 x 6, a row and a column apart"
     assert len(trace.z) == 3 * 5 + 2 and len(trace.z[0]) == 4 * 6 + 3
     for layer in range(3):
         for head in range(4):
@@ -92,7 +94,7 @@ def test_attention_grid_draws_every_layer_and_head_as_a_panel_of_one_heatmap():
 
 def panel_of(trace, row: int, column: int) -> list[list]:
     """Panel (``row``, ``column``) of a grid drawn as one heatmap, by the size and spacing its meta names."""
-    queries, keys, rows_apart, columns_apart = trace.meta[figures.GRID_META]
+    queries, keys, rows_apart, columns_apart = panel_size(trace.meta[figures.GRID_META])
     top, left = row * (queries + rows_apart), column * (keys + columns_apart)
     return [list(line[left:left + keys]) for line in trace.z[top:top + queries]]
 
@@ -172,4 +174,4 @@ def test_attention_grid_labels_a_long_sentence_sparsely_enough_to_read():
     assert len(rows_shown) <= 3 * figures.MOST_PANEL_LABELS, "about a dozen labels fit down a panel"
     assert len(columns_shown) <= figures.MOST_GRID_COLUMN_LABELS
     assert [fig.layout.yaxis.tickvals[i] for i in (0, 1)] == [0, 5] and rows_shown[1] == "▁w5"
-    assert fig.data[0].meta[figures.GRID_META] == [60, 60, 3, 3], "a long sentence's panels further apart"
+    assert fig.data[0].meta[figures.GRID_META] == figures.grid_panel(60, 60, 3, 3), "a long sentence's panels further apart"

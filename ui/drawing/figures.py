@@ -23,9 +23,10 @@ from ..runtime.language import table as locale
 ATTENTION_COLORSCALE = "Blues"
 MARK = "#ff7f0e"  # what a lesson or a step points at, as the step view marks the current token
 ROWS_ARE_STEPS = "rows are steps"  # a heatmap trace's meta: row i is decoding step i + 1 (a click can go there)
-# A grid's trace's meta names its panels' size and spacing: [queries, keys, rows apart, columns apart] (and its
-# "rows" are steps, or not).
+# A grid's trace's meta names its panels' size and spacing under "panel": {queries, keys, rowsApart, columnsApart}
+# (and its "rows" are steps, or not). The page reads them by name (ui/static/page.js, chart_text.js).
 GRID_META = "panel"
+HOVER_JOINER = " → "  # between a cell's row and column in its hover text, where the page's chart text splits them
 GRID = "#e5ecf6"
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
 MOST_TICK_LABELS = 60  # token labels an axis shows before it labels every n-th position
@@ -166,7 +167,7 @@ def _hover_text(query_labels: Sequence[str], key_labels: Sequence[str], rows_are
     rows = [say(language, "step", step=i + 1, label=escape(label)) if rows_are_steps
             else say(language, "position", position=i, label=escape(label)) for i, label in enumerate(query_labels)]
     columns = [say(language, "position", position=j, label=escape(label)) for j, label in enumerate(key_labels)]
-    return Outer(tuple(rows), tuple(columns), " → ")
+    return Outer(tuple(rows), tuple(columns), HOVER_JOINER)
 
 
 def attention_heatmap(weights, query_labels: Sequence[str], key_labels: Sequence[str], title: str | None = None,
@@ -344,7 +345,7 @@ def grid_json(weights, query_labels: Sequence[str], key_labels: Sequence[str], t
              "colorbar": {"title": {"text": weight}, "thickness": 10},
              "text": Panels(tuple(tuple(panel_hover(r, c) for c in range(columns)) for r in range(rows)), "", apart),
              "hovertemplate": f"%{{text}}<br>{weight} %{{z:.4f}}<extra></extra>",
-             "meta": {GRID_META: [queries, keys, *apart], **({"rows": ROWS_ARE_STEPS} if rows_are_steps else {})}}
+             "meta": {GRID_META: grid_panel(queries, keys, *apart), **({"rows": ROWS_ARE_STEPS} if rows_are_steps else {})}}
     key_angle = slant_room(key_labels, -60)
     tick_font = {"size": PANEL_TICK_FONT}
     bare = {"tickfont": tick_font, "automargin": False, "showgrid": False, "zeroline": False}
@@ -441,10 +442,16 @@ def known() -> dict:
     return {"template": TEMPLATE, "colorscale": colorscale(ATTENTION_COLORSCALE)}
 
 
+def grid_panel(queries: int, keys: int, rows_apart: int, columns_apart: int) -> dict:
+    """A grid's panels by name, as its trace's meta carries them: each panel's size, and the rows and columns
+    between panels."""
+    return {"queries": queries, "keys": keys, "rowsApart": rows_apart, "columnsApart": columns_apart}
+
+
 def page_settings(language: str = ENGLISH) -> dict:
     """What the page's figures need besides their frames, in its config: the parts frames leave to the page, the
     mark's colour (its styles outline with it too) and Plotly's own tool-bar tooltips in ``language``, by their
-    English words (Plotly.register's locale dictionary; charts.js)."""
-    return {"known": known(), "mark": MARK,
+    English words (Plotly.register's locale dictionary; charts.js), and the joiner of a cell's hover text."""
+    return {"known": known(), "mark": MARK, "hoverJoiner": HOVER_JOINER,
             "toolBar": {words: locale(language)[key] for key, words in locale(ENGLISH).items()
                         if key.startswith("figures.toolbar.")}}

@@ -6,6 +6,7 @@
 (() => {
   const TOP = 2, MOST_ROWS = 60, MOST_COLUMNS = 60, MOST_POINTS = 200, LABEL_LINES = 6;
   const words = window.explorerPage.config.explorer.words.chartText;
+  const joiner = window.explorerPage.config.figures.hoverJoiner;  // ui/drawing/figures.py, HOVER_JOINER
   const filled = (template, values) => template.replace(/\{(\w+)\}/g, (_, name) => String(values[name]));
   const plain = (html) => {
     const d = document.createElement("div"); d.innerHTML = String(html ?? ""); return d.textContent;
@@ -14,8 +15,8 @@
     ? (Math.abs(v) >= 100 ? v.toFixed(0) : v.toPrecision(3)).replace(".", words.decimalMark) : String(v));
   function names(t, i, j) {  // a cell's row and column, as its hover text names them (a grid's: and its panel)
     const hover = t.text && t.text[i] && t.text[i][j];
-    if (typeof hover === "string" && hover.includes(" → ")) {
-      const [row, rest] = plain(hover.replace(/<br>/g, "\n")).split(" → ");
+    if (typeof hover === "string" && hover.includes(joiner)) {
+      const [row, rest] = plain(hover.replace(/<br>/g, "\n")).split(joiner);
       return [row.replace(/\n/g, ", "), rest.split("\n")[0]];
     }
     return [filled(words.row, {label: t.y ? plain(t.y[i]) : i}),
@@ -70,12 +71,12 @@
     }
     return tab;
   }
-  // A grid drawn as one heatmap (its meta.panel: each panel's rows and columns, then the rows and columns between
-  // them; ui/drawing/figures.py, grid_json) read as its panels, each a heatmap of its own; any other trace as it is.
+  // A grid drawn as one heatmap (its meta.panel: each panel's queries and keys, and the rows and columns apart;
+  // ui/drawing/figures.py, grid_panel) read as its panels, each a heatmap of its own; any other trace as it is.
   function panels(t) {
     const grid = t.type === "heatmap" && t.meta && t.meta.panel;
     if (!grid) return [t];
-    const [rows, columns, rowsApart, columnsApart] = grid, found = [];
+    const {queries: rows, keys: columns, rowsApart, columnsApart} = grid, found = [];
     for (let top = 0; top < t.z.length; top += rows + rowsApart) {
       for (let left = 0; left < (t.z[0] || []).length; left += columns + columnsApart) {
         const cut = (m) => m && m.slice(top, top + rows).map((line) => line.slice(left, left + columns));

@@ -33,7 +33,7 @@ window.explorerPage = (() => {
       const grid = point.data.meta && point.data.meta.panel, said = grid ? point.data.meta.rows : point.data.meta;
       if (picker.rowsMeta !== null && said !== picker.rowsMeta) return;
       const index = Array.isArray(point.pointNumber) ? point.pointNumber[0] : point.y;
-      const row = (grid ? index % (grid[0] + grid[2]) : index) + 1;
+      const row = (grid ? index % (grid.queries + grid.rowsApart) : index) + 1;
       const box = document.querySelector(picker.slider + " input[type=number]");
       if (!box || box.disabled || row > Number(box.max)) return;
       box.value = row;
