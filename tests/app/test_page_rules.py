@@ -16,23 +16,28 @@ from ui.views import choices
 from ui.views import translate as translate_views
 
 ROOT = Path(__file__).resolve().parents[2]
-# Each rule of ui/static/explorer.js (window.explorer.rules) and the Python it mirrors.
-MIRRORS = {"kindKey": "ui/views/choices.py:kind_key", "within": "ui/runtime/numbers.py:clamp",
-           "whichMap": "ui/views/translate.py:subtitle", "revealedPieces": "ui/views/translate.py:revealed_pieces"}
+# Each mirrored rule of the page's scripts, and the Python it mirrors: compared here, and fill in
+# tests/app/test_page_figures.py (every figure of the Translate tab's views).
+MIRRORS = {"explorer.js:kindKey": "ui/views/choices.py:kind_key", "explorer.js:within": "ui/runtime/numbers.py:clamp",
+           "explorer.js:whichMap": "ui/views/translate.py:subtitle",
+           "explorer.js:revealedPieces": "ui/views/translate.py:revealed_pieces",
+           "figures.js:fill": "ui/drawing/frames.py:filled"}
 
 pytestmark = needs_node
 
 
-def test_each_mirrored_rule_is_marked_on_both_sides_and_compared_here():
-    script = (ROOT / "ui/static/explorer.js").read_text(encoding="utf-8")
-    marked = dict(re.findall(r"Mirrors\s+(?://\s+)?`([\w/.]+:\w+)`[^\n]*\n\s*(?://[^\n]*\n\s*)*"
-                             r"(?:const|function)\s+(\w+)", script))
-    assert {rule: python for python, rule in marked.items()} == MIRRORS
+def test_each_mirrored_rule_is_marked_on_both_sides_and_compared():
+    marked = {}
+    for script in sorted((ROOT / "ui/static").glob("*.js")):
+        found = re.findall(r"Mirrors\s+(?://\s+)?`([\w/.]+:\w+)`[^\n]*\n\s*(?://[^\n]*\n\s*)*"
+                           r"(?:const|function)\s+(\w+)", script.read_text(encoding="utf-8"))
+        marked |= {f"{script.name}:{rule}": python for python, rule in found}
+    assert marked == MIRRORS
     for rule, python in MIRRORS.items():
         path, name = python.split(":")
         source = (ROOT / path).read_text(encoding="utf-8")
         definition = source.split(f"def {name}(", 1)[1].split("\ndef ", 1)[0]
-        assert f"`ui/static/explorer.js:{rule}`" in definition, f"{python} does not say it is mirrored by {rule}"
+        assert f"`ui/static/{rule}`" in definition, f"{python} does not say it is mirrored by {rule}"
 
 
 def test_an_attention_kind_is_read_alike_from_its_key_or_label_and_anything_else_refused():

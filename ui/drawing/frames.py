@@ -182,7 +182,8 @@ def framed(figure: dict, known: dict | None = None) -> dict:
 
 
 def filled(frame: dict, values: dict) -> dict:
-    """The figure a frame draws with ``values``, as the page's ``fill`` draws it (ui/static/figures.js)."""
+    """The figure a frame draws with ``values``. Mirrored by `ui/static/figures.js:fill`, which draws the Translate
+    tab's views in the page (tests/app/test_page_figures.py holds the two alike)."""
     shared = frame["shared"]
 
     def fill(part):

@@ -39,7 +39,8 @@ window.explorerFigures = (() => {
     return lines;
   }
 
-  // The figure a frame draws with ``values`` (or one part of it: "data" or "layout").
+  // The figure a frame draws with ``values`` (or one part of it: "data" or "layout"). Mirrors
+  // `ui/drawing/frames.py:filled`.
   function fill(frame, values = {}, part = null) {
     if (!sharedOf.has(frame)) sharedOf.set(frame, frame.shared.map((value) => put(value, {}, [])));
     const shared = sharedOf.get(frame);
