@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from helpers import panel_size
+from transformer.files import curves
 from ui.drawing import charts, figures
 from transformer.paper.model import sinusoidal_table
 
@@ -127,6 +128,20 @@ def test_training_curves_plot_loss_learning_rate_and_score():
     panels = {trace.name: trace.xaxis for trace in fig.data}
     assert panels["train loss (smoothed labels)"] == panels["validation loss"] == "x"
     assert panels["learning rate"] == "x2" and panels["val BLEU (greedy)"] == panels["val exact match %"] == "x3"
+
+
+def test_the_apps_training_chart_and_a_model_cards_picture_draw_the_same_lines():
+    """One drawing of the curves (transformer.files.curves.panels): the English chart's panels, lines, points and
+    colours are the card's SVG's, and a run without exact match draws no such line in either."""
+    steps = [{"step": s, "loss": 5 - s / 100, "lr": 1e-3} for s in range(1, 101, 10)]
+    for evals in ([{"step": 50, "val_loss": 3.0, "bleu": 10.0, "exact_match": 0.1}],
+                  [{"step": 50, "val_loss": 3.0, "bleu": 10.0}, {"step": 90, "val_loss": 2.5, "bleu": 12.0}]):
+        fig = charts.training_curves(steps, evals)
+        card = curves.panels(steps, evals)
+        assert [annotation.text for annotation in fig.layout.annotations] == list(card)
+        assert [(trace.name, list(zip(trace.x, trace.y)), trace.line.color) for trace in fig.data] == \
+            [(line.name, line.points, line.colour) for series in card.values() for line in series]
+        assert ("exact_match" in evals[0]) == any("exact match" in trace.name for trace in fig.data)
 
 
 @pytest.mark.parametrize("build", [

@@ -1,8 +1,9 @@
-"""A run's training curves as an SVG picture for its model card, drawn with the standard library alone.
+"""A run's training curves: which panels and lines they are (``panels``, which the app's Plotly chart draws too),
+and an SVG picture of them for a model card, drawn with the standard library alone.
 
-The app draws the same curves with Plotly (its Model tab); a model card written by ``transformer.export`` needs
-neither Plotly nor a browser to render an image, so the library draws its own: loss, learning rate and the
-validation score over updates, three panels side by side.
+A model card written by ``transformer.export`` needs neither Plotly nor a browser to render an image, so the
+library draws its own: loss, learning rate and the validation score over updates, three panels side by side. The
+card is English; the app passes its own words, in the page's language.
 """
 
 from __future__ import annotations
@@ -15,24 +16,32 @@ PANEL_WIDTH, PANEL_HEIGHT, MARGIN = 380, 220, 56
 TITLE_HEIGHT, LEGEND_HEIGHT = 40, 44
 
 
+# The panels' and lines' words, by name; the card's are English, the app's in the page's language.
+ENGLISH = {"loss": "loss (nats/token)", "learning_rate": "learning rate", "score": "validation score",
+           "train_loss": "train loss (smoothed labels)", "val_loss": "validation loss", "bleu": "val BLEU (greedy)",
+           "exact_match": "val exact match %", "update": "update"}
+
+
 @dataclass
 class Series:
     name: str
     points: list[tuple[float, float]]
     colour: str
+    evaluated: bool = False  # measured at evaluations (few points, each marked), not at every logged update
+    dashed: bool = False
 
 
-def panels(steps: Sequence[dict], evals: Sequence[dict]) -> dict[str, list[Series]]:
-    """The three panels' series (those with no points left out), as the Model tab shows them."""
+def panels(steps: Sequence[dict], evals: Sequence[dict], words: dict[str, str] = ENGLISH) -> dict[str, list[Series]]:
+    """The three panels' series (those with no points left out), titled and named in ``words``."""
     steps = [s for s in steps if "loss" in s and "lr" in s]
     evals = [e for e in evals if "val_loss" in e and "bleu" in e]
     shown = {
-        "loss (nats/token)": [Series("train loss (smoothed labels)", [(s["step"], s["loss"]) for s in steps], "#1f77b4"),
-                              Series("validation loss", [(e["step"], e["val_loss"]) for e in evals], "#ff7f0e")],
-        "learning rate": [Series("learning rate", [(s["step"], s["lr"]) for s in steps], "#9467bd")],
-        "validation score": [Series("val BLEU (greedy)", [(e["step"], e["bleu"]) for e in evals], "#2ca02c"),
-                             Series("val exact match %", [(e["step"], 100 * e["exact_match"]) for e in evals
-                                                          if "exact_match" in e], "#d62728")],
+        words["loss"]: [Series(words["train_loss"], [(s["step"], s["loss"]) for s in steps], "#1f77b4"),
+                        Series(words["val_loss"], [(e["step"], e["val_loss"]) for e in evals], "#ff7f0e", True)],
+        words["learning_rate"]: [Series(words["learning_rate"], [(s["step"], s["lr"]) for s in steps], "#9467bd")],
+        words["score"]: [Series(words["bleu"], [(e["step"], e["bleu"]) for e in evals], "#2ca02c", True),
+                         Series(words["exact_match"], [(e["step"], 100 * e["exact_match"]) for e in evals
+                                                       if "exact_match" in e], "#d62728", True, dashed=True)],
     }
     return {title: [series for series in all_series if series.points] for title, all_series in shown.items()}
 
@@ -61,7 +70,8 @@ def panel_svg(title: str, series: list[Series], left: float, top: float) -> list
               f'<text x="{left - 4}" y="{top + height}" text-anchor="end" font-size="11">{number(y0)}</text>',
               f'<text x="{left}" y="{top + height + 14}" font-size="11">{number(x0)}</text>',
               f'<text x="{left + width}" y="{top + height + 14}" text-anchor="end" font-size="11">{number(x1)}</text>',
-              f'<text x="{left + width / 2}" y="{top + height + 14}" text-anchor="middle" font-size="11">update</text>']
+              f'<text x="{left + width / 2}" y="{top + height + 14}" text-anchor="middle" font-size="11">'
+              f'{ENGLISH["update"]}</text>']
     for i, s in enumerate(series):
         points = " ".join(f"{x:.1f},{y:.1f}" for x, y in (place(*p) for p in s.points))
         legend_y = top + height + 30 + 14 * i

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from transformer.files import curves
+
 from .figures import (ATTENTION_COLORSCALE, MOST_PANEL_LABELS, apply_layout, as_matrix, as_numbers, escape, escaped_all,
                       say, slant_room, tick_labels, titled_with)
 from ..runtime.language import ENGLISH, Number, percent
@@ -64,26 +66,19 @@ def position_similarity(table, title: str | None = None, *, language: str = ENGL
 
 def training_curves(steps: Sequence[dict], evals: Sequence[dict], title: str | None = None,
                     *, language: str = ENGLISH) -> go.Figure:
-    """Loss (training and validation), learning rate, and validation BLEU / exact match over updates."""
+    """Loss (training and validation), learning rate, and validation BLEU / exact match over updates: the
+    panels and lines of ``transformer.files.curves.panels`` (which a model card's picture draws too), in
+    ``language``."""
     title = say(language, "training.title") if title is None else title
-    said = {name: say(language, f"training.{name}") for name in
-            ("loss", "learning_rate", "score", "train_loss", "val_loss", "bleu", "exact_match", "update")}
-    fig = make_subplots(rows=1, cols=3, subplot_titles=(said["loss"], said["learning_rate"], said["score"]),
-                        horizontal_spacing=0.08)
-    if steps:
-        fig.add_trace(go.Scatter(x=[s["step"] for s in steps], y=[s["loss"] for s in steps], mode="lines",
-                                 name=said["train_loss"], line=dict(color="#1f77b4")), row=1, col=1)
-        fig.add_trace(go.Scatter(x=[s["step"] for s in steps], y=[s["lr"] for s in steps], mode="lines",
-                                 name=said["learning_rate"], line=dict(color="#9467bd")), row=1, col=2)
-    if evals:
-        x = [e["step"] for e in evals]
-        fig.add_trace(go.Scatter(x=x, y=[e["val_loss"] for e in evals], mode="lines+markers",
-                                 name=said["val_loss"], line=dict(color="#ff7f0e")), row=1, col=1)
-        fig.add_trace(go.Scatter(x=x, y=[e["bleu"] for e in evals], mode="lines+markers",
-                                 name=said["bleu"], line=dict(color="#2ca02c")), row=1, col=3)
-        if any("exact_match" in e for e in evals):
-            fig.add_trace(go.Scatter(x=x, y=[100 * e.get("exact_match", 0) for e in evals], mode="lines+markers",
-                                     name=said["exact_match"], line=dict(color="#d62728", dash="dot")), row=1, col=3)
+    said = {name: say(language, f"training.{name}") for name in curves.ENGLISH}
+    shown = curves.panels(steps, evals, said)
+    fig = make_subplots(rows=1, cols=len(shown), subplot_titles=tuple(shown), horizontal_spacing=0.08)
+    for column, series in enumerate(shown.values(), start=1):
+        for line in series:
+            fig.add_trace(go.Scatter(x=[x for x, _ in line.points], y=[y for _, y in line.points],
+                                     mode="lines+markers" if line.evaluated else "lines", name=line.name,
+                                     line=dict(color=line.colour, dash="dot" if line.dashed else None)),
+                          row=1, col=column)
     fig.update_xaxes(title=said["update"])
     fig.update_layout(legend=dict(orientation="h", y=-0.25))
     return apply_layout(fig, title, height=380, language=language)
