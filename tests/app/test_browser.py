@@ -728,10 +728,10 @@ def test_every_chart_is_also_text_a_screen_reader_reads_and_a_table_one_click_aw
 
 
 def test_an_example_pair_is_translated_then_patched_layer_by_layer_and_head_by_head(app_url, browser):
-    from ui.tabs.experiments import EXAMPLE_PAIRS
+    from ui.views.samples import MINIMAL_PAIRS
 
     page, errors = opened(browser, app_url[0])
-    clean, changed = EXAMPLE_PAIRS[1]
+    clean, changed = MINIMAL_PAIRS[1]
     page.get_by_role("tab", name="Experiments").click()
     page.get_by_text("Which layers and heads carry the difference?").click()
     page.locator("#patch-examples").get_by_text(clean, exact=True).click()

@@ -355,15 +355,14 @@ def test_the_experiments_analysis_and_evidence_tabs_leave_no_english_on_another_
     importance = {"encoder": torch.tensor([[0.5, -0.01]]), "cross": torch.tensor([[-0.3, 1.0]])}
     _, summary = experiment_views.importance_views(importance, "t", other)
     assert summary.startswith(words["experiments.most_important"].split("{")[0]) and "+1,00" in summary
-    shuffled = Comparison(None, None, "source words shuffled: “b a”", None, intervention="shuffled",
-                          details={"sentence": "b a"})
+    shuffled = Comparison(None, None, "shuffled", details={"sentence": "b a"})
     assert experiment_views.described(shuffled).in_(other) == words["experiments.did.shuffled"].format(sentence="b a")
-    assert experiment_views.described(shuffled).in_("en") == shuffled.description
+    assert experiment_views.described(shuffled).in_("en") == "source words shuffled: “b a”"
     curve = PruningCurve("cross", ["L1H1", "L1H2"], [100.0, 95.0, 40.0])
     summary = explain_views.pruning_summary([curve, curve], other)
     assert summary.startswith(words["explain.pruning_summary"].split("*")[0]) and "40,0" in summary
-    table_ = explain_views.agreement_table([{"attention": "L2 mean of heads", "top-1 agreement": 0.5,
-                                             "rank correlation": 0.25}], other)
+    table_ = explain_views.agreement_table([{"attention": "L2", "top_1": 0.5,
+                                             "correlation": 0.25}], other)
     assert list(table_.columns) == [words["explain.column.attention"], words["explain.column.top_1"],
                                     words["explain.column.correlation"]]
     assert table_.iloc[0, 1] == said(percent(0.5), other)
@@ -457,7 +456,7 @@ def test_a_tables_numbers_read_with_the_pages_decimal_mark_and_stay_numbers(app_
     assert not english.metadata  # the English page's tables are shown as they always were
 
 
-def test_what_each_intervention_did_is_said_in_every_language_as_the_library_says_it_in_english(app_services):
+def test_what_each_intervention_did_is_said_from_its_name_and_values_in_every_language(app_services):
     from transformer.inside import interventions
     from ui.views.experiments import described
 
@@ -468,10 +467,14 @@ def test_what_each_intervention_did_is_said_in_every_language_as_the_library_say
             interventions.override_token(checkpoint, checkpoint.translate(sentence), 2, "Katze"),
             interventions.without_positions(checkpoint, sentence),
             interventions.shuffled_source(checkpoint, sentence)]
-    assert {comparison.intervention for comparison in done} == {"switched_off", "forced", "no_positions", "shuffled"}
+    shuffled = done[-1].details["sentence"]
+    assert [described(comparison).in_("en") for comparison in done] == [
+        "1 head switched off", "2 heads switched off",
+        "step 2 forced to ▁Katze; both runs continue greedily from step 2", "positional encoding removed",
+        f"source words shuffled: “{shuffled}”"]
     for comparison in done:
-        assert described(comparison).in_("en") == comparison.description
-        assert all(described(comparison).in_(other) != comparison.description for other in ("de", "fr"))
+        english = described(comparison).in_("en")
+        assert all(described(comparison).in_(other) not in ("", english) for other in ("de", "fr"))
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -502,3 +505,27 @@ def test_the_check_finds_english_in_a_raise_and_lets_a_message_or_a_class_code_p
     spoken = "raise InputError(message('a.b'))\nraise ClassError('no_class')\nraise ValueError('a bug')\n"
     assert app_problems_raised_as_english(english) == ["InputError at line 1", "CheckpointError at line 2"]
     assert app_problems_raised_as_english(spoken) == []
+
+
+def english_words_in_code(source: str, english: dict[str, str]) -> list[tuple[int, str]]:
+    """(line, key) of each string in ``source`` that is a sentence or choice of the English locale, written out
+    (docstrings aside) instead of read from it."""
+    tree = ast.parse(source)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [(node.lineno, english[node.value]) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            and node.value in english and re.search(r"[^\W\d_].*\s.*[^\W\d_]", node.value)]
+
+
+@pytest.mark.parametrize("path", sorted(str(path.relative_to(ROOT)) for path in (ROOT / "ui").rglob("*.py")))
+def test_the_apps_sentences_and_english_choices_are_written_once_in_the_locales(path):
+    english = {words: key for key, words in language.table("en").items()}
+    assert english_words_in_code((ROOT / path).read_text(encoding="utf-8"), english) == []
+
+
+def test_the_once_check_finds_a_locales_words_in_code_but_not_in_a_docstring_or_a_separator():
+    english = {"one head": "translate.view.one_head", ", ": "inside.merge.separator"}
+    source = '"""one head"""\nVIEWS = ("one head", "two heads")\nJOIN = ", "\n'
+    assert english_words_in_code(source, english) == [(2, "translate.view.one_head")]

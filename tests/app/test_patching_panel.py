@@ -8,6 +8,7 @@ from transformer.errors import InputError
 from ui.runtime.language import said
 from ui.tabs import experiments
 from ui.views import translate as translate_views
+from ui.views.samples import MINIMAL_PAIRS
 
 CLEAN, CORRUPTED = "The doctor said that she was tired.", "The doctor said that he was tired."
 
@@ -64,7 +65,7 @@ def test_typing_the_changed_sentence_chooses_the_step_it_changes_most_and_its_pr
 
 
 def test_an_example_pair_translates_its_first_sentence_and_types_its_second(app_services):
-    clean, changed = experiments.EXAMPLE_PAIRS[1]
+    clean, changed = MINIMAL_PAIRS[1]
     views = experiments.on_pair_example(app_services, "multi30k-en-de", [clean, changed], "beam", 5, 60, "cross",
                                         "one head", 3, 1, False)
     assert views["text"] == clean and views["patch_corrupted"] == changed

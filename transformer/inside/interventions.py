@@ -67,18 +67,18 @@ class Comparison:
 
     ``rescored`` is the original translation read by the intervened model
     (forced decoding), so per-token probabilities can be compared position by
-    position even when the new translation differs.
+    position even when the new translation differs. What was done is named, not
+    said: ``intervention`` ("switched_off", "forced", "no_positions",
+    "shuffled") and ``details``, the values a sentence about it takes (the
+    app's words for it are ``experiments.did.<intervention>`` in ui/locales/).
     """
 
     before: Translation
     after: Translation
-    description: str  # what was done, in English
+    intervention: str
     rescored: Translation | None = None
     head_mask: HeadMask | None = None  # how ``after`` ran, so its contributions can be measured as it ran
     positions: bool = True
-    # The same, named for a reader in another language: which intervention ("switched_off", "forced",
-    # "no_positions", "shuffled") and the values its description takes.
-    intervention: str = ""
     details: dict = field(default_factory=dict)
 
     def probability_changes(self) -> list[tuple[str, float, float]]:
@@ -96,8 +96,7 @@ def ablate_heads(checkpoint: Checkpoint, text: str, switched_off: dict[str, list
     after = checkpoint.translate(text, beam_size, max_length, head_mask=mask)
     rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], head_mask=mask)
     count = sum(len(switched_off.get(kind, [])) for kind in KINDS)
-    return Comparison(before, after, f"{count} head(s) switched off", rescored, head_mask=mask,
-                      intervention="switched_off", details={"count": count})
+    return Comparison(before, after, "switched_off", rescored, head_mask=mask, details={"count": count})
 
 
 @torch.inference_mode()
@@ -179,8 +178,7 @@ def override_token(checkpoint: Checkpoint, translation: Translation, step: int, 
     before = continued_from(kept)
     after = before if token_id == kept[-1] else continued_from(kept[:-1] + [token_id])
     piece = tgt_tok.piece(token_id)
-    return Comparison(before, after, f"step {step} forced to {piece}; both runs continue greedily from step {step}",
-                      intervention="forced", details={"step": step, "piece": piece})
+    return Comparison(before, after, "forced", details={"step": step, "piece": piece})
 
 
 def without_positions(checkpoint: Checkpoint, text: str, beam_size: int = 1,
@@ -190,8 +188,7 @@ def without_positions(checkpoint: Checkpoint, text: str, beam_size: int = 1,
     before = checkpoint.translate(text, beam_size, max_length)
     after = checkpoint.translate(text, beam_size, max_length, positions=False)
     rescored = forced_decode(model, src_tok, tgt_tok, before.source_ids, before.predicted_ids[:-1], positions=False)
-    return Comparison(before, after, "positional encoding removed", rescored, positions=False,
-                      intervention="no_positions")
+    return Comparison(before, after, "no_positions", rescored, positions=False)
 
 
 def shuffle_words(text: str, seed: int = 0) -> str:
@@ -211,8 +208,7 @@ def shuffled_source(checkpoint: Checkpoint, text: str, seed: int = 0, beam_size:
     shuffled = shuffle_words(text, seed)
     after = checkpoint.translate(shuffled, beam_size, max_length)
     rescored = forced_decode(model, src_tok, tgt_tok, shuffled, before.predicted_ids[:-1])
-    return Comparison(before, after, f"source words shuffled: “{shuffled}”", rescored, intervention="shuffled",
-                      details={"sentence": shuffled})
+    return Comparison(before, after, "shuffled", rescored, details={"sentence": shuffled})
 
 
 @dataclass

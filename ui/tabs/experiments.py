@@ -23,17 +23,11 @@ from ..views.choices import (ATTENTION_KINDS, MEAN_OF_HEADS, chosen_head, head_c
                              require_translation)
 from ..views.experiments import (MEASURE_KEYS, MEASURES, comparison_attention, comparison_view, head_labels,
                                  importance_views, patching_view)
-from ..views.samples import SAMPLE_SIZE, sample_sentences
+from ..views.samples import MINIMAL_PAIRS, SAMPLE_SIZE, sample_sentences
 from ..views.translate import decoding_of, layer_and_head_counts
 from . import translate as translate_tab
 
 TAB_ID, TITLE = "experiments", message("experiments.title")  # the tab's id in the page, and its label
-# Minimal pairs for activation patching (English sources: the bundled models'): a pronoun, a gender the German
-# adjective agrees with, who gives to whom, an adjective.
-EXAMPLE_PAIRS = (("The doctor said that she was tired.", "The doctor said that he was tired."),
-                 ("A little girl is climbing a tree.", "A little boy is climbing a tree."),
-                 ("The boy gives the girl a ball.", "The girl gives the boy a ball."),
-                 ("The old man is reading a newspaper.", "The young man is reading a newspaper."))
 
 
 def layout(page: Page, checkpoint: Checkpoint) -> None:
@@ -115,9 +109,9 @@ def patching_layout(page: Page) -> None:
     with gr.Accordion(words("experiments.patching_section"), open=False) as patching_section:
         gr.Markdown(words("experiments.patching_note"))
         patch_corrupted = gr.Textbox(label=words("experiments.corrupted_sentence"), lines=1, max_lines=3,
-                                     placeholder=words("experiments.corrupted_placeholder"), elem_id="patch-corrupted")
+                                     placeholder=MINIMAL_PAIRS[0][1], elem_id="patch-corrupted")
         patch_examples = gr.Dataset(components=[gr.Textbox(visible=False), gr.Textbox(visible=False)],
-                                    samples=[list(pair) for pair in EXAMPLE_PAIRS],
+                                    samples=[list(pair) for pair in MINIMAL_PAIRS],
                                     label=words("experiments.patch_examples"), elem_id="patch-examples")
         with gr.Row():
             patch_step = components.Slider(1, 2, value=1, step=1, label=words("experiments.step"), scale=2)

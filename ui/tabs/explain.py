@@ -26,8 +26,9 @@ TAB_ID, TITLE = "explain", message("explain.title")  # the tab's id in the page,
 
 # The choices' English names are the values the page and scripts send; their words are explain.prune_kind.<kind>,
 # explain.data.sample and explain.data.validation.
-PRUNE_KINDS = {"cross-attention": "cross", "encoder self-attention": "encoder", "decoder self-attention": "decoder"}
-SAMPLE, VALIDATION = "sample sentences that ship with the app", "Multi30K validation, first 100 (with references)"
+# The choices' values are their English words, as scripts send them.
+PRUNE_KINDS = {text(ENGLISH, f"explain.prune_kind.{kind}"): kind for kind in ("cross", "encoder", "decoder")}
+SAMPLE, VALIDATION = (text(ENGLISH, f"explain.data.{key}") for key in ("sample", "validation"))
 VALIDATION_SENTENCES = 100  # enough for a BLEU that means something, few enough to prune in a class
 
 
@@ -38,7 +39,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     with gr.Row():
         explain_method = components.Radio([(words(f"explain.method.{key}"), name)
                                            for name, key in explain.METHODS.items()],
-                                          value="integrated gradients", label=words("explain.evidence"), scale=3)
+                                          value=next(iter(explain.METHODS)), label=words("explain.evidence"), scale=3)
         explain_steps = components.Slider(8, 128, value=32, step=8, label=words("explain.steps"), scale=2)
         explain_button = gr.Button(words("explain.attribute_button"), variant="primary", scale=1)
     explain_summary = gr.Markdown(elem_id="explain-summary")
@@ -91,7 +92,8 @@ def contrast_layout(page: Page) -> None:
                                                        allow_custom_value=True, scale=2)
             contrast_method = components.Radio([(words(f"explain.method.{key}"), name)
                                                 for name, key in explain.CONTRAST_METHODS.items()],
-                                               value="integrated gradients", label=words("explain.evidence"), scale=2)
+                                               value=next(iter(explain.CONTRAST_METHODS)),
+                                               label=words("explain.evidence"), scale=2)
             contrast_button = gr.Button(words("explain.contrast_button"), variant="primary", scale=1)
         contrast_summary = gr.Markdown(elem_id="contrast-summary")
         contrast_plot = Chart(label=words("explain.contrast_chart"), elem_id="contrast-plot")
@@ -129,7 +131,7 @@ def agreement_row_map(name: str, layers: int, language: str = ENGLISH) -> tuple[
     if match := re.fullmatch(r"L(\d+)H(\d+)", name):
         return int(match[1]), match[2]
     return next(((layer, MEAN_OF_HEADS) for layer in range(1, layers + 1)
-                 if name == explain.candidate_name(f"L{layer} mean of heads", language)), None)
+                 if name == explain.candidate_name(f"L{layer}", language)), None)
 
 
 def on_agreement_row(translation_state, event: gr.SelectData, language: str = ENGLISH) -> dict:

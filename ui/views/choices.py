@@ -9,10 +9,11 @@ from ..runtime.language import ENGLISH, message, table, text
 
 # The kinds' English names are also the Translate tab's choices, which scripts send: their words in ui/locales/.
 ATTENTION_KINDS = {kind: table(ENGLISH)[f"map.kind.{kind}"] for kind in ("encoder", "decoder", "cross")}
-# The heatmap's views as scripts send them (the page's choices: these values, labelled in its language).
-VIEWS = ("one head", "all heads of the layer", "model view: every layer and head")
-VIEW_LABELS = ("translate.view.one_head", "translate.view.layer_heads", "translate.view.model")  # their words' keys
-MEAN_OF_HEADS = "mean of heads"  # a head picker's value for the mean (labelled translate.mean_of_heads)
+# The heatmap's views' words, and as scripts send them: their English words (the page's choices: these values,
+# labelled in its language). So is every choice of the page: its English words are its value.
+VIEW_LABELS = ("translate.view.one_head", "translate.view.layer_heads", "translate.view.model")
+VIEWS = tuple(text(ENGLISH, key) for key in VIEW_LABELS)
+MEAN_OF_HEADS = text(ENGLISH, "translate.mean_of_heads")  # a head picker's value for the mean
 # What a view of the last translation says where there is none; in English, as tests and scripts read it.
 NO_TRANSLATION = table(ENGLISH)["translate.no_translation"]
 

@@ -65,15 +65,12 @@ class ComparisonView:
     attention_after: go.Figure
 
 
-# The measures' English names are the values the page and scripts send; their words: experiments.measure.*.
-MEASURES = ("what each key adds (‖α v W_O‖)", "attention weights")
+# The measures' words; their English words are the values the page and scripts send.
 MEASURE_KEYS = ("experiments.measure.adds", "experiments.measure.weights")
+MEASURES = tuple(text(ENGLISH, key) for key in MEASURE_KEYS)
 
-def described(comparison: interventions.Comparison) -> Message | str:
-    """What an intervention did, as a message (experiments.did.<its name>); as the library said it where it names
-    none."""
-    if not comparison.intervention:
-        return comparison.description
+def described(comparison: interventions.Comparison) -> Message:
+    """What an intervention did, as a message (experiments.did.<its name>)."""
     key, count = f"experiments.did.{comparison.intervention}", comparison.details.get("count")
     return message(key if count is None else f"{key}.{'one' if count == 1 else 'other'}", **comparison.details)
 

@@ -26,8 +26,9 @@ from .translate import AXES, AttentionMap, attention_axes
 
 # The methods' English names are the values the page and scripts send (their words: explain.method.<key>), and
 # the library's names of them.
-METHODS = {"integrated gradients": "integrated_gradients", "gradient × input": "gradient_x_input",
-           "attention rollout": "rollout"}
+# The methods by the value the page and scripts send, their English words (explain.method.<key>).
+METHODS = {text(ENGLISH, f"explain.method.{key}"): key
+           for key in ("integrated_gradients", "gradient_x_input", "rollout")}
 KINDS = ("cross", "encoder", "decoder")  # what can be pruned: explain.kind.<kind> names it in a sentence
 
 
@@ -92,23 +93,24 @@ def agreement_rows(translation: Translation, scores: torch.Tensor, with_rollout:
     cross = translation.cross_attention.float()
     candidates = {f"L{layer + 1}H{head + 1}": cross[layer, head]
                   for layer in range(cross.shape[0]) for head in range(cross.shape[1])}
-    candidates.update({f"L{layer + 1} mean of heads": cross[layer].mean(0) for layer in range(cross.shape[0])})
+    candidates.update({f"L{layer + 1}": cross[layer].mean(0) for layer in range(cross.shape[0])})
     if with_rollout:
         candidates["rollout"] = attribution.rollout(translation).scores
     rows = []
     for name, attention in candidates.items():
         top, correlation = attribution.agreement(attention, scores)
-        rows.append({"attention": name, "top-1 agreement": top, "rank correlation": correlation})
+        rows.append({"attention": name, "top_1": top, "correlation": correlation})
     return rows
 
 
-AGREEMENT_COLUMNS = {"attention": "explain.column.attention", "top-1 agreement": "explain.column.top_1",
-                     "rank correlation": "explain.column.correlation"}  # agreement_rows' names: their words
-LAYER_MEAN = re.compile(r"L(\d+) mean of heads")  # agreement_rows' name of a layer's mean of heads
+AGREEMENT_COLUMNS = {"attention": "explain.column.attention", "top_1": "explain.column.top_1",
+                     "correlation": "explain.column.correlation"}  # agreement_rows' names: their words
+LAYER_MEAN = re.compile(r"L(\d+)")  # agreement_rows' name of a layer's mean of heads (a head's: "L2H3")
 
 
 def candidate_name(name: str, language: str = ENGLISH) -> str:
-    """An ``agreement_rows`` name ("L2H3", "L2 mean of heads", "rollout") as a table shows it in ``language``."""
+    """An ``agreement_rows`` name ("L2H3", "L2" for its mean of heads, "rollout") as a table shows it in
+    ``language``."""
     if found := LAYER_MEAN.fullmatch(name):
         return text(language, "explain.layer_mean", layer=int(found[1]))
     return text(language, "explain.rollout_row") if name == "rollout" else name
@@ -117,11 +119,10 @@ def candidate_name(name: str, language: str = ENGLISH) -> str:
 def agreement_table(rows: list[dict], language: str = ENGLISH) -> pandas.DataFrame:
     """The agreement of each candidate, best first, its names and numbers as ``language`` writes them."""
     frame = pandas.DataFrame(rows).groupby("attention", sort=False).mean().reset_index()
-    frame = frame.sort_values("rank correlation", ascending=False)
-    frame = frame.assign(**{"attention": frame["attention"].map(lambda name: candidate_name(name, language)),
-                            "top-1 agreement": frame["top-1 agreement"].map(lambda share: said(percent(share),
-                                                                                               language)),
-                            "rank correlation": frame["rank correlation"].round(3)})
+    frame = frame.sort_values("correlation", ascending=False)
+    frame = frame.assign(attention=frame["attention"].map(lambda name: candidate_name(name, language)),
+                         top_1=frame["top_1"].map(lambda share: said(percent(share), language)),
+                         correlation=frame["correlation"].round(3))
     return frame.rename(columns={name: text(language, key) for name, key in AGREEMENT_COLUMNS.items()})
 
 

@@ -14,6 +14,7 @@ from transformer.files.multilingual import code_for
 from ..runtime.language import ENGLISH, said, table, text
 from ..runtime.model_names import checkpoint_name, in_language
 from .choices import ATTENTION_KINDS, VIEWS
+from .samples import MINIMAL_PAIRS
 from .text import known_languages, language_name, markdown_escape
 from .translate import AttentionMap, map_of
 
@@ -98,7 +99,7 @@ class Lesson:
 
 
 MEETING = "The meeting was postponed until next Tuesday because of the storm."
-DOCTOR, DOCTOR_HE = "The doctor said that she was tired.", "The doctor said that he was tired."  # a minimal pair
+DOCTOR, DOCTOR_HE = MINIMAL_PAIRS[0]
 # Helsinki-NLP/opus-mt-en-de, under the name the server lists it by once it was opened from the Hub.
 REAL_TRANSLATOR = "opus-mt-en-de"
 BALL = "A young girl is playing with a red ball in the park."

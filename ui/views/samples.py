@@ -17,6 +17,13 @@ from ..runtime.language import message
 
 SAMPLE_FILE = Path(__file__).resolve().parents[2] / "assets" / "sample_sentences.en.txt"
 SAMPLE_SIZE = 20  # sentences a view over the sample reads: enough for a stable mean, quick enough for a class
+# Minimal pairs for activation patching (English sources: the bundled models'): a pronoun, a gender the German
+# adjective agrees with, who gives to whom, an adjective. The first is the patching panel's placeholder and a
+# lesson's pair.
+MINIMAL_PAIRS = (("The doctor said that she was tired.", "The doctor said that he was tired."),
+                 ("A little girl is climbing a tree.", "A little boy is climbing a tree."),
+                 ("The boy gives the girl a ball.", "The girl gives the boy a ball."),
+                 ("The old man is reading a newspaper.", "The young man is reading a newspaper."))
 
 
 @lru_cache(maxsize=1)
