@@ -13,7 +13,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import Explained
+from .errors import Explained, detail
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def read_lines(path: str | Path, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
             raw = handle.read(max_bytes + 1)
     except (OSError, EOFError, zlib.error) as error:
         raise DataError(code="data.bad_gzip",
-                        name=path.name, error=str(error)) from None
+                        name=path.name, error=detail(error)) from None
     if len(raw) > max_bytes:
         megabytes = round(max_bytes / 1e6)
         if compressed:
@@ -129,7 +129,7 @@ def download_multi30k(cache_dir: str | Path | None = None, splits=MULTI30K_SPLIT
                 with urllib.request.urlopen(url, timeout=30) as response:
                     data = response.read()
             except (urllib.error.URLError, OSError) as error:
-                raise DataError(code="data.download_failed", error=str(error), name=name) from None
+                raise DataError(code="data.download_failed", error=detail(error), name=name) from None
             if hashlib.sha256(data).hexdigest() != MULTI30K_SHA256[name]:
                 raise DataError(code="data.checksum_mismatch", name=name)
             tmp = target.with_suffix(".part")

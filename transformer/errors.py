@@ -25,6 +25,13 @@ def rebuilt(kind: type, args: tuple, code: str | None, values: dict) -> "Explain
     return error
 
 
+def detail(error: BaseException):
+    """What went wrong underneath, as a value of another error: one of ours as it is, so that a reader in another
+    language reads it in theirs; anything else's text (Python's, a file format's, the network's), which is no one's
+    words here and is quoted as it is."""
+    return error if isinstance(error, Explained) else str(error)
+
+
 class Explained(Exception):
     """An error for people, named by a ``code`` and the values its sentence takes (``SENTENCES``), so that a reader
     can say the same in another language (the app's ui/locales/: library.<code>). Its text is that sentence in
@@ -49,3 +56,7 @@ class Explained(Exception):
 
 class InputError(Explained, ValueError):
     """A problem with what the user typed or chose, phrased for the user."""
+
+
+class MissingFile(Explained, FileNotFoundError):
+    """A file the user named, or a model's directory must hold, is not there."""

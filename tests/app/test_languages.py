@@ -529,3 +529,47 @@ def test_the_once_check_finds_a_locales_words_in_code_but_not_in_a_docstring_or_
     english = {"one head": "translate.view.one_head", ", ": "inside.merge.separator"}
     source = '"""one head"""\nVIEWS = ("one head", "two heads")\nJOIN = ", "\n'
     assert english_words_in_code(source, english) == [(2, "translate.view.one_head")]
+
+
+def test_each_kind_of_library_error_reaches_a_german_page_in_german_with_what_it_wraps(tmp_path):
+    """Raised by the library itself and passed through the app's own way to the page (``as_user_message``; a
+    training job's ``failure``): the sentence and the error it wraps, in German, never the English text."""
+    import shutil
+
+    from transformer.data import corpus_sentences
+    from transformer.files import hub
+    from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
+    from transformer.paper.config import preset
+    from transformer.train.trainer import Diverged
+    from ui.training.jobs import failure
+
+    def copied(name: str, change) -> Path:
+        directory = shutil.copytree(REPOSITORY_CHECKPOINTS / "reverse-tiny", tmp_path / name)
+        change(directory)
+        return directory
+
+    def heads_not_dividing(directory: Path):
+        config = json.loads((directory / "config.json").read_text())
+        config["model"]["n_heads"] = 3
+        (directory / "config.json").write_text(json.dumps(config))
+
+    raising = {"a model config": lambda: load_checkpoint(copied("config", heads_not_dividing)),
+               "a missing tokenizer": lambda: load_checkpoint(copied("tokenizer",
+                                                                     lambda d: (d / "tokenizer.model").unlink())),
+               "data": lambda: corpus_sentences(str(tmp_path / "absent.tsv")),
+               "a Hub model": lambda: hub.convert(tmp_path, tmp_path / "converted"),
+               "a choice": lambda: preset("huge", 10, 10)}
+    for kind, raise_it in raising.items():
+        with pytest.raises(Exception) as raised:
+            raise_it()
+        with pytest.raises(gr.Error) as shown:
+            with as_user_message(kind, html=False, language="de"):
+                raise raised.value
+        error, german = raised.value, shown.value.message
+        assert german == said(error, "de") and error.code, kind
+        wrapped = error.values.get("error")
+        english = [str(error)] + ([str(wrapped)] if getattr(wrapped, "code", None) else [])
+        assert all(sentence not in german for sentence in english), (kind, german)
+    diverged = failure(Diverged(code="train.loss_not_finite", loss=float("nan"), step=3))
+    assert said(diverged, "de") == "Das Training ist divergiert: der Verlust wurde bei Update 3 zu nan; senken Sie die Lernrate", \
+        said(diverged, "de")

@@ -286,7 +286,7 @@ def test_a_nan_loss_stops_training_with_a_clear_error(tmp_path, monkeypatch):
 
     monkeypatch.setattr(training_loop, "batch_loss", poisoned)
     trainer = Trainer(quick_config(tmp_path, "run", steps=10), on_step=count, show_progress=False)
-    with pytest.raises(FloatingPointError, match=r"loss became nan at step 3; lower the learning rate"):
+    with pytest.raises(FloatingPointError, match=r"the loss became nan at update 3; lower the learning rate"):
         trainer.run()
     assert trainer.step == 2
 

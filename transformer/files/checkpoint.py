@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from ..cpu import speed_up
-from ..errors import InputError
+from ..errors import InputError, detail
 from ..paper.config import ModelConfig
 from ..paper.decoding import SearchRules, greedy_search, pad_batch
 from ..paper.sentences import encode_source
@@ -195,7 +195,7 @@ def _read_vocabulary(directory: Path, config: dict, side: str) -> dict[str, int]
         return None
     vocabulary = json.loads((directory / Path(name).name).read_text(encoding="utf-8"))
     if not isinstance(vocabulary, dict):
-        raise ValueError(f"{name} is not a JSON object of pieces and ids")
+        raise InputError(code="checkpoint.vocabulary_not_object", name=name)
     return vocabulary
 
 
@@ -211,7 +211,7 @@ def read_config(directory: str | Path) -> dict:
         ModelConfig.from_dict(config["model"])
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
         raise CheckpointError(code="checkpoint.bad_config",
-                              path=str(config_path), error=str(error)) from None
+                              path=str(config_path), error=detail(error)) from None
     return config
 
 
@@ -235,7 +235,7 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
                            _read_vocabulary(directory, config, side))
             for side in ("source", "target"))
     except (OSError, ValueError, TypeError) as error:  # TypeError: a config naming it by a non-string
-        raise CheckpointError(code="checkpoint.bad_tokenizer", directory=str(directory), error=str(error)) from None
+        raise CheckpointError(code="checkpoint.bad_tokenizer", directory=str(directory), error=detail(error)) from None
     for side, tokenizer, size in (("source", source_tokenizer, model_config.src_vocab_size),
                                   ("target", target_tokenizer, model_config.tgt_vocab_size)):
         if tokenizer.vocab_size != size:
@@ -269,7 +269,7 @@ def load_checkpoint(directory: str | Path, device: str | torch.device | None = N
     try:
         return checkpoint.in_languages()  # a multilingual model's default pair
     except (TypeError, ValueError) as error:  # InputError is a ValueError
-        raise CheckpointError(code="checkpoint.bad_languages", directory=str(directory), error=str(error)) from None
+        raise CheckpointError(code="checkpoint.bad_languages", directory=str(directory), error=detail(error)) from None
 
 
 def read_metrics(path: Path) -> dict:

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from ..errors import detail
 from .hub import (MULTILINGUAL_TYPES, OPTIONAL_FILES, REQUIRED_FILES, WEIGHT_FILES, HubError, Source, convert,
                   licence_of)
 
@@ -97,7 +98,7 @@ def download(repo_id: str, revision: str | None = None, max_bytes: int | None = 
         directory = Path(snapshot_download(repo_id, revision=info.sha, allow_patterns=wanted, cache_dir=cache_dir))
     except _network_errors() as error:
         raise HubError(code="hub.download_stopped",
-                       repo_id=repo_id, error=str(error)) from None
+                       repo_id=repo_id, error=detail(error)) from None
     license = getattr(info.card_data, "license", None) if info.card_data else None
     return directory, Source(repo_id, info.sha, license or licence_of(directory))
 

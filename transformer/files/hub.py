@@ -27,6 +27,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
+from ..errors import detail
 from ..paper.config import ModelConfig
 from ..paper.model import Transformer
 from ..paper.tokenizer import Tokenizer
@@ -90,7 +91,7 @@ def model_config(marian: dict) -> ModelConfig:
             activation=activation, position_layout="halves", scale_embeddings=bool(marian["scale_embedding"]),
             output_bias=True)
     except (ValueError, TypeError) as error:
-        raise HubError(code="hub.config_unbuildable", error=str(error)) from None
+        raise HubError(code="hub.config_unbuildable", error=detail(error)) from None
 
 
 def convert_state_dict(marian: dict[str, torch.Tensor], config: ModelConfig) -> dict[str, torch.Tensor]:
@@ -144,7 +145,7 @@ def read_tokenizers(directory: Path, marian: dict) -> tuple[Tokenizer, Tokenizer
         target = Tokenizer.load(directory / "target.spm", target_vocabulary)
     except (OSError, ValueError) as error:
         raise HubError(code="hub.tokenizer_unreadable",
-                       error=str(error)) from None
+                       error=detail(error)) from None
     if (target.pad_id, target.eos_id) != (marian["pad_token_id"], marian["eos_token_id"]):
         raise HubError(code="hub.special_ids")
     return source, target
@@ -277,7 +278,7 @@ def _write(directory: Path, out: str | Path, source: Source | None, values: dict
         load_weights(model, {name: tensor.float() for name, tensor in weights.items()}, directory.name)
     except CheckpointError as error:
         raise HubError(code="hub.weights_misfit",
-                       error=str(error)) from None
+                       error=detail(error)) from None
     search, ignored = search_settings(directory, values)
     source = source or Source(str(directory.resolve()), license=licence_of(directory))
     upstream = (directory / "README.md").read_text(encoding="utf-8", errors="replace") \

@@ -31,6 +31,7 @@ from pathlib import Path
 import sentencepiece as spm
 import torch
 
+from ..errors import detail
 from ..paper.config import ModelConfig
 from ..paper.tokenizer import Languages, Tokenizer
 from .transformers_format import HubError, feed_forward_activation, read_json, shared_embedding, stack_weights
@@ -115,7 +116,7 @@ def model_config(values: dict, family: str) -> ModelConfig:
             position_layout="learned" if mbart else "fairseq", position_offset=2 if mbart else pad + 1,
             embedding_norm=mbart, scale_embeddings=bool(values.get("scale_embedding", True)), output_bias=mbart)
     except (KeyError, ValueError, TypeError) as error:
-        raise HubError(code="hub.config_unbuildable", error=str(error)) from None
+        raise HubError(code="hub.config_unbuildable", error=detail(error)) from None
 
 
 def convert_state_dict(weights: dict[str, torch.Tensor], config: ModelConfig) -> dict[str, torch.Tensor]:
@@ -186,7 +187,7 @@ def read_tokenizer(directory: Path, family: str, config: ModelConfig,
                                    vocabulary(directory, family, codes, config.tgt_vocab_size))
     except (OSError, ValueError) as error:
         raise HubError(code="hub.tokenizer_unreadable",
-                       error=str(error)) from None
+                       error=detail(error)) from None
     if (tokenizer.pad_id, tokenizer.eos_id) != (config.pad_id, config.eos_id):
         raise HubError(code="hub.special_ids")
     spec = FAMILIES[family]

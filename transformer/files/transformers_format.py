@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from ..errors import Explained
+from ..errors import Explained, detail
 from ..paper.config import ModelConfig
 
 # transformers' names for the feed-forward's nonlinearity, as ModelConfig names them.
@@ -27,7 +27,7 @@ def read_json(path: Path) -> dict:
         values = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise HubError(code="hub.unreadable_json", file=path.name,
-                       error=str(error)) from None
+                       error=detail(error)) from None
     if not isinstance(values, dict):
         raise HubError(code="hub.not_json_object", file=path.name)
     return values

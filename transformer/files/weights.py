@@ -15,7 +15,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 from safetensors.torch import save as safetensors_bytes
 
-from ..errors import Explained
+from ..errors import Explained, detail
 from ..paper.config import ModelConfig
 from ..paper.model import Transformer
 
@@ -87,7 +87,7 @@ def _weight_files(directory: Path) -> list[Path]:
             weight_map = json.loads(index_path.read_text())["weight_map"]
             return [directory / Path(name).name for name in sorted(set(weight_map.values()))]
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
-            raise CheckpointError(code="checkpoint.bad_shard_index", path=str(index_path), error=str(error)) from None
+            raise CheckpointError(code="checkpoint.bad_shard_index", path=str(index_path), error=detail(error)) from None
     if not (directory / WEIGHTS).is_file():
         refuse_pickle(directory)
         raise CheckpointError(code="checkpoint.no_weights", weights=WEIGHTS,
@@ -110,7 +110,7 @@ def stored_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
             raise
         except (SafetensorError, OSError, ValueError) as error:
             raise CheckpointError(code="checkpoint.unreadable_weights", directory=str(directory),
-                                  error=str(error)) from None
+                                  error=detail(error)) from None
     return shapes
 
 
@@ -141,7 +141,7 @@ def read_weights(directory: Path) -> dict[str, torch.Tensor]:
             tensors.update(load_file(str(path)))
     except (SafetensorError, OSError, ValueError, KeyError) as error:
         raise CheckpointError(code="checkpoint.unreadable_weights", directory=str(directory),
-                              error=str(error)) from None
+                              error=detail(error)) from None
     return tensors
 
 

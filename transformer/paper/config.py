@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import InputError
+
 
 ACTIVATIONS = ("relu", "silu", "gelu")
 POSITION_LAYOUTS = ("interleaved", "halves", "fairseq", "learned")
@@ -58,25 +60,26 @@ class ModelConfig:
                      "n_encoder_layers", "n_decoder_layers"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive whole number, got {value!r}")
+                raise InputError(code="config.not_positive", name=name, value=repr(value))
         if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+            raise InputError(code="config.heads_do_not_divide", d_model=self.d_model, n_heads=self.n_heads)
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
-            raise ValueError("share_embeddings needs one joint vocabulary (src_vocab_size == tgt_vocab_size)")
+            raise InputError(code="config.shared_needs_one_vocabulary")
         if not (0.0 <= self.dropout < 1.0 and 0.0 <= self.attention_dropout < 1.0):
-            raise ValueError("dropout rates must lie in [0, 1)")
+            raise InputError(code="config.bad_dropout")
         for name in ("pad_id", "start_id", "eos_id"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a token id (a whole number from 0), got {value!r}")
+                raise InputError(code="config.not_a_token_id", name=name, value=repr(value))
         if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {self.activation!r}")
+            raise InputError(code="config.unknown_activation", choices=", ".join(ACTIVATIONS),
+                             value=repr(self.activation))
         if isinstance(self.position_offset, bool) or not isinstance(self.position_offset, int) \
                 or self.position_offset < 0:
-            raise ValueError(f"position_offset must be a whole number from 0, got {self.position_offset!r}")
+            raise InputError(code="config.bad_position_offset", value=repr(self.position_offset))
         if self.position_layout not in POSITION_LAYOUTS:
-            raise ValueError(f"position_layout must be one of {', '.join(POSITION_LAYOUTS)}, "
-                             f"got {self.position_layout!r}")
+            raise InputError(code="config.unknown_position_layout", choices=", ".join(POSITION_LAYOUTS),
+                             value=repr(self.position_layout))
 
     @property
     def head_dim(self) -> int:
@@ -95,7 +98,7 @@ class ModelConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"unknown model config keys: {', '.join(unknown)}")
+            raise InputError(code="config.unknown_keys", keys=", ".join(unknown))
         return cls(**values)
 
     def save(self, path: str | Path) -> None:
@@ -121,6 +124,6 @@ PRESETS: dict[str, dict] = {
 def preset(name: str, src_vocab_size: int, tgt_vocab_size: int, **overrides) -> ModelConfig:
     """Build a config from a preset name, overriding any field by keyword."""
     if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+        raise InputError(code="config.unknown_preset", name=repr(name), choices=", ".join(PRESETS))
     values = {**PRESETS[name], **{k: v for k, v in overrides.items() if v is not None}}
     return ModelConfig(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, **values)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from ..errors import InputError
+from ..errors import InputError, MissingFile, detail
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 SPECIAL_PIECES = {"pad": "<pad>", "unk": "<unk>", "bos": "<s>", "eos": "</s>"}
@@ -46,7 +46,7 @@ class Tokenizer:
             actual = {"pad": self.processor.pad_id(), "unk": self.processor.unk_id(),
                       "bos": self.processor.bos_id(), "eos": self.processor.eos_id()}
             if actual != expected:
-                raise ValueError(f"sentencepiece model has special ids {actual}, expected {expected}")
+                raise InputError(code="tokenizer.special_ids", actual=actual, expected=expected)
             self.pad_id, self.unk_id, self.bos_id, self.eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID
             self._pieces_by_id: list[str] | None = None
         else:
@@ -54,7 +54,7 @@ class Tokenizer:
             ids = {name: vocabulary.get(piece) for name, piece in SPECIAL_PIECES.items()}
             missing = [SPECIAL_PIECES[name] for name in ("pad", "unk", "eos") if ids[name] is None]
             if missing:
-                raise ValueError(f"the vocabulary has no {', '.join(missing)}")
+                raise InputError(code="tokenizer.vocabulary_lacks", pieces=", ".join(missing))
             self.pad_id, self.unk_id, self.bos_id, self.eos_id = ids["pad"], ids["unk"], ids["bos"], ids["eos"]
         self.special_ids = {i for i in (self.pad_id, self.unk_id, self.bos_id, self.eos_id) if i is not None}
         self.prefix_ids: tuple[int, ...] = ()  # what every sequence of this side starts with (a language token)
@@ -77,7 +77,7 @@ class Tokenizer:
         """
         sentences = [s for s in sentences if s.strip()]
         if not sentences:
-            raise ValueError("cannot train a tokenizer on no text")
+            raise InputError(code="tokenizer.no_text")
         buffer = io.BytesIO()
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(sentences), model_writer=buffer, vocab_size=vocab_size,
@@ -91,11 +91,11 @@ class Tokenizer:
     def load(cls, path: str | Path, vocabulary: dict[str, int] | None = None) -> "Tokenizer":
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"tokenizer model not found: {path}")
+            raise MissingFile(code="tokenizer.not_found", path=str(path))
         try:
             return cls(path.read_bytes(), vocabulary)
         except RuntimeError as error:
-            raise ValueError(f"{path} is not a valid sentencepiece model ({error})") from None
+            raise InputError(code="tokenizer.invalid_model", path=str(path), error=detail(error)) from None
 
     def save(self, path: str | Path) -> None:
         Path(path).write_bytes(self.model_proto)
@@ -112,7 +112,7 @@ class Tokenizer:
 
     def _with_specials(self, ids: list[int], add_bos: bool, add_eos: bool) -> list[int]:
         if add_bos and self.bos_id is None:
-            raise ValueError("this vocabulary has no beginning-of-sentence token")
+            raise InputError(code="tokenizer.no_start")
         return ([self.bos_id] if add_bos else []) + list(self.prefix_ids) + ids + ([self.eos_id] if add_eos else [])
 
     def encode(self, text: str, add_bos: bool = False, add_eos: bool = True) -> list[int]:
@@ -169,8 +169,8 @@ def _pieces_by_id(vocabulary: dict[str, int]) -> list[str]:
     for piece, token_id in vocabulary.items():
         if isinstance(token_id, bool) or not isinstance(token_id, int) or not 0 <= token_id < len(vocabulary) \
                 or pieces[token_id]:
-            raise ValueError(f"the vocabulary's ids must run from 0 to {len(vocabulary) - 1} once each "
-                             f"({piece!r} has {token_id!r})")
+            raise InputError(code="tokenizer.bad_ids", last=len(vocabulary) - 1, piece=repr(piece),
+                             id=repr(token_id))
         pieces[token_id] = piece
     return pieces
 
@@ -206,7 +206,7 @@ class Languages:
         source, target = self.check(source or self.source), self.check(target or self.target)
         language_ids = [target_tokenizer.id_of(piece) for piece in self.tokens.values()]
         if target_tokenizer.unk_id in language_ids:
-            raise ValueError("a language's token is not in the vocabulary")
+            raise InputError(code="tokenizer.language_not_in_vocabulary")
         marker = self.tokens[source if self.source_marked_by == "source" else target]
         forced = [target_tokenizer.id_of(self.tokens[target])] if self.target_forced else []
         return (source_tokenizer.starting_with([source_tokenizer.id_of(marker)], language_ids),
@@ -219,7 +219,7 @@ class Languages:
     def from_dict(cls, values: dict) -> "Languages":
         unknown = sorted(set(values) - set(cls.__dataclass_fields__))
         if unknown:
-            raise ValueError(f"unknown language keys: {', '.join(unknown)}")
+            raise InputError(code="tokenizer.unknown_language_keys", keys=", ".join(unknown))
         tokens = values.get("tokens")
         if not isinstance(tokens, dict) or not tokens \
                 or not all(isinstance(k, str) and isinstance(v, str) for k, v in tokens.items()):

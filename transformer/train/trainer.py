@@ -23,6 +23,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from .. import data as datasets
+from ..errors import Explained
 from ..files.checkpoint import Checkpoint
 from ..files.weights import unique_state_dict
 from .clock import RunClock, Throughput
@@ -38,6 +39,10 @@ from .settings import TrainConfig, set_learning_rate, use_bf16
 log = logging.getLogger(__name__)
 
 StepCallback = Callable[[dict], None]
+
+
+class Diverged(Explained, FloatingPointError):
+    """The loss stopped being a number: the run cannot go on, and a lower learning rate usually mends it."""
 
 
 class Trainer:
@@ -180,7 +185,7 @@ class Trainer:
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm or float("inf"))
         loss_value = total_loss / max(1, total_tokens)
         if not self.processes.agree(math.isfinite(loss_value), any_rank=False):
-            raise FloatingPointError(f"loss became {loss_value} at step {self.step + 1}; lower the learning rate")
+            raise Diverged(code="train.loss_not_finite", loss=loss_value, step=self.step + 1)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
