@@ -16,16 +16,14 @@ from collections.abc import Sequence
 import plotly.colors
 import plotly.graph_objects as go
 
-from .frames import Hole, Outer, Panels, Template, expanded
+from .frames import Hole, Outer, Panels, Template, expanded, grid_panel
 from ..runtime.language import ENGLISH, Number, text
 from ..runtime.language import table as locale
 
 ATTENTION_COLORSCALE = "Blues"
 MARK = "#ff7f0e"  # what a lesson or a step points at, as the step view marks the current token
 ROWS_ARE_STEPS = "rows are steps"  # a heatmap trace's meta: row i is decoding step i + 1 (a click can go there)
-# A grid's trace's meta names its panels' size and spacing under "panel": {queries, keys, rowsApart, columnsApart}
-# (and its "rows" are steps, or not). The page reads them by name (ui/static/page.js, chart_text.js).
-GRID_META = "panel"
+GRID_META = "panel"  # a grid's trace's meta: its panels (frames.grid_panel), and whether its "rows" are steps
 HOVER_JOINER = " → "  # between a cell's row and column in its hover text, where the page's chart text splits them
 GRID = "#e5ecf6"
 FONT = dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13)
@@ -442,16 +440,10 @@ def known() -> dict:
     return {"template": TEMPLATE, "colorscale": colorscale(ATTENTION_COLORSCALE)}
 
 
-def grid_panel(queries: int, keys: int, rows_apart: int, columns_apart: int) -> dict:
-    """A grid's panels by name, as its trace's meta carries them: each panel's size, and the rows and columns
-    between panels."""
-    return {"queries": queries, "keys": keys, "rowsApart": rows_apart, "columnsApart": columns_apart}
-
-
 def page_settings(language: str = ENGLISH) -> dict:
     """What the page's figures need besides their frames, in its config: the parts frames leave to the page, the
-    mark's colour (its styles outline with it too) and Plotly's own tool-bar tooltips in ``language``, by their
-    English words (Plotly.register's locale dictionary; charts.js), and the joiner of a cell's hover text."""
+    mark's colour (its styles outline with it too), a hover text's joiner and Plotly's own tool-bar tooltips in
+    ``language``, by their English words (Plotly.register's locale dictionary; charts.js)."""
     return {"known": known(), "mark": MARK, "hoverJoiner": HOVER_JOINER,
             "toolBar": {words: locale(language)[key] for key, words in locale(ENGLISH).items()
                         if key.startswith("figures.toolbar.")}}

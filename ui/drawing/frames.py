@@ -82,6 +82,12 @@ class Panels:
     apart: tuple[int, int] = (1, 1)
 
 
+def grid_panel(queries: int, keys: int, rows_apart: int, columns_apart: int) -> dict:
+    """A grid's panels by name, as its trace's meta carries them for the page (ui/static/page.js, chart_text.js):
+    each panel's size, and the rows and columns between panels."""
+    return {"queries": queries, "keys": keys, "rowsApart": rows_apart, "columnsApart": columns_apart}
+
+
 def joined(panels: list[list[list[list]]], gap=None, apart: tuple[int, int] = (1, 1)) -> list[list]:
     """``Panels`` written out, as the page's ``joined`` writes them (ui/static/figures.js)."""
     rows_apart, columns_apart = apart
