@@ -232,13 +232,22 @@ def first_that_loads(services: Services, preferred: str | None) -> Opening:
     raise SystemExit("no checkpoint loads:\n" + "\n".join(f"{name}: {why}" for name, why in problems.items()))
 
 
+CLOSING_S = 0.5  # how long a closing test server waits for the requests still open
+
+
 def close_app(demo: gr.Blocks) -> None:
     """Stop a demo launched with ``prevent_thread_lock`` (tests, benchmarks) and free its port.
 
     ``Blocks.close`` sets the server's asyncio stop event from the calling thread while the server's loop
     may be adding or dropping heartbeat waiters on it ("deque mutated during iteration"); the close then
     stops halfway and the port stays open. Setting the event on its own loop first leaves close nothing to race.
+    Nor does it wait long for connections still open (a script's client keeps its heartbeat stream open until it
+    is dropped): uvicorn would wait on them until Gradio gives up its thread after 5 s; it cancels them after
+    ``CLOSING_S`` and still shuts the app down in order.
     """
+    server = getattr(demo, "server", None)
+    if server is not None:
+        server.config.timeout_graceful_shutdown = CLOSING_S
     try:
         apps = {id(app): app for app in (demo.app, getattr(demo, "server_app", None)) if app is not None}
         for app in apps.values() if demo.is_running else ():
