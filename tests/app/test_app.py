@@ -1,6 +1,7 @@
 """The app through its HTTP API, as a gradio_client user (or the browser) talks to it."""
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -47,6 +48,9 @@ def test_every_endpoint_the_running_app_offers_is_in_the_readme_and_a_classs_in_
     assert {"translate", "keep_stopped_model", "class_open"} <= offered
     assert sorted(name for name in offered if f"`/{name}`" not in (classroom if name.startswith("class_") else readme)) \
         == []
+    docs = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md"))]
+    named = {name for doc in docs for name in re.findall(r"`/(\w+)`", doc.read_text(encoding="utf-8"))}
+    assert sorted(named - offered) == [], "an endpoint a doc names that the app does not offer"
 
 
 def translate(client, text, decoding="beam", beam=4, max_tokens=40, model="reverse-tiny"):
