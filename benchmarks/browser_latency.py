@@ -105,23 +105,40 @@ MARK_JS = """charts => {
 # Gradio 6 shows a pending event on each of its outputs' status tracker: that [data-testid=status-tracker]
 # element loses its class "hide" while the event is queued or running. Events with show_progress="hidden"
 # (the View radio's redraw) never show it: their charts are caught by the new-data test alone.
-SETTLED_JS = """({charts, oldTranslation, stepPrefix, titleHas}) => {
+# What a click still waits for: "" once it has settled, else the first thing not yet there, named (so that a click
+# that cannot settle fails saying what it waited for).
+UNSETTLED_JS = """({charts, oldTranslation, stepPrefix, titleHas}) => {
   if (oldTranslation !== null) {
     const box = document.querySelector('#translation textarea, #translation input');
-    if (!box || !box.value || box.value === oldTranslation) return false;
+    if (!box) return 'the translation box';
+    if (!box.value || box.value === oldTranslation) return 'a new translation in #translation';
   }
   for (const id of [...charts, 'translation']) {
     const root = document.getElementById(id);
-    if (!root || [...root.querySelectorAll('[data-testid=status-tracker]')].some(t => !t.classList.contains('hide')))
-      return false;
+    if (!root) return `#${id} on the page`;
+    if ([...root.querySelectorAll('[data-testid=status-tracker]')].some(t => !t.classList.contains('hide')))
+      return `#${id}'s pending status to end`;
     if (id === 'translation') continue;
     const plots = [...root.querySelectorAll('.js-plotly-plot')];
-    if (!plots.length || !plots.every(el => el.data && el.data !== el.__old)) return false;
+    if (!plots.length) return `a chart in #${id}`;
+    if (!plots.every(el => el.data && el.data !== el.__old)) return `new data in #${id}`;
     const title = (root.querySelector('.gtitle') || {}).textContent || '';
-    if ((stepPrefix && !title.startsWith(stepPrefix)) || (titleHas && !title.includes(titleHas))) return false;
+    if (stepPrefix && !title.startsWith(stepPrefix)) return `#${id}'s title to start "${stepPrefix}": "${title}"`;
+    if (titleHas && !title.includes(titleHas)) return `#${id}'s title to hold "${titleHas}": "${title}"`;
   }
-  return true;
+  return '';
 }"""
+SETTLED_JS = f"(args) => ({UNSETTLED_JS})(args) === ''"
+
+
+def wait_settled(page, settled: dict) -> None:
+    """Until SETTLED_JS(``settled``) holds; past TIMEOUT_MS a RuntimeError naming what the page still waited for."""
+    try:
+        page.wait_for_function(SETTLED_JS, arg=settled, timeout=TIMEOUT_MS)
+    except PlaywrightError:
+        left = page.evaluate(UNSETTLED_JS, settled)
+        raise RuntimeError(f"not settled within {TIMEOUT_MS} ms: waited for {left or 'nothing (settled late)'}") \
+            from None
 
 
 def start_app(repo: Path, port: int, log, device: str | None = None,
@@ -182,9 +199,8 @@ def settle_ms(page, click, charts=CHARTS, translation_changes=True, step_prefix=
     old_translation = page.evaluate(MARK_JS, list(charts))
     started = time.perf_counter()
     click()
-    page.wait_for_function(SETTLED_JS, arg={"charts": list(charts), "stepPrefix": step_prefix, "titleHas": title_has,
-                                            "oldTranslation": (old_translation or "") if translation_changes else None},
-                           timeout=TIMEOUT_MS)
+    wait_settled(page, {"charts": list(charts), "stepPrefix": step_prefix, "titleHas": title_has,
+                        "oldTranslation": (old_translation or "") if translation_changes else None})
     return 1000 * (time.perf_counter() - started)
 
 
@@ -221,9 +237,13 @@ PRESSED_UNTIL_SETTLED_JS = """([settledSource, args, timeoutMs]) => {
   window.explorerBenchmarkSettled = new Promise((done, failed) => {
     document.addEventListener('pointerdown', (event) => {
       const started = event.timeStamp;
-      const check = () => (settled(args) ? done(performance.now() - started)
-        : performance.now() - started > timeoutMs ? failed(new Error(`not settled within ${timeoutMs} ms`))
-        : requestAnimationFrame(check));
+      const check = () => {
+        const left = settled(args);
+        if (left === '') done(performance.now() - started);
+        else if (performance.now() - started > timeoutMs) {
+          failed(new Error(`not settled within ${timeoutMs} ms: waited for ${left}`));
+        } else requestAnimationFrame(check);
+      };
       requestAnimationFrame(check);
     }, {capture: true, once: true});
   });
@@ -235,8 +255,8 @@ def switch_model_in_page_ms(page, i: int) -> float:
     option = page.get_by_role("option", name=MODELS[(i + 1) % 2], exact=True)
     option.wait_for()
     old_translation = page.evaluate(MARK_JS, list(CHARTS))
-    page.evaluate(PRESSED_UNTIL_SETTLED_JS, [SETTLED_JS, {"charts": list(CHARTS), "stepPrefix": None,
-                                                          "oldTranslation": old_translation or ""}, TIMEOUT_MS])
+    page.evaluate(PRESSED_UNTIL_SETTLED_JS, [UNSETTLED_JS, {"charts": list(CHARTS), "stepPrefix": None,
+                                                            "oldTranslation": old_translation or ""}, TIMEOUT_MS])
     option.click()
     return page.evaluate("() => window.explorerBenchmarkSettled")
 
@@ -321,17 +341,22 @@ IN_PAGE_JS = """async ([target, settledSource, args, number, timeoutMs]) => {
     box.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter", bubbles: true}));
   }
   await new Promise((done, failed) => {
-    const check = () => (settled(args) ? done()
-      : performance.now() - started > timeoutMs ? failed(new Error(`not settled within ${timeoutMs} ms`))
-      : requestAnimationFrame(check));
+    const check = () => {
+      const left = settled(args);
+      if (left === true || left === '') done();
+      else if (performance.now() - started > timeoutMs) {
+        failed(new Error(`not settled within ${timeoutMs} ms: waited for ${left || 'its condition'}`));
+      } else requestAnimationFrame(check);
+    };
     check();
   });
   return performance.now() - started;
 }"""
 
 
-def in_page_ms(page, target: str, settled: dict, number: str | None = None, until: str = SETTLED_JS) -> float:
-    """IN_PAGE_JS: ``target`` clicked (or ``number`` typed into it) until ``until``(``settled``) holds."""
+def in_page_ms(page, target: str, settled: dict, number: str | None = None, until: str = UNSETTLED_JS) -> float:
+    """IN_PAGE_JS: ``target`` clicked (or ``number`` typed into it) until ``until``(``settled``) holds: returns
+    true, or "" (UNSETTLED_JS: else what it still waits for)."""
     return page.evaluate(IN_PAGE_JS, [target, until, settled, number, TIMEOUT_MS])
 
 
@@ -352,9 +377,8 @@ def first_step_ms(page, i: int) -> float:
     old_translation = page.evaluate(MARK_JS, list(CHARTS))
     ms = in_page_ms(page, "#translate-button", {}, until=FIRST_STEP_JS)
     changes = MODELS == DEFAULT_MODELS
-    page.wait_for_function(SETTLED_JS, arg={"charts": list(CHARTS), "stepPrefix": None, "titleHas": None,
-                                            "oldTranslation": (old_translation or "") if changes else None},
-                           timeout=TIMEOUT_MS)
+    wait_settled(page, {"charts": list(CHARTS), "stepPrefix": None, "titleHas": None,
+                        "oldTranslation": (old_translation or "") if changes else None})
     return ms
 
 
@@ -407,8 +431,7 @@ def first_visit_ms(browser, url: str) -> tuple[float, float]:
         page.goto(url, wait_until="commit")
         page.wait_for_function(USABLE_JS, timeout=TIMEOUT_MS)
         usable = time.perf_counter()
-        page.wait_for_function(SETTLED_JS, arg={"charts": list(CHARTS), "oldTranslation": "", "stepPrefix": None},
-                               timeout=TIMEOUT_MS)
+        wait_settled(page, {"charts": list(CHARTS), "oldTranslation": "", "stepPrefix": None, "titleHas": None})
         return 1000 * (usable - started), 1000 * (time.perf_counter() - started)
     finally:
         context.close()
@@ -430,14 +453,16 @@ def repeat_loads(browser, url: str, loads: int, runs: dict, failures: dict) -> N
 
 
 def repeat_clicks(page, one_click, clicks: int, failures: list[str]) -> list[float]:
-    """Times ``one_click(page, i)`` for i = 1..clicks after the untimed warm-up i = 0; a failure is noted."""
+    """Times ``one_click(page, i)`` for i = 1..clicks after the untimed warm-up i = 0. A failure is noted with what
+    the click waited for, and ends this figure's clicks: a page that cannot settle one would fail each after its
+    full TIMEOUT_MS (a run that seemed to hang)."""
     times = []
     for i in range(clicks + 1):
         try:
             ms = one_click(page, i)
         except (PlaywrightError, RuntimeError) as error:  # a wait past 60 s is a playwright TimeoutError
             failures.append(f"{f'click {i}' if i else 'warm-up'}: {str(error).splitlines()[0]}")
-            continue
+            break
         if i:
             times.append(round(ms, 1))
     return times
@@ -473,8 +498,8 @@ def measure(url: str, clicks: int, screenshots: Path | None, max_tokens: int | N
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.add_init_script(COUNT_STREAM_JS)
             page.goto(url)
-            page.wait_for_function(SETTLED_JS, arg={"charts": list(CHARTS), "oldTranslation": "", "stepPrefix": None},
-                                   timeout=TIMEOUT_MS)  # the page's own first translation
+            wait_settled(page, {"charts": list(CHARTS), "oldTranslation": "", "stepPrefix": None,
+                                "titleHas": None})  # the page's own first translation
             if max_tokens:
                 set_max_tokens(page, max_tokens)
             repeat_bytes(page, clicks, runs, failures)
