@@ -144,14 +144,14 @@ def assert_same_pass(ours, theirs, encoder_queries=None) -> None:
 
 
 def panel_size(panel: dict) -> tuple[int, int, int, int]:
-    """A grid's panel as its meta names it (ui/drawing/figures.py, grid_panel): queries, keys, rows and columns
+    """A grid's panel as its meta names it (ui/drawing/frames.py, grid_panel): queries, keys, rows and columns
     apart."""
     return panel["queries"], panel["keys"], panel["rowsApart"], panel["columnsApart"]
 
 
 def panels_drawn(trace) -> int:
     """How many maps a heatmap trace draws: one, or a grid's panels (its meta names their size and spacing:
-    ui/drawing/figures.py, grid_json)."""
+    ui/drawing/frames.py, grid_panel)."""
     grid = (trace.meta if not isinstance(trace, dict) else trace.get("meta")) or {}
     z = trace.z if not isinstance(trace, dict) else trace["z"]
     if not isinstance(grid, dict) or "panel" not in grid:

@@ -106,7 +106,8 @@ def test_each_named_figure_is_given_in_one_doc_and_linked_from_the_others():
 def test_the_figure_check_finds_a_number_given_twice_but_not_a_goal_or_a_link():
     texts = {"docs/browser-latency.md": "first load 1,234 ms\n",
              "README.md": "The page is usable about 1.2 s after it opens.\n"
-                          "A first load ≤ 1,000 ms is the goal; figures in [browser-latency.md](docs/browser-latency.md).\n",
+                          "A first load ≤ 1,000 ms is the goal; figures in "
+                          "[browser-latency.md](docs/browser-latency.md).\n",
              "docs/corpus.md": "AER 62.4%, ALTI+ at layer 3.\n",
              "docs/multilingual.md": "greedy takes 0.571 of `generate`'s time\n"}
     assert figures_given_elsewhere(texts) == [("the page's first load", "README.md", 1),

@@ -44,8 +44,11 @@ class Explained(Exception):
         self.code, self.values = code, values
 
     def without(self, part: str) -> "Explained":
-        """The same error with ``part`` (a server's own directory, say) taken out of its text and its values."""
+        """The same error with ``part`` (a server's own directory, say) taken out of its text and its values, an
+        error of ours it wraps included."""
         def cut(value):
+            if isinstance(value, Explained):
+                return value.without(part)
             return value.replace(part, "") if isinstance(value, str) else value
         values = {name: cut(value) for name, value in self.values.items()}
         return type(self)(code=self.code, **values) if self.code else type(self)(cut(str(self)))

@@ -189,4 +189,5 @@ def test_attention_grid_labels_a_long_sentence_sparsely_enough_to_read():
     assert len(rows_shown) <= 3 * figures.MOST_PANEL_LABELS, "about a dozen labels fit down a panel"
     assert len(columns_shown) <= figures.MOST_GRID_COLUMN_LABELS
     assert [fig.layout.yaxis.tickvals[i] for i in (0, 1)] == [0, 5] and rows_shown[1] == "▁w5"
-    assert fig.data[0].meta[figures.GRID_META] == frames.grid_panel(60, 60, 3, 3), "a long sentence's panels further apart"
+    assert fig.data[0].meta[figures.GRID_META] == frames.grid_panel(60, 60, 3, 3), \
+        "a long sentence's panels further apart"

@@ -571,5 +571,5 @@ def test_each_kind_of_library_error_reaches_a_german_page_in_german_with_what_it
         english = [str(error)] + ([str(wrapped)] if getattr(wrapped, "code", None) else [])
         assert all(sentence not in german for sentence in english), (kind, german)
     diverged = failure(Diverged(code="train.loss_not_finite", loss=float("nan"), step=3))
-    assert said(diverged, "de") == "Das Training ist divergiert: der Verlust wurde bei Update 3 zu nan; senken Sie die Lernrate", \
-        said(diverged, "de")
+    assert said(diverged, "de") == ("Das Training ist divergiert: der Verlust wurde bei Update 3 zu nan; "
+                                    "senken Sie die Lernrate")

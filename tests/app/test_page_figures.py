@@ -101,8 +101,8 @@ def test_each_step_drawn_while_decoding_is_the_step_view_of_the_finished_transla
     tr = translate_views.run_translation(checkpoint, sentence, "greedy", on_step=reports.append).translation
     assert len(reports) == tr.num_steps
     source = live_views.source_pieces_read(checkpoint, sentence)
-    figures = drawn_in_page("explorer.liveFigures",
-                            [live_views.live_numbers(checkpoint, report, source, 2, 3, 1, sent=1) for report in reports])
+    live = [live_views.live_numbers(checkpoint, report, source, 2, 3, 1, sent=1) for report in reports]
+    figures = drawn_in_page("explorer.liveFigures", live)
     for step, drawn in enumerate(figures, start=1):
         server = translate_views.step_view(tr, step, 2, 3)
         assert differences(drawn["candidates"], as_sent(server.candidates), within=1e-4) == [], step

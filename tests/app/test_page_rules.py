@@ -26,7 +26,7 @@ MIRRORS = {"explorer.js:kindKey": "ui/views/choices.py:kind_key", "explorer.js:w
 pytestmark = needs_node
 
 
-def test_each_mirrored_rule_is_marked_on_both_sides_and_compared():
+def test_each_mirrored_rule_is_marked_on_both_sides_and_listed_here_with_its_comparison():
     marked = {}
     for script in sorted((ROOT / "ui/static").glob("*.js")):
         found = re.findall(r"Mirrors\s+(?://\s+)?`([\w/.]+:\w+)`[^\n]*\n\s*(?://[^\n]*\n\s*)*"

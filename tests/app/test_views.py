@@ -179,7 +179,8 @@ def test_attention_views_cover_every_kind_and_view(result):
             (trace,) = explorer_views.attention_figure(tr, kind, view, layer=2, head=3, average_heads=average).data
             assert panels_drawn(trace) == count, (kind, view, average)
             grid = trace.meta.get(figures.GRID_META) if isinstance(trace.meta, dict) else None
-            assert ((grid["queries"], grid["keys"]) if grid else np.asarray(trace.z).shape) == weights.shape[2:], (kind, view)
+            shape = (grid["queries"], grid["keys"]) if grid else np.asarray(trace.z).shape
+            assert shape == weights.shape[2:], (kind, view)
     single = explorer_views.attention_figure(tr, "cross", one, layer=2, head=3)
     np.testing.assert_allclose(np.asarray(single.data[0].z), tr.cross_attention[1, 2].numpy(), atol=DRAWN_TO)
 

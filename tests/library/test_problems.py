@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from transformer.data import DataError
-from transformer.errors import SENTENCES, Explained, InputError
+from transformer.errors import SENTENCES, Explained, InputError, MissingFile
 from transformer.files.hub import HubError
 
 LIBRARY = Path(__file__).resolve().parents[2] / "transformer"
@@ -83,4 +83,8 @@ def test_a_problem_without_a_server_s_directory_keeps_its_code():
     assert (error.code, error.values, str(error)) == ("data.missing", {"path": "data/train.tsv"},
                                                       SENTENCES["data.missing"].format(path="data/train.tsv"))
     assert str(Explained("a test's own words").without("own ")) == "a test's words"
+    missing = MissingFile(code="tokenizer.not_found", path="/srv/app/m/tokenizer.model")
+    wrapping = DataError(code="data.bad_gzip", name="/srv/app/x.gz", error=missing).without("/srv/app/")
+    assert "/srv/app/" not in str(wrapping) and wrapping.values["error"].values == {"path": "m/tokenizer.model"}
+    assert isinstance(wrapping.values["error"], MissingFile), "what it wraps is still one of ours, said anew"
     assert isinstance(InputError(code="decoding.top_k", value=-1), ValueError)

@@ -87,7 +87,8 @@ def _weight_files(directory: Path) -> list[Path]:
             weight_map = json.loads(index_path.read_text())["weight_map"]
             return [directory / Path(name).name for name in sorted(set(weight_map.values()))]
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
-            raise CheckpointError(code="checkpoint.bad_shard_index", path=str(index_path), error=detail(error)) from None
+            raise CheckpointError(code="checkpoint.bad_shard_index", path=str(index_path),
+                                  error=detail(error)) from None
     if not (directory / WEIGHTS).is_file():
         refuse_pickle(directory)
         raise CheckpointError(code="checkpoint.no_weights", weights=WEIGHTS,

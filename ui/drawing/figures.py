@@ -343,7 +343,8 @@ def grid_json(weights, query_labels: Sequence[str], key_labels: Sequence[str], t
              "colorbar": {"title": {"text": weight}, "thickness": 10},
              "text": Panels(tuple(tuple(panel_hover(r, c) for c in range(columns)) for r in range(rows)), "", apart),
              "hovertemplate": f"%{{text}}<br>{weight} %{{z:.4f}}<extra></extra>",
-             "meta": {GRID_META: grid_panel(queries, keys, *apart), **({"rows": ROWS_ARE_STEPS} if rows_are_steps else {})}}
+             "meta": {GRID_META: grid_panel(queries, keys, *apart),
+                      **({"rows": ROWS_ARE_STEPS} if rows_are_steps else {})}}
     key_angle = slant_room(key_labels, -60)
     tick_font = {"size": PANEL_TICK_FONT}
     bare = {"tickfont": tick_font, "automargin": False, "showgrid": False, "zeroline": False}

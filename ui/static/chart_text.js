@@ -72,7 +72,7 @@
     return tab;
   }
   // A grid drawn as one heatmap (its meta.panel: each panel's queries and keys, and the rows and columns apart;
-  // ui/drawing/figures.py, grid_panel) read as its panels, each a heatmap of its own; any other trace as it is.
+  // ui/drawing/frames.py, grid_panel) read as its panels, each a heatmap of its own; any other trace as it is.
   function panels(t) {
     const grid = t.type === "heatmap" && t.meta && t.meta.panel;
     if (!grid) return [t];
