@@ -44,7 +44,8 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
             alignment_method = components.Dropdown(alignment_method_choices(page.language), value=METHODS[0],
                                                    label=words("analysis.alignment_method"),
                                                    info=words("analysis.alignment_method.info"))
-            alignment_layer = components.Slider(1, 6, value=6, step=1, label=words("analysis.layer"))
+            alignment_layer = components.Slider(**alignment_layers(checkpoint.model.config.n_decoder_layers),
+                                                label=words("analysis.layer"))
             alignment_head = components.Dropdown(head_choices(0, page.language), value=MEAN_OF_HEADS,
                                                  label=words("analysis.head"))
         alignment_plot = Chart(label=words("analysis.alignment_chart"), elem_id="alignment-plot")
@@ -128,6 +129,12 @@ def on_alignment(services: Services, translation_model, translation_state, align
                                              checkpoint)}
 
 
+def alignment_layers(layers: int) -> dict:
+    """The alignment's layer slider for a model of ``layers`` decoder layers: every one, the last chosen (upper
+    layers align best). A lesson on another model sets it so too: the page's default could lie outside its range."""
+    return {"minimum": 1, "maximum": layers, "value": layers, "step": 1}
+
+
 def alignment_method_choices(language: str) -> list[tuple[str, str]]:
     return [(text(language, f"analysis.method.{method}"), method) for method in METHODS]
 
@@ -190,7 +197,7 @@ def after_translation(translation: Translation, language: str = ENGLISH) -> dict
             "statistics_head_plot": None, "export_file": None, "share_link": "", "languages_plot": None,
             "languages_table": None,
             "alignment_method": gr.Dropdown(alignment_method_choices(language), value=METHODS[0]),
-            "alignment_layer": gr.Slider(1, layers, value=layers, step=1),
+            "alignment_layer": gr.Slider(**alignment_layers(layers)),
             "alignment_head": gr.Dropdown(head_choices(heads, language), value=MEAN_OF_HEADS),
             "alignment_plot": alignment_view(translation, layers, None, language)}
 

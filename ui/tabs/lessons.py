@@ -13,7 +13,7 @@ from ..runtime.chart import Chart
 from ..runtime.language import ENGLISH
 from ..runtime.page import Page
 from ..services import Services
-from . import experiments, explain, translate
+from . import analysis, experiments, explain, translate
 from . import inside as inside_tab
 from ..views import lessons
 from ..views.text import source_label
@@ -107,6 +107,7 @@ def set_up(services: Services, lesson_choice, visible_tab=None, request: gr.Requ
             "beam_size": gr.Slider(value=max(2, lesson.beam), interactive=lesson.beam > 1,
                                    info=translate.beam_info(checkpoint, language)),
             "kind": shown["kind"], "view": lesson.view, "average": shown["average"],
+            "alignment_layer": gr.Slider(**analysis.alignment_layers(checkpoint.model.config.n_decoder_layers)),
             # Where training is off (a public Space) the Train tab is not there: the lesson is read where it stands.
             "tabs": gr.Tabs(selected=lesson.tab if training_there else "translate"),
             **(lesson.extra if training_there else {})}

@@ -134,6 +134,9 @@ LESSONS = (
     Lesson("source_or_prefix", sentence=DOCTOR, layer=3, average=True, step=5, focus="step-view"),
     Lesson("he_or_she", sentence=DOCTOR, layer=3, average=True, step=8, tab="experiments", focus="patching-heads",
            action="patching", extra={"patch_corrupted": DOCTOR_HE}),
+    # The English→French model carries its alignment error rates against the Hansards gold (alignment.json).
+    Lesson("is_alignment", model="multi30k-en-fr", sentence=BALL, layer=3, average=True, tab="analysis",
+           focus="alignment-scores"),
 )
 
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint, CheckpointError
-from transformer.inside import patching
+from transformer.inside import alignment, patching
 from transformer.inside.analysis import words_from_pieces
 from transformer.inside.attribution import attribute
 from transformer.inside.contributions import contributions
@@ -28,6 +29,7 @@ from transformer.paper.model import Transformer
 from transformer.paper.tokenizer import WORD_START
 
 from ..runtime.language import Message, Number, Ordinal, message, percent
+from .analysis import read_alignment_scores
 from .lessons import LESSONS, Lesson, multilingual_pair
 from .translate import AttentionMap, map_of, one_map
 
@@ -299,6 +301,24 @@ def carrying_head(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint])
                                                          for h in range(heads)]))
 
 
+def best_alignment(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 14: which reading of the model's attention comes closest to word links drawn by hand: the lowest
+    alignment error rate, each reading at its best layer, of the model's measured ``alignment.json``."""
+    scored = read_alignment_scores(checkpoint_named(lesson.model))
+    if not scored:
+        raise InputError(message("q.best_alignment.unmeasured", model=lesson.model))
+    best: dict[str, float] = {}
+    for row in scored["methods"]:
+        best[row["method"]] = min(best.get(row["method"], 1.0), row["aer"])
+    methods = [method for method in alignment.METHODS if method in best]
+    return Question(message("q.best_alignment", sentences=scored.get("sentences", "?")),
+                    tuple(message(f"analysis.method.{method}") for method in methods),
+                    min(range(len(methods)), key=lambda i: best[methods[i]]),
+                    message("q.best_alignment.why", rates=[message("q.best_alignment.rate",
+                                                                   method=message(f"analysis.method.{method}"),
+                                                                   aer=percent(best[method])) for method in methods]))
+
+
 # Each lesson's question, by the lesson's key (a title is only words, free to change in any language).
 PREDICT: dict[str, Callable[[Lesson, Callable[[str], Checkpoint]], Question]] = {
     "where_each_word_looks": where_it_looks,
@@ -314,6 +334,7 @@ PREDICT: dict[str, Callable[[Lesson, Callable[[str], Checkpoint]], Question]] = 
     "training": untrained_attention,
     "source_or_prefix": invented_word,
     "he_or_she": carrying_head,
+    "is_alignment": best_alignment,
 }
 
 
