@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import torch
 
-from .errors import Explained
+from .errors import AT_RUN_TIME, Explained
 from .files.checkpoint import DEFAULT_CHECKPOINT, Checkpoint, load_checkpoint
 from .paper.translation import Translation
 
@@ -139,7 +139,7 @@ def run(parser: CommandLine, command: Callable[[argparse.Namespace], int | None]
     try:
         return command(args) or 0
     except Explained as error:
-        return said(error, error.code or "input", 2, args.debug)
+        return said(error, error.code or "input", 1 if error.code in AT_RUN_TIME else 2, args.debug)
     except KeyboardInterrupt:
         print("error [interrupted]: stopped", file=sys.stderr)
         return INTERRUPTED

@@ -9,6 +9,10 @@ from pathlib import Path
 
 # What each problem says, in English, by its code: ``{placeholders}`` take the error's values.
 SENTENCES: dict[str, str] = json.loads((Path(__file__).with_name("problems.json")).read_text(encoding="utf-8"))
+# The problems that are failures at run time, not mistakes in what was asked: the network, a download, a training
+# that diverged (a command exits 1 on them, 2 on a mistake: docs/command-line.md).
+AT_RUN_TIME = frozenset({"data.download_failed", "data.checksum_mismatch", "hub.download_stopped", "hub.offline",
+                         "train.loss_not_finite"})
 
 
 def written(value) -> str:

@@ -128,6 +128,21 @@ def test_a_mistake_in_the_library_says_its_code_and_a_stop_by_ctrl_c_is_status_1
     assert capsys.readouterr().err == "error [interrupted]: stopped\n"
 
 
+def test_a_named_failure_at_run_time_keeps_its_code_with_status_1(capsys):
+    from transformer.errors import AT_RUN_TIME, SENTENCES
+    from transformer.files.hub import HubError
+    parser = arguments.CommandLine("hub", None)
+
+    def unreachable(args):
+        raise HubError(code="hub.offline", repo_id="Helsinki-NLP/opus-mt-en-de")
+
+    assert AT_RUN_TIME <= set(SENTENCES), "each names a problem the library says"
+    assert arguments.run(parser, unreachable, []) == 1
+    assert capsys.readouterr().err == (
+        "error [hub.offline]: the Hub cannot be reached from this server, and Helsinki-NLP/opus-mt-en-de was never "
+        "downloaded here.\n")
+
+
 @pytest.mark.parametrize(("command", "old", "new", "dest", "value"), [
     ("translate", "--max-tokens", "--max-length", "max_length", 7),
     ("evaluate", "--max-tokens", "--batch-tokens", "batch_tokens", 700),
