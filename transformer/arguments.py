@@ -89,6 +89,11 @@ def device(name: str) -> torch.device:
     return chosen
 
 
+def device_name(name: str) -> str:
+    """``device``, kept as its name (a run's saved config writes it as text)."""
+    return str(device(name))
+
+
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """The module's docstring as written; each flag's default after its help, unless the help says it."""
 

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--align", type=pairs, metavar="PAIRS",
                         help="clean-corrupted positions, e.g. 1-1,2-2,3-4 (default: the pieces the two share "
                              "from the start and the end)")
-    parser.add_argument("--seed", type=int, default=0, help="the noise's seed")
+    parser.add_argument("--seed", type=arguments.whole_number, default=0, help="the noise's seed")
     arguments.add_model(parser)
     arguments.add_json(parser)
     return arguments.run(parser, lambda args: patched(parser, args), argv)

@@ -75,6 +75,18 @@ def test_a_number_out_of_range_is_one_line_naming_the_flag_and_the_value(command
                                  "--help)\n"), (command, flag)
 
 
+def test_every_device_flag_is_checked_as_it_is_parsed(monkeypatch):
+    devices = {command: action for command in COMMANDS for action in flags(parser_of(command, monkeypatch))
+               if action.dest == "device"}
+    monkeypatch.undo()
+    assert {"translate", "train"} <= set(devices)
+    assert {command: action.type for command, action in devices.items()
+            if action.type not in (arguments.device, arguments.device_name)} == {}
+    result = run_command(MODULES["train"], "--device", "banana")
+    assert (result.returncode, result.stderr) == (2, "error [usage]: argument --device: unknown device 'banana'; use "
+                                                     "cpu or cuda (see python -m transformer.train --help)\n")
+
+
 @pytest.mark.parametrize("command", [name for name in COMMANDS if name not in ("hub", "export", "train")])
 def test_a_checkpoint_that_is_not_there_is_one_line_with_its_code(command, tmp_path):
     missing = tmp_path / "no-model"

@@ -84,7 +84,8 @@ def build_parser() -> arguments.CommandLine:
     add("--probe", action="append", default=[],
         help="sentence whose attention is saved at every evaluation (default: one per data kind)")
     add("--threads", type=whole, help="CPU threads (default: PyTorch's)")
-    add("--device", help="where to train (cpu, cuda, cuda:1; default: CUDA when PyTorch sees a GPU)")
+    add("--device", type=arguments.device_name,
+        help="where to train (cpu, cuda, cuda:1; default: CUDA when PyTorch sees a GPU)")
     add("--no-progress", action="store_true", help="no progress bar")
     return parser
 
