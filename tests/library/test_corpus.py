@@ -158,6 +158,18 @@ def test_forced_references_are_read_as_given_and_scored_as_the_model_sees_them(r
     wrong = run.sentences[1]
     right = run.sentences[0]
     assert wrong.log_probability < right.log_probability
+    assert all(sentence.ended for sentence in run.sentences)
+
+
+def test_a_forced_reference_longer_than_the_models_positions_is_read_as_far_as_they_reach_and_not_ended(
+        reverse, tmp_path):
+    positions = reverse.model.config.max_len
+    long = " ".join(["7"] * (positions + 10))
+    run = run_corpus(reverse, ["1 2", "3 4"], [long, "2 1"], tmp_path / "run", Decoding.default(reverse, forced=True))
+    cut, whole = run.sentences
+    assert (cut.ended, whole.ended) == (False, True)
+    assert cut.translation.split() == ["7"] * (positions - 1), "read as far as its positions reach, no end after it"
+    assert whole.translation == "2 1"
 
 
 # --- saved in chunks ----------------------------------------------------------------------------------------------

@@ -297,8 +297,10 @@ def translated(checkpoint: Checkpoint, sources: list[str], references: list[str]
     target_tokenizer = checkpoint.target_tokenizer
     encoded = [encode_source(model, source_tokenizer, text) for text in sources]
     bodies = [target_tokenizer.encode(reference, add_eos=False) for reference in references]
+    # A reference longer than the model's positions is read as far as they reach, and does not end there.
+    whole = [len(body) <= model.config.max_len - 1 for body in bodies]
     translations = inspect_together(model, source_tokenizer, target_tokenizer, [ids for ids, _ in encoded], bodies,
-                                    [True] * len(bodies))
+                                    whole)
     for translation, text, (_, cut) in zip(translations, sources, encoded):
         translation.source_text, translation.truncated = text, cut
     return translations
