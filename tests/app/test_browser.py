@@ -449,6 +449,9 @@ def test_results_for_the_previous_sentence_are_cleared_when_the_model_changes(ap
     translation_is(page, "3 2 1")
     answered(page)  # the text shows as it decodes: the translation the statistics read comes with its last answer
     page.get_by_role("tab", name="Analysis").click()
+    # The tab names the sentence its views read once the server holds its translation: only then may they ask.
+    playwright.expect(page.get_by_label("Sentence (the last one translated in the Translate tab)")).to_have_value(
+        "1 2 3", timeout=30_000)
     page.get_by_role("button", name="Statistics for this sentence").click()
     table = page.locator("#statistics-table")
     playwright.expect(table).to_contain_text("encoder", timeout=30_000)
