@@ -227,11 +227,11 @@ class Page(TabChanges):
 
         The contract is by name, not by position: the function gets one object, the values of the components named
         in ``inputs`` under their names, and returns one object with a new value under each name in ``outputs``
-        (a name it leaves out is an error in the page, never a component silently emptied)."""
+        (a name it leaves out is an error in the page, never a component silently emptied): ui/static/page.js,
+        ``byName``."""
         inputs, outputs = list(inputs), list(outputs)
-        js = (f"(...values) => {{ const made = ({function})(Object.fromEntries({json.dumps(inputs)}.map("
-              f"(name, i) => [name, values[i]]))) || {{}}; return {json.dumps(outputs)}.map((name) => {{ "
-              f"if (!(name in made)) throw new Error(`{function} set no ${{name}}`); return made[name]; }}); }}")
+        js = (f"(...values) => explorerPage.byName({function}, {json.dumps(function)}, {json.dumps(inputs)}, "
+              f"{json.dumps(outputs)}, values)")
         return gr.on(triggers, None, [self.components[name] for name in inputs],
                      [self.components[name] for name in outputs], js=js, queue=False, api_visibility="private")
 

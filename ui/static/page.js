@@ -127,6 +127,16 @@ window.explorerPage = (() => {
 
   return {
     config,
+    // An event's function called by name (ui/runtime/page.py, Page.in_browser): the values Gradio sends in the
+    // order of ``inputs`` go in as one object by their names; the object it returns comes back in the order of
+    // ``outputs``, a name it left out an error rather than an emptied component.
+    byName(fn, called, inputs, outputs, values) {
+      const made = fn(Object.fromEntries(inputs.map((name, i) => [name, values[i]]))) || {};
+      return outputs.map((name) => {
+        if (!(name in made)) throw new Error(`${called} set no ${name}`);
+        return made[name];
+      });
+    },
     // hook(chart) for every chart drawn now and later
     onChart(hook) { chartHooks.push(hook); everyChart(hook); },
     showLesson(choice) {
