@@ -26,11 +26,11 @@ from .runtime.later_pages import LaterPages, WaitForLaterPages
 from .runtime.limits import BodySizeLimit, ClientShare
 from .runtime.page import Page
 from .services import Services
-from .tabs import analysis, experiments, explain, inside, model, positions, train, translate
+from .tabs import analysis, corpus, experiments, explain, inside, model, positions, train, translate
 
 log = logging.getLogger(__name__)
 # The tabs, in the page's order: each module has TAB_ID, TITLE, layout(page, checkpoint), declare(page), wire(page).
-TABS = (translate, inside, experiments, explain, analysis, positions, model, train)
+TABS = (translate, inside, experiments, explain, analysis, corpus, positions, model, train)
 QUEUE_SIZE = 64
 EXPORTS_KEPT_S = (600, 3600)  # Gradio's copies of files handed out: checked every 10 minutes, kept an hour
 # The system's own fonts: nothing is fetched, and no glyph of a heading falls back to another font (the theme's
@@ -46,7 +46,8 @@ THEME = gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Robot
 def page_config(language: str) -> dict:
     """What the page's scripts are told, in the page's language."""
     return {"explorer": translate.page_settings(language), "figures": figures.page_settings(language),
-            "rowPickers": [translate.STEP_PICKER, inside.QUERY_PICKER], "plotlyUrl": page_code.plotly_url(),
+            "rowPickers": [translate.STEP_PICKER, inside.QUERY_PICKER],
+            "pointPickers": [corpus.POINT_PICKER], "plotlyUrl": page_code.plotly_url(),
             "lessons": lessons.page_settings(language), "liveRegions": [class_page.STUDENT_STATUS]}
 
 

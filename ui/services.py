@@ -25,6 +25,7 @@ from .runtime.gpu import models_device
 from .runtime.language import Number, message
 from .runtime.model_names import checkpoint_name, set_for
 from .runtime.worker import ModelsOnDisk
+from .views.corpus import OpenCorpora
 from .views.lessons import LESSONS, Lesson, lesson_models, listed_as, multilingual_pair
 from .views.questions import Question, predict_question
 
@@ -199,6 +200,7 @@ class Services:
     training: bool = field(default_factory=lambda: not training_disabled())  # the Train tab is on
     hub: HubModels = field(default_factory=HubModels)
     costly: CostlyWork = field(default_factory=CostlyWork)  # the costly events: one at a time, budgeted
+    corpora: OpenCorpora = field(default_factory=OpenCorpora)  # the Corpus tab's runs, the last used held open
     stops: Stops = field(default_factory=Stops)  # each page's Stop of a translation decoding as it is watched
     classes: Classrooms | None = None  # the classes open on this server; by default asking the registry's models
     opening: OpeningAtStart | None = None  # the models the server opens by itself when it starts

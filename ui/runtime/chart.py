@@ -4,6 +4,7 @@ Plotly.js of plotly's own package: ``page_code.PLOTLY_JS``)."""
 from __future__ import annotations
 
 import functools
+import json
 
 import gradio as gr
 import plotly.graph_objects as go
@@ -15,7 +16,7 @@ TEMPLATE = '<div class="page-chart"></div>'
 
 
 class Chart(gr.HTML):
-    """A Plotly chart: a ``go.Figure`` from a handler, or a value the page draws from its numbers (one with
+    """A Plotly chart: a ``go.Figure`` (or one built as JSON) from a handler, or a value the page draws from its numbers (one with
     ``for_page(language)``, as ``AttentionMap``, in the language of the page the chart is on), is drawn by the page
     on the chart already shown (Plotly.react), or the page draws its own figures into it (explorer.js); None
     empties it.
@@ -36,6 +37,8 @@ class Chart(gr.HTML):
         ``for_page()`` as the numbers the page draws it from."""
         if isinstance(value, go.Figure):
             return PlotData(type="plotly", plot=value.to_json()).model_dump()
+        if isinstance(value, dict) and set(value) == {"data", "layout"}:  # a figure built as JSON (figures.laid_out)
+            return PlotData(type="plotly", plot=json.dumps(value, ensure_ascii=False)).model_dump()
         if hasattr(value, "for_page"):  # numbers the page draws (ui/views/translate.py, AttentionMap)
             return value.for_page(self.page_language)
         return value

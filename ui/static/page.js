@@ -42,10 +42,31 @@ window.explorerPage = (() => {
       document.getElementById(picker.shownNext).scrollIntoView({behavior: "smooth", block: "start"});
     });
   };
+  // A click on a point of a chart under picker.charts that carries customdata (a cell of the Corpus tab's heads
+  // map, a point of its picture of queries and keys) puts that customdata, as JSON, in the hidden box picker.box
+  // and submits it: the server opens what it names.
+  const pickPoints = (picker, chart) => {
+    if (chart.pickingPoints || !chart.on) return;
+    chart.pickingPoints = true;
+    chart.on("plotly_click", (clicked) => {
+      const point = clicked.points && clicked.points[0];
+      const box = document.querySelector(picker.box + " textarea, " + picker.box + " input");
+      if (!point || point.customdata === undefined || !box) return;
+      box.value = JSON.stringify(point.customdata);
+      box.dispatchEvent(new Event("input", {bubbles: true}));
+      box.dispatchEvent(new KeyboardEvent("keypress", {key: "Enter", bubbles: true}));  // a textbox submits on it
+    });
+  };
   document.addEventListener("pointerover", (event) => {
+    const under = (selector) => event.target.closest && event.target.closest(
+      selector.split(",").map((one) => one.trim() + " .js-plotly-plot").join(", "));
     for (const picker of config.rowPickers) {
-      const chart = event.target.closest && event.target.closest(picker.charts + " .js-plotly-plot");
+      const chart = under(picker.charts);
       if (chart) pickRows(picker, chart);
+    }
+    for (const picker of config.pointPickers) {
+      const chart = under(picker.charts);
+      if (chart) pickPoints(picker, chart);
     }
   }, true);
 
