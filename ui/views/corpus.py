@@ -89,7 +89,7 @@ def uploaded_corpus(path: str | Path) -> Corpus:
     sources, references = datasets.corpus_sentences(str(path))
     longest = max(range(len(sources)), key=lambda index: len(sources[index]))
     if len(sources[longest]) > MAX_SENTENCE_CHARS:
-        raise InputError(message("corpus.error.too_long", file=path.name, line=longest + 1,
+        raise InputError(message("corpus.error.too_long", file=path.name, sentence=longest + 1,
                                  chars=Number(len(sources[longest]), ","), limit=Number(MAX_SENTENCE_CHARS, ",")))
     if len(sources) > MAX_SENTENCES:
         raise InputError(message("corpus.error.too_many", file=path.name, count=Number(len(sources), ","),
