@@ -12,7 +12,7 @@ axe_playwright = pytest.importorskip("axe_playwright_python.sync_playwright")
 playwright = pytest.importorskip("playwright.sync_api")
 
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-TABS = ["Inside a head", "Experiments", "Attention vs evidence", "Analysis", "Positional encoding", "Model"]
+TABS = ["Inside a head", "Experiments", "Attention vs evidence", "Analysis", "Corpus", "Positional encoding", "Model"]
 # No event still pending in the tab on screen: Gradio dims an output while its event runs, which axe would read as
 # low contrast.
 TAB_SETTLED = """() => [...document.querySelectorAll('[role=tabpanel]')].filter(tab => tab.offsetParent !== null)
