@@ -200,3 +200,14 @@ def test_the_tab_speaks_the_pages_language(corpus_services, shown):
     assert german["corpus_space"]["layout"]["title"]["text"].startswith("Cross-Attention")
     rows = views.heads_rows(opened(corpus_services, shown), "fr")
     assert rows[0][0] == "Auto-attention de l'encodeur"
+
+
+def test_a_picture_of_more_points_than_it_draws_spreads_them_over_the_corpus(corpus_services, shown, monkeypatch):
+    monkeypatch.setattr(views, "MOST_POINTS", 10)
+    figure = tab.on_head(corpus_services, shown["corpus_shown"], "encoder", 1, 1, "position")["corpus_space"]
+    queries, keys = figure["data"][:2]
+    assert len(queries["x"]) == len(keys["x"]) == 10
+    sentences = [sentence for sentence, _ in queries["customdata"]]
+    assert sentences[0] == 1 and sentences[-1] == len(SENTENCES) and sentences == sorted(sentences)
+    assert "10 of" in figure["layout"]["title"]["text"]
+    assert views.evenly(5, 10) == [0, 1, 2, 3, 4] and views.evenly(101, 3) == [0, 50, 100]

@@ -115,7 +115,7 @@ def queries_and_keys(points: Sequence[Sequence[float]], query_count: int, hovers
                                                                      words(language, "corpus.space.last")]})
         else:
             marker["color"] = [colours.get(token, OTHER_TOKENS) for token in tokens[part]]
-        traces.append({"type": "scatter", "mode": "markers", "name": words(language, f"corpus.space.{name}"),
+        traces.append({"type": "scattergl", "mode": "markers", "name": words(language, f"corpus.space.{name}"),
                        "x": [round(point[0], COORDINATE_DIGITS) for point in points[part]],
                        "y": [round(point[1], COORDINATE_DIGITS) for point in points[part]], "marker": marker,
                        "hovertext": list(hovers[part]), "hovertemplate": "%{hovertext}<extra></extra>",

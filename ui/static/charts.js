@@ -24,12 +24,18 @@ window.explorerCharts = (() => {
     document.head.append(script);
   }));
   const plot = (element) => element.querySelector(".page-chart");
+  // Thousands of points (a head's queries and keys) come as WebGL traces, drawn many times faster than in SVG; a
+  // browser without WebGL (Plotly would show an error there) draws them in SVG.
+  const webgl = (() => {
+    try { return !!document.createElement("canvas").getContext("webgl"); } catch (error) { return false; }
+  })();
+  const drawable = (trace) => (trace.type === "scattergl" && !webgl ? {...trace, type: "scatter"} : trace);
   // As wide as its box unless the figure says otherwise (then it scrolls sideways in its frame); room kept for
   // labels a figure's margins leave too little for.
   const ready = (figure) => {
     const layout = {...figure.layout, autosize: true};
     layout.margin = {...(layout.margin || {}), autoexpand: true};
-    return [figure.data || [], layout, {displaylogo: false, locale: language}];
+    return [(figure.data || []).map(drawable), layout, {displaylogo: false, locale: language}];
   };
   // A chart as wide as its box follows the box's width, whatever changes it: the window, or the lesson panel
   // beside the page. Not Plotly's responsive option: it follows the window alone, and there drops the height of a

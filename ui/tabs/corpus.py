@@ -65,10 +65,12 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     with gr.Accordion(words("corpus.search.title"), open=True):
         gr.Markdown(words("corpus.search.note"))
         with gr.Row():
-            corpus_token = components.Dropdown([], label=words("corpus.search.token"), scale=3)
+            corpus_token = components.Dropdown([], label=words("corpus.search.token"),
+                                               info=words("corpus.search.token_info"), scale=3)
             corpus_search = gr.Button(words("corpus.search.button"), scale=1)
         corpus_neighbours = gr.Dataframe(headers=views.headers(views.NEIGHBOUR_HEADERS, page.language),
-                                         label=words("corpus.search.table"), interactive=False, wrap=True)
+                                         label=words("corpus.search.table"), interactive=False, wrap=True,
+                                         elem_id="corpus-neighbours")
     with gr.Accordion(words("corpus.least.title"), open=True):
         gr.Markdown(words("corpus.least.note"))
         corpus_least_summary = gr.Markdown()
@@ -244,8 +246,8 @@ def after_translation(translation, language: str = ENGLISH) -> dict:
 
 
 def token_dropdown(translation, language: str = ENGLISH) -> gr.Dropdown:
-    choices = views.token_choices(translation, language)
-    return gr.Dropdown(choices, value=choices[0][1] if choices else None)
+    """The translation's tokens, none chosen: the search then starts from the first on the head's side."""
+    return gr.Dropdown(views.token_choices(translation, language), value=None)
 
 
 def declare(page: Page) -> None:
@@ -271,7 +273,7 @@ def wire(page: Page) -> None:
             on_head, head_outputs, keep_on_input_problem=True, trigger_mode="always_last", progress_on=["corpus_space"])
     page.on(c["corpus_search"].click, on_search, ["corpus_neighbours"], keep_on_input_problem=True)
     opens = ["text", "decoding", "beam_size", "kind", "layer", "head", "average", *translate.TRANSLATION_OUTPUTS,
-             *page.translation_outputs(), "tabs", "corpus_sentence", "corpus_step"]
+             *page.translation_outputs(translate.TAB_ID), "tabs", "corpus_sentence", "corpus_step"]
     page.on(c["corpus_open"].click, page.translated(on_open, shown=translate.TAB_ID), opens,
             keep_on_input_problem=True, progress_on=["corpus_status"])
     page.on(c["corpus_least"].select, page.translated(on_least_select, shown=translate.TAB_ID), opens,

@@ -41,6 +41,8 @@ MAX_SENTENCE_CHARS = 2_000           # a sentence is a line or two of a caption,
 KEPT_OPEN = 4                        # runs the server holds in memory (about 16 MB each for 200 sentences)
 SPACES_KEPT = 8                      # heads' projections kept per run
 NEIGHBOURS = 10                      # nearest tokens a search lists
+MOST_POINTS = 1_200                  # of a head's queries, and of its keys, drawn: a click drawn within 0.3 s
+                                     # (docs/corpus.md); the projection is of them all
 CONTEXT_PIECES = 3                   # pieces either side of a token in its hover and in a table
 SHOWN_CHARS = 90                     # of a sentence in a table's cell
 FOLDER = "corpus"                    # under the app's runs folder: one folder per model and corpus
@@ -267,27 +269,41 @@ def head_choice(checkpoint: Checkpoint, kind: str, layer, head) -> tuple[str, in
             clamp(head, 1, config.n_heads, message("corpus.name.head")))
 
 
+def evenly(count: int, most: int) -> list[int]:
+    """``most`` indices spread evenly over ``count`` (all of them where there are no more)."""
+    if count <= most:
+        return list(range(count))
+    return [round(index * (count - 1) / (most - 1)) for index in range(most)]
+
+
 def space_figure(opened: OpenCorpus, checkpoint: Checkpoint, kind: str, layer: int, head: int, colour_by: str,
                  language: str = ENGLISH):
-    """A head's queries and keys over the corpus in one picture (``head_space``); each point's customdata is
+    """A head's queries and keys over the corpus in one picture (``head_space``: projected together, all of them),
+    at most ``MOST_POINTS`` of each drawn, spread evenly over the corpus; each point's customdata is
     ``[sentence, step]`` (from 1): where a click opens it."""
     space = opened.space(checkpoint.model, kind, layer, head)
     query_side = "source" if kind == "encoder" else "target"
     key_side = "target" if kind == "decoder" else "source"
-    places = [(place, query_side) for place in space.query_places] + [(place, key_side) for place in
-                                                                       space.key_places]
+    queries = evenly(len(space.query_places), MOST_POINTS)
+    keys = evenly(len(space.key_places), MOST_POINTS)
+    places = [(space.query_places[index], query_side) for index in queries] + \
+             [(space.key_places[index], key_side) for index in keys]
+    rows = [*queries, *(len(space.query_places) + index for index in keys)]
     hovers, positions, tokens, opens = [], [], [], []
     for place, side in places:
         pieces = pieces_of(opened, place, side)
-        hovers.append(text(language, "corpus.space.hover", token=drawing.escape(place.piece), sentence=place.sentence + 1,
-                           context=drawing.escape(in_context(pieces, place.position))))
+        hovers.append(text(language, "corpus.space.hover", token=drawing.escape(place.piece),
+                           sentence=place.sentence + 1, context=drawing.escape(in_context(pieces, place.position))))
         positions.append(place.position / max(1, len(pieces) - 1))
         tokens.append(place.piece)
         step = place.position + 1 if side == "target" else 1
         opens.append([place.sentence + 1, min(step, len(opened.run.sentences[place.sentence].target_pieces))])
-    title = text(language, "corpus.space.title", kind=text(language, f"map.kind.{kind}"), layer=layer, head=head,
-                 queries=Number(len(space.query_places), ","), keys=Number(len(space.key_places), ","))
-    return drawing.queries_and_keys(space.points.tolist(), len(space.query_places), hovers, positions, tokens, opens,
+    counts = {"kind": text(language, f"map.kind.{kind}"), "layer": layer, "head": head,
+              "queries": Number(len(space.query_places), ","), "keys": Number(len(space.key_places), ",")}
+    title = text(language, "corpus.space.title", **counts) if len(places) == len(space.points) else \
+        text(language, "corpus.space.title_drawn", shown_queries=Number(len(queries), ","),
+             shown_keys=Number(len(keys), ","), **counts)
+    return drawing.queries_and_keys(space.points[rows].tolist(), len(queries), hovers, positions, tokens, opens,
                                     colour_by, title, language)
 
 
@@ -311,10 +327,13 @@ def token_state(checkpoint: Checkpoint, translation: Translation, kind: str, lay
 
 
 def chosen_token(translation: Translation | None, kind: str, value) -> int:
-    """The position a token choice names, on the side a ``kind`` head's queries are on."""
+    """The position a token choice names, on the side a ``kind`` head's queries are on; none chosen, that side's
+    first word piece (the source's first, the translation's first after ``<s>``)."""
     if translation is None:
         raise InputError(message("corpus.error.no_translation"))
-    side, _, position = str(value or "").partition(":")
+    if not value:
+        return 0 if kind == "encoder" else min(1, len(translation.target_pieces) - 1)
+    side, _, position = str(value).partition(":")
     pieces = translation.source_pieces if kind == "encoder" else translation.target_pieces
     if side != ("source" if kind == "encoder" else "target") or not position.isdigit() or \
             int(position) >= len(pieces):
