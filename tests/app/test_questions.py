@@ -7,12 +7,15 @@ import pytest
 import torch
 
 from transformer.inside.attribution import attribute
+from transformer.inside.corpus_run import Decoding, run_corpus
+from transformer.inside.head_roles import head_roles
 from transformer.inside.interventions import ablate_heads
 from transformer.inside.one_head import head_arithmetic
 from ui.runtime.language import LANGUAGES, said
 from ui.views import questions
 from ui.views.lessons import LESSONS
 from ui.views.questions import ATTRIBUTION_STEPS, predict_question, word
+from ui.views.samples import sample_sentences
 
 
 @pytest.fixture(scope="module")
@@ -66,10 +69,15 @@ def test_2_a_later_token_gets_exactly_nothing(asked, models):
     assert revealed(asked[2]) == "exactly 0"
 
 
-def test_3_the_head_that_rests_on_the_start_token(asked, models):
+def test_3_the_head_that_rests_on_the_start_token_is_the_corpus_maps(asked, models, tmp_path):
+    """The answer is the head the Corpus tab's map gives the largest share on <s>, over the same sentences."""
     lesson = LESSONS[2]
-    weights = models(lesson.model).translate(lesson.sentence, lesson.beam).decoder_attention[lesson.layer - 1]
-    assert revealed(asked[3]) == f"head {int(weights[:, :, 0].mean(dim=1).argmax()) + 1}"
+    checkpoint = models(lesson.model)
+    run = run_corpus(checkpoint, sample_sentences(checkpoint), None, tmp_path / "run", Decoding.default(checkpoint))
+    on_start = {role.head: role.special for role in head_roles(run.heads, run.unlike)
+                if (role.kind, role.layer) == ("decoder", lesson.layer)}
+    assert revealed(asked[3]) == f"head {max(on_start, key=on_start.get)}"
+    assert f"{len(run.sentences)} sample sentences" in said(asked[3].text, "en")
 
 
 def test_4_the_first_reversed_digit_looks_at_the_last_input_digit(asked, models):

@@ -19,9 +19,10 @@ from ..runtime.language import text as words
 ROLE_COLOURS = {"previous": "#56B4E9", "same": "#0072B2", "next": "#009E73", "aligned": "#E69F00",
                 "special": "#CC79A7", "broad": "#F0E442", "mixed": "#D9D9D9"}
 ROLES = tuple(ROLE_COLOURS)
-# The statistic a cell shows beside its role (the share that earned it the role; a mixed head's confidence).
+# The statistic a cell shows beside its role: the share that earned it the role (a mixed head has none: its
+# figures are in its hover and the table).
 ROLE_FIGURE = {"previous": "previous", "same": "same", "next": "next", "aligned": "aligned", "special": "special",
-               "broad": "spread", "mixed": "confidence"}
+               "broad": "spread"}
 MAP_ROW_PX, MAP_BASE_PX = 46, 150  # the heads map's height: per layer, and for its titles and margins
 TOKEN_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 OTHER_TOKENS = "#BBBBBB"
@@ -76,8 +77,9 @@ def discrete_scale(colours: Sequence[str]) -> list:
 
 
 def cell_label(cell: dict, language: str) -> str:
-    share = cell[ROLE_FIGURE[cell["role"]]]
-    return f"{escape(role_name(cell['role'], language))}<br>{said(percent(share), language)}"
+    name = escape(role_name(cell["role"], language))
+    figure = ROLE_FIGURE.get(cell["role"])
+    return name if figure is None else f"{name}<br>{said(percent(cell[figure]), language)}"
 
 
 def cell_hover(cell: dict, language: str) -> str:

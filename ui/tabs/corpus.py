@@ -93,6 +93,9 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
              corpus_shown=gr.State(None))  # {model, folder, name, total}: the run the tab shows
 
 
+# Its controls: a lesson leaves them as they are (its views stay drawn at them) unless it opens the tab.
+CONTROLS = ("corpus_kind", "corpus_layer", "corpus_head", "corpus_colour", "corpus_token", "corpus_sentence",
+            "corpus_step", "corpus_upload")
 CORPUS_VIEWS = ("corpus_status", "corpus_heads", "corpus_heads_table", "corpus_least", "corpus_least_summary",
                 "corpus_kind", "corpus_layer", "corpus_head", "corpus_space", "corpus_token", "corpus_neighbours",
                 "corpus_sentence", "corpus_shown")
@@ -104,7 +107,7 @@ def shown_run(services: Services, model: str, corpus: views.Corpus, translation,
     progress shown, until Stop), and every view of it."""
     checkpoint = services.registry.get(model)
     folder = views.run_folder(services.jobs.runs_dir, checkpoint, corpus)
-    if not views.is_complete(folder, corpus):
+    if not views.is_complete(folder, corpus, services.corpora):
         def on_chunk(done, total):
             if progress is not None:
                 progress(done / total, desc=text(language, "corpus.progress", done=done, total=total))

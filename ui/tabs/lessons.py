@@ -13,7 +13,7 @@ from ..runtime.chart import Chart
 from ..runtime.language import ENGLISH
 from ..runtime.page import Page
 from ..services import Services
-from . import analysis, experiments, explain, translate
+from . import analysis, corpus, experiments, explain, translate
 from . import inside as inside_tab
 from ..views import lessons
 from ..views.text import source_label
@@ -125,6 +125,9 @@ def after_set_up(services: Services, result: dict, lesson_choice, defaults: dict
             lesson.query, lesson.step, 1.0, 0, 1.0, language=language))
         result.update(inside_tab.looking_at(services.registry.get(lesson.model), translation, shown["kind"],
                                             shown["head"], lesson.step))
+    if lesson.tab == corpus.TAB_ID:  # the tab's views are drawn as it opens, which a lesson's switch does not do
+        result.update(corpus.on_opened(services, lesson.model, None, translation, corpus.COLOURS[0], progress=None,
+                                       language=language))
     comparison = [defaults[name] for name in ("experiment_kind", "experiment_layer", "experiment_head",
                                               "experiment_measure")]
     if lesson.action == "positions":
@@ -147,9 +150,10 @@ def after_set_up(services: Services, result: dict, lesson_choice, defaults: dict
 
 
 # Show me returns every control to its default but these: the model and lesson chosen, the page's own settings,
-# and the Train tab's (which shape no view: a lesson that trains sets its own through Lesson.extra).
+# the Train tab's (which shape no view: a lesson that trains sets its own through Lesson.extra), and the Corpus
+# tab's (its views stay as they are, drawn at them, unless the lesson opens the tab and draws them anew).
 KEPT = {"model", "lesson_choice", "large_text", "safe_colours", "hub_id", "train_data", "train_preset",
-        "train_steps", "train_minutes", "train_upload"}
+        "train_steps", "train_minutes", "train_upload", *corpus.CONTROLS}
 CONTROLS = (gr.Slider, gr.Radio, gr.Checkbox, gr.CheckboxGroup, gr.Dropdown, gr.Number)
 
 
@@ -190,7 +194,7 @@ def wire(page: Page) -> None:
                *inside_tab.HEAD_OUTPUTS, "inside_kind", "inside_head", "lens_step", "lens_plot", "temperature_plot",
                *experiments.COMPARISON_OUTPUTS, "importance_plot", "importance_summary", "word_order_section",
                *experiments.PATCHING_OUTPUTS, "patch_step", "patch_alternative", "patching_section",
-               *explain.ATTRIBUTION_OUTPUTS, "shown_lesson"]
+               *explain.ATTRIBUTION_OUTPUTS, *corpus.CORPUS_VIEWS, "shown_lesson"]
     # "multiple": every press sets its lesson up. Under Gradio's default ("once") a press is dropped while the page
     # counts an earlier one as pending, and a teacher's press was seen lost with nothing pending (docs/test-suite.md).
     showing = page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work, trigger_mode="multiple",

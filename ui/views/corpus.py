@@ -108,8 +108,12 @@ def run_folder(runs_dir: Path, checkpoint: Checkpoint, corpus: Corpus) -> Path:
     return Path(runs_dir) / FOLDER / digest.hexdigest()[:24]
 
 
-def is_complete(folder: Path, corpus: Corpus) -> bool:
-    """Whether ``folder`` holds the whole run of ``corpus`` (else a run computes, or resumes, what is missing)."""
+def is_complete(folder: Path, corpus: Corpus, corpora: "OpenCorpora | None" = None) -> bool:
+    """Whether ``folder`` holds the whole run of ``corpus`` (else a run computes, or resumes, what is missing):
+    as ``corpora`` holds it open, else as saved."""
+    held = corpora.held(folder) if corpora is not None else None
+    if held is not None and len(held.run.sentences) == len(corpus.sources):
+        return True
     try:
         return len(open_run(folder).sentences) == len(corpus.sources)
     except (InputError, OSError, ValueError):
@@ -180,6 +184,11 @@ class OpenCorpora:
             self.runs.move_to_end(folder)
             return self.runs[folder]
 
+    def held(self, folder: str | Path) -> OpenCorpus | None:
+        """The run of ``folder`` if it is open, without opening it."""
+        with self.lock:
+            return self.runs.get(str(folder))
+
     def forget(self, folder: str | Path) -> None:
         """A run that has changed on disk, to be read again."""
         with self.lock:
@@ -204,8 +213,8 @@ def heads_figure(opened: OpenCorpus, model_name: str, language: str = ENGLISH):
 
 def heads_rows(opened: OpenCorpus, language: str = ENGLISH) -> list[list]:
     """A row per head: what names its role, and the example sentences where it does it most."""
-    def share(value):
-        return None if value is None else round(100 * value, 1)
+    def share(value):  # a figure its kind has not: an empty cell
+        return "" if value is None else round(100 * value, 1)
     return [[text(language, f"map.kind.{role['kind']}"), role["layer"], role["head"],
              drawing.role_name(role["role"], language), share(role["previous"]), share(role["same"]),
              share(role["next"]), share(role["special"]), share(role["aligned"]), share(role["spread"]),

@@ -110,7 +110,8 @@ REAL_TRANSLATOR_LAYER = 5
 LESSONS = (
     Lesson("where_each_word_looks", layer=3, head=2, step=9, focus="step-view"),
     Lesson("no_future", kind="decoder", view=VIEWS[1], layer=1),
-    Lesson("heads_specialise", kind="decoder", view=VIEWS[2], layer=1),
+    # The Corpus tab's map: every head's habit over many sentences, beside the one sentence's model view.
+    Lesson("heads_specialise", kind="decoder", view=VIEWS[2], layer=1, tab="corpus", focus="corpus-heads"),
     Lesson("attention_aligns", model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, view=VIEWS[2], layer=2),
     Lesson("word_order", model="multi30k-en-fr", layer=3, head=2, step=9, focus="lesson-pair",
            pair=(PairedRun("multi30k-en-de", BALL), PairedRun("multi30k-en-fr", BALL)),

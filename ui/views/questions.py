@@ -31,6 +31,7 @@ from transformer.paper.tokenizer import WORD_START
 from ..runtime.language import Message, Number, Ordinal, message, percent
 from .analysis import read_alignment_scores
 from .lessons import LESSONS, Lesson, multilingual_pair
+from .samples import sample_sentences
 from .translate import AttentionMap, map_of, one_map
 
 CHOICES = 4  # at most, so a phone shows them without scrolling
@@ -122,16 +123,20 @@ def no_future(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> 
 
 
 def resting_head(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
-    """Lesson 3: which head of a layer puts the most weight on <s>."""
-    translation = checkpoint_named(lesson.model).translate(lesson.sentence, lesson.beam)
-    on_start = translation.decoder_attention[lesson.layer - 1, :, :, 0].mean(dim=1)  # (heads,), averaged over steps
+    """Lesson 3: which head of a decoder layer puts the most weight on <s> over the app's sample sentences: the
+    Corpus tab's "special" share, each row's weight on <s>, averaged over every row of every sentence."""
+    checkpoint = checkpoint_named(lesson.model)
+    translations = [checkpoint.translate(sentence, lesson.beam) for sentence in sample_sentences(checkpoint)]
+    on_start = sum(t.decoder_attention[lesson.layer - 1, :, :, 0].sum(dim=1) for t in translations) / \
+        sum(t.decoder_attention.shape[2] for t in translations)  # (heads,)
     heads = len(on_start)
     chosen = sorted(sorted(range(heads), key=lambda h: -float(on_start[h]))[:CHOICES])
     best = int(on_start.argmax())
     each = [message("q.head_share", n=h + 1, share=percent(on_start[h])) for h in range(heads)]
-    return Question(message("q.resting_head", layer=lesson.layer), tuple(message("q.head", n=h + 1) for h in chosen),
-                    chosen.index(best), message("q.resting_head.why", each=each),
-                    map_of(translation, "decoder", lesson.layer, best + 1))
+    return Question(message("q.resting_head", layer=lesson.layer, sentences=len(translations)),
+                    tuple(message("q.head", n=h + 1) for h in chosen), chosen.index(best),
+                    message("q.resting_head.why", each=each),
+                    map_of(translations[0], "decoder", lesson.layer, best + 1))
 
 
 def reversed_digits(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
