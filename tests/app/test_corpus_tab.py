@@ -1,6 +1,7 @@
 """The Corpus tab: what it runs, what each view shows of the run, what a click opens, and what it refuses."""
 
 import gzip
+import os
 import json
 from pathlib import Path
 
@@ -211,3 +212,17 @@ def test_a_picture_of_more_points_than_it_draws_spreads_them_over_the_corpus(cor
     assert sentences[0] == 1 and sentences[-1] == len(SENTENCES) and sentences == sorted(sentences)
     assert "10 of" in figure["layout"]["title"]["text"]
     assert views.evenly(5, 10) == [0, 1, 2, 3, 4] and views.evenly(101, 3) == [0, 50, 100]
+
+
+def test_runs_past_the_last_twenty_leave_the_disk_except_those_held_open(corpus_services, shown, tmp_path):
+    runs_dir = tmp_path / "runs"
+    folders = [runs_dir / views.FOLDER / f"run-{n:02d}" for n in range(views.RUNS_KEPT + 3)]
+    for age, folder in enumerate(reversed(folders)):  # run-00 the newest
+        folder.mkdir(parents=True)
+        (folder / "run.json").write_text("{}")
+        os.utime(folder, (1_000_000 + age, 1_000_000 + age))
+    held = views.OpenCorpora()
+    held.runs[str(folders[-1])] = opened(corpus_services, shown)  # the oldest, open on a page
+    removed = views.prune_runs(runs_dir, held)
+    assert removed == folders[views.RUNS_KEPT:-1]
+    assert [folder.is_dir() for folder in folders] == [True] * views.RUNS_KEPT + [False, False, True]

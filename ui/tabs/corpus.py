@@ -118,6 +118,7 @@ def shown_run(services: Services, model: str, corpus: views.Corpus, translation,
         finally:
             services.corpora.forget(folder)
     opened = services.corpora.get(folder)
+    views.prune_runs(services.jobs.runs_dir, services.corpora)
     if not opened.run.sentences:
         raise InputError(message("corpus.error.nothing_yet"))
     shown = {"model": model, "folder": str(folder), "name": corpus.name, "total": len(corpus.sources)}
@@ -206,8 +207,8 @@ def open_in_translate(services: Services, corpus_shown, sentence, step, corpus_k
             "layer": layer, "head": head, "average": False, "tabs": gr.Tabs(selected=translate.TAB_ID)}
 
 
-def on_open(services: Services, corpus_shown, corpus_sentence, corpus_step, corpus_kind, corpus_layer, corpus_head,
-            view, max_length, language: str = ENGLISH) -> dict:
+def on_open_sentence(services: Services, corpus_shown, corpus_sentence, corpus_step, corpus_kind, corpus_layer,
+                     corpus_head, view, max_length, language: str = ENGLISH) -> dict:
     return open_in_translate(services, corpus_shown, corpus_sentence, corpus_step, corpus_kind, corpus_layer,
                              corpus_head, view, max_length, language)
 
@@ -277,7 +278,7 @@ def wire(page: Page) -> None:
     page.on(c["corpus_search"].click, on_search, ["corpus_neighbours"], keep_on_input_problem=True)
     opens = ["text", "decoding", "beam_size", "kind", "layer", "head", "average", *translate.TRANSLATION_OUTPUTS,
              *page.translation_outputs(translate.TAB_ID), "tabs", "corpus_sentence", "corpus_step"]
-    page.on(c["corpus_open"].click, page.translated(on_open, shown=translate.TAB_ID), opens,
+    page.on(c["corpus_open"].click, page.translated(on_open_sentence, shown=translate.TAB_ID), opens,
             keep_on_input_problem=True, progress_on=["corpus_status"])
     page.on(c["corpus_least"].select, page.translated(on_least_select, shown=translate.TAB_ID), opens,
             keep_on_input_problem=True, progress_on=["corpus_status"])

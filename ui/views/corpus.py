@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -46,6 +48,7 @@ MOST_POINTS = 1_200                  # of a head's queries, and of its keys, dra
 CONTEXT_PIECES = 3                   # pieces either side of a token in its hover and in a table
 SHOWN_CHARS = 90                     # of a sentence in a table's cell
 FOLDER = "corpus"                    # under the app's runs folder: one folder per model and corpus
+RUNS_KEPT = 20                       # runs kept on disk, the last made or used (at most about 0.8 GB)
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,18 @@ def run_folder(runs_dir: Path, checkpoint: Checkpoint, corpus: Corpus) -> Path:
     digest = hashlib.sha256(model_fingerprint(checkpoint).encode())
     digest.update(json.dumps([corpus.sources, corpus.references], ensure_ascii=False).encode())
     return Path(runs_dir) / FOLDER / digest.hexdigest()[:24]
+
+
+def prune_runs(runs_dir: Path, corpora: "OpenCorpora", kept: int = RUNS_KEPT) -> list[Path]:
+    """The oldest runs removed past the ``kept`` last made or used, never one the server holds open: a public
+    server's uploads would otherwise fill its disk (each run a cache, made again when asked for). The ones removed."""
+    folder = Path(runs_dir) / FOLDER
+    runs = sorted((path for path in folder.iterdir() if path.is_dir()), key=lambda path: path.stat().st_mtime,
+                  reverse=True) if folder.is_dir() else []
+    removed = [path for path in runs[kept:] if corpora.held(path) is None]
+    for path in removed:
+        shutil.rmtree(path, ignore_errors=True)
+    return removed
 
 
 def is_complete(folder: Path, corpus: Corpus, corpora: "OpenCorpora | None" = None) -> bool:
@@ -179,6 +194,7 @@ class OpenCorpora:
         with self.lock:
             if folder not in self.runs:
                 self.runs[folder] = OpenCorpus(open_run(folder))
+                os.utime(folder)  # used now: the last to go (prune_runs)
                 while len(self.runs) > self.kept:
                     self.runs.popitem(last=False)
             self.runs.move_to_end(folder)
