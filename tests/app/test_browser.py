@@ -594,7 +594,7 @@ def test_show_me_brings_the_view_a_lesson_is_about_into_sight(app_url, browser, 
     page.goto(app_url[0])
     page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=60_000)
     page.get_by_text("Lessons for a class").click()
-    for number, focus in ((1, "step-view"), (3, "attention-plot"), (8, "inside-arithmetic")):
+    for number, focus in ((1, "step-view"), (3, "corpus-heads"), (8, "inside-arithmetic")):
         choice = lessons.lesson_choice_labels()[number - 1][0]
         assert lessons.LESSONS[number - 1].focus == focus
         page.evaluate("window.scrollTo(0, 0)")

@@ -8,6 +8,13 @@ from browsing import answered, count_requests
 playwright = pytest.importorskip("playwright.sync_api")
 
 SPACE_TITLE = "#corpus-space .js-plotly-plot .gtitle"
+# Where the picture's first query is on the screen: its points are drawn with WebGL, not as elements to find.
+POINT_ON_SCREEN = """() => {
+  const plot = document.querySelector('#corpus-space .js-plotly-plot'), layout = plot._fullLayout;
+  const box = plot.getBoundingClientRect(), queries = plot.data[0];
+  return [box.left + layout._size.l + layout.xaxis.l2p(queries.x[0]),
+          box.top + layout._size.t + layout.yaxis.l2p(queries.y[0])];
+}"""
 
 
 def corpus_page(browser, url: str, path: str = "", tab: str = "Corpus"):
@@ -46,11 +53,10 @@ def test_a_click_on_a_cell_then_on_a_point_opens_the_head_then_its_sentence_in_t
     click_at(page, "#corpus-heads .nsewdrag", 0.9, 0.5)
     playwright.expect(page.locator(SPACE_TITLE)).to_contain_text("Encoder self-attention, layer 2, head 4")
     answered(page)
-    point = page.locator("#corpus-space .scatterlayer .trace .points path").first
-    point.scroll_into_view_if_needed()
-    box = point.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.locator("#corpus-space").scroll_into_view_if_needed()
+    x, y = page.evaluate(POINT_ON_SCREEN)
+    page.mouse.move(x, y)
+    page.mouse.click(x, y)
     page.wait_for_function("() => document.querySelector('#visible-tab textarea, #visible-tab input').value === "
                            "'translate'", timeout=30_000)
     answered(page)

@@ -14,6 +14,7 @@ from ui.runtime.worker import Stopped
 from ui.tabs import corpus as tab
 from ui.training.jobs import JobManager
 from ui.views import corpus as views
+from ui.views.lessons import LESSONS
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 
 MODEL = "multi30k-en-de"
@@ -226,3 +227,24 @@ def test_runs_past_the_last_twenty_leave_the_disk_except_those_held_open(corpus_
     removed = views.prune_runs(runs_dir, held)
     assert removed == folders[views.RUNS_KEPT:-1]
     assert [folder.is_dir() for folder in folders] == [True] * views.RUNS_KEPT + [False, False, True]
+
+
+def test_what_the_heads_specialise_lesson_says_of_the_map_is_what_the_map_shows(corpus_services, tmp_path,
+                                                                               monkeypatch):
+    """Its "Look for", read against the map of the model's own corpus (here the app's samples)."""
+    lesson = next(lesson for lesson in LESSONS if lesson.key == "heads_specialise")
+    assert lesson.tab == tab.TAB_ID and lesson.focus == "corpus-heads"
+    monkeypatch.setenv("MULTI30K_DIR", str(tmp_path / "absent"))
+    checkpoint = corpus_services.registry.get(lesson.model)
+    shown_map = tab.shown_run(corpus_services, lesson.model, views.default_corpus(checkpoint), None, "position", None)
+    heads = {(r["kind"], r["layer"], r["head"]): r for r in opened(corpus_services, shown_map).roles}
+    look_for = lesson.words().look_for
+    assert "layer 1 head 3 looks at its own token on about 60%" in look_for
+    assert heads["decoder", 1, 3]["role"] == "same" and round(heads["decoder", 1, 3]["same"], 1) == 0.6
+    assert "head 1 puts about half its weight on <s>" in look_for
+    assert round(heads["decoder", 1, 1]["special"], 1) == 0.5
+    assert max(heads["decoder", 1, h]["special"] for h in (1, 2, 3, 4)) == heads["decoder", 1, 1]["special"]
+    assert "encoder layer 2 head 4 looks at the previous word on over half" in look_for
+    assert heads["encoder", 2, 4]["role"] == "previous" and heads["encoder", 2, 4]["previous"] > 0.5
+    assert "every cross-attention head of layer 3 is aligned" in look_for
+    assert all(heads["cross", 3, h]["role"] == "aligned" for h in (1, 2, 3, 4))

@@ -13,11 +13,11 @@ from ui.runtime.language import LANGUAGES, table
 playwright = pytest.importorskip("playwright.sync_api")
 
 
-# The page's words, less what a sentence or a model says: the English example sentences and the charts' labels
-# (pieces of sentences).
+# The page's words, less what a sentence or a model says: the English example sentences, the charts' labels
+# (pieces of sentences) and values written as code (a sacreBLEU signature's "case:mixed").
 PAGE_WORDS = """() => {
   let seen = document.body.innerText;
-  for (const data of document.querySelectorAll("#examples, .js-plotly-plot")) {
+  for (const data of document.querySelectorAll("#examples, .js-plotly-plot, code")) {
     if (data.innerText) seen = seen.split(data.innerText).join("\\n");
   }
   return seen;

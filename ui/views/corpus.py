@@ -32,6 +32,7 @@ from transformer.paper.translation import Translation
 from ..drawing import corpus as drawing
 from ..runtime.language import ENGLISH, Message, Number, message, percent, said, text
 from ..runtime.numbers import clamp
+from .choices import require_translation
 from .samples import sample_sentences
 
 DEFAULT_SPLIT = "test_2016_flickr"   # the model's Multi30K test sentences, where its languages are Multi30K's
@@ -354,8 +355,7 @@ def token_state(checkpoint: Checkpoint, translation: Translation, kind: str, lay
 def chosen_token(translation: Translation | None, kind: str, value) -> int:
     """The position a token choice names, on the side a ``kind`` head's queries are on; none chosen, that side's
     first word piece (the source's first, the translation's first after ``<s>``)."""
-    if translation is None:
-        raise InputError(message("corpus.error.no_translation"))
+    require_translation(translation)
     if not value:
         return 0 if kind == "encoder" else min(1, len(translation.target_pieces) - 1)
     side, _, position = str(value).partition(":")
