@@ -2,6 +2,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 TESTS = Path(__file__).resolve().parent
 sys.path[:0] = [str(TESTS.parent), str(TESTS)]  # the repository's packages, and the tests' own helpers
@@ -23,3 +25,21 @@ def pytest_collection_modifyitems(config, items):
                    for test in tests), len(tests)
 
     items[:] = [test for tests in sorted(modules.values(), key=long_tests_then_tests, reverse=True) for test in tests]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def test_run_folder(tmp_path_factory):
+    """A folder for this test run, shared by its workers: the app's runs folder wherever a test does not give one
+    (``EXPLORER_RUNS_DIR``), so no test writes into the repository, and the Corpus tab's runs are made once for
+    every app the run serves (each chunk is written whole, and the same sentences give the same chunk)."""
+    base = tmp_path_factory.getbasetemp()
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    folder = base.parent / f"test-run-{run_id}" if run_id else base / "test-run"
+    folder.mkdir(exist_ok=True)
+    before = os.environ.get("EXPLORER_RUNS_DIR")
+    os.environ["EXPLORER_RUNS_DIR"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("EXPLORER_RUNS_DIR", None)
+    else:
+        os.environ["EXPLORER_RUNS_DIR"] = before

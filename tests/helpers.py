@@ -158,3 +158,11 @@ def panels_drawn(trace) -> int:
         return 1
     queries, keys, rows_apart, columns_apart = panel_size(grid["panel"])
     return (len(z) + rows_apart) // (queries + rows_apart) * ((len(z[0]) + columns_apart) // (keys + columns_apart))
+
+
+def with_corpus_runs(manager, corpus_runs):
+    """A ``JobManager`` whose Corpus tab's runs are in the test run's shared folder (``corpus_runs``), the rest of
+    its runs its own."""
+    from ui.views.corpus import FOLDER
+    (manager.runs_dir / FOLDER).symlink_to(corpus_runs, target_is_directory=True)
+    return manager

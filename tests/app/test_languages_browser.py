@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from browsing import answered, count_requests
 from test_accessibility import TAB_SETTLED, serious_violations
 from ui.runtime.language import LANGUAGES, table
 
@@ -14,10 +15,11 @@ playwright = pytest.importorskip("playwright.sync_api")
 
 
 # The page's words, less what a sentence or a model says: the English example sentences, the charts' labels
-# (pieces of sentences) and values written as code (a sacreBLEU signature's "case:mixed").
+# (pieces of sentences), tables of sentences (the Corpus tab's) and values written as code (a sacreBLEU
+# signature's "case:mixed").
 PAGE_WORDS = """() => {
   let seen = document.body.innerText;
-  for (const data of document.querySelectorAll("#examples, .js-plotly-plot, code")) {
+  for (const data of document.querySelectorAll("#examples, .js-plotly-plot, .sentences, code")) {
     if (data.innerText) seen = seen.split(data.innerText).join("\\n");
   }
   return seen;
@@ -50,6 +52,7 @@ def test_a_browser_in_german_or_french_gets_every_tab_in_its_language_and_nothin
     url, _ = app_url
     context = browser.new_context(locale=language, viewport={"width": 1280, "height": 900})
     page = context.new_page()
+    count_requests(page)
     page.goto(url)
     page.wait_for_selector("#attention-plot .js-plotly-plot", timeout=90_000)
     assert page.url == f"{url}{language}/" and page.evaluate("document.documentElement.lang") == language
@@ -64,6 +67,7 @@ def test_a_browser_in_german_or_french_gets_every_tab_in_its_language_and_nothin
     found["opening page"] = serious_violations(page)
     for tab in page.get_by_role("tab").all()[1:]:
         tab.click()
+        answered(page, timeout=120_000)  # the tab's views, asked for as it opened (the Corpus tab's run: seconds)
         page.wait_for_function(TAB_SETTLED, timeout=60_000)
         name = tab.inner_text()
         left[name] = english_left(language, page.evaluate(PAGE_WORDS))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,8 +173,9 @@ def prepared_folder(folder: Path, made_from: dict) -> None:
 
 
 def written(path: Path, data: bytes) -> None:
-    """``data`` at ``path``, whole or not at all."""
-    partial = path.with_name(path.name + ".partial")
+    """``data`` at ``path``, whole or not at all; two writers of the same file (two processes running the same
+    corpus) each write their own partial copy, and the last renamed stays."""
+    partial = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.partial")
     partial.write_bytes(data)
     os.replace(partial, path)
 

@@ -25,6 +25,7 @@ from ..views.translate import layer_and_head_counts
 from . import translate
 
 TAB_ID, TITLE = "corpus", message("corpus.title")  # the tab's id in the page, and its label
+# Its tables hold sentences, which are values in their own language (tests read the page's words without them).
 FIRST_HEAD = ("cross", 1)  # the head the tab shows first: cross-attention's first head, in its last layer
 COLOURS = ("position", "token")
 # A click on a chart under one of these sets the hidden box to the point's customdata, as JSON: what it opens
@@ -50,7 +51,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         corpus_heads = Chart(label=words("corpus.heads.map"), elem_id="corpus-heads")
         corpus_heads_table = gr.Dataframe(headers=views.headers(views.HEADS_HEADERS, page.language),
                                           label=words("corpus.heads.table"), interactive=False, wrap=True,
-                                          max_height=360)
+                                          max_height=360, elem_classes=["sentences"])
     with gr.Accordion(words("corpus.space.section"), open=True):
         gr.Markdown(words("corpus.space.note"))
         with gr.Row():
@@ -70,13 +71,13 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
             corpus_search = gr.Button(words("corpus.search.button"), scale=1)
         corpus_neighbours = gr.Dataframe(headers=views.headers(views.NEIGHBOUR_HEADERS, page.language),
                                          label=words("corpus.search.table"), interactive=False, wrap=True,
-                                         elem_id="corpus-neighbours")
+                                         elem_id="corpus-neighbours", elem_classes=["sentences"])
     with gr.Accordion(words("corpus.least.title"), open=True):
         gr.Markdown(words("corpus.least.note"))
         corpus_least_summary = gr.Markdown()
         corpus_least = gr.Dataframe(headers=views.headers(views.LEAST_HEADERS, page.language),
                                     label=words("corpus.least.table"), interactive=False, wrap=True,
-                                    max_height=420, elem_id="corpus-least")
+                                    max_height=420, elem_id="corpus-least", elem_classes=["sentences"])
     with gr.Row(equal_height=True):
         corpus_sentence = components.Number(1, precision=0, minimum=1, label=words("corpus.open.sentence"))
         corpus_step = components.Number(0, precision=0, minimum=0, label=words("corpus.open.step"),
