@@ -18,10 +18,11 @@ playwright = pytest.importorskip("playwright.sync_api")
 # (pieces of sentences), tables of sentences (the Corpus tab's) and values written as code (a sacreBLEU
 # signature's "case:mixed").
 PAGE_WORDS = """() => {
-  let seen = document.body.innerText;
-  for (const data of document.querySelectorAll("#examples, .js-plotly-plot, .sentences, code")) {
-    if (data.innerText) seen = seen.split(data.innerText).join("\\n");
-  }
+  const style = document.createElement("style");  // hidden, not removed: nothing moves, no chart redraws
+  style.textContent = ":is(#examples, .js-plotly-plot, .sentences, code) { visibility: hidden !important; }";
+  document.head.append(style);
+  const seen = document.body.innerText;
+  style.remove();
   return seen;
 }"""
 
