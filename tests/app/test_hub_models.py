@@ -67,7 +67,9 @@ def services_keeping_bfloat16(hub_services, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("name, kept_in", [("tiny-marian", None), ("tiny-m2m100", torch.bfloat16),
                                            ("tiny-mbart50", None)])
-def test_every_event_of_the_page_runs_on_a_converted_model(hub_services, name, kept_in, request):
+def test_every_event_of_the_page_runs_on_a_converted_model(hub_services, name, kept_in, request, tmp_path,
+                                                           monkeypatch):
+    monkeypatch.setenv("MULTI30K_DIR", str(tmp_path / "absent"))  # the Corpus tab on the app's samples: 3 s, not 10
     if kept_in is not None:
         hub_services = request.getfixturevalue("services_keeping_bfloat16")
         assert hub_services.registry.get(name).model.dtype == kept_in
@@ -97,6 +99,7 @@ def test_every_event_of_the_page_runs_on_a_converted_model(hub_services, name, k
                  "on_ablate", "on_override", "on_positions", "on_shuffle", "on_importance",  # Experiments
                  "on_attribute", "on_contrast", "on_prune",  # Attention vs evidence
                  "on_tree", "on_statistics", "on_alignment", "on_csv", "on_npz", "on_svg", "on_share",  # Analysis
+                 "on_run_default", "on_head", "on_search",  # Corpus
                  "on_model", "on_history_step"}  # the model switch and the Model tab
     assert every_tab <= ran, f"refused: {refused}"
 
