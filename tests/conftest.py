@@ -27,19 +27,26 @@ def pytest_collection_modifyitems(config, items):
     items[:] = [test for tests in sorted(modules.values(), key=long_tests_then_tests, reverse=True) for test in tests]
 
 
+# The Corpus tab's first corpus, where Multi30K is given: 48 test sentences (3 s), not a host's 200 (12 s).
+CORPUS_SENTENCES = 48
+
+
 @pytest.fixture(scope="session", autouse=True)
 def test_run_folder(tmp_path_factory):
     """A folder for this test run, shared by its workers: the app's runs folder wherever a test does not give one
     (``EXPLORER_RUNS_DIR``), so no test writes into the repository, and the Corpus tab's runs are made once for
-    every app the run serves (each chunk is written whole, and the same sentences give the same chunk)."""
+    every app the run serves (each chunk is written whole, and the same sentences give the same chunk); and the
+    Corpus tab's first corpus at ``CORPUS_SENTENCES``."""
     base = tmp_path_factory.getbasetemp()
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     folder = base.parent / f"test-run-{run_id}" if run_id else base / "test-run"
     folder.mkdir(exist_ok=True)
-    before = os.environ.get("EXPLORER_RUNS_DIR")
-    os.environ["EXPLORER_RUNS_DIR"] = str(folder)
+    given = {"EXPLORER_RUNS_DIR": str(folder), "EXPLORER_CORPUS_SENTENCES": str(CORPUS_SENTENCES)}
+    before = {name: os.environ.get(name) for name in given}
+    os.environ.update(given)
     yield folder
-    if before is None:
-        os.environ.pop("EXPLORER_RUNS_DIR", None)
-    else:
-        os.environ["EXPLORER_RUNS_DIR"] = before
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

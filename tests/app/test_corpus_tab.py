@@ -195,6 +195,8 @@ def test_without_multi30k_the_tab_opens_on_the_apps_samples_and_with_it_on_the_t
     monkeypatch.setenv("MULTI30K_DIR", str(tmp_path))
     test_set = views.default_corpus(checkpoint)
     assert test_set.sources == tuple(SENTENCES[:3]) and test_set.references[0] == "Ein Hund."
+    monkeypatch.setenv("EXPLORER_CORPUS_SENTENCES", "2")  # a host's choice of how many
+    assert views.default_corpus(checkpoint).sources == tuple(SENTENCES[:2])
 
 
 def test_the_tab_speaks_the_pages_language(corpus_services, shown):

@@ -23,6 +23,7 @@ VALUES = [
     ("EXPLORER_HUB_CACHE_MB", "-1", "100", 100.0),
     ("EXPLORER_MODELS_MB", "inf", "512.5", 512.5),
     ("EXPLORER_KEPT_MODELS", "0", "3", 3),
+    ("EXPLORER_CORPUS_SENTENCES", "all", "50", 50),
     ("EXPLORER_MAX_CLASSES", "abc", "5", 5),
     ("EXPLORER_MAX_STUDENTS", "2.5", "30", 30),
     ("EXPLORER_CLASSES_PER_ADDRESS", "-2", "1", 1),

@@ -71,6 +71,8 @@ SETTINGS: dict[str, Setting] = {
     "EXPLORER_MODELS_MB": Setting(positive_number, POSITIVE, 2000.0),
     "EXPLORER_KEPT_MODELS": Setting(whole_number(1), WHOLE, 10),
     "EXPLORER_RUNS_DIR": Setting(text, "a directory", text=True),
+    # The Corpus tab's first corpus: 200 Multi30K test sentences run in about 8 s on two cores (docs/corpus.md).
+    "EXPLORER_CORPUS_SENTENCES": Setting(whole_number(1), WHOLE, 200),
     "EXPLORER_MAX_CLASSES": Setting(whole_number(1), WHOLE, 20),
     "EXPLORER_MAX_STUDENTS": Setting(whole_number(1), WHOLE, 250),
     "EXPLORER_CLASSES_PER_ADDRESS": Setting(whole_number(1), WHOLE, 2),

@@ -30,13 +30,13 @@ from transformer.inside.one_head import KINDS, block_modules
 from transformer.paper.translation import Translation
 
 from ..drawing import corpus as drawing
+from ..runtime import settings
 from ..runtime.language import ENGLISH, Message, Number, message, percent, said, text
 from ..runtime.numbers import clamp
 from .choices import require_translation
 from .samples import sample_sentences
 
-DEFAULT_SPLIT = "test_2016_flickr"   # the model's Multi30K test sentences, where its languages are Multi30K's
-DEFAULT_SENTENCES = 200              # of them: the issue's corpus, 8 s on the bundled model (docs/corpus.md)
+DEFAULT_SPLIT = "test_2016_flickr"   # the model's Multi30K test sentences (the first EXPLORER_CORPUS_SENTENCES)
 SAMPLE_SENTENCES = 64                # else the app's own sample sentences, all of them
 MAX_SENTENCES = 500                  # an upload's rows: a run of about 20 s on the bundled model, 41 MB on disk
 MAX_FILE_BYTES = 1_000_000           # and its size: 500 rows of 2,000 characters
@@ -68,8 +68,8 @@ def languages_of(checkpoint: Checkpoint) -> tuple[str, str | None]:
 
 
 def default_corpus(checkpoint: Checkpoint) -> Corpus:
-    """What the tab opens on: the first ``DEFAULT_SENTENCES`` of Multi30K's test set in the model's languages where
-    this machine has Multi30K and the model reads one of them, else the app's own sample sentences."""
+    """What the tab opens on: the first ``EXPLORER_CORPUS_SENTENCES`` of Multi30K's test set in the model's
+    languages where this machine has Multi30K and the model reads one of them, else the app's own sample sentences."""
     source, target = languages_of(checkpoint)
     if source in datasets.MULTI30K_LANGS:
         try:  # never a download: a page opens on what this machine has
@@ -78,8 +78,10 @@ def default_corpus(checkpoint: Checkpoint) -> Corpus:
         except datasets.DataError:
             pass
         else:
-            return Corpus(message("corpus.name.multi30k", count=DEFAULT_SENTENCES, split=DEFAULT_SPLIT),
-                          tuple(sources[:DEFAULT_SENTENCES]), references and tuple(references[:DEFAULT_SENTENCES]))
+            count = settings.value("EXPLORER_CORPUS_SENTENCES")
+            sources, references = sources[:count], references and references[:count]
+            return Corpus(message("corpus.name.multi30k", count=len(sources), split=DEFAULT_SPLIT), tuple(sources),
+                          references and tuple(references))
     samples = sample_sentences(checkpoint, SAMPLE_SENTENCES)
     return Corpus(message("corpus.name.samples", count=len(samples)), tuple(samples))
 
