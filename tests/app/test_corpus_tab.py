@@ -13,6 +13,7 @@ from ui import services
 from ui.runtime.worker import Stopped
 from ui.tabs import corpus as tab
 from ui.training.jobs import JobManager
+from ui.drawing import corpus as corpus_drawing
 from ui.views import corpus as views
 from ui.views.lessons import LESSONS
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
@@ -140,9 +141,13 @@ def test_the_search_starts_from_a_token_on_the_heads_side(corpus_services, shown
     choices = views.token_choices(translation)
     assert choices[0] == ("source, token 1: ▁A", "source:0")
     with pytest.raises(Exception, match="choose a step's token"):
-        tab.on_search(corpus_services, shown["corpus_shown"], translation, "cross", 3, 1, "source:0")
+        tab.on_search(corpus_services, shown["corpus_shown"], MODEL, translation, "cross", 3, 1, "source:0")
     with pytest.raises(Exception, match="Translate a sentence first"):
-        tab.on_search(corpus_services, shown["corpus_shown"], None, "encoder", 3, 1, "source:0")
+        tab.on_search(corpus_services, shown["corpus_shown"], MODEL, None, "encoder", 3, 1, "source:0")
+    with pytest.raises(Exception, match="another model's than the corpus's"):
+        tab.on_search(corpus_services, shown["corpus_shown"], "multi30k-en-fr", translation, "encoder", 3, 1, None)
+    found = tab.on_search(corpus_services, shown["corpus_shown"], MODEL, translation, "encoder", 3, 1, None)
+    assert len(found["corpus_neighbours"]) == views.NEIGHBOURS
 
 
 def test_a_second_run_of_the_same_sentences_reuses_the_first(corpus_services, sentences_file, shown):
@@ -250,3 +255,37 @@ def test_what_the_heads_specialise_lesson_says_of_the_map_is_what_the_map_shows(
     assert heads["encoder", 2, 4]["role"] == "previous" and heads["encoder", 2, 4]["previous"] > 0.5
     assert "every cross-attention head of layer 3 is aligned" in look_for
     assert all(heads["cross", 3, h]["role"] == "aligned" for h in (1, 2, 3, 4))
+
+
+def test_a_click_opens_what_it_names_as_checked_and_a_run_no_longer_kept_is_asked_for_again(corpus_services, shown,
+                                                                                          tmp_path):
+    far = tab.on_pick(corpus_services, shown["corpus_shown"], json.dumps([99999, -5]), "cross", 3, 1, "position",
+                      "one head", None)
+    last = len(SENTENCES)
+    assert (far["text"], far["corpus_sentence"], far["corpus_step"]) == (SENTENCES[-1], last, 1)
+
+    class Odd:
+        row_value = 7
+    assert tab.on_least_select(corpus_services, shown["corpus_shown"], "cross", 3, 1, "one head", None, Odd()) == {}
+    gone = {**shown["corpus_shown"], "folder": str(tmp_path / "pruned")}
+    with pytest.raises(Exception, match="The corpus is not open yet"):
+        tab.on_head(corpus_services, gone, "cross", 3, 1, "position")
+
+
+def test_a_compressed_file_is_refused_by_the_size_of_its_text(tmp_path):
+    path = tmp_path / "small.txt"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write("A dog runs.\n" * 200_000)  # 2.4 MB of text in a few kB
+    assert path.stat().st_size < views.MAX_FILE_BYTES
+    with pytest.raises(Exception, match="MB"):
+        views.uploaded_corpus(path)
+
+
+def test_the_heads_map_draws_an_encoder_deeper_than_its_decoder():
+    roles = [{"kind": kind, "layer": layer, "head": head, "role": "mixed", "previous": None, "same": None,
+              "next": None, "special": 0.1, "aligned": None, "spread": 0.5, "confidence": 0.4, "entropy": 1.0,
+              "most_alike": None}
+             for kind, layers in (("encoder", 6), ("decoder", 2), ("cross", 2)) for layer in range(1, layers + 1)
+             for head in (1, 2)]
+    figure = corpus_drawing.heads_map(roles, ("encoder", "decoder", "cross"), "title")
+    assert [len(trace.z) for trace in figure.data] == [6, 2, 2]

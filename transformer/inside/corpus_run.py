@@ -166,8 +166,8 @@ def prepared_folder(folder: Path, made_from: dict) -> None:
         if saved != made_from:
             raise InputError(code="corpus.other_run", path=str(folder))
         return
-    if folder.is_dir() and any(folder.iterdir()):
-        raise InputError(code="corpus.folder_not_empty", path=str(folder))
+    if folder.is_dir() and any(not path.name.endswith(".partial") for path in folder.iterdir()):
+        raise InputError(code="corpus.folder_not_empty", path=str(folder))  # (another writer's partial run.json: ours)
     folder.mkdir(parents=True, exist_ok=True)
     written(folder / RUN, json.dumps(made_from, indent=1).encode())
 

@@ -42,11 +42,11 @@ def heads_map(roles: Sequence[dict], kinds: Sequence[str], title: str, language:
     head (layers and heads from 1). A cell's customdata is ``[kind, layer, head]``: what a click opens."""
     figure = make_subplots(rows=1, cols=len(kinds), horizontal_spacing=0.06,
                            subplot_titles=[words(language, f"map.kind.{kind}") for kind in kinds])
-    layers = 1
+    deepest = 1
     for column, kind in enumerate(kinds, start=1):
         heads_of = [role for role in roles if role["kind"] == kind]
-        layers = max(layers, max(role["layer"] for role in heads_of))
-        heads = max(role["head"] for role in heads_of)
+        layers, heads = max(role["layer"] for role in heads_of), max(role["head"] for role in heads_of)
+        deepest = max(deepest, layers)  # the encoder and the decoder may have different depths
         grid = {(role["layer"], role["head"]): role for role in heads_of}
         cells = [[grid[layer, head] for head in range(1, heads + 1)] for layer in range(1, layers + 1)]
         figure.add_trace(go.Heatmap(
@@ -65,7 +65,7 @@ def heads_map(roles: Sequence[dict], kinds: Sequence[str], title: str, language:
         figure.update_yaxes(tickvals=list(range(1, layers + 1)), autorange="reversed",
                             title_text=words(language, "corpus.map.layer") if column == 1 else None,
                             row=1, col=column)
-    return apply_layout(figure, title, height=MAP_BASE_PX + MAP_ROW_PX * layers, zoomable=False, language=language)
+    return apply_layout(figure, title, height=MAP_BASE_PX + MAP_ROW_PX * deepest, zoomable=False, language=language)
 
 
 def discrete_scale(colours: Sequence[str]) -> list:

@@ -5,6 +5,7 @@ a sentence in Translate, on its head and step."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import gradio as gr
 
@@ -146,15 +147,21 @@ def head_views(services: Services, corpus_shown: dict, kind: str, layer: int, he
 
 
 def opened_run(services: Services, corpus_shown: dict | None):
+    """The run the page shows and its model; a run no longer kept (the oldest leave the disk) is asked for again."""
     if not corpus_shown:
         raise InputError(message("corpus.error.no_run"))
-    return services.corpora.get(corpus_shown["folder"]), services.registry.get(corpus_shown["model"])
+    try:
+        opened = services.corpora.get(corpus_shown["folder"])
+    except (InputError, OSError):
+        raise InputError(message("corpus.error.no_run")) from None
+    return opened, services.registry.get(corpus_shown["model"])
 
 
 def on_opened(services: Services, translation_model, corpus_shown, translation_state, corpus_colour,
               progress=gr.Progress(), language: str = ENGLISH) -> dict:
     """The tab opened, or redrawn after a model switch: the model's own corpus, unless the tab shows a run of it."""
-    if corpus_shown and corpus_shown["model"] == translation_model:
+    if corpus_shown and corpus_shown["model"] == translation_model and \
+            (services.corpora.held(corpus_shown["folder"]) or Path(corpus_shown["folder"]).is_dir()):
         return {}
     checkpoint = services.registry.get(translation_model)
     return shown_run(services, translation_model, views.default_corpus(checkpoint), translation_state,
@@ -180,12 +187,15 @@ def on_head(services: Services, corpus_shown, corpus_kind, corpus_layer, corpus_
             language: str = ENGLISH) -> dict:
     _, checkpoint = opened_run(services, corpus_shown)
     kind, layer, head = views.head_choice(checkpoint, corpus_kind, corpus_layer, corpus_head)
-    return head_views(services, corpus_shown, kind, layer, head, corpus_colour, language)
+    return {"corpus_layer": layer, "corpus_head": head,  # as drawn: a decoder shallower than the encoder, say
+            **head_views(services, corpus_shown, kind, layer, head, corpus_colour, language)}
 
 
-def on_search(services: Services, corpus_shown, translation_state, corpus_kind, corpus_layer, corpus_head,
-              corpus_token) -> dict:
+def on_search(services: Services, corpus_shown, translation_model, translation_state, corpus_kind, corpus_layer,
+              corpus_head, corpus_token) -> dict:
     opened, checkpoint = opened_run(services, corpus_shown)
+    if translation_state is not None and translation_model != corpus_shown["model"]:
+        raise InputError(message("corpus.error.other_model"))
     kind, layer, head = views.head_choice(checkpoint, corpus_kind, corpus_layer, corpus_head)
     return {"corpus_neighbours": views.nearest_rows(opened, checkpoint, translation_state, kind, layer, head,
                                                     corpus_token)}
@@ -196,7 +206,7 @@ def open_in_translate(services: Services, corpus_shown, sentence, step, corpus_k
     """A corpus sentence translated in the Translate tab as the run translated it, on the corpus's head and at
     ``step`` (its lowest-share step where none is given)."""
     opened, checkpoint = opened_run(services, corpus_shown)
-    source, step = views.opening(opened, sentence, step)
+    source, sentence, step = views.opening(opened, sentence, step)
     kind, layer, head = views.head_choice(checkpoint, corpus_kind, corpus_layer, corpus_head)
     beam = Decoding.default(checkpoint).beam
     decoding = "beam" if beam > 1 else "greedy"
@@ -205,7 +215,8 @@ def open_in_translate(services: Services, corpus_shown, sentence, step, corpus_k
                                          ATTENTION_KINDS[kind], view, layer, head, False, step=step,
                                          language=language)
     return {**result, "text": source, "decoding": decoding, "beam_size": max(2, beam), "kind": ATTENTION_KINDS[kind],
-            "layer": layer, "head": head, "average": False, "tabs": gr.Tabs(selected=translate.TAB_ID)}
+            "layer": layer, "head": head, "average": False, "tabs": gr.Tabs(selected=translate.TAB_ID),
+            "corpus_sentence": sentence, "corpus_step": step}
 
 
 def on_open_sentence(services: Services, corpus_shown, corpus_sentence, corpus_step, corpus_kind, corpus_layer,
@@ -217,11 +228,11 @@ def on_open_sentence(services: Services, corpus_shown, corpus_sentence, corpus_s
 def on_least_select(services: Services, corpus_shown, corpus_kind, corpus_layer, corpus_head, view, max_length,
                     chosen: gr.SelectData, language: str = ENGLISH) -> dict:
     """A row of the least-source list: its sentence, on its lowest-share step."""
-    row = getattr(chosen, "row_value", None) or []
-    if not row:
+    row = getattr(chosen, "row_value", None)
+    if not isinstance(row, list) or not row:
         return {}
-    return {**open_in_translate(services, corpus_shown, row[0], None, corpus_kind, corpus_layer, corpus_head, view,
-                                max_length, language), "corpus_sentence": row[0], "corpus_step": 0}
+    return open_in_translate(services, corpus_shown, row[0], None, corpus_kind, corpus_layer, corpus_head, view,
+                             max_length, language)
 
 
 def on_pick(services: Services, corpus_shown, corpus_pick, corpus_kind, corpus_layer, corpus_head, corpus_colour, view,
@@ -230,7 +241,7 @@ def on_pick(services: Services, corpus_shown, corpus_pick, corpus_kind, corpus_l
     the picture opens its sentence in Translate, on the head and at the point's step."""
     try:
         picked = json.loads(corpus_pick or "null")
-    except ValueError:
+    except (ValueError, RecursionError):
         picked = None
     if isinstance(picked, list) and len(picked) == 3 and picked[0] in KINDS:
         kind, layer, head = picked
@@ -240,8 +251,8 @@ def on_pick(services: Services, corpus_shown, corpus_pick, corpus_kind, corpus_l
                 **head_views(services, corpus_shown, kind, layer, head, corpus_colour, language)}
     if isinstance(picked, list) and len(picked) == 2:
         sentence, step = picked
-        return {**open_in_translate(services, corpus_shown, sentence, step, corpus_kind, corpus_layer, corpus_head,
-                                    view, max_length, language), "corpus_sentence": sentence, "corpus_step": step}
+        return open_in_translate(services, corpus_shown, sentence, step, corpus_kind, corpus_layer, corpus_head, view,
+                                 max_length, language)
     raise InputError(message("corpus.error.pick"))
 
 
@@ -272,7 +283,7 @@ def wire(page: Page) -> None:
                        progress_on=["corpus_status"])]
     for event in (opening, *running):
         page.stops(c["corpus_stop"], event)
-    head_outputs = ["corpus_space", "corpus_neighbours"]
+    head_outputs = ["corpus_space", "corpus_neighbours", "corpus_layer", "corpus_head"]
     page.on([c["corpus_kind"].input, c["corpus_layer"].input, c["corpus_layer"].release, c["corpus_head"].input,
              c["corpus_head"].release, c["corpus_colour"].input],
             on_head, head_outputs, keep_on_input_problem=True, trigger_mode="always_last", progress_on=["corpus_space"])
@@ -284,5 +295,5 @@ def wire(page: Page) -> None:
     page.on(c["corpus_least"].select, page.translated(on_least_select, shown=translate.TAB_ID), opens,
             keep_on_input_problem=True, progress_on=["corpus_status"])
     page.on(c["corpus_pick"].submit, page.translated(on_pick, shown=translate.TAB_ID),
-            [*opens, "corpus_kind", "corpus_layer", "corpus_head", *head_outputs], keep_on_input_problem=True,
+            [*opens, "corpus_kind", *head_outputs], keep_on_input_problem=True,
             progress_on=["corpus_space"])

@@ -127,7 +127,7 @@ def after_set_up(services: Services, result: dict, lesson_choice, defaults: dict
                                             shown["head"], lesson.step))
     if lesson.tab == corpus.TAB_ID:  # the tab's views are drawn as it opens, which a lesson's switch does not do
         result.update(corpus.on_opened(services, lesson.model, None, translation, corpus.COLOURS[0], progress=None,
-                                       language=language))
+                                       language=language), corpus_colour=corpus.COLOURS[0])
     comparison = [defaults[name] for name in ("experiment_kind", "experiment_layer", "experiment_head",
                                               "experiment_measure")]
     if lesson.action == "positions":
@@ -194,7 +194,7 @@ def wire(page: Page) -> None:
                *inside_tab.HEAD_OUTPUTS, "inside_kind", "inside_head", "lens_step", "lens_plot", "temperature_plot",
                *experiments.COMPARISON_OUTPUTS, "importance_plot", "importance_summary", "word_order_section",
                *experiments.PATCHING_OUTPUTS, "patch_step", "patch_alternative", "patching_section",
-               *explain.ATTRIBUTION_OUTPUTS, *corpus.CORPUS_VIEWS, "shown_lesson"]
+               *explain.ATTRIBUTION_OUTPUTS, *corpus.CORPUS_VIEWS, "corpus_colour", "shown_lesson"]
     # "multiple": every press sets its lesson up. Under Gradio's default ("once") a press is dropped while the page
     # counts an earlier one as pending, and a teacher's press was seen lost with nothing pending (docs/test-suite.md).
     showing = page.on(c["show_me"].click, on_show_me, outputs, cancels=page.sentence_work, trigger_mode="multiple",

@@ -94,6 +94,7 @@ def uploaded_corpus(path: str | Path) -> Corpus:
     if size > MAX_FILE_BYTES:
         raise InputError(message("corpus.error.too_big", file=path.name, size=Number(size / 1e6, ".1f"),
                                  limit=Number(MAX_FILE_BYTES / 1e6, ".0f")))
+    datasets.read_lines(path, MAX_FILE_BYTES)  # its text too: a small gzip file can expand to gigabytes
     sources, references = datasets.corpus_sentences(str(path))
     longest = max(range(len(sources)), key=lambda index: len(sources[index]))
     if len(sources[longest]) > MAX_SENTENCE_CHARS:
@@ -408,14 +409,15 @@ def nearest_rows(opened: OpenCorpus, checkpoint: Checkpoint, translation: Transl
     return rows
 
 
-def opening(opened: OpenCorpus, sentence, step=None) -> tuple[str, int]:
-    """A corpus sentence (from 1) to open in Translate, and its step: the one given, else its lowest-share step."""
+def opening(opened: OpenCorpus, sentence, step=None) -> tuple[str, int, int]:
+    """A corpus sentence (from 1) to open in Translate: its text, its number and its step (the one given, else its
+    lowest-share step), each as checked."""
     sentences = opened.run.sentences
-    index = clamp(sentence, 1, len(sentences), message("corpus.name.sentence")) - 1
-    chosen = sentences[index]
+    number = clamp(sentence, 1, len(sentences), message("corpus.name.sentence"))
+    chosen = sentences[number - 1]
     steps = max(1, len(chosen.source_shares))
-    return chosen.source, lowest_step(chosen) if step in (None, "", 0) else clamp(step, 1, steps,
-                                                                                  message("corpus.name.step"))
+    return chosen.source, number, lowest_step(chosen) if step in (None, "", 0) else clamp(
+        step, 1, steps, message("corpus.name.step"))
 
 
 def the_shares(opened: OpenCorpus) -> tuple[float, float, float]:
