@@ -119,8 +119,8 @@ def shown_run(services: Services, model: str, corpus: views.Corpus, translation,
             pass  # what is saved is shown; a run started again goes on from there
         finally:
             services.corpora.forget(folder)
+        views.prune_runs(services.jobs.runs_dir, services.corpora)  # a run was made: the oldest may go
     opened = services.corpora.get(folder)
-    views.prune_runs(services.jobs.runs_dir, services.corpora)
     if not opened.run.sentences:
         raise InputError(message("corpus.error.nothing_yet"))
     shown = {"model": model, "folder": str(folder), "name": corpus.name, "total": len(corpus.sources)}
