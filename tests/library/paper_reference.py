@@ -12,6 +12,10 @@ holds the library to these on a tiny model whose every bias and LayerNorm parame
 - ``rollout``: Abnar & Zuidema (2020), the residual counted as half of each block.
 - ``norm_based``: ‖α v W_O‖ (Kobayashi et al., 2020).
 - ``head_statistics``: entropy, distance, share on special tokens, diagonality, one loop per definition.
+- ``Reference.run(read_encoder_layer=k)``: DecoderLens (Langedijk et al., 2024), the decoder cross-attending to
+  encoder layer k's output (through the encoder's final norm, pre-norm).
+- ``tuned_lens``: each decoder layer's state mapped by h + W h + b (Belrose et al., 2023), read as the logit lens
+  reads it, and KL(p_final ‖ p_layer).
 """
 
 from __future__ import annotations
@@ -145,11 +149,11 @@ class Reference:
     def run(self, source_ids: list[int], target_ids: list[int], source_embeddings: Tensor | None = None,
             target_embeddings: Tensor | None = None, heads: dict[tuple[str, int, int], Tensor] | None = None,
             encoder_layers: dict[int, tuple[list[int], Tensor]] | None = None,
-            decoder_layers: dict[int, Tensor] | None = None) -> Run:
+            decoder_layers: dict[int, Tensor] | None = None, read_encoder_layer: int | None = None) -> Run:
         """A teacher-forced pass. ``source_embeddings``/``target_embeddings`` replace ``embed``'s (before the
         positions); ``heads`` {(kind, layer, head): output before W_O} replace heads' outputs (layers and heads
         from 0); ``encoder_layers`` {layer: (positions, outputs)} and ``decoder_layers`` {layer: output} replace
-        layers' outputs."""
+        layers' outputs; ``read_encoder_layer`` (from 1) is the encoder layer whose output the decoder reads."""
         heads, encoder_layers, decoder_layers = heads or {}, encoder_layers or {}, decoder_layers or {}
         replaced = lambda kind, layer: {h: v for (k, l, h), v in heads.items() if k == kind and l == layer}  # noqa: E731
         src = self.embed(source_ids) if source_embeddings is None else source_embeddings
@@ -166,7 +170,8 @@ class Reference:
                 x = x.clone()
                 x[positions] = values
             result.encoder_layers.append(x)
-        memory = self.final("encoder", x)
+        read = x if read_encoder_layer is None else result.encoder_layers[read_encoder_layer - 1]
+        memory = self.final("encoder", read)
         tgt = self.embed(target_ids) if target_embeddings is None else target_embeddings
         y = tgt + self.positions[:len(target_ids)]
         for layer in range(self.decoder_layers):
@@ -345,3 +350,23 @@ def head_statistics(weights: Tensor, key_labels: list[str], special: tuple[str, 
         diagonal += row[0 if queries == 1 else round(i * (keys - 1) / (queries - 1))]
     return {"entropy": entropy / queries, "distance": distance / queries, "special_share": share / queries,
             "diagonality": diagonal / queries}
+
+
+def tuned_lens(reference: Reference, run: Run, maps: list[tuple[Tensor, Tensor]]) -> tuple[Tensor, Tensor]:
+    """(decoder layers, steps) each: KL(p_final ‖ p_layer) in nats of the logit lens and of the tuned lens whose
+    layer ℓ maps h to h + h Wℓᵀ + bℓ (``maps`` (W, b) for every layer but the last)."""
+    final = reference.project(reference.final("decoder", run.decoder_layers[-1])).log_softmax(-1)
+
+    def kl(hidden: Tensor) -> Tensor:
+        log_p = reference.project(reference.final("decoder", hidden)).log_softmax(-1)
+        return torch.stack([sum(final[t, v].exp() * (final[t, v] - log_p[t, v]) for v in range(final.size(1)))
+                            for t in range(final.size(0))])
+
+    logit, tuned = [], []
+    for layer, hidden in enumerate(run.decoder_layers):
+        logit.append(kl(hidden))
+        if layer < len(maps):
+            weight, bias = (m.double() for m in maps[layer])
+            hidden = hidden + hidden @ weight.T + bias
+        tuned.append(kl(hidden))
+    return torch.stack(logit), torch.stack(tuned)

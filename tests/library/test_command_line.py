@@ -14,13 +14,13 @@ from transformer import arguments
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 
 COMMANDS = ("translate", "evaluate", "export", "hub", "inside_head", "attribute", "contributions", "patch", "corpus",
-            "align", "train")
+            "align", "lens", "train")
 MODULES = {name: f"transformer.{name}" if name != "train" else "transformer.train.cli" for name in COMMANDS}
 # What each command needs besides the flag under test, so that only that flag can be wrong.
 NEEDED = {"translate": ["a dog"], "evaluate": [], "export": ["nowhere", "elsewhere"], "hub": ["x/y", "--out", "z"],
           "inside_head": ["a dog"], "attribute": ["a dog"], "contributions": ["a dog"],
           "patch": ["a dog", "a cat"], "corpus": ["--input", "x.txt", "--out", "y"], "align": ["--text", "x"],
-          "train": []}
+          "lens": ["--input", "x.txt"], "train": []}
 # A value each of the shared number types refuses, and how it says so.
 REFUSED = {arguments.positive_int: ("0", "expected a whole number of at least 1, got '0'"),
            arguments.whole_number: ("-1", "expected a whole number from 0, got '-1'"),

@@ -1,6 +1,7 @@
 """A Marian (opus-mt) translator opens in this project's own modules and computes what transformers computes: the
 same logits and attention maps, the same greedy and beam translations, the same tokens."""
 
+import copy
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from transformer.data import load_multi30k
 from transformer.files import download, hub
 from transformer.files.checkpoint import load_checkpoint
 from transformer.files.hub import HubError
+from transformer.inside.decoder_lens import read_at_layer
 from transformer.paper.config import ModelConfig
 from transformer.paper.decoding import SearchRules, beam_search, greedy_search
 from transformer.paper.sentences import translate_batch
@@ -65,6 +67,23 @@ def test_greedy_translations_are_identical(converted, reference):
         src = torch.tensor([converted.source_tokenizer.encode(sentence)])
         theirs = reference.generate(src, num_beams=1, do_sample=False, max_new_tokens=MAX_TOKENS + 1)[0].tolist()
         assert greedy_search(model, src, MAX_TOKENS)[0] == ended_body(theirs, model.config.eos_id), sentence
+
+
+def test_decoderlens_from_each_encoder_layer_is_transformers_with_its_encoder_cut_there(converted, reference):
+    """DecoderLens held to transformers' own model whose encoder keeps its first k layers (Marian is post-norm: no
+    final norm)."""
+    model = converted.model
+    for layer in range(1, model.config.n_encoder_layers):
+        cut = copy.deepcopy(reference)
+        cut.model.encoder.layers = cut.model.encoder.layers[:layer]
+        differ = 0
+        for sentence in ENGLISH[:12]:
+            src = torch.tensor([converted.source_tokenizer.encode(sentence)])
+            theirs = ended_body(cut.generate(src, num_beams=1, do_sample=False, max_new_tokens=MAX_TOKENS + 1)[0]
+                                .tolist(), model.config.eos_id)
+            assert greedy_search(read_at_layer(model, layer), src, MAX_TOKENS)[0] == theirs, (layer, sentence)
+            differ += theirs != greedy_search(model, src, MAX_TOKENS)[0]
+        assert differ, "reading an earlier layer changes some translations"
 
 
 def test_beam_search_with_the_published_settings_is_identical(converted, reference):

@@ -2,6 +2,7 @@
 what transformers computes: the same logits and attention maps, the same greedy and beam-5 translations with the
 target language's token forced, the same tokens and language ids."""
 
+import copy
 import json
 import shutil
 from pathlib import Path
@@ -21,6 +22,7 @@ from transformer.files import hub
 from transformer.files.checkpoint import CheckpointError, load_checkpoint
 from transformer.files.hub import HubError
 from transformer.files.multilingual import iso_code
+from transformer.inside.decoder_lens import read_at_layer
 from transformer.paper.decoding import beam_search, greedy_search
 
 MAX_TOKENS = 12
@@ -84,6 +86,27 @@ def test_greedy_and_beam_translations_with_the_forced_language_equal_generate(fa
                 model, src, 5, 1.0, MAX_TOKENS, rules=checkpoint.rules, forced=forced)[0][0].tokens
             assert ours == theirs, (sentence, beams)
             assert list(ours[:len(forced)]) == list(forced)
+
+
+def test_decoderlens_reads_an_encoder_layer_through_the_final_norm_as_transformers_with_its_encoder_cut(
+        family, converted, reference):
+    """DecoderLens on a pre-norm family: transformers' own model whose encoder keeps its first layer, and so
+    applies its final norm to that layer's output, translates as ours reads encoder layer 1."""
+    checkpoint = converted.in_languages(target=TARGETS[family])
+    model, forced = checkpoint.model, checkpoint.target_tokenizer.prefix_ids
+    options = {"forced_bos_token_id": forced[0]} if forced else {}
+    cut = copy.deepcopy(reference)
+    cut.model.encoder.layers = cut.model.encoder.layers[:1]
+    for sentence in ENGLISH[1:9]:
+        src = torch.tensor([checkpoint.source_tokenizer.encode(sentence)])
+        with torch.inference_mode():
+            memory = read_at_layer(model, 1).encode(src).memory
+            torch.testing.assert_close(memory, cut.model.encoder(src).last_hidden_state, atol=1e-5, rtol=1e-4)
+            assert not torch.allclose(memory, model.encode(src).memory, atol=1e-3)
+        generated = cut.generate(src, num_beams=1, do_sample=False, max_new_tokens=MAX_TOKENS + 1,
+                                 forced_eos_token_id=2, **options)[0].tolist()[1:]
+        theirs = generated[: generated.index(2)] if 2 in generated else generated
+        assert greedy_search(read_at_layer(model, 1), src, MAX_TOKENS, forced=forced)[0] == theirs, sentence
 
 
 def test_a_translation_starts_with_its_language_marks_that_step_forced_and_leaves_it_out_of_the_text(

@@ -79,7 +79,7 @@ def refuse_pickle(directory: Path) -> None:
 LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
 
 
-def _weight_files(directory: Path) -> list[Path]:
+def weight_files(directory: Path) -> list[Path]:
     """The safetensors files of a checkpoint (one, or the shards its index names)."""
     index_path = directory / WEIGHTS_INDEX
     if index_path.is_file():
@@ -99,7 +99,7 @@ def _weight_files(directory: Path) -> list[Path]:
 def stored_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
     """The name and shape of every stored tensor, read from the safetensors headers alone (nothing allocated)."""
     shapes = {}
-    for path in _weight_files(directory):
+    for path in weight_files(directory):
         try:
             with path.open("rb") as file:
                 if file.read(len(LFS_POINTER)) == LFS_POINTER:
@@ -138,7 +138,7 @@ def _compare(expected: dict[str, tuple[int, ...]], stored: dict[str, tuple[int, 
 def read_weights(directory: Path) -> dict[str, torch.Tensor]:
     tensors = {}
     try:
-        for path in _weight_files(directory):
+        for path in weight_files(directory):
             tensors.update(load_file(str(path)))
     except (SafetensorError, OSError, ValueError, KeyError) as error:
         raise CheckpointError(code="checkpoint.unreadable_weights", directory=str(directory),

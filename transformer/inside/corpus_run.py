@@ -39,7 +39,8 @@ from safetensors.torch import save as safetensors_bytes
 from torch import Tensor
 
 from ..errors import InputError
-from ..files.checkpoint import Checkpoint
+from ..files.checkpoint import CONFIG, Checkpoint
+from ..files.weights import weight_files
 from ..paper.sentences import encode_source
 from ..paper.translation import Translation, inspect_together
 from .contributions import blocks_of, compose, record_blocks
@@ -136,16 +137,14 @@ def model_fingerprint(checkpoint: Checkpoint) -> str:
             digest.update(name.encode())
             digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
         return digest.hexdigest()
-    for path in sorted(Path(checkpoint.path).iterdir()):
-        if path.name == "config.json":
-            digest.update(path.read_bytes())
-        elif path.suffix == ".safetensors":
-            size = path.stat().st_size
-            digest.update(f"{path.name}:{size}".encode())
-            with path.open("rb") as handle:
-                digest.update(handle.read(EDGE_BYTES))
-                handle.seek(max(0, size - EDGE_BYTES))
-                digest.update(handle.read(EDGE_BYTES))
+    digest.update((Path(checkpoint.path) / CONFIG).read_bytes())
+    for path in sorted(weight_files(Path(checkpoint.path))):
+        size = path.stat().st_size
+        digest.update(f"{path.name}:{size}".encode())
+        with path.open("rb") as handle:
+            digest.update(handle.read(EDGE_BYTES))
+            handle.seek(max(0, size - EDGE_BYTES))
+            digest.update(handle.read(EDGE_BYTES))
     return digest.hexdigest()
 
 

@@ -23,6 +23,7 @@ from torch import Tensor
 
 from ..paper.translation import Translation
 from ..paper.model import AddAndNorm, HeadMask, MultiHeadAttention, ScaledDotProductAttention, Transformer
+from .hooks import in_this_thread
 
 KINDS = ("encoder", "decoder", "cross")
 
@@ -175,39 +176,62 @@ def contribution_maps(model: Transformer, translation: Translation, kind: str, h
 @dataclass
 class LogitLens:
     """Each decoder layer's output read as if it were the last (nostalgebraist, 2020): through the final norm (if
-    any) and the output projection. ``probabilities`` (layers, steps) of the token each step finally chose,
-    ``top_ids`` and ``top_probs`` (layers, steps, k) the layer's own favourites; ``final_log_probs`` (steps, vocab)
-    the last layer's whole distribution, for sampling at another temperature."""
+    any) and the output projection; with a tuned lens, through its layer's affine map first (``tuned_lens.py``).
+    ``probabilities`` (layers, steps) of the token each step finally chose, ``top_ids`` and ``top_probs``
+    (layers, steps, k) the layer's own favourites; ``final_log_probs`` (steps, vocab) the last layer's whole
+    distribution, for sampling at another temperature; ``kl`` (layers,) KL(p_final ‖ p_layer) in nats, averaged
+    over the steps."""
 
     probabilities: Tensor
     top_ids: Tensor
     top_probs: Tensor
     final_log_probs: Tensor
+    kl: Tensor
 
 
-@torch.inference_mode()
-def logit_lens(model: Transformer, translation: Translation, top_k: int = 3) -> LogitLens:
-    """At which layer does each chosen token win? The decoder's residual stream after every layer, projected to
-    the vocabulary with the model's own final norm and output projection."""
-    model.eval()
+def decoder_states(model: Transformer, src: Tensor, tgt: Tensor) -> Tensor:
+    """The residual stream after every decoder layer, (layers, B, T, d_model), in a teacher-forced pass of padded
+    sources ``src`` and decoder inputs ``tgt``: the model's own modules, watched (in this thread alone)."""
     hidden: list[Tensor] = []
-    hooks = [layer.register_forward_hook(lambda module, args, output: hidden.append(output[0]))
+    hooks = [layer.register_forward_hook(in_this_thread(lambda module, args, output: hidden.append(output[0])))
              for layer in model.decoder.layers]
     try:
-        encoded = model.encode(torch.tensor([translation.source_ids], device=model.device))
-        model.decode(torch.tensor([translation.target_ids], device=model.device), encoded)
+        model.decode(tgt, model.encode(src))
     finally:
         for hook in hooks:
             hook.remove()
-    states = torch.cat(hidden)  # (layers, steps, d_model)
+    return torch.stack(hidden)
+
+
+def read_states(model: Transformer, states: Tensor) -> Tensor:
+    """Decoder states (..., d_model) read as the last layer's are: the final norm (pre-norm), then the output
+    projection; log-probabilities in float32."""
     if model.decoder.final_norm is not None:
         states = model.decoder.final_norm(states)
-    log_probs = model.project(states).float().log_softmax(-1).cpu()
+    return model.project(states.to(model.dtype)).float().log_softmax(-1)
+
+
+def kl_from_final(final_log_probs: Tensor, log_probs: Tensor) -> Tensor:
+    """KL(p_final ‖ p) = Σ p_final (log p_final − log p), in nats, for each row of (..., vocabulary)."""
+    return (final_log_probs.exp() * (final_log_probs - log_probs)).sum(-1)
+
+
+@torch.inference_mode()
+def logit_lens(model: Transformer, translation: Translation, top_k: int = 3, lens=None) -> LogitLens:
+    """At which layer does each chosen token win? The decoder's residual stream after every layer, projected to
+    the vocabulary with the model's own final norm and output projection; ``lens`` (a ``TunedLens``) first maps
+    each layer's state by its own affine map (Belrose et al., 2023)."""
+    model.eval()
+    states = decoder_states(model, torch.tensor([translation.source_ids], device=model.device),
+                            torch.tensor([translation.target_ids], device=model.device))[:, 0]
+    if lens is not None:
+        states = lens.translated(states)
+    log_probs = read_states(model, states).cpu()
     probabilities = log_probs.exp()
     chosen = torch.tensor(translation.predicted_ids)
     top = probabilities.topk(top_k, dim=-1)
-    return LogitLens(probabilities.gather(-1, chosen.view(1, -1, 1).expand(len(hidden), -1, 1)).squeeze(-1),
-                     top.indices, top.values, log_probs[-1])
+    return LogitLens(probabilities.gather(-1, chosen.view(1, -1, 1).expand(len(states), -1, 1)).squeeze(-1),
+                     top.indices, top.values, log_probs[-1], kl_from_final(log_probs[-1], log_probs).mean(-1))
 
 
 @dataclass
