@@ -4,8 +4,8 @@ the English–French Hansards gold, on the bundled English→French model.
 
 - ``seconds``: reading every method's links for every pair (the pass, the norms, the ALTI+ decompositions);
 - ``methods``: each method and layer's AER, precision and recall, best first; ``diagonal``: the same scores for
-  links that only follow the diagonal (target word j to source word j·m/n), a floor a reading of the model should
-  beat.
+  links that only follow the diagonal (target word j to source word round(j·(m−1)/(n−1)), of m source and n target
+  words counted from 0; source word 0 for a one-word target), a floor a reading of the model should beat.
 
     python benchmarks/alignment.py --gold-dir ../shared/data/alignment --json
 """

@@ -9,7 +9,15 @@ weights on the same rows).
 Each sentence adds its **sums** (``SentenceSums``); a corpus's figure is the sum over its sentences divided by its
 rows, so it does not depend on how the sentences were batched or saved. Every query row counts, ``<s>`` and ``</s>``
 included; the row that predicts ``</s>`` and a multilingual model's forced language steps do not count for
-alignment, which is about words.
+alignment, which is about words. The decoder's first row sees only ``<s>``, so every decoder head counts it as
+``same`` and puts all its weight there (``special``, confidence 1, entropy 0); the figures keep it (decoder layer 1
+head 3 of the bundled English→German model over the first 200 test sentences: ``same`` 61.5%, 58.6% without the
+first rows).
+
+A head's **role** (``role_of``) names what it does on at least half (``MOST``) of its rows, or of its weight for
+``special``: ``previous``, ``same`` or ``next`` first, then ``aligned``, ``special``, ``broad`` (``spread`` at least
+``BROAD``), else ``mixed``. Half is a lower bar than Voita et al.'s positional heads (section 5), whose largest weight
+falls on one relative position on at least 90% of rows: a role names what a head does more often than anything else.
 """
 
 from __future__ import annotations
