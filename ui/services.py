@@ -26,6 +26,7 @@ from .runtime.language import Number, message
 from .runtime.model_names import checkpoint_name, set_for
 from .runtime.worker import ModelsOnDisk
 from .views.corpus import OpenCorpora
+from .views.layers import KeptLenses
 from .views.lessons import LESSONS, Lesson, lesson_models, listed_as, multilingual_pair
 from .views.questions import Question, predict_question
 
@@ -202,10 +203,13 @@ class Services:
     costly: CostlyWork = field(default_factory=CostlyWork)  # the costly events: one at a time, budgeted
     corpora: OpenCorpora = field(default_factory=OpenCorpora)  # the Corpus tab's runs, the last used held open
     stops: Stops = field(default_factory=Stops)  # each page's Stop of a translation decoding as it is watched
+    lenses: KeptLenses | None = None  # each model's tuned lens: shipped beside it, else trained here and kept
     classes: Classrooms | None = None  # the classes open on this server; by default asking the registry's models
     opening: OpeningAtStart | None = None  # the models the server opens by itself when it starts
 
     def __post_init__(self):
+        if self.lenses is None:
+            self.lenses = KeptLenses(self.hub.directory / ".lenses")  # beside the Hub models, whose lenses they are
         if self.classes is None:
             self.classes = Classrooms(self.ask)
         if self.opening is None:

@@ -5,12 +5,13 @@ import pandas
 import pytest
 
 from transformer.errors import InputError
-from transformer.inside import one_head
+from transformer.inside import one_head, tuned_lens
 from ui.tabs import experiments
 from ui.tabs import explain as explain_tab
 from ui.tabs import inside as inside_tab
 from ui.views import experiments as experiment_views
 from ui.views import inside
+from ui.views import layers as layer_views
 from ui.views import translate as translate_views
 
 SENTENCE = "A dog runs across the grass."
@@ -159,3 +160,78 @@ def test_the_sampling_view_never_offers_tokens_decoding_never_generates(app_serv
 def test_rollout_is_not_scored_against_itself(app_services, translation):
     views = explain_tab.on_attribute(app_services, "multi30k-en-de", translation, "attention rollout", 32, 1, "1")
     assert "rollout" not in set(views["explain_agreement"]["attention"])
+
+
+# --- what each layer knows ----------------------------------------------------------------------------------
+
+RAINY_BUS = "Several people are waiting for the bus in the rain."
+
+
+@pytest.fixture(scope="module")
+def rainy_bus(app_services):
+    return translate_views.run_translation(app_services.registry.get("multi30k-en-de"), RAINY_BUS, "beam",
+                                           5).translation
+
+
+def test_the_decoder_translates_from_every_encoder_layer_marking_what_differs_from_the_final(app_services,
+                                                                                           rainy_bus):
+    views = inside_tab.on_layers(app_services, "multi30k-en-de", rainy_bus, 1)
+    by_layer = views["layers_state"]
+    assert [translation.text for translation in by_layer] == [
+        "Mehrere Menschen warten auf den Bus im Regen.", "Mehrere Personen warten im Regen auf den Bus.",
+        "Mehrere Personen warten im Regen auf den Bus."]
+    assert by_layer[-1].predicted_ids == rainy_bus.predicted_ids, "the last layer's is the translation shown"
+    rows = views["decoderlens_table"].split("\n")[2:5]
+    assert rows[0] == "| 1 | Mehrere **Menschen** warten auf den **Bus** **im** **Regen\\.** | 64.4 |"
+    assert rows[2] == "| 3 | Mehrere Personen warten im Regen auf den Bus\\. | 100.0 |"
+    assert "From layer 2 on it writes the final translation" in str(views["decoderlens_summary"])
+    assert views["layers_open"] and views["decoderlens_layer"].maximum == 3
+
+
+def test_each_encoder_layers_map_is_the_cross_attention_of_its_own_translation(app_services, rainy_bus):
+    by_layer = inside_tab.on_layers(app_services, "multi30k-en-de", rainy_bus, 1)["layers_state"]
+    for layer in (1, 3):
+        views = inside_tab.on_layer_shown(by_layer, layer)
+        shown = views["decoderlens_map"]
+        np.testing.assert_allclose(shown.weights.numpy(), by_layer[layer - 1].cross_attention[-1].mean(0).numpy(),
+                                   atol=1e-4)
+        assert shown.rows == tuple(by_layer[layer - 1].predicted_pieces) and views["decoderlens_layer"].value == layer
+    assert inside_tab.on_layer_shown(None, 2) == {}
+
+
+def test_the_tuned_lens_stands_beside_the_logit_lens_with_each_layers_kl(app_services, rainy_bus):
+    views = inside_tab.on_lens(app_services, "multi30k-en-de", rainy_bus, 1, 1.0, 0, 1.0)
+    tuned, logit = np.asarray(views["tuned_plot"].data[0].z), np.asarray(views["lens_plot"].data[0].z)
+    np.testing.assert_allclose(tuned[-1], logit[-1], atol=1e-6)  # the last layer has no map
+    assert not np.allclose(tuned[0], logit[0], atol=1e-2)
+    assert "trained on 2,000 Multi30K training sentences" in views["tuned_text"]
+    expected_logit = one_head.logit_lens(app_services.registry.get("multi30k-en-de").model, rainy_bus).kl
+    first = views["tuned_text"].split("\n")[-3]
+    assert first.startswith(f"| 1 | {float(expected_logit[0]):.3f} | ")
+    assert not views["tuned_train"].visible
+
+
+def test_a_model_without_a_tuned_lens_trains_one_on_request_and_keeps_it_for_later_visitors(app_services,
+                                                                                           tmp_path, monkeypatch):
+    monkeypatch.setattr(layer_views, "APP_TRAINING", tuned_lens.LensTraining(sentences=40, steps=20))
+    monkeypatch.setattr(app_services, "lenses", layer_views.KeptLenses(tmp_path))
+    digits = translate_views.run_translation(app_services.registry.get("reverse-tiny"), "3 1 4 1 5", "greedy",
+                                             1).translation
+    before = inside_tab.on_lens(app_services, "reverse-tiny", digits, 1, 1.0, 0, 1.0)
+    assert before["tuned_plot"] is None and before["tuned_train"].visible and "no tuned lens yet" in \
+        before["tuned_text"]
+    heard = []
+    after = inside_tab.on_train_lens(app_services, "reverse-tiny", digits,
+                                     progress=lambda share, desc: heard.append(desc))
+    assert after["tuned_plot"] is not None and not after["tuned_train"].visible
+    assert "the app's 40 sample sentences" in after["tuned_text"]
+    assert heard[0].startswith("Translating the lens's sentences") and heard[-1] == \
+        "Training the tuned lens: step 20 of 20"
+    later = layer_views.KeptLenses(tmp_path)  # a server started again
+    assert later.get(app_services.registry.get("reverse-tiny")).trained_on["sentences"] == 40
+
+
+def test_a_new_translation_puts_away_the_layers_read_for_the_last(rainy_bus):
+    reset = inside_tab.after_translation(rainy_bus)
+    assert reset["layers_state"] is None and reset["decoderlens_map"] is None and reset["tuned_plot"] is None
+    assert reset["decoderlens_summary"] == inside_tab.WAITING_LAYERS

@@ -99,6 +99,9 @@ def assert_draws_what_it_promises(lesson: lessons.Lesson, views: dict, checkpoin
     if lesson.action == "patching":
         assert views["patching_heads"] is not None and views["patching_section"].open
         assert value(views["patch_step"]) == lesson.step and "“▁sie” rather than “▁er”" in views["patching_summary"]
+    if lesson.action == "layers":
+        assert views["layers_section"].open and views["lens_section"].open and views["decoderlens_map"] is not None
+        assert len(views["layers_state"]) == config.n_encoder_layers and views["tuned_plot"] is not None
     if lesson.action == "attribution":
         table = views["explain_agreement"]
         assert len(getattr(table, "data", table)) > 0  # a DataFrame, or a Styler of one
@@ -211,6 +214,19 @@ def test_the_lesson_on_one_weight_opens_inside_the_head_on_its_query(page):
     assert result["inside_query"].value == 3 and result["inside_head"].value == 2
     assert "layer 3, head 2.** Query 3 is step 3: it reads **▁Hund** and produced **▁rennt**" in result[
         "inside_summary"]
+
+
+def test_the_lesson_on_what_each_layer_knows_says_what_the_layers_really_write(page, app_services):
+    lesson = lessons.lesson_by_choice("each_layer_knows")
+    views = show_me(page, "each_layer_knows")
+    by_layer = [translation.text for translation in views["layers_state"]]
+    assert by_layer[0].endswith("auf den Bus im Regen.") and by_layer[1] == by_layer[2]
+    assert by_layer[1].endswith("im Regen auf den Bus.")
+    assert "From layer 2 on it writes the final translation" in str(views["decoderlens_summary"])
+    assert "'auf den Bus im Regen'" in lesson.look_for and "'im Regen auf den Bus'" in lesson.look_for
+    tuned = views["tuned_text"].split("\n")[-3]  # decoder layer 1's row: | 1 | logit | tuned |
+    logit_kl, tuned_kl = (float(cell) for cell in tuned.strip("| ").split(" | ")[1:])
+    assert tuned_kl < logit_kl / 2, "the tuned lens's KL is less than half the logit lens's at layer 1"
 
 
 def test_the_first_lesson_says_what_the_model_really_does_at_its_step(app_services):

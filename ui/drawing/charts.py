@@ -376,9 +376,9 @@ def contrastive_bars(groups: dict[str, tuple[Sequence[str], Sequence[float]]], t
 
 
 def logit_lens_heatmap(chosen_probabilities, favourites: Sequence[Sequence[str]], produced: Sequence[str],
-                       *, language: str = ENGLISH) -> go.Figure:
+                       *, title_key: str = "lens.title", language: str = ENGLISH) -> go.Figure:
     """Layers (rows) x decoding steps (columns): colour the probability of the token finally chosen, text the
-    layer's own favourite."""
+    layer's own favourite; titled by ``figures.<title_key>`` (the logit lens's, or the tuned lens's)."""
     matrix = as_matrix(chosen_probabilities)
     layers = [say(language, "lens.layer", layer=i + 1) for i in range(len(matrix))]
     favourite = [[escape(piece) for piece in row] for row in favourites]
@@ -391,7 +391,7 @@ def logit_lens_heatmap(chosen_probabilities, favourites: Sequence[Sequence[str]]
         colorbar=dict(title=say(language, "lens.colorbar"), thickness=12)))
     fig.update_xaxes(title=say(language, "lens.steps_axis"), tickangle=slant_room(produced), **tick_labels(produced))
     fig.update_yaxes(**tick_labels(layers))
-    return apply_layout(fig, say(language, "lens.title"), height=220 + 40 * len(layers), language=language)
+    return apply_layout(fig, say(language, title_key), height=220 + 40 * len(layers), language=language)
 
 
 def pruning_curves(series: dict[str, tuple[Sequence[float], Sequence[str]]], title: str,

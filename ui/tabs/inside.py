@@ -1,5 +1,6 @@
 """The Inside a head tab: the arithmetic of one head on the last translation, what each key adds, the merging of
-heads, the logit lens and temperature, and equation 1 on numbers small enough for a blackboard."""
+heads, the logit lens beside the tuned lens and temperature, what each encoder layer knows (DecoderLens), and
+equation 1 on numbers small enough for a blackboard."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from transformer.paper.translation import Translation
 
 from ..runtime import components
 from ..runtime.chart import Chart
-from ..runtime.language import ENGLISH, message
+from ..runtime.language import ENGLISH, message, text
 from ..runtime.page import Page
+from ..runtime.worker import Callback, Stopped
 from ..services import Services
-from ..views import inside
+from ..views import inside, layers as layer_views
 from ..views.choices import ATTENTION_KINDS
 from ..runtime.numbers import clamp
 from ..views.translate import layer_and_head_counts
@@ -22,6 +24,7 @@ TAB_ID, TITLE = "inside", message("inside.title")  # the tab's id in the page, a
 
 # What the tab says until a sentence is translated (a message: the page writes it in its language).
 WAITING = message("inside.waiting")
+WAITING_LAYERS = message("inside.layers.waiting")
 # A click on a cell of the whole head's maps looks inside its row's query (ui/static/page.js).
 QUERY_PICKER = {"charts": "#inside-maps", "slider": "#inside-query", "shownNext": "inside-summary", "rowsMeta": None}
 
@@ -58,14 +61,21 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
                     for name in ("weights", "head", "layer")}
         page.add(**maps)
     lens_layout(page)
+    layers_layout(page, checkpoint)
     blackboard_layout(page)
 
 
 def lens_layout(page: Page) -> None:
     words = page.words
-    with gr.Accordion(words("inside.lens"), open=False):
+    with gr.Accordion(words("inside.lens"), open=False, elem_id="lens-section") as lens_section:
         gr.Markdown(words("inside.note.lens"))
         lens_plot = Chart(label=words("inside.lens.plot"), elem_id="logit-lens")
+        gr.Markdown(words("inside.note.tuned"))
+        tuned_plot = Chart(label=words("inside.tuned.plot"), elem_id="tuned-lens")
+        tuned_text = gr.Markdown(elem_id="tuned-lens-kl")
+        with gr.Row():
+            tuned_train = gr.Button(words("inside.tuned.train"), visible=False, elem_id="tuned-lens-train")
+            tuned_stop = gr.Button(words("inside.tuned.stop"), variant="stop", visible=False)
         gr.Markdown(words("inside.note.temperature"))
         with gr.Row():
             lens_step = components.Slider(1, 2, value=1, step=1, label=words("inside.lens.step"))
@@ -77,9 +87,29 @@ def lens_layout(page: Page) -> None:
             sample_seed = components.Number(0, precision=0, minimum=0, label=words("inside.lens.seed"), scale=1)
             sample_button = gr.Button(words("inside.lens.sample"), scale=1)
             sampled = gr.Markdown(elem_id="sampled-translation")
-    page.add(lens_plot=lens_plot, lens_step=lens_step, temperature=temperature, sample_top_k=sample_top_k,
+    page.add(lens_section=lens_section, lens_plot=lens_plot, tuned_plot=tuned_plot, tuned_text=tuned_text, tuned_train=tuned_train,
+             tuned_stop=tuned_stop, lens_step=lens_step, temperature=temperature, sample_top_k=sample_top_k,
              sample_top_p=sample_top_p, temperature_plot=temperature_plot, sample_seed=sample_seed,
              sample_button=sample_button, sampled=sampled)
+
+
+def layers_layout(page: Page, checkpoint: Checkpoint) -> None:
+    """What each encoder layer knows: the translation from every one of them, one chosen with its cross-attention."""
+    words = page.words
+    encoder_layers = checkpoint.model.config.n_encoder_layers
+    with gr.Accordion(words("inside.layers"), open=False, elem_id="layers-section") as layers_section:
+        gr.Markdown(words("inside.note.layers"))
+        decoderlens_layer = components.Slider(1, max(2, encoder_layers), value=1, step=1,
+                                              label=words("inside.layers.layer"), elem_id="decoderlens-layer")
+        decoderlens_summary = gr.Markdown(words("inside.layers.waiting"), elem_id="decoderlens-summary")
+        with gr.Row(elem_id="decoderlens"):
+            with gr.Column(scale=2, min_width=320):
+                decoderlens_table = gr.Markdown(elem_id="decoderlens-table")
+            with gr.Column(scale=3, min_width=320):
+                decoderlens_map = Chart(label=words("inside.layers.map"), elem_id="decoderlens-map")
+    page.add(layers_section=layers_section, decoderlens_layer=decoderlens_layer,
+             decoderlens_summary=decoderlens_summary, decoderlens_table=decoderlens_table,
+             decoderlens_map=decoderlens_map, layers_state=gr.State(None), layers_open=gr.State(False))
 
 
 def blackboard_layout(page: Page) -> None:
@@ -129,9 +159,63 @@ def on_lens(services: Services, translation_model, translation_state, lens_step,
     if translation_state is None:
         return {}
     sampling = inside.sampling_settings(temperature, sample_top_k, sample_top_p, 0)
-    lens, distribution = inside.lens_figures(services.registry.get(translation_model), translation_state, lens_step,
-                                             sampling, language)
-    return {"lens_plot": lens, "temperature_plot": distribution}
+    checkpoint = services.registry.get(translation_model)
+    lens, distribution = inside.lens_figures(checkpoint, translation_state, lens_step, sampling, language)
+    return {"lens_plot": lens, "temperature_plot": distribution,
+            **tuned_views(checkpoint, translation_state, services.lenses.get(checkpoint), language)}
+
+
+def tuned_views(checkpoint: Checkpoint, translation: Translation, lens, language: str = ENGLISH) -> dict:
+    """The tuned lens beside the logit lens, or the button that trains one for a model that has none."""
+    figure, kl = layer_views.lens_views(checkpoint, translation, lens, language)
+    return {"tuned_plot": figure, "tuned_text": kl, "tuned_train": gr.Button(visible=lens is None),
+            "tuned_stop": gr.Button(visible=lens is None)}
+
+
+def on_train_lens(services: Services, translation_model, translation_state, progress=gr.Progress(),
+                  language: str = ENGLISH) -> dict:
+    """A tuned lens trained for the model shown, in the worker, one at a time (the costly slot), with its progress
+    and Stop; kept beside the server's Hub models, so every later visitor reads it at once."""
+    checkpoint = services.registry.get(translation_model)
+    if services.lenses.get(checkpoint) is None:
+        def on_progress(stage, done, total):
+            if progress is not None:
+                progress(done / max(total, 1), desc=text(language, f"inside.tuned.progress.{stage}", done=done,
+                                                         total=total))
+        try:
+            services.costly.run(layer_views.train_and_keep, checkpoint, str(services.lenses.folder_of(checkpoint)),
+                                Callback(on_progress))
+        except Stopped:
+            pass  # nothing is kept of a lens stopped half-trained: the button trains one anew
+    if translation_state is None:
+        return {}
+    return tuned_views(checkpoint, translation_state, services.lenses.get(checkpoint), language)
+
+
+def layer_views_of(by_layer, layer, language: str = ENGLISH) -> dict:
+    """The DecoderLens views of ``by_layer`` (every encoder layer's translation) at encoder layer ``layer``."""
+    layer = clamp(layer, 1, len(by_layer))
+    return {"decoderlens_layer": gr.Slider(1, max(2, len(by_layer)), value=layer, step=1),
+            "decoderlens_summary": layer_views.layer_summary(by_layer, layer),
+            "decoderlens_table": layer_views.layers_table(by_layer, language),
+            "decoderlens_map": layer_views.layer_map(by_layer, layer)}
+
+
+def on_layers(services: Services, translation_model, translation_state, decoderlens_layer,
+              language: str = ENGLISH) -> dict:
+    """The section opened (or the lesson's Show me): the sentence translated from every encoder layer at once."""
+    if translation_state is None:
+        return {"layers_open": True}
+    by_layer = layer_views.layer_translations(services.registry.get(translation_model), translation_state)
+    return {"layers_state": by_layer, "layers_open": True,
+            **layer_views_of(by_layer, decoderlens_layer, language)}
+
+
+def on_layer_shown(layers_state, decoderlens_layer, language: str = ENGLISH) -> dict:
+    """Another encoder layer chosen: its translation and cross-attention, from what the section computed."""
+    if not layers_state:
+        return {}
+    return layer_views_of(layers_state, decoderlens_layer, language)
 
 
 def on_temperature(services: Services, translation_model, translation_state, lens_step, temperature, sample_top_k,
@@ -162,17 +246,19 @@ def reset_if_waiting(translation_state, tabs_waiting) -> dict:
 
 
 def on_opened(services: Services, translation_model, translation_state, tabs_waiting, inside_kind, inside_layer,
-              inside_head, inside_query, lens_step, temperature, sample_top_k, sample_top_p,
-              language: str = ENGLISH) -> dict:
+              inside_head, inside_query, lens_step, temperature, sample_top_k, sample_top_p, layers_open=False,
+              decoderlens_layer=1, language: str = ENGLISH) -> dict:
     """The tab opened: what a translation made meanwhile resets here first, in the same round trip as the views
-    (drawn at the query and step it resets to)."""
+    (drawn at the query and step it resets to); the layers' section, where it is open, read anew."""
     reset = reset_if_waiting(translation_state, tabs_waiting)
     if "inside_query" in reset:
         inside_query, lens_step = first_rows(translation_state)
+    reading = on_layers(services, translation_model, translation_state, decoderlens_layer, language) \
+        if layers_open and "inside_query" in reset else {}
     return {**reset, **on_inside(services, translation_model, translation_state, inside_kind, inside_layer, inside_head,
                                  inside_query, language),
             **on_lens(services, translation_model, translation_state, lens_step, temperature, sample_top_k,
-                      sample_top_p, language)}
+                      sample_top_p, language), **reading}
 
 
 def on_look_inside(services: Services, translation_model, translation_state, tabs_waiting, step, layer, head, average,
@@ -197,6 +283,10 @@ def looking_at(checkpoint: Checkpoint, translation: Translation | None, kind, he
             "lens_step": gr.Slider(1, max(2, steps), value=clamp(step, 1, steps), step=1, interactive=steps > 1)}
 
 
+def closed_layers() -> dict:
+    return {"layers_open": False}
+
+
 def on_blackboard(blackboard_table, blackboard_causal, language: str = ENGLISH) -> dict:
     steps, figure = inside.blackboard(blackboard_table, blackboard_causal, language)
     return {"blackboard_steps": steps, "blackboard_plot": figure}
@@ -216,8 +306,10 @@ def after_translation(translation: Translation) -> dict:
     return {"inside_query": gr.Slider(1, max(2, steps), value=query, step=1), "inside_summary": WAITING,
             "inside_table": None, "inside_contributions": None, "inside_vectors": None, "inside_merge": "",
             "inside_cache": "", "inside_map_weights": None, "inside_map_head": None, "inside_map_layer": None,
-            "lens_plot": None, "temperature_plot": None, "sampled": "",
-            "lens_step": gr.Slider(1, max(2, steps), value=lens_step, step=1, interactive=steps > 1)}
+            "lens_plot": None, "temperature_plot": None, "sampled": "", "tuned_plot": None, "tuned_text": "",
+            "lens_step": gr.Slider(1, max(2, steps), value=lens_step, step=1, interactive=steps > 1),
+            "layers_state": None, "decoderlens_summary": WAITING_LAYERS, "decoderlens_table": "",
+            "decoderlens_map": None}
 
 
 def first_rows(translation: Translation) -> tuple[int, int]:
@@ -227,33 +319,46 @@ def first_rows(translation: Translation) -> tuple[int, int]:
 
 def after_model_change(checkpoint: Checkpoint) -> dict:
     layers, heads = layer_and_head_counts(checkpoint)
+    encoder_layers = checkpoint.model.config.n_encoder_layers
     return {"inside_layer": gr.Slider(1, layers, value=layers, step=1),
-            "inside_head": gr.Slider(1, heads, value=1, step=1)}
+            "inside_head": gr.Slider(1, heads, value=1, step=1),
+            "decoderlens_layer": gr.Slider(1, max(2, encoder_layers), value=1, step=1)}
 
 
 INSIDE_RESET = ("inside_query", "inside_summary", "inside_table", "inside_contributions", "inside_vectors",
                 "inside_merge", "inside_cache", "inside_map_weights", "inside_map_head", "inside_map_layer", "lens_plot",
-                "temperature_plot", "sampled", "lens_step")
+                "temperature_plot", "sampled", "lens_step", "tuned_plot", "tuned_text", "layers_state",
+                "decoderlens_summary", "decoderlens_table", "decoderlens_map")
+TUNED_OUTPUTS = ("tuned_plot", "tuned_text", "tuned_train", "tuned_stop")
+LAYERS_OUTPUTS = ("layers_state", "layers_open", "decoderlens_layer", "decoderlens_summary", "decoderlens_table",
+                  "decoderlens_map")
 
 
 def declare(page: Page) -> None:
     page.when_translated(after_translation, INSIDE_RESET, TAB_ID, drawn_on_opening=False)  # on_opened draws it
-    page.when_model_changes(after_model_change, ("inside_layer", "inside_head"))
+    page.when_model_changes(after_model_change, ("inside_layer", "inside_head", "decoderlens_layer"))
 
 
 def wire(page: Page) -> None:
     c = page.components
     page.on(page.shown(TAB_ID), on_opened, [*HEAD_OUTPUTS, "lens_plot", "temperature_plot", *INSIDE_RESET,
-                                           "tabs_waiting", "visible_tab"], trigger_mode="always_last",
-            progress_on=["inside_summary"])
+                                           *TUNED_OUTPUTS, *LAYERS_OUTPUTS, "tabs_waiting", "visible_tab"],
+            trigger_mode="always_last", progress_on=["inside_summary"])
     page.on([c["inside_kind"].input, c["inside_layer"].input, c["inside_head"].input, c["inside_query"].input],
             on_inside, HEAD_OUTPUTS, trigger_mode="always_last", show_progress="hidden")
     page.on([c["lens_step"].input, c["temperature"].input, c["sample_top_k"].input, c["sample_top_p"].input],
             on_temperature, ["temperature_plot"], trigger_mode="always_last", show_progress="hidden")
     page.on(c["sample_button"].click, on_sample, ["sampled", "sample_seed"], keep_on_input_problem=True)
+    training = page.on(c["tuned_train"].click, on_train_lens, TUNED_OUTPUTS, costly=True, progress_on=["tuned_text"])
+    page.stops(c["tuned_stop"], training)
+    page.on(c["layers_section"].expand, on_layers, LAYERS_OUTPUTS, trigger_mode="always_last",
+            progress_on=["decoderlens_summary"])
+    page.on(c["layers_section"].collapse, closed_layers, ["layers_open"], show_progress="hidden")
+    page.on(c["decoderlens_layer"].input, on_layer_shown, LAYERS_OUTPUTS, trigger_mode="always_last",
+            show_progress="hidden")
     page.on(c["look_inside"].click, on_look_inside,  # the Translate tab's step view, looked into here
             ["tabs", "inside_kind", "inside_head", "lens_step", *HEAD_OUTPUTS, "lens_plot", "temperature_plot",
-             *INSIDE_RESET, "tabs_waiting", "visible_tab"])
+             *INSIDE_RESET, *TUNED_OUTPUTS, "tabs_waiting", "visible_tab"])
     page.on([c["blackboard_button"].click, c["blackboard_causal"].input], on_blackboard,
             ["blackboard_steps", "blackboard_plot"], keep_on_input_problem=True)
     page.on(c["blackboard_d"].input, on_blackboard_size, ["blackboard_table", "blackboard_steps", "blackboard_plot"],

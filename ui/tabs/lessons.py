@@ -139,6 +139,12 @@ def after_set_up(services: Services, result: dict, lesson_choice, defaults: dict
         result.update(explain.on_attribute(
             services, lesson.model, translation, defaults["explain_method"], defaults["explain_steps"],
             defaults["explain_layer"], defaults["explain_head"], language=language))
+    elif lesson.action == "layers":
+        result.update(inside_tab.on_opened(
+            services, lesson.model, translation, result["tabs_waiting"], shown["kind"], lesson.layer, shown["head"],
+            1, 1, 1.0, 0, 1.0, language=language))
+        result.update(inside_tab.on_layers(services, lesson.model, translation, 1, language=language),
+                      layers_section=gr.Accordion(open=True), lens_section=gr.Accordion(open=True))
     elif lesson.action == "patching":
         corrupted = lesson.extra["patch_corrupted"]
         step, alternatives = experiments.pair_choice(services.registry.get(lesson.model), translation, corrupted)
@@ -192,6 +198,7 @@ def wire(page: Page) -> None:
                *defaults, *PAIR_OUTPUTS,
                *translate.TRANSLATION_OUTPUTS, *page.translation_outputs(), *page.model_outputs(), "tabs", *extras,
                *inside_tab.HEAD_OUTPUTS, "inside_kind", "inside_head", "lens_step", "lens_plot", "temperature_plot",
+               *inside_tab.TUNED_OUTPUTS, *inside_tab.LAYERS_OUTPUTS, "layers_section", "lens_section",
                *experiments.COMPARISON_OUTPUTS, "importance_plot", "importance_summary", "word_order_section",
                *experiments.PATCHING_OUTPUTS, "patch_step", "patch_alternative", "patching_section",
                *explain.ATTRIBUTION_OUTPUTS, *corpus.CORPUS_VIEWS, "corpus_colour", "shown_lesson"]

@@ -61,7 +61,8 @@ class Lesson:
     tab: str = "translate"
     focus: str = "attention-plot"  # the element id of the view the lesson is about
     query: int | None = None  # the Inside a head tab's query, where the lesson opens that tab
-    action: str | None = None  # "positions", "importance", "attribution" or "patching": a result Show me computes
+    action: str | None = None  # "positions", "importance", "attribution", "patching" or "layers": a result Show me
+    # computes
     extra: dict = field(default_factory=dict)  # other components the lesson sets, by name
     pair: tuple[PairedRun, PairedRun] | None = None  # two runs it compares, shown side by side in the lessons panel
     real_pair: tuple[PairedRun, PairedRun] | None = None  # the two it compares instead where their models are open
@@ -103,6 +104,7 @@ DOCTOR, DOCTOR_HE = MINIMAL_PAIRS[0]
 # Helsinki-NLP/opus-mt-en-de, under the name the server lists it by once it was opened from the Hub.
 REAL_TRANSLATOR = "opus-mt-en-de"
 BALL = "A young girl is playing with a red ball in the park."
+RAINY_BUS = "Several people are waiting for the bus in the rain."
 # The base Transformer's cross-attention aligns words best in its penultimate layer (Garg et al., 2019), and a real
 # translator spreads a word over several heads: its pairs show the mean of layer 5's heads.
 REAL_TRANSLATOR_LAYER = 5
@@ -138,6 +140,10 @@ LESSONS = (
     # The English→French model carries its alignment error rates against the Hansards gold (alignment.json).
     Lesson("is_alignment", model="multi30k-en-fr", sentence=BALL, layer=3, average=True, tab="analysis",
            focus="alignment-scores"),
+    # DecoderLens: the first encoder layer keeps the English word order ("auf den Bus im Regen"), the second
+    # already reorders it as the model finally does ("im Regen auf den Bus").
+    Lesson("each_layer_knows", sentence=RAINY_BUS, layer=3, average=True, tab="inside", focus="layers-section",
+           action="layers"),
 )
 
 

@@ -21,6 +21,7 @@ from transformer.inside import alignment, patching
 from transformer.inside.analysis import words_from_pieces
 from transformer.inside.attribution import attribute
 from transformer.inside.contributions import contributions
+from transformer.inside.decoder_lens import translations_by_layer
 from transformer.inside.interventions import ablate_heads, head_label
 from transformer.inside.one_head import head_arithmetic
 from transformer.paper.sentences import encode_source
@@ -324,6 +325,22 @@ def best_alignment(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]
                                                                    aer=percent(best[method])) for method in methods]))
 
 
+def first_knowing_layer(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> Question:
+    """Lesson 15: from which encoder layer on the decoder, reading that layer (DecoderLens), writes the model's
+    final translation."""
+    checkpoint = checkpoint_named(lesson.model)
+    by_layer = translations_by_layer(checkpoint, lesson.sentence, lesson.beam)
+    first = len(by_layer)
+    while first > 1 and by_layer[first - 2].predicted_ids == by_layer[-1].predicted_ids:
+        first -= 1
+    shown = sorted({1, first, len(by_layer), *range(max(1, first - 1), min(len(by_layer), first + 1) + 1)})[:CHOICES]
+    return Question(message("q.first_layer", sentence=message("q.quoted", word=lesson.sentence), layers=len(by_layer)),
+                    tuple(message("q.encoder_layer", n=n) for n in shown), shown.index(first),
+                    message("q.first_layer.why", each=[
+                        message("q.layer_wrote", n=n, translation=message("q.quoted", word=translation.text))
+                        for n, translation in enumerate(by_layer, start=1)]))
+
+
 # Each lesson's question, by the lesson's key (a title is only words, free to change in any language).
 PREDICT: dict[str, Callable[[Lesson, Callable[[str], Checkpoint]], Question]] = {
     "where_each_word_looks": where_it_looks,
@@ -340,6 +357,7 @@ PREDICT: dict[str, Callable[[Lesson, Callable[[str], Checkpoint]], Question]] = 
     "source_or_prefix": invented_word,
     "he_or_she": carrying_head,
     "is_alignment": best_alignment,
+    "each_layer_knows": first_knowing_layer,
 }
 
 
