@@ -3,6 +3,7 @@
     pip install mutmut==3.8.1
     python tools/mutation.py inside      # transformer/inside/ against the tests of the measures
     python tools/mutation.py paper       # transformer/paper/ against the tests of the model and decoding
+    python tools/mutation.py inside --modules decoder_lens tuned_lens   # some of a package's modules only
 
 Each mutant is the package with one small change (an operator, a number, an argument left out); mutmut runs, of
 the package's tests below, those that reach the function it changed, and a failure kills it. The tests are chosen
@@ -30,7 +31,7 @@ COPIED = ("transformer", "tests", "ui", "checkpoints", "assets", "benchmarks", "
 LIBRARY_TESTS = "tests/library/"
 PACKAGES = {
     "inside": ["test_references", "test_json_contracts", "test_inside_inputs", "test_causes", "test_inside_head",
-               "test_attribute", "test_analysis", "test_interventions"],
+               "test_attribute", "test_analysis", "test_interventions", "test_lenses"],
     "paper": ["test_model", "test_config", "test_decoding", "test_sampling", "test_search_progress",
               "test_references", "test_tokenizer_checkpoint", "test_vocabularies", "test_analysis",
               "test_interventions", "test_bundled_model", "test_bundled_outputs"],
@@ -38,17 +39,20 @@ PACKAGES = {
 KILLED = ("killed", "timeout")  # a mutant that makes a test run past its limit is caught too
 
 
-def settings(package: str) -> str:
-    """setup.cfg's [mutmut] section for one package. ``-n 0``: mutmut forks its own workers."""
-    lines = ["[mutmut]", "source_paths =", "    transformer/", "only_mutate =", f"    transformer/{package}/*",
-             "also_copy ="] + [f"    {path}" for path in COPIED if path not in ("transformer", "tests")]
+def settings(package: str, modules: list[str] | None = None) -> str:
+    """setup.cfg's [mutmut] section for one package (or ``modules`` of it). ``-n 0``: mutmut forks its own
+    workers."""
+    mutated = [f"    transformer/{package}/{module}.py" for module in modules] if modules else \
+        [f"    transformer/{package}/*"]
+    lines = ["[mutmut]", "source_paths =", "    transformer/", "only_mutate =", *mutated, "also_copy ="]
+    lines += [f"    {path}" for path in COPIED if path not in ("transformer", "tests")]
     lines += ["pytest_add_cli_args =", "    -n", "    0", "    -p", "    no:cacheprovider",
               "pytest_add_cli_args_test_selection ="]
     lines += [f"    {LIBRARY_TESTS}{name}.py" for name in PACKAGES[package]]
     return "\n".join(lines) + "\n"
 
 
-def working_copy(package: str) -> Path:
+def working_copy(package: str, modules: list[str] | None = None) -> Path:
     directory = ROOT / ".mutation" / package
     shutil.rmtree(directory, ignore_errors=True)
     ignored = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyi")
@@ -59,7 +63,7 @@ def working_copy(package: str) -> Path:
         else:
             directory.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, directory / name)
-    (directory / "setup.cfg").write_text(settings(package))
+    (directory / "setup.cfg").write_text(settings(package, modules))
     return directory
 
 
@@ -79,16 +83,22 @@ def scores(results: str) -> list[tuple[str, int, int]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("package", choices=sorted(PACKAGES), help="the package of transformer/ to mutate")
+    parser.add_argument("--modules", nargs="+", metavar="MODULE",
+                        help="mutate only these modules of the package (default: all of them)")
     parser.add_argument("--children", type=int, default=os.cpu_count() or 1,
                         help="mutants run at once (default: this machine's CPUs)")
     args = parser.parse_args(argv)
     if importlib.util.find_spec("mutmut") is None:
         parser.exit(2, f"error: mutmut is not installed beside this Python: {sys.executable} -m pip install "
                        "mutmut==3.8.1\n")
+    unknown = [module for module in args.modules or () if not (ROOT / "transformer" / args.package /
+                                                                f"{module}.py").is_file()]
+    if unknown:
+        parser.exit(2, f"error: transformer/{args.package}/ has no module {', '.join(unknown)}\n")
     missing = [name for name in COPIED if not (ROOT / name).exists()]
     if missing:
         parser.exit(2, f"error: the working copy needs {', '.join(missing)}, missing from {ROOT}\n")
-    directory = working_copy(args.package)
+    directory = working_copy(args.package, args.modules)
     # Forked after torch has started its OpenMP threads, mutmut's children hang unless torch keeps to one.
     environment = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", GRADIO_ANALYTICS_ENABLED="False",
                        HF_HUB_OFFLINE="1")
