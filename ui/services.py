@@ -209,7 +209,7 @@ class Services:
 
     def __post_init__(self):
         if self.lenses is None:
-            self.lenses = KeptLenses(self.hub.directory / ".lenses")  # beside the Hub models, whose lenses they are
+            self.lenses = KeptLenses(self.hub.directory / ".lenses")  # for models whose own folder is read-only
         if self.classes is None:
             self.classes = Classrooms(self.ask)
         if self.opening is None:

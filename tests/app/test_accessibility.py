@@ -35,6 +35,23 @@ def serious_violations(page) -> list[str]:
             for v in found if v["impact"] in ("serious", "critical")]
 
 
+def layers_by_keyboard(page) -> list[str]:
+    """The lenses' sections opened and worked with the keyboard alone: Enter on each section's heading, an arrow
+    key on the encoder layer's slider, which draws that layer's cross-attention; then axe's findings there."""
+    for section in ("#lens-section", "#layers-section"):
+        page.locator(f"{section} > button").first.focus()
+        page.keyboard.press("Enter")
+    page.wait_for_selector("#decoderlens-map .js-plotly-plot", timeout=60_000)
+    page.wait_for_selector("#tuned-lens .js-plotly-plot", timeout=60_000)
+    page.locator("#decoderlens-layer input[type=range]").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => document.querySelector('#decoderlens-map .gtitle')?.textContent"
+                           ".includes('encoder layer 2')", timeout=30_000)
+    answered(page)
+    page.wait_for_function(TAB_SETTLED, timeout=30_000)
+    return serious_violations(page)
+
+
 def test_no_serious_or_critical_wcag_violation_wherever_a_student_goes(app_url, browser):
     url, _ = app_url
     page = browser.new_page(viewport={"width": 1280, "height": 720})
@@ -59,6 +76,8 @@ def test_no_serious_or_critical_wcag_violation_wherever_a_student_goes(app_url, 
         answered(page)  # the tab's views, asked for as it opened
         page.wait_for_function(TAB_SETTLED, timeout=30_000)
         found[tab] = serious_violations(page)
+        if tab == "Inside a head":
+            found["Inside a head, what each layer knows"] = layers_by_keyboard(page)
     page.get_by_role("tab", name="Train").click()
     page.locator("#start-training").click()
     page.wait_for_function("() => /running/.test(document.querySelector('#train-status').innerText)",

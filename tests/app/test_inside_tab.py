@@ -1,11 +1,15 @@
 """The Inside a head tab: one query of one head, step by step, from the sentence last translated."""
 
+import shutil
+
 import numpy as np
 import pandas
 import pytest
 
 from transformer.errors import InputError
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from transformer.inside import one_head, tuned_lens
+from ui import services
 from ui.tabs import experiments
 from ui.tabs import explain as explain_tab
 from ui.tabs import inside as inside_tab
@@ -211,24 +215,35 @@ def test_the_tuned_lens_stands_beside_the_logit_lens_with_each_layers_kl(app_ser
     assert not views["tuned_train"].visible
 
 
-def test_a_model_without_a_tuned_lens_trains_one_on_request_and_keeps_it_for_later_visitors(app_services,
-                                                                                           tmp_path, monkeypatch):
+def test_a_model_without_a_tuned_lens_trains_one_on_request_and_keeps_it_beside_its_weights(tmp_path,
+                                                                                             monkeypatch):
     monkeypatch.setattr(layer_views, "APP_TRAINING", tuned_lens.LensTraining(sentences=40, steps=20))
-    monkeypatch.setattr(app_services, "lenses", layer_views.KeptLenses(tmp_path))
-    digits = translate_views.run_translation(app_services.registry.get("reverse-tiny"), "3 1 4 1 5", "greedy",
+    shutil.copytree(REPOSITORY_CHECKPOINTS / "reverse-tiny", tmp_path / "models" / "reverse-tiny")
+    served = services.Services(services.ModelRegistry([tmp_path / "models"], device="cpu"),
+                               lenses=layer_views.KeptLenses(tmp_path / "lenses"))
+    digits = translate_views.run_translation(served.registry.get("reverse-tiny"), "3 1 4 1 5", "greedy",
                                              1).translation
-    before = inside_tab.on_lens(app_services, "reverse-tiny", digits, 1, 1.0, 0, 1.0)
+    before = inside_tab.on_lens(served, "reverse-tiny", digits, 1, 1.0, 0, 1.0)
     assert before["tuned_plot"] is None and before["tuned_train"].visible and "no tuned lens yet" in \
         before["tuned_text"]
     heard = []
-    after = inside_tab.on_train_lens(app_services, "reverse-tiny", digits,
-                                     progress=lambda share, desc: heard.append(desc))
+    after = inside_tab.on_train_lens(served, "reverse-tiny", digits, progress=lambda share, desc: heard.append(desc))
     assert after["tuned_plot"] is not None and not after["tuned_train"].visible
     assert "the app's 40 sample sentences" in after["tuned_text"]
     assert heard[0].startswith("Translating the lens's sentences") and heard[-1] == \
         "Training the tuned lens: step 20 of 20"
-    later = layer_views.KeptLenses(tmp_path)  # a server started again
-    assert later.get(app_services.registry.get("reverse-tiny")).trained_on["sentences"] == 40
+    assert (tmp_path / "models" / "reverse-tiny" / tuned_lens.LENS_FILE).is_file(), "kept beside the model"
+    later = layer_views.KeptLenses(tmp_path / "lenses")  # a server started again
+    assert later.get(served.registry.get("reverse-tiny")).trained_on["sentences"] == 40
+
+
+def test_a_lens_file_that_cannot_be_read_is_passed_over_as_if_there_were_none(tmp_path, caplog):
+    shutil.copytree(REPOSITORY_CHECKPOINTS / "reverse-tiny", tmp_path / "reverse-tiny")
+    (tmp_path / "reverse-tiny" / tuned_lens.LENS_FILE).write_bytes(b"cut short")
+    checkpoint = load_checkpoint(tmp_path / "reverse-tiny", device="cpu")
+    kept = layer_views.KeptLenses(tmp_path / "lenses")
+    assert kept.get(checkpoint) is None and kept.get(checkpoint) is None
+    assert [record.message.count("is not a tuned lens") for record in caplog.records] == [1], "said once"
 
 
 def test_a_new_translation_puts_away_the_layers_read_for_the_last(rainy_bus):

@@ -2,6 +2,7 @@
 the tuned lens starts as the logit lens and learns to be closer to the final layer, and its KL is its definition
 (the float64 references of paper_reference.py, which share no code with the library)."""
 
+import copy
 import json
 
 import pytest
@@ -14,6 +15,7 @@ from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, Checkpoint, loa
 from transformer.inside import decoder_lens, one_head, tuned_lens
 from transformer.inside.corpus_run import model_fingerprint
 from transformer.paper.decoding import greedy_search, never_generate
+from transformer.paper.model import HeadMask
 from transformer.paper.translation import forced_decode, translate
 
 SENTENCES = ["A dog runs across the grass.", "Two children play football in a park.",
@@ -65,6 +67,19 @@ def test_decoderlens_searches_each_token_as_the_argmax_of_the_decoder_on_that_la
     assert not torch.allclose(layer_two.logits, run.logits)  # the layers differ, so the test could fail
 
 
+def test_at_the_last_layer_a_head_mask_switches_off_the_same_encoder_heads_as_in_the_model_itself(tiny):
+    mask = HeadMask(encoder=torch.tensor([[1.0, 0.0], [0.0, 1.0]]))
+    lens = forced_decode(decoder_lens.read_at_layer(tiny, 2), Ids(), Ids(), SOURCE, TARGET, head_mask=mask)
+    model = forced_decode(tiny, Ids(), Ids(), SOURCE, TARGET, head_mask=mask)
+    assert lens.token_probs == pytest.approx(model.token_probs, abs=1e-6)
+    assert lens.token_probs != pytest.approx(forced_decode(tiny, Ids(), Ids(), SOURCE, TARGET).token_probs, abs=1e-4)
+
+
+def test_a_batch_reading_one_layer_per_sentence_names_a_layer_for_each(tiny):
+    with pytest.raises(ValueError, match="2 layers to read for a batch of 1 sentences"):
+        forced_decode(decoder_lens.read_at_layer(tiny, [1, 2]), Ids(), Ids(), SOURCE, TARGET)
+
+
 def test_the_model_is_left_as_it_was_and_its_weights_are_shared(tiny):
     encoder = tiny.encoder
     lens = decoder_lens.read_at_layer(tiny, 1)
@@ -97,6 +112,13 @@ def test_at_the_last_encoder_layer_it_is_the_ordinary_translation_token_for_toke
             torch.testing.assert_close(getattr(last, name), getattr(ordinary, name), atol=1e-5, rtol=0)
     texts = decoder_lens.texts_from_layer(bundled, SENTENCES, 3, beam_size=beam)
     assert texts == [bundled.translate(sentence, beam).text for sentence in SENTENCES]
+
+
+def test_every_layer_is_read_within_the_length_asked_for(bundled):
+    for translation in decoder_lens.translations_by_layer(bundled, SENTENCES[7], beam_size=5, max_length=3):
+        assert len(translation.predicted_ids) == 3 and not translation.ended
+    (alone,) = decoder_lens.translate_from_layer(bundled, [SENTENCES[7]], 1, beam_size=5, max_length=3)
+    assert len(alone.predicted_ids) == 3 and alone.encoder_attention.size(0) == 1
 
 
 # --- the tuned lens ----------------------------------------------------------------------------------------------
@@ -139,7 +161,23 @@ def test_each_layers_kl_is_its_definition_recomputed_in_float64(tiny):
         read = Reference(tiny).project(Reference(tiny).final("decoder", hidden)).argmax(-1)
         assert compared.top1_logit[layer] == pytest.approx(float((read == final).double().mean()))
     assert compared.positions == len(translation.target_ids)
-    assert [row["decoder_layer"] for row in compared.rows()] == [1, 2, 3]
+    assert compared.rows() == [{"decoder_layer": layer, "kl_logit": round(compared.kl_logit[layer - 1], 6),
+                                "kl_tuned": round(compared.kl_tuned[layer - 1], 6),
+                                "top1_logit": round(compared.top1_logit[layer - 1], 6),
+                                "top1_tuned": round(compared.top1_tuned[layer - 1], 6)} for layer in (1, 2, 3)]
+
+
+def test_a_lens_reads_and_trains_on_a_model_kept_in_bfloat16(tiny):
+    """The app keeps the large multilingual models in bfloat16 (pre-norm, with a final norm)."""
+    half = copy.deepcopy(tiny).to(torch.bfloat16)
+    lens = random_lens(tiny)
+    translation = forced_decode(half, Ids(), Ids(), SOURCE, TARGET)
+    reading = one_head.logit_lens(half, translation, lens=lens)
+    close(reading.kl, one_head.logit_lens(tiny, translation, lens=lens).kl.double(), atol=0.1, rtol=0.1)
+    states = one_head.decoder_states(half, torch.tensor([SOURCE]), torch.tensor([translation.target_ids]))[:, 0]
+    steps = tuned_lens.fit(Checkpoint(half, Ids(), Ids()), tuned_lens.TunedLens(8, 3),
+                           tuned_lens.Positions(states.clone(), 1), tuned_lens.LensTraining(steps=3, batch_positions=4))
+    assert steps == 3
 
 
 def test_training_brings_every_layer_but_the_last_closer_to_the_final_one_and_leaves_the_model_alone(bundled):
@@ -173,7 +211,8 @@ def test_a_lens_is_saved_with_what_it_belongs_to_and_refused_for_other_weights(b
     lens.model, lens.trained_on = model_fingerprint(bundled), {"input": "multi30k:train", "sentences": 3}
     lens.save(tmp_path / tuned_lens.LENS_FILE)
     loaded = tuned_lens.shipped_lens(bundled, tmp_path)
-    assert loaded.trained_on == lens.trained_on and loaded.belongs_to(bundled)
+    assert loaded.trained_on == lens.trained_on and loaded.belongs_to(bundled) and loaded.model == lens.model
+    assert loaded.layers == 3 and loaded.maps[0].in_features == 256
     for mine, theirs in zip(lens.state_dict().values(), loaded.state_dict().values()):
         assert torch.equal(mine, theirs)
     other = load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-fr", device="cpu")

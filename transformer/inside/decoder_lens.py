@@ -37,6 +37,8 @@ class EncoderReadAt(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None, need_weights: bool = False,
                 head_mask: Tensor | None = None) -> tuple[Tensor, list[Tensor]]:
+        if not isinstance(self.read_at, int) and len(self.read_at) != x.size(0):
+            raise ValueError(f"{len(self.read_at)} layers to read for a batch of {x.size(0)} sentences")
         per_row = torch.as_tensor(self.read_at, device=x.device).expand(x.size(0))
         read = x
         attentions = []

@@ -206,9 +206,10 @@ def decoder_states(model: Transformer, src: Tensor, tgt: Tensor) -> Tensor:
 def read_states(model: Transformer, states: Tensor) -> Tensor:
     """Decoder states (..., d_model) read as the last layer's are: the final norm (pre-norm), then the output
     projection; log-probabilities in float32."""
+    states = states.to(model.dtype)  # a lens's float32 maps, read by a model kept in bfloat16
     if model.decoder.final_norm is not None:
         states = model.decoder.final_norm(states)
-    return model.project(states.to(model.dtype)).float().log_softmax(-1)
+    return model.project(states).float().log_softmax(-1)
 
 
 def kl_from_final(final_log_probs: Tensor, log_probs: Tensor) -> Tensor:

@@ -3,10 +3,10 @@ Predictions from Transformers with the Tuned Lens").
 
 The logit lens (``one_head.logit_lens``) reads a layer's state as if it were the last one's. Early layers keep
 their information in another basis, so it misleads there. The tuned lens learns, for each decoder layer ℓ but the
-last, one affine map, h ↦ h + A_ℓ h + b_ℓ, applied before the final norm and the output projection. A_ℓ and b_ℓ
-start at 0, so the untrained lens is the logit lens exactly, and are trained to minimise KL(p_final ‖ p_ℓ) in nats
-over the decoder positions of the model's own translations, teacher-forced as the logit lens reads them (the
-paper's objective; it trains with the final layer's distribution as the target, as here).
+last, one affine map, h ↦ h + A_ℓ h + b_ℓ, applied before the final norm and the output projection. A_ℓ and
+b_ℓ start at 0, so the untrained lens is the logit lens exactly, and are trained to minimise KL(p_final ‖ p_ℓ)
+in nats over the decoder positions of the model's own translations, teacher-forced as the logit lens reads them
+(the paper's objective: the final layer's distribution is the target).
 
 A lens belongs to one model: it is saved beside a model (``tuned_lens.safetensors``) or in a cache, keyed to the
 model's fingerprint (``corpus_run.model_fingerprint``), with what it was trained on. Layers count from 1.
@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save as safetensors_bytes
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..errors import InputError
@@ -80,7 +81,8 @@ class TunedLens(nn.Module):
         if states.size(0) != self.layers:
             raise ValueError(f"the lens has {self.layers} layers, the states {states.size(0)}")
         floats = states.float()
-        mapped = [layer + linear(layer) for layer, linear in zip(floats, self.maps)]
+        mapped = [layer + F.linear(layer, linear.weight.to(layer.device), linear.bias.to(layer.device))
+                  for layer, linear in zip(floats, self.maps)]  # a lens read from disk, a model on a GPU
         return torch.stack(mapped + [floats[-1]]).to(states.dtype)
 
     def save(self, path: str | Path) -> Path:
@@ -191,7 +193,8 @@ def train_lens(checkpoint: Checkpoint, sentences: list[str], trained_on: str,
     lens = TunedLens.identity(checkpoint)
     steps = fit(checkpoint, lens, positions, training, progress, should_stop)
     lens.trained_on = {"input": trained_on, "sentences": positions.sentences, "positions": positions.count,
-                       "steps": steps, "seconds": round(time.perf_counter() - started, 1)}
+                       "steps": steps, "seconds": round(time.perf_counter() - started, 1),
+                       **({"languages": list(checkpoint.pair)} if checkpoint.pair else {})}
     return lens.eval()
 
 
@@ -205,8 +208,8 @@ def fit(checkpoint: Checkpoint, lens: TunedLens, positions: Positions, training:
     if not lens.maps:
         return 0
     generator = torch.Generator().manual_seed(training.seed)
-    optimizer = torch.optim.Adam(lens.parameters(), lr=training.learning_rate)
     parameters = list(lens.to(model.device).parameters())
+    optimizer = torch.optim.Adam(parameters, lr=training.learning_rate)
     lens.train()
     step = 0
     for step in range(1, training.steps + 1):

@@ -87,8 +87,9 @@ def lens_layout(page: Page) -> None:
             sample_seed = components.Number(0, precision=0, minimum=0, label=words("inside.lens.seed"), scale=1)
             sample_button = gr.Button(words("inside.lens.sample"), scale=1)
             sampled = gr.Markdown(elem_id="sampled-translation")
-    page.add(lens_section=lens_section, lens_plot=lens_plot, tuned_plot=tuned_plot, tuned_text=tuned_text, tuned_train=tuned_train,
-             tuned_stop=tuned_stop, lens_step=lens_step, temperature=temperature, sample_top_k=sample_top_k,
+    page.add(lens_section=lens_section, lens_plot=lens_plot, tuned_plot=tuned_plot, tuned_text=tuned_text,
+             tuned_train=tuned_train, tuned_stop=tuned_stop, lens_step=lens_step, temperature=temperature,
+             sample_top_k=sample_top_k,
              sample_top_p=sample_top_p, temperature_plot=temperature_plot, sample_seed=sample_seed,
              sample_button=sample_button, sampled=sampled)
 
@@ -183,7 +184,7 @@ def on_train_lens(services: Services, translation_model, translation_state, prog
                 progress(done / max(total, 1), desc=text(language, f"inside.tuned.progress.{stage}", done=done,
                                                          total=total))
         try:
-            services.costly.run(layer_views.train_and_keep, checkpoint, str(services.lenses.folder_of(checkpoint)),
+            services.costly.run(layer_views.train_and_keep, checkpoint, str(services.lenses.folder_for(checkpoint)),
                                 Callback(on_progress))
         except Stopped:
             pass  # nothing is kept of a lens stopped half-trained: the button trains one anew
@@ -351,7 +352,7 @@ def wire(page: Page) -> None:
     page.on(c["sample_button"].click, on_sample, ["sampled", "sample_seed"], keep_on_input_problem=True)
     training = page.on(c["tuned_train"].click, on_train_lens, TUNED_OUTPUTS, costly=True, progress_on=["tuned_text"])
     page.stops(c["tuned_stop"], training)
-    page.on(c["layers_section"].expand, on_layers, LAYERS_OUTPUTS, trigger_mode="always_last",
+    page.on(c["layers_section"].expand, on_layers, LAYERS_OUTPUTS, costly=True, trigger_mode="always_last",
             progress_on=["decoderlens_summary"])
     page.on(c["layers_section"].collapse, closed_layers, ["layers_open"], show_progress="hidden")
     page.on(c["decoderlens_layer"].input, on_layer_shown, LAYERS_OUTPUTS, trigger_mode="always_last",

@@ -6,12 +6,16 @@ What each reading shows and does not: docs/lenses.md."""
 from __future__ import annotations
 
 import difflib
+import logging
+import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import plotly.graph_objects as go
 
 from transformer import data as datasets
+from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside import one_head
 from transformer.inside.corpus_run import model_fingerprint
@@ -27,6 +31,8 @@ from .samples import sample_sentences
 from .text import markdown_escape
 from .translate import AttentionMap, map_of
 
+log = logging.getLogger(__name__)
+
 # A lens trained here, for a model that ships none, on the sentences below: a model of the bundled size in about
 # 40 s on two cores; a real translator's (a larger projection to a larger vocabulary) on fewer positions and steps,
 # in a few minutes at opus-mt's size (docs/lenses.md).
@@ -41,24 +47,47 @@ def training_for(checkpoint: Checkpoint) -> LensTraining:
 
 
 class KeptLenses:
-    """The tuned lens of each model, read once: the one shipped beside its weights, else the one trained here
-    (``folder/<fingerprint>/tuned_lens.safetensors``, where the server keeps what it fetched from the Hub)."""
+    """The tuned lens of each model, read once: the one kept beside its weights (shipped with a bundled model;
+    trained here for a Hub model, whose directory in the Hub cache then takes it along when it is removed), else the
+    one trained here for a model whose directory this server may not write (``folder/<fingerprint>/``). The
+    ``HELD`` last read stay in memory."""
+
+    HELD = 8
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
-        self.lenses: dict[str, TunedLens | None] = {}
+        self.lenses: OrderedDict[str, TunedLens] = OrderedDict()
+        self.unreadable: set[Path] = set()  # said once in the log, then passed over
         self.lock = threading.Lock()
 
-    def folder_of(self, checkpoint: Checkpoint) -> Path:
+    def folder_for(self, checkpoint: Checkpoint) -> Path:
+        """Where a lens trained here for ``checkpoint`` is kept: beside its weights where this server may write."""
+        if checkpoint.path is not None and os.access(checkpoint.path, os.W_OK):
+            return Path(checkpoint.path)
         return self.folder / model_fingerprint(checkpoint)[:32]
 
     def get(self, checkpoint: Checkpoint) -> TunedLens | None:
         fingerprint = model_fingerprint(checkpoint)
         with self.lock:
-            if self.lenses.get(fingerprint) is None:
-                self.lenses[fingerprint] = shipped_lens(checkpoint) or shipped_lens(checkpoint,
-                                                                                    self.folder_of(checkpoint))
-            return self.lenses[fingerprint]
+            if fingerprint in self.lenses:
+                self.lenses.move_to_end(fingerprint)
+                return self.lenses[fingerprint]
+            lens = None
+            for folder in (checkpoint.path, self.folder / fingerprint[:32]):
+                if folder is None or Path(folder) / LENS_FILE in self.unreadable:
+                    continue
+                try:
+                    lens = shipped_lens(checkpoint, folder)
+                except InputError as error:  # a file cut short, or of a later version: as if there were none
+                    self.unreadable.add(Path(folder) / LENS_FILE)
+                    log.warning("%s", error)
+                if lens is not None:
+                    break
+            if lens is not None:
+                self.lenses[fingerprint] = lens.to(checkpoint.model.device)
+                while len(self.lenses) > self.HELD:
+                    self.lenses.popitem(last=False)
+            return lens
 
 
 def lens_sentences(checkpoint: Checkpoint) -> tuple[list[str], str]:
@@ -93,8 +122,11 @@ def trained_on_words(lens: TunedLens, language: str = ENGLISH) -> str:
     trained = lens.trained_on
     where = "multi30k" if trained.get("input") == datasets.MULTI30K_PREFIX + "train" else \
         "samples" if trained.get("input") == "samples" else "other"
-    return text(language, f"inside.tuned.trained_on.{where}", sentences=Number(trained.get("sentences", 0), ","),
+    said = text(language, f"inside.tuned.trained_on.{where}", sentences=Number(trained.get("sentences", 0), ","),
                 positions=Number(trained.get("positions", 0), ","), input=markdown_escape(str(trained.get("input"))))
+    pair = trained.get("languages")
+    return said if not pair else text(language, "inside.tuned.languages", trained=said,
+                                      pair=markdown_escape(" → ".join(map(str, pair))))
 
 
 def lens_views(checkpoint: Checkpoint, translation: Translation | None, lens: TunedLens | None,
@@ -102,10 +134,10 @@ def lens_views(checkpoint: Checkpoint, translation: Translation | None, lens: Tu
     """The tuned lens's reading of the translation, drawn as the logit lens is, and a line per decoder layer with
     both lenses' KL to the last layer on this sentence; without a lens, what to do to have one."""
     require_translation(translation)
-    model = checkpoint.model
-    logit = one_head.logit_lens(model, translation, top_k=1)
     if lens is None:
         return None, text(language, "inside.tuned.none")
+    model = checkpoint.model
+    logit = one_head.logit_lens(model, translation, top_k=1)
     tuned = one_head.logit_lens(model, translation, top_k=1, lens=lens)
     favourite = [[checkpoint.target_tokenizer.piece(int(i)) for i in layer] for layer in tuned.top_ids[..., 0]]
     figure = charts.logit_lens_heatmap(tuned.probabilities, favourite, translation.predicted_pieces,
@@ -128,8 +160,8 @@ def marked_words(translation: str, final: str) -> str:
 
 
 def chrf(translation: str, final: str) -> float:
-    """chrF (sacreBLEU) of one translation against the final one."""
-    return corpus_scores([translation], [final])["chrf"]
+    """chrF (sacreBLEU) of one translation against the final one (100 for two empty ones, which are the same)."""
+    return 100.0 if translation == final else corpus_scores([translation], [final])["chrf"]
 
 
 def layer_translations(checkpoint: Checkpoint, translation: Translation) -> list[Translation]:
@@ -145,7 +177,8 @@ def layers_table(by_layer: list[Translation], language: str = ENGLISH) -> str:
         f"| {layer} | {marked_words(translation.text, final) or '∅'} | "
         f"{Number(chrf(translation.text, final), '.1f').in_(language)} |"
         for layer, translation in enumerate(by_layer, start=1))
-    return f"{text(language, 'inside.layers.table_head')}\n|---|---|---|\n{rows}\n\n{text(language, 'inside.layers.bold')}"
+    head, note = text(language, "inside.layers.table_head"), text(language, "inside.layers.bold")
+    return f"{head}\n|---|---|---|\n{rows}\n\n{note}"
 
 
 def layer_map(by_layer: list[Translation], layer: int) -> AttentionMap:
@@ -173,5 +206,5 @@ def layer_summary(by_layer: list[Translation], layer: int) -> Message:
     layer = max(1, min(layer, len(by_layer)))
     translation, final = by_layer[layer - 1], by_layer[-1]
     return message("inside.layers.summary", layer=layer, layers=len(by_layer),
-                   translation=markdown_escape(translation.text), chrf=Number(chrf(translation.text, final.text), ".1f"),
-                   first=first_same_layer(by_layer))
+                   translation=markdown_escape(translation.text),
+                   chrf=Number(chrf(translation.text, final.text), ".1f"), first=first_same_layer(by_layer))
