@@ -7,6 +7,7 @@ import json
 
 import pytest
 import torch
+from safetensors.torch import save_file
 
 from helpers import run_command
 from paper_reference import Reference, tuned_lens as reference_lens
@@ -123,6 +124,13 @@ def test_every_layer_is_read_within_the_length_asked_for(bundled):
 
 # --- the tuned lens ----------------------------------------------------------------------------------------------
 
+def test_a_lens_reads_as_many_layers_as_it_has_maps_and_one_more(bundled):
+    lens = tuned_lens.TunedLens.identity(bundled)
+    assert lens.model == model_fingerprint(bundled) and lens.layers == 3
+    with pytest.raises(ValueError, match="the lens has 3 layers, the states 2"):
+        lens.translated(torch.zeros(2, 4, 256))
+
+
 def test_the_untrained_tuned_lens_is_the_logit_lens_exactly(bundled):
     translation = translate(bundled.model, bundled.source_tokenizer, bundled.target_tokenizer, SENTENCES[0])
     logit = one_head.logit_lens(bundled.model, translation)
@@ -187,11 +195,14 @@ def test_training_brings_every_layer_but_the_last_closer_to_the_final_one_and_le
     lens = tuned_lens.train_lens(bundled, SENTENCES, "the tests' sentences", training,
                                  progress=lambda stage, done, total: heard.append((stage, done, total)))
     assert lens.trained_on["input"] == "the tests' sentences" and lens.trained_on["sentences"] == len(SENTENCES)
+    assert set(lens.trained_on) == {"input", "sentences", "positions", "steps", "seconds"}
+    assert lens.trained_on["positions"] == tuned_lens.collect_positions(bundled, SENTENCES).count
+    assert 0 < lens.trained_on["seconds"] < 600 and lens.belongs_to(bundled)
     assert lens.trained_on["steps"] == 40 and ("training", 40, 40) in heard and heard[0][0] == "translating"
     held_out = tuned_lens.collect_positions(bundled, HELD_OUT)
     compared = tuned_lens.compare_lenses(bundled, lens, held_out.states)
-    for layer in range(bundled.model.config.n_decoder_layers - 1):
-        assert compared.kl_tuned[layer] < compared.kl_logit[layer], layer
+    for layer in range(bundled.model.config.n_decoder_layers - 1):  # trained towards the last layer, not another
+        assert compared.kl_tuned[layer] < 0.8 * compared.kl_logit[layer], layer
     assert compared.kl_tuned[-1] == compared.kl_logit[-1] == 0
     for name, tensor in bundled.model.state_dict().items():
         assert torch.equal(tensor, before[name]), name
@@ -204,6 +215,13 @@ def test_a_stopped_training_keeps_what_it_learnt(bundled):
                                  progress=lambda stage, done, total: steps.append(done) if stage == "training"
                                  else None, should_stop=lambda: len(steps) >= 2)
     assert lens.trained_on["steps"] == 20
+
+
+def test_a_training_stopped_before_it_read_a_sentence_says_so_and_one_without_sentences_too(bundled):
+    with pytest.raises(tuned_lens.InputError, match="stopped before it had read a sentence"):
+        tuned_lens.train_lens(bundled, SENTENCES, "the tests' sentences", should_stop=lambda: True)
+    with pytest.raises(tuned_lens.InputError, match="no sentences to train"):
+        tuned_lens.train_lens(bundled, ["  "], "blank")
 
 
 def test_a_lens_is_saved_with_what_it_belongs_to_and_refused_for_other_weights(bundled, tmp_path):
@@ -221,6 +239,12 @@ def test_a_lens_is_saved_with_what_it_belongs_to_and_refused_for_other_weights(b
     (tmp_path / "broken" / tuned_lens.LENS_FILE).write_bytes(b"not safetensors")
     with pytest.raises(tuned_lens.InputError, match="broken"):
         tuned_lens.shipped_lens(bundled, tmp_path / "broken")
+    (tmp_path / "weights").mkdir()
+    save_file({"w": torch.zeros(1)}, str(tmp_path / "weights" / tuned_lens.LENS_FILE))
+    with pytest.raises(tuned_lens.InputError, match=r"is not a tuned lens this version can read \(not a tuned lens\)"):
+        tuned_lens.shipped_lens(bundled, tmp_path / "weights")
+    narrower = tuned_lens.TunedLens(128, 3, model_fingerprint(bundled))
+    assert not narrower.belongs_to(bundled), "the same fingerprint, another width"
 
 
 @pytest.mark.parametrize("name", ["multi30k-en-de", "multi30k-en-fr"])

@@ -173,6 +173,8 @@ def collect_positions(checkpoint: Checkpoint, sentences: list[str], batch: int =
             kept.append(states[:, row, :len(ids)].cpu())
         if progress is not None:
             progress(min(start + batch, len(texts)), len(texts))
+    if not kept and texts:
+        raise InputError(code="lens.stopped")
     if not kept:
         raise InputError(code="lens.no_sentences")
     return Positions(torch.cat(kept, dim=1), len(kept))
