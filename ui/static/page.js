@@ -131,7 +131,10 @@ window.explorerPage = (() => {
     look.append(element("strong", parts.lookFor), ` ${lookFor}`);
     const hide = element("button", parts.hide, "lesson-beside-hide");
     hide.type = "button";
-    hide.addEventListener("click", putLessonAway);
+    hide.addEventListener("click", () => {
+      putLessonAway();
+      document.body.classList.remove("lesson-beside-open");  // Hide gives the page its room back
+    });
     panel.replaceChildren(element("h2", title), element("p", parts.ask, "lesson-beside-ask"), asked, look, hide);
     panel.hidden = false;
     markNarrow();
@@ -140,10 +143,12 @@ window.explorerPage = (() => {
   const narrow = window.matchMedia("(max-width: 899px)");
   const markNarrow = () => document.body.classList.toggle("narrow-screen", narrow.matches);
   narrow.addEventListener("change", markNarrow);
+  // Another lesson chosen puts the panel away and keeps its room until the next Show me or Hide: were the page to
+  // widen as the choice lands, the Show me button would move under a pointer on its way to it, and a press be
+  // lost (a mousedown on the button, its mouseup beside it).
   const putLessonAway = () => {
     const panel = document.getElementById("lesson-beside");
     if (panel) panel.hidden = true;
-    document.body.classList.remove("lesson-beside-open");
   };
 
   return {
