@@ -41,6 +41,22 @@ def click_at(page, selector: str, x_share: float, y_share: float) -> None:
     page.mouse.click(x, y)
 
 
+# Every word of the tab's table headers that the page breaks across lines: a header reads whole words.
+BROKEN_HEADER_WORDS = """() => [...document.querySelectorAll('.sentences thead th')].flatMap((header) => {
+  const broken = [], walker = document.createTreeWalker(header, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const word of node.textContent.matchAll(/[^\\s-]+/g)) {  // a hyphen may end a line
+      const range = document.createRange();
+      range.setStart(node, word.index);
+      range.setEnd(node, word.index + word[0].length);
+      const lines = new Set([...range.getClientRects()].filter((rect) => rect.width > 0).map((rect) => rect.top));
+      if (lines.size > 1) broken.push(word[0]);
+    }
+  }
+  return broken;
+})"""
+
+
 def shown_tab(page) -> str:
     return page.locator("#visible-tab textarea, #visible-tab input").first.input_value()
 
@@ -49,6 +65,7 @@ def test_a_click_on_a_cell_then_on_a_point_opens_the_head_then_its_sentence_in_t
     url, _ = app_url
     page, errors = corpus_page(browser, url)
     assert page.locator(SPACE_TITLE).text_content().startswith("Cross-attention")
+    assert page.evaluate(BROKEN_HEADER_WORDS) == [], "at 1366 x 900 every header reads whole words"
     # The first panel is the encoder's: its last column's middle row is one of its heads.
     click_at(page, "#corpus-heads .nsewdrag", 0.9, 0.5)
     playwright.expect(page.locator(SPACE_TITLE)).to_contain_text("Encoder self-attention, layer 2, head 4")
