@@ -197,11 +197,12 @@ def add_json(parser: argparse.ArgumentParser, what: str = "print one JSON object
     parser.add_argument("--json", action="store_true", help=what)
 
 
-def add_model(parser: argparse.ArgumentParser) -> None:
-    """The model and how it decodes, as ``transformer.translate`` has them."""
+def add_model(parser: argparse.ArgumentParser, output_length: bool = True) -> None:
+    """The model and how it decodes, as ``transformer.translate`` has them (``output_length``: with
+    ``--max-length``)."""
     add_checkpoint(parser)
     add_languages(parser)
-    add_decoding(parser)
+    add_decoding(parser, output_length)
     add_device(parser)
 
 

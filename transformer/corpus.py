@@ -39,19 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", help="the Multi30K folder (default: $MULTI30K_DIR, else download)")
     parser.add_argument("--force-references", action="store_true",
                         help="read each reference teacher-forced instead of translating")
-    arguments.add_checkpoint(parser)
-    arguments.add_languages(parser)
-    arguments.add_decoding(parser, output_length=False)
-    arguments.add_device(parser)
+    arguments.add_model(parser, output_length=False)
     arguments.add_json(parser)
     return arguments.run(parser, measured, argv)
 
 
 def measured(args) -> int:
     checkpoint = arguments.checkpoint_of(args)
-    source_lang = (checkpoint.pair[0] if checkpoint.pair else None) or checkpoint.info.get("source_lang", "en")
-    target_lang = (checkpoint.pair[1] if checkpoint.pair else None) or checkpoint.info.get("target_lang")
-    sources, references = corpus_sentences(args.input, source_lang, target_lang, args.data_dir)
+    sources, references = corpus_sentences(args.input, *checkpoint.direction, args.data_dir)
     if args.limit:
         sources, references = sources[:args.limit], references and references[:args.limit]
     decoding = Decoding.default(checkpoint, args.beam, args.length_penalty, args.force_references)

@@ -55,10 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save-lens", action="store_true",
                         help=f"keep a newly trained lens beside the model ({LENS_FILE})")
     parser.add_argument("--data-dir", help="the Multi30K folder (default: $MULTI30K_DIR, else download)")
-    arguments.add_checkpoint(parser)
-    arguments.add_languages(parser)
-    arguments.add_decoding(parser, output_length=False)
-    arguments.add_device(parser)
+    arguments.add_model(parser, output_length=False)
     arguments.add_json(parser)
     return arguments.run(parser, read_layers, argv)
 
@@ -81,18 +78,12 @@ def lens_training_input(checkpoint: Checkpoint, kept: TunedLens | None, asked: s
     raise InputError(code="lens.no_training_input", name=checkpoint.name)
 
 
-def languages(checkpoint: Checkpoint) -> tuple[str, str | None]:
-    source = (checkpoint.pair[0] if checkpoint.pair else None) or checkpoint.info.get("source_lang", "en")
-    target = (checkpoint.pair[1] if checkpoint.pair else None) or checkpoint.info.get("target_lang")
-    return source, target
-
-
 def the_lens(checkpoint: Checkpoint, args, kept: TunedLens | None, trained_on: str) -> TunedLens:
     """The kept lens when it was trained on ``trained_on``, else one trained now (and kept with --save-lens)."""
     if kept is not None and same_input(kept.trained_on.get("input", ""), trained_on):
         log.info("the tuned lens kept beside the model, trained on %s", trained_on)
         return kept
-    sentences, _ = corpus_sentences(trained_on, *languages(checkpoint), args.data_dir)
+    sentences, _ = corpus_sentences(trained_on, *checkpoint.direction, args.data_dir)
     lens = train_lens(checkpoint, sentences, trained_on, LensTraining(sentences=args.lens_sentences),
                       progress=lambda stage, done, total: log.info("tuned lens: %s %d of %d", stage, done, total))
     if args.save_lens and checkpoint.path is not None:
@@ -107,7 +98,7 @@ def read_layers(args) -> int:
     trained_on = lens_training_input(checkpoint, kept, args.lens_train)
     if same_input(args.input, trained_on):
         raise InputError(code="lens.overlap", input=trained_on)
-    sources, references = corpus_sentences(args.input, *languages(checkpoint), args.data_dir)
+    sources, references = corpus_sentences(args.input, *checkpoint.direction, args.data_dir)
     if args.limit:
         sources, references = sources[:args.limit], references and references[:args.limit]
     lens = the_lens(checkpoint, args, kept, trained_on)

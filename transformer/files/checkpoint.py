@@ -79,6 +79,13 @@ class Checkpoint:
         return SearchRules.from_dict(self.search)
 
     @property
+    def direction(self) -> tuple[str, str | None]:
+        """The (source, target) language codes it translates between: a multilingual model's chosen pair, else its
+        config's (English when it says none; a target it may not say)."""
+        source, target = self.pair or (None, None)
+        return source or self.info.get("source_lang", "en"), target or self.info.get("target_lang")
+
+    @property
     def languages(self) -> Languages | None:
         """A multilingual model's languages (None for a model of one language pair)."""
         values = self.info.get("languages")

@@ -61,16 +61,10 @@ class Corpus:
     references: tuple[str, ...] | None = None
 
 
-def languages_of(checkpoint: Checkpoint) -> tuple[str, str | None]:
-    source = (checkpoint.pair[0] if checkpoint.pair else None) or checkpoint.info.get("source_lang", "en")
-    target = (checkpoint.pair[1] if checkpoint.pair else None) or checkpoint.info.get("target_lang")
-    return source, target
-
-
 def default_corpus(checkpoint: Checkpoint) -> Corpus:
     """What the tab opens on: the first ``EXPLORER_CORPUS_SENTENCES`` of Multi30K's test set in the model's
     languages where this machine has Multi30K and the model reads one of them, else the app's own sample sentences."""
-    source, target = languages_of(checkpoint)
+    source, target = checkpoint.direction
     if source in datasets.MULTI30K_LANGS:
         try:  # never a download: a page opens on what this machine has
             sources, references = datasets.corpus_sentences(datasets.MULTI30K_PREFIX + DEFAULT_SPLIT, source, target,

@@ -94,7 +94,7 @@ def lens_sentences(checkpoint: Checkpoint) -> tuple[list[str], str]:
     """What a lens is trained on here, and the name to record: Multi30K's training sentences where this machine has
     Multi30K (never a download) and the model learnt from them or came from the Hub reading one of its languages;
     else the app's sample sentences (a model trained on digits reads digits)."""
-    source = (checkpoint.pair[0] if checkpoint.pair else None) or checkpoint.info.get("source_lang", "en")
+    source, _ = checkpoint.direction
     from_hub = "converted_from" in (checkpoint.info.get("source") or {})
     learnt_from = checkpoint.info.get("training", {}).get("data")
     if (learnt_from == "multi30k" or from_hub) and source in datasets.MULTI30K_LANGS:
