@@ -193,12 +193,11 @@ def on_train_lens(services: Services, translation_model, translation_state, prog
     return tuned_views(checkpoint, translation_state, services.lenses.get(checkpoint), language)
 
 
-def layer_views_of(by_layer, layer, language: str = ENGLISH) -> dict:
-    """The DecoderLens views of ``by_layer`` (every encoder layer's translation) at encoder layer ``layer``."""
+def layer_views_of(by_layer, layer) -> dict:
+    """The DecoderLens views of encoder layer ``layer`` of ``by_layer`` (every encoder layer's translation)."""
     layer = clamp(layer, 1, len(by_layer))
     return {"decoderlens_layer": gr.Slider(1, max(2, len(by_layer)), value=layer, step=1),
             "decoderlens_summary": layer_views.layer_summary(by_layer, layer),
-            "decoderlens_table": layer_views.layers_table(by_layer, language),
             "decoderlens_map": layer_views.layer_map(by_layer, layer)}
 
 
@@ -209,14 +208,16 @@ def on_layers(services: Services, translation_model, translation_state, decoderl
         return {"layers_open": True}
     by_layer = layer_views.layer_translations(services.registry.get(translation_model), translation_state)
     return {"layers_state": by_layer, "layers_open": True,
-            **layer_views_of(by_layer, decoderlens_layer, language)}
+            "decoderlens_table": layer_views.layers_table(by_layer, language),
+            **layer_views_of(by_layer, decoderlens_layer)}
 
 
-def on_layer_shown(layers_state, decoderlens_layer, language: str = ENGLISH) -> dict:
-    """Another encoder layer chosen: its translation and cross-attention, from what the section computed."""
+def on_layer_shown(layers_state, decoderlens_layer) -> dict:
+    """Another encoder layer chosen: its translation and cross-attention, from what the section computed (the
+    table of every layer stays as it is)."""
     if not layers_state:
         return {}
-    return layer_views_of(layers_state, decoderlens_layer, language)
+    return layer_views_of(layers_state, decoderlens_layer)
 
 
 def on_temperature(services: Services, translation_model, translation_state, lens_step, temperature, sample_top_k,
@@ -355,7 +356,8 @@ def wire(page: Page) -> None:
     page.on(c["layers_section"].expand, on_layers, LAYERS_OUTPUTS, costly=True, trigger_mode="always_last",
             progress_on=["decoderlens_summary"])
     page.on(c["layers_section"].collapse, closed_layers, ["layers_open"], show_progress="hidden")
-    page.on(c["decoderlens_layer"].input, on_layer_shown, LAYERS_OUTPUTS, trigger_mode="always_last",
+    page.on(c["decoderlens_layer"].input, on_layer_shown, ["decoderlens_layer", "decoderlens_summary",
+                                                           "decoderlens_map"], trigger_mode="always_last",
             show_progress="hidden")
     page.on(c["look_inside"].click, on_look_inside,  # the Translate tab's step view, looked into here
             ["tabs", "inside_kind", "inside_head", "lens_step", *HEAD_OUTPUTS, "lens_plot", "temperature_plot",

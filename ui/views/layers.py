@@ -90,7 +90,7 @@ class KeptLenses:
             return lens
 
 
-def lens_sentences(checkpoint: Checkpoint) -> tuple[list[str], str]:
+def lens_sentences(checkpoint: Checkpoint, count: int) -> tuple[list[str], str]:
     """What a lens is trained on here, and the name to record: Multi30K's training sentences where this machine has
     Multi30K (never a download) and the model learnt from them or came from the Hub reading one of its languages;
     else the app's sample sentences (a model trained on digits reads digits)."""
@@ -104,14 +104,15 @@ def lens_sentences(checkpoint: Checkpoint) -> tuple[list[str], str]:
             return sources, datasets.MULTI30K_PREFIX + "train"
         except datasets.DataError:
             pass
-    return sample_sentences(checkpoint, count=10_000), "samples"
+    return sample_sentences(checkpoint, count), "samples"
 
 
 def train_and_keep(checkpoint: Checkpoint, folder: str, progress=None) -> dict:
     """A tuned lens trained for ``checkpoint`` and saved in ``folder``; what it was trained on. Runs in the worker
     process (ui/runtime/worker.py), with ``progress(stage, done, total)``."""
-    sentences, name = lens_sentences(checkpoint)
-    lens = train_lens(checkpoint, sentences, name, training_for(checkpoint), progress=progress)
+    training = training_for(checkpoint)
+    sentences, name = lens_sentences(checkpoint, training.sentences)
+    lens = train_lens(checkpoint, sentences, name, training, progress=progress)
     Path(folder).mkdir(parents=True, exist_ok=True)
     lens.save(Path(folder) / LENS_FILE)
     return lens.trained_on
