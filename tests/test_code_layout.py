@@ -79,19 +79,21 @@ def imported_packages(source: str) -> set[str]:
 
 
 # The library's parts and the parts each may use: the paper's model at the bottom, then what makes it fast on a
-# CPU and its files, then what looks inside it or trains it. The command lines at the top level (translate,
-# evaluate, export, hub, inside_head, attribute, contributions, patch, corpus, align) may use them all; the basics
-# beside them (errors, metrics, data) use none but errors, the most basic (every part's errors are named alike:
-# errors.Explained). What every command line shares (arguments) stands on the model and its files; training's own
-# command line (train/cli.py) is built on it like the others.
+# CPU (and which of its ways is fastest on this machine, speed_choices) and its files, then what looks inside it
+# or trains it. The command lines at the top level (translate, evaluate, export, hub, inside_head, attribute,
+# contributions, patch, corpus, align) may use them all; the basics beside them (errors, metrics, data) use none
+# but errors, the most basic (every part's errors are named alike: errors.Explained). What every command line
+# shares (arguments) stands on the model, its files and its speed choices; training's own command line
+# (train/cli.py) is built on it like the others.
 LIBRARY_PARTS = {
     "paper": {"errors"},
     "cpu": {"paper"},
+    "speed_choices": {"paper", "cpu"},
     "files": {"paper", "cpu", "errors"},
     "inside": {"paper", "files", "errors", "metrics"},
     "train": {"paper", "cpu", "files", "data", "metrics", "errors", "arguments"},
     "errors": set(), "metrics": set(), "data": {"errors"},
-    "arguments": {"paper", "files", "errors"},
+    "arguments": {"paper", "files", "errors", "speed_choices"},
 }
 
 

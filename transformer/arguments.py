@@ -25,6 +25,7 @@ import torch
 from .errors import AT_RUN_TIME, Explained
 from .files.checkpoint import DEFAULT_CHECKPOINT, Checkpoint, load_checkpoint
 from .paper.translation import Translation
+from .speed_choices import choose_speed, default_cache
 
 USAGE = "usage"       # the code of a mistake in the command line itself
 FAILED = "failed"     # the code of a failure at run time (a bug, a full disk, a GPU out of memory)
@@ -207,8 +208,10 @@ def add_model(parser: argparse.ArgumentParser, output_length: bool = True) -> No
 
 
 def checkpoint_of(args: argparse.Namespace) -> Checkpoint:
-    """The checkpoint ``args`` name, on its device, in its languages."""
+    """The checkpoint ``args`` name, on its device, in its languages, decoding the ways timed fastest for it on
+    this machine (``speed_choices``: read from the tools' cache after the first time)."""
     checkpoint = load_checkpoint(args.checkpoint, device=args.device)
+    choose_speed(checkpoint.model, default_cache())
     return checkpoint.in_languages(args.source_language, args.target_language)
 
 

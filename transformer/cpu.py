@@ -12,16 +12,20 @@ training run get it.
   stream. One decoding step's products (``benchmarks/weight_layout.py``, the project's 2-core AMD EPYC, on one
   row / five rows): the bundled model's 2.96 / 4.70 ms as stored, 1.88 / 3.51 ms with every weight transposed,
   2.44 / 3.12 ms with every weight prepacked for oneDNN; opus-mt-en-de's 34.5 / 61.8 ms as stored, 23.4 / 57.2
-  transposed, 21.4 / 25.8 prepacked. So opus-mt's large matrices are prepacked, and a smaller one, at least as
-  wide as tall, is read as a contiguous transpose: one copy each. Prepacking uses PyTorch's private oneDNN
-  operators, on the versions they were checked on (``PACKING_CHECKED_ON``); elsewhere the transpose serves.
+  transposed, 21.4 / 25.8 prepacked. On an Intel Xeon with AMX the same step's weights stay in cache and the
+  layouts differ little (issue 86). So each model's layouts are timed on the machine it runs on when it is opened
+  (``speed_choices.choose_speed``); a weight whose shape was not timed takes the EPYC's rule: opus-mt's large
+  matrices prepacked, a smaller one at least as tall as wide read as a contiguous transpose. Prepacking uses
+  PyTorch's private oneDNN operators, on the versions they were checked on (``PACKING_CHECKED_ON``); elsewhere
+  the transpose serves.
   Training, autocast, GPUs, other dtypes and weights made under ``torch.inference_mode`` (which carry no version
   to watch) use the weight itself. A copy is checked against its weight's ``_version`` (autograd's counter of
   in-place changes) and address, and dropped in ``_apply`` (what ``.to()`` runs): underscored, but parts of
   PyTorch its own optimizers and modules have long relied on, on every version.
 - ``dropout`` draws 16 random bits per element instead of a float: ``F.dropout`` draws from PyTorch's serial
   generator, and with dropout 0.1 the small preset trained at half its speed without (benchmarks/train_throughput.py).
-- Attention takes the formula where it beats PyTorch's fused kernel (``formula_is_faster``), and a residual
+- Attention takes the formula where it beats PyTorch's fused kernel (``formula_is_faster``, or where
+  ``choose_speed`` timed it faster for a model's decoding), and a residual
   connection casts a bf16 sublayer's output to the float32 stream before adding (a mixed-dtype add is about 4x
   slower on a CPU).
 """
@@ -47,6 +51,10 @@ class DecodingWeight:
     PyTorch tracks the changes that matter: an in-place update (optimizer steps, ``load_state_dict``), new storage
     (``.to()``, ``.data =``), another dtype. Writes through ``W.data`` in place bypass that tracking, as they do for
     autograd; call ``clear()`` after them.
+
+    ``layouts`` ("rows x columns" -> one of ``LAYOUTS``) is what ``speed_choices.choose_speed`` timed fastest on
+    this machine for the model's shapes; a shape it does not name takes the rule measured on the project's EPYC
+    (``default_layout``).
     """
 
     # Prepacked from 2**19 elements and 512 columns (opus-mt's matrices but its 512 x 512 ones); measured on the
@@ -54,20 +62,31 @@ class DecodingWeight:
     LARGE, WIDE = 2**19, 512
 
     def __init__(self):
-        # rows -> (W as seen, W's version then, its copy, whether prepacked); holding W keeps its address from
-        # being reused.
-        self._copies: dict[tuple[int, int], tuple[Tensor, int, Tensor | None, bool]] = {}
+        # rows -> (W as seen, W's version then, its copy, its layout); holding W keeps its address from being reused.
+        self._copies: dict[tuple[int, int], tuple[Tensor, int, Tensor, str]] = {}
+        self.layouts: dict[str, str] = {}
 
     @classmethod
     def packs(cls, weight: Tensor) -> bool:
         return PACKING and weight.numel() >= cls.LARGE and weight.size(1) >= cls.WIDE
 
     @classmethod
-    def copy_bytes(cls, weight: Tensor) -> int:
+    def default_layout(cls, weight: Tensor) -> str:
+        if cls.packs(weight):
+            return "prepacked"
+        # a matrix taller than wide streams as fast as it is
+        return "transposed" if weight.size(0) >= weight.size(1) else "stored"
+
+    def layout(self, weight: Tensor) -> str:
+        chosen = self.layouts.get(shape_name(weight))
+        if chosen is None or (chosen == "prepacked" and not PACKING):
+            return self.default_layout(weight)
+        return chosen
+
+    def copy_bytes(self, weight: Tensor) -> int:
         """What the copy of ``weight`` that decoding on a CPU reads takes, made or to be made (a float32 weight
-        on the CPU is copied unless it is wider than tall and too small to prepack)."""
-        copied = weight.is_cpu and weight.dtype == torch.float32 and (cls.packs(weight) or
-                                                                       weight.size(0) >= weight.size(1))
+        on the CPU read in a layout other than as stored)."""
+        copied = weight.is_cpu and weight.dtype == torch.float32 and self.layout(weight) != "stored"
         return weight.numel() * weight.element_size() if copied else 0
 
     @staticmethod
@@ -85,24 +104,40 @@ class DecodingWeight:
         cached = self._copies.get(key)
         if cached is None or cached[1] != weight._version or cached[0].data_ptr() != weight.data_ptr():
             seen = weight.detach()
-            packed = self.packs(seen)
-            if packed:
-                copy = torch.ops.mkldnn._reorder_linear_weight(seen.contiguous())
-            elif seen.size(0) >= seen.size(1):
-                copy = seen.t().contiguous().t()
-            else:
-                copy = None  # as stored: a matrix taller than wide streams as fast as it is
-            cached = self._copies[key] = (seen, weight._version, copy, packed)
-        _, _, copy, packed = cached
-        if packed:
-            return torch.ops.mkldnn._linear_pointwise(x, copy, bias, "none", [], "")
-        return F.linear(x, weight if copy is None else copy, bias)
+            layout = self.layout(seen)
+            cached = self._copies[key] = (seen, weight._version, laid_out(seen, layout), layout)
+        _, _, copy, layout = cached
+        return multiply(x, copy, bias, layout)
 
     def clear(self) -> None:
         self._copies = {}
 
     def __getstate__(self) -> dict:
-        return {"_copies": {}}  # copies and pickles of a model leave these copies behind
+        return {"_copies": {}, "layouts": self.layouts}  # copies and pickles of a model leave these copies behind
+
+
+LAYOUTS = ("stored", "transposed", "prepacked")
+
+
+def shape_name(weight: Tensor) -> str:
+    return f"{weight.size(0)}x{weight.size(1)}"
+
+
+def laid_out(weight: Tensor, layout: str) -> Tensor:
+    """``weight`` (rows x columns, as ``nn.Linear`` keeps it) in ``layout``: as stored; as a contiguous transpose
+    (read input-major); prepacked for oneDNN."""
+    if layout == "prepacked":
+        return torch.ops.mkldnn._reorder_linear_weight(weight.contiguous())
+    if layout == "transposed":
+        return weight.t().contiguous().t()
+    return weight
+
+
+def multiply(x: Tensor, weight: Tensor, bias: Tensor | None, layout: str) -> Tensor:
+    """x W^T + b with W as ``laid_out`` gave it."""
+    if layout == "prepacked":
+        return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+    return F.linear(x, weight, bias)
 
 
 class Linear(nn.Linear):
@@ -134,11 +169,17 @@ class MultiHeadAttention(paper.MultiHeadAttention):
 
 
 class ScaledDotProductAttention(paper.ScaledDotProductAttention):
-    """The formula where it is faster than the fused kernel; the probabilities only to those who asked."""
+    """The formula where it is faster than the fused kernel; the probabilities only to those who asked.
+
+    ``formula_chosen``: ``speed_choices.choose_speed`` timed the formula faster for this model's decoding on this
+    machine (outside autograd only: training keeps the kernel's fused backward)."""
+
+    formula_chosen = False
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
                 need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        formula = need_weights or formula_is_faster(q, self.dropout.p if self.training else 0.0)
+        formula = (need_weights or formula_is_faster(q, self.dropout.p if self.training else 0.0)
+                   or (self.formula_chosen and not torch.is_grad_enabled()))
         output, weights = super().forward(q, k, v, mask, need_weights=formula)
         return output, weights if need_weights else None
 
@@ -230,9 +271,9 @@ def decoding_copy_bytes(model: nn.Module) -> int:
     total = 0
     for module in model.modules():
         if isinstance(module, Linear):
-            total += DecodingWeight.copy_bytes(module.weight)
+            total += module.decoding_weight.copy_bytes(module.weight)
         if isinstance(module, Transformer) and module.tied_output is not None:
-            total += DecodingWeight.copy_bytes(module.tgt_embed.weight)
+            total += module.tied_output.copy_bytes(module.tgt_embed.weight)
     return total
 
 

@@ -84,8 +84,8 @@ def test_pytorchs_private_prepacking_is_used_only_on_the_versions_it_was_checked
     with torch.no_grad():
         torch.testing.assert_close(fast(src, tgt).logits, plain(src, tgt).logits, atol=1e-5, rtol=0)
     holders = [module.decoding_weight for module in fast.modules() if isinstance(module, cpu.Linear)]
-    assert holders and not [packed for holder in holders for *_, packed in holder._copies.values() if packed]
-    assert [copy for holder in holders for _, _, copy, _ in holder._copies.values() if copy is not None]
+    layouts = {layout for holder in holders for *_, layout in holder._copies.values()}
+    assert holders and "prepacked" not in layouts and "transposed" in layouts
 
 
 @pytest.mark.parametrize("tied", [True, False])
@@ -181,7 +181,7 @@ def copies_made(model: Transformer) -> int:
     holders = [module.decoding_weight for module in model.modules() if hasattr(module, "decoding_weight")]
     holders += [model.tied_output] if model.tied_output is not None else []
     return sum(copy.numel() * copy.element_size() for holder in holders
-               for _, _, copy, _ in holder._copies.values() if copy is not None)
+               for _, _, copy, layout in holder._copies.values() if layout != "stored")
 
 
 @pytest.mark.parametrize("every_weight_prepacked", [False, True])
