@@ -63,8 +63,7 @@ class HubModels:
 
     def __init__(self, directory: str | Path | None = None, patterns: str | None = None, max_bytes: int | None = None,
                  cache_cap_mb: float | None = None, opens_per_hour: int = OPENS_PER_HOUR):
-        default = Path.home() / ".cache" / "transformer-explorer" / "hub"
-        self.directory = Path(directory or settings.value("EXPLORER_HUB_CACHE") or default)
+        self.directory = Path(directory or settings.hub_directory())
         if patterns is None:
             patterns = settings.value("EXPLORER_HUB_MODELS")
             patterns = self.DEFAULT_PATTERNS if patterns is None else patterns

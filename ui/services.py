@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -11,6 +12,7 @@ from pathlib import Path
 import torch
 
 from transformer.cpu import computes_bf16_natively, decoding_copy_bytes
+from transformer.speed_choices import CACHE_FILE, choose_speed
 from transformer.data import DataError, multi30k_dir
 from transformer.files.checkpoint import (REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, default_device,
                                    list_checkpoints, load_checkpoint, no_checkpoint_named, read_config)
@@ -30,6 +32,8 @@ from .views.layers import KeptLenses
 from .views.lessons import LESSONS, Lesson, lesson_models, listed_as, multilingual_pair
 from .views.questions import Question, predict_question
 
+log = logging.getLogger(__name__)
+
 
 class ModelRegistry:
     """The checkpoints a user may choose, by name only, loaded once each and shared read-only by all sessions.
@@ -37,15 +41,18 @@ class ModelRegistry:
     Loaded models stay within ``max_mb`` of memory (``EXPLORER_MODELS_MB``, default 2,000): the one used least
     recently is let go first. A model that does not fit in float32 is kept in bfloat16 where the CPU computes in it
     natively (half the memory, and no decoding copies: ``transformer.cpu``). A model used in the last ``IN_USE_S``
-    seconds, or one the server opened at start, is in use: the Hub cache never removes it.
+    seconds, or one the server opened at start, is in use: the Hub cache never removes it. A model decodes the
+    ways timed fastest for it on this machine, kept in ``speed_cache`` (default: beside the Hub cache's models) so
+    that a restart reads them (``transformer.speed_choices``).
     """
 
     IN_USE_S = 30 * 60  # a page or a class that has not touched its model for this long has moved on
 
     def __init__(self, roots: list[Path] | None = None, device: str | torch.device | None = None,
-                 max_mb: float | None = None):
+                 max_mb: float | None = None, speed_cache: Path | None = None):
         self.roots = [Path(r) for r in (roots or [REPOSITORY_CHECKPOINTS])]
         self.device = device
+        self.speed_cache = speed_cache or settings.hub_directory() / CACHE_FILE
         self.max_bytes = int((max_mb if max_mb is not None else settings.value("EXPLORER_MODELS_MB")) * MB)
         self.preferred: list[str] = []  # opened at start, in the order they became ready: the first is the default
         self._loaded: OrderedDict[str, Checkpoint] = OrderedDict()
@@ -153,6 +160,9 @@ class ModelRegistry:
             checkpoint = load_checkpoint(available[name], self.device)
         except CheckpointError as error:  # name the checkpoint, not the server's directories
             raise error.without(str(available[name].parent) + "/") from None
+        chosen = choose_speed(checkpoint.model, self.speed_cache)  # before its size: the layouts chosen make copies
+        if chosen is not None:
+            log.info("%s decodes %s", name, chosen.describe())
         size = model_bytes(checkpoint)
         if size > self.max_bytes and halves(checkpoint):
             checkpoint.model.to(torch.bfloat16)
@@ -244,9 +254,17 @@ class Services:
         self.opening.start()
 
     def opening_of(self, sources: list[str]) -> OpeningAtStart:
-        return OpeningAtStart(self.hub, sources, ready=lambda name: self.registry.prefer(name),
-                              in_use=self.in_use,
+        return OpeningAtStart(self.hub, sources, ready=self.opened_at_start, in_use=self.in_use,
                               last_used=lambda name: self.registry.last_used(name))
+
+    def opened_at_start(self, name: str) -> None:
+        """A model opened at start becomes the default of new pages, and is loaded now, off any visitor's request
+        (its speed choices are timed when it is loaded: ``ModelRegistry``)."""
+        self.registry.prefer(name)
+        try:
+            self.registry.get(name)
+        except CheckpointError as error:
+            log.warning("%s was opened at start but could not be loaded: %s", name, error)
 
     @classmethod
     def default(cls, roots: list[Path] | None = None, jobs: JobManager | None = None,
@@ -254,4 +272,5 @@ class Services:
         """The bundled checkpoints (after ``roots``), the models trained in the app and those opened from the Hub."""
         jobs, hub_models = jobs or JobManager(), hub_models or HubModels()
         roots = [*(roots or []), REPOSITORY_CHECKPOINTS, jobs.published_dir, hub_models.directory]
-        return cls(ModelRegistry(roots, device=models_device()), jobs, hub=hub_models)
+        registry = ModelRegistry(roots, device=models_device(), speed_cache=hub_models.directory / CACHE_FILE)
+        return cls(registry, jobs, hub=hub_models)

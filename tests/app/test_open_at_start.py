@@ -68,6 +68,28 @@ def test_a_directory_opened_at_start_becomes_the_model_new_pages_open_on(marian_
     assert "multi30k-en-de" in services.registry.names(), "the caption models stay in the list"
 
 
+def test_a_model_opened_at_start_is_loaded_then_and_its_speed_choices_stated_in_one_line(marian_dir, tmp_path,
+                                                                                         caplog):
+    """Timing the ways it decodes fastest here happens as it is opened, off any visitor's request; a restart on
+    the same machine reads them from beside the Hub cache instead of timing them again."""
+    hub_models = HubModels(tmp_path / "hub")
+    assert Services.default(hub_models=hub_models).registry.speed_cache == hub_models.directory / ".speed-choices.json"
+    def started() -> Services:
+        return Services(ModelRegistry([hub_models.directory], device="cpu",
+                                      speed_cache=hub_models.directory / ".speed-choices.json"), hub=hub_models)
+
+    with caplog.at_level(logging.INFO, logger="ui.services"):
+        services = opened(started(), [str(marian_dir)])
+    assert services.registry.loaded() == [marian_dir.name]
+    lines = [record.getMessage() for record in caplog.records if record.name == "ui.services"]
+    assert len(lines) == 1 and lines[0].startswith(f"{marian_dir.name} decodes on ") and "timed in" in lines[0]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="ui.services"):
+        started().registry.get(marian_dir.name)
+    assert [record.getMessage().endswith("read from the cache") for record in caplog.records
+            if record.name == "ui.services"] == [True]
+
+
 def test_a_hub_id_opened_at_start_offline_comes_from_huggingface_hubs_cache(marian_dir, tmp_path, monkeypatch):
     hf_cache_holding(marian_dir, tmp_path / "hf-cache", "Helsinki-NLP/opus-mt-en-xx")
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hf-cache"))
@@ -145,7 +167,8 @@ def test_models_in_memory_stay_within_their_megabytes_the_least_recently_used_le
     assert registry.loaded() == ["reverse-tiny", "multi30k-en-fr"] and registry.loaded_bytes() <= 70e6
     small = ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu", max_mb=10)
     monkeypatch.setattr(services, "computes_bf16_natively", lambda: False)  # else kept in bfloat16: below
-    with pytest.raises(CheckpointError, match="multi30k-en-de needs 54 MB of memory, more than the 10 MB this "
+    # its size depends on the layouts timed fastest on this machine (decoding's copies of its weights)
+    with pytest.raises(CheckpointError, match=r"multi30k-en-de needs 5\d MB of memory, more than the 10 MB this "
                                               r"server keeps for models \(EXPLORER_MODELS_MB\)"):
         small.get("multi30k-en-de")
     assert small.get("reverse-tiny").name == "reverse-tiny"
@@ -154,7 +177,7 @@ def test_models_in_memory_stay_within_their_megabytes_the_least_recently_used_le
 def test_a_model_too_big_in_float32_is_kept_in_bfloat16_where_the_cpu_computes_in_it_natively(monkeypatch):
     monkeypatch.setattr(services, "computes_bf16_natively", lambda: True)
     registry = ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu", max_mb=30)
-    checkpoint = registry.get("multi30k-en-de")  # 54 MB in float32: 31 of weights, 24 of decoding copies
+    checkpoint = registry.get("multi30k-en-de")  # 31 MB of weights in float32, and decoding's copies of them
     assert checkpoint.model.dtype == torch.bfloat16 and 15e6 < registry.loaded_bytes() < 16e6
     assert checkpoint.translate("A dog runs across the grass.", 1).text == "Ein Hund rennt über das Gras."
     assert "Kept in bfloat16 to fit this server's memory" in status_line(checkpoint)
@@ -165,7 +188,7 @@ def test_a_model_too_big_in_float32_is_kept_in_bfloat16_where_the_cpu_computes_i
 def test_a_model_too_big_in_float32_is_refused_where_the_cpu_has_no_bfloat16_arithmetic(monkeypatch):
     monkeypatch.setattr(services, "computes_bf16_natively", lambda: False)  # emulated, it decodes several times slower
     registry = ModelRegistry([REPOSITORY_CHECKPOINTS], device="cpu", max_mb=30)
-    with pytest.raises(CheckpointError, match="multi30k-en-de needs 54 MB of memory"):
+    with pytest.raises(CheckpointError, match=r"multi30k-en-de needs 5\d MB of memory"):
         registry.get("multi30k-en-de")
     assert registry.loaded() == []
 

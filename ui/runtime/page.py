@@ -14,6 +14,8 @@ import contextlib
 import functools
 import inspect
 import json
+import logging
+import time
 import typing
 from collections.abc import Callable, Iterable, Iterator
 
@@ -28,6 +30,28 @@ from .errors import as_user_message, as_warning
 from .language import ENGLISH, WRITTEN_PER_LANGUAGE, numbers_written, said, text
 from .later_pages import HANDLERS
 from .tab_changes import PAGE_LANGUAGE, TabChanges
+
+# Each handler's own working time, at DEBUG: what benchmarks/browser_latency.py prints beside the page's figures.
+handler_times = logging.getLogger("ui.handler_times")
+
+
+@contextlib.contextmanager
+def working_time(name: str):
+    """Log the handler ``name``'s working time for the block it runs in, at DEBUG."""
+    started = time.perf_counter()
+    yield
+    handler_times.debug("%s worked %.1f ms", name, 1000 * (time.perf_counter() - started))
+
+
+def steps_working_time(name: str, steps: Iterator) -> Iterator:
+    """``steps`` as they come; then the time spent making them (not the time each waited at its ``yield`` for
+    Gradio to send it) logged as the handler ``name``'s working time, at DEBUG."""
+    working, resumed = 0.0, time.perf_counter()
+    for step in steps:
+        working += time.perf_counter() - resumed
+        yield step
+        resumed = time.perf_counter()
+    handler_times.debug("%s worked %.1f ms", name, 1000 * (working + time.perf_counter() - resumed))
 
 SPECIAL_PARAMETERS = (gr.Request, gr.SelectData, gr.EventData)
 STOPPED = object()  # a generator handler has no more results
@@ -163,8 +187,7 @@ class Page(TabChanges):
                 with as_user_message(fn.__name__, page_asked(request), self.language):
                     with as_warning(self.language) if keep_on_input_problem else contextlib.nullcontext([]) \
                             as warned, bounded(args, request):
-                        for result in each_step(bound(*args, **kwargs)):
-                            yield named(result)
+                        yield from steps_working_time(fn.__name__, map(named, each_step(bound(*args, **kwargs))))
                     # Gradio sends a generator's last values again when it ends: for the page alone, ending on
                     # values that change nothing keeps a big answer (a translation's numbers) from crossing the
                     # network twice (a script reads the last values as the answer). After an input problem, a
@@ -176,7 +199,7 @@ class Page(TabChanges):
                 args, kwargs, request = split(args, kwargs)
                 with as_user_message(fn.__name__, page_asked(request), self.language):
                     with as_warning(self.language) if keep_on_input_problem else contextlib.nullcontext(), \
-                            bounded(args, request), HANDLERS.handling():
+                            bounded(args, request), HANDLERS.handling(), working_time(fn.__name__):
                         return named(bound(*args, **kwargs))
                     return named({})  # an input problem: a warning, and every output as it was
         functools.update_wrapper(run, fn)

@@ -13,6 +13,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -95,6 +96,12 @@ def value(name: str):
         return setting.parse(written)
     except (ValueError, RuntimeError):
         raise SettingError(f"{name}={written!r} cannot be used: it takes {setting.accepts}") from None
+
+
+def hub_directory() -> Path:
+    """``EXPLORER_HUB_CACHE``: where converted Hub models are kept, and what this host keeps across starts beside
+    them (each model's speed choices)."""
+    return Path(value("EXPLORER_HUB_CACHE") or Path.home() / ".cache" / "transformer-explorer" / "hub")
 
 
 def problems() -> list[str]:

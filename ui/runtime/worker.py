@@ -34,7 +34,9 @@ import torch
 
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint, CheckpointError, load_checkpoint, no_checkpoint_named
+from transformer.speed_choices import CACHE_FILE, choose_speed
 
+from . import settings
 from .model_names import checkpoint_name, set_for
 
 from .language import message
@@ -222,7 +224,9 @@ def loaded(directory: str, device: str, pair: tuple[str, str] | None = None,
         _models.move_to_end(key)
     else:
         _models.pop(key, None)
-        _models[key] = made, load_checkpoint(Path(directory), device, dtype)
+        checkpoint = load_checkpoint(Path(directory), device, dtype)
+        choose_speed(checkpoint.model, settings.hub_directory() / CACHE_FILE)  # this process's threads
+        _models[key] = made, checkpoint
         while len(_models) > KEPT_MODELS:
             _models.popitem(last=False)
     checkpoint = _models[key][1]
