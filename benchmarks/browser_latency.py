@@ -40,10 +40,15 @@ Goals on a 2-core CPU (issue 44): translate and model view <= 300 ms, model swit
 <= 100 ms, first load <= 1,000 ms, a 21-word click <= 150 kB; on opus-mt-en-de's shapes (20 tokens, beam 5)
 translate <= 700 ms and model view <= 800 ms; the first step drawn <= 150 ms, and <= 400 ms at opus-mt's shapes
 (issue 61).
+- translate_server_ms, model_view_server_ms: the server's own working time for the clicks of translate_in_page_ms
+  and model_view_in_page_ms (the Translate handler's time in its code, from the app's log: ui/runtime/page.py's
+  ``handler_times``), so that the rest of the in-page figure is the page's part and the trip.
+
 Prints JSON last (with --json): {"first_step_drawn_ms", "translate_settled_ms", "translate_in_page_ms",
 "model_view_settled_ms", "model_view_in_page_ms", "switch_model_settled_ms", "switch_model_in_page_ms",
 "step_settled_ms", "step_in_page_ms", "head_settled_ms", "head_in_page_ms", "first_load_ms", "first_translation_ms",
-"translate_answer_bytes", "translate_bytes", "clicks", "runs", "failures"}.
+"translate_answer_bytes", "translate_bytes", "translate_server_ms", "model_view_server_ms", "clicks", "runs",
+"failures"}.
 
     python benchmarks/browser_latency.py --clicks 5 --json
     python benchmarks/browser_latency.py --checkpoint /tmp/opus-shaped/opus-mt-en-de-shaped --max-tokens 20 --json
@@ -149,8 +154,27 @@ def start_app(repo: Path, port: int, log, device: str | None = None,
     if device:
         env["EXPLORER_DEVICE"] = device
     opened = ["--checkpoint", str(checkpoint)] if checkpoint else []
-    return subprocess.Popen([sys.executable, "app.py", "--port", str(port), *opened], cwd=repo, env=env,
+    # app.py as itself, with each handler's working time logged (ui/runtime/page.py's handler_times)
+    launch = ("import logging, runpy, sys; logging.getLogger('ui.handler_times').setLevel(logging.DEBUG); "
+              "sys.argv = ['app.py', *sys.argv[1:]]; runpy.run_path('app.py', run_name='__main__')")
+    return subprocess.Popen([sys.executable, "-c", launch, "--port", str(port), *opened], cwd=repo, env=env,
                             stdout=log, stderr=subprocess.STDOUT)
+
+
+HANDLER_TIME = re.compile(rb"ui\.handler_times: (\w+) worked ([0-9.]+) ms")
+
+
+class HandlerTimes:
+    """The server's working time for each handler it ran, read from the app's log as it grows (through a file
+    object of its own: the app writes through another)."""
+
+    def __init__(self, path: str):
+        self.log = open(path, "rb")  # noqa: SIM115 (read as the app writes, until the benchmark ends)
+
+    def since_last(self, handler: str) -> list[float]:
+        """``handler``'s working times logged since the last call (any handler's are passed over)."""
+        lines = self.log.read()
+        return [float(ms) for name, ms in HANDLER_TIME.findall(lines) if name.decode() == handler]
 
 
 def models_beside(checkpoint: Path | None) -> tuple[str, ...]:
@@ -483,8 +507,13 @@ def repeat_bytes(page, clicks: int, runs: dict, failures: dict) -> None:
                 runs[name].append(count)
 
 
-def measure(url: str, clicks: int, screenshots: Path | None, max_tokens: int | None) -> tuple[dict, dict]:
-    runs, failures = {}, {name: [] for name in NAMES}
+# The figures beside which the server's working time for their clicks is printed, and its handler.
+SERVER_TIMES = {"translate_in_page_ms": "on_translate_click", "model_view_in_page_ms": "on_translate_click"}
+
+
+def measure(url: str, clicks: int, screenshots: Path | None, max_tokens: int | None,
+            handler_times: HandlerTimes) -> tuple[dict, dict, dict]:
+    runs, failures, server = {}, {name: [] for name in NAMES}, {}
     plan = {"first_step_drawn_ms": first_step_ms, "translate_settled_ms": translate_ms,
             "translate_in_page_ms": translate_in_page_ms,
             "switch_model_settled_ms": switch_model_ms, "switch_model_in_page_ms": switch_model_in_page_ms,
@@ -509,12 +538,15 @@ def measure(url: str, clicks: int, screenshots: Path | None, max_tokens: int | N
                     runs[name] = []
                     failures[name].append("no other model beside the checkpoint to switch to")
             for name, one_click in plan.items():
+                handler_times.since_last("")
                 runs[name] = repeat_clicks(page, one_click, clicks, failures[name])
+                if name in SERVER_TIMES:  # the timed clicks' own, the warm-up's first
+                    server[name] = handler_times.since_last(SERVER_TIMES[name])[-len(runs[name]):]
                 if screenshots:
                     page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
         finally:
             browser.close()
-    return runs, failures
+    return runs, failures, server
 
 
 def main() -> None:
@@ -537,12 +569,13 @@ def main() -> None:
         port = args.port or s.getsockname()[1]
     if args.screenshots:
         args.screenshots.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryFile() as log:
+    with tempfile.NamedTemporaryFile() as log:
         process = start_app(args.repo.resolve(), port, log, args.device, checkpoint)
         try:
             # A visitor's first visit, not the server's first seconds: every page built first.
             wait_until_every_page(f"http://127.0.0.1:{port}/", process)
-            runs, failures = measure(f"http://127.0.0.1:{port}/", clicks, args.screenshots, args.max_tokens)
+            runs, failures, server = measure(f"http://127.0.0.1:{port}/", clicks, args.screenshots,
+                                             args.max_tokens, HandlerTimes(log.name))
         except RuntimeError:  # the app did not start: show its log's end
             log.seek(0)
             sys.stderr.write(log.read()[-4000:].decode(errors="replace"))
@@ -550,11 +583,15 @@ def main() -> None:
         finally:
             stop_app(process)
     result = {name: round(statistics.median(runs[name])) if runs[name] else None for name in NAMES}
+    for name, times in server.items():
+        result[name.replace("_in_page_ms", "_server_ms")] = round(statistics.median(times)) if times else None
     result.update(clicks=clicks, runs={name: runs[name] for name in NAMES}, failures=failures)
     for name in NAMES:
         unit = "bytes" if name in BYTES else "ms"
-        print(f"{name}: median {result[name]} {unit} over {len(runs[name])} of {clicks} clicks; runs {runs[name]}; "
-              f"failures {len(failures[name])}")
+        beside = (f" (the server working {result[name.replace('_in_page_ms', '_server_ms')]} ms of it)"
+                  if name in server else "")
+        print(f"{name}: median {result[name]} {unit}{beside} over {len(runs[name])} of {clicks} clicks; "
+              f"runs {runs[name]}; failures {len(failures[name])}")
     if args.json:
         print(json.dumps(result))
 

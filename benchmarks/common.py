@@ -20,15 +20,20 @@ from transformer.files.checkpoint import DEFAULT_CHECKPOINT, Checkpoint, load_ch
 from transformer.paper.config import preset  # noqa: E402
 from transformer.paper.model import Transformer  # noqa: E402
 from transformer.paper.tokenizer import Tokenizer  # noqa: E402
+from transformer.speed_choices import choose_speed  # noqa: E402
 
 
 def bundled_or_random(device: str = "cpu") -> tuple[Checkpoint | None, Transformer]:
-    """The bundled English-German model if present, else a randomly initialised one of the same ("small") size."""
+    """The bundled English-German model if present, else a randomly initialised one of the same ("small") size;
+    decoding the ways timed fastest for it on this machine, as the app's models do (``speed_choices``)."""
     if DEFAULT_CHECKPOINT.is_dir():
         checkpoint = load_checkpoint(DEFAULT_CHECKPOINT, device=device)
-        return checkpoint, checkpoint.model
-    torch.manual_seed(0)
-    return None, speed_up(Transformer(preset("small", 8000, 8000))).to(device).eval()
+        model = checkpoint.model
+    else:
+        torch.manual_seed(0)
+        checkpoint, model = None, speed_up(Transformer(preset("small", 8000, 8000))).to(device).eval()
+    choose_speed(model)
+    return checkpoint, model
 
 
 def repeat_ms(fn, repeats: int) -> tuple[float, float]:

@@ -14,6 +14,10 @@ threads, alternating so that machine noise hits both alike:
   map of every layer (what the app shows);
 - ``transformers`` / ``transformers_recording``: ``generate``, without and with ``output_attentions=True``.
 
+Ours decodes as the app's models do: through ``speed_choices.choose_speed``, timed afresh for this run's shapes on
+this machine (``speed_choices``: what it chose, and ``choosing_s``: what choosing took). ``transformers_version``
+is recorded beside the figures.
+
 ``--dtype bfloat16``: both models' weights in bfloat16 (as the app keeps a model too big for its memory in float32,
 on a CPU that computes in bfloat16 natively), and ours in float32 timed beside them (``ours_float32_greedy_ms``,
 ``ours_float32_beam_ms``; ``bf16_greedy_speedup`` is float32's time over bfloat16's).
@@ -34,6 +38,7 @@ import statistics
 import time
 
 import torch
+import transformers
 
 from common import machine, report
 from transformer.cpu import speed_up
@@ -42,6 +47,7 @@ from transformer.files.weights import load_weights
 from transformer.paper.decoding import SearchRules, beam_search, greedy_search
 from transformer.paper.translation import translate
 from transformer.paper.model import Transformer
+from transformer.speed_choices import choose_speed
 
 OPUS_MT_EN_DE = dict(vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
                      decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
@@ -116,10 +122,12 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     ours, theirs = models(args.family)
+    choices = choose_speed(ours)
     in_float32 = None
     if args.dtype == "bfloat16":
         in_float32 = speed_up(Transformer(ours.config)).eval()
         in_float32.load_state_dict(ours.state_dict())
+        choose_speed(in_float32)
         ours.to(torch.bfloat16), theirs.to(torch.bfloat16)
     eos_id, n = ours.config.eos_id, args.tokens
     sources = sentences(args.sentences, eos_id)
@@ -179,7 +187,8 @@ def main() -> None:
         "tokens": n, "beam": args.beam,
         "family": args.family, "dtype": args.dtype,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-        "machine": machine()})
+        "speed_choices": choices.describe(), "choosing_s": choices.timed_s,
+        "transformers_version": transformers.__version__, "machine": machine()})
     if in_float32 is not None:
         result["bf16_greedy_speedup"] = round(ms["ours_float32_greedy"] / ms["ours_greedy"], 3)
         result["bf16_beam_speedup"] = round(ms["ours_float32_beam"] / ms["ours_beam"], 3)
