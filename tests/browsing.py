@@ -118,3 +118,19 @@ def answered(page, timeout: float = 60_000) -> None:
                               " !!(window.explorer && window.explorer.drawing())]")
         raise AssertionError(f"not answered and drawn: {state[0]} requests open ({state[2]}), {state[1]} frames "
                              f"since a chart was drawn or a request answered, still drawing: {state[3]}") from error
+
+
+IN_SIGHT_JS = """(id) => {
+  const element = document.getElementById(id), top = element && element.getBoundingClientRect().top;
+  return element !== null && element.offsetParent !== null && top > -1 && top < window.innerHeight;  // -1: sub-pixel
+}"""
+
+
+def brought_into_sight(page, element_id: str, timeout: float = 30_000) -> None:
+    """Until the element's top is on the screen (a click that opens a tab on a view brings that view there)."""
+    try:
+        page.wait_for_function(IN_SIGHT_JS, arg=element_id, timeout=timeout)
+    except Exception as error:  # Playwright's TimeoutError: say where it is
+        top = page.evaluate("(id) => document.getElementById(id)?.getBoundingClientRect().top", element_id)
+        raise AssertionError(f"#{element_id}'s top is at {top} px, off a screen "
+                             f"{page.viewport_size['height']} px tall") from error

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from browsing import answered, count_requests
+from browsing import answered, brought_into_sight, count_requests
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint
 from ui.views import lessons
 from ui.views import explorer as explorer_views
@@ -502,8 +502,10 @@ def test_look_inside_a_step_and_work_equation_1_on_the_blackboard(app_url, brows
     number.press("Enter")
     page.wait_for_function("() => document.querySelector('#topk-plot .gtitle').textContent.startsWith('Step 2:')",
                            timeout=30_000)
+    page.set_viewport_size({"width": 1280, "height": 720})  # a laptop's: the step view is far down the tab
     page.locator("#look-inside").click()
     page.wait_for_selector("#inside-contributions .js-plotly-plot", timeout=60_000)
+    brought_into_sight(page, "inside-head")  # the head and query it set
     summary = page.locator("#inside-summary").inner_text()
     assert "Query 2 is step 2: it reads" in summary
     assert page.locator("#inside-query input[type=number]").input_value() == "2"

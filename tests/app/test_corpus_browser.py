@@ -1,9 +1,10 @@
 """The Corpus tab in a real browser: a click on a head's cell opens its queries and keys, a click on a point or on a
-row opens that sentence in Translate, on that head and step; and the tab speaks the page's language."""
+row opens that sentence in Translate, on that head and step, with the step view on the screen; and the tab speaks
+the page's language."""
 
 import pytest
 
-from browsing import answered, count_requests
+from browsing import answered, brought_into_sight, count_requests
 
 playwright = pytest.importorskip("playwright.sync_api")
 
@@ -78,14 +79,20 @@ def test_a_click_on_a_cell_then_on_a_point_opens_the_head_then_its_sentence_in_t
                            "'translate'", timeout=30_000)
     answered(page)
     assert "layer 2, head 4" in page.locator("#attention-plot .js-plotly-plot .infolayer").first.text_content()
+    brought_into_sight(page, "step-view")
     sentence = page.locator("#source-text textarea").input_value()
-    page.get_by_role("tab", name="Corpus").click()
-    source_cell = page.locator("#corpus-least [role=row] [role=gridcell]").nth(4)  # the first row's source
-    source_of_row = source_cell.inner_text().strip()
-    source_cell.click()
-    page.wait_for_function(f"() => document.querySelector('#source-text textarea').value === {source_of_row!r}",
-                           timeout=30_000)
-    assert shown_tab(page) == "translate" and sentence
+    for row, (width, height) in enumerate([(1366, 900), (1280, 720)]):
+        page.set_viewport_size({"width": width, "height": height})
+        page.get_by_role("tab", name="Corpus").click()
+        rows = page.locator("#corpus-least [role=row]:has([role=gridcell])")
+        source_cell = rows.nth(row).locator("[role=gridcell]").nth(4)  # the row's source
+        source_of_row = source_cell.inner_text().strip()
+        source_cell.scroll_into_view_if_needed()  # the list is at the tab's bottom: Translate opens scrolled there
+        source_cell.click()
+        page.wait_for_function(f"() => document.querySelector('#source-text textarea').value === "
+                               f"{source_of_row!r}", timeout=30_000)
+        assert shown_tab(page) == "translate" and sentence
+        brought_into_sight(page, "step-view")
     assert not errors
 
 

@@ -258,6 +258,13 @@ class Page(TabChanges):
         return gr.on(triggers, None, [self.components[name] for name in inputs],
                      [self.components[name] for name in outputs], js=js, queue=False, api_visibility="private")
 
+    def brings_into_sight(self, event, element_id: str) -> None:
+        """Once ``event`` (a click that opens another tab on a view) has answered, the element ``element_id`` (the
+        view it set) is brought to the top of the screen, and held there while the charts above it still draw
+        (page.js, holdInSight): the tab opens where the page was scrolled, often far below it."""
+        event.then(None, js=f"() => explorerPage.holdInSight({json.dumps(element_id)})", queue=False,
+                   api_visibility="private")
+
     def then(self, event, fn: Callable, outputs: Iterable[str], **options):
         """Run ``fn`` once ``event`` (what ``on`` returned) has finished; it may set the components named in
         ``outputs``."""

@@ -70,7 +70,8 @@ window.explorerPage = (() => {
     }
   }, true);
 
-  // After Show me, the view a lesson is about is brought to the top of the screen and outlined a moment. Its tab
+  // After Show me, and after a click that opens another tab on a view (Page.brings_into_sight), the view a lesson
+  // is about or the click set is brought to the top of the screen and outlined a moment. Its tab
   // may still be opening and the charts above it still drawing, so it is held there: each time the page changes
   // or grows and the view has moved, it is put back, until the visitor scrolls, types, clicks or touches, or the
   // next Show me. No clock: a slow classroom computer's late charts are waited for as a fast one's. (A scroll alone
@@ -172,6 +173,7 @@ window.explorerPage = (() => {
       holdInSight(lesson.focus);
     },
     putLessonAway,
+    holdInSight,
     // The tab on screen draws the views that wait for it, as opening it does: its hidden redraw button
     // (Page.add_redraw_buttons) is pressed. After a model switch, which draws the Translate tab alone.
     // The shown tab is the page's visible_tab (ui/build.py), which opening a tab sets.

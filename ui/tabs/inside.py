@@ -26,6 +26,7 @@ TAB_ID, TITLE = "inside", message("inside.title")  # the tab's id in the page, a
 WAITING = message("inside.waiting")
 WAITING_LAYERS = message("inside.layers.waiting")
 # A click on a cell of the whole head's maps looks inside its row's query (ui/static/page.js).
+HEAD_VIEW_ID = "inside-head"  # the head and query shown: where the Translate tab's "look inside" brings the page
 QUERY_PICKER = {"charts": "#inside-maps", "slider": "#inside-query", "shownNext": "inside-summary", "rowsMeta": None}
 
 
@@ -33,7 +34,7 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
     layers, heads = layer_and_head_counts(checkpoint)
     words = page.words
     gr.Markdown(words("inside.intro"))
-    with gr.Row():
+    with gr.Row(elem_id=HEAD_VIEW_ID):
         # The kinds' English names are the values handlers and scripts read; each is labelled in the page's words.
         kinds = [(words(f"map.kind.{kind}"), name) for kind, name in ATTENTION_KINDS.items()]
         inside_kind = components.Radio(kinds, value=ATTENTION_KINDS["cross"], label=words("inside.attention"),
@@ -359,9 +360,10 @@ def wire(page: Page) -> None:
     page.on(c["decoderlens_layer"].input, on_layer_shown, ["decoderlens_layer", "decoderlens_summary",
                                                            "decoderlens_map"], trigger_mode="always_last",
             show_progress="hidden")
-    page.on(c["look_inside"].click, on_look_inside,  # the Translate tab's step view, looked into here
-            ["tabs", "inside_kind", "inside_head", "lens_step", *HEAD_OUTPUTS, "lens_plot", "temperature_plot",
-             *INSIDE_RESET, *TUNED_OUTPUTS, "tabs_waiting", "visible_tab"])
+    looking = page.on(c["look_inside"].click, on_look_inside,  # the Translate tab's step view, looked into here
+                      ["tabs", "inside_kind", "inside_head", "lens_step", *HEAD_OUTPUTS, "lens_plot",
+                       "temperature_plot", *INSIDE_RESET, *TUNED_OUTPUTS, "tabs_waiting", "visible_tab"])
+    page.brings_into_sight(looking, HEAD_VIEW_ID)
     page.on([c["blackboard_button"].click, c["blackboard_causal"].input], on_blackboard,
             ["blackboard_steps", "blackboard_plot"], keep_on_input_problem=True)
     page.on(c["blackboard_d"].input, on_blackboard_size, ["blackboard_table", "blackboard_steps", "blackboard_plot"],

@@ -57,7 +57,8 @@ def page_settings(language: str = ENGLISH) -> dict:
 
 
 # A click on a cell of the heatmap, where its rows are decoding steps, moves the step view to that cell's step.
-STEP_PICKER = {"charts": f"#{CHARTS['heatmap']}", "slider": "#step-slider", "shownNext": "step-view",
+STEP_VIEW_ID = "step-view"  # the step view's top: where a click that opens it on a step brings the page
+STEP_PICKER = {"charts": f"#{CHARTS['heatmap']}", "slider": "#step-slider", "shownNext": STEP_VIEW_ID,
                "rowsMeta": figures.ROWS_ARE_STEPS}
 SENT = itertools.count(1)  # each translation's numbers are new to the page, the same sentence's too
 
@@ -107,7 +108,7 @@ def sentence_layout(page: Page, checkpoint: Checkpoint) -> None:
 def step_layout(page: Page) -> None:
     """Stepping through the decoding: the slider, the step's caption, the pieces so far and its two charts."""
     words = page.words
-    gr.Markdown(words("translate.step.intro"), elem_id="step-view")
+    gr.Markdown(words("translate.step.intro"), elem_id=STEP_VIEW_ID)
     with gr.Row():
         previous_step = gr.Button(words("translate.step.previous"), size="sm", scale=0)
         step = components.UnboundedSlider(1, 2, value=1, step=1, label=words("translate.step"), elem_id="step-slider", scale=4)
