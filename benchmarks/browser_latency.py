@@ -541,7 +541,8 @@ def measure(url: str, clicks: int, screenshots: Path | None, max_tokens: int | N
                 handler_times.since_last("")
                 runs[name] = repeat_clicks(page, one_click, clicks, failures[name])
                 if name in SERVER_TIMES:  # the timed clicks' own, the warm-up's first
-                    server[name] = handler_times.since_last(SERVER_TIMES[name])[-len(runs[name]):]
+                    logged = handler_times.since_last(SERVER_TIMES[name])
+                    server[name] = logged[-len(runs[name]):] if runs[name] else []
                 if screenshots:
                     page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
         finally:

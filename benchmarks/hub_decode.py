@@ -122,13 +122,12 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     ours, theirs = models(args.family)
-    choices = choose_speed(ours)
     in_float32 = None
     if args.dtype == "bfloat16":
         in_float32 = speed_up(Transformer(ours.config)).eval()
         in_float32.load_state_dict(ours.state_dict())
-        choose_speed(in_float32)
         ours.to(torch.bfloat16), theirs.to(torch.bfloat16)
+    choices = choose_speed(ours if in_float32 is None else in_float32)  # none apply to bfloat16's
     eos_id, n = ours.config.eos_id, args.tokens
     sources = sentences(args.sentences, eos_id)
     forced = (FORCED_LANGUAGE,) if args.family != "marian" else ()

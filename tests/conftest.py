@@ -35,13 +35,16 @@ CORPUS_SENTENCES = 48
 def test_run_folder(tmp_path_factory):
     """A folder for this test run, shared by its workers: the app's runs folder wherever a test does not give one
     (``EXPLORER_RUNS_DIR``), so no test writes into the repository, and the Corpus tab's runs are made once for
-    every app the run serves (each chunk is written whole, and the same sentences give the same chunk); and the
-    Corpus tab's first corpus at ``CORPUS_SENTENCES``."""
+    every app the run serves (each chunk is written whole, and the same sentences give the same chunk); the Hub
+    cache and the user's cache folder (``EXPLORER_HUB_CACHE``, ``XDG_CACHE_HOME``), where the app and the command
+    lines keep each model's speed choices, so no test writes into the home folder; and the Corpus tab's first
+    corpus at ``CORPUS_SENTENCES``."""
     base = tmp_path_factory.getbasetemp()
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     folder = base.parent / f"test-run-{run_id}" if run_id else base / "test-run"
     folder.mkdir(exist_ok=True)
-    given = {"EXPLORER_RUNS_DIR": str(folder), "EXPLORER_CORPUS_SENTENCES": str(CORPUS_SENTENCES)}
+    given = {"EXPLORER_RUNS_DIR": str(folder), "EXPLORER_CORPUS_SENTENCES": str(CORPUS_SENTENCES),
+             "EXPLORER_HUB_CACHE": str(folder / "hub"), "XDG_CACHE_HOME": str(folder / "cache")}
     before = {name: os.environ.get(name) for name in given}
     os.environ.update(given)
     yield folder

@@ -171,15 +171,16 @@ class MultiHeadAttention(paper.MultiHeadAttention):
 class ScaledDotProductAttention(paper.ScaledDotProductAttention):
     """The formula where it is faster than the fused kernel; the probabilities only to those who asked.
 
-    ``formula_chosen``: ``speed_choices.choose_speed`` timed the formula faster for this model's decoding on this
-    machine (outside autograd only: training keeps the kernel's fused backward)."""
+    ``formula_chosen``: ``speed_choices.choose_speed`` timed the formula faster for this model's decoding steps on
+    this machine: taken for one new position at a time (what was timed), outside autograd (training keeps the
+    kernel's fused backward)."""
 
     formula_chosen = False
 
     def forward(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
                 need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         formula = (need_weights or formula_is_faster(q, self.dropout.p if self.training else 0.0)
-                   or (self.formula_chosen and not torch.is_grad_enabled()))
+                   or (self.formula_chosen and q.size(-2) == 1 and not torch.is_grad_enabled()))
         output, weights = super().forward(q, k, v, mask, need_weights=formula)
         return output, weights if need_weights else None
 
@@ -267,10 +268,17 @@ def speed_up(model: nn.Module) -> nn.Module:
 
 
 def decoding_copy_bytes(model: nn.Module) -> int:
-    """What the copies of a model's weights that decoding on a CPU reads take: about its weights again."""
+    """What the copies of a model's weights that decoding on a CPU reads take: about its weights again.
+    Cross-attention's projection is copied as it is read, in two parts: the queries' rows and the keys' and values'
+    (``paper.MultiHeadAttention.forward``), each in its own shape's layout."""
     total = 0
+    cross = {id(layer.cross_attn.in_proj) for layer in getattr(getattr(model, "decoder", None), "layers", ())}
     for module in model.modules():
-        if isinstance(module, Linear):
+        if isinstance(module, Linear) and id(module) in cross:
+            d = module.in_features
+            total += sum(module.decoding_weight.copy_bytes(module.weight[rows])
+                         for rows in (slice(0, d), slice(d, 3 * d)))
+        elif isinstance(module, Linear):
             total += module.decoding_weight.copy_bytes(module.weight)
         if isinstance(module, Transformer) and module.tied_output is not None:
             total += module.tied_output.copy_bytes(module.tgt_embed.weight)

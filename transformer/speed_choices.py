@@ -45,6 +45,7 @@ TIMED_S, MOST_ROUNDS = 0.004, 40  # more rounds, up to the most, while a candida
 TIMED_ELEMENTS = 2**25  # a larger weight is timed on its first rows: 128 MB stream from memory as the whole does
 KEPT = 64  # choices a cache keeps, the most recently made
 CACHE_FILE = ".speed-choices.json"
+TIMED_AS = 1  # how the candidates are timed: a change to it times every model again
 
 
 @dataclass
@@ -198,7 +199,7 @@ def key_of(model: nn.Module) -> str:
     """The cache's key for ``model`` on this machine: a hash of ``machine()`` and the model's shapes."""
     config = model.config
     shapes = {"weights": sorted(weight_groups(model)), "heads": config.n_heads, "d_model": config.d_model,
-              "decoder_layers": config.n_decoder_layers, "packing": cpu.PACKING}
+              "decoder_layers": config.n_decoder_layers, "packing": cpu.PACKING, "timed_as": TIMED_AS}
     described = json.dumps({"machine": machine(), "model": shapes}, sort_keys=True)
     return hashlib.sha256(described.encode()).hexdigest()[:24]
 
@@ -227,6 +228,7 @@ def write_cache(path: Path, key: str, choices: SpeedChoices) -> None:
     kept = dict(list(kept.items())[-KEPT:])
     for entry in kept.values():
         entry.pop("from_cache", None)
+    temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False,
@@ -235,6 +237,8 @@ def write_cache(path: Path, key: str, choices: SpeedChoices) -> None:
         os.replace(temporary.name, path)
     except OSError as error:
         log.warning("the speed choices could not be kept in %s (%s); the next start times them again", path, error)
+        if temporary is not None:
+            Path(temporary.name).unlink(missing_ok=True)
 
 
 def choose_speed(model: nn.Module, cache: Path | None = None,
@@ -242,6 +246,8 @@ def choose_speed(model: nn.Module, cache: Path | None = None,
     """Choose and apply the fastest ways for ``model`` to decode here; None where none apply.
 
     ``cache``: the file keeping choices across starts (read first; written after timing); None times every time.
+    A choice kept there is never timed again on the same machine: delete the file to time every model anew (a
+    model timed while the machine was busy with other work, say).
     """
     if not choosable(model):
         return None

@@ -12,10 +12,10 @@ from pathlib import Path
 import torch
 
 from transformer.cpu import computes_bf16_natively, decoding_copy_bytes
-from transformer.speed_choices import CACHE_FILE, choose_speed
 from transformer.data import DataError, multi30k_dir
 from transformer.files.checkpoint import (REPOSITORY_CHECKPOINTS, Checkpoint, CheckpointError, default_device,
                                    list_checkpoints, load_checkpoint, no_checkpoint_named, read_config)
+from transformer.speed_choices import CACHE_FILE, choose_speed
 
 from .classes.classroom import Classrooms
 from .hub_models import MB, HubModels, OpeningAtStart
@@ -160,13 +160,16 @@ class ModelRegistry:
             checkpoint = load_checkpoint(available[name], self.device)
         except CheckpointError as error:  # name the checkpoint, not the server's directories
             raise error.without(str(available[name].parent) + "/") from None
-        chosen = choose_speed(checkpoint.model, self.speed_cache)  # before its size: the layouts chosen make copies
-        if chosen is not None:
-            log.info("%s decodes %s", name, chosen.describe())
         size = model_bytes(checkpoint)
+        chosen = None
+        if size <= self.max_bytes or not halves(checkpoint):  # one halved has no choices: not timed for nothing
+            chosen = choose_speed(checkpoint.model, self.speed_cache)
+            size = model_bytes(checkpoint)  # the layouts chosen decide decoding's copies
         if size > self.max_bytes and halves(checkpoint):
             checkpoint.model.to(torch.bfloat16)
-            size = model_bytes(checkpoint)
+            size, chosen = model_bytes(checkpoint), None
+        if chosen is not None:
+            log.info("%s decodes %s", name, chosen.describe())
         if size > self.max_bytes:
             raise CheckpointError(message("runtime.model_too_big", name=name, needed=Number(size / MB, ",.0f"),
                                           kept=Number(self.max_bytes / MB, ",.0f")))
@@ -254,10 +257,10 @@ class Services:
         self.opening.start()
 
     def opening_of(self, sources: list[str]) -> OpeningAtStart:
-        return OpeningAtStart(self.hub, sources, ready=self.opened_at_start, in_use=self.in_use,
+        return OpeningAtStart(self.hub, sources, ready=self.ready_at_start, in_use=self.in_use,
                               last_used=lambda name: self.registry.last_used(name))
 
-    def opened_at_start(self, name: str) -> None:
+    def ready_at_start(self, name: str) -> None:
         """A model opened at start becomes the default of new pages, and is loaded now, off any visitor's request
         (its speed choices are timed when it is loaded: ``ModelRegistry``)."""
         self.registry.prefer(name)
@@ -265,6 +268,8 @@ class Services:
             self.registry.get(name)
         except CheckpointError as error:
             log.warning("%s was opened at start but could not be loaded: %s", name, error)
+        except Exception:  # noqa: BLE001 (the models still to open at start must not wait on this one)
+            log.exception("%s was opened at start but could not be loaded", name)
 
     @classmethod
     def default(cls, roots: list[Path] | None = None, jobs: JobManager | None = None,

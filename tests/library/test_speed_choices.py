@@ -3,6 +3,7 @@ and remembers them for the next start; whichever it keeps, the model computes th
 
 import json
 import logging
+import pickle
 from copy import deepcopy
 from itertools import product
 
@@ -96,18 +97,56 @@ def test_whichever_way_is_kept_the_model_computes_the_same(layout, attention):
     assert attentions and all(m.formula_chosen == (attention == "formula") for m in attentions)
 
 
-def test_training_keeps_the_fused_kernel_and_the_weights_themselves_whatever_was_chosen():
+class FusedCalls:
+    """Counts the calls of PyTorch's fused attention kernel, which it still makes."""
+
+    def __init__(self, monkeypatch):
+        self.count, fused = 0, torch.nn.functional.scaled_dot_product_attention
+
+        def counted(*args, **kwargs):
+            self.count += 1
+            return fused(*args, **kwargs)
+        monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", counted)
+
+
+def test_the_formula_chosen_serves_decoding_steps_alone(monkeypatch):
+    """It was timed for one new position at a time: a whole sentence at once (the encoder, a teacher-forced pass)
+    and training keep the fused kernel, and training its weights themselves."""
     chosen = model()
     speed_choices.apply_choices(chosen, SpeedChoices({s: "transposed" for s in speed_choices.weight_groups(chosen)},
                                                      "formula"))
+    fused = FusedCalls(monkeypatch)
+    src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
+    with torch.no_grad():
+        encoded = chosen.encode(src)
+        assert fused.count == 2, "each encoder layer's self-attention over the sentence"
+        chosen.decode(tgt[:, :1], encoded, DecoderCache())
+        assert fused.count == 2, "a decoding step's attention by the formula"
     plain = model().train()
     chosen.train()
-    src, tgt = padded_batch([6, 4]), padded_batch([5, 3], seed=3)
+    for module in chosen.modules():
+        if isinstance(module, cpu.Linear):
+            module.decoding_weight.clear()  # the steps' copies: training makes none
     for each in (plain, chosen):
         each(src, tgt).logits.square().mean().backward()
+    assert fused.count == 2 + 2 * 6, "training: every layer's attention of both models by the kernel"
     for (name, mine), theirs in zip(chosen.named_parameters(), plain.parameters(), strict=True):
         torch.testing.assert_close(mine.grad, theirs.grad, atol=1e-6, rtol=1e-5, msg=name)
     assert all(not m.decoding_weight._copies for m in chosen.modules() if isinstance(m, cpu.Linear))
+
+
+@pytest.mark.parametrize("square", LAYOUTS)
+def test_the_memory_decodings_copies_will_take_is_known_whatever_was_chosen(square):
+    """Cross-attention's projection is copied in two parts, its queries' rows in the square shape's layout and its
+    keys' and values' in their own: a server bounding its models by memory counts them before they are made."""
+    chosen = model(tied=False)
+    layouts = {shape: "transposed" for shape in speed_choices.weight_groups(chosen)}
+    speed_choices.apply_choices(chosen, SpeedChoices({**layouts, "32x32": square}, "fused"))
+    expected = cpu.decoding_copy_bytes(chosen)
+    outputs(chosen)
+    made = sum(copy.numel() * copy.element_size() for module in chosen.modules() if isinstance(module, cpu.Linear)
+               for _, _, copy, layout in module.decoding_weight._copies.values() if layout != "stored")
+    assert made == expected > 0
 
 
 def test_every_shape_a_decoding_step_multiplies_is_timed_and_applied(tmp_path):
@@ -173,7 +212,11 @@ def test_the_cache_keeps_the_newest_choices_only(tmp_path, monkeypatch):
         monkeypatch.setattr(speed_choices, "machine", lambda threads=threads: {"cpu": "a CPU", "threads": threads})
         choose_speed(model(), cache)
     kept = json.loads(cache.read_text())
-    assert len(kept) == 2 and speed_choices.key_of(model()) in kept
+    newest = []
+    for threads in (2, 3):
+        monkeypatch.setattr(speed_choices, "machine", lambda threads=threads: {"cpu": "a CPU", "threads": threads})
+        newest.append(speed_choices.key_of(model()))
+    assert list(kept) == newest, "the first made is the one dropped"
 
 
 def test_nothing_is_chosen_for_a_model_in_bfloat16_or_not_sped_up(tmp_path):
@@ -192,10 +235,12 @@ def test_a_chosen_prepacking_where_this_torch_cannot_prepack_reads_the_rule_meas
     assert holder.layout(weight) == "stored" and holder.copy_bytes(weight) == 0
 
 
-def test_a_pickled_model_keeps_its_choices_but_not_its_copies():
+@pytest.mark.parametrize("copy", [deepcopy, lambda model: pickle.loads(pickle.dumps(model))])
+def test_a_copied_or_pickled_model_keeps_its_choices_but_not_its_copies(copy):
     chosen = model()
     speed_choices.apply_choices(chosen, SpeedChoices({"96x32": "stored"}, "formula"))
     outputs(chosen)
-    copied = deepcopy(chosen)
+    copied = copy(chosen)
     linear = copied.decoder.layers[0].self_attn.in_proj
     assert linear.decoding_weight.layouts == {"96x32": "stored"} and linear.decoding_weight._copies == {}
+    assert copied.decoder.layers[0].cross_attn.attention.formula_chosen
