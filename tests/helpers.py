@@ -8,6 +8,7 @@ import logging
 import socket
 import subprocess
 import sys
+import time
 import traceback
 
 
@@ -23,6 +24,22 @@ def serve_on_loopback(demo, **options) -> None:
     each in turn, where a port picked before launching could be taken before it is bound (by another worker, or by
     an outgoing connection: the kernel hands out the same range for those)."""
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True, **options)
+
+
+def calls_ended(client, *jobs, timeout: float = 120) -> None:
+    """Wait until ``jobs`` have ended and ``client``'s stream has closed after them, before its session's next call.
+
+    gradio_client reads all of a session's events from one stream, which the server closes once the session's last
+    event has ended. A call posted after that end, but before the client has read the close, joins the closing
+    stream and is lost: it raises ``concurrent.futures.CancelledError`` (tests/app/test_client_sessions.py forces
+    it). A job that ends while the test asks something else (a training job that was told to stop) is the same."""
+    for job in jobs:
+        job.result(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while client.stream_open:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gradio_client's stream stayed open {timeout} s after its last event ended")
+        time.sleep(0.01)
 
 
 def run_command(module: str, *args: str, stdin: str | bytes = "") -> subprocess.CompletedProcess:

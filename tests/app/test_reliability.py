@@ -46,7 +46,7 @@ from ui.build import build_app, close_app, launch_options
 from ui.views import text as text_views
 from ui.views import translate as translate_views
 
-from helpers import serve_on_loopback
+from helpers import calls_ended, serve_on_loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = REPOSITORY_CHECKPOINTS / "reverse-tiny"
@@ -148,6 +148,7 @@ def test_past_the_queue_limit_a_user_is_told_the_app_is_busy_instead_of_hanging(
 
         registry.gate.set()
         assert [job.result(timeout=60)[0] for job in running + [queued]] == ["3 2 1"] * (len(running) + 1)
+        calls_ended(client, *running, queued)
         assert client.predict(*args, api_name="/translate")[0] == "3 2 1", "serves again once drained"
         client.close()
     finally:

@@ -18,7 +18,7 @@ from transformer.data import DataError
 from transformer.errors import InputError
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError
 
-from helpers import QuickTrainer, serve_on_loopback
+from helpers import QuickTrainer, calls_ended, serve_on_loopback
 from ui import services
 from ui.views import model as model_views
 from ui.views import training as training_views
@@ -44,6 +44,7 @@ def test_a_job_streams_progress_and_its_checkpoint_translates(served):
     job = client.submit("reverse", None, "tiny", 40, 3, api_name="/train")
     updates = list(job)
     assert len(updates) >= 3, "progress is streamed while the job runs"
+    calls_ended(client, job)
     status, progress, curves, replay, probe, download, model_list = job.outputs()[-1]
     assert "finished" in status and "Finished after 40 updates" in status
     assert 'value="100"' in progress
@@ -67,6 +68,7 @@ def test_a_stopped_jobs_model_stays_out_of_the_list_until_its_trainer_keeps_it(s
         time.sleep(0.2)
     client.predict(api_name="/stop_training")
     manager.wait(120)
+    calls_ended(client, job)  # its stream of progress ends once the job has stopped
     stopped = manager.current
     assert stopped.status == "stopped" and stopped.step < 3000
     assert stopped.checkpoint is None and "not in the model list" in stopped.message
@@ -77,7 +79,6 @@ def test_a_stopped_jobs_model_stays_out_of_the_list_until_its_trainer_keeps_it(s
     assert manager.current.checkpoint == stopped.held and "Kept" in manager.current.message
     assert (manager.published_dir / stopped.held / "config.json").is_file()
     assert [stopped.held, stopped.held] in client.predict(api_name="/models")["choices"]
-    job.cancel()
 
 
 def test_a_new_job_discards_the_model_of_a_stopped_one_nobody_kept(tmp_path):
