@@ -20,6 +20,7 @@ from .text import clean_text, markdown_escape
 from .explorer import step_frames
 from .translate import WEIGHT_DECIMALS
 
+UNDER_WAY = "…"  # ends the text of a translation still being decoded
 
 def source_pieces_read(checkpoint: Checkpoint, sentence: str) -> list[str]:
     """The source pieces the model reads for ``sentence``, cleaned and cut as a translation does."""
@@ -29,8 +30,10 @@ def source_pieces_read(checkpoint: Checkpoint, sentence: str) -> list[str]:
 
 
 def text_so_far(checkpoint: Checkpoint, progress: SearchProgress) -> str:
-    """The translation as the search's leading hypothesis reads so far (special tokens dropped)."""
-    return checkpoint.target_tokenizer.decode(progress.tokens)
+    """The translation as the search's leading hypothesis reads so far (special tokens dropped), marked as under
+    way. Without the mark a finished search's last step would read as the translation before the server holds it,
+    and a click in another tab in between would find no translation to look into."""
+    return checkpoint.target_tokenizer.decode(progress.tokens) + UNDER_WAY
 
 
 def live_numbers(checkpoint: Checkpoint, progress: SearchProgress, source: list[str], layer: int,
