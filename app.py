@@ -9,9 +9,10 @@ import socket
 from pathlib import Path
 
 import ui  # noqa: F401  (sets gradio's analytics off before gradio loads)
+from transformer import cpu
 from ui.build import build_app, launch_options
 from ui.hub_models import OpeningAtStart
-from ui.runtime import settings
+from ui.runtime import costly, settings
 from ui.services import Services
 
 
@@ -42,6 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.port and not port_is_free(host, args.port):
         parser.exit(1, f"app.py: port {args.port} on {host} is taken (is the app already running?); "
                        f"choose another with --port\n")
+    costly.use_threads(cpu.threads_to_use(settings.value("EXPLORER_THREADS")))
     checkpoint = Path(args.checkpoint).resolve() if args.checkpoint else None
     services = Services.default(roots=[checkpoint.parent] if checkpoint else None)
     demo = build_app(services, checkpoint.name if checkpoint else None)

@@ -93,7 +93,7 @@ LIBRARY_PARTS = {
     "inside": {"paper", "files", "errors", "metrics"},
     "train": {"paper", "cpu", "files", "data", "metrics", "errors", "arguments"},
     "errors": set(), "metrics": set(), "data": {"errors"},
-    "arguments": {"paper", "files", "errors", "speed_choices"},
+    "arguments": {"paper", "cpu", "files", "errors", "speed_choices"},
 }
 
 

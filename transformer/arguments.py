@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import torch
 
+from . import cpu
 from .errors import AT_RUN_TIME, Explained
 from .files.checkpoint import DEFAULT_CHECKPOINT, Checkpoint, load_checkpoint
 from .paper.translation import Translation
@@ -143,7 +144,8 @@ def run(parser: CommandLine, command: Callable[[argparse.Namespace], int | None]
     """Parse ``argv`` and run ``command`` on it, each problem one line and its exit status (module docstring)."""
     args = parser.parse_args(argv)
     try:
-        return command(args) or 0
+        with cpu.threads_for_this_run(getattr(args, "threads", None)):
+            return command(args) or 0
     except Explained as error:
         return said(error, error.code or "input", 1 if error.code in AT_RUN_TIME else 2, args.debug)
     except KeyboardInterrupt:

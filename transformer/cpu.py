@@ -24,6 +24,9 @@ training run get it.
   PyTorch its own optimizers and modules have long relied on, on every version.
 - ``dropout`` draws 16 random bits per element instead of a float: ``F.dropout`` draws from PyTorch's serial
   generator, and with dropout 0.1 the small preset trained at half its speed without (benchmarks/train_throughput.py).
+- Threads: a process takes as many as the cores nothing else keeps busy as it starts (``threads_for_machine``).
+  torch's default, one per core, computed 1.5-1.8x slower beside a busy core than one thread, on two cores
+  (docs/benchmarks.md, "Threads beside a busy core"), and 1.3-1.4x faster alone.
 - Attention takes the formula where it beats PyTorch's fused kernel (``formula_is_faster``, or where
   ``choose_speed`` timed it faster for a model's decoding), and a residual
   connection casts a bf16 sublayer's output to the float32 stream before adding (a mixed-dtype add is about 4x
@@ -31,6 +34,13 @@ training run get it.
 """
 
 from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -43,6 +53,11 @@ PACKING_CHECKED_ON = ("2.13.",)  # torch.__version__ prefixes
 PACKING = (torch.__version__.startswith(PACKING_CHECKED_ON) and torch.backends.mkldnn.is_available()
            and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
 EVERY_ROW = slice(None)
+# Long enough for a busy core to show as ten ticks of the kernel's usual 100 Hz clock, short beside a command's start.
+BUSY_SAMPLE_S = 0.1
+THREADS_VARIABLE = "OMP_NUM_THREADS"  # torch's own: where it is set, its count stands
+
+log = logging.getLogger(__name__)
 
 
 class DecodingWeight:
@@ -298,3 +313,75 @@ def formula_is_faster(q: Tensor, dropout_p: float) -> bool:
     slower for sentence-length sequences (benchmarks/train_throughput.py), and its dropout draws as slowly as
     ``F.dropout``."""
     return q.device.type == "cpu" and (q.dtype == torch.bfloat16 or dropout_p > 0)
+
+
+def cores_available() -> int:
+    """The cores this process may run on (its affinity, where the system says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def cpu_seconds_of_others() -> dict[int, float]:
+    """The CPU seconds each process visible here has used, but this one: Linux's /proc, empty elsewhere. In a
+    container only its own processes are visible, so a shared host's other tenants do not count."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    used = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:  # after the command's name in brackets: state, then 10 fields, then user and system ticks
+                fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+                used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+            except (OSError, IndexError, ValueError):  # gone meanwhile, or not a process's
+                continue
+    return used
+
+
+def busy_cores(sample_s: float = BUSY_SAMPLE_S, read: Callable[[], dict[int, float]] = cpu_seconds_of_others,
+               clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> float:
+    """How many cores the other processes keep busy now: their CPU seconds over ``sample_s`` of this one's waiting
+    (a process that started or ended meanwhile does not count)."""
+    before, started = read(), clock()
+    sleep(sample_s)
+    after, elapsed = read(), clock() - started
+    return sum(after[pid] - before[pid] for pid in after.keys() & before.keys()) / max(elapsed, 1e-9)
+
+
+def threads_for_machine(cores: int | None = None, busy: float | None = None) -> int:
+    """torch's intra-op threads for a process that starts computing now: the cores nothing else keeps busy, at
+    least one. A thread that finishes its share of an operation waits for the others, so one held off its core by
+    another process slows every operation down; measured on two cores beside a busy one, one thread was 1.5-1.8x
+    faster than two, and alone two were 1.3-1.4x faster than one. ``busy`` is read once, as the process starts: a
+    process that starts later beside it is not seen."""
+    cores = cores_available() if cores is None else cores
+    busy = busy_cores() if busy is None else busy
+    return max(1, min(cores, cores - round(busy)))
+
+
+def threads_to_use(explicit: int | None = None) -> int:
+    """``explicit`` where given (a setting, a flag), else OMP_NUM_THREADS's count where it is set, else
+    ``threads_for_machine``."""
+    if explicit is not None:
+        return explicit
+    if os.environ.get(THREADS_VARIABLE, "").strip():
+        return torch.get_num_threads()
+    return threads_for_machine()
+
+
+@contextlib.contextmanager
+def threads_for_this_run(explicit: int | None = None):
+    """torch's threads set by ``threads_to_use`` while a command runs, and as they were after it (a command run
+    inside another program, such as the tests, leaves its threads alone); yields the count."""
+    before = torch.get_num_threads()
+    threads = threads_to_use(explicit)
+    if threads != before:
+        log.info("computing on %d of %d cores: the others are busy", threads, cores_available())
+        torch.set_num_threads(threads)
+    try:
+        yield threads
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)

@@ -8,10 +8,11 @@ import pytest
 import torch
 
 import app
+from transformer import cpu
 from ui.classes.classroom import Classrooms
 from ui.hub_models import HubModels
 from ui.training.published_models import PublishedModels
-from ui.runtime import settings
+from ui.runtime import costly, settings
 from ui.runtime.settings import SETTINGS, SettingError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +32,7 @@ VALUES = [
     ("EXPLORER_COSTLY_WINDOW_S", "0", "60", 60.0),
     ("EXPLORER_TRUSTED_PROXIES", "two", "2", 2),
     ("EXPLORER_DEVICE", "gpu", "cuda:1", torch.device("cuda:1")),
+    ("EXPLORER_THREADS", "0", "3", 3),
 ]
 
 
@@ -79,6 +81,33 @@ def test_values_the_app_cannot_use_stop_its_start_with_a_line_each(monkeypatch, 
     assert capsys.readouterr().err == (
         "app.py: EXPLORER_MAX_CLASSES='abc' cannot be used: it takes a whole number of 1 or more\n"
         "app.py: EXPLORER_DEVICE='gpu' cannot be used: it takes a device PyTorch knows (cpu, cuda, cuda:1)\n")
+
+
+class Started(Exception):
+    """Raised where the app would go on to build its page: what it set up before is checked."""
+
+
+def started(**options):
+    raise Started
+
+
+@pytest.mark.parametrize("written, threads", [("1", 1), ("", 2)])
+def test_the_server_computes_on_the_threads_set_else_on_the_cores_nothing_else_keeps_busy(monkeypatch, written,
+                                                                                          threads):
+    monkeypatch.setenv("EXPLORER_THREADS", written)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(cpu, "cores_available", lambda: 2)
+    monkeypatch.setattr(cpu, "busy_cores", lambda: 0.0)
+    monkeypatch.setattr(costly.CORES, "total", costly.CORES.total)
+    monkeypatch.setattr(costly.WORKER, "threads", costly.WORKER.threads)
+    monkeypatch.setattr(app.Services, "default", started)
+    before = torch.get_num_threads()
+    try:
+        with pytest.raises(Started):
+            app.main(["--port", "0"])
+        assert (torch.get_num_threads(), costly.CORES.total, costly.WORKER.threads) == (threads, threads, 1)
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_the_app_reads_its_settings_only_through_the_table():

@@ -72,6 +72,14 @@ CORES = Cores()
 WORKER = Worker(CORES.half())  # started with the server (app.py), else by the first costly computation
 
 
+def use_threads(threads: int) -> None:
+    """The server computes on ``threads`` of torch's threads (``EXPLORER_THREADS``, else the cores nothing else
+    keeps busy as it starts: app.py), and its worker on half of them; before either computes."""
+    torch.set_num_threads(threads)
+    CORES.total = threads
+    WORKER.threads = CORES.half()
+
+
 class CostlyWork:
     """The server's one slot for costly events, and each client's budget of CPU-seconds for them: at most
     ``seconds`` in the last ``window_s`` seconds (``EXPLORER_COSTLY_CPU_SECONDS``, ``EXPLORER_COSTLY_WINDOW_S``).

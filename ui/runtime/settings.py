@@ -82,6 +82,8 @@ SETTINGS: dict[str, Setting] = {
     "EXPLORER_COSTLY_WINDOW_S": Setting(positive_number, POSITIVE, 600.0),
     "EXPLORER_TRUSTED_PROXIES": Setting(whole_number(1), WHOLE, 1),
     "EXPLORER_DEVICE": Setting(device, "a device PyTorch knows (cpu, cuda, cuda:1)"),
+    # Unset: the cores nothing else keeps busy as the server starts (transformer.cpu.threads_for_machine).
+    "EXPLORER_THREADS": Setting(whole_number(1), WHOLE),
 }
 
 
