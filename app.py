@@ -10,10 +10,15 @@ from pathlib import Path
 
 import ui  # noqa: F401  (sets gradio's analytics off before gradio loads)
 from transformer import cpu
-from ui.build import build_app, launch_options
-from ui.hub_models import OpeningAtStart
-from ui.runtime import costly, settings
-from ui.services import Services
+
+# What the other processes had spent before the app's own imports: the cores they keep busy are counted over those
+# imports (half a second or more), rather than over a wait of their own at start-up (threads_for_machine).
+OTHERS_BEFORE_IMPORTS = cpu.others_use()
+
+from ui.build import build_app, launch_options  # noqa: E402
+from ui.hub_models import OpeningAtStart  # noqa: E402
+from ui.runtime import costly, settings  # noqa: E402
+from ui.services import Services  # noqa: E402
 
 
 def port_is_free(host: str, port: int) -> bool:
@@ -43,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.port and not port_is_free(host, args.port):
         parser.exit(1, f"app.py: port {args.port} on {host} is taken (is the app already running?); "
                        f"choose another with --port\n")
-    costly.use_threads(cpu.threads_to_use(settings.value("EXPLORER_THREADS")))
+    costly.use_threads(cpu.threads_to_use(settings.value("EXPLORER_THREADS"), since=OTHERS_BEFORE_IMPORTS))
     checkpoint = Path(args.checkpoint).resolve() if args.checkpoint else None
     services = Services.default(roots=[checkpoint.parent] if checkpoint else None)
     demo = build_app(services, checkpoint.name if checkpoint else None)

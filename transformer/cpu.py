@@ -40,6 +40,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -340,14 +341,31 @@ def cpu_seconds_of_others() -> dict[int, float]:
     return used
 
 
-def busy_cores(sample_s: float = BUSY_SAMPLE_S, read: Callable[[], dict[int, float]] = cpu_seconds_of_others,
+@dataclass(frozen=True)
+class OthersUse:
+    """The CPU seconds the other processes visible here had spent at a moment (``at``, on ``time.monotonic``)."""
+    at: float
+    seconds: dict[int, float]
+
+
+def others_use(read: Callable[[], dict[int, float]] = cpu_seconds_of_others,
+               clock: Callable[[], float] = time.monotonic) -> OthersUse:
+    return OthersUse(clock(), read())
+
+
+def busy_cores(since: OthersUse | None = None, sample_s: float = BUSY_SAMPLE_S,
+               read: Callable[[], dict[int, float]] = cpu_seconds_of_others,
                clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> float:
-    """How many cores the other processes keep busy now: their CPU seconds over ``sample_s`` of this one's waiting
-    (a process that started or ended meanwhile does not count)."""
-    before, started = read(), clock()
-    sleep(sample_s)
-    after, elapsed = read(), clock() - started
-    return sum(after[pid] - before[pid] for pid in after.keys() & before.keys()) / max(elapsed, 1e-9)
+    """How many cores the other processes keep busy: their CPU seconds since ``since`` (a reading taken earlier,
+    such as before a program's own imports), else over ``sample_s`` of waiting; at least ``sample_s`` in all. A
+    process that started or ended meanwhile does not count."""
+    start = since or others_use(read, clock)
+    left = sample_s - (clock() - start.at)
+    if left > 0:
+        sleep(left)
+    end = others_use(read, clock)
+    spent = sum(end.seconds[pid] - start.seconds[pid] for pid in end.seconds.keys() & start.seconds.keys())
+    return spent / max(end.at - start.at, 1e-9)
 
 
 def threads_for_machine(cores: int | None = None, busy: float | None = None) -> int:
@@ -361,14 +379,14 @@ def threads_for_machine(cores: int | None = None, busy: float | None = None) -> 
     return max(1, min(cores, cores - round(busy)))
 
 
-def threads_to_use(explicit: int | None = None) -> int:
+def threads_to_use(explicit: int | None = None, since: OthersUse | None = None) -> int:
     """``explicit`` where given (a setting, a flag), else OMP_NUM_THREADS's count where it is set, else
-    ``threads_for_machine``."""
+    ``threads_for_machine``, the other processes' use counted ``since`` a reading where one was taken."""
     if explicit is not None:
         return explicit
     if os.environ.get(THREADS_VARIABLE, "").strip():
         return torch.get_num_threads()
-    return threads_for_machine()
+    return threads_for_machine(busy=busy_cores(since))
 
 
 @contextlib.contextmanager

@@ -191,3 +191,10 @@ def test_attention_grid_labels_a_long_sentence_sparsely_enough_to_read():
     assert [fig.layout.yaxis.tickvals[i] for i in (0, 1)] == [0, 5] and rows_shown[1] == "▁w5"
     assert fig.data[0].meta[figures.GRID_META] == frames.grid_panel(60, 60, 3, 3), \
         "a long sentence's panels further apart"
+
+
+@pytest.mark.parametrize("name", [figures.ATTENTION_COLORSCALE, "RdBu_r", "Viridis", "cividis_r"])
+def test_a_named_colour_scale_is_expanded_as_a_plotly_trace_expands_it(name):
+    import plotly.graph_objects as go
+
+    assert figures.colorscale(name) == [list(step) for step in go.Heatmap(colorscale=name).colorscale]

@@ -97,7 +97,7 @@ def test_the_server_computes_on_the_threads_set_else_on_the_cores_nothing_else_k
     monkeypatch.setenv("EXPLORER_THREADS", written)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(cpu, "cores_available", lambda: 2)
-    monkeypatch.setattr(cpu, "busy_cores", lambda: 0.0)
+    monkeypatch.setattr(cpu, "busy_cores", lambda since=None: 0.0)
     monkeypatch.setattr(costly.CORES, "total", costly.CORES.total)
     monkeypatch.setattr(costly.WORKER, "threads", costly.WORKER.threads)
     monkeypatch.setattr(app.Services, "default", started)

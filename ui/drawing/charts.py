@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from transformer.files import curves
 
@@ -18,6 +17,14 @@ from ..runtime.language import ENGLISH, Number, percent
 from ..runtime.language import table as locale
 
 WORD_CHARS, LANGUAGE_TITLE_CHARS = 16, 90  # a word as a tick label; a language's translation as its panel's title
+
+
+def make_subplots(*args, **options) -> go.Figure:
+    """Plotly's ``make_subplots``, imported when first called: importing it loads every figure class of Plotly
+    (0.2 s), which the app's start-up does not need (the page draws its first views in the browser)."""
+    from plotly.subplots import make_subplots as made
+
+    return made(*args, **options)
 
 
 # --- positional encoding ----------------------------------------------------------------------------

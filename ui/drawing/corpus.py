@@ -8,8 +8,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
+from .charts import make_subplots
 from .figures import apply_layout, escape, laid_out
 from ..runtime.language import ENGLISH, Number, percent, said
 from ..runtime.language import text as words

@@ -35,6 +35,8 @@ class Chart(gr.HTML):
     def postprocess(self, value):
         """A figure as Gradio's Plot sends one, so that scripts read a chart as they always have; a value with
         ``for_page()`` as the numbers the page draws it from."""
+        if value is None:  # most charts as a page is built: asking for go.Figure would load all of Plotly's figures
+            return None
         if isinstance(value, go.Figure):
             return PlotData(type="plotly", plot=value.to_json()).model_dump()
         if isinstance(value, dict) and set(value) == {"data", "layout"}:  # a figure built as JSON (figures.laid_out)
