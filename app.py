@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import socket
 from pathlib import Path
 
-import ui  # noqa: F401  (sets gradio's analytics off before gradio loads)
-from transformer import cpu
+# Started as a program, no garbage collection until the page is built: the libraries and the page make objects that
+# live as long as the server, and each full collection among them took 0.15 s, several times over a start-up. main()
+# then freezes them (later collections skip them) and turns collection back on.
+if __name__ == "__main__":
+    gc.disable()
+
+import ui  # noqa: F401, E402  (sets gradio's analytics off before gradio loads)
+from transformer import cpu  # noqa: E402
 
 # What the other processes had spent before the app's own imports: the cores they keep busy are counted over those
 # imports (half a second or more), rather than over a wait of their own at start-up (threads_for_machine).
@@ -52,6 +59,9 @@ def main(argv: list[str] | None = None) -> None:
     checkpoint = Path(args.checkpoint).resolve() if args.checkpoint else None
     services = Services.default(roots=[checkpoint.parent] if checkpoint else None)
     demo = build_app(services, checkpoint.name if checkpoint else None)
+    if not gc.isenabled():  # started as a program: see the top
+        gc.freeze()
+        gc.enable()
     services.open_at_start(OpeningAtStart.sources_from_environment())
     services.costly.worker.start()  # it loads its modules while the server starts
     demo.launch(server_name=host, server_port=args.port, share=args.share, footer_links=["api", "settings"],

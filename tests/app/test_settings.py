@@ -1,8 +1,10 @@
 """The app's settings, ``EXPLORER_*``: each read one way, from one table; a value the app cannot use stops its start
 with one line naming the variable, the value and what the variable takes."""
 
+import gc
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -108,6 +110,25 @@ def test_the_server_computes_on_the_threads_set_else_on_the_cores_nothing_else_k
         assert (torch.get_num_threads(), costly.CORES.total, costly.WORKER.threads) == (threads, threads, 1)
     finally:
         torch.set_num_threads(before)
+
+
+def test_started_as_a_program_the_app_collects_garbage_again_once_its_page_is_built(monkeypatch):
+    """``python app.py`` starts without garbage collection (app.py's top); main() turns it back on, the objects
+    made until then frozen, before it serves."""
+    services = SimpleNamespace(open_at_start=lambda sources: None, costly=SimpleNamespace(worker=SimpleNamespace(
+        start=lambda: None)))
+    monkeypatch.setattr(app.Services, "default", lambda **options: services)
+    monkeypatch.setattr(app, "build_app", lambda *arguments: SimpleNamespace(launch=None))
+    monkeypatch.setattr(app, "launch_options", started)
+    monkeypatch.setattr(costly, "use_threads", lambda threads: None)
+    gc.disable()
+    try:
+        with pytest.raises(Started):
+            app.main(["--port", "0"])
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.enable()
 
 
 def test_the_app_reads_its_settings_only_through_the_table():
