@@ -3,7 +3,8 @@
 A Translate click decodes (beam 5), then builds the step view and the
 attention heatmap exactly as the app's handlers do. Start-up is measured by
 launching ``python app.py`` on a free port and polling until the page answers; beside it, in the same run,
-``imports_s``: a fresh interpreter importing torch, gradio and plotly (the libraries the app starts by loading),
+``imports_s``: a fresh interpreter importing torch, gradio and plotly (the libraries the app starts by loading, as
+it loads them: without garbage collection),
 so that ``startup_s - imports_s`` is the app's own start-up; and ``every_page_s``, until the pages built after the
 server serves (ui/build.py's ``later_pages``) answer too.
 
@@ -113,11 +114,19 @@ LIBRARIES = ("torch", "gradio", "plotly.graph_objects")
 
 
 def imports_seconds() -> float:
-    """A fresh interpreter's time to import the libraries, as ``app.py`` is started (analytics off, as ui sets)."""
+    """A fresh interpreter's time to import the libraries, as ``app.py`` is started (analytics off, as ui sets;
+    no garbage collection, as app.py sets)."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "; ".join(f"import {name}" for name in LIBRARIES)], cwd=ROOT, check=True,
-                   env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
-    return time.perf_counter() - started
+    importing = subprocess.Popen([sys.executable, "-c", "; ".join(["import gc", "gc.disable()",
+                                                                   *(f"import {name}" for name in LIBRARIES),
+                                                                   "print('imported', flush=True)"])],
+                                 cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                                 env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
+    if importing.stdout.readline().strip() != "imported":
+        raise RuntimeError("the libraries did not import")
+    imported = time.perf_counter() - started  # not the interpreter's exit, which the app's start-up does not wait for
+    importing.wait()
+    return imported
 
 
 def main() -> None:
