@@ -386,6 +386,8 @@ def threads_to_use(explicit: int | None = None, since: OthersUse | None = None) 
         return explicit
     if os.environ.get(THREADS_VARIABLE, "").strip():
         return torch.get_num_threads()
+    if cores_available() == 1:
+        return 1
     return threads_for_machine(busy=busy_cores(since))
 
 
@@ -396,7 +398,8 @@ def threads_for_this_run(explicit: int | None = None):
     before = torch.get_num_threads()
     threads = threads_to_use(explicit)
     if threads != before:
-        log.info("computing on %d of %d cores: the others are busy", threads, cores_available())
+        if explicit is None and threads < cores_available():
+            log.info("computing on %d of %d cores: the others are busy", threads, cores_available())
         torch.set_num_threads(threads)
     try:
         yield threads

@@ -51,6 +51,7 @@ def test_a_process_spinning_beside_this_one_is_seen_as_a_busy_core():
 def test_a_count_given_wins_then_omp_num_threads_then_the_machine(monkeypatch):
     monkeypatch.setattr(cpu, "threads_for_machine", lambda busy=None: 7)
     monkeypatch.setattr(cpu, "busy_cores", lambda since=None: 0.0)
+    monkeypatch.setattr(cpu, "cores_available", lambda: 8)
     assert cpu.threads_to_use(3) == 3
     monkeypatch.setenv("OMP_NUM_THREADS", str(torch.get_num_threads()))
     assert cpu.threads_to_use() == torch.get_num_threads(), "torch's own variable, where set, stands"
@@ -58,6 +59,8 @@ def test_a_count_given_wins_then_omp_num_threads_then_the_machine(monkeypatch):
     assert cpu.threads_to_use() == 7
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert cpu.threads_to_use() == 7
+    monkeypatch.setattr(cpu, "cores_available", lambda: 1)
+    assert cpu.threads_to_use() == 1, "one core: nothing to look at"
 
 
 def test_a_command_computes_on_the_cores_left_to_it_and_leaves_the_threads_as_they_were(monkeypatch):
