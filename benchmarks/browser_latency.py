@@ -22,6 +22,11 @@ with Playwright. Each figure is the median over ``--clicks`` clicks, after one u
   the Translate button are shown and enabled; first_translation_ms: until the page's own first translation is
   drawn (the same settled test as a click's). Medians over ``--clicks`` loads.
 
+- tab_first_open_ms: on a first visit (its first translation drawn), each tab but Translate clicked in turn, timed
+  in the page from the click until a control of the tab can be used (TAB_OPENED_JS); tab_switch_ms: each again,
+  from Translate, once all were opened. Each figure is the median over ``--clicks`` visits of a visit's slowest
+  tab; ``*_by_tab`` gives each tab's median.
+
 - translate_answer_bytes: what the page reads from Gradio's event stream for a Translate click of a 21-word
   sentence until it is settled; translate_bytes: the same until the stream is quiet again (anything the page asks
   for after drawing). Counted in the page as it reads the stream (COUNT_STREAM_JS), medians over ``--clicks``.
@@ -37,9 +42,9 @@ Settled: the translation box has a new non-empty value (not for steps), every ch
 (#topk-plot, #step-attention, #attention-plot; the first two for steps) holds a new Plotly data array
 (steps: titled "Step N:" for the new N), and no Gradio status tracker in them is pending.
 Goals on a 2-core CPU (issue 44): translate and model view <= 300 ms, model switch <= 500 ms, step and head
-<= 100 ms, first load <= 1,000 ms, a 21-word click <= 150 kB; on opus-mt-en-de's shapes (20 tokens, beam 5)
-translate <= 700 ms and model view <= 800 ms; the first step drawn <= 150 ms, and <= 400 ms at opus-mt's shapes
-(issue 61).
+<= 100 ms, first load <= 1,000 ms, a 21-word click <= 150 kB; a tab's first opening <= 500 ms (issue 85); on
+opus-mt-en-de's shapes (20 tokens, beam 5) translate <= 700 ms and model view <= 800 ms; the first step drawn
+<= 150 ms, and <= 400 ms at opus-mt's shapes (issue 61).
 - translate_server_ms, model_view_server_ms: the server's own working time for the clicks of translate_in_page_ms
   and model_view_in_page_ms (the Translate handler's time in its code, from the app's log: ui/runtime/page.py's
   ``handler_times``), so that the rest of the in-page figure is the page's part and the trip.
@@ -47,7 +52,8 @@ translate <= 700 ms and model view <= 800 ms; the first step drawn <= 150 ms, an
 Prints JSON last (with --json): {"first_step_drawn_ms", "translate_settled_ms", "translate_in_page_ms",
 "model_view_settled_ms", "model_view_in_page_ms", "switch_model_settled_ms", "switch_model_in_page_ms",
 "step_settled_ms", "step_in_page_ms", "head_settled_ms", "head_in_page_ms", "first_load_ms", "first_translation_ms",
-"translate_answer_bytes", "translate_bytes", "translate_server_ms", "model_view_server_ms", "clicks", "runs",
+"tab_first_open_ms", "tab_switch_ms", "tab_first_open_ms_by_tab", "tab_switch_ms_by_tab", "translate_answer_bytes",
+"translate_bytes", "translate_server_ms", "model_view_server_ms", "clicks", "runs",
 "failures"}.
 
     python benchmarks/browser_latency.py --clicks 5 --json
@@ -88,11 +94,12 @@ SENTENCES_21_WORDS = ["A young woman in a long blue dress is walking her two sma
 QUIET_S = 1.0  # the network is quiet once nothing has arrived for this long
 TIMEOUT_MS = 60_000  # a click not settled by then is a failure
 LOADS = ["first_load_ms", "first_translation_ms"]
+TAB_OPENINGS = ["tab_first_open_ms", "tab_switch_ms"]
 BYTES = ["translate_answer_bytes", "translate_bytes"]
 NAMES = ["first_step_drawn_ms", "translate_settled_ms", "translate_in_page_ms", "model_view_settled_ms",
          "model_view_in_page_ms", "switch_model_settled_ms", "switch_model_in_page_ms", "step_settled_ms",
          "step_in_page_ms", "head_settled_ms", "head_in_page_ms",
-         *LOADS, *BYTES]
+         *LOADS, *TAB_OPENINGS, *BYTES]
 HEAD_CHARTS = ("step-attention", "attention-plot")  # what a head changes
 USABLE_JS = """() => {
   const box = document.querySelector('#source-text textarea'), button = document.querySelector('#translate-button');
@@ -461,6 +468,67 @@ def first_visit_ms(browser, url: str) -> tuple[float, float]:
         context.close()
 
 
+# A tab clicked by its name, timed in the page until a control of its panel can be used: the panel shown is not the
+# one shown before the click (Gradio mounts a tab's panel when it is first opened, and keeps it), and holds a
+# visible, enabled button or field, or none at all (the Train tab of a server that does not train is a note).
+TAB_OPENED_JS = """async ([name, timeout]) => {
+  const shown = () => [...document.querySelectorAll('[role=tabpanel]')].filter((panel) => panel.offsetParent !== null);
+  const before = shown()[0];
+  const tab = [...document.querySelectorAll('button[role=tab]')].find((button) => button.textContent.trim() === name);
+  const started = performance.now();
+  tab.click();
+  const usable = () => shown().some((panel) => {
+    const controls = [...panel.querySelectorAll('button, input, textarea, select')];
+    return panel !== before && (!controls.length || controls.some((one) => one.offsetParent !== null && !one.disabled));
+  });
+  while (!usable()) {
+    if (performance.now() - started > timeout) throw new Error(`the ${name} tab was not usable after ${timeout} ms`);
+    await new Promise(requestAnimationFrame);
+  }
+  return performance.now() - started;
+}"""
+
+
+def tab_openings_ms(browser, url: str) -> tuple[dict[str, float], dict[str, float]]:
+    """A first visit's first opening of each tab but the first, by its name, then a later opening of each (from the
+    first tab again): milliseconds from the click until a control of the tab can be used."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(url)
+        wait_settled(page, {"charts": list(CHARTS), "oldTranslation": "", "stepPrefix": None, "titleHas": None})
+        first, *others = page.evaluate("() => [...document.querySelectorAll('button[role=tab]')]"
+                                       ".map((button) => button.textContent.trim())")
+        opened = {name: page.evaluate(TAB_OPENED_JS, [name, TIMEOUT_MS]) for name in others}
+        again = {}
+        for name in others:
+            page.evaluate(TAB_OPENED_JS, [first, TIMEOUT_MS])
+            again[name] = page.evaluate(TAB_OPENED_JS, [name, TIMEOUT_MS])
+        return opened, again
+    finally:
+        context.close()
+
+
+def repeat_tab_openings(browser, url: str, visits: int, runs: dict, failures: dict, slowest: dict) -> None:
+    """``tab_openings_ms`` over ``visits`` first visits, into ``runs``: each visit's slowest tab (the goal is each
+    tab's); ``slowest`` gets each tab's median, by its name."""
+    by_tab: dict[str, dict[str, list[float]]] = {name: {} for name in TAB_OPENINGS}
+    for name in TAB_OPENINGS:
+        runs[name] = []
+    for i in range(visits):
+        try:
+            openings = tab_openings_ms(browser, url)
+        except PlaywrightError as error:
+            failures[TAB_OPENINGS[0]].append(f"visit {i}: {str(error).splitlines()[0]}")
+            continue
+        for name, times in zip(TAB_OPENINGS, openings):
+            runs[name].append(round(max(times.values()), 1))
+            for tab, ms in times.items():
+                by_tab[name].setdefault(tab, []).append(ms)
+    for name in TAB_OPENINGS:
+        slowest[name] = {tab: round(statistics.median(times)) for tab, times in by_tab[name].items()}
+
+
 def repeat_loads(browser, url: str, loads: int, runs: dict, failures: dict) -> None:
     """``first_visit_ms`` after one untimed warm-up load (the server's first page), into ``runs``."""
     for name in LOADS:
@@ -512,8 +580,8 @@ SERVER_TIMES = {"translate_in_page_ms": "on_translate_click", "model_view_in_pag
 
 
 def measure(url: str, clicks: int, screenshots: Path | None, max_tokens: int | None,
-            handler_times: HandlerTimes) -> tuple[dict, dict, dict]:
-    runs, failures, server = {}, {name: [] for name in NAMES}, {}
+            handler_times: HandlerTimes) -> tuple[dict, dict, dict, dict]:
+    runs, failures, server, by_tab = {}, {name: [] for name in NAMES}, {}, {}
     plan = {"first_step_drawn_ms": first_step_ms, "translate_settled_ms": translate_ms,
             "translate_in_page_ms": translate_in_page_ms,
             "switch_model_settled_ms": switch_model_ms, "switch_model_in_page_ms": switch_model_in_page_ms,
@@ -524,6 +592,7 @@ def measure(url: str, clicks: int, screenshots: Path | None, max_tokens: int | N
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=BROWSER_ARGS)
         try:
             repeat_loads(browser, url, clicks, runs, failures)
+            repeat_tab_openings(browser, url, clicks, runs, failures, by_tab)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.add_init_script(COUNT_STREAM_JS)
             page.goto(url)
@@ -547,7 +616,7 @@ def measure(url: str, clicks: int, screenshots: Path | None, max_tokens: int | N
                     page.screenshot(path=str(screenshots / f"{name}.png"), full_page=True)
         finally:
             browser.close()
-    return runs, failures, server
+    return runs, failures, server, by_tab
 
 
 def main() -> None:
@@ -575,8 +644,8 @@ def main() -> None:
         try:
             # A visitor's first visit, not the server's first seconds: every page built first.
             wait_until_every_page(f"http://127.0.0.1:{port}/", process)
-            runs, failures, server = measure(f"http://127.0.0.1:{port}/", clicks, args.screenshots,
-                                             args.max_tokens, HandlerTimes(log.name))
+            runs, failures, server, by_tab = measure(f"http://127.0.0.1:{port}/", clicks, args.screenshots,
+                                                     args.max_tokens, HandlerTimes(log.name))
         except RuntimeError:  # the app did not start: show its log's end
             log.seek(0)
             sys.stderr.write(log.read()[-4000:].decode(errors="replace"))
@@ -586,6 +655,7 @@ def main() -> None:
     result = {name: round(statistics.median(runs[name])) if runs[name] else None for name in NAMES}
     for name, times in server.items():
         result[name.replace("_in_page_ms", "_server_ms")] = round(statistics.median(times)) if times else None
+    result.update({f"{name}_by_tab": by_tab.get(name, {}) for name in TAB_OPENINGS})
     result.update(clicks=clicks, runs={name: runs[name] for name in NAMES}, failures=failures)
     for name in NAMES:
         unit = "bytes" if name in BYTES else "ms"
