@@ -18,8 +18,8 @@ if __name__ == "__main__":
 import ui  # noqa: F401, E402  (sets gradio's analytics off before gradio loads)
 from transformer import cpu  # noqa: E402
 
-# What the other processes had spent before the app's own imports: the cores they keep busy are counted over those
-# imports (half a second or more), rather than over a wait of their own at start-up (threads_for_machine).
+# What the other processes had spent before Gradio and the app's own modules are imported: the cores they keep busy
+# are counted over those imports (half a second or more), rather than over a wait of their own (threads_for_machine).
 OTHERS_BEFORE_IMPORTS = cpu.others_use()
 
 from ui.build import build_app, launch_options  # noqa: E402

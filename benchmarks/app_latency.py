@@ -122,11 +122,12 @@ def imports_seconds() -> float:
                                                                    "print('imported', flush=True)"])],
                                  cwd=ROOT, stdout=subprocess.PIPE, text=True,
                                  env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
-    if importing.stdout.readline().strip() != "imported":
-        raise RuntimeError("the libraries did not import")
-    imported = time.perf_counter() - started  # not the interpreter's exit, which the app's start-up does not wait for
-    importing.wait()
-    return imported
+    try:
+        if importing.stdout.readline().strip() != "imported":
+            raise RuntimeError("the libraries did not import")
+        return time.perf_counter() - started  # not the interpreter's exit, which the app's start-up does not wait for
+    finally:
+        importing.wait()
 
 
 def main() -> None:

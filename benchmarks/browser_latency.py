@@ -470,7 +470,8 @@ def first_visit_ms(browser, url: str) -> tuple[float, float]:
 
 # A tab clicked by its name, timed in the page until a control of its panel can be used: the panel shown is not the
 # one shown before the click (Gradio mounts a tab's panel when it is first opened, and keeps it), and holds a
-# visible, enabled button or field, or none at all (the Train tab of a server that does not train is a note).
+# visible, enabled button or field, or none at all once it shows its text (the Train tab of a server that does not
+# train is a note).
 TAB_OPENED_JS = """async ([name, timeout]) => {
   const shown = () => [...document.querySelectorAll('[role=tabpanel]')].filter((panel) => panel.offsetParent !== null);
   const before = shown()[0];
@@ -479,7 +480,8 @@ TAB_OPENED_JS = """async ([name, timeout]) => {
   tab.click();
   const usable = () => shown().some((panel) => {
     const controls = [...panel.querySelectorAll('button, input, textarea, select')];
-    return panel !== before && (!controls.length || controls.some((one) => one.offsetParent !== null && !one.disabled));
+    return panel !== before && panel.innerText.trim() !== ''
+           && (!controls.length || controls.some((one) => one.offsetParent !== null && !one.disabled));
   });
   while (!usable()) {
     if (performance.now() - started > timeout) throw new Error(`the ${name} tab was not usable after ${timeout} ms`);

@@ -90,9 +90,9 @@ def busy_core(busy: bool):
 
 
 def command_s(arguments: list[str], default_threads: bool, out: Path) -> float:
-    environment = {key: value for key, value in os.environ.items() if key != cpu.THREADS_VARIABLE}
+    environment = {key: value for key, value in os.environ.items() if key not in cpu.THREADS_VARIABLES}
     if default_threads:
-        environment[cpu.THREADS_VARIABLE] = str(cpu.cores_available())
+        environment[cpu.THREADS_VARIABLES[0]] = str(cpu.cores_available())
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", *[str(a).replace("OUT", str(out)) for a in arguments]], cwd=ROOT,
                    env=environment, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

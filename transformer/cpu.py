@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -56,7 +57,9 @@ PACKING = (torch.__version__.startswith(PACKING_CHECKED_ON) and torch.backends.m
 EVERY_ROW = slice(None)
 # Long enough for a busy core to show as ten ticks of the kernel's usual 100 Hz clock, short beside a command's start.
 BUSY_SAMPLE_S = 0.1
-THREADS_VARIABLE = "OMP_NUM_THREADS"  # torch's own: where it is set, its count stands
+THREADS_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # torch's own: where one is set, its count stands
+# torch's count as it started: one thread per physical core (a core's second hyperthread gains little), or as set.
+TORCH_THREADS_AT_START = torch.get_num_threads()
 
 log = logging.getLogger(__name__)
 
@@ -317,11 +320,13 @@ def formula_is_faster(q: Tensor, dropout_p: float) -> bool:
 
 
 def cores_available() -> int:
-    """The cores this process may run on (its affinity, where the system says)."""
+    """The cores this process may compute on: those it may run on (its affinity, where the system says), no more
+    than torch's own count as it started (which leaves out a core's second hyperthread)."""
     try:
-        return len(os.sched_getaffinity(0))
+        allowed = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        allowed = os.cpu_count() or 1
+    return max(1, min(allowed, TORCH_THREADS_AT_START))
 
 
 def cpu_seconds_of_others() -> dict[int, float]:
@@ -376,15 +381,15 @@ def threads_for_machine(cores: int | None = None, busy: float | None = None) -> 
     process that starts later beside it is not seen."""
     cores = cores_available() if cores is None else cores
     busy = busy_cores() if busy is None else busy
-    return max(1, min(cores, cores - round(busy)))
+    return max(1, min(cores, cores - math.floor(busy + 0.5)))  # a half-busy core counts as busy
 
 
 def threads_to_use(explicit: int | None = None, since: OthersUse | None = None) -> int:
-    """``explicit`` where given (a setting, a flag), else OMP_NUM_THREADS's count where it is set, else
+    """``explicit`` where given (a setting, a flag), else torch's count where OMP_ or MKL_NUM_THREADS sets it, else
     ``threads_for_machine``, the other processes' use counted ``since`` a reading where one was taken."""
     if explicit is not None:
         return explicit
-    if os.environ.get(THREADS_VARIABLE, "").strip():
+    if any(os.environ.get(variable, "").strip() for variable in THREADS_VARIABLES):
         return torch.get_num_threads()
     if cores_available() == 1:
         return 1

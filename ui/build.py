@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import importlib
 import inspect
 import logging
 import typing
 from collections.abc import Callable
 
 import gradio as gr
+import plotly.graph_objects as go
 from starlette.middleware import Middleware
 
 from transformer.files.checkpoint import Checkpoint, CheckpointError
@@ -219,10 +219,14 @@ async def serve_pages(app, later: LaterPages):
 
 
 async def figure_classes_loaded_after(building: asyncio.Task) -> None:
-    """Plotly's figure classes, loaded once the later pages are built: neither start-up nor a page needs them
-    (0.2 s), but the first chart drawn on the server would wait for them."""
+    """Plotly's figure classes, loaded once the later pages are built (an empty figure loads its own and its
+    layout's): neither start-up nor a page needs them (0.2 s), but the first chart drawn on the server would wait
+    for them."""
     await asyncio.wait([building])
-    await asyncio.to_thread(importlib.import_module, "plotly.basedatatypes")
+    try:
+        await asyncio.to_thread(lambda: go.Figure())  # looked up in the thread too: the lookup is what loads them
+    except Exception:  # noqa: BLE001 - the first chart loads them instead; the server serves on
+        log.exception("Plotly's figure classes could not be loaded ahead")
 
 
 def first_that_loads(services: Services, preferred: str | None) -> Opening:

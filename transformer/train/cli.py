@@ -83,7 +83,7 @@ def build_parser() -> arguments.CommandLine:
         help="average the weights of the last N checkpoints into RUN/averaged (0: none)")
     add("--probe", action="append", default=[],
         help="sentence whose attention is saved at every evaluation (default: one per data kind)")
-    add("--threads", type=whole, help="CPU threads (default: PyTorch's)")
+    add("--threads", type=whole, help="CPU threads (default: the cores nothing else keeps busy)")
     add("--device", type=arguments.device_name,
         help="where to train (cpu, cuda, cuda:1; default: CUDA when PyTorch sees a GPU)")
     add("--no-progress", action="store_true", help="no progress bar")

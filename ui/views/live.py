@@ -22,6 +22,7 @@ from .translate import WEIGHT_DECIMALS
 
 UNDER_WAY = "…"  # ends the text of a translation still being decoded
 
+
 def source_pieces_read(checkpoint: Checkpoint, sentence: str) -> list[str]:
     """The source pieces the model reads for ``sentence``, cleaned and cut as a translation does."""
     cleaned, _ = clean_text(sentence)
