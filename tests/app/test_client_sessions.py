@@ -10,6 +10,7 @@ import json
 import time
 
 import gradio as gr
+import gradio_client
 import gradio_client.client
 import pytest
 from gradio_client import Client
@@ -19,6 +20,7 @@ from ui.build import close_app
 from helpers import calls_ended, serve_on_loopback
 
 CLOSE_READ_LATE_S = 0.5
+RACE_SEEN_ON = "2.7."  # gradio_client's versions where the race was seen (a later one may mend it)
 
 
 class LateClose:
@@ -54,6 +56,8 @@ def client_reading_closes_late(monkeypatch):
     close_app(demo)
 
 
+@pytest.mark.skipif(not gradio_client.__version__.startswith(RACE_SEEN_ON),
+                    reason=f"the race was seen on gradio_client {RACE_SEEN_ON}x: is calls_ended still needed?")
 def test_a_call_posted_as_the_last_event_ends_is_lost_by_gradio_client(client_reading_closes_late):
     client = client_reading_closes_late
     job = client.submit(3, api_name="/count")
