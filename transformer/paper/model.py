@@ -505,6 +505,15 @@ class Transformer(nn.Module):
         (training, forced decoding). With a cache, ``tgt`` holds only the new
         positions; earlier ones come from the cache, which is then extended.
         """
+        hidden, self_attentions, cross_attentions = self.decode_states(tgt, encoded, cache, need_weights, head_mask,
+                                                                       positions)
+        return DecoderOutput(self.project(hidden), self_attentions, cross_attentions)
+
+    def decode_states(self, tgt: Tensor, encoded: EncoderOutput, cache: DecoderCache | None = None,
+                      need_weights: bool = False, head_mask: HeadMask | None = None,
+                      positions: bool = True) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """``decode`` before the output projection: the decoder's last hidden states (B, T, D) and, on request,
+        its attention per layer. A search that needs only the newest position's logits projects that one alone."""
         offset = cache.length if cache is not None else 0
         y = self._embed("target", tgt, offset, positions)
         if cache is None:
@@ -516,10 +525,8 @@ class Transformer(nn.Module):
             self_mask = causal_mask(offset + tgt.size(1), tgt.device)[offset:]
         else:
             self_mask = None  # one new position may see every cached one
-        hidden, self_attentions, cross_attentions = self.decoder(
-            y, encoded.memory, self_mask, encoded.source_mask, cache, need_weights,
-            head_mask.decoder if head_mask else None, head_mask.cross if head_mask else None)
-        return DecoderOutput(self.project(hidden), self_attentions, cross_attentions)
+        return self.decoder(y, encoded.memory, self_mask, encoded.source_mask, cache, need_weights,
+                            head_mask.decoder if head_mask else None, head_mask.cross if head_mask else None)
 
     def project(self, hidden: Tensor) -> Tensor:
         """Hidden states to vocabulary logits, through the (tied) output projection."""

@@ -1,0 +1,57 @@
+"""Fixtures of the offline pack's tests: a pack made once per module, and Chromium opening it from disk with every
+request that would leave the folder refused."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+LOCAL = ("file:", "data:", "blob:")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not shutil.which(CHROMIUM):
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield browser
+        browser.close()
+
+
+class OpenedPack:
+    """A pack's page in Chromium, opened from disk; ``left`` lists each request that would have left it."""
+
+    def __init__(self, browser, folder: Path, before_load: str = ""):
+        self.page = browser.new_page()
+        self.left: list[str] = []
+        self.errors: list[str] = []
+        self.page.route("**/*", self._route)
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        if before_load:
+            self.page.add_init_script(before_load)
+        self.page.goto((folder / "index.html").as_uri())
+
+    def _route(self, route):
+        if route.request.url.startswith(LOCAL):
+            route.continue_()
+        else:
+            self.left.append(route.request.url)
+            route.abort()
+
+    def settled(self, timeout: float = 60_000) -> str:
+        """Wait until the page is ready to translate or has said what went wrong; the status or the problem."""
+        self.page.wait_for_function("document.getElementById('problem').textContent || "
+                                    "!document.getElementById('translate').disabled", timeout=timeout)
+        return self.page.text_content("#problem") or self.page.text_content("#status")
+
+    def translate(self, text: str, **options) -> dict:
+        return self.page.evaluate("([text, options]) => explorerPack.translate(text, options)", [text, options])
+
+    def close(self):
+        self.page.close()

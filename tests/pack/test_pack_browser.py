@@ -1,0 +1,140 @@
+"""The offline pack in Chromium, opened from disk with every request beyond its folder refused: it translates as
+``python -m transformer.translate --json`` does (the same tokens, every attention weight within 1e-4), for both
+bundled translators, greedy and with their own beam search; and it says in the page what is missing."""
+
+import contextlib
+import gzip
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import OpenedPack
+from transformer import translate as translate_command
+from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
+from transformer.pack import make_pack
+
+pytestmark = pytest.mark.slow
+MODELS = ("multi30k-en-de", "multi30k-en-fr")
+SENTENCES = 50
+TOLERANCE = 1e-4
+# Text a teacher may paste: spaces to collapse, characters NFKC changes, pieces no model knows, text that looks
+# like a special token.
+AWKWARD = ["  Two   dogs  play  ", "Ｆｕｌｌ-width ｌｅｔｔｅｒｓ ① and ½ cup", "A café's naïve cre\u0301me brûlée.",
+           "<s> is not </s> and <pad>", "emoji 😀🙈 and 中文", "tab\tand\nnew line"]
+
+
+def multi30k_sentences() -> list[str]:
+    directory = os.environ.get("MULTI30K_DIR")
+    if not directory:
+        pytest.skip("MULTI30K_DIR is not set: Multi30K is not available")
+    with gzip.open(Path(directory) / "test_2016_flickr.en.gz", "rt", encoding="utf-8") as lines:
+        return [line.strip() for _, line in zip(range(SENTENCES), lines)]
+
+
+def command_line(model: str, sentences: list[str], beam: int | None) -> list[dict]:
+    """What ``python -m transformer.translate --json`` prints for each sentence."""
+    printed = io.StringIO()
+    arguments = ["--json", "--checkpoint", str(REPOSITORY_CHECKPOINTS / model)] + (["--beam", str(beam)] if beam
+                                                                                    else [])
+    with contextlib.redirect_stdout(printed):
+        assert translate_command.main(arguments + ["--", *sentences]) == 0
+    return [json.loads(line) for line in printed.getvalue().splitlines()]
+
+
+def largest_gap(ours: dict, theirs: dict) -> float:
+    def walk(a, b):
+        if isinstance(a, list):
+            assert isinstance(b, list) and len(a) == len(b), "the maps' shapes differ"
+            return max((walk(x, y) for x, y in zip(a, b)), default=0.0)
+        return abs(a - b)
+    return max(walk(ours["attention"][kind], theirs["attention"][kind]) for kind in ("encoder", "decoder", "cross"))
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory):
+    return make_pack([REPOSITORY_CHECKPOINTS / model for model in MODELS], tmp_path_factory.mktemp("pack") / "pack")
+
+
+@pytest.fixture(scope="module")
+def opened(browser, pack):
+    page = OpenedPack(browser, pack)
+    assert page.settled() == "The multi30k-en-de translator is ready."
+    yield page
+    page.close()
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("beam", [1, None], ids=["greedy", "beam"])
+def test_the_pack_translates_as_the_command_line_does(opened, model, beam):
+    sentences = multi30k_sentences()
+    expected = command_line(model, sentences, beam)
+    for sentence, theirs in zip(sentences, expected):
+        ours = opened.translate(sentence, model=model, **({"beam": beam} if beam else {}))
+        assert ours["source_tokens"] == theirs["source_tokens"], sentence
+        assert ours["target_tokens"] == theirs["target_tokens"], (
+            f"{sentence!r}: tokens differ from step {first_difference(ours, theirs)}")
+        assert ours["translation"] == theirs["translation"]
+        assert ours["source"] == sentence
+        assert largest_gap(ours, theirs) <= TOLERANCE, sentence
+    assert opened.left == [] and opened.errors == []
+
+
+def first_difference(ours: dict, theirs: dict) -> int:
+    pairs = zip(ours["target_tokens"], theirs["target_tokens"])
+    return next((step for step, (a, b) in enumerate(pairs) if a != b), min(map(len, (ours["target_tokens"],
+                                                                                     theirs["target_tokens"]))))
+
+
+def test_text_is_cut_into_the_pieces_sentencepiece_cuts_it_into(opened):
+    expected = command_line("multi30k-en-de", AWKWARD + ["", "   "], beam=1)
+    for sentence, theirs in zip(AWKWARD + ["", "   "], expected):
+        ours = opened.translate(sentence, beam=1)
+        assert ours["source_tokens"] == theirs["source_tokens"], repr(sentence)
+        assert ours == theirs or largest_gap(ours, theirs) <= TOLERANCE, repr(sentence)
+
+
+def test_a_word_model_is_cut_into_words_as_sentencepiece_cuts_it(browser, tmp_path):
+    folder = make_pack([REPOSITORY_CHECKPOINTS / "reverse-tiny"], tmp_path / "pack")
+    page = OpenedPack(browser, folder)
+    try:
+        assert page.settled() == "The reverse-tiny translator is ready."
+        sentences = ["3 1 4 1 5", "9 x 2 yy zz 6", "  7   8 "]
+        for sentence, theirs in zip(sentences, command_line("reverse-tiny", sentences, beam=1)):
+            ours = page.translate(sentence, beam=1)
+            assert ours["source_tokens"] == theirs["source_tokens"] and ours["target_tokens"] == theirs["target_tokens"]
+    finally:
+        page.close()
+
+
+def test_the_page_translates_the_sentence_typed(opened):
+    page = opened.page
+    page.fill("#source", "Two dogs play in the snow.")
+    page.check("input[value=beam]")
+    page.click("#translate")
+    page.wait_for_function("document.getElementById('target-tokens').children.length > 0")
+    expected = command_line("multi30k-en-de", ["Two dogs play in the snow."], beam=None)[0]
+    assert page.text_content("#translation") == expected["translation"]
+    assert [item.text_content() for item in page.query_selector_all("#target-tokens li")] == expected["target_tokens"]
+
+
+def test_a_file_the_pack_lacks_is_named_in_the_page(browser, pack, tmp_path):
+    broken = tmp_path / "pack"
+    shutil.copytree(pack, broken)
+    (broken / "models" / "multi30k-en-de" / "weights-2.js").unlink()
+    page = OpenedPack(browser, broken)
+    try:
+        assert page.settled() == "This pack lacks the file models/multi30k-en-de/weights-2.js: copy the whole folder again."
+    finally:
+        page.close()
+
+
+def test_a_browser_without_webassembly_is_told_so_in_one_line(browser, pack):
+    page = OpenedPack(browser, pack, before_load="delete window.WebAssembly;")
+    try:
+        assert page.settled().startswith("This browser cannot run WebAssembly, which the pack needs")
+    finally:
+        page.close()
