@@ -27,10 +27,12 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import torch
+
 from . import arguments
 from .errors import InputError
 from .files.checkpoint import Checkpoint, load_checkpoint
-from .files.weights import DEFAULT_MAX_SHARD_BYTES
+from .files.weights import DEFAULT_MAX_SHARD_BYTES, unique_state_dict
 from .files.onnx_graphs import WEIGHTS_FILE, export_graphs
 from .files.tokenizer_json import segmenting, tokenizer_json
 
@@ -100,28 +102,21 @@ def _runtime_bytes() -> int:
 
 
 def _check_packable(checkpoint: Checkpoint, directory: Path, runtime_bytes: int) -> None:
-    """Refuse a model the pack cannot hold: one the browser would segment or search otherwise than the app (a
-    converted model's own vocabulary or language tokens), or one too large for a pack."""
-    model = checkpoint.model
-    source, target = checkpoint.source_tokenizer, checkpoint.target_tokenizer
-    if source.vocabulary is not None or target.vocabulary is not None or source.prefix_ids or target.prefix_ids \
-            or source.model_proto != target.model_proto:
-        raise InputError(code="pack.not_trained_here", path=str(directory))
-    weights = sum(tensor.numel() * (2 if _fits_half(tensor) else 4)
-                  for tensor in _unique_weights(model))
+    """Refuse a model the pack cannot hold: one too large for a pack (a Hub model, by far), or one the browser
+    would segment or search otherwise than the app (a converted model's own vocabulary or language tokens)."""
+    weights = sum(tensor.numel() * (2 if _fits_half(tensor) else 4) for tensor in unique_state_dict(checkpoint.model).values())
     total = runtime_bytes + int(weights * BASE64_GROWTH)
     if total > MAX_PACK_BYTES:
         raise InputError(code="pack.too_large", path=str(directory), size=round(total / 1e6),
                          most=round(MAX_PACK_BYTES / 1e6))
+    source, target = checkpoint.source_tokenizer, checkpoint.target_tokenizer
+    if source.vocabulary is not None or target.vocabulary is not None or source.prefix_ids or target.prefix_ids \
+            or source.model_proto != target.model_proto:
+        raise InputError(code="pack.not_trained_here", path=str(directory))
 
 
-def _unique_weights(model):
-    from .files.weights import unique_state_dict
-    return unique_state_dict(model).values()
-
-
-def _fits_half(tensor) -> bool:
-    import torch
+def _fits_half(tensor: torch.Tensor) -> bool:
+    """Whether float16 holds ``tensor`` exactly (the pack then stores it so: onnx_graphs.SharedWeights)."""
     return tensor.is_floating_point() and torch.equal(tensor.half().float(), tensor.float())
 
 
@@ -214,12 +209,12 @@ class PackWriter:
         self.copy(PAGE / "index.html", "index.html")
         sizes = {file.removesuffix(".js"): size for file, size in self.written.items() if file.endswith(".js")}
         contents = {"runtime": runtime, "models": models, "defaultModel": next(iter(models)), "appUrl": app_url,
-                    "made": {"commit": _commit(), "date": datetime.date.today().isoformat()}, "sizes": sizes}
+                    "made": {"commit": project_commit(), "date": datetime.date.today().isoformat()}, "sizes": sizes}
         self.script("contents", contents)
         self.text("README.md", _readme(models, self.written))
 
 
-def _commit() -> str:
+def project_commit() -> str:
     """The project commit the pack was made from ("unknown" outside a git checkout)."""
     try:
         done = subprocess.run(["git", "-C", str(REPOSITORY), "rev-parse", "HEAD"], capture_output=True, text=True,

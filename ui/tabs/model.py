@@ -13,6 +13,7 @@ from ..runtime.language import ENGLISH, message, text
 from ..runtime.page import Page
 from ..services import Services
 from ..views import model as views
+from ..views import offline_pack
 
 TAB_ID, TITLE = "model", message("model.title")  # the tab's id in the page, and its label
 
@@ -33,7 +34,12 @@ def layout(page: Page, checkpoint: Checkpoint) -> None:
         history_plot = Chart(label=words("model.probe_attention"), elem_id="history-plot")
     with gr.Accordion(words("model.card"), open=False):
         model_card = gr.Markdown()
-    page.add(model_metrics=model_metrics, model_config=model_config, model_parameters=model_parameters,
+    with gr.Accordion(words("model.offline"), open=False):
+        gr.Markdown(words("model.offline.note"))
+        offline_button = gr.Button(words("model.offline.button"), elem_id="offline-pack-button")
+        offline_file = gr.File(label=words("model.offline.file"), interactive=False, elem_id="offline-pack-file")
+    page.add(offline_button=offline_button, offline_file=offline_file,
+             model_metrics=model_metrics, model_config=model_config, model_parameters=model_parameters,
              history_curves=history_curves, history_step=history_step, history_plot=history_plot,
              history_state=gr.State([]), model_card=model_card,
              model_tab_shows=gr.State(None))  # the model whose views the tab shows
@@ -68,6 +74,13 @@ def on_opened(services: Services, translation_model, model_tab_shows, language: 
     return {**model_views(services.registry.get(translation_model), language), "model_tab_shows": translation_model}
 
 
+def on_offline_pack(services: Services, translation_model) -> dict:
+    """The model shown, as an offline pack's zip: made in the costly worker, or the one made before for it."""
+    checkpoint = services.registry.get(translation_model)
+    archive = services.costly.run(offline_pack.offline_archive, checkpoint, services.hub.directory / ".packs")
+    return {"offline_file": str(archive)}
+
+
 MODEL_VIEWS = ("model_metrics", "model_config", "model_parameters", "model_card", "history_curves", "history_step",
                "history_plot", "history_state")
 
@@ -79,6 +92,7 @@ def declare(page: Page) -> None:
 def wire(page: Page) -> None:
     page.on(page.shown(TAB_ID), on_opened, [*MODEL_VIEWS, "model_tab_shows"], trigger_mode="always_last",
             progress_on=["model_metrics"])
+    page.on(page["offline_button"].click, on_offline_pack, ["offline_file"], costly=True, keep_on_input_problem=True)
     # Sliders that handlers also set redraw on the user's own moves only (drag, number box, reset).
     history_step = page["history_step"]
     page.on([history_step.input, history_step.release], on_history_step, ["history_plot"],
