@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import base64
 import datetime
+import importlib.metadata
+import importlib.util
 import json
 import logging
 import shutil
@@ -40,12 +42,18 @@ log = logging.getLogger(__name__)
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 VENDORED = REPOSITORY / "assets" / "vendor"
-PAGE = REPOSITORY / "ui" / "static" / "pack"
+STATIC = REPOSITORY / "ui" / "static"
+PAGE = STATIC / "pack"
+LOCALES = REPOSITORY / "ui" / "locales"
+LANGUAGES = ("en", "de", "fr")
+WORDS = ("figures.", "map.", "translate.", "pack.")  # the locale keys the pack's page says
 BUNDLED = ("multi30k-en-de", "multi30k-en-fr")
 PART_CHARS = DEFAULT_MAX_SHARD_BYTES  # each file's text stays under the 10 MB a Space takes without Git LFS
 MAX_PACK_BYTES = 45 * 1000 * 1000  # one model's pack, as the issue that asked for packs set it (docs/offline-pack.md)
 BASE64_GROWTH = 4 / 3
-PAGE_SCRIPTS = ("engine.js", "search.js", "page.js")
+# The app's own page scripts the pack draws with (ui/static), and the pack's (ui/static/pack).
+APP_SCRIPTS = ("figures.js", "charts.js", "chart_text.js", "display.js", "explorer.js")
+PAGE_SCRIPTS = ("config.js", "engine.js", "search.js", "frames.js", "numbers.js", "page.js", "pack.css")
 MARKER = "contents.js"  # what makes a folder a pack (one that may be replaced by a new one)
 
 
@@ -98,7 +106,24 @@ def _runtime_bytes() -> int:
     wasm = (VENDORED / "onnxruntime-web" / "ort-wasm-simd-threaded.wasm.gz").stat().st_size * BASE64_GROWTH
     others = sum(path.stat().st_size for folder in VENDORED.iterdir() if folder.is_dir()
                  for path in folder.iterdir() if not path.name.endswith(".gz"))
-    return int(wasm + others + sum((PAGE / name).stat().st_size for name in PAGE_SCRIPTS))
+    return int(wasm + others + _plotly().stat().st_size + sum((PAGE / name).stat().st_size for name in PAGE_SCRIPTS))
+
+
+def _plotly() -> Path:
+    """The Plotly.js the app serves (plotly's own package's), which the pack's page draws with too."""
+    spec = importlib.util.find_spec("plotly")  # found, not imported: the library never runs the app's plotting
+    return Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
+
+
+def page_words() -> dict[str, dict[str, str]]:
+    """The words of the pack's page in each language: ``WORDS`` of ui/locales (its files are data to the pack)."""
+    words = {}
+    for language in LANGUAGES:
+        table = {}
+        for path in sorted((LOCALES / language).glob("*.json")):
+            table.update(json.loads(path.read_text(encoding="utf-8")))
+        words[language] = {key: value for key, value in table.items() if key.startswith(WORDS)}
+    return words
 
 
 def _check_packable(checkpoint: Checkpoint, directory: Path, runtime_bytes: int) -> None:
@@ -164,6 +189,11 @@ class PackWriter:
     def runtime(self) -> dict:
         ort, tokenizers = VENDORED / "onnxruntime-web", VENDORED / "tokenizers-js"
         self.copy(ort / "ort.wasm.min.js", "runtime/ort.wasm.min.js")
+        self.copy(_plotly(), "runtime/plotly.min.js")
+        licence = next((file for file in importlib.metadata.distribution("plotly").files or []
+                        if file.name.upper().startswith("LICENSE")), None)
+        if licence is not None:
+            self.copy(Path(licence.locate()), "licences/plotly.txt")
         for folder, name in ((ort, "onnxruntime-web"), (tokenizers, "tokenizers-js")):
             self.copy(folder / "LICENSE", f"licences/{name}.txt")
         return {
@@ -201,11 +231,15 @@ class PackWriter:
             "decoder": self.script(f"models/{name}/decoder", base64.b64encode(graphs.decoder).decode("ascii")),
             "weights": self.parts(f"models/{name}/weights", graphs.weights),
             "languages": manifest["languages"],
+            "maxLen": config.max_len,
         }
 
     def page(self, runtime: dict, models: dict, app_url: str) -> None:
         for name in PAGE_SCRIPTS:
             self.copy(PAGE / name, f"scripts/{name}")
+        for name in APP_SCRIPTS:
+            self.copy(STATIC / name, f"scripts/{name}")
+        self.text("scripts/words.js", f"window.explorerPackWords = {json.dumps(page_words(), ensure_ascii=False)};\n")
         self.copy(PAGE / "index.html", "index.html")
         sizes = {file.removesuffix(".js"): size for file, size in self.written.items() if file.endswith(".js")}
         contents = {"runtime": runtime, "models": models, "defaultModel": next(iter(models)), "appUrl": app_url,

@@ -27,7 +27,7 @@ def browser():
 class OpenedPack:
     """A pack's page in Chromium, opened from disk; ``left`` lists each request that would have left it."""
 
-    def __init__(self, browser, folder: Path, before_load: str = ""):
+    def __init__(self, browser, folder: Path, before_load: str = "", query: str = ""):
         self.page = browser.new_page()
         self.left: list[str] = []
         self.errors: list[str] = []
@@ -35,7 +35,7 @@ class OpenedPack:
         self.page.on("pageerror", lambda error: self.errors.append(str(error)))
         if before_load:
             self.page.add_init_script(before_load)
-        self.page.goto((folder / "index.html").as_uri())
+        self.page.goto((folder / "index.html").as_uri() + query)
 
     def _route(self, route):
         if route.request.url.startswith(LOCAL):

@@ -138,3 +138,73 @@ def test_a_browser_without_webassembly_is_told_so_in_one_line(browser, pack):
         assert page.settled().startswith("This browser cannot run WebAssembly, which the pack needs")
     finally:
         page.close()
+
+
+# --- the views, drawn by the app's own scripts from numbers and frames made in the page ---------------------------
+
+VIEW_SENTENCE = "A man in a blue shirt is standing on a ladder and cleaning the windows of a tall building."
+
+
+def as_record(translation) -> dict:
+    """A translation as engine.js inspects one (ui/static/pack/numbers.js reads it)."""
+    maps = {"encoder": translation.encoder_attention, "decoder": translation.decoder_attention,
+            "cross": translation.cross_attention}
+    return {"source_pieces": translation.source_pieces, "target_pieces": translation.target_pieces,
+            "predicted_pieces": translation.predicted_pieces, "token_probs": translation.token_probs,
+            "top_pieces": translation.top_pieces, "top_probs": translation.top_probs,
+            "attention": {kind: [layer.flatten().tolist() for layer in weights] for kind, weights in maps.items()}}
+
+
+def alike(ours, theirs, where="figure") -> list[str]:
+    """Where two figures differ: numbers by more than the 4 decimals the page shows, anything else at all."""
+    if isinstance(theirs, dict):
+        if not isinstance(ours, dict) or set(ours) != set(theirs):
+            return [f"{where}: keys {sorted(ours) if isinstance(ours, dict) else ours} != {sorted(theirs)}"]
+        return [found for key in theirs for found in alike(ours[key], theirs[key], f"{where}.{key}")]
+    if isinstance(theirs, list):
+        if not isinstance(ours, list) or len(ours) != len(theirs):
+            return [f"{where}: {ours!r:.80} != {theirs!r:.80}"]
+        return [found for i, (a, b) in enumerate(zip(ours, theirs)) for found in alike(a, b, f"{where}[{i}]")]
+    if isinstance(theirs, float) and isinstance(ours, (int, float)) and not isinstance(ours, bool):
+        return [] if abs(ours - theirs) <= 1.01e-4 else [f"{where}: {ours} != {theirs}"]
+    return [] if ours == theirs else [f"{where}: {ours!r:.80} != {theirs!r:.80}"]
+
+
+@pytest.fixture(scope="module")
+def view_translation():
+    from transformer.files.checkpoint import load_checkpoint
+    return load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu").translate(VIEW_SENTENCE, 5)
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_the_page_has_the_apps_config_for_its_views(browser, pack, language):
+    from ui.build import page_config
+    page = OpenedPack(browser, pack, query=f"?lang={language}")
+    try:
+        config = page.page.evaluate("window.explorerPage.config")
+        expected = page_config(language)
+        assert config["explorer"] == expected["explorer"] and config["figures"] == expected["figures"]
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_every_one_head_view_is_drawn_from_the_packs_numbers_as_the_app_draws_it(browser, pack, view_translation,
+                                                                               language):
+    from ui.views.choices import ATTENTION_KINDS, VIEWS
+    from ui.views.explorer import page_numbers
+    steps = view_translation.num_steps
+    selections = [{"kind": kind, "view": VIEWS[0], "layer": layer, "head": head, "average": average, "step": step}
+                  for kind in ATTENTION_KINDS for layer, head, average, step in
+                  ((1, 1, False, 1), (2, 3, False, steps // 2), (3, 4, True, steps))]
+    page = OpenedPack(browser, pack, query=f"?lang={language}")
+    try:
+        drawn = page.page.evaluate("""([record, app, selections]) => {
+            const ours = explorerPackNumbers.pageNumbers(record);
+            return selections.map((chosen) => [explorer.figures(ours, chosen), explorer.figures(app, chosen)]);
+        }""", [as_record(view_translation), page_numbers(view_translation, language=language), selections])
+    finally:
+        page.close()
+    for chosen, (ours, theirs) in zip(selections, drawn):
+        assert theirs["heatmap"] is not None
+        assert alike(ours, theirs) == [], chosen

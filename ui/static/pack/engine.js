@@ -145,14 +145,28 @@ window.explorerPack = (() => {
     return m.addsWordStart && text.startsWith(" ") ? text.slice(1) : text;
   }
 
-  // A (layers, rows, heads, queries, keys) output as [layer][head][query][key] for one row, cut to
-  // `queries` x `keys`, rounded as `translation.py:_rounded` rounds.
+  // One row of a (layers, rows, heads, queries, keys) output, cut to `queries` x `keys`: a Float32Array per layer,
+  // heads x queries x keys.
   function maps(tensor, row, queries, keys) {
     const [layers, rows, heads, allQueries, allKeys] = tensor.dims, data = tensor.data;
+    return Array.from({length: layers}, (_, l) => {
+      const layer = new Float32Array(heads * queries * keys);
+      for (let h = 0; h < heads; h++) {
+        for (let q = 0; q < queries; q++) {
+          const from = (((l * rows + row) * heads + h) * allQueries + q) * allKeys;
+          layer.set(data.subarray(from, from + keys), (h * queries + q) * keys);
+        }
+      }
+      return layer;
+    });
+  }
+
+  // A map per layer as [layer][head][query][key], rounded as `translation.py:_rounded` rounds.
+  function nested(layers, queries, keys) {
     const round = (value) => Math.round(value * 1e6) / 1e6;
-    return Array.from({length: layers}, (_, l) => Array.from({length: heads}, (_, h) =>
+    return layers.map((layer) => Array.from({length: layer.length / (queries * keys)}, (_, h) =>
       Array.from({length: queries}, (_, q) => Array.from({length: keys}, (_, k) =>
-        round(data[((((l * rows + row) * heads + h) * allQueries + q) * allKeys) + k])))));
+        round(layer[(h * queries + q) * keys + k])))));
   }
 
   async function encode(m, ids) {
@@ -169,19 +183,55 @@ window.explorerPack = (() => {
       for (let r = 0; r < rows; r++) { memory.set(encoded.memory.data, r * keys * width); source.push(ids); }
       const out = await m.decoder.run({
         target: int64(ort, prefixes), memory: new ort.Tensor("float32", memory, [rows, keys, width]),
-        source: int64(ort, source), projected: new ort.Tensor("int64", BigInt64Array.of(BigInt(prefixes[0].length - 1)), [1])});
+        source: int64(ort, source),
+        projected: new ort.Tensor("int64", BigInt64Array.of(BigInt(prefixes[0].length - 1)), [1])});
       const vocabulary = out.logits.dims[2];
       return prefixes.map((_, r) => out.logits.data.subarray(r * vocabulary, (r + 1) * vocabulary));
+    };
+  }
+
+  const TOP_K = 5;  // the candidates each step shows (translation.py's top_k)
+
+  // Mirrors `translation.py:inspect_together` for one sentence: every number the views show.
+  async function inspect(m, encoded, sourceIds, {tokens, ended}) {
+    const {ort} = m, body = tokens.slice(0, m.config.max_len - 1), done = ended || !body.length;
+    const inputs = [m.config.start_id, ...(done ? body : body.slice(0, -1))];
+    const predicted = done ? [...body, m.config.eos_id] : [...body];
+    const out = await m.decoder.run({
+      target: int64(ort, [inputs]), memory: encoded.memory, source: encoded.source,
+      projected: new ort.Tensor("int64", BigInt64Array.from(inputs.keys(), BigInt), [inputs.length])});
+    const vocabulary = out.logits.dims[2], tokenProbs = [], topIds = [], topProbs = [];
+    predicted.forEach((id, position) => {
+      const logits = out.logits.data.subarray(position * vocabulary, (position + 1) * vocabulary);
+      let most = -Infinity;
+      for (const value of logits) if (value > most) most = value;
+      let total = 0;
+      for (const value of logits) total += Math.exp(value - most);
+      const probability = (token) => Math.exp(logits[token] - most) / total;
+      const order = Array.from(logits.keys()).sort((a, b) => logits[b] - logits[a] || a - b).slice(0, TOP_K);
+      tokenProbs.push(probability(id));
+      topIds.push(order);
+      topProbs.push(order.map(probability));
+    });
+    const pieces = (ids) => ids.map((id) => m.pieces[id]);
+    return {
+      source_ids: sourceIds, source_pieces: pieces(sourceIds), target_ids: inputs, target_pieces: pieces(inputs),
+      predicted_ids: predicted, predicted_pieces: pieces(predicted), text: decodeText(m, body), ended: done,
+      token_probs: tokenProbs, top_ids: topIds, top_pieces: topIds.map(pieces), top_probs: topProbs,
+      attention: {encoder: maps(encoded.attention, 0, sourceIds.length, sourceIds.length),
+                  decoder: maps(out.decoder_attention, 0, inputs.length, inputs.length),
+                  cross: maps(out.cross_attention, 0, inputs.length, sourceIds.length)},
     };
   }
 
   const empty = (source) => ({source, translation: "", source_tokens: [], target_tokens: [],
                               attention: {encoder: [], decoder: [], cross: []}});
 
-  // Mirrors `checkpoint.translate` as `python -m transformer.translate --json` calls it.
-  async function translate(text, options = {}) {
+  // A sentence translated and inspected, as the app's `checkpoint.translate` does: the numbers of every view, and
+  // whether the sentence was cut to the model's positions. Null for a blank one.
+  async function translation(text, options = {}) {
     const m = await model(options.model);
-    if (!String(text).trim()) return empty(text);
+    if (!String(text).trim()) return null;
     const {ids, truncated} = encodeSource(m, String(text));
     const encoded = await encode(m, ids);
     const next = nextLogits(m, encoded, ids), search = window.explorerSearch;
@@ -190,31 +240,19 @@ window.explorerPack = (() => {
       ? await search.greedy(next, m.config, ids.length, options.maxLength, options.watch)
       : await search.beam(next, m.config, ids.length, options.maxLength, beamSize, m.decoding.length_penalty,
                           m.decoding.rules, options.watch);
-    return {...await inspect(m, encoded, ids, searched), ...(options.withTruncated ? {truncated} : {})};
+    return {...await inspect(m, encoded, ids, searched), source_text: String(text), truncated};
   }
 
-  // Mirrors `translation.py:inspect_together` for one sentence, as `Translation.to_json` reports it.
-  async function inspect(m, encoded, sourceIds, {tokens, ended}) {
-    const {ort} = m, body = tokens.slice(0, m.config.max_len - 1), done = ended || !body.length;
-    const inputs = [m.config.start_id, ...(done ? body : body.slice(0, -1))];
-    const out = await m.decoder.run({
-      target: int64(ort, [inputs]), memory: encoded.memory, source: encoded.source,
-      projected: new ort.Tensor("int64", BigInt64Array.from(inputs.keys(), BigInt), [inputs.length])});
-    return {
-      source: undefined,
-      translation: decodeText(m, body),
-      source_tokens: sourceIds.map((id) => m.pieces[id]),
-      target_tokens: inputs.map((id) => m.pieces[id]),
-      attention: {encoder: maps(encoded.attention, 0, sourceIds.length, sourceIds.length),
-                  decoder: maps(out.decoder_attention, 0, inputs.length, inputs.length),
-                  cross: maps(out.cross_attention, 0, inputs.length, sourceIds.length)},
-    };
+  // Mirrors `Translation.to_json`: what `python -m transformer.translate --json` prints.
+  async function translateText(text, options = {}) {
+    const result = await translation(text, options);
+    if (!result) return empty(String(text));
+    const {source_pieces: source, target_pieces: target} = result;
+    return {source: String(text), translation: result.text, source_tokens: source, target_tokens: target,
+            attention: {encoder: nested(result.attention.encoder, source.length, source.length),
+                        decoder: nested(result.attention.decoder, target.length, target.length),
+                        cross: nested(result.attention.cross, target.length, source.length)}};
   }
 
-  async function translateText(text, options) {
-    const result = await translate(text, options);
-    return {...result, source: String(text)};
-  }
-
-  return {translate: translateText, model, pack, PackFileMissing};
+  return {translate: translateText, translation, model, pack, PackFileMissing};
 })();

@@ -1,55 +1,143 @@
-// The offline pack's page: loads a translator with its progress shown, translates the sentence typed, and says in
-// the page what went wrong (a file the pack lacks, a browser without WebAssembly). The numbers come from
-// engine.js (window.explorerPack).
+// The offline pack's page: loads a translator with its progress shown, translates the sentence typed, and draws
+// its views with the app's own scripts (explorer.js fills the frames of frames.js with the numbers of numbers.js).
+// Says in the page what went wrong (a file the pack lacks, a browser without WebAssembly), in the page's language.
 (() => {
   const MAX_INPUT_CHARS = 1000;  // mirrors `ui/views/text.py:MAX_INPUT_CHARS`: a longer sentence is cut there
   const $ = (id) => document.getElementById(id);
-  const pack = window.explorerPack;
-  let contents = null;
+  const {words, language} = window.explorerPage;
+  const say = (key, values = {}) => words[key].replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
+  const pack = window.explorerPack, explorer = window.explorer;
+  const VIEW = window.explorerPackWords.en["translate.view.one_head"];
+  let contents = null, shown = null;  // the pack's contents; the translation whose views are shown
 
-  const problem = (error) => { $("problem").textContent = error.message || String(error); };
+  document.title = say("pack.title");
+  document.querySelectorAll("[data-words]").forEach((element) => { element.textContent = say(element.dataset.words); });
+  $("progress").setAttribute("aria-label", say("pack.loading_label"));
+  $("language").value = language;
+  $("language").addEventListener("change", () => {
+    try { localStorage.setItem("explorer-pack-language", $("language").value); } catch (error) { /* private mode */ }
+    const address = new URL(location.href);
+    address.searchParams.set("lang", $("language").value);
+    location.replace(address);
+  });
+  $("large-text").addEventListener("change", () => window.explorerDisplay.largeText($("large-text").checked));
+  const kinds = window.explorerPage.config.explorer.kinds;
+  $("kinds").append(...Object.keys(kinds).map((kind) => {
+    const label = document.createElement("label"), input = document.createElement("input");
+    Object.assign(input, {type: "radio", name: "kind", value: kind, checked: kind === "cross"});
+    label.append(input, ` ${say(`map.kind.${kind}`)}`);
+    return label;
+  }));
+
+  const problem = (error) => {
+    $("problem").textContent = !error ? "" : error.file ? say("pack.missing", {file: error.file})
+      : error.noWebAssembly ? say("pack.no_webassembly") : error.message || String(error);
+  };
 
   function tokens(list, pieces) {
     list.replaceChildren(...pieces.map((piece) => Object.assign(document.createElement("li"), {textContent: piece})));
   }
 
+  // A step's caption, written in Markdown for the app: bold and escaped characters, as text.
+  function caption(markdown) {
+    const parts = markdown.split("**");
+    $("caption").replaceChildren(...parts.map((part, i) => {
+      const text = part.replace(/\\(.)/g, "$1").replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&");
+      return i % 2 ? Object.assign(document.createElement("strong"), {textContent: text}) : document.createTextNode(text);
+    }));
+  }
+
+  function revealed(pieces) {
+    $("revealed").replaceChildren(...pieces.map(({token, class_or_confidence: mark}) => {
+      const span = Object.assign(document.createElement("span"), {textContent: token});
+      if (mark) { span.className = "current"; span.title = mark; }
+      return span;
+    }));
+  }
+
+  const selectors = () => ({kind: document.querySelector("input[name=kind]:checked").value, view: VIEW,
+                            layer: Number($("layer").value), head: Number($("head").value),
+                            average: $("average").checked, step: Number($("step").value), maps_wanted: ""});
+
+  function stepShown({step, revealed: pieces, step_caption: text}) {
+    $("step").value = step;
+    revealed(pieces);
+    caption(text);
+  }
+
+  function showViews(translation) {
+    const numbers = window.explorerPackNumbers.pageNumbers(translation);
+    shown = numbers;
+    $("step").max = numbers.steps.length;
+    $("layer").max = Math.max(...Object.values(numbers.maps).map((maps) => maps.layers));
+    $("head").max = numbers.heads;
+    stepShown(explorer.show({...selectors(), page_numbers: numbers, step: 1}));
+  }
+
+  const moveStep = (move) => { if (shown) stepShown(explorer.step(selectors(), move)); };
+  $("previous").addEventListener("click", () => moveStep(-1));
+  $("next").addEventListener("click", () => moveStep(1));
+  $("step").addEventListener("change", () => moveStep(0));
+  const select = () => {
+    if (!shown) return;
+    const chosen = explorer.select(selectors());
+    $("layer").value = chosen.layer;
+    $("head").value = chosen.head;
+  };
+  ["layer", "head", "average"].forEach((id) => $(id).addEventListener("change", select));
+  $("kinds").addEventListener("change", select);
+  // A click on a cell of a map whose rows are steps goes to that step, as in the app (page.js, pickRows).
+  window.explorerPage.onChart((chart) => {
+    if (chart.closest("#attention-plot") && !chart.stepsPicked && chart.on) {
+      chart.stepsPicked = true;
+      chart.on("plotly_click", ({points}) => {
+        const point = points && points[0];
+        if (!point || point.data.meta !== "rows are steps") return;
+        $("step").value = point.y + 1;
+        moveStep(0);
+        $("step-view").scrollIntoView({block: "start"});
+      });
+    }
+  });
+
   async function load(name) {
-    const entry = contents.models[name], files = [entry.manifest, entry.encoder, entry.decoder, ...entry.weights];
-    const startFiles = contents.runtime.wasm;
-    const sizes = contents.sizes, total = [...startFiles, ...files].reduce((sum, file) => sum + (sizes[file] || 0), 0);
+    const entry = contents.models[name], sizes = contents.sizes;
+    const files = [...contents.runtime.wasm, entry.manifest, entry.encoder, entry.decoder, ...entry.weights];
+    const total = files.reduce((sum, file) => sum + (sizes[file] || 0), 0);
     let done = 0;
     $("translate").disabled = true;
-    $("loading").hidden = false;
-    const shown = () => {
-      $("progress").value = done / total;
-      $("status").textContent = `Loading the ${name} translator: ${(done / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
+    const progress = () => {
+      $("progress").value = total ? done / total : 1;
+      $("status").textContent = say("pack.loading", {model: name, done: (done / 1e6).toFixed(1), total: (total / 1e6).toFixed(1)});
     };
-    shown();
-    await pack.model(name, (file) => { done += sizes[file] || 0; shown(); });
-    $("status").textContent = `The ${name} translator is ready.`;
+    progress();
+    await pack.model(name, (file) => { done += sizes[file] || 0; progress(); });
+    $("status").textContent = say("pack.ready", {model: name});
     $("progress").value = 1;
     $("translate").disabled = false;
   }
 
   async function translate(event) {
     event.preventDefault();
-    problem("");
+    problem(null);
     let text = $("source").value;
     const notes = [];
     if (text.length > MAX_INPUT_CHARS) {
       text = text.slice(0, MAX_INPUT_CHARS);
-      notes.push(`The input was cut to its first ${MAX_INPUT_CHARS} characters.`);
+      notes.push(say("translate.note.cut", {limit: MAX_INPUT_CHARS}));
     }
     const beam = document.querySelector("input[name=decoding]:checked").value === "beam" ? 0 : 1;
     $("translate").disabled = true;
     try {
-      const result = await pack.translate(text, {model: $("model").value, beam, withTruncated: true,
-        watch: (sofar) => { $("translation").textContent = `${sofar.length} tokens…`; }});
-      $("translation").textContent = result.translation;
-      tokens($("source-tokens"), result.source_tokens);
-      tokens($("target-tokens"), result.target_tokens);
-      if (result.truncated) notes.push("The sentence is longer than the model's positions; only its beginning was translated.");
+      const translation = await pack.translation(text, {model: $("model").value, beam,
+        watch: (sofar) => { $("translation").textContent = say("pack.decoding_steps", {count: sofar.length}); }});
+      if (!translation) { problem(new Error(say("translate.empty"))); $("translation").textContent = ""; return; }
+      $("translation").textContent = translation.text;
+      tokens($("source-tokens"), translation.source_pieces);
+      tokens($("target-tokens"), translation.target_pieces);
+      if (translation.truncated) notes.push(say("translate.note.truncated", {positions: contents.models[$("model").value].maxLen}));
       $("notes").textContent = notes.join(" ");
+      showViews(translation);
     } catch (error) {
       problem(error);
     } finally {
@@ -58,17 +146,16 @@
   }
 
   async function start() {
-    if (typeof WebAssembly !== "object") {
-      problem(new Error("This browser cannot run WebAssembly, which the pack needs: open it in a recent Chrome, Edge, Firefox or Safari."));
-      return;
-    }
+    if (typeof WebAssembly !== "object") { problem({noWebAssembly: true}); $("loading").hidden = true; return; }
     try {
       contents = await pack.pack();
       $("model").replaceChildren(...Object.entries(contents.models).map(([name, entry]) => Object.assign(
         document.createElement("option"), {value: name, textContent: `${name} (${entry.languages.source} → ${entry.languages.target})`})));
-      $("made").textContent = `Made from commit ${contents.made.commit.slice(0, 12)} on ${contents.made.date}.`;
+      $("made").textContent = say("pack.made", {commit: contents.made.commit.slice(0, 12), date: contents.made.date});
+      $("needs-app").textContent = contents.appUrl ? say("pack.needs_app_at", {url: contents.appUrl}) : say("pack.needs_app");
       $("model").addEventListener("change", () => load($("model").value).catch(problem));
       $("form").addEventListener("submit", translate);
+      $("status").textContent = say("pack.starting");
       await load(contents.defaultModel);
     } catch (error) {
       problem(error);

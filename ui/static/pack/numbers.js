@@ -1,0 +1,76 @@
+// A translation's numbers as the Translate tab's page draws them (ui/static/explorer.js), made in the page for the
+// offline pack: mirrors `ui/views/explorer.py:page_numbers` for the one-head view (every kind's maps, the step
+// view's candidates and captions, the frames of ui/static/pack/frames.js). A translation here is what
+// engine.js inspects: {source_pieces, target_pieces, predicted_pieces, token_probs, top_pieces, top_probs,
+// attention: {encoder, decoder, cross}}, each map a Float32Array per layer (heads x queries x keys).
+window.explorerPackNumbers = (() => {
+  const WEIGHT_DECIMALS = 4;  // mirrors `ui/views/translate.py:WEIGHT_DECIMALS`
+  const KINDS = ["encoder", "decoder", "cross"];
+  const frames = () => window.explorerPackFrames;
+  const {words} = window.explorerPage.config.packFrames;
+  let sent = 0;
+
+  // Mirrors `translate.py:fixed_point` of `map_block`: every head's map and then their mean (float32 arithmetic,
+  // as torch's mean over the heads), times 10^4, rounded half to even, as little-endian 16-bit integers in base64.
+  function mapBlock(weights, heads, cells) {
+    const fixed = new Uint16Array((heads + 1) * cells), scale = 10 ** WEIGHT_DECIMALS;
+    const rounded = (value) => {
+      const scaled = value * scale, floor = Math.floor(scaled), rest = scaled - floor;
+      return rest > 0.5 || (rest === 0.5 && floor % 2 === 1) ? floor + 1 : floor;
+    };
+    for (let cell = 0; cell < cells; cell++) {
+      let total = 0;
+      for (let head = 0; head < heads; head++) {
+        const value = weights[head * cells + cell];
+        fixed[head * cells + cell] = rounded(value);
+        total = Math.fround(total + value);
+      }
+      fixed[heads * cells + cell] = rounded(Math.fround(total / heads));
+    }
+    const bytes = new Uint8Array(fixed.length * 2), view = new DataView(bytes.buffer);
+    fixed.forEach((value, i) => view.setUint16(2 * i, value, true));
+    let text = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    return btoa(text);
+  }
+
+  // Mirrors `translate.py:attention_axes`: each kind's row and column labels.
+  const axes = (translation, kind) => [kind === "encoder" ? translation.source_pieces : translation.predicted_pieces,
+                                       kind === "decoder" ? translation.target_pieces : translation.source_pieces];
+
+  const markdownEscape = (piece) => {  // mirrors `ui/views/text.py:markdown_escape`
+    let escaped = piece.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+    for (const mark of "\\`*_{}[]()#+-.!|~") escaped = escaped.replaceAll(mark, `\\${mark}`);
+    return escaped;
+  };
+
+  // Mirrors `translate.py:step_caption` (without a source share: the pack computes no ALTI+).
+  const caption = (translation, index) => words["translate.step.caption"].replace(/\{(\w+)\}/g, (_, name) => String({
+    step: index + 1, steps: translation.predicted_pieces.length,
+    piece: markdownEscape(translation.predicted_pieces[index]),
+    probability: frames().percent(translation.token_probs[index])}[name]));
+
+  // Mirrors `explorer.py:page_numbers` with every block sent and the one-head frames of every kind.
+  function pageNumbers(translation) {
+    const heads = translation.attention.cross[0].length / (translation.predicted_pieces.length *
+                                                            translation.source_pieces.length);
+    const maps = {}, mapFrames = {};
+    for (const kind of KINDS) {
+      const [rows, columns] = axes(translation, kind), [rowTitle, columnTitle] = frames().axesTitles(kind);
+      maps[kind] = {layers: translation.attention[kind].length, rows, columns, rowTitle, columnTitle,
+                    blocks: translation.attention[kind].map((layer) => mapBlock(layer, heads, rows.length * columns.length))};
+      mapFrames[kind] = {map: frames().heatmapFrame(kind, rows, columns), layerHeads: null, everyHead: null,
+                         everyMean: null};
+    }
+    const steps = translation.predicted_pieces.map((piece, index) => ({
+      ...frames().candidates(translation.top_pieces[index], translation.top_probs[index], piece),
+      caption: caption(translation, index)}));
+    sent += 1;
+    return {sent, heads, decimals: WEIGHT_DECIMALS, source: [...translation.source_pieces],
+            produced: [...translation.predicted_pieces], forced: 0, maps, steps, frames: mapFrames,
+            candidatesFrame: frames().candidatesFrame(translation.top_pieces[0].length),
+            sourcesFrame: frames().sourcesFrame(translation.source_pieces)};
+  }
+
+  return {pageNumbers, mapBlock};
+})();
