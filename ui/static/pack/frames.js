@@ -102,6 +102,82 @@ window.explorerPackFrames = (() => {
     return {figure, shared: []};
   }
 
+  // Mirrors the constants of `figures.py` for small multiples.
+  const PANEL_HEIGHT = 230, PANEL_TICK_FONT = 11, PANEL_LABEL_CHAR_PX = LABEL_CHAR_PX * PANEL_TICK_FONT / 13;
+  const MOST_PANEL_LABELS = 12, MOST_GRID_COLUMN_LABELS = 80, PANEL_GAP = 0.05;
+  // Python's round: halves to even.
+  const roundHalfEven = (value) => {
+    const floor = Math.floor(value), rest = value - floor;
+    return rest > 0.5 || (rest === 0.5 && floor % 2 === 1) ? floor + 1 : floor;
+  };
+  // Mirrors `figures.py:_grid_margin`.
+  function gridMargin(queryLabels, keyLabels, keyAngle) {
+    const needed = (labels, slant) => Math.trunc(Math.min(200, 20 + PANEL_LABEL_CHAR_PX * Math.max(1, ...labels.map(characters)) * slant));
+    return {l: needed(queryLabels, 1.0), b: needed(keyLabels, Math.abs(Math.sin(radians(keyAngle))))};
+  }
+
+  // Mirrors `figures.py:grid_json` as `explorer.py:_kind_figure` calls it: `maps[r][c]` the holes of each panel's
+  // map, rows and columns of panels named `rowNames` and `columnNames`.
+  function gridJson(kind, maps, queryLabels, keyLabels, rowNames, columnNames, subtitle) {
+    const [queryTitle, keyTitle] = axesTitles(kind), rowsAreSteps = kind !== "encoder", weight = say("weight");
+    const hover = hoverText(queryLabels, keyLabels, rowsAreSteps).$outer;
+    const rows = rowNames.length, columns = columnNames.length, named = rowNames.some((name) => name);
+    const queries = queryLabels.length, keys = keyLabels.length;
+    const apart = [Math.max(1, roundHalfEven(queries * PANEL_GAP)), Math.max(1, roundHalfEven(keys * PANEL_GAP))];
+    const down = queries + apart[0], across = keys + apart[1], right = named ? 0.98 : 1.0;
+    const panelHover = (r, c) => {
+      const name = [rowNames[r], columnNames[c]].filter((part) => part).join(" · ");
+      return {$outer: [name ? hover[0].map((row) => `${name}<br>${row}`) : hover[0], hover[1], hover[2]]};
+    };
+    const repeated = (ticks, count, period) => ({
+      tickmode: "array", tickvals: range(count).flatMap((n) => ticks.tickvals.map((v) => n * period + v)),
+      ticktext: range(count).flatMap(() => ticks.ticktext)});
+    const trace = {type: "heatmap", z: {$panels: maps, gap: null, apart}, zmin: 0, zmax: 1,
+                   colorscale: {$: "colorscale"}, hoverongaps: false,
+                   colorbar: {title: {text: weight}, thickness: 10},
+                   text: {$panels: range(rows).map((r) => range(columns).map((c) => panelHover(r, c))), gap: "", apart},
+                   hovertemplate: `%{text}<br>${weight} %{z:.4f}<extra></extra>`,
+                   meta: {panel: {queries, keys, rowsApart: apart[0], columnsApart: apart[1]},
+                          ...(rowsAreSteps ? {rows: ROWS_ARE_STEPS} : {})}};
+    const keyAngle = slantRoom(keyLabels, -60), tickFont = {size: PANEL_TICK_FONT};
+    const bare = {tickfont: tickFont, automargin: false, showgrid: false, zeroline: false};
+    const layout = {
+      xaxis: {...bare, domain: [0, right], tickangle: keyAngle,
+              ...repeated(tickLabels(keyLabels, Math.max(MOST_PANEL_LABELS, Math.floor(MOST_GRID_COLUMN_LABELS / columns))),
+                          columns, across)},
+      yaxis: {...bare, autorange: "reversed", ...repeated(tickLabels(queryLabels, MOST_PANEL_LABELS), rows, down)}};
+    const note = {font: tickFont, showarrow: false};
+    layout.annotations = columnNames.map((name, c) => ({...note, text: name, xref: "x", x: c * across + (keys - 1) / 2,
+                                                        xanchor: "center", yref: "paper", y: 1.0, yanchor: "bottom"}));
+    if (named) {
+      layout.annotations.push(...rowNames.map((name, r) => ({...note, text: name, textangle: 90, xref: "paper", x: right,
+                                                             xanchor: "left", yref: "y", y: r * down + (queries - 1) / 2,
+                                                             yanchor: "middle"})));
+    }
+    const title = {$template: titledWith(words[`map.kind.${kind}`], subtitle, say("queries_rows", {name: queryTitle}),
+                                         say("keys_columns", {name: keyTitle}))};
+    const figure = laidOut({data: [trace], layout}, title, 90 + PANEL_HEIGHT * rows);
+    Object.assign(figure.layout.margin, gridMargin(queryLabels, keyLabels, keyAngle));
+    return figure;
+  }
+
+  // Mirrors `explorer.py:view_frame` of a grid (`_kind_figure`'s "layerHeads", "everyHead" and "everyMean").
+  function gridFrame(kind, figure, rows, columns, layers, heads) {
+    const map = (layer, head) => ({$: "map", ...(layer === null ? {} : {layer}), ...(head === null ? {} : {head})});
+    const headNames = range(heads).map((h) => filled(words["translate.map.head"], {head: h + 1}));
+    const layerNames = range(layers).map((l) => filled(words["translate.map.layer"], {layer: l + 1}));
+    if (figure === "layerHeads") {
+      return {figure: gridJson(kind, [range(heads).map((h) => map(null, h + 1))], rows, columns, [""], headNames,
+                               filled(words["translate.map.layer_heads"], {layer: "{layer}"})), shared: []};
+    }
+    if (figure === "everyMean") {
+      return {figure: gridJson(kind, range(layers).map((l) => [map(l + 1, 0)]), rows, columns, layerNames,
+                               [words["translate.mean_of_heads"]], words["translate.map.every_mean"]), shared: []};
+    }
+    return {figure: gridJson(kind, range(layers).map((l) => range(heads).map((h) => map(l + 1, h + 1))), rows, columns,
+                             layerNames, headNames, words["translate.map.every_head"]), shared: []};
+  }
+
   // Mirrors `translate.py:AXES` and `attention_axes`'s names.
   const AXES = {encoder: ["source", "source"], decoder: ["producing", "target_so_far"], cross: ["producing", "source"]};
   const axesTitles = (kind) => AXES[kind].map((name) => words[`map.axis.${name}`]);
@@ -140,5 +216,5 @@ window.explorerPackFrames = (() => {
             colors: pieces.map((piece) => (piece === chosen ? "#d62728" : "#1f77b4"))};
   }
 
-  return {heatmapFrame, candidatesFrame, sourcesFrame, candidates, axesTitles, escape, percent};
+  return {heatmapFrame, gridFrame, candidatesFrame, sourcesFrame, candidates, axesTitles, escape, percent};
 })();

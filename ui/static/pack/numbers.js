@@ -1,6 +1,7 @@
 // A translation's numbers as the Translate tab's page draws them (ui/static/explorer.js), made in the page for the
-// offline pack: mirrors `ui/views/explorer.py:page_numbers` for the one-head view (every kind's maps, the step
-// view's candidates and captions, the frames of ui/static/pack/frames.js). A translation here is what
+// offline pack: mirrors `ui/views/explorer.py:page_numbers` with every map and every frame at once (each kind's
+// one-head map, a layer's heads and the model view; the step view's candidates and captions), the frames made by
+// ui/static/pack/frames.js. A translation here is what
 // engine.js inspects: {source_pieces, target_pieces, predicted_pieces, token_probs, top_pieces, top_probs,
 // attention: {encoder, decoder, cross}}, each map a Float32Array per layer (heads x queries x keys).
 window.explorerPackNumbers = (() => {
@@ -50,7 +51,7 @@ window.explorerPackNumbers = (() => {
     piece: markdownEscape(translation.predicted_pieces[index]),
     probability: frames().percent(translation.token_probs[index])}[name]));
 
-  // Mirrors `explorer.py:page_numbers` with every block sent and the one-head frames of every kind.
+  // Mirrors `explorer.py:page_numbers` with every block and every frame sent.
   function pageNumbers(translation) {
     const heads = translation.attention.cross[0].length / (translation.predicted_pieces.length *
                                                             translation.source_pieces.length);
@@ -59,8 +60,10 @@ window.explorerPackNumbers = (() => {
       const [rows, columns] = axes(translation, kind), [rowTitle, columnTitle] = frames().axesTitles(kind);
       maps[kind] = {layers: translation.attention[kind].length, rows, columns, rowTitle, columnTitle,
                     blocks: translation.attention[kind].map((layer) => mapBlock(layer, heads, rows.length * columns.length))};
-      mapFrames[kind] = {map: frames().heatmapFrame(kind, rows, columns), layerHeads: null, everyHead: null,
-                         everyMean: null};
+      const layers = translation.attention[kind].length;
+      mapFrames[kind] = {map: frames().heatmapFrame(kind, rows, columns),
+                         ...Object.fromEntries(["layerHeads", "everyHead", "everyMean"].map((figure) =>
+                           [figure, frames().gridFrame(kind, figure, rows, columns, layers, heads)]))};
     }
     const steps = translation.predicted_pieces.map((piece, index) => ({
       ...frames().candidates(translation.top_pieces[index], translation.top_probs[index], piece),

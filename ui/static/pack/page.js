@@ -7,7 +7,7 @@
   const {words, language} = window.explorerPage;
   const say = (key, values = {}) => words[key].replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
   const pack = window.explorerPack, explorer = window.explorer;
-  const VIEW = window.explorerPackWords.en["translate.view.one_head"];
+  const VIEWS = ["translate.view.one_head", "translate.view.layer_heads", "translate.view.model"];
   let contents = null, shown = null;  // the pack's contents; the translation whose views are shown
 
   document.title = say("pack.title");
@@ -21,13 +21,19 @@
     location.replace(address);
   });
   $("large-text").addEventListener("change", () => window.explorerDisplay.largeText($("large-text").checked));
-  const kinds = window.explorerPage.config.explorer.kinds;
-  $("kinds").append(...Object.keys(kinds).map((kind) => {
-    const label = document.createElement("label"), input = document.createElement("input");
-    Object.assign(input, {type: "radio", name: "kind", value: kind, checked: kind === "cross"});
-    label.append(input, ` ${say(`map.kind.${kind}`)}`);
-    return label;
-  }));
+  // Radio buttons whose values are the app's (English words, as its radios send them), labelled in the page's language.
+  function radios(fieldset, name, choices, checked) {
+    fieldset.append(...choices.map(([value, words]) => {
+      const label = document.createElement("label"), input = document.createElement("input");
+      Object.assign(input, {type: "radio", name, value, checked: value === checked});
+      label.append(input, ` ${words}`);
+      return label;
+    }));
+  }
+  radios($("kinds"), "kind", Object.keys(window.explorerPage.config.explorer.kinds).map((kind) => [kind, say(`map.kind.${kind}`)]),
+         "cross");
+  const english = (key) => window.explorerPackWords.en[key];
+  radios($("views"), "view", VIEWS.map((key) => [english(key), say(key)]), english(VIEWS[0]));
 
   const problem = (error) => {
     $("problem").textContent = !error ? "" : error.file ? say("pack.missing", {file: error.file})
@@ -55,7 +61,8 @@
     }));
   }
 
-  const selectors = () => ({kind: document.querySelector("input[name=kind]:checked").value, view: VIEW,
+  const chosen = (name) => document.querySelector(`input[name=${name}]:checked`).value;
+  const selectors = () => ({kind: chosen("kind"), view: chosen("view"),
                             layer: Number($("layer").value), head: Number($("head").value),
                             average: $("average").checked, step: Number($("step").value), maps_wanted: ""});
 
@@ -86,6 +93,7 @@
   };
   ["layer", "head", "average"].forEach((id) => $(id).addEventListener("change", select));
   $("kinds").addEventListener("change", select);
+  $("views").addEventListener("change", select);
   // A click on a cell of a map whose rows are steps goes to that step, as in the app (page.js, pickRows).
   window.explorerPage.onChart((chart) => {
     if (chart.closest("#attention-plot") && !chart.stepsPicked && chart.on) {
