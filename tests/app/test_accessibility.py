@@ -5,34 +5,18 @@ every step of a lesson, its focus always in sight."""
 
 import pytest
 
+from accessibility import serious_violations
 from browsing import answered, count_requests
 from ui.views import lessons
 
-axe_playwright = pytest.importorskip("axe_playwright_python.sync_playwright")
+pytest.importorskip("axe_playwright_python.sync_playwright")
 playwright = pytest.importorskip("playwright.sync_api")
 
-WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 TABS = ["Inside a head", "Experiments", "Attention vs evidence", "Analysis", "Corpus", "Positional encoding", "Model"]
 # No event still pending in the tab on screen: Gradio dims an output while its event runs, which axe would read as
 # low contrast.
 TAB_SETTLED = """() => [...document.querySelectorAll('[role=tabpanel]')].filter(tab => tab.offsetParent !== null)
   .every(tab => [...tab.querySelectorAll('[data-testid=status-tracker]')].every(t => t.classList.contains('hide')))"""
-
-
-# No colour still changing: a button Gradio has just enabled fades into its colour (a CSS transition), and axe
-# read its half-way colour as low contrast once (white on #c26542, 4.0:1).
-TRANSITIONS_ENDED = """() => document.getAnimations().filter(animation => animation instanceof CSSTransition)
-  .every(transition => transition.playState !== 'running')"""
-
-
-def serious_violations(page) -> list[str]:
-    """axe-core's serious and critical findings on the page once its colours have settled, one line per rule."""
-    page.wait_for_function(TRANSITIONS_ENDED, timeout=10_000)
-    options = {"runOnly": {"type": "tag", "values": WCAG_AA}, "resultTypes": ["violations"]}
-    found = axe_playwright.Axe().run(page, options=options).response["violations"]
-    return [f"{v['id']} ({v['impact']}, {len(v['nodes'])} elements, e.g. {v['nodes'][0]['target']}: "
-            f"{v['nodes'][0].get('failureSummary', '')[:160]})"
-            for v in found if v["impact"] in ("serious", "critical")]
 
 
 def layers_by_keyboard(page) -> list[str]:

@@ -218,3 +218,24 @@ def test_every_view_is_drawn_from_the_packs_numbers_as_the_app_draws_it(browser,
     for chosen, (ours, theirs) in zip(selections, drawn):
         assert theirs["heatmap"] is not None
         assert alike(ours, theirs) == [], chosen
+
+
+@pytest.mark.parametrize("language", ["en", "fr"])
+def test_axe_finds_nothing_serious_on_the_pack_translated_and_drawn(browser, pack, language):
+    pytest.importorskip("axe_playwright_python.sync_playwright")
+    from accessibility import serious_violations
+    page = OpenedPack(browser, pack, query=f"?lang={language}")
+    try:
+        page.settled()
+        page.page.click("#translate")
+        page.page.wait_for_function("document.querySelector('#attention-plot .js-plotly-plot') && "
+                                    "window.explorerCharts.pending() === 0", timeout=60_000)
+        found = {"translated": serious_violations(page.page)}
+        page.page.check("input[name=view][value='model view: every layer and head']")
+        page.page.check("#large-text")
+        page.page.check("#safe-colours")
+        page.page.wait_for_function("window.explorerCharts.pending() === 0")
+        found["model view, large text, safe colours"] = serious_violations(page.page)
+    finally:
+        page.close()
+    assert found == {"translated": [], "model view, large text, safe colours": []}

@@ -21,6 +21,7 @@
     location.replace(address);
   });
   $("large-text").addEventListener("change", () => window.explorerDisplay.largeText($("large-text").checked));
+  $("safe-colours").addEventListener("change", () => window.explorerDisplay.safeColours($("safe-colours").checked));
   // Radio buttons whose values are the app's (English words, as its radios send them), labelled in the page's language.
   function radios(fieldset, name, choices, checked) {
     fieldset.append(...choices.map(([value, words]) => {
@@ -160,7 +161,10 @@
       $("model").replaceChildren(...Object.entries(contents.models).map(([name, entry]) => Object.assign(
         document.createElement("option"), {value: name, textContent: `${name} (${entry.languages.source} → ${entry.languages.target})`})));
       $("made").textContent = say("pack.made", {commit: contents.made.commit.slice(0, 12), date: contents.made.date});
-      $("needs-app").textContent = contents.appUrl ? say("pack.needs_app_at", {url: contents.appUrl}) : say("pack.needs_app");
+      $("needs-app").textContent = say("pack.needs_app");
+      if (contents.appUrl) {
+        $("needs-app").append(" ", Object.assign(document.createElement("a"), {href: contents.appUrl, textContent: contents.appUrl}));
+      }
       $("model").addEventListener("change", () => load($("model").value).catch(problem));
       $("form").addEventListener("submit", translate);
       $("status").textContent = say("pack.starting");
