@@ -239,3 +239,23 @@ def test_axe_finds_nothing_serious_on_the_pack_translated_and_drawn(browser, pac
     finally:
         page.close()
     assert found == {"translated": [], "model view, large text, safe colours": []}
+
+
+def test_forced_decoding_is_drawn_from_the_packs_numbers_as_the_app_draws_it(opened, view_translation):
+    from transformer.files.checkpoint import load_checkpoint
+    from transformer.paper.translation import forced_decode
+    from ui.views.translate import forced_figures
+    checkpoint = load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu")
+    own = "Ein Mann in einem blauen Hemd steht auf einer Leiter."
+    translation = forced_decode(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer,
+                                VIEW_SENTENCE, own)
+    for layer, head in ((None, None), (1, 2)):
+        record = {**as_record(translation), "log_prob": translation.log_prob}
+        ours = opened.page.evaluate("([record, layer, head]) => explorerPackNumbers.forcedFigures(record, layer, head)",
+                                    [record, layer, head])
+        theirs = [json.loads(figure.to_json()) for figure in forced_figures(translation, layer, head)]
+        assert alike(ours, theirs) == [], (layer, head)
+    # The pack's own forced decoding gives the command line's tokens for the same texts.
+    scored = opened.page.evaluate("([source, own]) => explorerPack.forced(source, own)", [VIEW_SENTENCE, own])
+    assert scored["target_pieces"] == translation.target_pieces and scored["predicted_pieces"] == translation.predicted_pieces
+    assert abs(scored["log_prob"] - translation.log_prob) < 1e-3

@@ -130,10 +130,13 @@ window.explorerPack = (() => {
     return ids;
   }
 
+  // Mirrors `Tokenizer.encode` without eos: a text's piece ids.
+  const segment = (m, text) => (m.segmenting === "word" ? wordIds(m, text)
+    : m.tokenizer.encode(text, {add_special_tokens: false}).ids);
+
   // Mirrors `sentences.py:encode_source`: the source ids ending in eos, cut to the model's positions.
   function encodeSource(m, text) {
-    const pieces = m.segmenting === "word" ? wordIds(m, text) : m.tokenizer.encode(text, {add_special_tokens: false}).ids;
-    const ids = [...pieces, m.config.eos_id];
+    const ids = [...segment(m, text), m.config.eos_id];
     if (ids.length <= m.config.max_len) return {ids, truncated: false};
     return {ids: [...ids.slice(0, m.config.max_len - 1), m.config.eos_id], truncated: true};
   }
@@ -243,6 +246,18 @@ window.explorerPack = (() => {
     return {...await inspect(m, encoded, ids, searched), source_text: String(text), truncated};
   }
 
+  // Mirrors `translation.py:forced_decode` of a target typed as text: the numbers of the source read with it, the
+  // probability the model gives each of its tokens among them. Null for a blank source or target.
+  async function forced(source, target, options = {}) {
+    const m = await model(options.model);
+    if (!String(source).trim() || !String(target).trim()) return null;
+    const {ids, truncated} = encodeSource(m, String(source));
+    const body = segment(m, String(target));
+    const result = await inspect(m, await encode(m, ids), ids, {tokens: body, ended: true});
+    const logProb = result.token_probs.reduce((sum, p) => sum + Math.log(Math.max(p, 1e-30)), 0);
+    return {...result, log_prob: logProb, source_text: String(source), truncated};
+  }
+
   // Mirrors `Translation.to_json`: what `python -m transformer.translate --json` prints.
   async function translateText(text, options = {}) {
     const result = await translation(text, options);
@@ -254,5 +269,5 @@ window.explorerPack = (() => {
                         cross: nested(result.attention.cross, target.length, source.length)}};
   }
 
-  return {translate: translateText, translation, model, pack, PackFileMissing};
+  return {translate: translateText, translation, forced, model, pack, PackFileMissing};
 })();

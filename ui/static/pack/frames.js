@@ -79,7 +79,9 @@ window.explorerPackFrames = (() => {
 
   // Mirrors `figures.py:heatmap_json` as `explorer.py:view_frame` calls it for one map: its weights the hole
   // `map`, its subtitle `{which}`, the step outlined the hole `step` (not on the encoder's).
-  function heatmapFrame(kind, rows, columns) {
+  // `title` (default: the kind's name) and `marked` (whether it outlines the step) as `translate.py:map_of` sets
+  // them for forced decoding's map.
+  function heatmapFrame(kind, rows, columns, title = words[`map.kind.${kind}`], marked = kind !== "encoder") {
     const [rowTitle, columnTitle] = axesTitles(kind), rowsAreSteps = kind !== "encoder";
     const weight = say("weight");
     const trace = {type: "heatmap", z: {$: "map"}, x: range(columns.length), y: range(rows.length), zmin: 0, zmax: 1,
@@ -90,12 +92,13 @@ window.explorerPackFrames = (() => {
     const layout = {xaxis: {side: "top", tickangle: slantRoom(columns), automargin: false, ...tickLabels(columns)},
                     yaxis: {title: {text: say("queries", {name: rowTitle})}, autorange: "reversed", automargin: false,
                             ...tickLabels(rows)}};
-    if (rowsAreSteps) {
+    if (marked) {
       layout.shapes = [{type: "rect", x0: -0.5, x1: columns.length - 0.5, y0: {$: "step", plus: -1.5},
                         y1: {$: "step", plus: -0.5}, line: {color: MARK, width: 3}, fillcolor: "rgba(0,0,0,0)"}];
     }
-    const title = {$template: titledWith(words[`map.kind.${kind}`], "{which}", say("keys_columns", {name: columnTitle}))};
-    const figure = laidOut({data: [trace], layout}, title, Math.min(1400, 230 + 26 * rows.length));
+    const figure = laidOut({data: [trace], layout},
+                           {$template: titledWith(title, "{which}", say("keys_columns", {name: columnTitle}))},
+                           Math.min(1400, 230 + 26 * rows.length));
     figure.layout.margin = {l: HEATMAP_MARGIN.l, r: HEATMAP_MARGIN.r, t: topMargin(columns), b: 20};
     const width = readableWidth(columns.length);
     if (width !== null) figure.layout.width = width;
@@ -205,6 +208,18 @@ window.explorerPackFrames = (() => {
             shared: []};
   }
 
+  // Mirrors `figures.py:token_probability_bar`: the probability the model gave each token of a forced target.
+  function tokenProbabilities(pieces, probabilities, title) {
+    const trace = {type: "bar", x: range(pieces.length), y: probabilities, marker: {color: "#2ca02c"},
+                   customdata: pieces.map(escape), hovertemplate: "%{customdata}: %{y:.4f}<extra></extra>"};
+    const layout = {xaxis: {tickangle: slantRoom(pieces), ...tickLabels(pieces)},
+                    yaxis: {range: [0, 1], title: {text: say("probability")}}};
+    return laidOut({data: [trace], layout}, title, 320, false);
+  }
+
+  // Mirrors `language.py:Number.in_` for a format of Python's ".2f".
+  const fixed2 = (value) => value.toFixed(2).replace(".", marks.decimal);
+
   // Mirrors `language.py:Number.in_` for a format of Python's ".1%": the decimal mark and the percent sign of the
   // page's language.
   const percent = (value) => (value * 100).toFixed(1).replace(".", marks.decimal) + marks.percent;
@@ -216,5 +231,6 @@ window.explorerPackFrames = (() => {
             colors: pieces.map((piece) => (piece === chosen ? "#d62728" : "#1f77b4"))};
   }
 
-  return {heatmapFrame, gridFrame, candidatesFrame, sourcesFrame, candidates, axesTitles, escape, percent};
+  return {heatmapFrame, gridFrame, candidatesFrame, sourcesFrame, tokenProbabilities, candidates, axesTitles, escape,
+          percent, fixed2};
 })();

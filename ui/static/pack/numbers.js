@@ -75,5 +75,39 @@ window.explorerPackNumbers = (() => {
             sourcesFrame: frames().sourcesFrame(translation.source_pieces)};
   }
 
-  return {pageNumbers, mapBlock};
+  // Mirrors `translate.py:shown_weights` of `one_map`: one head's map (head null: the mean of the heads, in float32
+  // as torch takes it), rounded to the decimals the page shows.
+  function oneMap(layerWeights, heads, rows, columns, head) {
+    const cells = rows * columns, scale = 10 ** WEIGHT_DECIMALS;
+    const round = (value) => {
+      const scaled = value * scale, floor = Math.floor(scaled), rest = scaled - floor;
+      return (rest > 0.5 || (rest === 0.5 && floor % 2 === 1) ? floor + 1 : floor) / scale;
+    };
+    const value = (cell) => {
+      if (head !== null) return layerWeights[(head - 1) * cells + cell];
+      let total = 0;
+      for (let h = 0; h < heads; h++) total = Math.fround(total + layerWeights[h * cells + cell]);
+      return Math.fround(total / heads);
+    };
+    return Array.from({length: rows}, (_, i) => Array.from({length: columns}, (_, j) => round(value(i * columns + j))));
+  }
+
+  // Mirrors `translate.py:forced_figures`: the probability of each token of a forced target, and its
+  // cross-attention at `layer` (default: the last) and `head` (null: the mean of the heads).
+  function forcedFigures(translation, layer = null, head = null) {
+    const rows = translation.predicted_pieces, columns = translation.source_pieces;
+    const layers = translation.attention.cross.length, heads = translation.attention.cross[0].length / (rows.length * columns.length);
+    const within = (value, high) => Math.min(Math.max(1, Math.trunc(value)), high);
+    const shownLayer = layer === null ? layers : within(layer, layers), shownHead = head === null ? null : within(head, heads);
+    const probabilities = frames().tokenProbabilities(rows, translation.token_probs,
+      words["translate.forced.probability.title"].replace("{log_prob}", frames().fixed2(translation.log_prob)));
+    const which = (shownHead === null ? words["map.mean_of_heads"] : words["map.one_head"])
+      .replace(/\{(\w+)\}/g, (_, name) => String({layer: shownLayer, head: shownHead, heads}[name]));
+    const frame = frames().heatmapFrame("cross", rows, columns, words["translate.forced.attention.title"], false);
+    const matrix = oneMap(translation.attention.cross[shownLayer - 1], heads, rows.length, columns.length, shownHead);
+    const fill = window.explorerFigures.fill;
+    return [fill({figure: probabilities, shared: []}), fill(frame, {map: () => matrix, which})];
+  }
+
+  return {pageNumbers, mapBlock, forcedFigures};
 })();

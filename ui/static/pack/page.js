@@ -109,6 +109,47 @@
     }
   });
 
+  // Forced decoding: the translation typed scored token by token, and where the model looked while reading it.
+  const [forcedTitle, ...forcedIntro] = words["translate.forced.intro"].split("\n");
+  $("forced-title").textContent = forcedTitle.replace(/^#+\s*/, "");
+  $("forced-intro").textContent = forcedIntro.join(" ");
+  let forced = null;  // the forced translation shown
+  function forcedHeads(heads) {
+    $("forced-head").replaceChildren(
+      Object.assign(document.createElement("option"), {value: "", textContent: say("translate.mean_of_heads")}),
+      ...Array.from({length: heads}, (_, h) => Object.assign(document.createElement("option"), {value: h + 1, textContent: h + 1})));
+  }
+  function drawForced(both) {
+    if (!forced) return;
+    const head = $("forced-head").value ? Number($("forced-head").value) : null;
+    const [probabilities, attention] = window.explorerPackNumbers.forcedFigures(forced, Number($("forced-layer").value), head);
+    if (both) window.explorerCharts.drawById("forced-probability", probabilities);
+    window.explorerCharts.drawById("forced-attention", attention);
+  }
+  async function score() {
+    problem(null);
+    const own = $("own").value.slice(0, MAX_INPUT_CHARS);
+    if (!own.trim()) { problem(new Error(say("translate.forced.empty"))); return; }
+    $("score").disabled = true;
+    try {
+      const result = await pack.forced($("source").value.slice(0, MAX_INPUT_CHARS), own, {model: $("model").value});
+      if (!result) { problem(new Error(say("translate.empty"))); return; }
+      forced = result;
+      const layers = result.attention.cross.length;
+      $("forced-layer").max = layers;
+      if (!$("forced-layer").dataset.chosen) $("forced-layer").value = layers;
+      drawForced(true);
+    } catch (error) {
+      problem(error);
+    } finally {
+      $("score").disabled = false;
+    }
+  }
+  $("score").addEventListener("click", score);
+  $("own").addEventListener("keydown", (event) => { if (event.key === "Enter") { event.preventDefault(); score(); } });
+  $("forced-layer").addEventListener("change", () => { $("forced-layer").dataset.chosen = "1"; drawForced(false); });
+  $("forced-head").addEventListener("change", () => drawForced(false));
+
   async function load(name) {
     const entry = contents.models[name], sizes = contents.sizes;
     const files = [...contents.runtime.wasm, entry.manifest, entry.encoder, entry.decoder, ...entry.weights];
@@ -120,7 +161,10 @@
       $("status").textContent = say("pack.loading", {model: name, done: (done / 1e6).toFixed(1), total: (total / 1e6).toFixed(1)});
     };
     progress();
-    await pack.model(name, (file) => { done += sizes[file] || 0; progress(); });
+    const loaded = await pack.model(name, (file) => { done += sizes[file] || 0; progress(); });
+    forcedHeads(loaded.config.n_heads);
+    $("forced-layer").max = loaded.config.n_decoder_layers;
+    $("forced-layer").value = loaded.config.n_decoder_layers;
     $("status").textContent = say("pack.ready", {model: name});
     $("progress").value = 1;
     $("translate").disabled = false;
