@@ -7,6 +7,9 @@ visit, in one run:
   default translator loaded; median over ``--visits``;
 - translate_greedy_ms, translate_beam_ms: a 12-word sentence translated in the page (window.explorerPack), timed
   in the page, greedy and with the model's beam; medians over ``--clicks`` after one warm-up;
+- translate_drawn_ms: the same sentence typed and Translate clicked (greedy), until its views are drawn (the step
+  view and the heatmap); step_ms: "next ▶" / "◀ previous" until the step view and the heatmap's outline are
+  redrawn; model_view_ms: the model view chosen until it is drawn; each timed in the page, medians;
 - renderer_mb: the page's renderer process's resident memory after those translations (its process id read
   through the DevTools protocol, its memory from /proc);
 - app_first_load_ms, app_first_translation_ms: the app's first visit on the same machine in the same run
@@ -53,6 +56,20 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-
          "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 READY_JS = ("document.getElementById('translate')?.disabled === false || "
             "document.getElementById('problem')?.textContent")
+# Timed in the page: from the click until the views the click changes are drawn (explorer.js's numbers shown, no
+# chart waiting to be drawn).
+CLICK_DRAWN_JS = """async (selector) => {
+  const drawn = () => window.explorer.drawn(), before = drawn() && drawn().numbers.sent;
+  const element = document.querySelector(selector), started = performance.now();
+  if (element.type === "radio") { element.checked = true; element.dispatchEvent(new Event("change", {bubbles: true})); }
+  else element.click();
+  const done = () => drawn() && (selector !== "#translate" || drawn().numbers.sent !== before)
+    && window.explorerCharts.pending() === 0;
+  while (!done()) await new Promise(requestAnimationFrame);
+  return performance.now() - started;
+}"""
+MODEL_VIEW = "input[name=view][value='model view: every layer and head']"
+ONE_HEAD = "input[name=view][value='one head']"
 TIMED_JS = """async ([text, options]) => {
   const started = performance.now();
   await explorerPack.translate(text, options);
@@ -90,6 +107,18 @@ def renderer_mb(page) -> float:
             if line.startswith("VmRSS:"):
                 resident.append(int(line.split()[1]) / 1024)
     return round(max(resident), 1)
+
+
+def clicks_ms(page, clicks: int) -> dict:
+    """The page's own clicks timed until drawn: Translate, a step, the model view."""
+    times = {"translate_drawn_ms": [], "step_ms": [], "model_view_ms": []}
+    page.evaluate(CLICK_DRAWN_JS, "#translate")  # warm-up: Plotly.js loads with the first chart
+    for click in range(clicks):
+        times["translate_drawn_ms"].append(page.evaluate(CLICK_DRAWN_JS, "#translate"))
+        times["step_ms"].append(page.evaluate(CLICK_DRAWN_JS, "#next" if click % 2 == 0 else "#previous"))
+        times["model_view_ms"].append(page.evaluate(CLICK_DRAWN_JS, MODEL_VIEW))
+        page.evaluate(CLICK_DRAWN_JS, ONE_HEAD)
+    return {name: round(statistics.median(values)) for name, values in times.items()}
 
 
 def command_line(model: str, sentences: list[str], beam: int | None) -> list[dict]:
@@ -193,6 +222,8 @@ def main() -> None:
             for name, options in (("greedy", {"beam": 1}), ("beam", {})):
                 times = [page.evaluate(TIMED_JS, [TWELVE_WORDS, options]) for _ in range(args.clicks + 1)][1:]
                 result[f"translate_{name}_ms"] = round(statistics.median(times))
+            page.fill("#source", TWELVE_WORDS)
+            result.update(clicks_ms(page, args.clicks))
             result["renderer_mb"] = renderer_mb(page)
             if args.sentences:
                 data = Path(os.environ["MULTI30K_DIR"]) / "test_2016_flickr.en.gz"

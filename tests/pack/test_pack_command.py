@@ -36,7 +36,8 @@ def test_a_pack_is_a_static_space_with_its_models_cards_licences_and_commit(tiny
     readme = (tiny_pack / "README.md").read_text(encoding="utf-8")
     assert readme.startswith("---\n") and "\nsdk: static\n" in readme and "\napp_file: index.html\n" in readme
     assert (tiny_pack / "models" / "reverse-tiny" / "README.md").read_text(encoding="utf-8").startswith("# ")
-    assert {path.name for path in (tiny_pack / "licences").iterdir()} == {"onnxruntime-web.txt", "tokenizers-js.txt"}
+    assert {path.name for path in (tiny_pack / "licences").iterdir()} == {"onnxruntime-web.txt", "tokenizers-js.txt",
+                                                                     "plotly.txt"}
     made = contents(tiny_pack)
     assert re.fullmatch(r"[0-9a-f]{40}|unknown", made["made"]["commit"])
     assert made["appUrl"] == "https://example.org/app" and list(made["models"]) == ["reverse-tiny"]

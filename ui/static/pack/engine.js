@@ -30,7 +30,15 @@ window.explorerPackFiles = (() => {
     }
     return waiting.get(name).promise;
   }
-  return {arrived, file};
+  // A file's content, let go of once taken: the parts of the weights and the WebAssembly are needed once, as bytes,
+  // and their text would hold tens of megabytes more.
+  async function take(name) {
+    const content = await file(name);
+    arrivedFiles.delete(name);
+    waiting.delete(name);
+    return content;
+  }
+  return {arrived, file, take};
 })();
 
 class PackFileMissing extends Error {
@@ -60,7 +68,7 @@ window.explorerPack = (() => {
   async function parts(names, progress) {
     const chunks = [];
     for (const name of names) {
-      chunks.push(bytesOf(await files.file(name)));
+      chunks.push(bytesOf(await files.take(name)));
       if (progress) progress(name);
     }
     const whole = new Uint8Array(chunks.reduce((total, chunk) => total + chunk.length, 0));
@@ -78,14 +86,14 @@ window.explorerPack = (() => {
   async function startRuntime(progress) {
     if (runtime) return runtime;
     if (typeof WebAssembly !== "object") throw new Error("This browser cannot run WebAssembly, which the pack needs.");
-    const {runtime: files_} = await pack();
-    const glue = await files.file(files_.glue);
-    const wasm = await gunzip(await parts(files_.wasm, progress));
+    const {runtime: runtimeFiles} = await pack();
+    const glue = await files.file(runtimeFiles.glue);
+    const wasm = await gunzip(await parts(runtimeFiles.wasm, progress));
     const ort = window.ort;
     ort.env.wasm.numThreads = 1;  // threads need a cross-origin-isolated page, which a file is not
     ort.env.wasm.wasmBinary = wasm.buffer;
     ort.env.wasm.wasmPaths = {mjs: `data:text/javascript;charset=utf-8,${encodeURIComponent(glue)}`};
-    const module = await import(`data:text/javascript;charset=utf-8,${encodeURIComponent(await files.file(files_.tokenizers))}`);
+    const module = await import(`data:text/javascript;charset=utf-8,${encodeURIComponent(await files.file(runtimeFiles.tokenizers))}`);
     runtime = {ort, Tokenizer: module.Tokenizer};
     return runtime;
   }
@@ -108,7 +116,7 @@ window.explorerPack = (() => {
     const {ort, Tokenizer} = await startRuntime(progress);
     const manifest = await files.file(entry.manifest);
     const weights = await parts(entry.weights, progress);
-    const session = async (file) => ort.InferenceSession.create(bytesOf(await files.file(file)), {
+    const session = async (file) => ort.InferenceSession.create(bytesOf(await files.take(file)), {
       executionProviders: ["wasm"], externalData: [{path: manifest.weightsFile, data: weights}]});
     const [encoder, decoder] = [await session(entry.encoder), await session(entry.decoder)];
     const tokenizer = new Tokenizer(manifest.tokenizer, {});
