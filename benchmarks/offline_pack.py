@@ -10,8 +10,8 @@ visit, in one run:
 - translate_drawn_ms: the same sentence typed and Translate clicked (greedy), until its views are drawn (the step
   view and the heatmap); step_ms: "next ▶" / "◀ previous" until the step view and the heatmap's outline are
   redrawn; model_view_ms: the model view chosen until it is drawn; each timed in the page, medians;
-- renderer_mb: the page's renderer process's resident memory after those translations (its process id read
-  through the DevTools protocol, its memory from /proc);
+- renderer_mb: the page's renderer process's resident memory after those translations and a garbage collection
+  (its process id and the collection through the DevTools protocol, its memory from /proc);
 - app_first_load_ms, app_first_translation_ms: the app's first visit on the same machine in the same run
   (browser_latency.py's ``first_visit_ms``), unless ``--no-app``;
 - agreement: for ``--sentences`` Multi30K test_2016_flickr sentences (1,000 by default; MULTI30K_DIR), each model
@@ -98,6 +98,7 @@ def ready_ms(browser, index: Path) -> float:
 
 
 def renderer_mb(page) -> float:
+    page.context.new_cdp_session(page).send("HeapProfiler.collectGarbage")  # what the page holds, not its garbage
     session = page.context.browser.new_browser_cdp_session()
     processes = session.send("SystemInfo.getProcessInfo")["processInfo"]
     renderers = [process["id"] for process in processes if process["type"] == "renderer"]

@@ -280,7 +280,7 @@ Open `index.html` in a browser: it needs no server and no network. Each browser 
 | part | size |
 |---|---|
 {sizes}
-| runtime (onnxruntime-web, tokenizers.js) | {runtime:.1f} MB |
+| runtime (onnxruntime-web, tokenizers.js, Plotly.js) | {runtime:.1f} MB |
 | in all | {total / 1e6:.1f} MB |
 
 Each model's card is in `models/NAME/README.md`; the licences of what runs in the browser are in `licences/`.
