@@ -19,8 +19,8 @@ visit, in one run:
   the largest attention difference, and for each that differs, the first step that differs and the gap between the
   command line's two most probable tokens there.
 
-    python benchmarks/offline_pack.py --json
-    python benchmarks/offline_pack.py --sentences 100 --no-app
+    MULTI30K_DIR=... python benchmarks/offline_pack.py --json
+    python benchmarks/offline_pack.py --sentences 0 --no-app
 """
 
 from __future__ import annotations
@@ -199,6 +199,8 @@ def main() -> None:
     parser.add_argument("--no-app", action="store_true", help="leave out the app's first visit")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.sentences and not os.environ.get("MULTI30K_DIR"):
+        parser.error("--sentences compares Multi30K's test sentences: set MULTI30K_DIR, or give --sentences 0")
     from playwright.sync_api import sync_playwright
 
     result = {"machine": machine()}

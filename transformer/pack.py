@@ -22,7 +22,10 @@ import datetime
 import importlib.metadata
 import importlib.util
 import json
+import hashlib
 import logging
+import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -36,7 +39,7 @@ from .errors import InputError
 from .files.checkpoint import Checkpoint, load_checkpoint
 from .files.weights import DEFAULT_MAX_SHARD_BYTES, unique_state_dict
 from .files.onnx_graphs import WEIGHTS_FILE, export_graphs
-from .files.tokenizer_json import segmenting, tokenizer_json
+from .files.tokenizer_json import read_spec, segmenting, tokenizer_json
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +78,19 @@ def packed(args) -> int:
     return 0
 
 
+def archive_of(folder: Path) -> Path:
+    """Where ``--zip`` writes a pack's folder as one file: beside it, its name and ``.zip``."""
+    return folder.parent / f"{folder.name}.zip"
+
+
 def make_pack(checkpoints: list[Path], out: Path, app_url: str = "", zipped: bool = False) -> Path:
-    """Write the pack of ``checkpoints`` to ``out`` (and ``out``.zip); returns the folder."""
+    """Write the pack of ``checkpoints`` to ``out`` (and ``archive_of(out)``); returns the folder. Nothing but an
+    earlier pack (or its zip) is ever written over."""
     out = out.resolve()
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
         raise InputError(code="pack.out_taken", path=str(out))
+    if zipped and archive_of(out).exists() and not _is_pack_archive(archive_of(out)):
+        raise InputError(code="pack.out_taken", path=str(archive_of(out)))
     runtime_bytes = _runtime_bytes()
     opened = []
     for directory in checkpoints:
@@ -99,6 +110,14 @@ def make_pack(checkpoints: list[Path], out: Path, app_url: str = "", zipped: boo
     if zipped:
         _zip(out)
     return out
+
+
+def _is_pack_archive(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return any(name.endswith(f"/{MARKER}") for name in archive.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
 
 
 def _runtime_bytes() -> int:
@@ -129,7 +148,8 @@ def page_words() -> dict[str, dict[str, str]]:
 def _check_packable(checkpoint: Checkpoint, directory: Path, runtime_bytes: int) -> None:
     """Refuse a model the pack cannot hold: one too large for a pack (a Hub model, by far), or one the browser
     would segment or search otherwise than the app (a converted model's own vocabulary or language tokens)."""
-    weights = sum(tensor.numel() * (2 if _fits_half(tensor) else 4) for tensor in unique_state_dict(checkpoint.model).values())
+    weights = sum(tensor.numel() * (2 if _fits_half(tensor) else 4)
+                  for tensor in unique_state_dict(checkpoint.model).values())
     total = runtime_bytes + int(weights * BASE64_GROWTH)
     if total > MAX_PACK_BYTES:
         raise InputError(code="pack.too_large", path=str(directory), size=round(total / 1e6),
@@ -138,6 +158,7 @@ def _check_packable(checkpoint: Checkpoint, directory: Path, runtime_bytes: int)
     if source.vocabulary is not None or target.vocabulary is not None or source.prefix_ids or target.prefix_ids \
             or source.model_proto != target.model_proto:
         raise InputError(code="pack.not_trained_here", path=str(directory))
+    segmenting(target.model_proto)  # a kind of SentencePiece model the page cannot cut text as, refused before any work
 
 
 def _fits_half(tensor: torch.Tensor) -> bool:
@@ -146,9 +167,11 @@ def _fits_half(tensor: torch.Tensor) -> bool:
 
 
 def _unique_name(directory: Path, taken: list[str]) -> str:
-    name, number = directory.resolve().name, 2
+    """A model's folder name in the pack: its checkpoint's, in characters any address takes as they are."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", directory.resolve().name).strip("-.") or "model"
+    name, number = base, 2
     while name in taken:
-        name, number = f"{directory.resolve().name}-{number}", number + 1
+        name, number = f"{base}-{number}", number + 1
     return name
 
 
@@ -218,7 +241,7 @@ class PackWriter:
                           "target": checkpoint.info.get("target_lang", "")},
             "pieces": tokenizer.pieces(range(tokenizer.vocab_size)),
             "specialIds": sorted(tokenizer.special_ids),
-            "addsWordStart": True,
+            "addsWordStart": read_spec(tokenizer.model_proto).add_dummy_prefix,
             "tokenizer": tokenizer_json(tokenizer.model_proto),
             "segmenting": segmenting(tokenizer.model_proto),
             "weightsFile": WEIGHTS_FILE,
@@ -258,6 +281,21 @@ def project_commit() -> str:
     return done.stdout.strip() if done.returncode == 0 else "unknown"
 
 
+def pack_version() -> str:
+    """What makes a pack what it is besides its models: the project commit, or outside a git checkout a digest of
+    the code that writes the pack and the files it copies into it."""
+    commit = project_commit()
+    if commit != "unknown":
+        return commit
+    digest = hashlib.sha256()
+    sources = [Path(__file__), *sorted((REPOSITORY / "transformer" / "files").glob("*.py")),
+               *sorted(PAGE.iterdir()), *(STATIC / name for name in APP_SCRIPTS), *sorted(VENDORED.rglob("*"))]
+    for path in sources:
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def _readme(models: dict, written: dict[str, int]) -> str:
     total = sum(written.values())
     sizes = "\n".join(f"| `{name}` | {sum(size for file, size in written.items() if file.startswith(f'models/{name}/')) / 1e6:.1f} MB |"
@@ -288,11 +326,19 @@ Each model's card is in `models/NAME/README.md`; the licences of what runs in th
 
 
 def _zip(folder: Path) -> Path:
-    archive = folder.with_suffix(".zip")
-    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                zipped.write(path, Path(folder.name) / path.relative_to(folder))
+    """The folder as one zip beside it, written whole or not at all."""
+    archive = archive_of(folder)
+    with tempfile.NamedTemporaryFile(dir=folder.parent, prefix=f".{archive.name}-", delete=False) as written:
+        try:
+            with zipfile.ZipFile(written, "w", zipfile.ZIP_DEFLATED) as zipped:
+                for path in sorted(folder.rglob("*")):
+                    if path.is_file():
+                        zipped.write(path, Path(folder.name) / path.relative_to(folder))
+        except BaseException:
+            os.unlink(written.name)
+            raise
+    os.replace(written.name, archive)
+    archive.chmod(0o644)
     return archive
 
 

@@ -1,8 +1,5 @@
 """Fixtures the app's tests share: the bundled models, one translation by the German model to look into, and the
-app served on loopback with Debian's Chromium to open it in."""
-
-import os
-import shutil
+app served on loopback (Chromium to open it in: tests/conftest.py)."""
 
 import pytest
 
@@ -14,9 +11,6 @@ from ui.build import build_app, close_app, launch_options
 from ui.views import corpus as corpus_views
 from ui.views import translate as translate_views
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 
 SENTENCE = "A dog runs across the grass."
 
@@ -56,14 +50,3 @@ def app_url(tmp_path_factory, corpus_runs):
     close_app(demo)
     manager.stop()
     manager.wait(60)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not shutil.which(CHROMIUM):
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield browser
-        browser.close()

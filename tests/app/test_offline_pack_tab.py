@@ -1,7 +1,9 @@
 """The Model tab's "Download for offline use": the model shown as an offline pack's zip, made once for the same
 weights and then handed out again at once; a model that cannot be packed is refused in one sentence."""
 
+import tempfile
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -18,8 +20,15 @@ def shared(tmp_path_factory):
                              hub=services.HubModels(tmp_path_factory.mktemp("hub")))
 
 
-def test_the_model_shown_comes_as_a_zip_of_its_pack_made_once(shared, monkeypatch):
+def test_the_packs_are_kept_where_gradio_serves_files_from():
+    assert offline_pack.PACKS.is_relative_to(Path(tempfile.gettempdir()))
+
+
+def test_the_model_shown_comes_as_a_zip_of_its_pack_made_once(shared, monkeypatch, tmp_path):
+    monkeypatch.setattr(offline_pack, "PACKS", tmp_path / "packs")
+    (tmp_path / "packs" / f"{offline_pack.MAKING}stopped").mkdir(parents=True)  # a pack stopped half-way
     archive = model_tab.on_offline_pack(shared, "reverse-tiny")["offline_file"]
+    assert not list((tmp_path / "packs").glob(f"{offline_pack.MAKING}*"))
     with zipfile.ZipFile(archive) as zipped:
         names = set(zipped.namelist())
     assert {"reverse-tiny-offline/index.html", "reverse-tiny-offline/contents.js",
@@ -42,4 +51,4 @@ def test_a_model_not_saved_in_a_folder_is_refused_in_one_sentence(shared):
     checkpoint = shared.registry.get("reverse-tiny")
     unsaved = type(checkpoint)(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer)
     with pytest.raises(InputError, match="not saved in a folder"):
-        offline_pack.offline_archive(unsaved, shared.hub.directory / ".packs")
+        offline_pack.offline_archive(unsaved, shared.hub.directory / "packs")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import OpenedPack
+from pack_page import OpenedPack
 from transformer import translate as translate_command
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.pack import make_pack
@@ -24,7 +24,7 @@ TOLERANCE = 1e-4
 # Text a teacher may paste: spaces to collapse, characters NFKC changes, pieces no model knows, text that looks
 # like a special token.
 AWKWARD = ["  Two   dogs  play  ", "Ｆｕｌｌ-width ｌｅｔｔｅｒｓ ① and ½ cup", "A café's naïve cre\u0301me brûlée.",
-           "<s> is not </s> and <pad>", "emoji 😀🙈 and 中文", "tab\tand\nnew line"]
+           "<s> is not </s> and <pad> nor <unk>", "emoji 😀🙈 and 中文", "tab\tand\nnew line"]
 
 
 def multi30k_sentences() -> list[str]:

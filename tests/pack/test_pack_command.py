@@ -68,6 +68,16 @@ def test_a_new_pack_replaces_an_old_one(tiny_pack, tmp_path):
     assert not (folder / "left-over.js").exists() and (folder / MARKER).is_file()
 
 
+def test_a_zip_goes_beside_its_folder_and_never_over_a_file_that_is_not_a_pack(tiny_pack, tmp_path):
+    folder = tmp_path / "pack-v1.2"
+    shutil.copytree(tiny_pack, folder)
+    (tmp_path / "pack-v1.2.zip").write_text("a teacher's notes")
+    with pytest.raises(InputError) as refused:
+        make_pack([TINY], folder, zipped=True)
+    assert refused.value.code == "pack.out_taken" and refused.value.values["path"].endswith("pack-v1.2.zip")
+    assert (tmp_path / "pack-v1.2.zip").read_text() == "a teacher's notes"
+
+
 def test_a_folder_that_is_not_a_pack_is_never_written_over(tmp_path):
     (tmp_path / "notes.txt").write_text("a teacher's notes")
     with pytest.raises(InputError) as refused:

@@ -35,8 +35,8 @@ ENCODER_INPUTS, ENCODER_OUTPUTS = ["source"], ["memory", "encoder_attention"]
 DECODER_INPUTS = ["target", "memory", "source", "projected"]
 DECODER_OUTPUTS = ["logits", "decoder_attention", "cross_attention"]
 SMALLEST_SHARED = 1024  # bytes: a smaller tensor (a shape, a scale) stays in its graph
-ALIGNMENT = 64
-EXPORTER_LOGGERS = ("torch.onnx", "torch._dynamo", "torch.export", "onnxscript", "onnx_ir")  # each weight starts at a multiple of this in the shared file, as typed arrays over it need
+ALIGNMENT = 64  # each weight starts at a multiple of this in the shared file, as typed arrays over it need
+EXPORTER_LOGGERS = ("torch.onnx", "torch._dynamo", "torch.export", "onnxscript", "onnx_ir")
 
 
 class EncoderGraph(nn.Module):

@@ -5,7 +5,8 @@ SentencePiece's ``.model`` file is a protocol buffer (sentencepiece_model.proto)
 decoded by hand, so making a pack needs no protobuf package. A unigram model (the models this project trains)
 becomes a unigram tokenizer over the same pieces and scores, after the same normalisation: the model's
 precompiled character map (NFKC and its rules), extra spaces removed, spaces written as ▁, one ▁ before the
-text. Control pieces (<pad>, <s>, </s>) keep their ids but never match text, as in SentencePiece.
+text. Control pieces (<pad>, <s>, </s>) and the unknown piece keep their ids but never match text, as in
+SentencePiece (typed "<unk>" is five characters to it).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..errors import InputError
 WORD_START = "▁"
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6  # SentencePiece.Type
 MODEL_TYPES = {1: "unigram", 3: "word"}  # TrainerSpec.ModelType: those the pack segments (BPE and char it does not)
-# A control piece's text in the browser's vocabulary: it holds U+0000, which the character map removes from any
+# A control or unknown piece's text in the browser's vocabulary: it holds U+0000, which the character map removes from any
 # text before segmenting, so the piece keeps its id and never matches.
 NEVER_IN_TEXT = "\u0000{}"
 
@@ -119,7 +120,7 @@ def tokenizer_json(model_proto: bytes) -> dict:
     unknown = [i for i, (_, _, kind) in enumerate(spec.pieces) if kind == UNKNOWN]
     if len(unknown) != 1:
         raise InputError(code="pack.tokenizer_unreadable", error="no single unknown piece")
-    vocabulary = [[NEVER_IN_TEXT.format(piece) if kind in (CONTROL, UNUSED) else piece, score]
+    vocabulary = [[NEVER_IN_TEXT.format(piece) if kind in (CONTROL, UNUSED, UNKNOWN) else piece, score]
                   for piece, score, kind in spec.pieces]
     normalizers = []
     if spec.charsmap:

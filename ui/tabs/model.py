@@ -77,7 +77,7 @@ def on_opened(services: Services, translation_model, model_tab_shows, language: 
 def on_offline_pack(services: Services, translation_model) -> dict:
     """The model shown, as an offline pack's zip: made in the costly worker, or the one made before for it."""
     checkpoint = services.registry.get(translation_model)
-    archive = services.costly.run(offline_pack.offline_archive, checkpoint, services.hub.directory / ".packs")
+    archive = services.costly.run(offline_pack.offline_archive, checkpoint, offline_pack.PACKS)
     return {"offline_file": str(archive)}
 
 

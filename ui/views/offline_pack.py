@@ -12,16 +12,20 @@ from pathlib import Path
 from transformer.errors import InputError
 from transformer.files.checkpoint import Checkpoint
 from transformer.inside.corpus_run import model_fingerprint
-from transformer.pack import make_pack, project_commit
+from transformer.pack import archive_of, make_pack, pack_version
 
 from ..runtime.language import message
 
 PACKS_KEPT = 4  # zips kept on disk; the least recently asked for goes first
+MAKING = ".making-"  # a pack being made, in the folder of packs
+# Where the packs are kept: a folder Gradio serves files from (its own temporary directory's parent), as the
+# Analysis tab's exports are.
+PACKS = Path(tempfile.gettempdir()) / "transformer-explorer-packs"
 
 
 def pack_key(checkpoint: Checkpoint) -> str:
-    """What names a pack: the model's weights and config, and the project commit that packs them."""
-    return f"{model_fingerprint(checkpoint)[:32]}-{project_commit()[:12]}"
+    """What names a pack: the model's weights and config, and the version of the code that packs them."""
+    return f"{model_fingerprint(checkpoint)[:32]}-{pack_version()[:12]}"
 
 
 def offline_archive(checkpoint: Checkpoint, folder: Path) -> Path:
@@ -33,10 +37,12 @@ def offline_archive(checkpoint: Checkpoint, folder: Path) -> Path:
         os.utime(kept)  # asked for: the last to be dropped
         return kept
     folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".making-") as making:
+    for stopped in folder.glob(f"{MAKING}*"):  # one made at a time: any other was stopped half-way (Stop)
+        shutil.rmtree(stopped, ignore_errors=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=MAKING) as making:
         pack = make_pack([Path(checkpoint.path)], Path(making) / f"{checkpoint.name}-offline", zipped=True)
         kept.parent.mkdir(exist_ok=True)
-        os.replace(pack.with_suffix(".zip"), kept)  # whole or not at all
+        os.replace(archive_of(pack), kept)  # whole or not at all
     _drop_oldest(folder)
     return kept
 

@@ -1,7 +1,7 @@
 // The offline pack's page config, as the app's page receives its own (ui/build.py, page_config), so that the page's
 // scripts (figures.js, charts.js, explorer.js) draw the same views here. The words come in the page's language from
 // words.js (ui/locales, written into the pack): the language chosen on this page before, else the browser's, else
-// English. The rest mirrors the Python it names; tests/pack/test_pack_views.py holds each part equal to it.
+// English. The rest mirrors the Python it names; tests/pack/test_pack_browser.py holds each part equal to it.
 (() => {
   const LANGUAGES = ["en", "de", "fr"];
   const saved = (() => { try { return localStorage.getItem("explorer-pack-language"); } catch (error) { return null; } })();

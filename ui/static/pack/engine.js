@@ -277,5 +277,6 @@ window.explorerPack = (() => {
                         cross: nested(result.attention.cross, target.length, source.length)}};
   }
 
-  return {translate: translateText, translation, forced, model, pack, PackFileMissing};
+  return {translate: translateText, translation, forced, model, pack, runtimeStarted: () => runtime !== null,
+          PackFileMissing};
 })();

@@ -1,7 +1,7 @@
 // The Translate tab's frames built in the page, for the offline pack, which has no server to build them: the one-head
 // heatmap of each attention kind and the step view's two charts, as ui/views/explorer.py's view_frame and
 // step_frames build them with ui/drawing/figures.py's rules. Each function mirrors the Python function it names;
-// tests/pack/test_pack_views.py holds every figure filled from these frames equal to the app's for the same numbers.
+// tests/pack/test_pack_browser.py holds every figure filled from these frames equal to the app's for the same numbers.
 // The frames are filled and drawn by the page's own scripts (figures.js, explorer.js, charts.js), as the app's are.
 // Words come from the pack's config in the page's language (ui/locales, written into the pack).
 window.explorerPackFrames = (() => {
@@ -232,5 +232,5 @@ window.explorerPackFrames = (() => {
   }
 
   return {heatmapFrame, gridFrame, candidatesFrame, sourcesFrame, tokenProbabilities, candidates, axesTitles, escape,
-          percent, fixed2};
+          percent, fixed2, roundHalfEven};
 })();

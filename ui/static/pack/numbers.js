@@ -11,22 +11,21 @@ window.explorerPackNumbers = (() => {
   const {words} = window.explorerPage.config.packFrames;
   let sent = 0;
 
+  // One cell's mean over the heads, in float32 arithmetic as torch takes it.
+  function meanOfHeads(weights, heads, cells, cell) {
+    let total = 0;
+    for (let head = 0; head < heads; head++) total = Math.fround(total + weights[head * cells + cell]);
+    return Math.fround(total / heads);
+  }
+
   // Mirrors `translate.py:fixed_point` of `map_block`: every head's map and then their mean (float32 arithmetic,
   // as torch's mean over the heads), times 10^4, rounded half to even, as little-endian 16-bit integers in base64.
   function mapBlock(weights, heads, cells) {
     const fixed = new Uint16Array((heads + 1) * cells), scale = 10 ** WEIGHT_DECIMALS;
-    const rounded = (value) => {
-      const scaled = value * scale, floor = Math.floor(scaled), rest = scaled - floor;
-      return rest > 0.5 || (rest === 0.5 && floor % 2 === 1) ? floor + 1 : floor;
-    };
+    const rounded = (value) => frames().roundHalfEven(value * scale);
     for (let cell = 0; cell < cells; cell++) {
-      let total = 0;
-      for (let head = 0; head < heads; head++) {
-        const value = weights[head * cells + cell];
-        fixed[head * cells + cell] = rounded(value);
-        total = Math.fround(total + value);
-      }
-      fixed[heads * cells + cell] = rounded(Math.fround(total / heads));
+      for (let head = 0; head < heads; head++) fixed[head * cells + cell] = rounded(weights[head * cells + cell]);
+      fixed[heads * cells + cell] = rounded(meanOfHeads(weights, heads, cells, cell));
     }
     const bytes = new Uint8Array(fixed.length * 2), view = new DataView(bytes.buffer);
     fixed.forEach((value, i) => view.setUint16(2 * i, value, true));
@@ -79,16 +78,9 @@ window.explorerPackNumbers = (() => {
   // as torch takes it), rounded to the decimals the page shows.
   function oneMap(layerWeights, heads, rows, columns, head) {
     const cells = rows * columns, scale = 10 ** WEIGHT_DECIMALS;
-    const round = (value) => {
-      const scaled = value * scale, floor = Math.floor(scaled), rest = scaled - floor;
-      return (rest > 0.5 || (rest === 0.5 && floor % 2 === 1) ? floor + 1 : floor) / scale;
-    };
-    const value = (cell) => {
-      if (head !== null) return layerWeights[(head - 1) * cells + cell];
-      let total = 0;
-      for (let h = 0; h < heads; h++) total = Math.fround(total + layerWeights[h * cells + cell]);
-      return Math.fround(total / heads);
-    };
+    const round = (value) => frames().roundHalfEven(value * scale) / scale;
+    const value = (cell) => (head === null ? meanOfHeads(layerWeights, heads, cells, cell)
+                                           : layerWeights[(head - 1) * cells + cell]);
     return Array.from({length: rows}, (_, i) => Array.from({length: columns}, (_, j) => round(value(i * columns + j))));
   }
 

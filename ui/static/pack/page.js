@@ -152,7 +152,8 @@
 
   async function load(name) {
     const entry = contents.models[name], sizes = contents.sizes;
-    const files = [...contents.runtime.wasm, entry.manifest, entry.encoder, entry.decoder, ...entry.weights];
+    const files = [...(pack.runtimeStarted() ? [] : contents.runtime.wasm), entry.manifest, entry.encoder, entry.decoder,
+                   ...entry.weights];
     const total = files.reduce((sum, file) => sum + (sizes[file] || 0), 0);
     let done = 0;
     $("translate").disabled = true;

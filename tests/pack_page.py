@@ -1,27 +1,10 @@
-"""Fixtures of the offline pack's tests: a pack made once per module, and Chromium opening it from disk with every
-request that would leave the folder refused."""
+"""The offline pack's page in Chromium, opened from disk with every request that would leave its folder refused."""
 
-import os
-import shutil
+from __future__ import annotations
+
 from pathlib import Path
 
-import pytest
-
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 LOCAL = ("file:", "data:", "blob:")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not shutil.which(CHROMIUM):
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield browser
-        browser.close()
 
 
 class OpenedPack:
