@@ -259,3 +259,37 @@ def test_forced_decoding_is_drawn_from_the_packs_numbers_as_the_app_draws_it(ope
     scored = opened.page.evaluate("([source, own]) => explorerPack.forced(source, own)", [VIEW_SENTENCE, own])
     assert scored["target_pieces"] == translation.target_pieces and scored["predicted_pieces"] == translation.predicted_pieces
     assert abs(scored["log_prob"] - translation.log_prob) < 1e-3
+
+
+@pytest.mark.parametrize("beam", [1, None], ids=["greedy", "beam"])
+def test_each_step_drawn_while_decoding_is_the_app_s_live_step(opened, beam):
+    """The pack's live steps (explorer.js's `live`, from numbers.js) equal the app's for the same search: the
+    library's watched search, drawn by ui/views/live.py, of the same sentence."""
+    from transformer.files.checkpoint import load_checkpoint
+    from transformer.paper.sentences import encode_source
+    from transformer.paper.translation import translate_together
+    from ui.views.live import live_numbers
+    checkpoint = load_checkpoint(REPOSITORY_CHECKPOINTS / "multi30k-en-de", device="cpu")
+    beams = beam or int(checkpoint.search.get("beam_size", 5))
+    reports = []
+    translate_together(checkpoint.model, checkpoint.source_tokenizer, checkpoint.target_tokenizer, [VIEW_SENTENCE],
+                       beams, checkpoint.length_penalty, rules=checkpoint.rules,
+                       watch=lambda progress: reports.extend(progress) or True)
+    ids, _ = encode_source(checkpoint.model, checkpoint.source_tokenizer, VIEW_SENTENCE)
+    source = checkpoint.source_tokenizer.pieces(ids)
+    theirs = [live_numbers(checkpoint, report, source, 3, None, beams, 1) for report in reports]
+    ours = opened.page.evaluate("""async ([text, beam]) => {
+        const steps = [];
+        await explorerPack.translation(text, {beam, watch: (report) => {
+          steps.push(explorerPackNumbers.liveNumbers(report, 3, 0, 1));
+        }});
+        return steps;
+    }""", [VIEW_SENTENCE, beam or 0])
+    assert len(ours) == len(theirs)
+    for step, (a, b) in enumerate(zip(ours, theirs), start=1):
+        figures = "(value) => explorer.liveFigures(value)"
+        drawn = opened.page.evaluate(f"([a, b]) => [({figures})(a), ({figures})(b)]", [a, b])
+        assert alike(drawn[0], drawn[1]) == [], step
+        frames = ("candidatesFrame", "sourcesFrame")  # drawn above; the app's shares its repeated parts (frames.py)
+        assert alike({k: v for k, v in a.items() if k not in frames}, {k: v for k, v in b.items() if k not in frames}) \
+            == [], step

@@ -196,12 +196,35 @@ window.explorerPack = (() => {
         target: int64(ort, prefixes), memory: new ort.Tensor("float32", memory, [rows, keys, width]),
         source: int64(ort, source),
         projected: new ort.Tensor("int64", BigInt64Array.of(BigInt(prefixes[0].length - 1)), [1])});
-      const vocabulary = out.logits.dims[2];
-      return prefixes.map((_, r) => out.logits.data.subarray(r * vocabulary, (r + 1) * vocabulary));
+      const vocabulary = out.logits.dims[2], [layers, , heads, queries, sources] = out.cross_attention.dims;
+      const found = prefixes.map((_, r) => out.logits.data.subarray(r * vocabulary, (r + 1) * vocabulary));
+      // A row's cross-attention at its newest position, (layers, heads, source): what a step looked at.
+      found.cross = (r) => {
+        const row = new Float32Array(layers * heads * sources);
+        for (let l = 0; l < layers; l++) {
+          for (let h = 0; h < heads; h++) {
+            const from = ((((l * rows + r) * heads + h) * queries) + queries - 1) * sources;
+            row.set(out.cross_attention.data.subarray(from, from + sources), (l * heads + h) * sources);
+          }
+        }
+        return {weights: row, layers, heads};
+      };
+      return found;
     };
   }
 
-  const TOP_K = 5;  // the candidates each step shows (translation.py's top_k)
+  const TOP_K = 5;  // the candidates each step shows (translation.py's top_k; watching.py's TOP_CANDIDATES)
+
+  // A step's most probable tokens under `logits` and their probabilities, the lower id first among equals.
+  function topCandidates(logits) {
+    let most = -Infinity;
+    for (const value of logits) if (value > most) most = value;
+    let total = 0;
+    for (const value of logits) total += Math.exp(value - most);
+    const probability = (token) => Math.exp(logits[token] - most) / total;
+    const ids = Array.from(logits.keys()).sort((a, b) => logits[b] - logits[a] || a - b).slice(0, TOP_K);
+    return {ids, probs: ids.map(probability), probability};
+  }
 
   // Mirrors `translation.py:inspect_together` for one sentence: every number the views show.
   async function inspect(m, encoded, sourceIds, {tokens, ended}) {
@@ -213,16 +236,10 @@ window.explorerPack = (() => {
       projected: new ort.Tensor("int64", BigInt64Array.from(inputs.keys(), BigInt), [inputs.length])});
     const vocabulary = out.logits.dims[2], tokenProbs = [], topIds = [], topProbs = [];
     predicted.forEach((id, position) => {
-      const logits = out.logits.data.subarray(position * vocabulary, (position + 1) * vocabulary);
-      let most = -Infinity;
-      for (const value of logits) if (value > most) most = value;
-      let total = 0;
-      for (const value of logits) total += Math.exp(value - most);
-      const probability = (token) => Math.exp(logits[token] - most) / total;
-      const order = Array.from(logits.keys()).sort((a, b) => logits[b] - logits[a] || a - b).slice(0, TOP_K);
-      tokenProbs.push(probability(id));
-      topIds.push(order);
-      topProbs.push(order.map(probability));
+      const top = topCandidates(out.logits.data.subarray(position * vocabulary, (position + 1) * vocabulary));
+      tokenProbs.push(top.probability(id));
+      topIds.push(top.ids);
+      topProbs.push(top.probs);
     });
     const pieces = (ids) => ids.map((id) => m.pieces[id]);
     return {
@@ -247,10 +264,15 @@ window.explorerPack = (() => {
     const encoded = await encode(m, ids);
     const next = nextLogits(m, encoded, ids), search = window.explorerSearch;
     const beamSize = options.beam || m.decoding.beam_size;
+    // A watch sees each step's report with what it needs to draw it: the pieces, the source's and the beam.
+    const pieces = (list) => list.map((id) => m.pieces[id]);
+    const watch = options.watch && ((report) => options.watch({
+      ...report, produced: pieces(report.tokens), top: topCandidates(report.logits), source: pieces(ids), beamSize,
+      pieces, text: decodeText(m, report.tokens)}));
     const searched = beamSize <= 1
-      ? await search.greedy(next, m.config, ids.length, options.maxLength, options.watch)
+      ? await search.greedy(next, m.config, ids.length, options.maxLength, watch)
       : await search.beam(next, m.config, ids.length, options.maxLength, beamSize, m.decoding.length_penalty,
-                          m.decoding.rules, options.watch);
+                          m.decoding.rules, watch);
     return {...await inspect(m, encoded, ids, searched), source_text: String(text), truncated};
   }
 

@@ -101,5 +101,26 @@ window.explorerPackNumbers = (() => {
     return [fill({figure: probabilities, shared: []}), fill(frame, {map: () => matrix, which})];
   }
 
-  return {pageNumbers, mapBlock, forcedFigures};
+  // Mirrors `ui/views/live.py:live_numbers`: one step of a search under way, as explorer.js's `live` draws it, at
+  // `layer` and `head` (0: the mean of the heads); `sent` numbers the translation it will be.
+  function liveNumbers(report, layer, head, sent) {
+    const {weights, layers, heads} = report.cross, sources = report.source.length;
+    const within = (value, high) => Math.min(Math.max(1, Math.trunc(value) || 1), high);
+    const shownLayer = within(layer, layers), shownHead = head === 0 ? null : within(head, heads);
+    const layerWeights = weights.subarray((shownLayer - 1) * heads * sources, shownLayer * heads * sources);
+    const attention = Array.from({length: sources}, (_, j) => frames().roundHalfEven(10 ** WEIGHT_DECIMALS * (
+      shownHead === null ? meanOfHeads(layerWeights, heads, sources, j) : layerWeights[(shownHead - 1) * sources + j]))
+      / 10 ** WEIGHT_DECIMALS);
+    const produced = report.produced, step = produced.length;
+    const key = report.beamSize <= 1 ? "translate.live.caption" : "translate.live.caption_beam";
+    const caption = words[key].replace(/\{(\w+)\}/g, (_, name) => String({
+      step, piece: markdownEscape(produced.at(-1)), beams: report.beamSize,
+      probability: frames().percent(report.top.probability(report.tokens.at(-1)))}[name]));
+    return {sent, step, produced, forced: 0,
+            candidates: frames().candidates(report.pieces(report.top.ids), report.top.probs, produced.at(-1)),
+            candidatesFrame: frames().candidatesFrame(report.top.ids.length), sourcesFrame: frames().sourcesFrame(report.source),
+            layer: shownLayer, head: shownHead === null ? 0 : shownHead, heads, attention, caption};
+  }
+
+  return {pageNumbers, mapBlock, forcedFigures, liveNumbers, upcoming: () => sent + 1};
 })();

@@ -171,6 +171,20 @@
     $("translate").disabled = false;
   }
 
+  // A step of the search under way, drawn as it is decided (explorer.js's `live`), then a frame for the browser
+  // to show it before the next step is decided.
+  function drawStep(report) {
+    const head = $("average").checked ? 0 : Number($("head").value);
+    const value = window.explorerPackNumbers.liveNumbers(report, Number($("layer").value), head,
+                                                         window.explorerPackNumbers.upcoming());
+    const drawn = explorer.live({live_step: value});
+    revealed(drawn.revealed);
+    caption(drawn.step_caption);
+    $("step").value = value.step;
+    $("translation").textContent = `${report.text}…`;
+    return new Promise((shown) => requestAnimationFrame(() => shown()));
+  }
+
   async function translate(event) {
     event.preventDefault();
     problem(null);
@@ -183,8 +197,7 @@
     const beam = document.querySelector("input[name=decoding]:checked").value === "beam" ? 0 : 1;
     $("translate").disabled = true;
     try {
-      const translation = await pack.translation(text, {model: $("model").value, beam,
-        watch: (sofar) => { $("translation").textContent = say("pack.decoding_steps", {count: sofar.length}); }});
+      const translation = await pack.translation(text, {model: $("model").value, beam, watch: drawStep});
       if (!translation) { problem(new Error(say("translate.empty"))); $("translation").textContent = ""; return; }
       $("translation").textContent = translation.text;
       tokens($("source-tokens"), translation.source_pieces);

@@ -3,7 +3,10 @@
 // rules. Each function below mirrors the Python function it names; tests/pack/test_pack_browser.py holds the tokens
 // equal to `python -m transformer.translate` on Multi30K sentences.
 // A search asks `next(prefixes)` for each prefix's next-token logits (one Float32Array of the vocabulary per
-// prefix) and never sees the model.
+// prefix, and `cross(row)`: that row's cross-attention of every layer and head while choosing) and never sees the
+// model. A watched search reports its leading hypothesis after each step, as transformer/paper/watching.py's
+// SearchProgress: {tokens, logits, cross} of the step that chose its last token; it waits for the watch's promise,
+// so that a page draws each step before the next is decided.
 window.explorerSearch = (() => {
   // Mirrors `decoding.py:default_max_length`.
   const defaultMaxLength = (config, sourceLength) =>
@@ -36,13 +39,16 @@ window.explorerSearch = (() => {
     return best;
   }
 
+  // Mirrors `watching.py:progress_of`: what a step reports of the hypothesis decoded in `row`.
+  const progressOf = (tokens, rows, row) => ({tokens, logits: rows[row], cross: rows.cross(row)});
+
   // Mirrors `decoding.py:greedy_search` for one sentence: the generated ids without eos, and whether eos ended them.
   async function greedy(next, config, sourceLength, maxLength, watch) {
     const limit = lengthLimit(config, sourceLength, maxLength), outputs = [];
     while (outputs.length < limit && outputs.at(-1) !== config.eos_id) {
-      const [logits] = await next([[config.start_id, ...outputs]]);
-      outputs.push(argmax(neverGenerate(config, Float64Array.from(logits))));
-      if (watch) watch(outputs);
+      const rows = await next([[config.start_id, ...outputs]]);
+      outputs.push(argmax(neverGenerate(config, Float64Array.from(rows[0]))));
+      if (watch) await watch(progressOf([...outputs], rows, 0));
     }
     const ended = outputs.at(-1) === config.eos_id;
     return {tokens: ended ? outputs.slice(0, -1) : outputs, ended};
@@ -98,8 +104,10 @@ window.explorerSearch = (() => {
     let scores = Array.from({length: k}, (_, i) => (i === 0 ? 0 : -Infinity));
     let prefixes = Array.from({length: k}, () => [config.start_id]);
     const finished = [];
+    let bestEnded = null;  // mirrors `watching.py:WatchedBeams`: the best ended hypothesis, and its report
     for (let step = 0; step <= limit; step++) {
-      const logProbs = stepLogProbs(config, await next(prefixes), step === limit, rules.renormalize);
+      const rows = await next(prefixes);
+      const logProbs = stepLogProbs(config, rows, step === limit, rules.renormalize);
       const vocabulary = logProbs[0].length, candidates = new Float64Array(k * vocabulary);
       logProbs.forEach((row, b) => row.forEach((value, token) => {
         candidates[b * vocabulary + token] = scores[b] + value;
@@ -109,15 +117,25 @@ window.explorerSearch = (() => {
       top.slice(0, k).forEach((candidate) => {
         if (candidate.token !== eos || !Number.isFinite(candidate.score)) return;
         const tokens = prefixes[candidate.beam].slice(1);
-        keepBest(finished, {tokens, logProb: candidate.score, ended: step < limit,
-                            score: lengthScored(candidate.score, tokens.length, lengthPenalty)}, k, rules.early_stopping);
+        const score = lengthScored(candidate.score, tokens.length, lengthPenalty);
+        const kept = keepBest(finished, {tokens, logProb: candidate.score, ended: step < limit, score}, k,
+                              rules.early_stopping);
+        if (kept && watch && (!bestEnded || score > bestEnded.score)) {
+          bestEnded = {score, report: progressOf([...tokens, eos], rows, candidate.beam)};
+        }
       });
       const live = largest(top.map((c) => (c.token === eos ? -Infinity : c.score)), k);
       scores = live.map(([score]) => score);
       const goingOn = step < limit && canImprove(finished, scores[0], step + 1, k, lengthPenalty, rules.early_stopping);
+      if (watch) {  // mirrors `WatchedBeams.step`: the best live beam, unless an ended hypothesis scores better
+        const best = top[live[0][1]], leading = [...prefixes[best.beam].slice(1), best.token];
+        const liveWins = Number.isFinite(scores[0])
+          && (!bestEnded || lengthScored(scores[0], leading.length, lengthPenalty) > bestEnded.score);
+        const report = liveWins ? progressOf(leading, rows, best.beam) : bestEnded && bestEnded.report;
+        if (report) await watch(report);
+      }
       if (!goingOn) break;
       prefixes = live.map(([, col]) => [...prefixes[top[col].beam], top[col].token]);
-      if (watch) watch(prefixes[0].slice(1));
     }
     const best = [...finished].sort((a, b) => b.score - a.score)[0];
     return {tokens: best.tokens, ended: best.ended};
