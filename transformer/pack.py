@@ -49,14 +49,15 @@ STATIC = REPOSITORY / "ui" / "static"
 PAGE = STATIC / "pack"
 LOCALES = REPOSITORY / "ui" / "locales"
 LANGUAGES = ("en", "de", "fr")
-WORDS = ("figures.", "map.", "translate.", "pack.", "lessons.safe_colours", "lessons.large_text")  # the locale keys the pack's page says
+WORDS = ("figures.", "map.", "translate.", "positions.", "pack.", "lessons.safe_colours", "lessons.large_text")  # the locale keys the pack's page says
 BUNDLED = ("multi30k-en-de", "multi30k-en-fr")
 PART_CHARS = DEFAULT_MAX_SHARD_BYTES  # each file's text stays under the 10 MB a Space takes without Git LFS
 MAX_PACK_BYTES = 45 * 1000 * 1000  # one model's pack, as the issue that asked for packs set it (docs/offline-pack.md)
 BASE64_GROWTH = 4 / 3
 # The app's own page scripts the pack draws with (ui/static), and the pack's (ui/static/pack).
 APP_SCRIPTS = ("figures.js", "charts.js", "chart_text.js", "display.js", "explorer.js")
-PAGE_SCRIPTS = ("config.js", "engine.js", "search.js", "frames.js", "numbers.js", "page.js", "pack.css")
+PAGE_SCRIPTS = ("config.js", "engine.js", "search.js", "frames.js", "numbers.js", "positions.js", "page.js",
+                "pack.css")
 MARKER = "contents.js"  # what makes a folder a pack (one that may be replaced by a new one)
 
 

@@ -236,9 +236,13 @@ def test_axe_finds_nothing_serious_on_the_pack_translated_and_drawn(browser, pac
         page.page.check("#safe-colours")
         page.page.wait_for_function("window.explorerCharts.pending() === 0")
         found["model view, large text, safe colours"] = serious_violations(page.page)
+        page.page.locator("#positions").scroll_into_view_if_needed()
+        page.page.wait_for_function("document.querySelectorAll('#positions .js-plotly-plot').length === 3 && "
+                                    "window.explorerCharts.pending() === 0", timeout=60_000)
+        found["positional encoding"] = serious_violations(page.page)
     finally:
         page.close()
-    assert found == {"translated": [], "model view, large text, safe colours": []}
+    assert found == {"translated": [], "model view, large text, safe colours": [], "positional encoding": []}
 
 
 def test_forced_decoding_is_drawn_from_the_packs_numbers_as_the_app_draws_it(opened, view_translation):
@@ -293,3 +297,18 @@ def test_each_step_drawn_while_decoding_is_the_app_s_live_step(opened, beam):
         frames = ("candidatesFrame", "sourcesFrame")  # drawn above; the app's shares its repeated parts (frames.py)
         assert alike({k: v for k, v in a.items() if k not in frames}, {k: v for k, v in b.items() if k not in frames}) \
             == [], step
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_the_positional_encodings_views_are_drawn_as_the_app_draws_them(browser, pack, language):
+    from ui.views.positions import positional_views
+    asked = [(128, 64, "0, 1, 10, 11, 60"), (9, 8, "0; 3, x, 99"), (16, 12, ""),
+             (64, 20, ", ".join(str(d) for d in range(14)) + ", 2")]
+    page = OpenedPack(browser, pack, query=f"?lang={language}")
+    try:
+        drawn = page.page.evaluate("(asked) => asked.map((one) => explorerPackPositions.views(...one))", asked)
+    finally:
+        page.close()
+    for one, ours in zip(asked, drawn):
+        theirs = [json.loads(figure.to_json()) for figure in positional_views(*one, language)]
+        assert alike(ours, theirs) == [], one

@@ -232,5 +232,5 @@ window.explorerPackFrames = (() => {
   }
 
   return {heatmapFrame, gridFrame, candidatesFrame, sourcesFrame, tokenProbabilities, candidates, axesTitles, escape,
-          percent, fixed2, roundHalfEven};
+          percent, fixed2, roundHalfEven, laidOut};
 })();

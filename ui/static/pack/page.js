@@ -150,6 +150,17 @@
   $("forced-layer").addEventListener("change", () => { $("forced-layer").dataset.chosen = "1"; drawForced(false); });
   $("forced-head").addEventListener("change", () => drawForced(false));
 
+  // The positional encoding's views, drawn when the section first comes into sight and as its numbers change.
+  function drawPositions() {
+    const [matrix, lines, dots] = window.explorerPackPositions.views($("pe-d-model").value, $("pe-length").value,
+                                                                      $("pe-dimensions").value);
+    [["pe-matrix", matrix], ["pe-lines", lines], ["pe-dots", dots]].forEach(([id, figure]) => window.explorerCharts.drawById(id, figure));
+  }
+  ["pe-d-model", "pe-length", "pe-dimensions"].forEach((id) => $(id).addEventListener("change", drawPositions));
+  new IntersectionObserver((entries, observer) => {
+    if (entries.some((entry) => entry.isIntersecting)) { observer.disconnect(); drawPositions(); }
+  }).observe($("positions"));
+
   async function load(name) {
     const entry = contents.models[name], sizes = contents.sizes;
     const files = [...(pack.runtimeStarted() ? [] : contents.runtime.wasm), entry.manifest, entry.encoder, entry.decoder,
