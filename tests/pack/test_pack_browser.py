@@ -205,7 +205,7 @@ def test_every_view_is_drawn_from_the_packs_numbers_as_the_app_draws_it(browser,
                   ((1, 1, False, 1), (2, 3, False, steps // 2), (3, 4, True, steps))]
     page = OpenedPack(browser, pack, query=f"?lang={language}")
     try:
-        drawn = page.page.evaluate("""([record, app, selections]) => {
+        drawn = page.answer("""([record, app, selections]) => {
             const ours = explorerPackNumbers.pageNumbers(record);
             return selections.map((chosen) => {
               // The app sends a view's frame as it is first shown (explorer.js asks for it): here, all at once.
@@ -255,12 +255,12 @@ def test_forced_decoding_is_drawn_from_the_packs_numbers_as_the_app_draws_it(ope
                                 VIEW_SENTENCE, own)
     for layer, head in ((None, None), (1, 2)):
         record = {**as_record(translation), "log_prob": translation.log_prob}
-        ours = opened.page.evaluate("([record, layer, head]) => explorerPackNumbers.forcedFigures(record, layer, head)",
-                                    [record, layer, head])
+        ours = opened.answer("([record, layer, head]) => explorerPackNumbers.forcedFigures(record, layer, head)",
+                             [record, layer, head])
         theirs = [json.loads(figure.to_json()) for figure in forced_figures(translation, layer, head)]
         assert alike(ours, theirs) == [], (layer, head)
     # The pack's own forced decoding gives the command line's tokens for the same texts.
-    scored = opened.page.evaluate("([source, own]) => explorerPack.forced(source, own)", [VIEW_SENTENCE, own])
+    scored = opened.answer("([source, own]) => explorerPack.forced(source, own)", [VIEW_SENTENCE, own])
     assert scored["target_pieces"] == translation.target_pieces and scored["predicted_pieces"] == translation.predicted_pieces
     assert abs(scored["log_prob"] - translation.log_prob) < 1e-3
 
@@ -282,18 +282,18 @@ def test_each_step_drawn_while_decoding_is_the_app_s_live_step(opened, beam):
     ids, _ = encode_source(checkpoint.model, checkpoint.source_tokenizer, VIEW_SENTENCE)
     source = checkpoint.source_tokenizer.pieces(ids)
     theirs = [live_numbers(checkpoint, report, source, 3, None, beams, 1) for report in reports]
-    ours = opened.page.evaluate("""async ([text, beam]) => {
+    ours = opened.answer("""async ([text, beam, theirs]) => {
         const steps = [];
         await explorerPack.translation(text, {beam, watch: (report) => {
           steps.push(explorerPackNumbers.liveNumbers(report, 3, 0, 1));
         }});
-        return steps;
-    }""", [VIEW_SENTENCE, beam or 0])
+        return steps.map((step, i) => ({step, drawn: explorer.liveFigures(step),
+                                         theirs: theirs[i] && explorer.liveFigures(theirs[i])}));
+    }""", [VIEW_SENTENCE, beam or 0, theirs])
     assert len(ours) == len(theirs)
-    for step, (a, b) in enumerate(zip(ours, theirs), start=1):
-        figures = "(value) => explorer.liveFigures(value)"
-        drawn = opened.page.evaluate(f"([a, b]) => [({figures})(a), ({figures})(b)]", [a, b])
-        assert alike(drawn[0], drawn[1]) == [], step
+    for step, (drawn, b) in enumerate(zip(ours, theirs), start=1):
+        a = drawn["step"]
+        assert alike(drawn["drawn"], drawn["theirs"]) == [], step
         frames = ("candidatesFrame", "sourcesFrame")  # drawn above; the app's shares its repeated parts (frames.py)
         assert alike({k: v for k, v in a.items() if k not in frames}, {k: v for k, v in b.items() if k not in frames}) \
             == [], step
@@ -306,7 +306,7 @@ def test_the_positional_encodings_views_are_drawn_as_the_app_draws_them(browser,
              (64, 20, ", ".join(str(d) for d in range(14)) + ", 2")]
     page = OpenedPack(browser, pack, query=f"?lang={language}")
     try:
-        drawn = page.page.evaluate("(asked) => asked.map((one) => explorerPackPositions.views(...one))", asked)
+        drawn = page.answer("(asked) => asked.map((one) => explorerPackPositions.views(...one))", asked)
     finally:
         page.close()
     for one, ours in zip(asked, drawn):
