@@ -314,7 +314,13 @@ license: mit
 
 # Transformer attention explorer, offline
 
-Open `index.html` in a browser: it needs no server and no network. Each browser runs the translators itself.
+Open `index.html` in a browser (a double click): it needs no server and no network, and each browser runs the
+translators itself. Type an English sentence and press Translate: the model translates it one piece at a time
+(`▁` starts a word; `<s>` and `</s>` start and end a sentence), and the page shows where each head of each layer
+looked. Step through the decoding with ◀ and ▶, click a row of a map to go to its step, and score your own
+translation below. Any recent Chrome, Edge, Firefox or Safari runs it (it needs WebAssembly). To share it, copy the
+whole folder (or its zip), or upload its files to a static host, such as a Hugging Face Space made with the Static
+SDK (this file's first lines are its settings).
 
 | part | size |
 |---|---|

@@ -306,9 +306,23 @@ def test_the_positional_encodings_views_are_drawn_as_the_app_draws_them(browser,
              (64, 20, ", ".join(str(d) for d in range(14)) + ", 2")]
     page = OpenedPack(browser, pack, query=f"?lang={language}")
     try:
-        drawn = page.answer("(asked) => asked.map((one) => explorerPackPositions.views(...one))", asked)
+        drawn = page.answer("(asked) => asked.map((one) => explorerPackPositions.views(...one).slice(0, 3))", asked)
     finally:
         page.close()
     for one, ours in zip(asked, drawn):
         theirs = [json.loads(figure.to_json()) for figure in positional_views(*one, language)]
         assert alike(ours, theirs) == [], one
+
+
+def test_another_translator_clears_what_the_last_one_showed_and_a_pasted_emoji_is_noted(opened):
+    page = opened.page
+    page.fill("#source", "A dog 🐶 runs.")
+    page.press("#source", "Enter")
+    page.wait_for_function("window.explorer.drawn() && window.explorerCharts.pending() === 0", timeout=60_000)
+    assert "unknown to this model's vocabulary" in page.text_content("#notes")
+    assert page.evaluate("document.activeElement.id") == "source"
+    page.select_option("#model", "multi30k-en-fr")
+    page.wait_for_function("!document.getElementById('translate').disabled", timeout=60_000)
+    assert page.text_content("#translation") == "" and page.evaluate("window.explorer.drawn()") is None
+    page.select_option("#model", "multi30k-en-de")
+    page.wait_for_function("!document.getElementById('translate').disabled", timeout=60_000)

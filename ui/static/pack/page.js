@@ -14,8 +14,15 @@
   document.querySelectorAll("[data-words]").forEach((element) => { element.textContent = say(element.dataset.words); });
   $("progress").setAttribute("aria-label", say("pack.loading_label"));
   $("language").value = language;
+  // A language switch reloads the page in that language: what was typed and chosen comes back with it.
+  const KEPT = ["source", "own", "model"];
   $("language").addEventListener("change", () => {
-    try { localStorage.setItem("explorer-pack-language", $("language").value); } catch (error) { /* private mode */ }
+    try {
+      localStorage.setItem("explorer-pack-language", $("language").value);
+      sessionStorage.setItem("explorer-pack-kept", JSON.stringify({
+        ...Object.fromEntries(KEPT.map((id) => [id, $(id).value])),
+        decoding: document.querySelector("input[name=decoding]:checked").value}));
+    } catch (error) { /* private mode: the page starts afresh */ }
     const address = new URL(location.href);
     address.searchParams.set("lang", $("language").value);
     location.replace(address);
@@ -146,14 +153,19 @@
     }
   }
   $("score").addEventListener("click", score);
+  $("source").addEventListener("keydown", (event) => {  // as in the app: Enter translates, Shift+Enter a new line
+    if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("form").requestSubmit(); }
+  });
   $("own").addEventListener("keydown", (event) => { if (event.key === "Enter") { event.preventDefault(); score(); } });
   $("forced-layer").addEventListener("change", () => { $("forced-layer").dataset.chosen = "1"; drawForced(false); });
   $("forced-head").addEventListener("change", () => drawForced(false));
 
   // The positional encoding's views, drawn when the section first comes into sight and as its numbers change.
   function drawPositions() {
-    const [matrix, lines, dots] = window.explorerPackPositions.views($("pe-d-model").value, $("pe-length").value,
-                                                                      $("pe-dimensions").value);
+    const [matrix, lines, dots, drawn] = window.explorerPackPositions.views($("pe-d-model").value, $("pe-length").value,
+                                                                            $("pe-dimensions").value);
+    $("pe-d-model").value = drawn.dModel;  // the numbers drawn, as the app's sliders hold them
+    $("pe-length").value = drawn.length;
     [["pe-matrix", matrix], ["pe-lines", lines], ["pe-dots", dots]].forEach(([id, figure]) => window.explorerCharts.drawById(id, figure));
   }
   ["pe-d-model", "pe-length", "pe-dimensions"].forEach((id) => $(id).addEventListener("change", drawPositions));
@@ -168,6 +180,7 @@
     const total = files.reduce((sum, file) => sum + (sizes[file] || 0), 0);
     let done = 0;
     $("translate").disabled = true;
+    $("progress").hidden = false;
     const progress = () => {
       $("progress").value = total ? done / total : 1;
       $("status").textContent = say("pack.loading", {model: name, done: (done / 1e6).toFixed(1), total: (total / 1e6).toFixed(1)});
@@ -178,7 +191,7 @@
     $("forced-layer").max = loaded.config.n_decoder_layers;
     $("forced-layer").value = loaded.config.n_decoder_layers;
     $("status").textContent = say("pack.ready", {model: name});
-    $("progress").value = 1;
+    $("progress").hidden = true;
     $("translate").disabled = false;
   }
 
@@ -196,6 +209,36 @@
     return new Promise((shown) => requestAnimationFrame(() => shown()));
   }
 
+  // Mirrors the notes of `ui/views/translate.py:run_translation` that the pack can say (no language guess, no Stop).
+  const LONG_SOURCE_PIECES = 64;  // mirrors `translate.py:LONG_SOURCE_PIECES`
+  function translationNotes(translation) {
+    const notes = [], unknownPiece = "<unk>";
+    if (translation.truncated) notes.push(say("translate.note.truncated", {positions: contents.models[$("model").value].maxLen}));
+    const unknown = translation.source_pieces.filter((piece) => piece === unknownPiece).length;
+    const content = translation.source_pieces.slice(0, -1).filter((piece) => piece !== "▁");
+    if (unknown && unknown >= content.length / 2) {
+      notes.push(say(unknown === content.length ? "translate.note.unknown_all" : "translate.note.unknown_most"));
+    } else if (unknown) {
+      notes.push(say("translate.note.unknown_some", {unknown}));
+    }
+    if (translation.ended && !translation.text.trim()) notes.push(say("translate.note.empty"));
+    if (!translation.ended) notes.push(say("translate.note.stopped"));
+    if (translation.source_pieces.length > LONG_SOURCE_PIECES && !translation.truncated) {
+      notes.push(say("translate.note.long", {pieces: translation.source_pieces.length}));
+    }
+    return notes.map((note) => note.replaceAll("`", ""));
+  }
+
+  // What a translation showed, cleared: another translator's numbers are not this one's.
+  function clearShown() {
+    shown = null;
+    forced = null;
+    stepShown(explorer.show({...selectors(), page_numbers: null}));
+    ["translation", "notes"].forEach((id) => { $(id).textContent = ""; });
+    ["source-tokens", "target-tokens"].forEach((id) => $(id).replaceChildren());
+    ["forced-probability", "forced-attention"].forEach((id) => window.explorerCharts.drawById(id, null));
+  }
+
   async function translate(event) {
     event.preventDefault();
     problem(null);
@@ -206,21 +249,37 @@
       notes.push(say("translate.note.cut", {limit: MAX_INPUT_CHARS}));
     }
     const beam = document.querySelector("input[name=decoding]:checked").value === "beam" ? 0 : 1;
-    $("translate").disabled = true;
+    const focused = document.activeElement;
+    $("translate").disabled = $("model").disabled = true;
     try {
       const translation = await pack.translation(text, {model: $("model").value, beam, watch: drawStep});
       if (!translation) { problem(new Error(say("translate.empty"))); $("translation").textContent = ""; return; }
       $("translation").textContent = translation.text;
       tokens($("source-tokens"), translation.source_pieces);
       tokens($("target-tokens"), translation.target_pieces);
-      if (translation.truncated) notes.push(say("translate.note.truncated", {positions: contents.models[$("model").value].maxLen}));
+      notes.push(...translationNotes(translation));
       $("notes").textContent = notes.join(" ");
       showViews(translation);
     } catch (error) {
       problem(error);
     } finally {
-      $("translate").disabled = false;
+      $("translate").disabled = $("model").disabled = false;
+      if (focused && document.activeElement === document.body) focused.focus();  // a disabled button lost it
     }
+  }
+
+  function restoreKept() {
+    let kept = null;
+    try { kept = JSON.parse(sessionStorage.getItem("explorer-pack-kept") || "null"); } catch (error) { kept = null; }
+    if (!kept) return;
+    for (const id of KEPT) {
+      const value = kept[id], element = $(id);
+      if (typeof value !== "string") continue;
+      if (element.options && ![...element.options].some((option) => option.value === value)) continue;
+      element.value = value;
+    }
+    const decoding = document.querySelector(`input[name=decoding][value="${kept.decoding}"]`);
+    if (decoding) decoding.checked = true;
   }
 
   async function start() {
@@ -230,14 +289,15 @@
       $("model").replaceChildren(...Object.entries(contents.models).map(([name, entry]) => Object.assign(
         document.createElement("option"), {value: name, textContent: `${name} (${entry.languages.source} → ${entry.languages.target})`})));
       $("made").textContent = say("pack.made", {commit: contents.made.commit.slice(0, 12), date: contents.made.date});
+      restoreKept();
       $("needs-app").textContent = say("pack.needs_app");
       if (contents.appUrl) {
         $("needs-app").append(" ", Object.assign(document.createElement("a"), {href: contents.appUrl, textContent: contents.appUrl}));
       }
-      $("model").addEventListener("change", () => load($("model").value).catch(problem));
+      $("model").addEventListener("change", () => { clearShown(); load($("model").value).catch(problem); });
       $("form").addEventListener("submit", translate);
       $("status").textContent = say("pack.starting");
-      await load(contents.defaultModel);
+      await load($("model").value || contents.defaultModel);
     } catch (error) {
       problem(error);
       $("loading").hidden = true;

@@ -74,7 +74,7 @@ window.explorerPackPositions = (() => {
     const dots = table.map((a) => table.map((b) => a.reduce((total, value, d) => total + value * b[d], 0)));
     const similarity = heatmap(dots, {colorscale: scale(VIRIDIS), hovertemplate: "PE(%{y}) · PE(%{x}) = %{z:.2f}<extra></extra>"},
                                filled("positions.dots.title"), say("position_axis"), 420);
-    return [matrix, lines, similarity];
+    return [matrix, lines, similarity, {dModel, length}];
   }
 
   return {views, sinusoidalTable};
