@@ -32,13 +32,11 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-import torch
-
 from . import arguments
 from .errors import InputError
 from .files.checkpoint import Checkpoint, load_checkpoint
 from .files.weights import DEFAULT_MAX_SHARD_BYTES, unique_state_dict
-from .files.onnx_graphs import WEIGHTS_FILE, export_graphs
+from .files.onnx_graphs import WEIGHTS_FILE, export_graphs, held_by_float16
 from .files.tokenizer_json import read_spec, segmenting, tokenizer_json
 
 log = logging.getLogger(__name__)
@@ -149,7 +147,7 @@ def page_words() -> dict[str, dict[str, str]]:
 def _check_packable(checkpoint: Checkpoint, directory: Path, runtime_bytes: int) -> None:
     """Refuse a model the pack cannot hold: one too large for a pack (a Hub model, by far), or one the browser
     would segment or search otherwise than the app (a converted model's own vocabulary or language tokens)."""
-    weights = sum(tensor.numel() * (2 if _fits_half(tensor) else 4)
+    weights = sum(tensor.numel() * (2 if held_by_float16(tensor.float().numpy()) else 4)
                   for tensor in unique_state_dict(checkpoint.model).values())
     total = runtime_bytes + int(weights * BASE64_GROWTH)
     if total > MAX_PACK_BYTES:
@@ -160,11 +158,6 @@ def _check_packable(checkpoint: Checkpoint, directory: Path, runtime_bytes: int)
             or source.model_proto != target.model_proto:
         raise InputError(code="pack.not_trained_here", path=str(directory))
     segmenting(target.model_proto)  # a kind of SentencePiece model the page cannot cut text as, refused before any work
-
-
-def _fits_half(tensor: torch.Tensor) -> bool:
-    """Whether float16 holds ``tensor`` exactly (the pack then stores it so: onnx_graphs.SharedWeights)."""
-    return tensor.is_floating_point() and torch.equal(tensor.half().float(), tensor.float())
 
 
 def _unique_name(directory: Path, taken: list[str]) -> str:

@@ -123,6 +123,12 @@ def _quiet(*names: str):
             logger.setLevel(level)
 
 
+def held_by_float16(values: np.ndarray) -> bool:
+    """Whether float16 holds these float32 values exactly (a bundled checkpoint's, stored in half precision): then
+    the shared file stores them so, and the graph widens them again."""
+    return values.dtype == np.float32 and np.array_equal(values.astype(np.float16).astype(np.float32), values)
+
+
 class SharedWeights:
     """One file of weights for several graphs: each distinct tensor written once, in float16 where that holds it
     exactly, and every graph's initializers pointed at it (ONNX external data)."""
@@ -140,8 +146,7 @@ class SharedWeights:
             values = numpy_helper.to_array(tensor)
             if values.dtype.kind != "f" or values.nbytes < SMALLEST_SHARED:  # shapes and constants stay in the
                 continue                                                       # graph: its checks read them
-            narrow = values.dtype == np.float32 and np.array_equal(values.astype(np.float16).astype(np.float32),
-                                                                   values)
+            narrow = held_by_float16(values)
             stored = values.astype(np.float16) if narrow else values
             offset, length, data_type = self._place(stored)
             name = tensor.name

@@ -89,7 +89,7 @@ window.explorerPackNumbers = (() => {
   function forcedFigures(translation, layer = null, head = null) {
     const rows = translation.predicted_pieces, columns = translation.source_pieces;
     const layers = translation.attention.cross.length, heads = translation.attention.cross[0].length / (rows.length * columns.length);
-    const within = (value, high) => Math.min(Math.max(1, Math.trunc(value)), high);
+    const {within} = window.explorer.rules;
     const shownLayer = layer === null ? layers : within(layer, layers), shownHead = head === null ? null : within(head, heads);
     const probabilities = frames().tokenProbabilities(rows, translation.token_probs,
       words["translate.forced.probability.title"].replace("{log_prob}", frames().fixed2(translation.log_prob)));
@@ -105,7 +105,7 @@ window.explorerPackNumbers = (() => {
   // `layer` and `head` (0: the mean of the heads); `sent` numbers the translation it will be.
   function liveNumbers(report, layer, head, sent) {
     const {weights, layers, heads} = report.cross, sources = report.source.length;
-    const within = (value, high) => Math.min(Math.max(1, Math.trunc(value) || 1), high);
+    const {within} = window.explorer.rules;
     const shownLayer = within(layer, layers), shownHead = head === 0 ? null : within(head, heads);
     const layerWeights = weights.subarray((shownLayer - 1) * heads * sources, shownLayer * heads * sources);
     const attention = Array.from({length: sources}, (_, j) => frames().roundHalfEven(10 ** WEIGHT_DECIMALS * (
