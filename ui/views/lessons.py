@@ -68,6 +68,7 @@ class Lesson:
     real_pair: tuple[PairedRun, PairedRun] | None = None  # the two it compares instead where their models are open
     # Where a multilingual model is open, its pair is that one model into these two languages (ISO 639-1 codes).
     languages_pair: tuple[str, str] | None = None
+    needs_source_share: bool = False  # read from the step captions' ALTI+ source share, which only a server computes
 
     @property
     def shown_head(self) -> int | None:
@@ -134,7 +135,8 @@ LESSONS = (
     Lesson("training", model="reverse-tiny", sentence="3 1 4 1 5 9 2 6", beam=1, layer=2, tab="train",
            focus="start-training", extra={"train_data": "reverse", "train_preset": "tiny"}),
     # The bundled model invents "soeben" ("just now") here: its "eben" draws least on the English.
-    Lesson("source_or_prefix", sentence=DOCTOR, layer=3, average=True, step=5, focus="step-view"),
+    Lesson("source_or_prefix", sentence=DOCTOR, layer=3, average=True, step=5, focus="step-view",
+           needs_source_share=True),
     Lesson("he_or_she", sentence=DOCTOR, layer=3, average=True, step=8, tab="experiments", focus="patching-heads",
            action="patching", extra={"patch_corrupted": DOCTOR_HE}),
     # The English→French model carries its alignment error rates against the Hansards gold (alignment.json).
@@ -147,12 +149,17 @@ LESSONS = (
 )
 
 
+def run_direction(checkpoint: Checkpoint, language: str = ENGLISH) -> str:
+    """"English → French", or the model's name where its languages are not known."""
+    languages = known_languages(checkpoint)
+    return " → ".join(language_name(code, language) or code or "?" for code in languages) if languages \
+        else checkpoint.name
+
+
 def run_caption(checkpoint: Checkpoint, run: PairedRun, translation: str, language: str = ENGLISH) -> str:
     """"**English → French** · multi30k-en-fr", noting a run without positions, then a paragraph "sentence →
     *translation*"."""
-    name = markdown_escape(checkpoint.name)
-    languages = known_languages(checkpoint)
-    direction = " → ".join(language_name(code, language) or code or "?" for code in languages) if languages else name
+    name, direction = markdown_escape(checkpoint.name), markdown_escape(run_direction(checkpoint, language))
     without = f", **{text(language, 'lessons.caption.without_positions')}**" if not run.positions else ""
     shown = f" · {text(language, 'lessons.caption.mean_of_layer', layer=run.layer)}" if run.layer else ""
     return (f"**{direction}** · {name}{without}{shown}\n\n{markdown_escape(run.sentence)} → "
