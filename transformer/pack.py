@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from . import arguments
@@ -54,8 +55,9 @@ MAX_PACK_BYTES = 45 * 1000 * 1000  # one model's pack, as the issue that asked f
 BASE64_GROWTH = 4 / 3
 # The app's own page scripts the pack draws with (ui/static), and the pack's (ui/static/pack).
 APP_SCRIPTS = ("figures.js", "charts.js", "chart_text.js", "display.js", "explorer.js")
-PAGE_SCRIPTS = ("config.js", "engine.js", "search.js", "frames.js", "numbers.js", "positions.js", "page.js",
-                "pack.css")
+PAGE_SCRIPTS = ("config.js", "engine.js", "search.js", "frames.js", "numbers.js", "positions.js", "lessons.js",
+                "page.js", "pack.css")
+NO_LESSONS = {"lessons": [], "words": {}}
 MARKER = "contents.js"  # what makes a folder a pack (one that may be replaced by a new one)
 
 
@@ -71,8 +73,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def packed(args) -> int:
+    # The one place the library reaches into the app: the pack is the app as a static page, and its lessons are the
+    # app's (their words, their questions). Importing the library still loads none of the app (tests/test_code_layout.py).
+    from ui.views.pack_lessons import pack_lessons
+
     checkpoints = args.checkpoint or [str(REPOSITORY / "checkpoints" / name) for name in BUNDLED]
-    out = make_pack([Path(c) for c in checkpoints], Path(args.out), app_url=args.app_url, zipped=args.zip)
+    out = make_pack([Path(c) for c in checkpoints], Path(args.out), app_url=args.app_url, zipped=args.zip,
+                    lessons=pack_lessons)
     print(out)
     return 0
 
@@ -82,9 +89,11 @@ def archive_of(folder: Path) -> Path:
     return folder.parent / f"{folder.name}.zip"
 
 
-def make_pack(checkpoints: list[Path], out: Path, app_url: str = "", zipped: bool = False) -> Path:
+def make_pack(checkpoints: list[Path], out: Path, app_url: str = "", zipped: bool = False,
+              lessons: Callable[[dict[str, Checkpoint]], dict] | None = None) -> Path:
     """Write the pack of ``checkpoints`` to ``out`` (and ``archive_of(out)``); returns the folder. Nothing but an
-    earlier pack (or its zip) is ever written over."""
+    earlier pack (or its zip) is ever written over. ``lessons`` gives the lessons part for the models by their
+    names in the pack (the app's ``pack_lessons``); without it the page has none."""
     out = out.resolve()
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).is_file())):
         raise InputError(code="pack.out_taken", path=str(out))
@@ -102,7 +111,7 @@ def make_pack(checkpoints: list[Path], out: Path, app_url: str = "", zipped: boo
         writer = PackWriter(folder)
         runtime = writer.runtime()
         models = {name: writer.model(name, checkpoint) for name, checkpoint in opened}
-        writer.page(runtime, models, app_url)
+        writer.page(runtime, models, app_url, lessons(dict(opened)) if lessons else NO_LESSONS)
         if out.exists():
             shutil.rmtree(out)
         folder.rename(out)
@@ -251,18 +260,19 @@ class PackWriter:
             "maxLen": config.max_len,
         }
 
-    def page(self, runtime: dict, models: dict, app_url: str) -> None:
+    def page(self, runtime: dict, models: dict, app_url: str, lessons: dict) -> None:
         for name in PAGE_SCRIPTS:
             self.copy(PAGE / name, f"scripts/{name}")
         for name in APP_SCRIPTS:
             self.copy(STATIC / name, f"scripts/{name}")
         self.text("scripts/words.js", f"window.explorerPackWords = {json.dumps(page_words(), ensure_ascii=False)};\n")
+        self.text("scripts/pack-lessons.js", f"window.explorerPackLessons = {json.dumps(lessons, ensure_ascii=False)};\n")
         self.copy(PAGE / "index.html", "index.html")
         sizes = {file.removesuffix(".js"): size for file, size in self.written.items() if file.endswith(".js")}
         contents = {"runtime": runtime, "models": models, "defaultModel": next(iter(models)), "appUrl": app_url,
                     "made": {"commit": project_commit(), "date": datetime.date.today().isoformat()}, "sizes": sizes}
         self.script("contents", contents)
-        self.text("README.md", _readme(models, self.written))
+        self.text("README.md", _readme(models, self.written, len(lessons["lessons"])))
 
 
 def project_commit() -> str:
@@ -290,7 +300,13 @@ def pack_version() -> str:
     return digest.hexdigest()
 
 
-def _readme(models: dict, written: dict[str, int]) -> str:
+LESSONS_NOTE = """
+For a class, open *Lessons for a class*: Show me sets the page up for a lesson, and each lesson asks a question to
+predict before Reveal gives the model's own answer.
+"""
+
+
+def _readme(models: dict, written: dict[str, int], lessons: int) -> str:
     total = sum(written.values())
     sizes = "\n".join(f"| `{name}` | {sum(size for file, size in written.items() if file.startswith(f'models/{name}/')) / 1e6:.1f} MB |"
                       for name in models)
@@ -314,7 +330,7 @@ looked. Step through the decoding with ◀ and ▶, click a row of a map to go t
 translation below. Any recent Chrome, Edge, Firefox or Safari runs it (it needs WebAssembly). To share it, copy the
 whole folder (or its zip), or upload its files to a static host, such as a Hugging Face Space made with the Static
 SDK (this file's first lines are its settings).
-
+{LESSONS_NOTE if lessons else ""}
 | part | size |
 |---|---|
 {sizes}

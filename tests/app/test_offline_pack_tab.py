@@ -31,6 +31,8 @@ def test_the_model_shown_comes_as_a_zip_of_its_pack_made_once(shared, monkeypatc
     assert not list((tmp_path / "packs").glob(f"{offline_pack.MAKING}*"))
     with zipfile.ZipFile(archive) as zipped:
         names = set(zipped.namelist())
+        lessons = zipped.read("reverse-tiny-offline/scripts/pack-lessons.js").decode("utf-8")
+    assert '"key": "attention_aligns"' in lessons, "the pack carries the lessons of the model shown"
     assert {"reverse-tiny-offline/index.html", "reverse-tiny-offline/contents.js",
             "reverse-tiny-offline/models/reverse-tiny/manifest.js"} <= names
     monkeypatch.setattr(offline_pack, "make_pack", lambda *args, **kwargs: pytest.fail("packed again"))

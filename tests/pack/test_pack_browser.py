@@ -16,6 +16,8 @@ from pack_page import OpenedPack
 from transformer import translate as translate_command
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS
 from transformer.pack import make_pack
+from ui.views.lessons import LESSONS
+from ui.views.pack_lessons import pack_lessons
 
 pytestmark = pytest.mark.slow
 MODELS = ("multi30k-en-de", "multi30k-en-fr")
@@ -56,7 +58,8 @@ def largest_gap(ours: dict, theirs: dict) -> float:
 
 @pytest.fixture(scope="module")
 def pack(tmp_path_factory):
-    return make_pack([REPOSITORY_CHECKPOINTS / model for model in MODELS], tmp_path_factory.mktemp("pack") / "pack")
+    return make_pack([REPOSITORY_CHECKPOINTS / model for model in MODELS], tmp_path_factory.mktemp("pack") / "pack",
+                     lessons=pack_lessons)
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +109,7 @@ def test_a_word_model_is_cut_into_words_as_sentencepiece_cuts_it(browser, tmp_pa
         for sentence, theirs in zip(sentences, command_line("reverse-tiny", sentences, beam=1)):
             ours = page.translate(sentence, beam=1)
             assert ours["source_tokens"] == theirs["source_tokens"] and ours["target_tokens"] == theirs["target_tokens"]
+        assert page.page.is_hidden("#lessons"), "a pack made without the app's lessons shows no lessons panel"
     finally:
         page.close()
 
@@ -240,9 +244,18 @@ def test_axe_finds_nothing_serious_on_the_pack_translated_and_drawn(browser, pac
         page.page.wait_for_function("document.querySelectorAll('#positions .js-plotly-plot').length === 3 && "
                                     "window.explorerCharts.pending() === 0", timeout=60_000)
         found["positional encoding"] = serious_violations(page.page)
+        page.page.click("#lessons summary")
+        page.page.click("#glossary summary")
+        page.page.select_option("#lesson", "word_order")
+        page.page.click("#show-me")
+        page.page.wait_for_function("document.querySelectorAll('#lesson-pair .js-plotly-plot').length === 2 && "
+                                    "window.explorerCharts.pending() === 0", timeout=60_000)
+        page.page.click("#reveal")
+        found["a lesson shown, its answer revealed, the glossary"] = serious_violations(page.page)
     finally:
         page.close()
-    assert found == {"translated": [], "model view, large text, safe colours": [], "positional encoding": []}
+    assert found == {"translated": [], "model view, large text, safe colours": [], "positional encoding": [],
+                     "a lesson shown, its answer revealed, the glossary": []}
 
 
 def test_forced_decoding_is_drawn_from_the_packs_numbers_as_the_app_draws_it(opened, view_translation):
@@ -326,3 +339,51 @@ def test_another_translator_clears_what_the_last_one_showed_and_a_pasted_emoji_i
     assert page.text_content("#translation") == "" and page.evaluate("window.explorer.drawn()") is None
     page.select_option("#model", "multi30k-en-de")
     page.wait_for_function("!document.getElementById('translate').disabled", timeout=60_000)
+
+
+LESSONS_PACKED = ("where_each_word_looks", "no_future", "word_order")
+
+
+def test_show_me_sets_the_page_up_as_the_apps_show_me_and_reveal_gives_the_models_answer(opened):
+    page, by_key = opened.page, {lesson.key: lesson for lesson in LESSONS}
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.click("#lessons summary")
+    assert [option.get_attribute("value") for option in page.query_selector_all("#lesson option")] == \
+        list(LESSONS_PACKED)
+    for key in LESSONS_PACKED:
+        lesson = by_key[key]
+        page.select_option("#lesson", key)
+        page.click("#show-me")
+        page.wait_for_function("!document.getElementById('show-me').disabled && window.explorerCharts.pending() === 0",
+                               timeout=60_000)
+        expected = command_line(lesson.model, [lesson.sentence], beam=lesson.beam)[0]
+        assert page.text_content("#translation") == expected["translation"], key
+        assert page.input_value("#model") == lesson.model and page.input_value("#step") == str(lesson.step)
+        assert page.is_checked(f"input[name=kind][value={lesson.kind}]")
+        assert page.is_checked(f"input[name=view][value='{lesson.view}']")
+        assert (page.input_value("#layer"), page.input_value("#head"), page.is_checked("#average")) == \
+            (str(lesson.layer), str(lesson.head), lesson.average)
+        top = page.evaluate(f"document.getElementById('{lesson.focus}').getBoundingClientRect().top")
+        assert 0 <= top < 720, f"{key}: the view it is about is in sight"
+        assert page.text_content("#question-answer") == ""
+        page.click("#reveal")
+        assert page.text_content("#question-answer").startswith("The model's answer: ")
+        assert page.locator("#question-choices label.right").count() == 1
+    pair = [page.text_content(f"#pair-{side}-caption") for side in ("left", "right")]
+    translations = [command_line(model, [by_key["word_order"].sentence], beam=5)[0]["translation"] for model in MODELS]
+    assert [caption.split(" → ")[-1] for caption in pair] == translations
+    assert page.locator("#lesson-pair .js-plotly-plot").count() == 2
+    assert opened.errors == [] and opened.left == []
+
+
+def test_the_lessons_panel_speaks_the_pages_language_and_names_the_lessons_that_need_the_app(browser, pack):
+    page = OpenedPack(browser, pack, query="?lang=de")
+    try:
+        page.settled()
+        assert page.page.text_content("#lessons summary") == "Lektionen für den Unterricht"
+        assert page.page.text_content("#question-text").startswith("In Schritt ")
+        needs_app = page.page.locator("#lessons-app-only li").all_text_contents()
+        assert len(needs_app) == len(LESSONS) - len(LESSONS_PACKED) and needs_app[0].startswith("3. ")
+        assert "<s>" in page.page.text_content("#glossary-lines")
+    finally:
+        page.close()

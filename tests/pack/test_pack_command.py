@@ -111,3 +111,13 @@ def test_the_command_says_a_mistake_in_one_line(tmp_path, capsys):
     assert error.startswith("error [pack.out_taken]: ") and "\n" not in error
     assert pack_command.main(["--checkpoint", str(tmp_path / "absent"), "--out", str(tmp_path / "pack")]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_the_command_puts_in_the_apps_lessons_for_the_models_it_packs(tmp_path, tiny_pack):
+    assert pack_command.main(["--checkpoint", str(TINY), "--out", str(tmp_path / "pack")]) == 0
+    text = (tmp_path / "pack" / "scripts" / "pack-lessons.js").read_text(encoding="utf-8")
+    lessons = json.loads(re.fullmatch(r"window\.explorerPackLessons = (.*);\n", text, re.S).group(1))
+    assert [lesson["key"] for lesson in lessons["lessons"]] == ["attention_aligns"]
+    assert lessons["words"]["fr"]["lessons"]["attention_aligns"]["question"]["text"].endswith("\u202f?")
+    made_without = (tiny_pack / "scripts" / "pack-lessons.js").read_text(encoding="utf-8")
+    assert made_without == 'window.explorerPackLessons = {"lessons": [], "words": {}};\n'

@@ -15,6 +15,7 @@ from transformer.inside.corpus_run import model_fingerprint
 from transformer.pack import archive_of, make_pack, pack_version
 
 from ..runtime.language import message
+from .pack_lessons import pack_lessons
 
 PACKS_KEPT = 4  # zips kept on disk; the least recently asked for goes first
 MAKING = ".making-"  # a pack being made, in the folder of packs
@@ -40,7 +41,8 @@ def offline_archive(checkpoint: Checkpoint, folder: Path) -> Path:
     for stopped in folder.glob(f"{MAKING}*"):  # one made at a time: any other was stopped half-way (Stop)
         shutil.rmtree(stopped, ignore_errors=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=MAKING) as making:
-        pack = make_pack([Path(checkpoint.path)], Path(making) / f"{checkpoint.name}-offline", zipped=True)
+        pack = make_pack([Path(checkpoint.path)], Path(making) / f"{checkpoint.name}-offline", zipped=True,
+                         lessons=pack_lessons)
         kept.parent.mkdir(exist_ok=True)
         os.replace(archive_of(pack), kept)  # whole or not at all
     _drop_oldest(folder)

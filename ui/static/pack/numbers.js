@@ -87,18 +87,24 @@ window.explorerPackNumbers = (() => {
   // Mirrors `translate.py:forced_figures`: the probability of each token of a forced target, and its
   // cross-attention at `layer` (default: the last) and `head` (null: the mean of the heads).
   function forcedFigures(translation, layer = null, head = null) {
+    const probabilities = frames().tokenProbabilities(translation.predicted_pieces, translation.token_probs,
+      words["translate.forced.probability.title"].replace("{log_prob}", frames().fixed2(translation.log_prob)));
+    return [window.explorerFigures.fill({figure: probabilities, shared: []}),
+            crossMap(translation, layer, head, words["translate.forced.attention.title"])];
+  }
+
+  // Mirrors `translate.py:map_of` of the cross-attention, drawn: one head's map at `layer` (null: the last), or the
+  // mean of the heads (head null), under `title`, with no step's row marked.
+  function crossMap(translation, layer = null, head = null, title = words["map.kind.cross"]) {
     const rows = translation.predicted_pieces, columns = translation.source_pieces;
     const layers = translation.attention.cross.length, heads = translation.attention.cross[0].length / (rows.length * columns.length);
     const {within} = window.explorer.rules;
     const shownLayer = layer === null ? layers : within(layer, layers), shownHead = head === null ? null : within(head, heads);
-    const probabilities = frames().tokenProbabilities(rows, translation.token_probs,
-      words["translate.forced.probability.title"].replace("{log_prob}", frames().fixed2(translation.log_prob)));
     const which = (shownHead === null ? words["map.mean_of_heads"] : words["map.one_head"])
       .replace(/\{(\w+)\}/g, (_, name) => String({layer: shownLayer, head: shownHead, heads}[name]));
-    const frame = frames().heatmapFrame("cross", rows, columns, words["translate.forced.attention.title"], false);
+    const frame = frames().heatmapFrame("cross", rows, columns, title, false);
     const matrix = oneMap(translation.attention.cross[shownLayer - 1], heads, rows.length, columns.length, shownHead);
-    const fill = window.explorerFigures.fill;
-    return [fill({figure: probabilities, shared: []}), fill(frame, {map: () => matrix, which})];
+    return window.explorerFigures.fill(frame, {map: () => matrix, which});
   }
 
   // Mirrors `ui/views/live.py:live_numbers`: one step of a search under way, as explorer.js's `live` draws it, at
@@ -122,5 +128,5 @@ window.explorerPackNumbers = (() => {
             layer: shownLayer, head: shownHead === null ? 0 : shownHead, heads, attention, caption};
   }
 
-  return {pageNumbers, mapBlock, forcedFigures, liveNumbers, upcoming: () => sent + 1};
+  return {pageNumbers, mapBlock, forcedFigures, crossMap, liveNumbers, upcoming: () => sent + 1};
 })();

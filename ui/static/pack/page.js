@@ -9,13 +9,14 @@
   const pack = window.explorerPack, explorer = window.explorer;
   const VIEWS = ["translate.view.one_head", "translate.view.layer_heads", "translate.view.model"];
   let contents = null, shown = null;  // the pack's contents; the translation whose views are shown
+  let loading = null;  // the translator being loaded
 
   document.title = say("pack.title");
   document.querySelectorAll("[data-words]").forEach((element) => { element.textContent = say(element.dataset.words); });
   $("progress").setAttribute("aria-label", say("pack.loading_label"));
   $("language").value = language;
   // A language switch reloads the page in that language: what was typed and chosen comes back with it.
-  const KEPT = ["source", "own", "model"];
+  const KEPT = ["source", "own", "model", "lesson"];
   $("language").addEventListener("change", () => {
     try {
       localStorage.setItem("explorer-pack-language", $("language").value);
@@ -240,7 +241,7 @@
   }
 
   async function translate(event) {
-    event.preventDefault();
+    event?.preventDefault();
     problem(null);
     let text = $("source").value;
     const notes = [];
@@ -277,6 +278,7 @@
       if (typeof value !== "string") continue;
       if (element.options && ![...element.options].some((option) => option.value === value)) continue;
       element.value = value;
+      element.dispatchEvent(new Event("change"));  // the lessons panel shows the lesson kept
     }
     const decoding = document.querySelector(`input[name=decoding][value="${kept.decoding}"]`);
     if (decoding) decoding.checked = true;
@@ -294,15 +296,40 @@
       if (contents.appUrl) {
         $("needs-app").append(" ", Object.assign(document.createElement("a"), {href: contents.appUrl, textContent: contents.appUrl}));
       }
-      $("model").addEventListener("change", () => { clearShown(); load($("model").value).catch(problem); });
+      $("model").addEventListener("change", () => { clearShown(); loading = load($("model").value); loading.catch(problem); });
       $("form").addEventListener("submit", translate);
       $("status").textContent = say("pack.starting");
-      await load($("model").value || contents.defaultModel);
+      loading = load($("model").value || contents.defaultModel);
+      await loading;
     } catch (error) {
       problem(error);
       $("loading").hidden = true;
     }
   }
+
+  // What a lesson's Show me sets (ui/views/pack_lessons.py:show_me), translated, at its step: the page as the app's
+  // Show me leaves its Translate tab.
+  async function setUp({model, sentence, decoding, kind, view, layer, head, average, step}) {
+    await loading;
+    if ($("model").value !== model) {
+      $("model").value = model;
+      clearShown();
+      loading = load(model);
+      await loading;
+    }
+    $("source").value = sentence;
+    document.querySelector(`input[name=decoding][value=${decoding}]`).checked = true;
+    document.querySelector(`input[name=kind][value=${kind}]`).checked = true;
+    document.querySelector(`input[name=view][value="${english(`translate.view.${view}`)}"]`).checked = true;
+    Object.assign($("layer"), {value: layer});
+    Object.assign($("head"), {value: head});
+    $("average").checked = average;
+    await translate();
+    $("step").value = step;
+    moveStep(0);
+    select();
+  }
+  window.explorerPackPage = {setUp, problem};
 
   start();
 })();
