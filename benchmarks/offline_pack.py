@@ -48,6 +48,7 @@ from common import machine, report  # noqa: E402
 from transformer import translate as translate_command  # noqa: E402
 from transformer.files.checkpoint import REPOSITORY_CHECKPOINTS, load_checkpoint  # noqa: E402
 from transformer.pack import make_pack  # noqa: E402
+from ui.views.pack_lessons import pack_lessons  # noqa: E402
 
 MODELS = ("multi30k-en-de", "multi30k-en-fr")
 TWELVE_WORDS = "A young girl in a pink dress is climbing up a wooden ladder outside."
@@ -206,7 +207,8 @@ def main() -> None:
     result = {"machine": machine()}
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
-        pack = make_pack([REPOSITORY_CHECKPOINTS / model for model in MODELS], Path(folder) / "pack")
+        pack = make_pack([REPOSITORY_CHECKPOINTS / model for model in MODELS], Path(folder) / "pack",
+                         lessons=pack_lessons)  # as the command makes it
         result["pack_s"] = round(time.perf_counter() - started, 1)
         files = [path for path in pack.rglob("*") if path.is_file()]
         result["folder_mb"] = round(sum(path.stat().st_size for path in files) / 1e6, 1)

@@ -278,6 +278,16 @@ def test_forced_decoding_is_drawn_from_the_packs_numbers_as_the_app_draws_it(ope
     assert abs(scored["log_prob"] - translation.log_prob) < 1e-3
 
 
+def test_a_lessons_pair_is_drawn_as_the_app_draws_it(opened, view_translation):
+    """A run of a lesson's pair is `ui/views/lessons.py:drawn`'s map: the cross-attention at a head or the mean."""
+    from ui.views.translate import map_figure
+    for layer, head in ((3, 2), (3, None)):
+        ours = opened.answer("([record, layer, head]) => explorerPackNumbers.crossMap(record, layer, head)",
+                             [as_record(view_translation), layer, head])
+        theirs = json.loads(map_figure(view_translation, "cross", layer, head).to_json())
+        assert alike(ours, theirs) == [], (layer, head)
+
+
 @pytest.mark.parametrize("beam", [1, None], ids=["greedy", "beam"])
 def test_each_step_drawn_while_decoding_is_the_app_s_live_step(opened, beam):
     """The pack's live steps (explorer.js's `live`, from numbers.js) equal the app's for the same search: the
