@@ -110,6 +110,8 @@ def test_a_word_model_is_cut_into_words_as_sentencepiece_cuts_it(browser, tmp_pa
             ours = page.translate(sentence, beam=1)
             assert ours["source_tokens"] == theirs["source_tokens"] and ours["target_tokens"] == theirs["target_tokens"]
         assert page.page.is_hidden("#lessons"), "a pack made without the app's lessons shows no lessons panel"
+        lessons = (folder / "scripts" / "pack-lessons.js").read_text(encoding="utf-8")
+        assert lessons == 'window.explorerPackLessons = {"lessons": [], "words": {}};\n'
     finally:
         page.close()
 

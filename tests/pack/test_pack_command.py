@@ -24,7 +24,11 @@ SPACE_LIMIT = 10 * 1000 * 1000  # bytes: a static Space refuses a larger file wi
 
 @pytest.fixture(scope="module")
 def tiny_pack(tmp_path_factory):
-    return make_pack([TINY], tmp_path_factory.mktemp("made") / "pack", app_url="https://example.org/app", zipped=True)
+    """A pack made by the command, as a teacher makes one."""
+    folder = tmp_path_factory.mktemp("made") / "pack"
+    assert pack_command.main(["--checkpoint", str(TINY), "--out", str(folder), "--app-url", "https://example.org/app",
+                              "--zip"]) == 0
+    return folder
 
 
 def contents(folder) -> dict:
@@ -113,11 +117,9 @@ def test_the_command_says_a_mistake_in_one_line(tmp_path, capsys):
     assert "Traceback" not in capsys.readouterr().err
 
 
-def test_the_command_puts_in_the_apps_lessons_for_the_models_it_packs(tmp_path, tiny_pack):
-    assert pack_command.main(["--checkpoint", str(TINY), "--out", str(tmp_path / "pack")]) == 0
-    text = (tmp_path / "pack" / "scripts" / "pack-lessons.js").read_text(encoding="utf-8")
+def test_the_command_puts_in_the_apps_lessons_for_the_models_it_packs(tiny_pack):
+    text = (tiny_pack / "scripts" / "pack-lessons.js").read_text(encoding="utf-8")
     lessons = json.loads(re.fullmatch(r"window\.explorerPackLessons = (.*);\n", text, re.S).group(1))
     assert [lesson["key"] for lesson in lessons["lessons"]] == ["attention_aligns"]
     assert lessons["words"]["fr"]["lessons"]["attention_aligns"]["question"]["text"].endswith("\u202f?")
-    made_without = (tiny_pack / "scripts" / "pack-lessons.js").read_text(encoding="utf-8")
-    assert made_without == 'window.explorerPackLessons = {"lessons": [], "words": {}};\n'
+    assert "Lessons for a class" in (tiny_pack / "README.md").read_text(encoding="utf-8")
