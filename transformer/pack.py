@@ -54,10 +54,10 @@ PART_CHARS = DEFAULT_MAX_SHARD_BYTES  # each file's text stays under the 10 MB a
 MAX_PACK_BYTES = 45 * 1000 * 1000  # one model's pack, as the issue that asked for packs set it (docs/offline-pack.md)
 BASE64_GROWTH = 4 / 3
 # The app's own page scripts the pack draws with (ui/static), and the pack's (ui/static/pack).
-APP_SCRIPTS = ("figures.js", "charts.js", "chart_text.js", "display.js", "explorer.js")
+APP_SCRIPTS = ("figures.js", "charts.js", "chart_text.js", "display.js", "explorer.js", "sight.js")
 PAGE_SCRIPTS = ("config.js", "engine.js", "search.js", "frames.js", "numbers.js", "positions.js", "lessons.js",
                 "page.js", "pack.css")
-NO_LESSONS = {"lessons": [], "words": {}}
+NO_LESSONS = {"lessons": [], "words": {}, "outlineMs": 0}
 MARKER = "contents.js"  # what makes a folder a pack (one that may be replaced by a new one)
 
 
@@ -73,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def packed(args) -> int:
-    # The one place the library reaches into the app: the pack is the app as a static page, and its lessons are the
-    # app's (their words, their questions). Importing the library still loads none of the app (tests/test_code_layout.py).
+    # The one place the library reaches into the app: the pack is the app as a static page, and its lessons are
+    # the app's (their words, their questions). Importing the library loads none of it (tests/test_code_layout.py).
     from ui.views.pack_lessons import pack_lessons
 
     checkpoints = args.checkpoint or [str(REPOSITORY / "checkpoints" / name) for name in BUNDLED]
@@ -266,7 +266,8 @@ class PackWriter:
         for name in APP_SCRIPTS:
             self.copy(STATIC / name, f"scripts/{name}")
         self.text("scripts/words.js", f"window.explorerPackWords = {json.dumps(page_words(), ensure_ascii=False)};\n")
-        self.text("scripts/pack-lessons.js", f"window.explorerPackLessons = {json.dumps(lessons, ensure_ascii=False)};\n")
+        self.text("scripts/pack-lessons.js",
+                  f"window.explorerPackLessons = {json.dumps(lessons, ensure_ascii=False)};\n")
         self.copy(PAGE / "index.html", "index.html")
         sizes = {file.removesuffix(".js"): size for file, size in self.written.items() if file.endswith(".js")}
         contents = {"runtime": runtime, "models": models, "defaultModel": next(iter(models)), "appUrl": app_url,
@@ -293,7 +294,8 @@ def pack_version() -> str:
         return commit
     digest = hashlib.sha256()
     sources = [Path(__file__), *sorted((REPOSITORY / "transformer" / "files").glob("*.py")),
-               *sorted(PAGE.iterdir()), *(STATIC / name for name in APP_SCRIPTS), *sorted(VENDORED.rglob("*"))]
+               *sorted(PAGE.iterdir()), *(STATIC / name for name in APP_SCRIPTS), *sorted(VENDORED.rglob("*")),
+               *sorted((REPOSITORY / "ui" / "views").glob("*.py")), *sorted(LOCALES.rglob("*.json"))]  # the lessons
     for path in sources:
         if path.is_file():
             digest.update(path.read_bytes())
@@ -306,7 +308,7 @@ predict before Reveal gives the model's own answer.
 """
 
 
-def _readme(models: dict, written: dict[str, int], lessons: int) -> str:
+def _readme(models: dict, written: dict[str, int], lesson_count: int) -> str:
     total = sum(written.values())
     sizes = "\n".join(f"| `{name}` | {sum(size for file, size in written.items() if file.startswith(f'models/{name}/')) / 1e6:.1f} MB |"
                       for name in models)
@@ -330,7 +332,7 @@ looked. Step through the decoding with ◀ and ▶, click a row of a map to go t
 translation below. Any recent Chrome, Edge, Firefox or Safari runs it (it needs WebAssembly). To share it, copy the
 whole folder (or its zip), or upload its files to a static host, such as a Hugging Face Space made with the Static
 SDK (this file's first lines are its settings).
-{LESSONS_NOTE if lessons else ""}
+{LESSONS_NOTE if lesson_count else ""}
 | part | size |
 |---|---|
 {sizes}

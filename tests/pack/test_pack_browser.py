@@ -111,7 +111,7 @@ def test_a_word_model_is_cut_into_words_as_sentencepiece_cuts_it(browser, tmp_pa
             assert ours["source_tokens"] == theirs["source_tokens"] and ours["target_tokens"] == theirs["target_tokens"]
         assert page.page.is_hidden("#lessons"), "a pack made without the app's lessons shows no lessons panel"
         lessons = (folder / "scripts" / "pack-lessons.js").read_text(encoding="utf-8")
-        assert lessons == 'window.explorerPackLessons = {"lessons": [], "words": {}};\n'
+        assert lessons == 'window.explorerPackLessons = {"lessons": [], "words": {}, "outlineMs": 0};\n'
     finally:
         page.close()
 
@@ -373,10 +373,12 @@ def test_show_me_sets_the_page_up_as_the_apps_show_me_and_reveal_gives_the_model
         assert page.input_value("#model") == lesson.model and page.input_value("#step") == str(lesson.step)
         assert page.is_checked(f"input[name=kind][value={lesson.kind}]")
         assert page.is_checked(f"input[name=view][value='{lesson.view}']")
+        assert page.evaluate("window.explorer.drawn().selection.step") == lesson.step, f"{key}: its step drawn"
         assert (page.input_value("#layer"), page.input_value("#head"), page.is_checked("#average")) == \
             (str(lesson.layer), str(lesson.head), lesson.average)
         top = page.evaluate(f"document.getElementById('{lesson.focus}').getBoundingClientRect().top")
-        assert 0 <= top < 720, f"{key}: the view it is about is in sight"
+        assert -1 < top < 720, f"{key}: the view it is about is in sight (its top, to a pixel)"
+        assert page.evaluate("document.activeElement.id") == lesson.focus, f"{key}: the keyboard is where it looks"
         assert page.text_content("#question-answer") == ""
         page.click("#reveal")
         assert page.text_content("#question-answer").startswith("The model's answer: ")
@@ -385,6 +387,8 @@ def test_show_me_sets_the_page_up_as_the_apps_show_me_and_reveal_gives_the_model
     translations = [command_line(model, [by_key["word_order"].sentence], beam=5)[0]["translation"] for model in MODELS]
     assert [caption.split(" → ")[-1] for caption in pair] == translations
     assert page.locator("#lesson-pair .js-plotly-plot").count() == 2
+    for side in ("left", "right"):  # at the lesson's layer and head
+        assert "layer 3, head 2" in page.text_content(f"#pair-{side}-plot .infolayer")
     assert opened.errors == [] and opened.left == []
 
 
@@ -397,5 +401,13 @@ def test_the_lessons_panel_speaks_the_pages_language_and_names_the_lessons_that_
         needs_app = page.page.locator("#lessons-app-only li").all_text_contents()
         assert len(needs_app) == len(LESSONS) - len(LESSONS_PACKED) and needs_app[0].startswith("3. ")
         assert "<s>" in page.page.text_content("#glossary-lines")
+        page.page.click("#lessons summary")
+        page.page.select_option("#lesson", "word_order")
+        page.page.fill("#source", "Two dogs play.")
+        with page.page.expect_navigation():
+            page.page.select_option("#language", "fr")  # the page comes back in French, as it was left
+        page.page.wait_for_function("document.documentElement.lang === 'fr' && "
+                                    "document.getElementById('lesson-title').textContent.startsWith('5. ')")
+        assert page.page.input_value("#lesson") == "word_order" and page.page.input_value("#source") == "Two dogs play."
     finally:
         page.close()

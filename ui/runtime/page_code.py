@@ -14,7 +14,7 @@ STATIC = Path(__file__).parents[1] / "static"  # ui/static
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 # In this order: page.js reads the config and gives the others its watch over charts; explorer.js draws with the
 # figures of figures.js on the charts of charts.js.
-SCRIPTS = ("page.js", "display.js", "chart_text.js", "charts.js", "figures.js", "explorer.js")
+SCRIPTS = ("sight.js", "page.js", "display.js", "chart_text.js", "charts.js", "figures.js", "explorer.js")
 STYLES = (STATIC / "page.css",)
 
 

@@ -71,42 +71,8 @@ window.explorerPage = (() => {
   }, true);
 
   // After Show me, and after a click that opens another tab on a view (Page.brings_into_sight), the view a lesson
-  // is about or the click set is brought to the top of the screen and outlined a moment. Its tab
-  // may still be opening and the charts above it still drawing, so it is held there: each time the page changes
-  // or grows and the view has moved, it is put back, until the visitor scrolls, types, clicks or touches, or the
-  // next Show me. No clock: a slow classroom computer's late charts are waited for as a fast one's. (A scroll alone
-  // does not end it: the browser scrolls by itself as the page above changes, when a tab opens or a panel closes.)
-  let releaseHeld = () => {};
-  const VISITOR_INPUTS = ["wheel", "touchstart", "keydown", "mousedown", "pointerdown"];
-  const holdInSight = (id) => {
-    releaseHeld();
-    let placedAt = null;  // where the page put the view: the top of the screen, or lower where the page ends first
-    const target = () => document.getElementById(id);
-    const top = (element) => element.getBoundingClientRect().top;
-    const hold = () => {
-      const element = target();
-      if (!element || element.offsetParent === null) return;  // its tab is not open yet
-      if (placedAt !== null && Math.abs(top(element) - placedAt) <= 2) return;  // still where it was put
-      element.scrollIntoView({block: "start"});
-      if (placedAt === null) {
-        element.classList.add("lesson-focus");
-        setTimeout(() => element.classList.remove("lesson-focus"), config.lessons.outlineMs);
-      }
-      placedAt = top(element);
-    };
-    const changes = new MutationObserver(hold), sizes = new ResizeObserver(hold);
-    const release = () => {
-      changes.disconnect();
-      sizes.disconnect();
-      VISITOR_INPUTS.forEach((type) => window.removeEventListener(type, release, {capture: true}));
-    };
-    // What can move the view: elements added or removed, shown or hidden, and anything that changes the page's size.
-    changes.observe(document.body, {childList: true, subtree: true, attributeFilter: ["class", "style", "hidden"]});
-    sizes.observe(document.body);
-    VISITOR_INPUTS.forEach((type) => window.addEventListener(type, release, {passive: true, capture: true}));
-    releaseHeld = release;
-    hold();
-  };
+  // is about or the click set is brought into sight and held there (sight.js).
+  const holdInSight = (id) => window.explorerSight.hold(id, config.lessons.outlineMs);
 
   // Beside that view, the lesson's questions and what to look for: Show me scrolls the lesson's own text out of
   // sight, and a teacher asks while the class looks at the chart. A panel at the side of the screen (at the bottom

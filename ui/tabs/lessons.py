@@ -19,9 +19,6 @@ from ..views import lessons
 from ..views.text import source_label
 from ..views.translate import DEFAULT_TARGET_TOKENS
 
-# After Show me, the view the lesson is about is held in sight (ui/static/page.js) and outlined this long.
-OUTLINE_MS = 3000
-
 
 def layout(page: Page) -> None:
     """The lessons panel in the page's language: the list (English values, labels in its language), Show me, the
@@ -178,7 +175,7 @@ def page_settings(language: str = ENGLISH) -> dict:
         return {"focus": lesson.focus, "title": words.title, "questions": list(words.questions),
                 "lookFor": words.look_for}
     return {"byChoice": {choice: beside(lesson) for choice, lesson in zip(lessons.lesson_choices(), lessons.LESSONS)},
-            "parts": lessons.part_titles(language), "outlineMs": OUTLINE_MS}
+            "parts": lessons.part_titles(language), "outlineMs": lessons.OUTLINE_MS}
 
 
 def wire(page: Page) -> None:

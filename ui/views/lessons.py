@@ -149,6 +149,11 @@ LESSONS = (
 )
 
 
+# After Show me, the view the lesson is about is held in sight (ui/static/page.js, the pack's lessons.js) and
+# outlined this long.
+OUTLINE_MS = 3000
+
+
 def run_direction(checkpoint: Checkpoint, language: str = ENGLISH) -> str:
     """"English → French", or the model's name where its languages are not known."""
     languages = known_languages(checkpoint)
@@ -156,14 +161,18 @@ def run_direction(checkpoint: Checkpoint, language: str = ENGLISH) -> str:
         else checkpoint.name
 
 
+def run_layer_note(run: PairedRun, language: str = ENGLISH) -> str:
+    """" · mean of the heads of layer 5" for a run shown at its own layer; nothing for one at the lesson's."""
+    return f" · {text(language, 'lessons.caption.mean_of_layer', layer=run.layer)}" if run.layer else ""
+
+
 def run_caption(checkpoint: Checkpoint, run: PairedRun, translation: str, language: str = ENGLISH) -> str:
     """"**English → French** · multi30k-en-fr", noting a run without positions, then a paragraph "sentence →
     *translation*"."""
     name, direction = markdown_escape(checkpoint.name), markdown_escape(run_direction(checkpoint, language))
     without = f", **{text(language, 'lessons.caption.without_positions')}**" if not run.positions else ""
-    shown = f" · {text(language, 'lessons.caption.mean_of_layer', layer=run.layer)}" if run.layer else ""
-    return (f"**{direction}** · {name}{without}{shown}\n\n{markdown_escape(run.sentence)} → "
-            f"*{markdown_escape(translation)}*")
+    return (f"**{direction}** · {name}{without}{run_layer_note(run, language)}\n\n"
+            f"{markdown_escape(run.sentence)} → *{markdown_escape(translation)}*")
 
 
 def listed_as(model: str, names: list[str]) -> str | None:

@@ -11,9 +11,8 @@ import re
 from transformer.files.checkpoint import Checkpoint
 
 from ..runtime.language import LANGUAGES, said, text
-from .choices import VIEW_LABELS, VIEWS
-from .lessons import LESSONS, Lesson, PairedRun, glossary, part_titles, run_direction
-from .questions import predict_question
+from .lessons import LESSONS, OUTLINE_MS, Lesson, PairedRun, glossary, part_titles, run_direction, run_layer_note
+from .questions import Question, predict_question
 
 # The tab whose views the pack's page has: a lesson that opens another, or computes a result there (an action),
 # needs the app.
@@ -32,21 +31,14 @@ def in_the_pack(lesson: Lesson, models: set[str]) -> bool:
 
 
 def show_me(lesson: Lesson) -> dict:
-    """What the pack's Show me sets, by the names its page reads: the view as its key (``VIEW_LABELS``)."""
+    """What the pack's Show me sets, by the names its page reads (the view and kind as the page's radios hold
+    them), and the pair's runs as ``lessons.drawn`` draws them."""
     return {"key": lesson.key, "model": lesson.model, "sentence": lesson.sentence,
-            "decoding": "greedy" if lesson.beam == 1 else "beam", "kind": lesson.kind,
-            "view": VIEW_LABELS[VIEWS.index(lesson.view)].rsplit(".", 1)[1], "layer": lesson.layer,
-            "head": lesson.head, "average": lesson.average, "step": lesson.step, "focus": lesson.focus,
+            "decoding": "greedy" if lesson.beam == 1 else "beam", "beam": lesson.beam, "kind": lesson.kind,
+            "view": lesson.view, "layer": lesson.layer, "head": lesson.head, "average": lesson.average,
+            "step": lesson.step, "focus": lesson.focus,
             "pair": [{"model": run.model, "sentence": run.sentence, "layer": run.layer or lesson.layer,
                       "head": None if run.layer else lesson.shown_head} for run in lesson.pair or ()]}
-
-
-def pair_headings(lesson: Lesson, checkpoints: dict[str, Checkpoint], language: str) -> list[str]:
-    """Each of the lesson's two runs as its caption names it: "English → French · multi30k-en-fr"."""
-    def heading(run: PairedRun) -> str:
-        shown = f" · {text(language, 'lessons.caption.mean_of_layer', layer=run.layer)}" if run.layer else ""
-        return f"{run_direction(checkpoints[run.model], language)} · {run.model}{shown}"
-    return [heading(run) for run in lesson.pair or ()]
 
 
 def glossary_paragraphs(language: str) -> list[list[dict]]:
@@ -59,33 +51,40 @@ def glossary_paragraphs(language: str) -> list[list[dict]]:
     return paragraphs
 
 
+def numbered_title(lesson: Lesson, language: str) -> str:
+    """"3. Heads specialise": the lesson's place and title, as the app's lesson list shows it."""
+    return f"{LESSONS.index(lesson) + 1}. {lesson.words(language).title}"
+
+
+def pair_heading(run: PairedRun, checkpoints: dict[str, Checkpoint], language: str) -> str:
+    """A compared run as its caption names it: "English → French · multi30k-en-fr"."""
+    return f"{run_direction(checkpoints[run.model], language)} · {run.model}{run_layer_note(run, language)}"
+
+
+def lesson_words(lesson: Lesson, question: Question, checkpoints: dict[str, Checkpoint], language: str) -> dict:
+    """What the panel says of one lesson in ``language``: its text, its pair's headings and its question."""
+    words = lesson.words(language)
+    return {"title": numbered_title(lesson, language), "explanation": words.explanation,
+            "ask": list(words.questions), "lookFor": words.look_for,
+            "pair": [pair_heading(run, checkpoints, language) for run in lesson.pair or ()],
+            "question": {"text": said(question.text, language),
+                         "choices": [said(choice, language) for choice in question.choices],
+                         "answer": said(question.why, language),
+                         "modelAnswer": text(language, "class.model_answer",
+                                             choice=question.choices[question.answer])}}
+
+
 def pack_lessons(checkpoints: dict[str, Checkpoint]) -> dict:
     """The lessons part of a pack of ``checkpoints`` (its name in the pack -> the model): each lesson it shows,
     with its question asked of those models, and every word the panel says, by language."""
     shown = [lesson for lesson in LESSONS if in_the_pack(lesson, set(checkpoints))]
     asked = {lesson.key: predict_question(lesson, checkpoints.__getitem__) for lesson in shown}
-    numbered = {lesson.key: number for number, lesson in enumerate(LESSONS, start=1)}
-    words = {}
-    for language in LANGUAGES:
-        def titled(lesson: Lesson) -> str:
-            return f"{numbered[lesson.key]}. {lesson.words(language).title}"
-
-        def lesson_words(lesson: Lesson) -> dict:
-            question, said_here = asked[lesson.key], lesson.words(language)
-            return {"title": titled(lesson), "explanation": said_here.explanation, "ask": list(said_here.questions),
-                    "lookFor": said_here.look_for, "pair": pair_headings(lesson, checkpoints, language),
-                    "question": {"text": said(question.text, language),
-                                 "choices": [said(choice, language) for choice in question.choices],
-                                 "answer": said(question.why, language),
-                                 "modelAnswer": text(language, "class.model_answer",
-                                                     choice=question.choices[question.answer])}}
-        words[language] = {
-            "panel": {key: text(language, key) for key in PANEL_WORDS},
-            "parts": part_titles(language),
-            "lessons": {lesson.key: lesson_words(lesson) for lesson in shown},
-            "glossary": glossary_paragraphs(language),
-            "needsApp": [titled(lesson) for lesson in LESSONS if lesson not in shown],
-        }
+    words = {language: {
+        "panel": {key: text(language, key) for key in PANEL_WORDS},
+        "parts": part_titles(language),
+        "lessons": {lesson.key: lesson_words(lesson, asked[lesson.key], checkpoints, language) for lesson in shown},
+        "glossary": glossary_paragraphs(language),
+        "needsApp": [numbered_title(lesson, language) for lesson in LESSONS if lesson not in shown],
+    } for language in LANGUAGES}
     return {"lessons": [{**show_me(lesson), "answer": asked[lesson.key].answer} for lesson in shown],
-            "words": words}
-
+            "words": words, "outlineMs": OUTLINE_MS}

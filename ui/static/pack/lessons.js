@@ -4,9 +4,8 @@
 // written out in the page's language; this script only puts them in as text.
 (() => {
   const $ = (id) => document.getElementById(id);
-  const {lessons, words: byLanguage} = window.explorerPackLessons;
+  const {lessons, words: byLanguage, outlineMs} = window.explorerPackLessons;
   const words = byLanguage[window.explorerPage.language];
-  const OUTLINE_MS = 3000;  // mirrors `ui/tabs/lessons.py:OUTLINE_MS`: the view a lesson is about, outlined
   if (!words) return;  // a pack made without the app's lessons
   const byKey = Object.fromEntries(lessons.map((lesson) => [lesson.key, lesson]));
   const element = (tag, properties = {}) => Object.assign(document.createElement(tag), properties);
@@ -21,16 +20,19 @@
   $("reveal").textContent = words.panel["class.teacher.reveal"];
   $("glossary-title").textContent = words.panel["lessons.glossary_title"];
   $("glossary-lines").replaceChildren(...words.glossary.map((runs) => {
-    const line = element("p");
-    line.append(...runs.map(({text, strong}) => (strong ? element("strong", {textContent: text}) : text)));
-    return line;
+    const paragraph = element("p");
+    paragraph.append(...runs.map(({text, strong}) => (strong ? element("strong", {textContent: text}) : text)));
+    return paragraph;
   }));
   $("lessons-need-app").textContent = words.needsApp.length ? words.panel["pack.lessons.needs_app"] : "";
   window.explorerPack.pack().then(({appUrl}) => {  // the address --app-url gave, for the lessons the pack lacks
-    if (words.needsApp.length && appUrl) $("lessons-need-app").append(" ", element("a", {href: appUrl, textContent: appUrl}));
+    if (words.needsApp.length && appUrl) {
+      $("lessons-need-app").append(" ", element("a", {href: appUrl, textContent: appUrl}));
+    }
   }, () => {});  // a pack that cannot open says so in the page (page.js)
   $("lessons-app-only").replaceChildren(...words.needsApp.map((title) => element("li", {textContent: title})));
-  $("lesson").replaceChildren(...lessons.map(({key}) => element("option", {value: key, textContent: words.lessons[key].title})));
+  $("lesson").replaceChildren(...lessons.map(({key}) => element("option", {value: key,
+                                                                          textContent: words.lessons[key].title})));
   $("lesson-chosen").hidden = !lessons.length;
 
   // The chosen lesson's text and question; another lesson's pair is put away until its Show me.
@@ -53,41 +55,48 @@
 
   $("reveal").addEventListener("click", () => {
     const lesson = byKey[$("lesson").value], question = words.lessons[lesson.key].question;
-    $("question-choices").querySelectorAll("label").forEach((label, i) => label.classList.toggle("right", i === lesson.answer));
+    $("question-choices").querySelectorAll("label").forEach((label, i) => {
+      label.classList.toggle("right", i === lesson.answer);
+    });
     $("question-answer").textContent = `${question.modelAnswer} ${question.answer}`;
   });
 
-  // The two runs a lesson compares, side by side: each translated by its own model, its cross-attention at the
-  // lesson's layer and head, as `ui/views/lessons.py:drawn` draws them.
+  const stillChosen = (lesson) => $("lesson").value === lesson.key;
+
+  // The two runs a lesson compares, side by side: each translated by its own model as the lesson decodes, its
+  // cross-attention at the lesson's layer and head, as `ui/views/lessons.py:drawn` draws them. A run whose
+  // translator is not loaded yet says so while it loads.
   async function drawPair(lesson) {
     const said = words.lessons[lesson.key];
     $("lesson-pair").hidden = false;
     for (const [i, run] of lesson.pair.entries()) {
-      const side = i ? "right" : "left";
-      const beam = lesson.decoding === "beam" ? 0 : 1;  // 0: the model's own beam size, as the page translates
-      const translation = await window.explorerPack.translation(run.sentence, {model: run.model, beam});
-      const caption = $(`pair-${side}-caption`);
-      caption.replaceChildren(element("strong", {textContent: said.pair[i]}), element("br"),
-                              `${run.sentence} → ${translation.text}`);
-      const figure = window.explorerPackNumbers.crossMap(translation, run.layer, run.head);
-      window.explorerCharts.drawById(`pair-${side}-plot`, figure);
+      const side = i ? "right" : "left", caption = $(`pair-${side}-caption`);
+      caption.replaceChildren(element("strong", {textContent: said.pair[i]}), element("br"), `${run.sentence} → …`);
+      window.explorerCharts.drawById(`pair-${side}-plot`, null);
+      const translation = await window.explorerPack.translation(run.sentence, {model: run.model, beam: lesson.beam});
+      if (!stillChosen(lesson)) return;
+      caption.lastChild.textContent = `${run.sentence} → ${translation.text}`;
+      window.explorerCharts.drawById(`pair-${side}-plot`,
+                                     window.explorerPackNumbers.crossMap(translation, run.layer, run.head));
     }
+  }
+
+  // After Show me, the view the lesson is about is held in sight as the app holds it (sight.js), and takes the
+  // keyboard's focus.
+  function bringIntoSight(view) {
+    window.explorerSight.hold(view.id, outlineMs);
+    view.tabIndex = -1;
+    view.focus({preventScroll: true});
   }
 
   async function showMe() {
     const lesson = byKey[$("lesson").value];
-    $("show-me").disabled = true;
     try {
-      await window.explorerPackPage.setUp(lesson);
+      if (!await window.explorerPackPage.setUp(lesson) || !stillChosen(lesson)) return;  // another lesson chosen
       if (lesson.pair.length) await drawPair(lesson);
-      const focus = $(lesson.focus);
-      focus.scrollIntoView({block: "start"});
-      focus.classList.add("lesson-focus");
-      setTimeout(() => focus.classList.remove("lesson-focus"), OUTLINE_MS);
+      if (stillChosen(lesson)) bringIntoSight($(lesson.focus));
     } catch (error) {
       window.explorerPackPage.problem(error);
-    } finally {
-      $("show-me").disabled = false;
     }
   }
   $("show-me").addEventListener("click", showMe);

@@ -9,7 +9,14 @@
   const pack = window.explorerPack, explorer = window.explorer;
   const VIEWS = ["translate.view.one_head", "translate.view.layer_heads", "translate.view.model"];
   let contents = null, shown = null;  // the pack's contents; the translation whose views are shown
-  let loading = null;  // the translator being loaded
+  let loading = null, loaded = null;  // the translator being loaded; the one loaded last
+  // What starts a translation waits while one is loading or translating: `busy` counts the jobs under way.
+  let busyJobs = 0;
+  const STARTERS = ["translate", "model", "show-me"];
+  function busy(more) {
+    busyJobs += more ? 1 : -1;
+    STARTERS.forEach((id) => { if ($(id)) $(id).disabled = busyJobs > 0; });
+  }
 
   document.title = say("pack.title");
   document.querySelectorAll("[data-words]").forEach((element) => { element.textContent = say(element.dataset.words); });
@@ -180,20 +187,32 @@
                    ...entry.weights];
     const total = files.reduce((sum, file) => sum + (sizes[file] || 0), 0);
     let done = 0;
-    $("translate").disabled = true;
+    busy(true);
     $("progress").hidden = false;
     const progress = () => {
       $("progress").value = total ? done / total : 1;
       $("status").textContent = say("pack.loading", {model: name, done: (done / 1e6).toFixed(1), total: (total / 1e6).toFixed(1)});
     };
     progress();
-    const loaded = await pack.model(name, (file) => { done += sizes[file] || 0; progress(); });
-    forcedHeads(loaded.config.n_heads);
-    $("forced-layer").max = loaded.config.n_decoder_layers;
-    $("forced-layer").value = loaded.config.n_decoder_layers;
-    $("status").textContent = say("pack.ready", {model: name});
-    $("progress").hidden = true;
-    $("translate").disabled = false;
+    try {
+      const model = await pack.model(name, (file) => { done += sizes[file] || 0; progress(); });
+      forcedHeads(model.config.n_heads);
+      $("forced-layer").max = model.config.n_decoder_layers;
+      $("forced-layer").value = model.config.n_decoder_layers;
+      $("status").textContent = say("pack.ready", {model: name});
+      $("progress").hidden = true;
+      loaded = name;
+    } finally {
+      busy(false);
+    }
+  }
+
+  // Another translator chosen: what the last one showed is cleared, and this one loaded.
+  function switchModel(name) {
+    $("model").value = name;
+    clearShown();
+    loading = load(name);
+    return loading;
   }
 
   // A step of the search under way, drawn as it is decided (explorer.js's `live`), then a frame for the browser
@@ -240,8 +259,9 @@
     ["forced-probability", "forced-attention"].forEach((id) => window.explorerCharts.drawById(id, null));
   }
 
-  async function translate(event) {
-    event?.preventDefault();
+  // The sentence typed translated and its views drawn; whether it was (a problem is said in the page). `beam`: the
+  // beam size a lesson sets, else the one chosen (0: the model's own).
+  async function translateShown(beam = null) {
     problem(null);
     let text = $("source").value;
     const notes = [];
@@ -249,22 +269,31 @@
       text = text.slice(0, MAX_INPUT_CHARS);
       notes.push(say("translate.note.cut", {limit: MAX_INPUT_CHARS}));
     }
-    const beam = document.querySelector("input[name=decoding]:checked").value === "beam" ? 0 : 1;
-    const focused = document.activeElement;
-    $("translate").disabled = $("model").disabled = true;
+    beam ??= document.querySelector("input[name=decoding]:checked").value === "beam" ? 0 : 1;
     try {
       const translation = await pack.translation(text, {model: $("model").value, beam, watch: drawStep});
-      if (!translation) { problem(new Error(say("translate.empty"))); $("translation").textContent = ""; return; }
+      if (!translation) { problem(new Error(say("translate.empty"))); $("translation").textContent = ""; return false; }
       $("translation").textContent = translation.text;
       tokens($("source-tokens"), translation.source_pieces);
       tokens($("target-tokens"), translation.target_pieces);
       notes.push(...translationNotes(translation));
       $("notes").textContent = notes.join(" ");
       showViews(translation);
+      return true;
     } catch (error) {
       problem(error);
+      return false;
+    }
+  }
+
+  async function translate(event) {
+    event.preventDefault();
+    const focused = document.activeElement;
+    busy(true);
+    try {
+      await translateShown();
     } finally {
-      $("translate").disabled = $("model").disabled = false;
+      busy(false);
       if (focused && document.activeElement === document.body) focused.focus();  // a disabled button lost it
     }
   }
@@ -296,7 +325,7 @@
       if (contents.appUrl) {
         $("needs-app").append(" ", Object.assign(document.createElement("a"), {href: contents.appUrl, textContent: contents.appUrl}));
       }
-      $("model").addEventListener("change", () => { clearShown(); loading = load($("model").value); loading.catch(problem); });
+      $("model").addEventListener("change", () => switchModel($("model").value).catch(problem));
       $("form").addEventListener("submit", translate);
       $("status").textContent = say("pack.starting");
       loading = load($("model").value || contents.defaultModel);
@@ -308,26 +337,29 @@
   }
 
   // What a lesson's Show me sets (ui/views/pack_lessons.py:show_me), translated, at its step: the page as the app's
-  // Show me leaves its Translate tab.
-  async function setUp({model, sentence, decoding, kind, view, layer, head, average, step}) {
-    await loading;
-    if ($("model").value !== model) {
-      $("model").value = model;
+  // Show me leaves its Translate tab, forced decoding cleared. Whether it was translated.
+  async function setUp({model, sentence, decoding, beam, kind, view, layer, head, average, step}) {
+    await loading?.catch(() => {});  // a translator that failed to load is loaded again below
+    busy(true);
+    try {
+      if (loaded !== model || $("model").value !== model) await switchModel(model);
       clearShown();
-      loading = load(model);
-      await loading;
+      $("source").value = sentence;
+      $("own").value = "";
+      document.querySelector(`input[name=decoding][value=${decoding}]`).checked = true;
+      document.querySelector(`input[name=kind][value=${kind}]`).checked = true;
+      document.querySelector(`input[name=view][value="${view}"]`).checked = true;
+      $("layer").value = layer;
+      $("head").value = head;
+      $("average").checked = average;
+      if (!await translateShown(beam)) return false;
+      $("step").value = step;
+      moveStep(0);
+      select();
+      return true;
+    } finally {
+      busy(false);
     }
-    $("source").value = sentence;
-    document.querySelector(`input[name=decoding][value=${decoding}]`).checked = true;
-    document.querySelector(`input[name=kind][value=${kind}]`).checked = true;
-    document.querySelector(`input[name=view][value="${english(`translate.view.${view}`)}"]`).checked = true;
-    Object.assign($("layer"), {value: layer});
-    Object.assign($("head"), {value: head});
-    $("average").checked = average;
-    await translate();
-    $("step").value = step;
-    moveStep(0);
-    select();
   }
   window.explorerPackPage = {setUp, problem};
 
