@@ -67,6 +67,9 @@ def test_2_a_later_token_gets_exactly_nothing(asked, models):
                                                                                              lesson.head - 1]
     assert torch.equal(weights.triu(diagonal=1), torch.zeros_like(weights)), "the model's own weights above"
     assert revealed(asked[2]) == "exactly 0"
+    translation = models(lesson.model).translate(lesson.sentence, lesson.beam)
+    written = re.search(r"the token written at step (\d+) \('(.+?)'\)", said(asked[2].text, "en"))
+    assert questions.word(translation.predicted_pieces[int(written[1]) - 1]) == written[2], "as the step view says"
 
 
 def test_3_the_head_that_rests_on_the_start_token_is_the_corpus_maps(asked, models, tmp_path):

@@ -389,6 +389,8 @@ def test_show_me_sets_the_page_up_as_the_apps_show_me_and_reveal_gives_the_model
     assert page.locator("#lesson-pair .js-plotly-plot").count() == 2
     for side in ("left", "right"):  # at the lesson's layer and head
         assert "layer 3, head 2" in page.text_content(f"#pair-{side}-plot .infolayer")
+    page.select_option("#lesson", LESSONS_PACKED[0])
+    assert page.is_hidden("#lesson-pair"), "another lesson's pair is put away"
     assert opened.errors == [] and opened.left == []
 
 
@@ -401,13 +403,21 @@ def test_the_lessons_panel_speaks_the_pages_language_and_names_the_lessons_that_
         needs_app = page.page.locator("#lessons-app-only li").all_text_contents()
         assert len(needs_app) == len(LESSONS) - len(LESSONS_PACKED) and needs_app[0].startswith("3. ")
         assert "<s>" in page.page.text_content("#glossary-lines")
+        page.page.focus("#model")  # a keyboard's arrow chooses another translator and stays on the list
+        page.page.keyboard.press("ArrowDown")
+        page.page.wait_for_function("!document.getElementById('translate').disabled && "
+                                    "document.getElementById('status').textContent.includes('multi30k-en-fr')")
+        assert page.page.evaluate("document.activeElement.id") == "model"
         page.page.click("#lessons summary")
         page.page.select_option("#lesson", "word_order")
         page.page.fill("#source", "Two dogs play.")
+        page.page.check("#large-text")
         with page.page.expect_navigation():
             page.page.select_option("#language", "fr")  # the page comes back in French, as it was left
         page.page.wait_for_function("document.documentElement.lang === 'fr' && "
                                     "document.getElementById('lesson-title').textContent.startsWith('5. ')")
         assert page.page.input_value("#lesson") == "word_order" and page.page.input_value("#source") == "Two dogs play."
+        assert page.page.is_checked("#large-text") and page.page.evaluate("document.getElementById('lessons').open")
+        assert page.page.input_value("#model") == "multi30k-en-fr"
     finally:
         page.close()

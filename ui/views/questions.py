@@ -114,11 +114,11 @@ def no_future(lesson: Lesson, checkpoint_named: Callable[[str], Checkpoint]) -> 
     """Lesson 2: the weight a decoder row gives a token written later."""
     translation = checkpoint_named(lesson.model).translate(lesson.sentence, lesson.beam)
     query = max(1, min(4, translation.num_steps - 2))
-    later = query + 2
-    weight = float(translation.decoder_attention[lesson.layer - 1, lesson.head - 1, query - 1, later - 1])
+    later = query + 1  # the step after: the decoder's input at position ``later`` (after <s>) is what it wrote
+    weight = float(translation.decoder_attention[lesson.layer - 1, lesson.head - 1, query - 1, later])
     return Question(message("q.no_future", step=query, writes=quoted(translation.predicted_pieces[query - 1]),
                             head=lesson.head, layer=lesson.layer, later=later,
-                            later_piece=quoted(translation.target_pieces[later - 1])), FUTURE_BANDS, band(weight),
+                            later_piece=quoted(translation.predicted_pieces[later - 1])), FUTURE_BANDS, band(weight),
                     message("q.no_future.why", weight=Number(weight, ".4g")),
                     map_of(translation, "decoder", lesson.layer, lesson.head, marked_step=query))
 

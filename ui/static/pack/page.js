@@ -10,12 +10,15 @@
   const VIEWS = ["translate.view.one_head", "translate.view.layer_heads", "translate.view.model"];
   let contents = null, shown = null;  // the pack's contents; the translation whose views are shown
   let loading = null, loaded = null;  // the translator being loaded; the one loaded last
-  // What starts a translation waits while one is loading or translating: `busy` counts the jobs under way.
-  let busyJobs = 0;
-  const STARTERS = ["translate", "model", "show-me"];
-  function busy(more) {
-    busyJobs += more ? 1 : -1;
-    STARTERS.forEach((id) => { if ($(id)) $(id).disabled = busyJobs > 0; });
+  // What starts a translation waits while one is loading or translating: `busy` counts each control's jobs under
+  // way. A translator loading leaves the translator list free (a keyboard's arrows choose as they move).
+  const STARTERS = ["translate", "model", "show-me"], LOADING = ["translate", "show-me"];
+  const jobs = Object.fromEntries(STARTERS.map((id) => [id, 0]));
+  function busy(more, controls = STARTERS) {
+    controls.forEach((id) => {
+      jobs[id] += more ? 1 : -1;
+      if ($(id)) $(id).disabled = jobs[id] > 0;
+    });
   }
 
   document.title = say("pack.title");
@@ -23,12 +26,13 @@
   $("progress").setAttribute("aria-label", say("pack.loading_label"));
   $("language").value = language;
   // A language switch reloads the page in that language: what was typed and chosen comes back with it.
-  const KEPT = ["source", "own", "model", "lesson"];
+  const KEPT = ["source", "own", "model", "lesson"], KEPT_CHECKED = ["large-text", "safe-colours"];
   $("language").addEventListener("change", () => {
     try {
       localStorage.setItem("explorer-pack-language", $("language").value);
       sessionStorage.setItem("explorer-pack-kept", JSON.stringify({
         ...Object.fromEntries(KEPT.map((id) => [id, $(id).value])),
+        ...Object.fromEntries(KEPT_CHECKED.map((id) => [id, $(id).checked])), lessonsOpen: $("lessons").open,
         decoding: document.querySelector("input[name=decoding]:checked").value}));
     } catch (error) { /* private mode: the page starts afresh */ }
     const address = new URL(location.href);
@@ -187,7 +191,7 @@
                    ...entry.weights];
     const total = files.reduce((sum, file) => sum + (sizes[file] || 0), 0);
     let done = 0;
-    busy(true);
+    busy(true, LOADING);
     $("progress").hidden = false;
     const progress = () => {
       $("progress").value = total ? done / total : 1;
@@ -203,7 +207,7 @@
       $("progress").hidden = true;
       loaded = name;
     } finally {
-      busy(false);
+      busy(false, LOADING);
     }
   }
 
@@ -311,6 +315,12 @@
     }
     const decoding = document.querySelector(`input[name=decoding][value="${kept.decoding}"]`);
     if (decoding) decoding.checked = true;
+    for (const id of KEPT_CHECKED) {
+      if (kept[id] !== true) continue;
+      $(id).checked = true;
+      $(id).dispatchEvent(new Event("change"));
+    }
+    if (kept.lessonsOpen && !$("lessons").hidden) $("lessons").open = true;
   }
 
   async function start() {
