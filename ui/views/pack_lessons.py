@@ -11,7 +11,8 @@ import re
 from transformer.files.checkpoint import Checkpoint
 
 from ..runtime.language import LANGUAGES, said, text
-from .lessons import LESSONS, OUTLINE_MS, Lesson, PairedRun, glossary, part_titles, run_direction, run_layer_note
+from .lessons import (LESSONS, OUTLINE_MS, Lesson, PairedRun, glossary, lesson_choice_labels, part_titles,
+                      run_direction, run_layer_note)
 from .questions import Question, predict_question
 
 # The tab whose views the pack's page has: a lesson that opens another, or computes a result there (an action),
@@ -52,8 +53,8 @@ def glossary_paragraphs(language: str) -> list[list[dict]]:
 
 
 def numbered_title(lesson: Lesson, language: str) -> str:
-    """"3. Heads specialise": the lesson's place and title, as the app's lesson list shows it."""
-    return f"{LESSONS.index(lesson) + 1}. {lesson.words(language).title}"
+    """"3. Heads specialise": the lesson as the app's lesson list shows it."""
+    return next(label for label, key in lesson_choice_labels(language) if key == lesson.key)
 
 
 def pair_heading(run: PairedRun, checkpoints: dict[str, Checkpoint], language: str) -> str:

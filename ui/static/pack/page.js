@@ -17,7 +17,7 @@
   function busy(more, controls = STARTERS) {
     controls.forEach((id) => {
       jobs[id] += more ? 1 : -1;
-      if ($(id)) $(id).disabled = jobs[id] > 0;
+      $(id).disabled = jobs[id] > 0;
     });
   }
 
